@@ -11,7 +11,7 @@ import (
 // request is incomplete, and the request alone decodes the same.
 func FuzzParse(f *testing.F) {
 	f.Add([]byte(pipeline), 7)
-	for _, c := range BadRequests {
+	for _, c := range BadRequests() {
 		if len(c.Req) < 2000 {
 			f.Add([]byte(c.Req), len(c.Req)/2)
 		}

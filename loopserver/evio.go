@@ -1,0 +1,116 @@
+package main
+
+import (
+	"context"
+	"net"
+	"sync/atomic"
+	"time"
+
+	"github.com/tidwall/evio"
+)
+
+// evioEngine serves on evio. Its RoundRobin balancer is racy (a loop that
+// loses the accept race still burns a turn), so connections are dealt with
+// LeastConnections: a loop accepts only while no other loop holds fewer open
+// connections, which keeps the open counts within one of each other, so 4n
+// connections opened on a balanced server land exactly n per loop.
+type evioEngine struct {
+	s        *server
+	stopping atomic.Bool
+}
+
+func (e *evioEngine) serve(ctx context.Context, s *server, addr string, ready func(net.Addr)) error {
+	e.s = s
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		select {
+		case <-ctx.Done():
+			e.stopping.Store(true)
+		case <-done:
+		}
+	}()
+	var ev evio.Events
+	ev.NumLoops = s.opts.loops
+	ev.LoadBalance = evio.LeastConnections
+	ev.Serving = func(srv evio.Server) evio.Action {
+		ready(srv.Addrs[0])
+		return evio.None
+	}
+	// evio has no stop call: the ticker (on loop 0) returns Shutdown.
+	ev.Tick = func() (time.Duration, evio.Action) {
+		if e.stopping.Load() {
+			return 0, evio.Shutdown
+		}
+		return 20 * time.Millisecond, evio.None
+	}
+	ev.Opened = func(ec evio.Conn) ([]byte, evio.Options, evio.Action) {
+		c := s.opened()
+		c.handle = ec
+		ec.SetContext(c)
+		return nil, evio.Options{ReuseInputBuffer: true}, evio.None
+	}
+	ev.Closed = func(ec evio.Conn, _ error) evio.Action {
+		c, _ := ec.Context().(*conn)
+		s.closedConn(c)
+		return evio.None
+	}
+	ev.Data = e.data
+	return evio.Serve(ev, "tcp://"+addr)
+}
+
+// data takes new bytes (in) or, with in nil, a wake: the continuation.
+func (e *evioEngine) data(ec evio.Conn, in []byte) ([]byte, evio.Action) {
+	c, _ := ec.Context().(*conn)
+	if c == nil {
+		return nil, evio.Close
+	}
+	out := c.loop.scratch[:0]
+	if in == nil { // Wake: the continuation, if it is due
+		if !c.pending || !c.ready.Load() {
+			return nil, evio.None
+		}
+		var closeNow bool
+		if out, closeNow = e.s.finish(c, out); closeNow {
+			return e.done(c, out, evio.Close)
+		}
+	} else if c.pending {
+		if len(c.buf)+len(in) > maxPendingInput {
+			return nil, evio.Close
+		}
+		c.buf = append(c.buf, in...) // ReuseInputBuffer: keep a copy
+		return nil, evio.None
+	} else if len(c.buf) > 0 {
+		c.buf = append(c.buf, in...)
+	} else {
+		// Nothing buffered: decode straight from evio's read buffer.
+		n, out, closeNow := e.s.drain(c, in, out)
+		if closeNow {
+			return e.done(c, out, evio.Close)
+		}
+		c.buf = append(c.buf[:0], in[n:]...)
+		return e.done(c, out, evio.None)
+	}
+	n, out, closeNow := e.s.drain(c, c.buf, out)
+	c.buf = c.buf[:copy(c.buf, c.buf[n:])]
+	if closeNow {
+		return e.done(c, out, evio.Close)
+	}
+	return e.done(c, out, evio.None)
+}
+
+func (e *evioEngine) done(c *conn, out []byte, a evio.Action) ([]byte, evio.Action) {
+	c.loop.scratch = out[:0] // evio copies out before the next callback
+	return out, a
+}
+
+// resume marks the continuation due and wakes the owning loop, which calls
+// data with nil. A wake for a connection evio has closed is dropped by evio.
+func (e *evioEngine) resume(c *conn) {
+	ec, _ := c.handle.(evio.Conn)
+	if ec == nil {
+		return
+	}
+	c.ready.Store(true)
+	ec.Wake()
+}

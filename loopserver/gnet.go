@@ -1,0 +1,158 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"time"
+
+	"github.com/panjf2000/gnet/v2"
+	"golang.org/x/sys/unix"
+)
+
+// gnetEngine serves on gnet: one main reactor accepts and deals connections
+// round-robin to the loops, so any 4n consecutive connections land n per loop.
+type gnetEngine struct {
+	gnet.BuiltinEventEngine
+	s     *server
+	eng   gnet.Engine
+	ready func(net.Addr)
+}
+
+func (e *gnetEngine) serve(ctx context.Context, s *server, addr string, ready func(net.Addr)) error {
+	e.s, e.ready = s, ready
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		select {
+		case <-ctx.Done():
+			sctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+			defer cancel()
+			_ = e.eng.Stop(sctx)
+		case <-done:
+		}
+	}()
+	return gnet.Run(e, "tcp://"+addr,
+		gnet.WithNumEventLoop(s.opts.loops),
+		gnet.WithLoadBalancing(gnet.RoundRobin),
+		gnet.WithReusePort(false), // with it, the kernel hashes and the balancer is ignored
+		gnet.WithReuseAddr(true),  // restart on the port while TIME_WAIT sockets exist
+		gnet.WithLockOSThread(true),
+		gnet.WithTCPNoDelay(gnet.TCPNoDelay),
+		gnet.WithLogger(gnetLog{s.log}),
+	)
+}
+
+// gnetLog keeps gnet's warnings and errors in the server's log, one line
+// each, and drops its chatter.
+type gnetLog struct{ w io.Writer }
+
+func (gnetLog) Debugf(string, ...any) {}
+func (gnetLog) Infof(string, ...any)  {}
+func (l gnetLog) Warnf(f string, a ...any) {
+	fmt.Fprintf(l.w, "loopserver: gnet: "+f+"\n", a...)
+}
+func (l gnetLog) Errorf(f string, a ...any) {
+	fmt.Fprintf(l.w, "loopserver: gnet: "+f+"\n", a...)
+}
+func (l gnetLog) Fatalf(f string, a ...any) {
+	fmt.Fprintf(l.w, "loopserver: gnet: "+f+"\n", a...)
+}
+
+func (e *gnetEngine) OnBoot(eng gnet.Engine) gnet.Action {
+	e.eng = eng
+	fd, err := eng.Dup()
+	if err != nil {
+		fmt.Fprintf(e.s.log, "loopserver: cannot read the bound address: %v\n", err)
+		return gnet.Shutdown
+	}
+	defer unix.Close(fd)
+	sa, err := unix.Getsockname(fd)
+	if err != nil {
+		fmt.Fprintf(e.s.log, "loopserver: cannot read the bound address: %v\n", err)
+		return gnet.Shutdown
+	}
+	e.ready(sockaddrToTCP(sa))
+	return gnet.None
+}
+
+func (e *gnetEngine) OnOpen(gc gnet.Conn) ([]byte, gnet.Action) {
+	c := e.s.opened()
+	c.handle = gc
+	gc.SetContext(c)
+	return nil, gnet.None
+}
+
+func (e *gnetEngine) OnClose(gc gnet.Conn, _ error) gnet.Action {
+	c, _ := gc.Context().(*conn)
+	e.s.closedConn(c)
+	return gnet.None
+}
+
+func (e *gnetEngine) OnTraffic(gc gnet.Conn) gnet.Action {
+	c := gc.Context().(*conn)
+	if c.pending {
+		if gc.InboundBuffered() > maxPendingInput {
+			return gnet.Close
+		}
+		return gnet.None // later requests wait until the continuation answers
+	}
+	if e.pump(c, gc, c.loop.scratch[:0]) {
+		return gnet.Close
+	}
+	return gnet.None
+}
+
+// pump answers what is buffered on gc after out, writes it all in one go and
+// reports whether the connection must close.
+func (e *gnetEngine) pump(c *conn, gc gnet.Conn, out []byte) bool {
+	buf, _ := gc.Peek(-1)
+	n, out, closeNow := e.s.drain(c, buf, out)
+	if n > 0 {
+		_, _ = gc.Discard(n) // Discard(0) would discard everything
+	}
+	if len(out) > 0 {
+		_, _ = gc.Write(out)
+	}
+	c.loop.scratch = out[:0]
+	return closeNow
+}
+
+// resume runs the continuation on the loop that owns the connection.
+func (e *gnetEngine) resume(c *conn) {
+	gc := e.connOf(c)
+	if gc == nil {
+		return
+	}
+	_ = gc.EventLoop().Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
+		if c.closed { // the fd may already serve another connection
+			return nil
+		}
+		out, closeNow := e.s.finish(c, c.loop.scratch[:0])
+		if closeNow {
+			_, _ = gc.Write(out)
+			c.loop.scratch = out[:0]
+			return gc.EventLoop().Close(gc)
+		}
+		if e.pump(c, gc, out) {
+			return gc.EventLoop().Close(gc)
+		}
+		return nil
+	}))
+}
+
+func (e *gnetEngine) connOf(c *conn) gnet.Conn {
+	gc, _ := c.handle.(gnet.Conn)
+	return gc
+}
+
+func sockaddrToTCP(sa unix.Sockaddr) *net.TCPAddr {
+	switch a := sa.(type) {
+	case *unix.SockaddrInet4:
+		return &net.TCPAddr{IP: net.IP(a.Addr[:]).To16(), Port: a.Port}
+	case *unix.SockaddrInet6:
+		return &net.TCPAddr{IP: net.IP(a.Addr[:]), Port: a.Port}
+	}
+	return &net.TCPAddr{}
+}

@@ -1,0 +1,382 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/bystander-kit/bystander/internal/block"
+	"github.com/bystander-kit/bystander/internal/h1"
+	"github.com/bystander-kit/bystander/internal/offload"
+	"github.com/bystander-kit/bystander/internal/proc"
+	"github.com/bystander-kit/bystander/internal/protocol"
+)
+
+// maxPendingInput bounds what a client may pipeline behind a request whose
+// answer is still outstanding; past it the connection is closed.
+const maxPendingInput = 1 << 20
+
+// loop is one event loop: its label, the OS thread it is locked to, and what
+// it did. Counters are atomics because the admin listener and the watchdog
+// read them from other goroutines.
+type loop struct {
+	index int
+	tid   int
+
+	connsOpen  atomic.Int64
+	connsTotal atomic.Int64
+	requests   atomic.Int64
+	busyNs     atomic.Int64
+	longestNs  atomic.Int64
+	warnings   atomic.Int64
+
+	// What the loop is inside now, for the watchdog.
+	seq       atomic.Uint64 // bumped on entering a request
+	enteredNs atomic.Int64  // unix ns when it entered; 0 when idle
+	route     atomic.Int32  // route it entered
+	warnedSeq uint64        // last seq the watchdog warned about (watchdog only)
+
+	// scratch is the loop's output buffer: used only on the loop itself.
+	scratch []byte
+}
+
+func (l *loop) enter(r protocol.Route, now int64) {
+	l.seq.Add(1)
+	l.route.Store(int32(r))
+	l.enteredNs.Store(now)
+}
+
+func (l *loop) leave(start int64) {
+	l.enteredNs.Store(0)
+	d := time.Now().UnixNano() - start
+	l.busyNs.Add(d)
+	for {
+		old := l.longestNs.Load()
+		if d <= old || l.longestNs.CompareAndSwap(old, d) {
+			return
+		}
+	}
+}
+
+// loopSet labels loops by the OS thread each is locked to, in order of first
+// sight. Neither engine exposes a loop index, but each runs a loop on one
+// goroutine, and a goroutine locked to a thread is the only one that thread
+// runs: the thread id therefore names the loop, also inside a continuation,
+// which is how the tests prove a continuation ran on the owning loop.
+type loopSet struct {
+	mu    sync.Mutex
+	loops atomic.Pointer[[]*loop]
+}
+
+func newLoopSet() *loopSet {
+	ls := &loopSet{}
+	ls.loops.Store(&[]*loop{})
+	return ls
+}
+
+// lookup returns the loop running on this thread, or nil.
+func (ls *loopSet) lookup() *loop {
+	tid := unix.Gettid()
+	for _, l := range *ls.loops.Load() {
+		if l.tid == tid {
+			return l
+		}
+	}
+	return nil
+}
+
+// register returns the loop the calling goroutine runs, locking the goroutine
+// to its thread on first sight. It must be called from a loop goroutine.
+func (ls *loopSet) register() *loop {
+	if l := ls.lookup(); l != nil {
+		return l
+	}
+	// Not seen: this goroutine is not locked yet (a locked one runs only on
+	// its registered thread), so lock it and label its thread.
+	runtime.LockOSThread()
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	old := *ls.loops.Load()
+	l := &loop{index: len(old), tid: unix.Gettid(), scratch: make([]byte, 0, 4096)}
+	next := append(append(make([]*loop, 0, len(old)+1), old...), l)
+	ls.loops.Store(&next)
+	return l
+}
+
+func (ls *loopSet) all() []*loop { return *ls.loops.Load() }
+
+// conn is one client connection's state. All fields but ready and blockedNs
+// are touched only on the owning loop.
+type conn struct {
+	loop    *loop
+	handle  any // the engine's connection
+	closed  bool
+	pending bool // a continuation is outstanding: later requests wait buffered
+	buf     []byte
+
+	// The outstanding request, for its continuation.
+	route        protocol.Route
+	handlerStart int64
+	keepAlive    bool
+	minor        int
+	head         bool
+	ready        atomic.Bool  // the continuation may run (evio)
+	blockedNs    atomic.Int64 // measured by the offload worker
+}
+
+// resumer runs the continuation of c's outstanding request on the loop that
+// owns c. Each engine has its own way to get back onto that loop.
+type resumer interface {
+	resume(c *conn)
+}
+
+// server is what both engines share: routing, the endpoints, the counters.
+type server struct {
+	opts    options
+	loops   *loopSet
+	pool    *offload.Pool
+	eng     resumer
+	started time.Time
+	log     io.Writer
+}
+
+func newServer(o options) *server {
+	return &server{
+		opts:    o,
+		loops:   newLoopSet(),
+		pool:    offload.New(o.offloadWorkers, o.offloadQueue),
+		started: time.Now(),
+		log:     o.log,
+	}
+}
+
+// opened registers a new connection on the calling loop.
+func (s *server) opened() *conn {
+	l := s.loops.register()
+	l.connsOpen.Add(1)
+	l.connsTotal.Add(1)
+	return &conn{loop: l}
+}
+
+// closedConn marks c closed so a late continuation writes nothing.
+func (s *server) closedConn(c *conn) {
+	if c == nil || c.closed {
+		return
+	}
+	c.closed = true
+	c.loop.connsOpen.Add(-1)
+}
+
+// drain answers the whole requests at the head of in, in order, appending
+// the answers to out. It stops at an incomplete request, at a request whose
+// answer is deferred to a continuation, or at one after which the connection
+// must close. It returns the bytes consumed.
+func (s *server) drain(c *conn, in, out []byte) (n int, _ []byte, closeNow bool) {
+	var req h1.Request
+	for !c.pending && n < len(in) {
+		used, err := h1.Parse(in[n:], &req)
+		if err == h1.ErrIncomplete {
+			break
+		}
+		if err != nil {
+			return len(in), h1.AppendError(out, err.(*h1.Error)), true
+		}
+		n += used
+		out, closeNow = s.handle(c, &req, out)
+		if closeNow {
+			return n, out, true
+		}
+	}
+	return n, out, false
+}
+
+// handle answers one request, or defers it to a continuation.
+func (s *server) handle(c *conn, req *h1.Request, out []byte) ([]byte, bool) {
+	start := time.Now().UnixNano()
+	route := protocol.RouteOf(req.Path)
+	l := c.loop
+	l.requests.Add(1)
+	l.enter(route, start)
+	defer l.leave(start)
+
+	switch {
+	case !req.IsGet() && !req.IsHead():
+		return s.reply(out, c, req, 405, protocol.ReasonMethod, start), !req.KeepAlive
+	case route == protocol.Unknown:
+		return s.reply(out, c, req, 404, protocol.ReasonNotFound, start), !req.KeepAlive
+	}
+	p, err := protocol.ParseQuery(req.Query, s.opts.maxBlock)
+	if err != nil {
+		return s.reply(out, c, req, 400, err.Error()+"\n", start), !req.KeepAlive
+	}
+	switch route {
+	case protocol.Fast:
+		return s.reply(out, c, req, 200, protocol.BodyFast, start), !req.KeepAlive
+	case protocol.Slow:
+		d := s.opts.block
+		if p.HasBlock {
+			d = p.Block
+		}
+		blocked := block.For(s.opts.blockMode, d)
+		out = h1.AppendStatusLine(out, 200)
+		out = s.timing(out, c, start)
+		out = h1.AppendHeaderInt(out, protocol.HeaderBlockedNs, int64(blocked))
+		return h1.AppendBody(out, protocol.BodySlow, req, req.KeepAlive), !req.KeepAlive
+	}
+
+	// /async and /offload answer later, from a continuation on this loop.
+	c.pending = true
+	c.ready.Store(false)
+	c.blockedNs.Store(0)
+	c.route, c.handlerStart = route, start
+	c.keepAlive, c.minor, c.head = req.KeepAlive, req.Minor, req.IsHead()
+	if route == protocol.Async {
+		d := s.opts.delay
+		if p.HasDelay {
+			d = p.Delay
+		}
+		time.AfterFunc(d, func() { s.eng.resume(c) })
+		return out, false
+	}
+	d := s.opts.block
+	if p.HasBlock {
+		d = p.Block
+	}
+	mode := s.opts.blockMode
+	if err := s.pool.Submit(func() {
+		c.blockedNs.Store(int64(block.For(mode, d)))
+		s.eng.resume(c)
+	}); err != nil {
+		c.pending = false
+		return s.reply(out, c, req, 503, protocol.ReasonQueueFull, start), !req.KeepAlive
+	}
+	return out, false
+}
+
+// finish writes the answer of c's outstanding request. It runs on the loop
+// that took the continuation, and says which loop that was.
+func (s *server) finish(c *conn, out []byte) ([]byte, bool) {
+	now := time.Now().UnixNano()
+	ran := -1
+	if l := s.loops.lookup(); l != nil {
+		ran = l.index
+	}
+	c.pending = false
+	req := h1.Request{Minor: c.minor}
+	if c.head {
+		req.Method = []byte("HEAD")
+	}
+	out = h1.AppendStatusLine(out, 200)
+	out = s.timing(out, c, c.handlerStart)
+	out = h1.AppendHeaderInt(out, protocol.HeaderContinuationStart, now)
+	out = h1.AppendHeaderInt(out, protocol.HeaderContinuationLoop, int64(ran))
+	if c.route == protocol.Offload {
+		out = h1.AppendHeaderInt(out, protocol.HeaderBlockedNs, c.blockedNs.Load())
+	}
+	return h1.AppendBody(out, c.route.Body(), &req, c.keepAlive), !c.keepAlive
+}
+
+func (s *server) timing(out []byte, c *conn, start int64) []byte {
+	out = h1.AppendHeaderInt(out, protocol.HeaderLoop, int64(c.loop.index))
+	return h1.AppendHeaderInt(out, protocol.HeaderHandlerStart, start)
+}
+
+func (s *server) reply(out []byte, c *conn, req *h1.Request, status int, body string, start int64) []byte {
+	out = h1.AppendStatusLine(out, status)
+	out = s.timing(out, c, start)
+	return h1.AppendBody(out, body, req, req.KeepAlive)
+}
+
+// Stats is the admin /stats document of a loop server.
+type Stats struct {
+	Server         string      `json:"server"`
+	Engine         string      `json:"engine"`
+	LoopsWanted    int         `json:"loops_configured"`
+	BlockNs        int64       `json:"block_ns"`
+	BlockMode      string      `json:"block_mode"`
+	BlockWarnNs    int64       `json:"block_warn_ns"`
+	OffloadWorkers int         `json:"offload_workers"`
+	OffloadQueued  int         `json:"offload_queued"`
+	UptimeNs       int64       `json:"uptime_ns"`
+	Process        proc.Usage  `json:"process"`
+	Loops          []LoopStats `json:"loops"`
+}
+
+// LoopStats is one loop's line in Stats.
+type LoopStats struct {
+	Loop             int   `json:"loop"`
+	ConnectionsOpen  int64 `json:"connections_open"`
+	ConnectionsTotal int64 `json:"connections_total"`
+	Requests         int64 `json:"requests"`
+	BusyNs           int64 `json:"busy_ns"`
+	LongestBlockNs   int64 `json:"longest_block_ns"`
+	WatchdogWarnings int64 `json:"watchdog_warnings"`
+}
+
+func (s *server) stats() Stats {
+	st := Stats{
+		Server:         "loopserver",
+		Engine:         s.opts.engine,
+		LoopsWanted:    s.opts.loops,
+		BlockNs:        int64(s.opts.block),
+		BlockMode:      s.opts.blockMode.String(),
+		BlockWarnNs:    int64(s.opts.blockWarn),
+		OffloadWorkers: s.pool.Workers(),
+		OffloadQueued:  s.pool.Queued(),
+		UptimeNs:       int64(time.Since(s.started)),
+		Process:        proc.Self(),
+		Loops:          []LoopStats{},
+	}
+	for _, l := range s.loops.all() {
+		st.Loops = append(st.Loops, LoopStats{
+			Loop:             l.index,
+			ConnectionsOpen:  l.connsOpen.Load(),
+			ConnectionsTotal: l.connsTotal.Load(),
+			Requests:         l.requests.Load(),
+			BusyNs:           l.busyNs.Load(),
+			LongestBlockNs:   l.longestNs.Load(),
+			WatchdogWarnings: l.warnings.Load(),
+		})
+	}
+	return st
+}
+
+// watch is the blocked-loop watchdog, after Vert.x's blocked-thread checker:
+// a loop that stays inside one request longer than warn gets one log line
+// and one count, however long it stays.
+func (s *server) watch(stop <-chan struct{}) {
+	warn := s.opts.blockWarn
+	if warn <= 0 {
+		return
+	}
+	tick := min(max(warn/4, time.Millisecond), 250*time.Millisecond)
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case now := <-t.C:
+			for _, l := range s.loops.all() {
+				s.check(l, now.UnixNano(), warn)
+			}
+		}
+	}
+}
+
+func (s *server) check(l *loop, now int64, warn time.Duration) {
+	seq := l.seq.Load()
+	since := l.enteredNs.Load()
+	if since == 0 || seq == l.warnedSeq || time.Duration(now-since) <= warn {
+		return
+	}
+	l.warnedSeq = seq
+	n := l.warnings.Add(1)
+	fmt.Fprintf(s.log, "loopserver: watchdog: loop %d blocked for %s in %s (over --block-warn %s; warning %d on this loop)\n",
+		l.index, time.Duration(now-since).Round(time.Millisecond), protocol.Route(l.route.Load()), warn, n)
+}

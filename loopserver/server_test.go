@@ -1,0 +1,589 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/bystander-kit/bystander/internal/block"
+	"github.com/bystander-kit/bystander/internal/h1"
+	"github.com/bystander-kit/bystander/internal/protocol"
+)
+
+var engines = []string{"gnet", "evio"}
+
+type testServer struct {
+	addr, admin string
+	log         *syncBuffer
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+// start runs a loop server on a free loopback port until the test ends.
+func start(t *testing.T, engine string, tweak func(*options)) *testServer {
+	t.Helper()
+	log := &syncBuffer{}
+	o := options{
+		addr: "127.0.0.1:0", engine: engine, loops: 4,
+		block: 5 * time.Millisecond, delay: 5 * time.Millisecond, maxBlock: protocol.DefaultMaxBlock,
+		blockMode: block.Sleep, blockWarn: 100 * time.Millisecond,
+		offloadWorkers: 16, offloadQueue: 1000, admin: "127.0.0.1:0", log: log,
+	}
+	if tweak != nil {
+		tweak(&o)
+	}
+	if err := o.validate(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan [2]string, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, o, func(a, ad net.Addr) { ready <- [2]string{a.String(), ad.String()} })
+	}()
+	var ts *testServer
+	select {
+	case a := <-ready:
+		ts = &testServer{addr: a[0], admin: a[1], log: log}
+	case err := <-done:
+		cancel()
+		t.Fatalf("server did not start: %v", err)
+	case <-time.After(5 * time.Second):
+		cancel()
+		t.Fatal("server did not start within 5 s")
+	}
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("server: %v", err)
+			}
+		case <-time.After(3 * time.Second):
+			t.Errorf("server did not stop within 3 s")
+		}
+	})
+	return ts
+}
+
+// client is one keep-alive connection read with net/http's response parser,
+// a decoder independent of the server's.
+type client struct {
+	t  testing.TB
+	c  net.Conn
+	br *bufio.Reader
+}
+
+func dial(t testing.TB, addr string) *client {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return &client{t: t, c: c, br: bufio.NewReader(c)}
+}
+
+type answer struct {
+	status  int
+	header  http.Header
+	body    string
+	elapsed time.Duration
+	closed  bool // the server said Connection: close
+}
+
+func (a answer) int(name string) int64 {
+	v, err := strconv.ParseInt(a.header.Get(name), 10, 64)
+	if err != nil {
+		return -1
+	}
+	return v
+}
+
+// get sends one GET and reads its answer.
+func (c *client) get(target string) (answer, error) {
+	return c.raw("GET "+target+" HTTP/1.1\r\nHost: t\r\n\r\n", "GET")
+}
+
+func (c *client) raw(req, method string) (answer, error) {
+	start := time.Now()
+	_ = c.c.SetDeadline(start.Add(10 * time.Second))
+	if _, err := io.WriteString(c.c, req); err != nil {
+		return answer{}, err
+	}
+	return c.read(method, start)
+}
+
+func (c *client) read(method string, start time.Time) (answer, error) {
+	resp, err := http.ReadResponse(c.br, &http.Request{Method: method})
+	if err != nil {
+		return answer{}, err
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		return answer{}, err
+	}
+	return answer{resp.StatusCode, resp.Header, string(body), time.Since(start), resp.Close}, nil
+}
+
+func (c *client) mustGet(target string) answer {
+	c.t.Helper()
+	a, err := c.get(target)
+	if err != nil {
+		c.t.Fatalf("GET %s: %v", target, err)
+	}
+	return a
+}
+
+// eof reports whether the server closed the connection.
+func (c *client) eof() bool {
+	_ = c.c.SetReadDeadline(time.Now().Add(2 * time.Second))
+	_, err := c.br.ReadByte()
+	return errors.Is(err, io.EOF) || isReset(err)
+}
+
+func isReset(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "connection reset")
+}
+
+func TestEndpoints(t *testing.T) {
+	for _, eng := range engines {
+		t.Run(eng, func(t *testing.T) {
+			t.Parallel()
+			s := start(t, eng, nil)
+			c := dial(t, s.addr)
+			before := time.Now().UnixNano()
+			for _, tc := range []struct {
+				target, body  string
+				blocked, cont bool
+			}{
+				{"/fast", protocol.BodyFast, false, false},
+				{"/slow?block=20ms", protocol.BodySlow, true, false},
+				{"/async?delay=20ms", protocol.BodyAsync, false, true},
+				{"/offload?block=20ms", protocol.BodyOffload, true, true},
+			} {
+				a := c.mustGet(tc.target)
+				if a.status != 200 || a.body != tc.body {
+					t.Fatalf("%s: %d %q", tc.target, a.status, a.body)
+				}
+				if l := a.int(protocol.HeaderLoop); l < 0 || l > 3 {
+					t.Errorf("%s: X-Loop %q", tc.target, a.header.Get(protocol.HeaderLoop))
+				}
+				hs := a.int(protocol.HeaderHandlerStart)
+				if hs < before || hs > time.Now().UnixNano() {
+					t.Errorf("%s: X-Handler-Start %d outside the request", tc.target, hs)
+				}
+				if b := a.int(protocol.HeaderBlockedNs); tc.blocked != (b >= 0) || (tc.blocked && b < int64(20*time.Millisecond)) {
+					t.Errorf("%s: X-Blocked-Ns %q", tc.target, a.header.Get(protocol.HeaderBlockedNs))
+				}
+				cs := a.int(protocol.HeaderContinuationStart)
+				if tc.cont != (cs >= 0) || (tc.cont && cs-hs < int64(20*time.Millisecond)) {
+					t.Errorf("%s: X-Continuation-Start %d, handler start %d", tc.target, cs, hs)
+				}
+				if a.elapsed < 20*time.Millisecond && tc.target != "/fast" {
+					t.Errorf("%s answered in %s, before its 20ms", tc.target, a.elapsed)
+				}
+			}
+			// HEAD has the headers and no body.
+			a, err := c.raw("HEAD /async HTTP/1.1\r\nHost: t\r\n\r\n", "HEAD")
+			if err != nil || a.status != 200 || a.body != "" || a.header.Get("Content-Length") != strconv.Itoa(len(protocol.BodyAsync)) {
+				t.Fatalf("HEAD /async: %+v %v", a, err)
+			}
+		})
+	}
+}
+
+// TestSpread: any 4n consecutive connections land n per loop.
+func TestSpread(t *testing.T) {
+	for _, eng := range engines {
+		t.Run(eng, func(t *testing.T) {
+			t.Parallel()
+			s := start(t, eng, nil)
+			for round := 0; round < 2; round++ {
+				conns := make([]*client, 12)
+				counts := make([]int, 4)
+				for i := range conns {
+					conns[i] = dial(t, s.addr)
+					counts[conns[i].mustGet("/fast").int(protocol.HeaderLoop)]++
+				}
+				if !slices.Equal(counts, []int{3, 3, 3, 3}) {
+					t.Fatalf("round %d: 12 connections per loop %v, want 3 each", round, counts)
+				}
+				for _, c := range conns {
+					c.c.Close()
+				}
+				waitOpen(t, s, 0)
+			}
+		})
+	}
+}
+
+func stats(t testing.TB, s *testServer) Stats {
+	t.Helper()
+	resp, err := http.Get("http://" + s.admin + "/stats")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var st Stats
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+func waitOpen(t *testing.T, s *testServer, want int64) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		var open int64
+		for _, l := range stats(t, s).Loops {
+			open += l.ConnectionsOpen
+		}
+		if open == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d connections open, want %d", open, want)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestContinuationOnOwningLoop asserts, from the thread that ran it, that the
+// /async continuation and the /offload reply ran on the loop that owns the
+// connection.
+func TestContinuationOnOwningLoop(t *testing.T) {
+	for _, eng := range engines {
+		t.Run(eng, func(t *testing.T) {
+			t.Parallel()
+			s := start(t, eng, nil)
+			var wg sync.WaitGroup
+			for range 8 {
+				c := dial(t, s.addr)
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for i := range 10 {
+						target := "/async?delay=1ms"
+						if i%2 == 1 {
+							target = "/offload?block=1ms"
+						}
+						a, err := c.get(target)
+						if err != nil {
+							t.Errorf("%s: %v", target, err)
+							return
+						}
+						own, ran := a.int(protocol.HeaderLoop), a.int(protocol.HeaderContinuationLoop)
+						if ran != own || own < 0 {
+							t.Errorf("%s: continuation ran on loop %d, connection owned by loop %d", target, ran, own)
+						}
+					}
+				}()
+			}
+			wg.Wait()
+		})
+	}
+}
+
+// TestStall is the experiment in miniature: 12 keep-alive /async probe
+// connections, 3 per loop; k further connections keep k loops busy with
+// back-to-back 100 ms /slow calls. Exactly the probes on those k loops stall.
+func TestStall(t *testing.T) {
+	for _, eng := range engines {
+		t.Run(eng, func(t *testing.T) {
+			s := start(t, eng, func(o *options) { o.blockWarn = 0 })
+			probes := make([]*client, 12)
+			loopOf := make([]int64, 12)
+			for i := range probes {
+				probes[i] = dial(t, s.addr)
+				loopOf[i] = probes[i].mustGet("/async").int(protocol.HeaderLoop)
+			}
+			// One blocker connection per loop, opened before any loop blocks:
+			// a connection dealt to a blocked loop is not opened until it unblocks.
+			blockers := map[int64]*client{}
+			for len(blockers) < 4 {
+				c := dial(t, s.addr)
+				blockers[c.mustGet("/fast").int(protocol.HeaderLoop)] = c
+			}
+			for k := 0; k <= 4; k++ {
+				blocked := map[int64]bool{}
+				for l := int64(0); l < int64(k); l++ {
+					blocked[l] = true
+				}
+				medians := stallRound(t, probes, blockers, blocked)
+				var stalled, want []int
+				for i, m := range medians {
+					if m > 50*time.Millisecond {
+						stalled = append(stalled, i)
+					}
+					if blocked[loopOf[i]] {
+						want = append(want, i)
+					}
+				}
+				t.Logf("k=%d: stalled %d of 12, medians %v", k, len(stalled), medians)
+				if len(want) != 3*k || !slices.Equal(stalled, want) {
+					t.Fatalf("k=%d: stalled connections %v, want exactly those on blocked loops %v (medians %v)", k, stalled, want, medians)
+				}
+			}
+		})
+	}
+}
+
+// stallRound keeps the blocked loops busy for a while and returns each
+// probe's median /async latency meanwhile.
+func stallRound(t *testing.T, probes []*client, blockers map[int64]*client, blocked map[int64]bool) []time.Duration {
+	t.Helper()
+	const window = 900 * time.Millisecond
+	stop := time.Now().Add(window)
+	var wg sync.WaitGroup
+	for l := range blocked {
+		c := blockers[l]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for time.Now().Before(stop) {
+				if _, err := c.get("/slow?block=100ms"); err != nil {
+					t.Errorf("blocker on loop %d: %v", l, err)
+					return
+				}
+			}
+		}()
+	}
+	time.Sleep(50 * time.Millisecond) // let the blockers get in first
+	medians := make([]time.Duration, len(probes))
+	for i, p := range probes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var lat []time.Duration
+			for time.Now().Before(stop.Add(-100 * time.Millisecond)) {
+				a, err := p.get("/async")
+				if err != nil {
+					t.Errorf("probe %d: %v", i, err)
+					return
+				}
+				lat = append(lat, a.elapsed)
+			}
+			sort.Slice(lat, func(a, b int) bool { return lat[a] < lat[b] })
+			if len(lat) > 0 {
+				medians[i] = lat[len(lat)/2]
+			}
+		}()
+	}
+	wg.Wait()
+	return medians
+}
+
+// TestPipelining: requests sent in one write, a deferred one among them, are
+// answered in order on the same connection.
+func TestPipelining(t *testing.T) {
+	for _, eng := range engines {
+		t.Run(eng, func(t *testing.T) {
+			t.Parallel()
+			s := start(t, eng, nil)
+			c := dial(t, s.addr)
+			targets := []string{"/async?delay=30ms", "/fast", "/offload?block=10ms", "/slow?block=1ms", "/fast"}
+			var req strings.Builder
+			for _, tg := range targets {
+				req.WriteString("GET " + tg + " HTTP/1.1\r\nHost: t\r\n\r\n")
+			}
+			if _, err := io.WriteString(c.c, req.String()); err != nil {
+				t.Fatal(err)
+			}
+			for _, tg := range targets {
+				a, err := c.read("GET", time.Now())
+				if err != nil {
+					t.Fatalf("%s: %v", tg, err)
+				}
+				want := protocol.RouteOf([]byte(strings.SplitN(tg, "?", 2)[0])).Body()
+				if a.status != 200 || a.body != want {
+					t.Fatalf("answer for %s: %d %q, want %q", tg, a.status, a.body, want)
+				}
+			}
+		})
+	}
+}
+
+func TestConnectionHandling(t *testing.T) {
+	for _, eng := range engines {
+		t.Run(eng, func(t *testing.T) {
+			t.Parallel()
+			s := start(t, eng, nil)
+			for _, tc := range []struct {
+				name, req string
+				closes    bool
+			}{
+				{"1.1 keeps alive", "GET /fast HTTP/1.1\r\nHost: t\r\n\r\n", false},
+				{"1.1 close", "GET /fast HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n", true},
+				{"1.1 close on async", "GET /async HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n", true},
+				{"1.0 closes", "GET /fast HTTP/1.0\r\n\r\n", true},
+				{"1.0 keep-alive", "GET /slow?block=1ms HTTP/1.0\r\nConnection: keep-alive\r\n\r\n", false},
+				{"body read and ignored", "GET /fast HTTP/1.1\r\nHost: t\r\nContent-Length: 4\r\n\r\nabcd", false},
+			} {
+				c := dial(t, s.addr)
+				a, err := c.raw(tc.req, "GET")
+				if err != nil || a.status != 200 {
+					t.Fatalf("%s: %+v %v", tc.name, a, err)
+				}
+				if a.closed != tc.closes || c.eof() != tc.closes {
+					t.Fatalf("%s: closed %v, want %v", tc.name, a.closed, tc.closes)
+				}
+			}
+		})
+	}
+}
+
+// TestMalformed sends each malformed request on its own connection while a
+// bystander connection keeps using the server: each gets its status (and a
+// close where the stream cannot be trusted), the bystander never notices.
+func TestMalformed(t *testing.T) {
+	type mcase struct {
+		name, req string
+		status    int
+		closes    bool
+	}
+	var cases []mcase
+	for _, c := range h1.BadRequests() {
+		cases = append(cases, mcase{c.Name, c.Req, c.Status, true})
+	}
+	cases = append(cases,
+		mcase{"POST", "POST /fast HTTP/1.1\r\nHost: t\r\nContent-Length: 2\r\n\r\nhi", 405, false},
+		mcase{"DELETE", "DELETE /slow HTTP/1.1\r\nHost: t\r\n\r\n", 405, false},
+		mcase{"unknown path", "GET /nope HTTP/1.1\r\nHost: t\r\n\r\n", 404, false},
+		mcase{"path prefix", "GET /fastest HTTP/1.1\r\nHost: t\r\n\r\n", 404, false},
+		mcase{"block unparsable", "GET /slow?block=abc HTTP/1.1\r\nHost: t\r\n\r\n", 400, false},
+		mcase{"block without unit", "GET /slow?block=5 HTTP/1.1\r\nHost: t\r\n\r\n", 400, false},
+		mcase{"block negative", "GET /slow?block=-5ms HTTP/1.1\r\nHost: t\r\n\r\n", 400, false},
+		mcase{"block above max", "GET /offload?block=1h HTTP/1.1\r\nHost: t\r\n\r\n", 400, false},
+		mcase{"delay unparsable", "GET /async?delay=soon HTTP/1.1\r\nHost: t\r\n\r\n", 400, false},
+		mcase{"delay above max", "GET /async?delay=11s HTTP/1.1\r\nHost: t\r\n\r\n", 400, false},
+		mcase{"bad escape", "GET /slow?block=%zz HTTP/1.1\r\nHost: t\r\n\r\n", 400, false},
+	)
+	for _, eng := range engines {
+		t.Run(eng, func(t *testing.T) {
+			t.Parallel()
+			s := start(t, eng, nil)
+			by := dial(t, s.addr)
+			for _, tc := range cases {
+				c := dial(t, s.addr)
+				a, err := c.raw(tc.req, "GET")
+				if err != nil {
+					t.Fatalf("%s: %v", tc.name, err)
+				}
+				if a.status != tc.status {
+					t.Errorf("%s: status %d %q, want %d", tc.name, a.status, a.body, tc.status)
+				}
+				if !strings.HasSuffix(a.body, "\n") || strings.Count(a.body, "\n") != 1 {
+					t.Errorf("%s: reason %q is not one line", tc.name, a.body)
+				}
+				if tc.closes {
+					if !a.closed || !c.eof() {
+						t.Errorf("%s: connection left open after %d", tc.name, a.status)
+					}
+				} else if b := c.mustGet("/fast"); b.status != 200 {
+					t.Errorf("%s: the same connection then got %d", tc.name, b.status)
+				}
+				if b := by.mustGet("/fast"); b.status != 200 {
+					t.Fatalf("after %s the bystander got %d", tc.name, b.status)
+				}
+			}
+		})
+	}
+}
+
+// TestWatchdog: a request that holds its loop past --block-warn is logged
+// once, naming the loop and the route, and counted in /stats; the admin
+// listener answers while the loop is blocked.
+func TestWatchdog(t *testing.T) {
+	for _, eng := range engines {
+		t.Run(eng, func(t *testing.T) {
+			t.Parallel()
+			s := start(t, eng, func(o *options) { o.blockWarn = 50 * time.Millisecond })
+			c := dial(t, s.addr)
+			own := c.mustGet("/fast").int(protocol.HeaderLoop)
+			done := make(chan answer, 1)
+			go func() { done <- c.mustGet("/slow?block=400ms") }()
+			time.Sleep(150 * time.Millisecond)
+			st := stats(t, s) // answers while the loop is blocked
+			select {
+			case <-done:
+				t.Fatal("/slow answered before the admin listener did")
+			default:
+			}
+			if st.Loops[own].WatchdogWarnings != 1 {
+				t.Errorf("loop %d warnings %d during the block, want 1", own, st.Loops[own].WatchdogWarnings)
+			}
+			<-done
+			st = stats(t, s)
+			if w := st.Loops[own].WatchdogWarnings; w != 1 {
+				t.Errorf("warnings after one 400ms block: %d, want 1", w)
+			}
+			if st.Loops[own].LongestBlockNs < int64(400*time.Millisecond) {
+				t.Errorf("longest block %d ns, want >= 400ms", st.Loops[own].LongestBlockNs)
+			}
+			var requests int64
+			for _, l := range st.Loops {
+				requests += l.Requests
+			}
+			if requests != 2 || st.Process.CPUNs() <= 0 {
+				t.Errorf("requests %d, cpu %d", requests, st.Process.CPUNs())
+			}
+			want := fmt.Sprintf("loop %d blocked for", own)
+			if log := s.log.String(); strings.Count(log, "watchdog:") != 1 || !strings.Contains(log, want) || !strings.Contains(log, "/slow") {
+				t.Errorf("watchdog log %q, want one line with %q and /slow", log, want)
+			}
+		})
+	}
+}
+
+func TestFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		ok   bool
+	}{
+		{nil, true},
+		{[]string{"--engine=evio", "--loops=2", "--block=1ms", "--block-mode=syscall"}, true},
+		{[]string{"--engine=netty"}, false},
+		{[]string{"--loops=0"}, false},
+		{[]string{"--block=-1ms"}, false},
+		{[]string{"--block=20s"}, false},
+		{[]string{"--block-mode=nap"}, false},
+		{[]string{"--offload-workers=0"}, false},
+		{[]string{"--addr=nope"}, false},
+		{[]string{"stray"}, false},
+	} {
+		_, err := parseFlags(tc.args, io.Discard)
+		if (err == nil) != tc.ok {
+			t.Errorf("%v: err %v, want ok=%v", tc.args, err, tc.ok)
+		}
+	}
+}
