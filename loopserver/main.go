@@ -62,8 +62,12 @@ func mainExit(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	err = run(ctx, o, func(addr, adminAddr net.Addr) {
-		fmt.Fprintf(stdout, "loopserver: listening on http://%s (engine %s, %d loops, block %s %s, delay %s); admin http://%s/stats\n",
-			addr, o.engine, o.loops, o.block, o.blockMode, o.delay, adminAddr)
+		side := "admin off"
+		if o.admin != "" {
+			side = fmt.Sprintf("admin http://%s/stats", adminAddr)
+		}
+		fmt.Fprintf(stdout, "loopserver: listening on http://%s (engine %s, %d loops, block %s %s, delay %s); %s\n",
+			addr, o.engine, o.loops, o.block, o.blockMode, o.delay, side)
 	})
 	if err != nil {
 		fmt.Fprintln(stderr, err)

@@ -93,22 +93,22 @@ func start(t *testing.T, engine string, tweak func(*options)) *testServer {
 	return ts
 }
 
-// client is one keep-alive connection read with net/http's response parser,
+// tconn is one keep-alive connection read with net/http's response parser,
 // a decoder independent of the server's.
-type client struct {
+type tconn struct {
 	t  testing.TB
 	c  net.Conn
 	br *bufio.Reader
 }
 
-func dial(t testing.TB, addr string) *client {
+func dial(t testing.TB, addr string) *tconn {
 	t.Helper()
 	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	return &client{t: t, c: c, br: bufio.NewReader(c)}
+	return &tconn{t: t, c: c, br: bufio.NewReader(c)}
 }
 
 type answer struct {
@@ -128,11 +128,11 @@ func (a answer) int(name string) int64 {
 }
 
 // get sends one GET and reads its answer.
-func (c *client) get(target string) (answer, error) {
+func (c *tconn) get(target string) (answer, error) {
 	return c.raw("GET "+target+" HTTP/1.1\r\nHost: t\r\n\r\n", "GET")
 }
 
-func (c *client) raw(req, method string) (answer, error) {
+func (c *tconn) raw(req, method string) (answer, error) {
 	start := time.Now()
 	_ = c.c.SetDeadline(start.Add(10 * time.Second))
 	if _, err := io.WriteString(c.c, req); err != nil {
@@ -141,7 +141,7 @@ func (c *client) raw(req, method string) (answer, error) {
 	return c.read(method, start)
 }
 
-func (c *client) read(method string, start time.Time) (answer, error) {
+func (c *tconn) read(method string, start time.Time) (answer, error) {
 	resp, err := http.ReadResponse(c.br, &http.Request{Method: method})
 	if err != nil {
 		return answer{}, err
@@ -154,7 +154,7 @@ func (c *client) read(method string, start time.Time) (answer, error) {
 	return answer{resp.StatusCode, resp.Header, string(body), time.Since(start), resp.Close}, nil
 }
 
-func (c *client) mustGet(target string) answer {
+func (c *tconn) mustGet(target string) answer {
 	c.t.Helper()
 	a, err := c.get(target)
 	if err != nil {
@@ -164,7 +164,7 @@ func (c *client) mustGet(target string) answer {
 }
 
 // eof reports whether the server closed the connection.
-func (c *client) eof() bool {
+func (c *tconn) eof() bool {
 	_ = c.c.SetReadDeadline(time.Now().Add(2 * time.Second))
 	_, err := c.br.ReadByte()
 	return errors.Is(err, io.EOF) || isReset(err)
@@ -228,7 +228,7 @@ func TestSpread(t *testing.T) {
 			t.Parallel()
 			s := start(t, eng, nil)
 			for round := 0; round < 2; round++ {
-				conns := make([]*client, 12)
+				conns := make([]*tconn, 12)
 				counts := make([]int, 4)
 				for i := range conns {
 					conns[i] = dial(t, s.addr)
@@ -321,7 +321,7 @@ func TestStall(t *testing.T) {
 	for _, eng := range engines {
 		t.Run(eng, func(t *testing.T) {
 			s := start(t, eng, func(o *options) { o.blockWarn = 0 })
-			probes := make([]*client, 12)
+			probes := make([]*tconn, 12)
 			loopOf := make([]int64, 12)
 			for i := range probes {
 				probes[i] = dial(t, s.addr)
@@ -329,7 +329,7 @@ func TestStall(t *testing.T) {
 			}
 			// One blocker connection per loop, opened before any loop blocks:
 			// a connection dealt to a blocked loop is not opened until it unblocks.
-			blockers := map[int64]*client{}
+			blockers := map[int64]*tconn{}
 			for len(blockers) < 4 {
 				c := dial(t, s.addr)
 				blockers[c.mustGet("/fast").int(protocol.HeaderLoop)] = c
@@ -360,7 +360,7 @@ func TestStall(t *testing.T) {
 
 // stallRound keeps the blocked loops busy for a while and returns each
 // probe's median /async latency meanwhile.
-func stallRound(t *testing.T, probes []*client, blockers map[int64]*client, blocked map[int64]bool) []time.Duration {
+func stallRound(t *testing.T, probes []*tconn, blockers map[int64]*tconn, blocked map[int64]bool) []time.Duration {
 	t.Helper()
 	const window = 900 * time.Millisecond
 	stop := time.Now().Add(window)

@@ -3,6 +3,11 @@
 package proc
 
 import (
+	"bytes"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -32,4 +37,57 @@ func Self() Usage {
 		InvolCtxSw:  int64(ru.Nivcsw),
 		MaxRSSBytes: int64(ru.Maxrss) * 1024,
 	}
+}
+
+// clockTicks is USER_HZ, the unit of /proc CPU times; 100 on Linux.
+const clockTicks = 100
+
+// Of reads another process's usage from /proc: CPU time of all its threads
+// (utime+stime of /proc/PID/stat), context switches summed over its threads
+// (/proc/PID/task/*/status), and its peak RSS (VmHWM). Threads is how many it
+// has now.
+func Of(pid int) (Usage, int, error) {
+	var u Usage
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return u, 0, fmt.Errorf("proc: %w", err)
+	}
+	// Fields after the command name, which is in parentheses and may hold spaces.
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 {
+		return u, 0, fmt.Errorf("proc: malformed /proc/%d/stat", pid)
+	}
+	f := strings.Fields(string(stat[i+1:]))
+	// f[0] is field 3 (state); utime is field 14, stime 15, num_threads 20.
+	if len(f) < 18 {
+		return u, 0, fmt.Errorf("proc: short /proc/%d/stat", pid)
+	}
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	threads, _ := strconv.Atoi(f[17])
+	u.UserNs = ut * int64(time.Second) / clockTicks
+	u.SystemNs = st * int64(time.Second) / clockTicks
+	tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	for _, t := range tasks {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/status", pid, t.Name()))
+		if err != nil {
+			continue // the thread ended meanwhile
+		}
+		u.VolCtxSw += statusField(b, "voluntary_ctxt_switches:")
+		u.InvolCtxSw += statusField(b, "nonvoluntary_ctxt_switches:")
+	}
+	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid)); err == nil {
+		u.MaxRSSBytes = statusField(b, "VmHWM:") * 1024
+	}
+	return u, threads, nil
+}
+
+func statusField(b []byte, name string) int64 {
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, name); ok {
+			v, _ := strconv.ParseInt(strings.Fields(rest)[0], 10, 64)
+			return v
+		}
+	}
+	return 0
 }

@@ -1,0 +1,302 @@
+// Package client is the kit's raw HTTP/1.1 keep-alive client: one TCP
+// connection, one request at a time, the protocol's timing headers read into
+// fields, Content-Length bodies read and dropped, no allocation per request.
+// It is what the load generator and the probers measure with; net/http's
+// client costs several times more CPU per request (../shared/ENGINES.md).
+//
+// Every failure is classified (Kind) so callers can count it, and a
+// connection the server closed is redialled on the next request.
+package client
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"syscall"
+	"time"
+
+	"github.com/bystander-kit/bystander/internal/protocol"
+)
+
+// Kind classifies a failed request.
+type Kind string
+
+// The kinds of failure.
+const (
+	Refused   Kind = "refused"   // nothing listens (connection refused)
+	Reset     Kind = "reset"     // the peer reset the connection
+	Timeout   Kind = "timeout"   // no answer within the deadline
+	Closed    Kind = "closed"    // the server closed the connection before answering
+	Malformed Kind = "malformed" // the answer is not HTTP/1.1 this client can read
+	BadStatus Kind = "bad_status"
+	Other     Kind = "other"
+)
+
+// Kinds lists every kind in a fixed order, for reports.
+var Kinds = []Kind{Refused, Reset, Timeout, Closed, Malformed, BadStatus, Other}
+
+// Error is a failed request with its kind.
+type Error struct {
+	Kind Kind
+	Err  error
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("client: %s: %v", e.Kind, e.Err) }
+func (e *Error) Unwrap() error { return e.Err }
+
+// KindOf classifies err (nil for no error).
+func KindOf(err error) Kind {
+	if err == nil {
+		return ""
+	}
+	var ce *Error
+	if errors.As(err, &ce) {
+		return ce.Kind
+	}
+	return classify(err)
+}
+
+func classify(err error) Kind {
+	var ne net.Error
+	switch {
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return Refused
+	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
+		return Reset
+	case errors.Is(err, os.ErrDeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
+		return Timeout
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, net.ErrClosed):
+		return Closed
+	}
+	return Other
+}
+
+// Response is what one request returned. Timing fields are -1 when the
+// header was absent.
+type Response struct {
+	Status            int
+	ContentLength     int
+	Loop              int64 // X-Loop
+	ContinuationLoop  int64 // X-Continuation-Loop
+	HandlerStart      int64 // X-Handler-Start, unix ns
+	ContinuationStart int64 // X-Continuation-Start, unix ns
+	BlockedNs         int64 // X-Blocked-Ns
+	QueuedNs          int64 // X-Queued-Ns
+	Close             bool  // the server will close the connection
+}
+
+// Conn is one keep-alive connection to a server. It is not safe for
+// concurrent use: a worker owns it.
+type Conn struct {
+	addr    string
+	req     []byte
+	timeout time.Duration
+	c       net.Conn
+	br      *bufio.Reader
+	// Dials counts connections opened, the first one included.
+	Dials int
+}
+
+// New returns a connection (not yet dialled) that sends GET target to addr
+// (host:port) with the given per-request timeout.
+func New(addr, target string, timeout time.Duration) *Conn {
+	return &Conn{
+		addr:    addr,
+		req:     []byte("GET " + target + " HTTP/1.1\r\nHost: " + addr + "\r\nUser-Agent: bystander\r\n\r\n"),
+		timeout: timeout,
+	}
+}
+
+// Dial opens the connection now if it is not open.
+func (c *Conn) Dial() error {
+	if c.c != nil {
+		return nil
+	}
+	nc, err := net.DialTimeout("tcp", c.addr, c.timeout)
+	if err != nil {
+		return &Error{classify(err), err}
+	}
+	if tc, ok := nc.(*net.TCPConn); ok {
+		_ = tc.SetNoDelay(true)
+	}
+	c.Dials++
+	c.c = nc
+	if c.br == nil {
+		c.br = bufio.NewReaderSize(nc, 4096)
+	} else {
+		c.br.Reset(nc)
+	}
+	return nil
+}
+
+// Close closes the connection; the next Do redials.
+func (c *Conn) Close() error {
+	if c.c == nil {
+		return nil
+	}
+	err := c.c.Close()
+	c.c = nil
+	return err
+}
+
+// Do sends the request and reads the answer into r. A status other than 2xx
+// is returned in r with an Error of kind BadStatus. After any other error the
+// connection is closed and the next Do redials.
+func (c *Conn) Do(r *Response) error {
+	if err := c.Dial(); err != nil {
+		return err
+	}
+	if c.timeout > 0 {
+		_ = c.c.SetDeadline(time.Now().Add(c.timeout))
+	}
+	if _, err := c.c.Write(c.req); err != nil {
+		c.Close()
+		return &Error{classify(err), err}
+	}
+	err := c.read(r)
+	if err != nil {
+		c.Close()
+		return err
+	}
+	if r.Close {
+		c.Close()
+	}
+	if r.Status < 200 || r.Status > 299 {
+		return &Error{BadStatus, fmt.Errorf("status %d", r.Status)}
+	}
+	return nil
+}
+
+var errMalformed = errors.New("malformed response")
+
+func (c *Conn) read(r *Response) error {
+	*r = Response{Loop: -1, ContinuationLoop: -1, HandlerStart: -1, ContinuationStart: -1, BlockedNs: -1, QueuedNs: -1, ContentLength: -1}
+	line, err := c.br.ReadSlice('\n')
+	if err != nil {
+		return &Error{classify(err), err}
+	}
+	// "HTTP/1.1 200 OK"
+	if len(line) < 12 || !bytes.HasPrefix(line, []byte("HTTP/1.")) || line[8] != ' ' {
+		return &Error{Malformed, fmt.Errorf("%w: status line %q", errMalformed, trim(line))}
+	}
+	st, ok := atoi(line[9:12])
+	if !ok {
+		return &Error{Malformed, fmt.Errorf("%w: status line %q", errMalformed, trim(line))}
+	}
+	r.Status = int(st)
+	r.Close = line[7] == '0'
+	for {
+		line, err = c.br.ReadSlice('\n')
+		if err != nil {
+			if errors.Is(err, bufio.ErrBufferFull) {
+				return &Error{Malformed, fmt.Errorf("%w: header line over 4 KiB", errMalformed)}
+			}
+			return &Error{classify(err), err}
+		}
+		line = trim(line)
+		if len(line) == 0 {
+			break
+		}
+		colon := bytes.IndexByte(line, ':')
+		if colon <= 0 {
+			return &Error{Malformed, fmt.Errorf("%w: header line %q", errMalformed, line)}
+		}
+		name, value := line[:colon], bytes.TrimSpace(line[colon+1:])
+		var dst *int64
+		switch {
+		case fold(name, "content-length"):
+			n, ok := atoi(value)
+			if !ok {
+				return &Error{Malformed, fmt.Errorf("%w: Content-Length %q", errMalformed, value)}
+			}
+			r.ContentLength = int(n)
+			continue
+		case fold(name, "connection"):
+			r.Close = fold(value, "close")
+			continue
+		case fold(name, protocol.HeaderLoop):
+			dst = &r.Loop
+		case fold(name, protocol.HeaderHandlerStart):
+			dst = &r.HandlerStart
+		case fold(name, protocol.HeaderContinuationStart):
+			dst = &r.ContinuationStart
+		case fold(name, protocol.HeaderContinuationLoop):
+			dst = &r.ContinuationLoop
+		case fold(name, protocol.HeaderBlockedNs):
+			dst = &r.BlockedNs
+		case fold(name, protocol.HeaderQueuedNs):
+			dst = &r.QueuedNs
+		case fold(name, "transfer-encoding"):
+			return &Error{Malformed, fmt.Errorf("%w: Transfer-Encoding is not read by this client", errMalformed)}
+		default:
+			continue
+		}
+		if n, ok := atoi(value); ok {
+			*dst = n
+		} else {
+			return &Error{Malformed, fmt.Errorf("%w: %s %q", errMalformed, name, value)}
+		}
+	}
+	if r.ContentLength < 0 {
+		return &Error{Malformed, fmt.Errorf("%w: no Content-Length", errMalformed)}
+	}
+	if _, err := c.br.Discard(r.ContentLength); err != nil {
+		return &Error{classify(err), err}
+	}
+	return nil
+}
+
+func trim(b []byte) []byte {
+	for len(b) > 0 && (b[len(b)-1] == '\n' || b[len(b)-1] == '\r') {
+		b = b[:len(b)-1]
+	}
+	return b
+}
+
+func atoi(b []byte) (int64, bool) {
+	if len(b) == 0 || len(b) > 19 {
+		return 0, false
+	}
+	neg := b[0] == '-'
+	if neg {
+		b = b[1:]
+		if len(b) == 0 {
+			return 0, false
+		}
+	}
+	var n int64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	if neg {
+		n = -n
+	}
+	return n, true
+}
+
+// fold compares ASCII case-insensitively.
+func fold(b []byte, s string) bool {
+	if len(b) != len(s) {
+		return false
+	}
+	for i := range len(b) {
+		x, y := b[i], s[i]
+		if 'A' <= x && x <= 'Z' {
+			x += 'a' - 'A'
+		}
+		if 'A' <= y && y <= 'Z' {
+			y += 'a' - 'A'
+		}
+		if x != y {
+			return false
+		}
+	}
+	return true
+}

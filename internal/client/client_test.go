@@ -1,0 +1,159 @@
+package client
+
+import (
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestDoReadsProtocolHeaders(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("X-Loop", "2")
+		h.Set("X-Handler-Start", "1796025321050679074")
+		h.Set("X-Continuation-Start", "1796025321055679074")
+		h.Set("X-Continuation-Loop", "2")
+		h.Set("X-Blocked-Ns", "5070000")
+		h.Set("X-Queued-Ns", "0")
+		h.Set("Content-Length", "3000")
+		if r.URL.Path == "/missing" {
+			w.WriteHeader(404)
+		}
+		_, _ = io.WriteString(w, strings.Repeat("b", 3000))
+	}))
+	defer srv.Close()
+	addr := strings.TrimPrefix(srv.URL, "http://")
+	c := New(addr, "/fast", 5*time.Second)
+	defer c.Close()
+	var r Response
+	for range 3 {
+		if err := c.Do(&r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := Response{Status: 200, ContentLength: 3000, Loop: 2, ContinuationLoop: 2, HandlerStart: 1796025321050679074,
+		ContinuationStart: 1796025321055679074, BlockedNs: 5070000, QueuedNs: 0}
+	if r != want {
+		t.Fatalf("got %+v\nwant %+v", r, want)
+	}
+	if c.Dials != 1 {
+		t.Fatalf("%d dials for 3 keep-alive requests", c.Dials)
+	}
+	bad := New(addr, "/missing", 5*time.Second)
+	if err := bad.Do(&r); KindOf(err) != BadStatus || r.Status != 404 {
+		t.Fatalf("404: %v %+v", err, r)
+	}
+}
+
+// TestDoAllocs: the request path allocates nothing (the server here is a
+// plain loop over a fixed answer, so that its allocations are not counted).
+func TestDoAllocs(t *testing.T) {
+	ans := []byte("HTTP/1.1 200 OK\r\nX-Loop: 1\r\nX-Handler-Start: 17\r\nContent-Length: 5\r\n\r\nfast\n")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		sc, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer sc.Close()
+		buf := make([]byte, 4096)
+		for {
+			if _, err := sc.Read(buf); err != nil {
+				return
+			}
+			if _, err := sc.Write(ans); err != nil {
+				return
+			}
+		}
+	}()
+	c := New(ln.Addr().String(), "/fast", 5*time.Second)
+	defer c.Close()
+	var r Response
+	if err := c.Do(&r); err != nil || r.Loop != 1 {
+		t.Fatal(err, r)
+	}
+	if allocs := testing.AllocsPerRun(200, func() { _ = c.Do(&r) }); allocs > 0 {
+		t.Errorf("%v allocations per request, want 0", allocs)
+	}
+}
+
+// rawServer answers every connection with fn.
+func rawServer(t *testing.T, fn func(net.Conn)) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				buf := make([]byte, 4096)
+				_, _ = c.Read(buf)
+				fn(c)
+			}()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+func TestErrorKinds(t *testing.T) {
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	dead := ln.Addr().String()
+	ln.Close()
+	cases := []struct {
+		name string
+		addr string
+		want Kind
+	}{
+		{"refused", dead, Refused},
+		{"closed", rawServer(t, func(net.Conn) {}), Closed},
+		{"reset", rawServer(t, func(c net.Conn) { c.(*net.TCPConn).SetLinger(0) }), Reset},
+		{"timeout", rawServer(t, func(net.Conn) { time.Sleep(time.Second) }), Timeout},
+		{"garbage", rawServer(t, func(c net.Conn) { io.WriteString(c, "SSH-2.0-OpenSSH\r\n\r\n") }), Malformed},
+		{"no length", rawServer(t, func(c net.Conn) { io.WriteString(c, "HTTP/1.1 200 OK\r\n\r\n") }), Malformed},
+		{"bad header", rawServer(t, func(c net.Conn) { io.WriteString(c, "HTTP/1.1 200 OK\r\nX-Loop: two\r\nContent-Length: 0\r\n\r\n") }), Malformed},
+		{"chunked", rawServer(t, func(c net.Conn) { io.WriteString(c, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n") }), Malformed},
+		{"short body", rawServer(t, func(c net.Conn) { io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc") }), Closed},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := New(tc.addr, "/fast", 300*time.Millisecond)
+			var r Response
+			err := c.Do(&r)
+			if KindOf(err) != tc.want {
+				t.Fatalf("kind %q (%v), want %q", KindOf(err), err, tc.want)
+			}
+		})
+	}
+}
+
+// TestRedial: a server that closes after each answer is redialled, counted.
+func TestRedial(t *testing.T) {
+	addr := rawServer(t, func(c net.Conn) {
+		io.WriteString(c, "HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nok")
+	})
+	c := New(addr, "/fast", time.Second)
+	var r Response
+	for range 3 {
+		if err := c.Do(&r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if c.Dials != 3 {
+		t.Fatalf("dials %d, want 3", c.Dials)
+	}
+}

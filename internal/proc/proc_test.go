@@ -1,0 +1,31 @@
+package proc
+
+import (
+	"os"
+	"testing"
+	"time"
+)
+
+func TestOfMatchesSelf(t *testing.T) {
+	end := time.Now().Add(200 * time.Millisecond)
+	for time.Now().Before(end) {
+	}
+	self := Self()
+	of, threads, err := Of(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if threads < 1 || of.VolCtxSw+of.InvolCtxSw <= 0 || of.MaxRSSBytes <= 0 {
+		t.Fatalf("Of: %+v threads %d", of, threads)
+	}
+	// Both count the same CPU: /proc in 10 ms ticks, getrusage finer.
+	if d := self.CPUNs() - of.CPUNs(); d < -int64(50*time.Millisecond) || d > int64(50*time.Millisecond) {
+		t.Fatalf("getrusage %d ns, /proc %d ns", self.CPUNs(), of.CPUNs())
+	}
+	if of.CPUNs() < int64(150*time.Millisecond) {
+		t.Fatalf("200 ms of spinning counted as %d ns", of.CPUNs())
+	}
+	if _, _, err := Of(1 << 30); err == nil {
+		t.Fatal("no error for a missing process")
+	}
+}
