@@ -21,23 +21,15 @@ import (
 	"time"
 
 	"github.com/bystander-kit/bystander/internal/admin"
-	"github.com/bystander-kit/bystander/internal/block"
-	"github.com/bystander-kit/bystander/internal/protocol"
+	"github.com/bystander-kit/bystander/internal/serverflags"
 )
 
 type options struct {
-	addr           string
-	engine         string
-	loops          int
-	block          time.Duration
-	delay          time.Duration
-	maxBlock       time.Duration
-	blockMode      block.Mode
-	blockWarn      time.Duration
-	offloadWorkers int
-	offloadQueue   int
-	admin          string
-	log            io.Writer
+	serverflags.Common
+	engine    string
+	loops     int
+	blockWarn time.Duration
+	log       io.Writer
 }
 
 // engine is one event-loop library serving a server.
@@ -63,11 +55,11 @@ func mainExit(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 	err = run(ctx, o, func(addr, adminAddr net.Addr) {
 		side := "admin off"
-		if o.admin != "" {
+		if o.Admin != "" {
 			side = fmt.Sprintf("admin http://%s/stats", adminAddr)
 		}
 		fmt.Fprintf(stdout, "loopserver: listening on http://%s (engine %s, %d loops, block %s %s, delay %s); %s\n",
-			addr, o.engine, o.loops, o.block, o.blockMode, o.delay, side)
+			addr, o.engine, o.loops, o.Block, o.BlockMode, o.Delay, side)
 	})
 	if err != nil {
 		fmt.Fprintln(stderr, err)
@@ -77,20 +69,13 @@ func mainExit(args []string, stdout, stderr io.Writer) int {
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
-	o := options{log: stderr, blockMode: block.Sleep}
+	o := options{Common: serverflags.Defaults("127.0.0.1:8081", "127.0.0.1:9081"), log: stderr}
 	fs := flag.NewFlagSet("loopserver", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&o.addr, "addr", "127.0.0.1:8081", "listen address (loopback by default)")
+	o.Register(fs)
 	fs.StringVar(&o.engine, "engine", "gnet", "event-loop library: gnet or evio")
 	fs.IntVar(&o.loops, "loops", 4, "number of event loops")
-	fs.DurationVar(&o.block, "block", 5*time.Millisecond, "how long /slow and /offload block (default of ?block=)")
-	fs.DurationVar(&o.delay, "delay", 5*time.Millisecond, "how long /async waits before its continuation (default of ?delay=)")
-	fs.DurationVar(&o.maxBlock, "max-block", protocol.DefaultMaxBlock, "largest ?block= or ?delay= accepted; above it 400")
-	fs.Var(&o.blockMode, "block-mode", "how the blocking call blocks: sleep (parks the goroutine), syscall (holds the OS thread in nanosleep), spin (burns CPU)")
 	fs.DurationVar(&o.blockWarn, "block-warn", 100*time.Millisecond, "watchdog: log when a loop stays inside one request longer than this (0 disables)")
-	fs.IntVar(&o.offloadWorkers, "offload-workers", 200, "workers of the pool /offload runs the blocking call on")
-	fs.IntVar(&o.offloadQueue, "offload-queue", 10000, "jobs that may wait for an offload worker; past it /offload answers 503")
-	fs.StringVar(&o.admin, "admin", "127.0.0.1:9081", "admin listener for GET /stats and /debug/pprof (empty disables)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: loopserver [flags]\n\nServes /fast /slow /async /offload from event loops (docs/protocol.md).\n\nFlags:\n")
 		fs.PrintDefaults()
@@ -110,23 +95,10 @@ func (o *options) validate() error {
 		return fmt.Errorf("loopserver: --engine %q: want gnet or evio", o.engine)
 	case o.loops < 1 || o.loops > 256:
 		return fmt.Errorf("loopserver: --loops %d: want 1 to 256", o.loops)
-	case o.maxBlock <= 0:
-		return fmt.Errorf("loopserver: --max-block %s: want a positive duration", o.maxBlock)
-	case o.block < 0 || o.block > o.maxBlock:
-		return fmt.Errorf("loopserver: --block %s: want 0 to --max-block (%s)", o.block, o.maxBlock)
-	case o.delay < 0 || o.delay > o.maxBlock:
-		return fmt.Errorf("loopserver: --delay %s: want 0 to --max-block (%s)", o.delay, o.maxBlock)
 	case o.blockWarn < 0:
 		return fmt.Errorf("loopserver: --block-warn %s: want 0 (off) or a positive duration", o.blockWarn)
-	case o.offloadWorkers < 1:
-		return fmt.Errorf("loopserver: --offload-workers %d: want at least 1", o.offloadWorkers)
-	case o.offloadQueue < 0:
-		return fmt.Errorf("loopserver: --offload-queue %d: want 0 or more", o.offloadQueue)
 	}
-	if _, _, err := net.SplitHostPort(o.addr); err != nil {
-		return fmt.Errorf("loopserver: --addr %q: %v", o.addr, err)
-	}
-	return nil
+	return o.Common.Validate("loopserver")
 }
 
 // run serves until ctx is done. ready gets the bound addresses.
@@ -136,7 +108,7 @@ func run(ctx context.Context, o options, ready func(addr, admin net.Addr)) error
 	}
 	// Bind the address once first: engines report a taken port in their own
 	// words, and this gives one clear line instead.
-	if err := checkFree(o.addr); err != nil {
+	if err := serverflags.CheckFree("loopserver", o.Addr); err != nil {
 		return err
 	}
 	s := newServer(o)
@@ -151,10 +123,10 @@ func run(ctx context.Context, o options, ready func(addr, admin net.Addr)) error
 	defer cancel()
 	var adminAddr net.Addr = &net.TCPAddr{}
 	adminDone := make(chan error, 1)
-	if o.admin != "" {
-		ln, err := admin.Listen(o.admin)
+	if o.Admin != "" {
+		ln, err := admin.Listen(o.Admin)
 		if err != nil {
-			return fmt.Errorf("loopserver: admin listener %s: %w", o.admin, err)
+			return fmt.Errorf("loopserver: admin listener %s: %w", o.Admin, err)
 		}
 		adminAddr = ln.Addr()
 		go func() { adminDone <- admin.Serve(ctx, ln, func() any { return s.stats() }) }()
@@ -168,7 +140,7 @@ func run(ctx context.Context, o options, ready func(addr, admin net.Addr)) error
 
 	served := make(chan error, 1)
 	go func() {
-		served <- eng.serve(ctx, s, o.addr, func(a net.Addr) {
+		served <- eng.serve(ctx, s, o.Addr, func(a net.Addr) {
 			if ready != nil {
 				ready(a, adminAddr)
 			}
@@ -188,19 +160,7 @@ func run(ctx context.Context, o options, ready func(addr, admin net.Addr)) error
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("loopserver: %s engine on %s: %w", o.engine, o.addr, err)
+		return fmt.Errorf("loopserver: %s engine on %s: %w", o.engine, o.Addr, err)
 	}
 	return <-adminDone
-}
-
-// checkFree fails with one line when addr cannot be bound.
-func checkFree(addr string) error {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		if errors.Is(err, syscall.EADDRINUSE) {
-			return fmt.Errorf("loopserver: %s is already in use: stop what listens there or pick another --addr", addr)
-		}
-		return fmt.Errorf("loopserver: cannot listen on %s: %w", addr, err)
-	}
-	return ln.Close()
 }

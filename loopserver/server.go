@@ -149,7 +149,7 @@ func newServer(o options) *server {
 	return &server{
 		opts:    o,
 		loops:   newLoopSet(),
-		pool:    offload.New(o.offloadWorkers, o.offloadQueue),
+		pool:    offload.New(o.OffloadWorkers, o.OffloadQueue),
 		started: time.Now(),
 		log:     o.log,
 	}
@@ -210,7 +210,7 @@ func (s *server) handle(c *conn, req *h1.Request, out []byte) ([]byte, bool) {
 	case route == protocol.Unknown:
 		return s.reply(out, c, req, 404, protocol.ReasonNotFound, start), !req.KeepAlive
 	}
-	p, err := protocol.ParseQuery(req.Query, s.opts.maxBlock)
+	p, err := protocol.ParseQuery(req.Query, s.opts.MaxBlock)
 	if err != nil {
 		return s.reply(out, c, req, 400, err.Error()+"\n", start), !req.KeepAlive
 	}
@@ -218,11 +218,11 @@ func (s *server) handle(c *conn, req *h1.Request, out []byte) ([]byte, bool) {
 	case protocol.Fast:
 		return s.reply(out, c, req, 200, protocol.BodyFast, start), !req.KeepAlive
 	case protocol.Slow:
-		d := s.opts.block
+		d := s.opts.Block
 		if p.HasBlock {
 			d = p.Block
 		}
-		blocked := block.For(s.opts.blockMode, d)
+		blocked := block.For(s.opts.BlockMode, d)
 		out = h1.AppendStatusLine(out, 200)
 		out = s.timing(out, c, start)
 		out = h1.AppendHeaderInt(out, protocol.HeaderBlockedNs, int64(blocked))
@@ -236,18 +236,18 @@ func (s *server) handle(c *conn, req *h1.Request, out []byte) ([]byte, bool) {
 	c.route, c.handlerStart = route, start
 	c.keepAlive, c.minor, c.head = req.KeepAlive, req.Minor, req.IsHead()
 	if route == protocol.Async {
-		d := s.opts.delay
+		d := s.opts.Delay
 		if p.HasDelay {
 			d = p.Delay
 		}
 		time.AfterFunc(d, func() { s.eng.resume(c) })
 		return out, false
 	}
-	d := s.opts.block
+	d := s.opts.Block
 	if p.HasBlock {
 		d = p.Block
 	}
-	mode := s.opts.blockMode
+	mode := s.opts.BlockMode
 	if err := s.pool.Submit(func() {
 		c.blockedNs.Store(int64(block.For(mode, d)))
 		s.eng.resume(c)
@@ -323,8 +323,8 @@ func (s *server) stats() Stats {
 		Server:         "loopserver",
 		Engine:         s.opts.engine,
 		LoopsWanted:    s.opts.loops,
-		BlockNs:        int64(s.opts.block),
-		BlockMode:      s.opts.blockMode.String(),
+		BlockNs:        int64(s.opts.Block),
+		BlockMode:      s.opts.BlockMode.String(),
 		BlockWarnNs:    int64(s.opts.blockWarn),
 		OffloadWorkers: s.pool.Workers(),
 		OffloadQueued:  s.pool.Queued(),

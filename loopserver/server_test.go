@@ -17,9 +17,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bystander-kit/bystander/internal/block"
 	"github.com/bystander-kit/bystander/internal/h1"
 	"github.com/bystander-kit/bystander/internal/protocol"
+	"github.com/bystander-kit/bystander/internal/serverflags"
 )
 
 var engines = []string{"gnet", "evio"}
@@ -51,11 +51,10 @@ func start(t *testing.T, engine string, tweak func(*options)) *testServer {
 	t.Helper()
 	log := &syncBuffer{}
 	o := options{
-		addr: "127.0.0.1:0", engine: engine, loops: 4,
-		block: 5 * time.Millisecond, delay: 5 * time.Millisecond, maxBlock: protocol.DefaultMaxBlock,
-		blockMode: block.Sleep, blockWarn: 100 * time.Millisecond,
-		offloadWorkers: 16, offloadQueue: 1000, admin: "127.0.0.1:0", log: log,
+		Common: serverflags.Defaults("127.0.0.1:0", "127.0.0.1:0"),
+		engine: engine, loops: 4, blockWarn: 100 * time.Millisecond, log: log,
 	}
+	o.OffloadWorkers = 16
 	if tweak != nil {
 		tweak(&o)
 	}

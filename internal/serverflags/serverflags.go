@@ -1,0 +1,91 @@
+// Package serverflags holds what every server of the kit is configured with
+// and checks the same way: where it listens, the blocking call, the delay,
+// the offload pool and the admin listener.
+package serverflags
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"syscall"
+	"time"
+
+	"github.com/bystander-kit/bystander/internal/block"
+	"github.com/bystander-kit/bystander/internal/protocol"
+)
+
+// Common are the flags both servers share.
+type Common struct {
+	Addr           string
+	Admin          string
+	Block          time.Duration
+	Delay          time.Duration
+	MaxBlock       time.Duration
+	BlockMode      block.Mode
+	OffloadWorkers int
+	OffloadQueue   int
+}
+
+// Defaults returns the shared defaults with the given addresses.
+func Defaults(addr, admin string) Common {
+	return Common{
+		Addr: addr, Admin: admin,
+		Block: 5 * time.Millisecond, Delay: 5 * time.Millisecond, MaxBlock: protocol.DefaultMaxBlock,
+		BlockMode: block.Sleep, OffloadWorkers: 200, OffloadQueue: 10000,
+	}
+}
+
+// Register adds the shared flags to fs, with c's values as defaults.
+func (c *Common) Register(fs *flag.FlagSet) {
+	fs.StringVar(&c.Addr, "addr", c.Addr, "listen address (loopback by default)")
+	fs.DurationVar(&c.Block, "block", c.Block, "how long /slow and /offload block (default of ?block=)")
+	fs.DurationVar(&c.Delay, "delay", c.Delay, "how long /async waits before its continuation (default of ?delay=)")
+	fs.DurationVar(&c.MaxBlock, "max-block", c.MaxBlock, "largest ?block= or ?delay= accepted; above it 400")
+	fs.Var(&c.BlockMode, "block-mode", "how the blocking call blocks: sleep (parks the goroutine), syscall (holds the OS thread in nanosleep), spin (burns CPU)")
+	fs.IntVar(&c.OffloadWorkers, "offload-workers", c.OffloadWorkers, "workers of the pool /offload runs the blocking call on")
+	fs.IntVar(&c.OffloadQueue, "offload-queue", c.OffloadQueue, "jobs that may wait for an offload worker; past it /offload answers 503")
+	fs.StringVar(&c.Admin, "admin", c.Admin, "admin listener for GET /stats and /debug/pprof (empty disables)")
+}
+
+// Validate checks the shared flags; prog prefixes the error.
+func (c *Common) Validate(prog string) error {
+	switch {
+	case c.MaxBlock <= 0:
+		return fmt.Errorf("%s: --max-block %s: want a positive duration", prog, c.MaxBlock)
+	case c.Block < 0 || c.Block > c.MaxBlock:
+		return fmt.Errorf("%s: --block %s: want 0 to --max-block (%s)", prog, c.Block, c.MaxBlock)
+	case c.Delay < 0 || c.Delay > c.MaxBlock:
+		return fmt.Errorf("%s: --delay %s: want 0 to --max-block (%s)", prog, c.Delay, c.MaxBlock)
+	case c.OffloadWorkers < 1:
+		return fmt.Errorf("%s: --offload-workers %d: want at least 1", prog, c.OffloadWorkers)
+	case c.OffloadQueue < 0:
+		return fmt.Errorf("%s: --offload-queue %d: want 0 or more", prog, c.OffloadQueue)
+	}
+	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
+		return fmt.Errorf("%s: --addr %q: %v", prog, c.Addr, err)
+	}
+	if c.Admin != "" {
+		if _, _, err := net.SplitHostPort(c.Admin); err != nil {
+			return fmt.Errorf("%s: --admin %q: %v", prog, c.Admin, err)
+		}
+	}
+	return nil
+}
+
+// CheckFree fails with one line when addr cannot be bound.
+func CheckFree(prog, addr string) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return ListenError(prog, addr, err)
+	}
+	return ln.Close()
+}
+
+// ListenError turns a failed listen into one line that says what to do.
+func ListenError(prog, addr string, err error) error {
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return fmt.Errorf("%s: %s is already in use: stop what listens there or pick another --addr", prog, addr)
+	}
+	return fmt.Errorf("%s: cannot listen on %s: %w", prog, addr, err)
+}
