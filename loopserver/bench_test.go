@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"fmt"
 	"net"
 	"os"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/bystander-kit/bystander/internal/client"
 	"github.com/bystander-kit/bystander/internal/proc"
+	"github.com/bystander-kit/bystander/internal/wiretest"
 )
 
 // These benchmarks run the real binary as its own process and drive it with
@@ -26,59 +26,11 @@ import (
 //
 // The figures and how they compare are in docs/measurements.md.
 
-var (
-	buildOnce sync.Once
-	builtBin  string
-	buildErr  error
-)
-
-func serverBinary(b testing.TB) string {
-	b.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "loopserver-bench")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		builtBin = filepath.Join(dir, "loopserver")
-		out, err := exec.Command("go", "build", "-o", builtBin, ".").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		b.Fatal(buildErr)
-	}
-	return builtBin
-}
-
-func freeAddr(b testing.TB) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
-// spawn starts a server process and waits until it says it listens.
+// spawn starts a loop server process and waits until it listens.
 func spawn(b *testing.B, args ...string) (addr string, pid int) {
 	b.Helper()
-	addr = freeAddr(b)
-	cmd := exec.Command(serverBinary(b), append([]string{"--addr", addr, "--admin", ""}, args...)...)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = cmd.Process.Signal(os.Interrupt); _ = cmd.Wait() })
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil || !strings.Contains(line, "listening on") {
-		b.Fatalf("server did not start: %q %v", line, err)
-	}
+	addr = wiretest.FreeAddr(b)
+	cmd := wiretest.Start(b, wiretest.Build(b, "."), append([]string{"--addr", addr, "--admin", ""}, args...)...)
 	return addr, cmd.Process.Pid
 }
 
@@ -234,7 +186,7 @@ func spawnNginx(b *testing.B, workers int) (string, int, bool) {
 		return "", 0, false
 	}
 	dir := b.TempDir()
-	addr := freeAddr(b)
+	addr := wiretest.FreeAddr(b)
 	conf := fmt.Sprintf(`daemon off; master_process %[3]s; worker_processes %[4]d; pid %[1]s/nginx.pid;
 error_log %[1]s/error.log; events { worker_connections 1024; }
 http { access_log off; keepalive_requests 1000000;

@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/bystander-kit/bystander/internal/wiretest"
 )
 
 // TestPortInUse: a taken port is one clear line on stderr and exit status 1.
@@ -20,7 +22,7 @@ func TestPortInUse(t *testing.T) {
 	}
 	defer ln.Close()
 	for _, eng := range engines {
-		cmd := exec.Command(serverBinary(t), "--engine", eng, "--addr", ln.Addr().String(), "--admin", "")
+		cmd := exec.Command(wiretest.Build(t, "."), "--engine", eng, "--addr", ln.Addr().String(), "--admin", "")
 		var stderr strings.Builder
 		cmd.Stderr = &stderr
 		err := cmd.Run()
@@ -40,8 +42,8 @@ func TestPortInUse(t *testing.T) {
 func TestSignalStops(t *testing.T) {
 	for _, eng := range engines {
 		for _, sig := range []os.Signal{syscall.SIGTERM, os.Interrupt} {
-			addr := freeAddr(t)
-			cmd := exec.Command(serverBinary(t), "--engine", eng, "--addr", addr, "--admin", "127.0.0.1:0")
+			addr := wiretest.FreeAddr(t)
+			cmd := exec.Command(wiretest.Build(t, "."), "--engine", eng, "--addr", addr, "--admin", "127.0.0.1:0")
 			out, _ := cmd.StdoutPipe()
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
@@ -49,9 +51,9 @@ func TestSignalStops(t *testing.T) {
 			if line, _ := bufio.NewReader(out).ReadString('\n'); !strings.Contains(line, "listening on") {
 				t.Fatalf("%s: %q", eng, line)
 			}
-			c := dial(t, addr)
-			c.mustGet("/fast")
-			_, _ = c.c.Write([]byte("GET /slow?block=5s HTTP/1.1\r\nHost: t\r\n\r\n"))
+			c := wiretest.Dial(t, addr)
+			c.MustGet("/fast")
+			_, _ = c.C.Write([]byte("GET /slow?block=5s HTTP/1.1\r\nHost: t\r\n\r\n"))
 			time.Sleep(100 * time.Millisecond)
 			start := time.Now()
 			_ = cmd.Process.Signal(sig)

@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -20,6 +18,7 @@ import (
 	"github.com/bystander-kit/bystander/internal/h1"
 	"github.com/bystander-kit/bystander/internal/protocol"
 	"github.com/bystander-kit/bystander/internal/serverflags"
+	"github.com/bystander-kit/bystander/internal/wiretest"
 )
 
 var engines = []string{"gnet", "evio"}
@@ -92,93 +91,12 @@ func start(t *testing.T, engine string, tweak func(*options)) *testServer {
 	return ts
 }
 
-// tconn is one keep-alive connection read with net/http's response parser,
-// a decoder independent of the server's.
-type tconn struct {
-	t  testing.TB
-	c  net.Conn
-	br *bufio.Reader
-}
-
-func dial(t testing.TB, addr string) *tconn {
-	t.Helper()
-	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return &tconn{t: t, c: c, br: bufio.NewReader(c)}
-}
-
-type answer struct {
-	status  int
-	header  http.Header
-	body    string
-	elapsed time.Duration
-	closed  bool // the server said Connection: close
-}
-
-func (a answer) int(name string) int64 {
-	v, err := strconv.ParseInt(a.header.Get(name), 10, 64)
-	if err != nil {
-		return -1
-	}
-	return v
-}
-
-// get sends one GET and reads its answer.
-func (c *tconn) get(target string) (answer, error) {
-	return c.raw("GET "+target+" HTTP/1.1\r\nHost: t\r\n\r\n", "GET")
-}
-
-func (c *tconn) raw(req, method string) (answer, error) {
-	start := time.Now()
-	_ = c.c.SetDeadline(start.Add(10 * time.Second))
-	if _, err := io.WriteString(c.c, req); err != nil {
-		return answer{}, err
-	}
-	return c.read(method, start)
-}
-
-func (c *tconn) read(method string, start time.Time) (answer, error) {
-	resp, err := http.ReadResponse(c.br, &http.Request{Method: method})
-	if err != nil {
-		return answer{}, err
-	}
-	body, err := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if err != nil {
-		return answer{}, err
-	}
-	return answer{resp.StatusCode, resp.Header, string(body), time.Since(start), resp.Close}, nil
-}
-
-func (c *tconn) mustGet(target string) answer {
-	c.t.Helper()
-	a, err := c.get(target)
-	if err != nil {
-		c.t.Fatalf("GET %s: %v", target, err)
-	}
-	return a
-}
-
-// eof reports whether the server closed the connection.
-func (c *tconn) eof() bool {
-	_ = c.c.SetReadDeadline(time.Now().Add(2 * time.Second))
-	_, err := c.br.ReadByte()
-	return errors.Is(err, io.EOF) || isReset(err)
-}
-
-func isReset(err error) bool {
-	return err != nil && strings.Contains(err.Error(), "connection reset")
-}
-
 func TestEndpoints(t *testing.T) {
 	for _, eng := range engines {
 		t.Run(eng, func(t *testing.T) {
 			t.Parallel()
 			s := start(t, eng, nil)
-			c := dial(t, s.addr)
+			c := wiretest.Dial(t, s.addr)
 			before := time.Now().UnixNano()
 			for _, tc := range []struct {
 				target, body  string
@@ -189,31 +107,31 @@ func TestEndpoints(t *testing.T) {
 				{"/async?delay=20ms", protocol.BodyAsync, false, true},
 				{"/offload?block=20ms", protocol.BodyOffload, true, true},
 			} {
-				a := c.mustGet(tc.target)
-				if a.status != 200 || a.body != tc.body {
-					t.Fatalf("%s: %d %q", tc.target, a.status, a.body)
+				a := c.MustGet(tc.target)
+				if a.Status != 200 || a.Body != tc.body {
+					t.Fatalf("%s: %d %q", tc.target, a.Status, a.Body)
 				}
-				if l := a.int(protocol.HeaderLoop); l < 0 || l > 3 {
-					t.Errorf("%s: X-Loop %q", tc.target, a.header.Get(protocol.HeaderLoop))
+				if l := a.Int(protocol.HeaderLoop); l < 0 || l > 3 {
+					t.Errorf("%s: X-Loop %q", tc.target, a.Header.Get(protocol.HeaderLoop))
 				}
-				hs := a.int(protocol.HeaderHandlerStart)
+				hs := a.Int(protocol.HeaderHandlerStart)
 				if hs < before || hs > time.Now().UnixNano() {
 					t.Errorf("%s: X-Handler-Start %d outside the request", tc.target, hs)
 				}
-				if b := a.int(protocol.HeaderBlockedNs); tc.blocked != (b >= 0) || (tc.blocked && b < int64(20*time.Millisecond)) {
-					t.Errorf("%s: X-Blocked-Ns %q", tc.target, a.header.Get(protocol.HeaderBlockedNs))
+				if b := a.Int(protocol.HeaderBlockedNs); tc.blocked != (b >= 0) || (tc.blocked && b < int64(20*time.Millisecond)) {
+					t.Errorf("%s: X-Blocked-Ns %q", tc.target, a.Header.Get(protocol.HeaderBlockedNs))
 				}
-				cs := a.int(protocol.HeaderContinuationStart)
+				cs := a.Int(protocol.HeaderContinuationStart)
 				if tc.cont != (cs >= 0) || (tc.cont && cs-hs < int64(20*time.Millisecond)) {
 					t.Errorf("%s: X-Continuation-Start %d, handler start %d", tc.target, cs, hs)
 				}
-				if a.elapsed < 20*time.Millisecond && tc.target != "/fast" {
-					t.Errorf("%s answered in %s, before its 20ms", tc.target, a.elapsed)
+				if a.Elapsed < 20*time.Millisecond && tc.target != "/fast" {
+					t.Errorf("%s answered in %s, before its 20ms", tc.target, a.Elapsed)
 				}
 			}
 			// HEAD has the headers and no body.
-			a, err := c.raw("HEAD /async HTTP/1.1\r\nHost: t\r\n\r\n", "HEAD")
-			if err != nil || a.status != 200 || a.body != "" || a.header.Get("Content-Length") != strconv.Itoa(len(protocol.BodyAsync)) {
+			a, err := c.Raw("HEAD /async HTTP/1.1\r\nHost: t\r\n\r\n", "HEAD")
+			if err != nil || a.Status != 200 || a.Body != "" || a.Header.Get("Content-Length") != strconv.Itoa(len(protocol.BodyAsync)) {
 				t.Fatalf("HEAD /async: %+v %v", a, err)
 			}
 		})
@@ -227,17 +145,17 @@ func TestSpread(t *testing.T) {
 			t.Parallel()
 			s := start(t, eng, nil)
 			for round := 0; round < 2; round++ {
-				conns := make([]*tconn, 12)
+				conns := make([]*wiretest.Conn, 12)
 				counts := make([]int, 4)
 				for i := range conns {
-					conns[i] = dial(t, s.addr)
-					counts[conns[i].mustGet("/fast").int(protocol.HeaderLoop)]++
+					conns[i] = wiretest.Dial(t, s.addr)
+					counts[conns[i].MustGet("/fast").Int(protocol.HeaderLoop)]++
 				}
 				if !slices.Equal(counts, []int{3, 3, 3, 3}) {
 					t.Fatalf("round %d: 12 connections per loop %v, want 3 each", round, counts)
 				}
 				for _, c := range conns {
-					c.c.Close()
+					c.C.Close()
 				}
 				waitOpen(t, s, 0)
 			}
@@ -287,7 +205,7 @@ func TestContinuationOnOwningLoop(t *testing.T) {
 			s := start(t, eng, nil)
 			var wg sync.WaitGroup
 			for range 8 {
-				c := dial(t, s.addr)
+				c := wiretest.Dial(t, s.addr)
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
@@ -296,12 +214,12 @@ func TestContinuationOnOwningLoop(t *testing.T) {
 						if i%2 == 1 {
 							target = "/offload?block=1ms"
 						}
-						a, err := c.get(target)
+						a, err := c.Get(target)
 						if err != nil {
 							t.Errorf("%s: %v", target, err)
 							return
 						}
-						own, ran := a.int(protocol.HeaderLoop), a.int(protocol.HeaderContinuationLoop)
+						own, ran := a.Int(protocol.HeaderLoop), a.Int(protocol.HeaderContinuationLoop)
 						if ran != own || own < 0 {
 							t.Errorf("%s: continuation ran on loop %d, connection owned by loop %d", target, ran, own)
 						}
@@ -320,18 +238,18 @@ func TestStall(t *testing.T) {
 	for _, eng := range engines {
 		t.Run(eng, func(t *testing.T) {
 			s := start(t, eng, func(o *options) { o.blockWarn = 0 })
-			probes := make([]*tconn, 12)
+			probes := make([]*wiretest.Conn, 12)
 			loopOf := make([]int64, 12)
 			for i := range probes {
-				probes[i] = dial(t, s.addr)
-				loopOf[i] = probes[i].mustGet("/async").int(protocol.HeaderLoop)
+				probes[i] = wiretest.Dial(t, s.addr)
+				loopOf[i] = probes[i].MustGet("/async").Int(protocol.HeaderLoop)
 			}
 			// One blocker connection per loop, opened before any loop blocks:
 			// a connection dealt to a blocked loop is not opened until it unblocks.
-			blockers := map[int64]*tconn{}
+			blockers := map[int64]*wiretest.Conn{}
 			for len(blockers) < 4 {
-				c := dial(t, s.addr)
-				blockers[c.mustGet("/fast").int(protocol.HeaderLoop)] = c
+				c := wiretest.Dial(t, s.addr)
+				blockers[c.MustGet("/fast").Int(protocol.HeaderLoop)] = c
 			}
 			for k := 0; k <= 4; k++ {
 				blocked := map[int64]bool{}
@@ -359,7 +277,7 @@ func TestStall(t *testing.T) {
 
 // stallRound keeps the blocked loops busy for a while and returns each
 // probe's median /async latency meanwhile.
-func stallRound(t *testing.T, probes []*tconn, blockers map[int64]*tconn, blocked map[int64]bool) []time.Duration {
+func stallRound(t *testing.T, probes []*wiretest.Conn, blockers map[int64]*wiretest.Conn, blocked map[int64]bool) []time.Duration {
 	t.Helper()
 	const window = 900 * time.Millisecond
 	stop := time.Now().Add(window)
@@ -370,7 +288,7 @@ func stallRound(t *testing.T, probes []*tconn, blockers map[int64]*tconn, blocke
 		go func() {
 			defer wg.Done()
 			for time.Now().Before(stop) {
-				if _, err := c.get("/slow?block=100ms"); err != nil {
+				if _, err := c.Get("/slow?block=100ms"); err != nil {
 					t.Errorf("blocker on loop %d: %v", l, err)
 					return
 				}
@@ -385,12 +303,12 @@ func stallRound(t *testing.T, probes []*tconn, blockers map[int64]*tconn, blocke
 			defer wg.Done()
 			var lat []time.Duration
 			for time.Now().Before(stop.Add(-100 * time.Millisecond)) {
-				a, err := p.get("/async")
+				a, err := p.Get("/async")
 				if err != nil {
 					t.Errorf("probe %d: %v", i, err)
 					return
 				}
-				lat = append(lat, a.elapsed)
+				lat = append(lat, a.Elapsed)
 			}
 			sort.Slice(lat, func(a, b int) bool { return lat[a] < lat[b] })
 			if len(lat) > 0 {
@@ -409,23 +327,23 @@ func TestPipelining(t *testing.T) {
 		t.Run(eng, func(t *testing.T) {
 			t.Parallel()
 			s := start(t, eng, nil)
-			c := dial(t, s.addr)
+			c := wiretest.Dial(t, s.addr)
 			targets := []string{"/async?delay=30ms", "/fast", "/offload?block=10ms", "/slow?block=1ms", "/fast"}
 			var req strings.Builder
 			for _, tg := range targets {
 				req.WriteString("GET " + tg + " HTTP/1.1\r\nHost: t\r\n\r\n")
 			}
-			if _, err := io.WriteString(c.c, req.String()); err != nil {
+			if _, err := io.WriteString(c.C, req.String()); err != nil {
 				t.Fatal(err)
 			}
 			for _, tg := range targets {
-				a, err := c.read("GET", time.Now())
+				a, err := c.Read("GET", time.Now())
 				if err != nil {
 					t.Fatalf("%s: %v", tg, err)
 				}
 				want := protocol.RouteOf([]byte(strings.SplitN(tg, "?", 2)[0])).Body()
-				if a.status != 200 || a.body != want {
-					t.Fatalf("answer for %s: %d %q, want %q", tg, a.status, a.body, want)
+				if a.Status != 200 || a.Body != want {
+					t.Fatalf("answer for %s: %d %q, want %q", tg, a.Status, a.Body, want)
 				}
 			}
 		})
@@ -448,13 +366,13 @@ func TestConnectionHandling(t *testing.T) {
 				{"1.0 keep-alive", "GET /slow?block=1ms HTTP/1.0\r\nConnection: keep-alive\r\n\r\n", false},
 				{"body read and ignored", "GET /fast HTTP/1.1\r\nHost: t\r\nContent-Length: 4\r\n\r\nabcd", false},
 			} {
-				c := dial(t, s.addr)
-				a, err := c.raw(tc.req, "GET")
-				if err != nil || a.status != 200 {
+				c := wiretest.Dial(t, s.addr)
+				a, err := c.Raw(tc.req, "GET")
+				if err != nil || a.Status != 200 {
 					t.Fatalf("%s: %+v %v", tc.name, a, err)
 				}
-				if a.closed != tc.closes || c.eof() != tc.closes {
-					t.Fatalf("%s: closed %v, want %v", tc.name, a.closed, tc.closes)
+				if a.Closed != tc.closes || c.EOF() != tc.closes {
+					t.Fatalf("%s: closed %v, want %v", tc.name, a.Closed, tc.closes)
 				}
 			}
 		})
@@ -478,6 +396,8 @@ func TestMalformed(t *testing.T) {
 		mcase{"POST", "POST /fast HTTP/1.1\r\nHost: t\r\nContent-Length: 2\r\n\r\nhi", 405, false},
 		mcase{"DELETE", "DELETE /slow HTTP/1.1\r\nHost: t\r\n\r\n", 405, false},
 		mcase{"unknown path", "GET /nope HTTP/1.1\r\nHost: t\r\n\r\n", 404, false},
+		mcase{"absolute-form, unknown path", "GET http://t HTTP/1.1\r\nHost: t\r\n\r\n", 404, false},
+		mcase{"absolute-form", "GET http://t/fast HTTP/1.1\r\nHost: t\r\n\r\n", 200, false},
 		mcase{"path prefix", "GET /fastest HTTP/1.1\r\nHost: t\r\n\r\n", 404, false},
 		mcase{"block unparsable", "GET /slow?block=abc HTTP/1.1\r\nHost: t\r\n\r\n", 400, false},
 		mcase{"block without unit", "GET /slow?block=5 HTTP/1.1\r\nHost: t\r\n\r\n", 400, false},
@@ -491,28 +411,28 @@ func TestMalformed(t *testing.T) {
 		t.Run(eng, func(t *testing.T) {
 			t.Parallel()
 			s := start(t, eng, nil)
-			by := dial(t, s.addr)
+			by := wiretest.Dial(t, s.addr)
 			for _, tc := range cases {
-				c := dial(t, s.addr)
-				a, err := c.raw(tc.req, "GET")
+				c := wiretest.Dial(t, s.addr)
+				a, err := c.Raw(tc.req, "GET")
 				if err != nil {
 					t.Fatalf("%s: %v", tc.name, err)
 				}
-				if a.status != tc.status {
-					t.Errorf("%s: status %d %q, want %d", tc.name, a.status, a.body, tc.status)
+				if a.Status != tc.status {
+					t.Errorf("%s: status %d %q, want %d", tc.name, a.Status, a.Body, tc.status)
 				}
-				if !strings.HasSuffix(a.body, "\n") || strings.Count(a.body, "\n") != 1 {
-					t.Errorf("%s: reason %q is not one line", tc.name, a.body)
+				if !strings.HasSuffix(a.Body, "\n") || strings.Count(a.Body, "\n") != 1 {
+					t.Errorf("%s: reason %q is not one line", tc.name, a.Body)
 				}
 				if tc.closes {
-					if !a.closed || !c.eof() {
-						t.Errorf("%s: connection left open after %d", tc.name, a.status)
+					if !a.Closed || !c.EOF() {
+						t.Errorf("%s: connection left open after %d", tc.name, a.Status)
 					}
-				} else if b := c.mustGet("/fast"); b.status != 200 {
-					t.Errorf("%s: the same connection then got %d", tc.name, b.status)
+				} else if b := c.MustGet("/fast"); b.Status != 200 {
+					t.Errorf("%s: the same connection then got %d", tc.name, b.Status)
 				}
-				if b := by.mustGet("/fast"); b.status != 200 {
-					t.Fatalf("after %s the bystander got %d", tc.name, b.status)
+				if b := by.MustGet("/fast"); b.Status != 200 {
+					t.Fatalf("after %s the bystander got %d", tc.name, b.Status)
 				}
 			}
 		})
@@ -527,10 +447,10 @@ func TestWatchdog(t *testing.T) {
 		t.Run(eng, func(t *testing.T) {
 			t.Parallel()
 			s := start(t, eng, func(o *options) { o.blockWarn = 50 * time.Millisecond })
-			c := dial(t, s.addr)
-			own := c.mustGet("/fast").int(protocol.HeaderLoop)
-			done := make(chan answer, 1)
-			go func() { done <- c.mustGet("/slow?block=400ms") }()
+			c := wiretest.Dial(t, s.addr)
+			own := c.MustGet("/fast").Int(protocol.HeaderLoop)
+			done := make(chan wiretest.Answer, 1)
+			go func() { done <- c.MustGet("/slow?block=400ms") }()
 			time.Sleep(150 * time.Millisecond)
 			st := stats(t, s) // answers while the loop is blocked
 			select {

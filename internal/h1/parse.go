@@ -25,8 +25,8 @@ const (
 	// MaxBodyBytes bounds a Content-Length request body; the kit's endpoints
 	// take no body, so this only lets a small one be read and ignored.
 	MaxBodyBytes = 4 << 10
-	// maxMethod bounds the method token.
-	maxMethod = 16
+	// MaxMethod bounds the method token.
+	MaxMethod = 16
 )
 
 // ErrIncomplete means the buffer holds no whole request yet: read more.
@@ -218,7 +218,7 @@ func parseRequestLine(line []byte, r *Request) error {
 		return ErrRequestLine
 	}
 	r.Method = line[:sp1]
-	if len(r.Method) == 0 || len(r.Method) > maxMethod || !isToken(r.Method) {
+	if len(r.Method) == 0 || len(r.Method) > MaxMethod || !isToken(r.Method) {
 		return ErrMethod
 	}
 	rest := line[sp1+1:]
@@ -227,6 +227,7 @@ func parseRequestLine(line []byte, r *Request) error {
 		return ErrRequestLine
 	}
 	target, version := rest[:sp2], rest[sp2+1:]
+	target = originForm(target)
 	if len(target) == 0 || target[0] != '/' {
 		return ErrTarget
 	}
@@ -251,6 +252,29 @@ func parseRequestLine(line []byte, r *Request) error {
 	return nil
 }
 
+// originForm reduces an absolute-form target ("http://host/path?q"), which a
+// server must accept (RFC 9112 3.2.2), to its path and query.
+func originForm(t []byte) []byte {
+	var rest []byte
+	switch {
+	case len(t) > 7 && equalFold(t[:7], "http://"):
+		rest = t[7:]
+	case len(t) > 8 && equalFold(t[:8], "https://"):
+		rest = t[8:]
+	default:
+		return t
+	}
+	if i := bytes.IndexAny(rest, "/?"); i >= 0 {
+		if rest[i] == '?' {
+			return nil // no path before the query: malformed here
+		}
+		return rest[i:]
+	}
+	return slash // authority only: the empty path is "/"
+}
+
+var slash = []byte("/")
+
 // checkPrefix rejects an unfinished request line early when what has arrived
 // can never become a valid one, so a client cannot hold a buffer with garbage.
 func checkPrefix(b []byte) error {
@@ -261,7 +285,7 @@ func checkPrefix(b []byte) error {
 			}
 			return nil
 		}
-		if i >= maxMethod || !isTokenChar(c) {
+		if i >= MaxMethod || !isTokenChar(c) {
 			if c == '\r' {
 				return ErrRequestLine
 			}

@@ -113,6 +113,18 @@ func TestParseLeadingEmptyLines(t *testing.T) {
 	}
 }
 
+func TestParseAbsoluteForm(t *testing.T) {
+	for _, tc := range []struct{ req, path, query string }{
+		{"GET http://127.0.0.1:8081/slow?block=1ms HTTP/1.1\r\nHost: a\r\n\r\n", "/slow", "block=1ms"},
+		{"GET HTTPS://a/fast HTTP/1.1\r\nHost: a\r\n\r\n", "/fast", ""},
+	} {
+		var r Request
+		if _, err := Parse([]byte(tc.req), &r); err != nil || string(r.Path) != tc.path || string(r.Query) != tc.query {
+			t.Errorf("%q: path %q query %q err %v", tc.req, r.Path, r.Query, err)
+		}
+	}
+}
+
 func TestParseKeepAlive(t *testing.T) {
 	cases := []struct {
 		req  string

@@ -1,0 +1,86 @@
+package wiretest
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+)
+
+var builds sync.Map // package dir -> *built
+
+type built struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// Build compiles the command in dir (relative to the test's package, "."
+// for itself) once per test binary and returns the executable's path.
+func Build(t testing.TB, dir string) string {
+	t.Helper()
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, _ := builds.LoadOrStore(abs, &built{})
+	b := v.(*built)
+	b.once.Do(func() {
+		tmp, err := os.MkdirTemp("", "bystander-build")
+		if err != nil {
+			b.err = err
+			return
+		}
+		b.path = filepath.Join(tmp, filepath.Base(abs))
+		out, err := exec.Command("go", "build", "-o", b.path, abs).CombinedOutput()
+		if err != nil {
+			b.err = fmt.Errorf("go build %s: %v\n%s", abs, err, out)
+		}
+	})
+	if b.err != nil {
+		t.Fatal(b.err)
+	}
+	return b.path
+}
+
+// FreeAddr returns a loopback address with a port free a moment ago.
+func FreeAddr(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// Start runs a server binary and waits for its "listening on" line. The
+// process is interrupted and waited for when the test ends.
+func Start(t testing.TB, bin string, args ...string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Signal(os.Interrupt)
+			_ = cmd.Wait()
+		}
+	})
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil || !strings.Contains(line, "listening on") {
+		t.Fatalf("%s did not start: %q %v", filepath.Base(bin), line, err)
+	}
+	return cmd
+}

@@ -1,0 +1,349 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sync/semaphore"
+
+	"github.com/bystander-kit/bystander/internal/admin"
+	"github.com/bystander-kit/bystander/internal/block"
+	"github.com/bystander-kit/bystander/internal/h1"
+	"github.com/bystander-kit/bystander/internal/offload"
+	"github.com/bystander-kit/bystander/internal/proc"
+	"github.com/bystander-kit/bystander/internal/protocol"
+	"github.com/bystander-kit/bystander/internal/serverflags"
+)
+
+// slots is the worker pool: a FIFO semaphore of n slots (waiters are served
+// strictly in arrival order, as Tomcat's executor queue serves its threads)
+// with the counters /stats shows. n == 0 means no pool at all.
+type slots struct {
+	n        int
+	sem      *semaphore.Weighted
+	busy     atomic.Int64
+	waiting  atomic.Int64
+	maxWait  atomic.Int64 // most waiters at once
+	longest  atomic.Int64 // longest wait, ns
+	acquires atomic.Int64
+}
+
+func newSlots(n int) *slots {
+	s := &slots{n: n}
+	if n > 0 {
+		s.sem = semaphore.NewWeighted(int64(n))
+	}
+	return s
+}
+
+// acquire waits for a slot in arrival order and returns how long it waited;
+// it fails only when ctx ends first (the client went away).
+func (s *slots) acquire(ctx context.Context) (time.Duration, error) {
+	start := time.Now()
+	// TryAcquire fails while anyone waits, so arrival order is kept.
+	if s.sem != nil && !s.sem.TryAcquire(1) {
+		w := s.waiting.Add(1)
+		storeMax(&s.maxWait, w)
+		err := s.sem.Acquire(ctx, 1)
+		s.waiting.Add(-1)
+		if err != nil {
+			return 0, err
+		}
+	}
+	d := time.Since(start)
+	storeMax(&s.longest, int64(d))
+	s.busy.Add(1)
+	s.acquires.Add(1)
+	return d, nil
+}
+
+func (s *slots) release() {
+	s.busy.Add(-1)
+	if s.sem != nil {
+		s.sem.Release(1)
+	}
+}
+
+func storeMax(v *atomic.Int64, n int64) {
+	for {
+		old := v.Load()
+		if n <= old || v.CompareAndSwap(old, n) {
+			return
+		}
+	}
+}
+
+// server answers the protocol; every handler runs holding a slot.
+type server struct {
+	opts    options
+	slots   *slots
+	pool    *offload.Pool
+	started time.Time
+	byRoute [protocol.Offload + 1]atomic.Int64 // indexed by protocol.Route
+	refused atomic.Int64
+}
+
+func newServer(o options) *server {
+	return &server{
+		opts:    o,
+		slots:   newSlots(o.slots),
+		pool:    offload.New(o.OffloadWorkers, o.OffloadQueue),
+		started: time.Now(),
+	}
+}
+
+// refusal is what net/http lets through but the protocol refuses, with the
+// same status the loop servers' decoder gives (internal/h1).
+func refusal(r *http.Request) *h1.Error {
+	switch {
+	case len(r.Method) > h1.MaxMethod:
+		return h1.ErrMethod
+	case len(r.TransferEncoding) > 0 && r.TransferEncoding[0] == "chunked":
+		return h1.ErrChunked
+	case len(r.TransferEncoding) > 0:
+		return h1.ErrTransferEncoding
+	case r.ContentLength > h1.MaxBodyBytes:
+		return h1.ErrBodyTooLarge
+	}
+	n := 0
+	for _, v := range r.Header {
+		n += len(v)
+	}
+	if n+1 > h1.MaxHeaders { // Host is not in r.Header
+		return h1.ErrTooManyHeaders
+	}
+	return nil
+}
+
+func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if e := refusal(r); e != nil {
+		s.refused.Add(1)
+		refuse(w, e)
+		return
+	}
+	ctx := r.Context()
+	queued, err := s.slots.acquire(ctx)
+	if err != nil {
+		return // the client is gone
+	}
+	held := true
+	defer func() {
+		if held {
+			s.slots.release()
+		}
+	}()
+	start := time.Now()
+	h := w.Header()
+	h[protocol.HeaderHandlerStart] = []string{strconv.FormatInt(start.UnixNano(), 10)}
+	h[protocol.HeaderQueuedNs] = []string{strconv.FormatInt(int64(queued), 10)}
+
+	route := protocol.RouteOf([]byte(r.URL.Path))
+	s.byRoute[route].Add(1)
+	switch {
+	case r.Method != http.MethodGet && r.Method != http.MethodHead:
+		writeText(w, 405, protocol.ReasonMethod)
+		return
+	case route == protocol.Unknown:
+		writeText(w, 404, protocol.ReasonNotFound)
+		return
+	}
+	p, err := protocol.ParseQuery([]byte(r.URL.RawQuery), s.opts.MaxBlock)
+	if err != nil {
+		writeText(w, 400, err.Error()+"\n")
+		return
+	}
+	blockFor := s.opts.Block
+	if p.HasBlock {
+		blockFor = p.Block
+	}
+	switch route {
+	case protocol.Fast:
+		writeText(w, 200, protocol.BodyFast)
+		return
+	case protocol.Slow:
+		blocked := block.For(s.opts.BlockMode, blockFor)
+		h[protocol.HeaderBlockedNs] = []string{strconv.FormatInt(int64(blocked), 10)}
+		writeText(w, 200, protocol.BodySlow)
+		return
+	}
+
+	// /async and /offload give the slot back while they wait, and take one
+	// again, queueing like any other work, to write the answer.
+	var wait <-chan time.Time
+	var blocked chan int64
+	if route == protocol.Async {
+		d := s.opts.Delay
+		if p.HasDelay {
+			d = p.Delay
+		}
+		t := time.NewTimer(d)
+		defer t.Stop()
+		wait = t.C
+	} else {
+		blocked = make(chan int64, 1)
+		mode := s.opts.BlockMode
+		if err := s.pool.Submit(func() { blocked <- int64(block.For(mode, blockFor)) }); err != nil {
+			writeText(w, 503, protocol.ReasonQueueFull)
+			return
+		}
+	}
+	held = false
+	s.slots.release()
+	var blockedNs int64
+	select {
+	case <-wait:
+	case blockedNs = <-blocked:
+	case <-ctx.Done():
+		return
+	}
+	if _, err := s.slots.acquire(ctx); err != nil {
+		return
+	}
+	held = true
+	h[protocol.HeaderContinuationStart] = []string{strconv.FormatInt(time.Now().UnixNano(), 10)}
+	if route == protocol.Offload {
+		h[protocol.HeaderBlockedNs] = []string{strconv.FormatInt(blockedNs, 10)}
+	}
+	writeText(w, 200, route.Body())
+}
+
+// refuse answers as the loop server's decoder does (status, one-line reason,
+// Connection: close) and closes at once. net/http would first wait to read a
+// body it was told is coming, up to 256 KiB, from a client that may never
+// send it.
+func refuse(w http.ResponseWriter, e *h1.Error) {
+	hj, ok := w.(http.Hijacker)
+	if !ok {
+		w.Header().Set("Connection", "close")
+		writeText(w, e.Status, e.Reason+"\n")
+		return
+	}
+	c, _, err := hj.Hijack()
+	if err != nil {
+		return
+	}
+	defer c.Close()
+	_ = c.SetWriteDeadline(time.Now().Add(time.Second))
+	_, _ = c.Write(h1.AppendError(nil, e))
+	if tc, ok := c.(*net.TCPConn); ok {
+		_ = tc.CloseWrite() // FIN before close, so unread input does not reset the answer away
+	}
+}
+
+// writeText answers with a plain-text body and its length.
+func writeText(w http.ResponseWriter, status int, body string) {
+	h := w.Header()
+	h["Content-Type"] = []string{"text/plain; charset=utf-8"}
+	h["Content-Length"] = []string{strconv.Itoa(len(body))}
+	w.WriteHeader(status)
+	_, _ = io.WriteString(w, body)
+}
+
+// Stats is the admin /stats document of the pool server.
+type Stats struct {
+	Server           string       `json:"server"`
+	Slots            int          `json:"slots"`
+	SlotsBusy        int64        `json:"slots_busy"`
+	QueueNow         int64        `json:"queue_now"`
+	QueueMax         int64        `json:"queue_max"`
+	LongestQueueNs   int64        `json:"longest_queue_wait_ns"`
+	SlotAcquisitions int64        `json:"slot_acquisitions"`
+	BlockNs          int64        `json:"block_ns"`
+	BlockMode        string       `json:"block_mode"`
+	OffloadWorkers   int          `json:"offload_workers"`
+	OffloadQueued    int          `json:"offload_queued"`
+	Refused          int64        `json:"refused_requests"`
+	Requests         []RouteCount `json:"requests_by_route"`
+	UptimeNs         int64        `json:"uptime_ns"`
+	Process          proc.Usage   `json:"process"`
+}
+
+// RouteCount is one route's request count.
+type RouteCount struct {
+	Route    string `json:"route"`
+	Requests int64  `json:"requests"`
+}
+
+func (s *server) stats() Stats {
+	st := Stats{
+		Server: "poolserver", Slots: s.opts.slots,
+		SlotsBusy: s.slots.busy.Load(), QueueNow: s.slots.waiting.Load(), QueueMax: s.slots.maxWait.Load(),
+		LongestQueueNs: s.slots.longest.Load(), SlotAcquisitions: s.slots.acquires.Load(),
+		BlockNs: int64(s.opts.Block), BlockMode: s.opts.BlockMode.String(),
+		OffloadWorkers: s.pool.Workers(), OffloadQueued: s.pool.Queued(),
+		Refused: s.refused.Load(), UptimeNs: int64(time.Since(s.started)), Process: proc.Self(),
+	}
+	for _, r := range append([]protocol.Route{protocol.Unknown}, protocol.Routes...) {
+		st.Requests = append(st.Requests, RouteCount{r.String(), s.byRoute[r].Load()})
+	}
+	return st
+}
+
+// run serves until ctx is done; ready gets the bound addresses.
+func run(ctx context.Context, o options, ready func(addr, admin net.Addr)) error {
+	if o.log == nil {
+		o.log = io.Discard
+	}
+	ln, err := net.Listen("tcp", o.Addr)
+	if err != nil {
+		return serverflags.ListenError("poolserver", o.Addr, err)
+	}
+	s := newServer(o)
+	defer s.pool.Close()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	var adminAddr net.Addr = &net.TCPAddr{}
+	adminDone := make(chan error, 1)
+	if o.Admin != "" {
+		aln, err := admin.Listen(o.Admin)
+		if err != nil {
+			ln.Close()
+			return fmt.Errorf("poolserver: admin listener %s: %w", o.Admin, err)
+		}
+		adminAddr = aln.Addr()
+		go func() { adminDone <- admin.Serve(ctx, aln, func() any { return s.stats() }) }()
+	} else {
+		adminDone <- nil
+	}
+
+	srv := &http.Server{
+		Handler: s,
+		// net/http reads up to MaxHeaderBytes + 4096 bytes of request line and
+		// headers: this makes the limit 8 KiB, as on the loop server.
+		MaxHeaderBytes:    h1.MaxHeaderBytes - 4096,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          nil,
+	}
+	srv.SetKeepAlivesEnabled(true)
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	if ready != nil {
+		ready(ln.Addr(), adminAddr)
+	}
+	select {
+	case err = <-served:
+	case <-ctx.Done():
+		// Handlers may be inside a long block: close connections now rather
+		// than wait, so a signal stops the server within a second.
+		sctx, c := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		if srv.Shutdown(sctx) != nil {
+			srv.Close()
+		}
+		c()
+		err = <-served
+	}
+	cancel()
+	if err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("poolserver: %w", err)
+	}
+	return <-adminDone
+}

@@ -1,0 +1,322 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"net"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/bystander-kit/bystander/internal/h1"
+	"github.com/bystander-kit/bystander/internal/protocol"
+	"github.com/bystander-kit/bystander/internal/serverflags"
+	"github.com/bystander-kit/bystander/internal/wiretest"
+)
+
+type testServer struct{ addr, admin string }
+
+// start runs a pool server with n slots on a free loopback port until the
+// test ends.
+func start(t *testing.T, n int) *testServer {
+	t.Helper()
+	o := options{Common: serverflags.Defaults("127.0.0.1:0", "127.0.0.1:0"), slots: n}
+	o.OffloadWorkers = 16
+	if err := o.validate(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan *testServer, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, o, func(a, ad net.Addr) { ready <- &testServer{a.String(), ad.String()} })
+	}()
+	var ts *testServer
+	select {
+	case ts = <-ready:
+	case err := <-done:
+		cancel()
+		t.Fatalf("server did not start: %v", err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("server: %v", err)
+			}
+		case <-time.After(3 * time.Second):
+			t.Error("server did not stop within 3 s")
+		}
+	})
+	return ts
+}
+
+func stats(t *testing.T, s *testServer) Stats {
+	t.Helper()
+	resp, err := http.Get("http://" + s.admin + "/stats")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var st Stats
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// occupy starts n callers of target and returns once the server counts each
+// as having taken a slot or queueing for one; wait waits for their answers.
+func occupy(t *testing.T, s *testServer, n int, target string) (wait func() []wiretest.Answer) {
+	t.Helper()
+	base := stats(t, s).SlotAcquisitions
+	var wg sync.WaitGroup
+	answers := make([]wiretest.Answer, n)
+	for i := range n {
+		c := wiretest.Dial(t, s.addr)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			a, err := c.Get(target)
+			if err != nil {
+				t.Errorf("%s: %v", target, err)
+			}
+			answers[i] = a
+		}()
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		st := stats(t, s)
+		if st.SlotAcquisitions-base+st.QueueNow >= int64(n) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d callers of %s never arrived", n, target)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return func() []wiretest.Answer { wg.Wait(); return answers }
+}
+
+func TestEndpoints(t *testing.T) {
+	s := start(t, 200)
+	c := wiretest.Dial(t, s.addr)
+	before := time.Now().UnixNano()
+	for _, tc := range []struct {
+		target, body  string
+		blocked, cont bool
+	}{
+		{"/fast", protocol.BodyFast, false, false},
+		{"/slow?block=20ms", protocol.BodySlow, true, false},
+		{"/async?delay=20ms", protocol.BodyAsync, false, true},
+		{"/offload?block=20ms", protocol.BodyOffload, true, true},
+	} {
+		a := c.MustGet(tc.target)
+		if a.Status != 200 || a.Body != tc.body {
+			t.Fatalf("%s: %d %q", tc.target, a.Status, a.Body)
+		}
+		if a.Header.Get(protocol.HeaderLoop) != "" {
+			t.Errorf("%s: a pool server has no loops, got X-Loop", tc.target)
+		}
+		hs := a.Int(protocol.HeaderHandlerStart)
+		if hs < before || hs > time.Now().UnixNano() {
+			t.Errorf("%s: X-Handler-Start %d outside the request", tc.target, hs)
+		}
+		if q := a.Int(protocol.HeaderQueuedNs); q < 0 || q > int64(time.Second) {
+			t.Errorf("%s: X-Queued-Ns %d", tc.target, q)
+		}
+		if b := a.Int(protocol.HeaderBlockedNs); tc.blocked != (b >= 0) || (tc.blocked && b < int64(20*time.Millisecond)) {
+			t.Errorf("%s: X-Blocked-Ns %d", tc.target, b)
+		}
+		cs := a.Int(protocol.HeaderContinuationStart)
+		if tc.cont != (cs >= 0) || (tc.cont && cs-hs < int64(20*time.Millisecond)) {
+			t.Errorf("%s: X-Continuation-Start %d, handler start %d", tc.target, cs, hs)
+		}
+	}
+	st := stats(t, s)
+	for _, r := range st.Requests {
+		if r.Route != "unknown" && r.Requests != 1 {
+			t.Errorf("route %s counted %d, want 1", r.Route, r.Requests)
+		}
+	}
+	if st.SlotsBusy != 0 || st.QueueNow != 0 || st.Process.CPUNs() <= 0 {
+		t.Errorf("idle stats %+v", st)
+	}
+}
+
+// TestBystanderWaitsForSlots: with 4 slots held by 200 ms blocks, a /fast
+// waits about one block; with 3 held it does not wait.
+func TestBystanderWaitsForSlots(t *testing.T) {
+	for _, tc := range []struct {
+		callers int
+		waits   bool
+	}{{3, false}, {4, true}} {
+		s := start(t, 4)
+		wait := occupy(t, s, tc.callers, "/slow?block=200ms")
+		a := wiretest.Dial(t, s.addr).MustGet("/fast")
+		wait()
+		queued := time.Duration(a.Int(protocol.HeaderQueuedNs))
+		t.Logf("%d callers: /fast took %s, queued %s", tc.callers, a.Elapsed, queued)
+		if tc.waits && (queued < 100*time.Millisecond || a.Elapsed < 100*time.Millisecond) {
+			t.Errorf("4 slots held: /fast queued %s, took %s; want about one block (200ms)", queued, a.Elapsed)
+		}
+		if !tc.waits && (queued > 50*time.Millisecond || a.Elapsed > 100*time.Millisecond) {
+			t.Errorf("3 of 4 slots held: /fast queued %s, took %s; want no wait", queued, a.Elapsed)
+		}
+		if tc.waits && stats(t, s).QueueMax < 1 {
+			t.Error("the queue never held the bystander")
+		}
+	}
+}
+
+// TestFIFO: with the pool full, waiters get the slot in arrival order.
+func TestFIFO(t *testing.T) {
+	s := start(t, 1)
+	wait := occupy(t, s, 1, "/slow?block=300ms")
+	const n = 6
+	var wg sync.WaitGroup
+	starts := make([]int64, n)
+	for i := range n {
+		c := wiretest.Dial(t, s.addr)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			starts[i] = c.MustGet("/slow?block=10ms").Int(protocol.HeaderHandlerStart)
+		}()
+		// The next waiter arrives only once this one is queued.
+		deadline := time.Now().Add(5 * time.Second)
+		for stats(t, s).QueueNow < int64(i+1) && time.Now().Before(deadline) {
+			time.Sleep(2 * time.Millisecond)
+		}
+	}
+	wg.Wait()
+	wait()
+	order := make([]int, n)
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int { return int(starts[a] - starts[b]) })
+	if !slices.Equal(order, []int{0, 1, 2, 3, 4, 5}) {
+		t.Fatalf("served in order %v, want arrival order", order)
+	}
+}
+
+// TestAsyncGivesSlotBack: 8 concurrent /async with 4 slots finish in about
+// one delay, not two.
+func TestAsyncGivesSlotBack(t *testing.T) {
+	s := start(t, 4)
+	start := time.Now()
+	answers := occupy(t, s, 8, "/async?delay=300ms")()
+	took := time.Since(start)
+	for _, a := range answers {
+		if a.Status != 200 {
+			t.Fatalf("status %d", a.Status)
+		}
+	}
+	t.Logf("8 /async on 4 slots took %s", took)
+	if took > 500*time.Millisecond {
+		t.Fatalf("8 /async?delay=300ms on 4 slots took %s: the slots were held while waiting", took)
+	}
+}
+
+// TestOffloadGivesSlotBack: /offload frees its slot while it blocks (a /fast
+// gets through on the only slot), and its answer needs a slot again (it
+// waits for a /slow that took the slot meanwhile).
+func TestOffloadGivesSlotBack(t *testing.T) {
+	s := start(t, 1)
+	off := wiretest.Dial(t, s.addr)
+	done := make(chan wiretest.Answer, 1)
+	sent := time.Now()
+	go func() { done <- off.MustGet("/offload?block=300ms") }()
+	time.Sleep(50 * time.Millisecond)
+	if a := wiretest.Dial(t, s.addr).MustGet("/fast"); a.Elapsed > 100*time.Millisecond {
+		t.Fatalf("/fast waited %s while /offload blocked off the slot", a.Elapsed)
+	}
+	slow := wiretest.Dial(t, s.addr).MustGet("/slow?block=500ms") // holds the slot until ~550ms
+	slowEnd := time.Now()
+	a := <-done
+	cont := time.Unix(0, a.Int(protocol.HeaderContinuationStart))
+	t.Logf("offload answered after %s; continuation %s after the /slow ended", time.Since(sent), cont.Sub(slowEnd))
+	if b := time.Duration(a.Int(protocol.HeaderBlockedNs)); b < 300*time.Millisecond || b > 450*time.Millisecond {
+		t.Errorf("X-Blocked-Ns %s, want about 300ms", b)
+	}
+	if slow.Status != 200 || cont.Before(slowEnd.Add(-20*time.Millisecond)) {
+		t.Errorf("the continuation ran at %s, before the /slow holding the only slot ended (%s)", cont, slowEnd)
+	}
+}
+
+// netHTTPDiffers lists the cases of the shared table where RFC 9112 allows
+// two answers and net/http gives the other one than the loop server's decoder.
+var netHTTPDiffers = map[string]struct {
+	status int
+	why    string
+}{
+	"obsolete folding": {200, "net/http joins a folded header line with spaces, which RFC 9112 5.2 allows instead of a 400"},
+	"empty lines only, too many": {400, "net/http takes the first empty line for a malformed request line (RFC 9112 2.2: a server SHOULD, not MUST, skip it) " +
+		"and closes with the rest unread, which may reset the answer away"},
+}
+
+// TestMalformed: the same table as the loop server; every request is
+// answered with the same status and the server keeps serving a bystander.
+func TestMalformed(t *testing.T) {
+	s := start(t, 4)
+	by := wiretest.Dial(t, s.addr)
+	type mcase struct {
+		name, req string
+		status    int
+		closes    bool
+	}
+	var cases []mcase
+	for _, c := range h1.BadRequests() {
+		cases = append(cases, mcase{c.Name, c.Req, c.Status, true})
+	}
+	cases = append(cases,
+		mcase{"POST", "POST /fast HTTP/1.1\r\nHost: t\r\nContent-Length: 2\r\n\r\nhi", 405, false},
+		mcase{"unknown path", "GET /nope HTTP/1.1\r\nHost: t\r\n\r\n", 404, false},
+		mcase{"absolute-form, unknown path", "GET http://t HTTP/1.1\r\nHost: t\r\n\r\n", 404, false},
+		mcase{"absolute-form", "GET http://t/fast HTTP/1.1\r\nHost: t\r\n\r\n", 200, false},
+		mcase{"block unparsable", "GET /slow?block=abc HTTP/1.1\r\nHost: t\r\n\r\n", 400, false},
+		mcase{"block negative", "GET /slow?block=-5ms HTTP/1.1\r\nHost: t\r\n\r\n", 400, false},
+		mcase{"block above max", "GET /offload?block=1h HTTP/1.1\r\nHost: t\r\n\r\n", 400, false},
+		mcase{"delay unparsable", "GET /async?delay=soon HTTP/1.1\r\nHost: t\r\n\r\n", 400, false},
+	)
+	for _, tc := range cases {
+		c := wiretest.Dial(t, s.addr)
+		a, err := c.Raw(tc.req, "GET")
+		if d, ok := netHTTPDiffers[tc.name]; ok {
+			t.Logf("%s: %d %v (%s)", tc.name, a.Status, err, d.why)
+			if err == nil && a.Status != d.status {
+				t.Errorf("%s: status %d, want %d (%s)", tc.name, a.Status, d.status, d.why)
+			}
+			if b := by.MustGet("/fast"); b.Status != 200 {
+				t.Fatalf("after %s the bystander got %d", tc.name, b.Status)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: %v", tc.name, err)
+			continue
+		}
+		if a.Status != tc.status {
+			t.Errorf("%s: status %d %q, want %d", tc.name, a.Status, a.Body, tc.status)
+		}
+		if strings.Count(strings.TrimSuffix(a.Body, "\n"), "\n") != 0 {
+			t.Errorf("%s: reason %q is not one line", tc.name, a.Body)
+		}
+		if tc.closes && !c.EOF() {
+			t.Errorf("%s: connection left open after %d", tc.name, a.Status)
+		}
+		if !tc.closes {
+			if b := c.MustGet("/fast"); b.Status != 200 {
+				t.Errorf("%s: the same connection then got %d", tc.name, b.Status)
+			}
+		}
+		if b := by.MustGet("/fast"); b.Status != 200 {
+			t.Fatalf("after %s the bystander got %d", tc.name, b.Status)
+		}
+	}
+}
