@@ -6,15 +6,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
-	"sort"
-	"strings"
-	"sync"
-	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
-	"github.com/bystander-kit/bystander/internal/client"
 	"github.com/bystander-kit/bystander/internal/proc"
 	"github.com/bystander-kit/bystander/internal/wiretest"
 )
@@ -34,45 +29,17 @@ func spawn(b *testing.B, args ...string) (addr string, pid int) {
 	return addr, cmd.Process.Pid
 }
 
-// drive runs b.N requests for target over conns keep-alive connections and
-// returns the mean X-Blocked-Ns seen (0 if none).
-func drive(b *testing.B, addr, target string, conns int) (meanBlockedNs float64) {
-	b.Helper()
-	var blockedSum, blockedN, failed atomic.Int64
-	b.SetParallelism((conns + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
-	b.RunParallel(func(pb *testing.PB) {
-		c := client.New(addr, target, 10*time.Second)
-		defer c.Close()
-		var r client.Response
-		for pb.Next() {
-			if err := c.Do(&r); err != nil {
-				failed.Add(1)
-				continue
-			}
-			if r.BlockedNs > 0 {
-				blockedSum.Add(r.BlockedNs)
-				blockedN.Add(1)
-			}
-		}
-	})
-	if n := failed.Load(); n > 0 {
-		b.Fatalf("%d failed requests", n)
-	}
-	if blockedN.Load() == 0 {
-		return 0
-	}
-	return float64(blockedSum.Load()) / float64(blockedN.Load())
-}
-
 // BenchmarkSlow16 is the ceiling experiment: 16 keep-alive callers on /slow,
 // block 5ms held in nanosleep, 4 loops; the ceiling is 4 / 5 ms = 800 req/s.
 func BenchmarkSlow16(b *testing.B) {
 	for _, eng := range engines {
 		b.Run(eng, func(b *testing.B) {
 			addr, _ := spawn(b, "--engine", eng, "--block", "5ms", "--block-mode", "syscall")
-			start := time.Now()
-			mean := drive(b, addr, "/slow", 16)
-			rps := float64(b.N) / time.Since(start).Seconds()
+			res := wiretest.Load(addr, "/slow", 16, b.N)
+			if res.Failed > 0 {
+				b.Fatalf("%d failed requests", res.Failed)
+			}
+			rps, mean := res.RPS(), res.MeanBlockedNs
 			b.ReportMetric(rps, "req/s")
 			b.ReportMetric(100*rps/800, "%nominal_ceiling")
 			if mean > 0 {
@@ -111,13 +78,15 @@ func BenchmarkFastCPU(b *testing.B) {
 	b.ResetTimer()
 	for range 5 {
 		for _, t := range ts {
-			before, err := treeCPU(t.pid)
+			before, err := wiretest.TreeCPU(t.pid)
 			if err != nil {
 				b.Fatal(err)
 			}
 			gen := proc.Self()
-			load(b, t.addr, "/fast", 64, b.N)
-			after, err := treeCPU(t.pid)
+			if res := wiretest.Load(t.addr, "/fast", 64, b.N); res.Failed > 0 {
+				b.Fatalf("%s: %d failed requests", t.name, res.Failed)
+			}
+			after, err := wiretest.TreeCPU(t.pid)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -127,49 +96,14 @@ func BenchmarkFastCPU(b *testing.B) {
 	}
 	b.StopTimer()
 	for _, t := range ts {
-		b.ReportMetric(median(t.us), t.name+"_cpu_us/req")
-		b.Logf("%s: server CPU us/req per round %.1f; client %.1f", t.name, t.us, median(t.gen))
+		b.ReportMetric(wiretest.Median(t.us), t.name+"_cpu_us/req")
+		b.Logf("%s: server CPU us/req per round %.1f; client %.1f", t.name, t.us, wiretest.Median(t.gen))
 	}
 	if len(ts) == 4 {
-		b.ReportMetric(median(ts[0].us)/median(ts[2].us), "gnet/nginx")
-		b.ReportMetric(median(ts[0].us)/median(ts[3].us), "gnet/nginx4w")
-		b.ReportMetric(median(ts[1].us)/median(ts[2].us), "evio/nginx")
+		b.ReportMetric(wiretest.Median(ts[0].us)/wiretest.Median(ts[2].us), "gnet/nginx")
+		b.ReportMetric(wiretest.Median(ts[0].us)/wiretest.Median(ts[3].us), "gnet/nginx4w")
+		b.ReportMetric(wiretest.Median(ts[1].us)/wiretest.Median(ts[2].us), "evio/nginx")
 	}
-}
-
-// load sends n requests over conns connections, closed loop.
-func load(b *testing.B, addr, target string, conns, n int) {
-	var left atomic.Int64
-	left.Store(int64(n))
-	var wg sync.WaitGroup
-	for range conns {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			c := client.New(addr, target, 10*time.Second)
-			defer c.Close()
-			var r client.Response
-			for left.Add(-1) >= 0 {
-				if err := c.Do(&r); err != nil {
-					b.Error(err)
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-}
-
-func median(v []float64) float64 {
-	s := append([]float64(nil), v...)
-	sort.Float64s(s)
-	if len(s) == 0 {
-		return 0
-	}
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
 func spawnNginx(b *testing.B, workers int) (string, int, bool) {
@@ -201,7 +135,8 @@ http { access_log off; keepalive_requests 1000000;
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	// TERM, not KILL: the master then stops its workers instead of orphaning them.
+	b.Cleanup(func() { _ = cmd.Process.Signal(syscall.SIGTERM); _ = cmd.Wait() })
 	for i := 0; ; i++ {
 		c, err := net.Dial("tcp", addr)
 		if err == nil {
@@ -214,22 +149,4 @@ http { access_log off; keepalive_requests 1000000;
 		time.Sleep(20 * time.Millisecond)
 	}
 	return addr, cmd.Process.Pid, true
-}
-
-// treeCPU is the CPU ns of pid and its children (nginx's workers).
-func treeCPU(pid int) (int64, error) {
-	u, _, err := proc.Of(pid)
-	if err != nil {
-		return 0, err
-	}
-	total := u.CPUNs()
-	kids, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
-	for _, f := range strings.Fields(string(kids)) {
-		var k int
-		fmt.Sscan(f, &k)
-		if c, err := treeCPU(k); err == nil {
-			total += c
-		}
-	}
-	return total, nil
 }

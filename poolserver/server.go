@@ -240,6 +240,7 @@ func refuse(w http.ResponseWriter, e *h1.Error) {
 // writeText answers with a plain-text body and its length.
 func writeText(w http.ResponseWriter, status int, body string) {
 	h := w.Header()
+	h["Date"] = nil // as the loop servers: no Date, and no time formatting per answer
 	h["Content-Type"] = []string{"text/plain; charset=utf-8"}
 	h["Content-Length"] = []string{strconv.Itoa(len(body))}
 	w.WriteHeader(status)

@@ -91,3 +91,40 @@ func statusField(b []byte, name string) int64 {
 	}
 	return 0
 }
+
+// Machine is a snapshot of the whole machine's CPU time, from /proc/stat.
+type Machine struct {
+	TotalTicks int64
+	IdleTicks  int64 // idle + iowait
+}
+
+// ReadMachine reads the aggregate "cpu" line of /proc/stat.
+func ReadMachine() (Machine, error) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return Machine{}, fmt.Errorf("proc: %w", err)
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	if len(f) < 6 || f[0] != "cpu" {
+		return Machine{}, fmt.Errorf("proc: malformed /proc/stat")
+	}
+	var m Machine
+	for i, s := range f[1:] {
+		v, _ := strconv.ParseInt(s, 10, 64)
+		m.TotalTicks += v
+		if i == 3 || i == 4 { // idle, iowait
+			m.IdleTicks += v
+		}
+	}
+	return m, nil
+}
+
+// BusySince is the share of all CPUs that was busy between then and m.
+func (m Machine) BusySince(then Machine) float64 {
+	total := m.TotalTicks - then.TotalTicks
+	if total <= 0 {
+		return 0
+	}
+	return 1 - float64(m.IdleTicks-then.IdleTicks)/float64(total)
+}

@@ -29,3 +29,19 @@ func TestOfMatchesSelf(t *testing.T) {
 		t.Fatal("no error for a missing process")
 	}
 }
+
+func TestMachineBusy(t *testing.T) {
+	a, err := ReadMachine()
+	if err != nil {
+		t.Fatal(err)
+	}
+	end := time.Now().Add(300 * time.Millisecond)
+	for time.Now().Before(end) {
+	}
+	b, _ := ReadMachine()
+	busy := b.BusySince(a)
+	// One spinning goroutine on a machine of n CPUs: at least most of 1/n.
+	if busy <= 0 || busy > 1 {
+		t.Fatalf("busy %v", busy)
+	}
+}

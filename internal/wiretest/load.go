@@ -1,0 +1,92 @@
+package wiretest
+
+import (
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/bystander-kit/bystander/internal/client"
+	"github.com/bystander-kit/bystander/internal/proc"
+)
+
+// LoadResult is what Load measured.
+type LoadResult struct {
+	Requests      int
+	Failed        int
+	Elapsed       time.Duration
+	MeanBlockedNs float64 // mean X-Blocked-Ns, 0 if none
+}
+
+// RPS is requests per second.
+func (r LoadResult) RPS() float64 { return float64(r.Requests) / r.Elapsed.Seconds() }
+
+// Load sends n GET target requests to addr over conns keep-alive
+// connections, closed loop, with the kit's raw client; for benchmarks.
+func Load(addr, target string, conns, n int) LoadResult {
+	var left, failed, blockedSum, blockedN atomic.Int64
+	left.Store(int64(n))
+	var wg sync.WaitGroup
+	start := time.Now()
+	for range conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := client.New(addr, target, 30*time.Second)
+			defer c.Close()
+			var r client.Response
+			for left.Add(-1) >= 0 {
+				if err := c.Do(&r); err != nil {
+					failed.Add(1)
+					continue
+				}
+				if r.BlockedNs > 0 {
+					blockedSum.Add(r.BlockedNs)
+					blockedN.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	res := LoadResult{Requests: n, Failed: int(failed.Load()), Elapsed: time.Since(start)}
+	if blockedN.Load() > 0 {
+		res.MeanBlockedNs = float64(blockedSum.Load()) / float64(blockedN.Load())
+	}
+	return res
+}
+
+// TreeCPU is the CPU ns used so far by pid and its child processes.
+func TreeCPU(pid int) (int64, error) {
+	u, _, err := proc.Of(pid)
+	if err != nil {
+		return 0, err
+	}
+	total := u.CPUNs()
+	kids, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
+	for _, f := range strings.Fields(string(kids)) {
+		var k int
+		if _, err := fmt.Sscan(f, &k); err != nil {
+			continue
+		}
+		if c, err := TreeCPU(k); err == nil {
+			total += c
+		}
+	}
+	return total, nil
+}
+
+// Median of v (0 for none).
+func Median(v []float64) float64 {
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	switch {
+	case len(s) == 0:
+		return 0
+	case len(s)%2 == 1:
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
