@@ -3,6 +3,7 @@ module github.com/bystander-kit/bystander
 go 1.26.0
 
 require (
+	github.com/HdrHistogram/hdrhistogram-go v1.4.0
 	github.com/panjf2000/gnet/v2 v2.9.7
 	github.com/tidwall/evio v1.0.8
 	golang.org/x/sync v0.23.0

@@ -15,7 +15,9 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/url"
 	"os"
+	"sync"
 	"syscall"
 	"time"
 
@@ -99,7 +101,14 @@ type Conn struct {
 	br      *bufio.Reader
 	// Dials counts connections opened, the first one included.
 	Dials int
+
+	mu          sync.Mutex // guards c's replacement and interrupted, for Interrupt
+	interrupted bool
 }
+
+// ErrInterrupted is returned by requests cut short by Interrupt: the run
+// ended, the request did not fail.
+var ErrInterrupted = errors.New("client: interrupted")
 
 // New returns a connection (not yet dialled) that sends GET target to addr
 // (host:port) with the given per-request timeout.
@@ -118,13 +127,18 @@ func (c *Conn) Dial() error {
 	}
 	nc, err := net.DialTimeout("tcp", c.addr, c.timeout)
 	if err != nil {
+		if c.isInterrupted() {
+			return ErrInterrupted
+		}
 		return &Error{classify(err), err}
 	}
 	if tc, ok := nc.(*net.TCPConn); ok {
 		_ = tc.SetNoDelay(true)
 	}
 	c.Dials++
+	c.mu.Lock()
 	c.c = nc
+	c.mu.Unlock()
 	if c.br == nil {
 		c.br = bufio.NewReaderSize(nc, 4096)
 	} else {
@@ -138,9 +152,17 @@ func (c *Conn) Close() error {
 	if c.c == nil {
 		return nil
 	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	err := c.c.Close()
 	c.c = nil
 	return err
+}
+
+func (c *Conn) isInterrupted() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.interrupted
 }
 
 // Do sends the request and reads the answer into r. A status other than 2xx
@@ -150,16 +172,28 @@ func (c *Conn) Do(r *Response) error {
 	if err := c.Dial(); err != nil {
 		return err
 	}
+	c.mu.Lock()
+	if c.interrupted {
+		c.mu.Unlock()
+		return ErrInterrupted
+	}
 	if c.timeout > 0 {
 		_ = c.c.SetDeadline(time.Now().Add(c.timeout))
 	}
+	c.mu.Unlock()
 	if _, err := c.c.Write(c.req); err != nil {
 		c.Close()
+		if c.isInterrupted() {
+			return ErrInterrupted
+		}
 		return &Error{classify(err), err}
 	}
 	err := c.read(r)
 	if err != nil {
 		c.Close()
+		if c.isInterrupted() {
+			return ErrInterrupted
+		}
 		return err
 	}
 	if r.Close {
@@ -299,4 +333,57 @@ func fold(b []byte, s string) bool {
 		}
 	}
 	return true
+}
+
+// Target is a parsed http:// URL: where to connect and what to ask for.
+type Target struct {
+	Addr          string // host:port
+	RequestTarget string // path and query
+}
+
+// ParseTarget reads an http:// URL. Unless allowRemote, the host must be a
+// loopback address or localhost: the kit loads its own machine only.
+func ParseTarget(raw string, allowRemote bool) (Target, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return Target{}, fmt.Errorf("client: target %q: %w", raw, err)
+	}
+	if u.Scheme != "http" || u.Host == "" {
+		return Target{}, fmt.Errorf("client: target %q: want http://host:port/path", raw)
+	}
+	host, port := u.Hostname(), u.Port()
+	if port == "" {
+		port = "80"
+	}
+	if !allowRemote && !isLoopback(host) {
+		return Target{}, fmt.Errorf("client: target %q is not a loopback address: the kit loads this machine only", raw)
+	}
+	rt := u.EscapedPath()
+	if rt == "" {
+		rt = "/"
+	}
+	if u.RawQuery != "" {
+		rt += "?" + u.RawQuery
+	}
+	return Target{Addr: net.JoinHostPort(host, port), RequestTarget: rt}, nil
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// Interrupt makes a request in flight on another goroutine fail at once
+// (as a timeout); the connection is then closed by its owner. Safe to call
+// from any goroutine.
+func (c *Conn) Interrupt() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.interrupted = true
+	if c.c != nil {
+		_ = c.c.SetDeadline(time.Unix(1, 0))
+	}
 }

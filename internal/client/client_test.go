@@ -157,3 +157,28 @@ func TestRedial(t *testing.T) {
 		t.Fatalf("dials %d, want 3", c.Dials)
 	}
 }
+
+func TestParseTarget(t *testing.T) {
+	for _, tc := range []struct {
+		raw, addr, rt string
+		ok            bool
+	}{
+		{"http://127.0.0.1:8081/slow", "127.0.0.1:8081", "/slow", true},
+		{"http://localhost:8081/slow?block=20ms", "localhost:8081", "/slow?block=20ms", true},
+		{"http://[::1]:8082", "[::1]:8082", "/", true},
+		{"http://127.0.0.2/fast", "127.0.0.2:80", "/fast", true},
+		{"https://127.0.0.1:8081/slow", "", "", false},
+		{"127.0.0.1:8081/slow", "", "", false},
+		{"http://10.0.0.1:8081/slow", "", "", false},
+		{"http://example.com/slow", "", "", false},
+		{"http://%zz", "", "", false},
+	} {
+		got, err := ParseTarget(tc.raw, false)
+		if (err == nil) != tc.ok || (tc.ok && (got.Addr != tc.addr || got.RequestTarget != tc.rt)) {
+			t.Errorf("%q: %+v %v", tc.raw, got, err)
+		}
+	}
+	if _, err := ParseTarget("http://10.0.0.1:8081/slow", true); err != nil {
+		t.Errorf("allowRemote: %v", err)
+	}
+}

@@ -1,0 +1,46 @@
+package hist
+
+import (
+	"math"
+	"testing"
+	"time"
+)
+
+func TestSummary(t *testing.T) {
+	h := New()
+	for i := 1; i <= 1000; i++ {
+		h.Record(time.Duration(i) * time.Millisecond)
+	}
+	s := h.Summary()
+	near := func(got, want float64) bool { return math.Abs(got-want) <= want*0.001+1 }
+	for _, c := range []struct {
+		name      string
+		got, want float64
+	}{
+		{"p50", s.P50Us, 500_000}, {"p90", s.P90Us, 900_000}, {"p95", s.P95Us, 950_000},
+		{"p99", s.P99Us, 990_000}, {"p99.9", s.P999Us, 999_000}, {"max", s.MaxUs, 1_000_000},
+		{"min", s.MinUs, 1000}, {"mean", s.MeanUs, 500_500},
+	} {
+		if !near(c.got, c.want) {
+			t.Errorf("%s = %v, want %v within 0.1%%", c.name, c.got, c.want)
+		}
+	}
+	if s.Count != 1000 {
+		t.Errorf("count %d", s.Count)
+	}
+}
+
+func TestClampAndMerge(t *testing.T) {
+	a, b := New(), New()
+	a.Record(0)
+	a.Record(2 * time.Minute)
+	b.Record(5 * time.Millisecond)
+	a.Merge(b)
+	s := a.Summary()
+	if s.Count != 3 || s.MinUs != 1 || s.OverRange != 1 || s.MaxUs < 59_900_000 {
+		t.Fatalf("%+v", s)
+	}
+	if (New().Summary() != Percentiles{}) {
+		t.Fatal("an empty histogram has percentiles")
+	}
+}

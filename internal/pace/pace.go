@@ -1,0 +1,36 @@
+// Package pace waits until a moment with sub-millisecond accuracy. Go's
+// timers wake through epoll with millisecond timeouts, so time.Sleep alone
+// lands up to a millisecond late; a prober that promises to send within 1 ms
+// of the due time sleeps until just before it and yields the rest.
+package pace
+
+import (
+	"context"
+	"runtime"
+	"time"
+)
+
+// Margin is how long before the moment Until stops sleeping and starts
+// yielding the processor in a loop.
+const Margin = 1500 * time.Microsecond
+
+// Until returns at t (or at once if t has passed), or when ctx is done,
+// reporting whether t was reached.
+func Until(ctx context.Context, t time.Time) bool {
+	if d := time.Until(t) - Margin; d > 0 {
+		timer := time.NewTimer(d)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return false
+		case <-timer.C:
+		}
+	}
+	for time.Now().Before(t) {
+		if ctx.Err() != nil {
+			return false
+		}
+		runtime.Gosched()
+	}
+	return true
+}

@@ -1,0 +1,312 @@
+// Package results is the versioned JSON schema every program of the kit
+// writes and reads: the run's parameters, its environment, start and end,
+// percentiles and bounded time series, with units in the field names and
+// ordered arrays rather than maps. A result cut short (Ctrl-C, a failure)
+// says so in Partial and keeps what was measured.
+package results
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/bystander-kit/bystander/internal/hist"
+)
+
+// Schema names this version of the format. Readers refuse other versions.
+const Schema = "bystander.results/v1"
+
+// MaxSeriesPoints bounds every time series a program writes.
+const MaxSeriesPoints = 4000
+
+// Result is one program's run.
+type Result struct {
+	Schema        string `json:"schema"`
+	Tool          string `json:"tool"` // loadgen | prober
+	Mode          string `json:"mode"` // closed | open | interval | perconn | trace
+	Partial       bool   `json:"partial"`
+	PartialReason string `json:"partial_reason,omitempty"`
+	StartUnixNs   int64  `json:"start_unix_ns"`
+	EndUnixNs     int64  `json:"end_unix_ns"`
+	StartUTC      string `json:"start_utc"`
+	EndUTC        string `json:"end_utc"`
+	Params        Params `json:"params"`
+	Env           Env    `json:"env"`
+	// Errors counts failed requests by kind, in client.Kinds order.
+	Errors []ErrorCount `json:"errors"`
+	// Generator is what the measuring program itself cost.
+	Generator Cost `json:"generator"`
+
+	Load    *Load    `json:"load,omitempty"`
+	Probe   *Probe   `json:"probe,omitempty"`
+	PerConn *PerConn `json:"perconn,omitempty"`
+	Trace   *Trace   `json:"trace,omitempty"`
+}
+
+// Params are every parameter of the run.
+type Params struct {
+	Target           string   `json:"target"`
+	Conns            int      `json:"conns"`
+	DurationNs       int64    `json:"duration_ns"`
+	WarmupNs         int64    `json:"warmup_ns"`
+	TimeoutNs        int64    `json:"timeout_ns"`
+	RatePerS         float64  `json:"rate_per_s,omitempty"`
+	IntervalNs       int64    `json:"interval_ns,omitempty"`
+	StallThresholdNs int64    `json:"stall_threshold_ns,omitempty"`
+	DelayNs          int64    `json:"delay_ns,omitempty"`
+	Args             []string `json:"args"`
+}
+
+// Env is where the run happened.
+type Env struct {
+	GoVersion  string `json:"go_version"`
+	GOMAXPROCS int    `json:"gomaxprocs"`
+	NumCPU     int    `json:"num_cpu"`
+	CPUModel   string `json:"cpu_model"`
+	Kernel     string `json:"kernel"`
+	OS         string `json:"os"`
+	Arch       string `json:"arch"`
+}
+
+// ErrorCount is how many requests failed one way.
+type ErrorCount struct {
+	Kind  string `json:"kind"`
+	Count int64  `json:"count"`
+}
+
+// Cost is a program's own resource use over the measured part.
+type Cost struct {
+	CPUNs           int64   `json:"cpu_ns"`
+	CPUUsPerRequest float64 `json:"cpu_us_per_request"`
+	Requests        int64   `json:"requests"`
+}
+
+// LoopCount is how many connections or requests one loop had.
+type LoopCount struct {
+	Loop  int   `json:"loop"`
+	Count int64 `json:"count"`
+}
+
+// Second is one second of a load run (T is seconds since the measured start).
+type Second struct {
+	TS       int   `json:"t_s"`
+	Requests int64 `json:"requests"`
+	Errors   int64 `json:"errors"`
+}
+
+// Load is what loadgen measured after the warm-up.
+type Load struct {
+	Requests       int64   `json:"requests"`
+	MeasuredNs     int64   `json:"measured_ns"`
+	ThroughputPerS float64 `json:"throughput_per_s"`
+	// Latency is from each request's intended send time in the open model
+	// (wrk2's correction) and from its actual send in the closed model.
+	Latency            hist.Percentiles  `json:"latency"`
+	LatencyUncorrected *hist.Percentiles `json:"latency_uncorrected,omitempty"`
+	PerSecond          []Second          `json:"per_second"`
+	RequestsPerLoop    []LoopCount       `json:"requests_per_loop"`
+	MeanBlockedNs      float64           `json:"mean_blocked_ns"`
+	BlockedSamples     int64             `json:"blocked_samples"`
+	MeanQueuedNs       float64           `json:"mean_queued_ns"`
+	WarmupRequests     int64             `json:"warmup_requests"`
+	Dials              int64             `json:"dials"`
+	// BehindSchedule counts open-model requests sent over 1 ms after their
+	// intended time (the generator could not keep the rate).
+	BehindSchedule int64 `json:"behind_schedule,omitempty"`
+}
+
+// ProbePoint is one probe; times are us since the run's start.
+type ProbePoint struct {
+	Conn   int     `json:"conn"`
+	Loop   int     `json:"loop"`
+	DueUs  float64 `json:"due_us"`
+	SentUs float64 `json:"sent_us"`
+	DoneUs float64 `json:"done_us"`
+	Status int     `json:"status"`
+	Error  string  `json:"error,omitempty"`
+}
+
+// ConnLoop says which loop a connection sits on (-1: no loops).
+type ConnLoop struct {
+	Conn int `json:"conn"`
+	Loop int `json:"loop"`
+}
+
+// Probe is the interval prober's result.
+type Probe struct {
+	Completed int64 `json:"completed"`
+	// Late counts probes sent over 1 ms after they were due; Skipped, due
+	// times that passed unsent before the run ended.
+	Late        int64            `json:"late"`
+	Skipped     int64            `json:"skipped"`
+	Corrected   hist.Percentiles `json:"latency_corrected"`
+	Uncorrected hist.Percentiles `json:"latency_uncorrected"`
+	SendLag     hist.Percentiles `json:"send_lag"`
+	Conns       []ConnLoop       `json:"conns"`
+	Timeline    []ProbePoint     `json:"timeline"`
+	// TimelineDropped counts probes left out of Timeline past its bound.
+	TimelineDropped int64 `json:"timeline_dropped,omitempty"`
+}
+
+// ConnStat is one connection of the per-connection prober.
+type ConnStat struct {
+	Conn    int     `json:"conn"`
+	Loop    int     `json:"loop"`
+	Samples int64   `json:"samples"`
+	Errors  int64   `json:"errors"`
+	P50Us   float64 `json:"p50_us"`
+	P95Us   float64 `json:"p95_us"`
+	MaxUs   float64 `json:"max_us"`
+	Stalled bool    `json:"stalled"`
+}
+
+// PerConn is the per-connection prober's result.
+type PerConn struct {
+	// A connection stalled when its p50 exceeded StallThresholdNs.
+	StallThresholdNs int64       `json:"stall_threshold_ns"`
+	Spread           []LoopCount `json:"spread"`
+	Conns            []ConnStat  `json:"conns"`
+	Stalled          int         `json:"stalled"`
+}
+
+// TraceSample is one /async request taken apart; us, times since the run's start.
+type TraceSample struct {
+	Conn   int     `json:"conn"`
+	Loop   int     `json:"loop"`
+	SentUs float64 `json:"sent_us"`
+	// AcceptedUs: send to X-Handler-Start. LatenessUs: X-Continuation-Start
+	// minus X-Handler-Start minus the delay. ReturnUs: X-Continuation-Start
+	// to the answer received. ServerUs: X-Handler-Start to X-Continuation-Start.
+	AcceptedUs float64 `json:"accepted_us"`
+	LatenessUs float64 `json:"continuation_lateness_us"`
+	ReturnUs   float64 `json:"return_us"`
+	ServerUs   float64 `json:"server_us"`
+	TotalUs    float64 `json:"total_us"`
+	QueuedUs   float64 `json:"queued_us,omitempty"`
+}
+
+// Trace is the trace prober's result.
+type Trace struct {
+	Samples        []TraceSample    `json:"samples"`
+	SamplesDropped int64            `json:"samples_dropped,omitempty"`
+	Accepted       hist.Percentiles `json:"accepted"`
+	Lateness       hist.Percentiles `json:"continuation_lateness"`
+	Return         hist.Percentiles `json:"return"`
+	Total          hist.Percentiles `json:"total"`
+}
+
+// New starts a result for tool in mode with the environment filled in.
+func New(tool, mode string, start time.Time, p Params) *Result {
+	return &Result{
+		Schema: Schema, Tool: tool, Mode: mode, Params: p, Env: ReadEnv(),
+		StartUnixNs: start.UnixNano(), StartUTC: start.UTC().Format(time.RFC3339Nano),
+		Errors: []ErrorCount{},
+	}
+}
+
+// Finish stamps the end time and, when reason is not empty, marks the
+// result partial.
+func (r *Result) Finish(end time.Time, reason string) {
+	r.EndUnixNs = end.UnixNano()
+	r.EndUTC = end.UTC().Format(time.RFC3339Nano)
+	if reason != "" {
+		r.Partial, r.PartialReason = true, reason
+	}
+}
+
+// ReadEnv describes this machine and process.
+func ReadEnv() Env {
+	e := Env{
+		GoVersion: runtime.Version(), GOMAXPROCS: runtime.GOMAXPROCS(0), NumCPU: runtime.NumCPU(),
+		OS: runtime.GOOS, Arch: runtime.GOARCH,
+	}
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for line := range strings.SplitSeq(string(b), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+				e.CPUModel = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		e.Kernel = strings.TrimSpace(string(b))
+	}
+	return e
+}
+
+// Write writes r as indented JSON to path, through a temporary file renamed
+// into place, so a reader never sees half a result.
+func Write(path string, r *Result) error {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return fmt.Errorf("results: %w", err)
+	}
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, ".result-*.json")
+	if err != nil {
+		return fmt.Errorf("results: %w", err)
+	}
+	_, werr := f.Write(append(b, '\n'))
+	cerr := f.Close()
+	if err := errors.Join(werr, cerr); err != nil {
+		os.Remove(f.Name())
+		return fmt.Errorf("results: writing %s: %w", path, err)
+	}
+	if err := os.Rename(f.Name(), path); err != nil {
+		os.Remove(f.Name())
+		return fmt.Errorf("results: %w", err)
+	}
+	return nil
+}
+
+// Read reads and checks a result file.
+func Read(path string) (*Result, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("results: %w", err)
+	}
+	return Decode(b)
+}
+
+// Decode parses a result and refuses unknown fields and other schema versions.
+func Decode(b []byte) (*Result, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	var r Result
+	if err := dec.Decode(&r); err != nil {
+		return nil, fmt.Errorf("results: %w", err)
+	}
+	if r.Schema != Schema {
+		return nil, fmt.Errorf("results: schema %q, this program reads %q", r.Schema, Schema)
+	}
+	return &r, nil
+}
+
+// ErrorsLine is "none" or the non-zero counts, "reset 3, timeout 1".
+func ErrorsLine(errs []ErrorCount) string {
+	var parts []string
+	for _, e := range errs {
+		if e.Count > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", e.Kind, e.Count))
+		}
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// TotalErrors adds up the counts.
+func TotalErrors(errs []ErrorCount) int64 {
+	var n int64
+	for _, e := range errs {
+		n += e.Count
+	}
+	return n
+}

@@ -1,0 +1,77 @@
+package results
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bystander-kit/bystander/internal/hist"
+)
+
+func full() *Result {
+	start := time.Unix(1796025321, 50679074)
+	r := New("loadgen", "open", start, Params{Target: "http://127.0.0.1:8081/slow", Conns: 8, DurationNs: 5e9, WarmupNs: 1e9,
+		TimeoutNs: 1e10, RatePerS: 500, IntervalNs: 5e7, StallThresholdNs: 5e7, DelayNs: 5e6, Args: []string{"--conc", "8"}})
+	p := hist.Percentiles{Count: 10, MinUs: 1, MeanUs: 2, P50Us: 3, P90Us: 4, P95Us: 5, P99Us: 6, P999Us: 7, MaxUs: 8}
+	r.Errors = []ErrorCount{{"refused", 1}, {"reset", 0}}
+	r.Generator = Cost{CPUNs: 100, CPUUsPerRequest: 1.5, Requests: 10}
+	r.Load = &Load{Requests: 10, MeasuredNs: 5e9, ThroughputPerS: 2, Latency: p, LatencyUncorrected: &p,
+		PerSecond: []Second{{0, 5, 0}}, RequestsPerLoop: []LoopCount{{0, 5}, {1, 5}}, MeanBlockedNs: 5.1e6,
+		BlockedSamples: 10, MeanQueuedNs: 3, WarmupRequests: 2, Dials: 8, BehindSchedule: 1}
+	r.Probe = &Probe{Completed: 3, Late: 1, Skipped: 1, Corrected: p, Uncorrected: p, SendLag: p,
+		Conns: []ConnLoop{{0, 2}}, Timeline: []ProbePoint{{0, 2, 1, 2, 3, 200, ""}, {0, 2, 4, 5, 6, 0, "reset"}}, TimelineDropped: 1}
+	r.PerConn = &PerConn{StallThresholdNs: 5e7, Spread: []LoopCount{{0, 3}}, Conns: []ConnStat{{0, 0, 9, 1, 2, 3, 4, true}}, Stalled: 1}
+	r.Trace = &Trace{Samples: []TraceSample{{0, 1, 2, 3, 4, 5, 6, 7, 8}}, SamplesDropped: 1, Accepted: p, Lateness: p, Return: p, Total: p}
+	r.Finish(start.Add(6*time.Second), "interrupted")
+	return r
+}
+
+func TestRoundTrip(t *testing.T) {
+	r := full()
+	path := filepath.Join(t.TempDir(), "r.json")
+	if err := Write(path, r); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Read(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, r) {
+		t.Fatalf("round trip changed the result:\n%+v\n%+v", got, r)
+	}
+	if !got.Partial || got.PartialReason != "interrupted" || got.EndUnixNs-got.StartUnixNs != 6e9 {
+		t.Fatalf("partial/end: %+v", got)
+	}
+	b, _ := os.ReadFile(path)
+	for _, field := range []string{`"schema": "bystander.results/v1"`, `"p99_9_us"`, `"duration_ns"`, `"throughput_per_s"`, `"cpu_model"`} {
+		if !strings.Contains(string(b), field) {
+			t.Errorf("the file lacks %s", field)
+		}
+	}
+	left, _ := filepath.Glob(filepath.Join(filepath.Dir(path), ".result-*"))
+	if len(left) != 0 {
+		t.Errorf("temporary files left: %v", left)
+	}
+}
+
+func TestDecodeRefuses(t *testing.T) {
+	for name, doc := range map[string]string{
+		"other version": `{"schema":"bystander.results/v0"}`,
+		"unknown field": `{"schema":"bystander.results/v1","surprise":1}`,
+		"not json":      `results`,
+	} {
+		if _, err := Decode([]byte(doc)); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}
+
+func TestEnv(t *testing.T) {
+	e := ReadEnv()
+	if e.GoVersion == "" || e.NumCPU < 1 || e.GOMAXPROCS < 1 || e.Kernel == "" {
+		t.Fatalf("%+v", e)
+	}
+}

@@ -1,0 +1,326 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/bystander-kit/bystander/internal/client"
+	"github.com/bystander-kit/bystander/internal/hist"
+	"github.com/bystander-kit/bystander/internal/pace"
+	"github.com/bystander-kit/bystander/internal/proc"
+	"github.com/bystander-kit/bystander/internal/results"
+)
+
+const maxLoops = 256
+
+// worker is one connection and what it measured; only its goroutine
+// touches it until the run ends.
+type worker struct {
+	id        int
+	c         *client.Conn
+	lat       *hist.H // corrected in the open model
+	uncorr    *hist.H // open model only
+	requests  int64   // measured
+	warm      int64
+	errs      [8]int64
+	loops     [maxLoops]int64
+	blocked   int64
+	blockedN  int64
+	queued    int64
+	queuedN   int64
+	behind    int64
+	lastError error
+}
+
+// clock is the run's timeline.
+type clock struct {
+	start, measure, end time.Time
+}
+
+// second is the per-second series, shared by the workers.
+type seconds struct {
+	reqs, errs []atomic.Int64
+}
+
+func (s *seconds) add(i int, ok bool) {
+	if i < 0 || i >= len(s.reqs) {
+		return
+	}
+	if ok {
+		s.reqs[i].Add(1)
+	} else {
+		s.errs[i].Add(1)
+	}
+}
+
+func kindIndex(k client.Kind) int {
+	for i, kk := range client.Kinds {
+		if kk == k {
+			return i
+		}
+	}
+	return len(client.Kinds) - 1
+}
+
+// run drives the target and returns the result, partial when ctx ended
+// first. progress, if not nil, is called about once a second.
+func run(ctx context.Context, o options, progress func(elapsed, total time.Duration, requests int64)) (*results.Result, error) {
+	t, err := client.ParseTarget(o.target, o.allowRemote)
+	if err != nil {
+		return nil, fmt.Errorf("loadgen: %w", err)
+	}
+	mode := "closed"
+	if o.rate > 0 {
+		mode = "open"
+	}
+	ws := make([]*worker, o.conc)
+	for i := range ws {
+		ws[i] = &worker{id: i, c: client.New(t.Addr, t.RequestTarget, o.timeout), lat: hist.New()}
+		if o.rate > 0 {
+			ws[i].uncorr = hist.New()
+		}
+	}
+	// Dial every connection before the clock starts, so the warm-up is
+	// about the server, not the handshakes; a refused target stops here.
+	for _, w := range ws {
+		if err := w.c.Dial(); err != nil {
+			for _, w := range ws {
+				w.c.Close()
+			}
+			return nil, fmt.Errorf("loadgen: cannot connect to %s: %w", t.Addr, err)
+		}
+	}
+	start := time.Now()
+	ck := clock{start: start, measure: start.Add(o.warmup), end: start.Add(o.warmup + o.duration)}
+	secs := &seconds{
+		reqs: make([]atomic.Int64, int(o.duration/time.Second)+1),
+		errs: make([]atomic.Int64, int(o.duration/time.Second)+1),
+	}
+	res := results.New("loadgen", mode, start, results.Params{
+		Target: o.target, Conns: o.conc, DurationNs: int64(o.duration), WarmupNs: int64(o.warmup),
+		TimeoutNs: int64(o.timeout), RatePerS: o.rate, Args: o.args,
+	})
+
+	runCtx, cancel := context.WithDeadline(ctx, ck.end)
+	defer cancel()
+	// Unblock requests in flight when the run is cut short.
+	stopClose := context.AfterFunc(ctx, func() {
+		for _, w := range ws {
+			w.c.Interrupt()
+		}
+	})
+	defer stopClose()
+
+	var cpu0 atomic.Pointer[proc.Usage]
+	var wg sync.WaitGroup
+	for _, w := range ws {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if o.rate > 0 {
+				w.open(runCtx, ck, secs, o.rate, o.conc)
+			} else {
+				w.closed(runCtx, ck, secs)
+			}
+		}()
+	}
+	// Mark the measured window's CPU start, report progress.
+	go func() {
+		if pace.Until(runCtx, ck.measure) {
+			u := proc.Self()
+			cpu0.Store(&u)
+		}
+	}()
+	if progress != nil {
+		go func() {
+			tick := time.NewTicker(time.Second)
+			defer tick.Stop()
+			for {
+				select {
+				case <-runCtx.Done():
+					return
+				case now := <-tick.C:
+					var n int64
+					for i := range secs.reqs {
+						n += secs.reqs[i].Load()
+					}
+					progress(now.Sub(ck.measure).Truncate(100*time.Millisecond), o.duration, n)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	cpuEnd := proc.Self()
+	end := time.Now()
+	for _, w := range ws {
+		w.c.Close()
+	}
+	reason := ""
+	if ctx.Err() != nil {
+		reason = fmt.Sprintf("interrupted after %.1fs of %s warm-up + %s", end.Sub(start).Seconds(), o.warmup, o.duration)
+	}
+	measureEnd := ck.end
+	if end.Before(measureEnd) {
+		measureEnd = end
+	}
+	measured := measureEnd.Sub(ck.measure)
+	if measured < 0 {
+		measured = 0
+	}
+	collect(res, ws, secs, measured, o.rate > 0)
+	if c0 := cpu0.Load(); c0 != nil {
+		res.Generator = results.Cost{CPUNs: cpuEnd.CPUNs() - c0.CPUNs(), Requests: res.Load.Requests}
+		if res.Load.Requests > 0 {
+			res.Generator.CPUUsPerRequest = float64(res.Generator.CPUNs) / 1e3 / float64(res.Load.Requests)
+		}
+	}
+	if progress != nil {
+		progress(measured, o.duration, res.Load.Requests)
+	}
+	res.Finish(end, reason)
+	return res, nil
+}
+
+// do sends one request and books it; it returns when the answer (or an
+// error) is in. sent is when it was sent, due when it should have been.
+func (w *worker) do(ck clock, secs *seconds, due time.Time) {
+	sent := time.Now()
+	var r client.Response
+	err := w.c.Do(&r)
+	done := time.Now()
+	if errors.Is(err, client.ErrInterrupted) {
+		return // the run was cut short: neither an answer nor a failure
+	}
+	measured := !due.Before(ck.measure) && !done.After(ck.end)
+	if !measured {
+		if done.Before(ck.measure) && err == nil {
+			w.warm++
+		}
+		if err != nil && !due.Before(ck.measure) && done.After(ck.end) && client.KindOf(err) == client.Timeout {
+			return // cut by the end of the run, not a failure
+		}
+		if err == nil || due.Before(ck.measure) {
+			return
+		}
+	}
+	sec := int(due.Sub(ck.measure) / time.Second)
+	if err != nil {
+		w.errs[kindIndex(client.KindOf(err))]++
+		w.lastError = err
+		secs.add(sec, false)
+		if k := client.KindOf(err); k == client.Refused || k == client.Reset || k == client.Closed {
+			time.Sleep(10 * time.Millisecond) // a dead server: do not spin
+		}
+		return
+	}
+	w.requests++
+	secs.add(sec, true)
+	w.lat.Record(done.Sub(due))
+	if w.uncorr != nil {
+		w.uncorr.Record(done.Sub(sent))
+		if sent.Sub(due) > time.Millisecond {
+			w.behind++
+		}
+	}
+	if r.Loop >= 0 && r.Loop < maxLoops {
+		w.loops[r.Loop]++
+	}
+	if r.BlockedNs >= 0 {
+		w.blocked += r.BlockedNs
+		w.blockedN++
+	}
+	if r.QueuedNs >= 0 {
+		w.queued += r.QueuedNs
+		w.queuedN++
+	}
+}
+
+// closed sends the next request when the previous answer is in.
+func (w *worker) closed(ctx context.Context, ck clock, secs *seconds) {
+	for ctx.Err() == nil {
+		w.do(ck, secs, time.Now())
+	}
+}
+
+// open sends request k of this connection at its intended time
+// start + (k*conns + id) / rate, late if the previous answer was late,
+// never skipping one: the lateness is what the corrected latency shows.
+func (w *worker) open(ctx context.Context, ck clock, secs *seconds, rate float64, conns int) {
+	for k := 0; ; k++ {
+		due := ck.start.Add(time.Duration((float64(k*conns+w.id) / rate) * float64(time.Second)))
+		if !due.Before(ck.end) {
+			return
+		}
+		if !pace.Until(ctx, due) {
+			return
+		}
+		w.do(ck, secs, due)
+	}
+}
+
+func collect(res *results.Result, ws []*worker, secs *seconds, measured time.Duration, open bool) {
+	lat := hist.New()
+	var uncorr *hist.H
+	if open {
+		uncorr = hist.New()
+	}
+	l := &results.Load{MeasuredNs: int64(measured)}
+	var errs [8]int64
+	var loops [maxLoops]int64
+	var blocked, blockedN, queued, queuedN int64
+	for _, w := range ws {
+		lat.Merge(w.lat)
+		if open {
+			uncorr.Merge(w.uncorr)
+		}
+		l.Requests += w.requests
+		l.WarmupRequests += w.warm
+		l.Dials += int64(w.c.Dials)
+		l.BehindSchedule += w.behind
+		for i, n := range w.errs {
+			errs[i] += n
+		}
+		for i, n := range w.loops {
+			loops[i] += n
+		}
+		blocked, blockedN = blocked+w.blocked, blockedN+w.blockedN
+		queued, queuedN = queued+w.queued, queuedN+w.queuedN
+	}
+	l.Latency = lat.Summary()
+	if open {
+		s := uncorr.Summary()
+		l.LatencyUncorrected = &s
+	}
+	if measured > 0 {
+		l.ThroughputPerS = float64(l.Requests) / measured.Seconds()
+	}
+	for i, k := range client.Kinds {
+		res.Errors = append(res.Errors, results.ErrorCount{Kind: string(k), Count: errs[i]})
+	}
+	l.RequestsPerLoop = []results.LoopCount{}
+	for i, n := range loops {
+		if n > 0 {
+			l.RequestsPerLoop = append(l.RequestsPerLoop, results.LoopCount{Loop: i, Count: n})
+		}
+	}
+	if blockedN > 0 {
+		l.MeanBlockedNs = float64(blocked) / float64(blockedN)
+		l.BlockedSamples = blockedN
+	}
+	if queuedN > 0 {
+		l.MeanQueuedNs = float64(queued) / float64(queuedN)
+	}
+	full := int(measured / time.Second)
+	if measured%time.Second != 0 {
+		full++
+	}
+	l.PerSecond = []results.Second{}
+	for i := 0; i < len(secs.reqs) && i < full && i < results.MaxSeriesPoints; i++ {
+		l.PerSecond = append(l.PerSecond, results.Second{TS: i, Requests: secs.reqs[i].Load(), Errors: secs.errs[i].Load()})
+	}
+	res.Load = l
+}

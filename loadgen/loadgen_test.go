@@ -1,0 +1,182 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"io"
+	"math"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/bystander-kit/bystander/internal/results"
+	"github.com/bystander-kit/bystander/internal/wiretest"
+)
+
+// startServer runs a real server binary of the kit on a free port.
+func startServer(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	addr := wiretest.FreeAddr(t)
+	wiretest.Start(t, wiretest.Build(t, dir), append([]string{"--addr", addr, "--admin", ""}, args...)...)
+	return addr
+}
+
+// TestThroughputMatchesCeiling: closed loop, 8 connections, /slow 20 ms:
+// the loop server gives 4 loops / measured block, the pool server 8
+// callers / measured block, each within 5 %.
+func TestThroughputMatchesCeiling(t *testing.T) {
+	for _, tc := range []struct {
+		name, dir string
+		workers   float64
+	}{
+		{"loopserver", "../loopserver", 4},
+		{"poolserver", "../poolserver", 8},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			addr := startServer(t, tc.dir, "--block", "20ms", "--block-mode", "syscall")
+			o, err := parseFlags([]string{"--target", "http://" + addr + "/slow", "--conc", "8", "--duration", "3s", "--warmup", "500ms"}, io.Discard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := run(context.Background(), o, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			l := res.Load
+			if results.TotalErrors(res.Errors) != 0 || l.BlockedSamples != l.Requests || l.MeanBlockedNs < 20e6 {
+				t.Fatalf("errors %v, %d blocked samples of %d, mean block %.0f ns", res.Errors, l.BlockedSamples, l.Requests, l.MeanBlockedNs)
+			}
+			ceiling := tc.workers / (l.MeanBlockedNs / 1e9)
+			ratio := l.ThroughputPerS / ceiling
+			t.Logf("%.1f req/s, ceiling %.1f from the measured block %.3f ms: %.1f%%", l.ThroughputPerS, ceiling, l.MeanBlockedNs/1e6, 100*ratio)
+			if math.Abs(ratio-1) > 0.05 {
+				t.Fatalf("%.1f req/s is %.1f%% of the ceiling %.1f", l.ThroughputPerS, 100*ratio, ceiling)
+			}
+			if tc.name == "loopserver" {
+				if len(l.RequestsPerLoop) != 4 {
+					t.Fatalf("requests per loop %v, want 4 loops", l.RequestsPerLoop)
+				}
+				var sum int64
+				for _, c := range l.RequestsPerLoop {
+					sum += c.Count
+				}
+				if sum != l.Requests {
+					t.Fatalf("loops count %d requests of %d", sum, l.Requests)
+				}
+			}
+			if len(l.PerSecond) != 3 || res.Generator.CPUNs <= 0 || l.Dials != 8 {
+				t.Fatalf("per-second %v, generator %+v, dials %d", l.PerSecond, res.Generator, l.Dials)
+			}
+		})
+	}
+}
+
+// TestOpenModel: at a fixed rate the generator keeps the schedule, and the
+// corrected latency (from the intended send) is never below the uncorrected.
+func TestOpenModel(t *testing.T) {
+	addr := startServer(t, "../loopserver")
+	o, err := parseFlags([]string{"--target", "http://" + addr + "/fast", "--conc", "4", "--rate", "400", "--duration", "2s", "--warmup", "200ms"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := run(context.Background(), o, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := res.Load
+	if res.Mode != "open" || l.LatencyUncorrected == nil {
+		t.Fatalf("mode %s", res.Mode)
+	}
+	if math.Abs(l.ThroughputPerS-400)/400 > 0.05 {
+		t.Fatalf("%.1f req/s at --rate 400", l.ThroughputPerS)
+	}
+	if l.Latency.P50Us < l.LatencyUncorrected.P50Us || l.Latency.MaxUs < l.LatencyUncorrected.MaxUs {
+		t.Fatalf("corrected %+v below uncorrected %+v", l.Latency, *l.LatencyUncorrected)
+	}
+}
+
+// TestDeadServer: a target that goes away mid-run is counted as errors and
+// the run still ends on time with a result.
+func TestDeadServer(t *testing.T) {
+	addr := wiretest.FreeAddr(t)
+	cmd := wiretest.Start(t, wiretest.Build(t, "../loopserver"), "--addr", addr, "--admin", "")
+	go func() {
+		time.Sleep(700 * time.Millisecond)
+		_ = cmd.Process.Kill()
+	}()
+	o, _ := parseFlags([]string{"--target", "http://" + addr + "/fast", "--conc", "4", "--duration", "1500ms", "--warmup", "0s"}, io.Discard)
+	start := time.Now()
+	res, err := run(context.Background(), o, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > 3*time.Second {
+		t.Fatalf("run took %s", took)
+	}
+	if res.Load.Requests == 0 || results.TotalErrors(res.Errors) == 0 {
+		t.Fatalf("requests %d, errors %v: want both", res.Load.Requests, res.Errors)
+	}
+	t.Logf("errors after the server died: %s", results.ErrorsLine(res.Errors))
+}
+
+// TestSIGINTWritesPartial: Ctrl-C writes what was measured, marked partial.
+func TestSIGINTWritesPartial(t *testing.T) {
+	addr := startServer(t, "../loopserver")
+	out := filepath.Join(t.TempDir(), "r.json")
+	cmd := exec.Command(wiretest.Build(t, "."), "--target", "http://"+addr+"/slow", "--conc", "4", "--duration", "30s", "--warmup", "200ms", "--out", out)
+	var stdout strings.Builder
+	cmd.Stdout = &stdout
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1500 * time.Millisecond)
+	_ = cmd.Process.Signal(syscall.SIGINT)
+	err := cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 130 {
+		t.Fatalf("exit %v, want 130", err)
+	}
+	r, err := results.Read(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.Partial || !strings.Contains(r.PartialReason, "interrupted") || r.Load.Requests == 0 {
+		t.Fatalf("partial %v %q, %d requests", r.Partial, r.PartialReason, r.Load.Requests)
+	}
+	if m := time.Duration(r.Load.MeasuredNs); m < time.Second || m > 2*time.Second {
+		t.Fatalf("measured %s of an interrupted run", m)
+	}
+	if !strings.Contains(stdout.String(), "PARTIAL") {
+		t.Fatalf("summary does not say partial: %s", stdout.String())
+	}
+}
+
+func TestFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		ok   bool
+	}{
+		{nil, true},
+		{[]string{"--conc", "0"}, false},
+		{[]string{"--duration", "2h"}, false},
+		{[]string{"--warmup", "-1s"}, false},
+		{[]string{"--rate", "-5"}, false},
+		{[]string{"--target", "http://10.1.2.3:80/slow"}, false},
+		{[]string{"--target", "ftp://127.0.0.1/slow"}, false},
+		{[]string{"stray"}, false},
+	} {
+		if _, err := parseFlags(tc.args, io.Discard); (err == nil) != tc.ok {
+			t.Errorf("%v: %v", tc.args, err)
+		}
+	}
+}
+
+func TestRefusedTarget(t *testing.T) {
+	o, _ := parseFlags([]string{"--target", "http://" + wiretest.FreeAddr(t) + "/slow", "--duration", "1s"}, io.Discard)
+	if _, err := run(context.Background(), o, nil); err == nil || !strings.Contains(err.Error(), "cannot connect") {
+		t.Fatalf("err %v", err)
+	}
+}

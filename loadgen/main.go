@@ -1,0 +1,166 @@
+// Command loadgen drives one endpoint with keep-alive connections and says
+// what it got: throughput after a warm-up, latency percentiles, errors by
+// kind, requests per event loop, the mean measured block and its own cost.
+//
+//	loadgen --target http://127.0.0.1:8081/slow --conc 64 --duration 8s --warmup 1s --out slow.json
+//
+// Closed model by default: each connection sends its next request when the
+// previous answer arrives. --rate R switches to an open model at R req/s
+// spread over the connections, with latency measured from each request's
+// intended send time as wrk2 does, and the uncorrected figure beside it.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/bystander-kit/bystander/internal/client"
+	"github.com/bystander-kit/bystander/internal/results"
+)
+
+// Bounds on how long a run may be: every load loop stops by itself.
+const (
+	maxDuration = time.Hour
+	maxWarmup   = 10 * time.Minute
+	maxConc     = 10000
+)
+
+type options struct {
+	target      string
+	conc        int
+	duration    time.Duration
+	warmup      time.Duration
+	timeout     time.Duration
+	rate        float64
+	out         string
+	allowRemote bool
+	quiet       bool
+	args        []string
+}
+
+func main() { os.Exit(mainExit(os.Args[1:], os.Stdout, os.Stderr)) }
+
+func mainExit(args []string, stdout, stderr io.Writer) int {
+	o, err := parseFlags(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	res, err := run(ctx, o, progressTo(stderr, o.quiet))
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	summary(stdout, o, res)
+	if o.out != "" {
+		if err := results.Write(o.out, res); err != nil {
+			fmt.Fprintln(stderr, "loadgen:", err)
+			return 1
+		}
+		fmt.Fprintf(stdout, "loadgen: wrote %s\n", o.out)
+	}
+	if res.Partial {
+		return 130
+	}
+	return 0
+}
+
+func parseFlags(args []string, stderr io.Writer) (options, error) {
+	o := options{args: args}
+	fs := flag.NewFlagSet("loadgen", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.target, "target", "http://127.0.0.1:8081/slow", "URL to load (loopback only unless --allow-remote)")
+	fs.IntVar(&o.conc, "conc", 16, "keep-alive connections, each with one request in flight")
+	fs.DurationVar(&o.duration, "duration", 8*time.Second, "measured time, after the warm-up (at most 1h)")
+	fs.DurationVar(&o.warmup, "warmup", time.Second, "time before measuring starts (at most 10m)")
+	fs.DurationVar(&o.timeout, "timeout", 10*time.Second, "per-request timeout")
+	fs.Float64Var(&o.rate, "rate", 0, "open model: requests per second over all connections (0: closed model)")
+	fs.StringVar(&o.out, "out", "", "write the result as JSON (schema "+results.Schema+") to this file")
+	fs.BoolVar(&o.allowRemote, "allow-remote", false, "allow a target that is not a loopback address")
+	fs.BoolVar(&o.quiet, "quiet", false, "no progress line on stderr")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: loadgen --target URL [flags]\n\nDrives one endpoint with keep-alive connections (closed model, or open with --rate).\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("loadgen: unexpected argument %q (flags only; see --help)", fs.Arg(0))
+	}
+	switch {
+	case o.conc < 1 || o.conc > maxConc:
+		return o, fmt.Errorf("loadgen: --conc %d: want 1 to %d", o.conc, maxConc)
+	case o.duration <= 0 || o.duration > maxDuration:
+		return o, fmt.Errorf("loadgen: --duration %s: want more than 0 and at most %s", o.duration, maxDuration)
+	case o.warmup < 0 || o.warmup > maxWarmup:
+		return o, fmt.Errorf("loadgen: --warmup %s: want 0 to %s", o.warmup, maxWarmup)
+	case o.timeout <= 0:
+		return o, fmt.Errorf("loadgen: --timeout %s: want a positive duration", o.timeout)
+	case o.rate < 0 || o.rate > 1e7:
+		return o, fmt.Errorf("loadgen: --rate %g: want 0 (closed model) to 1e7", o.rate)
+	}
+	if _, err := client.ParseTarget(o.target, o.allowRemote); err != nil {
+		return o, fmt.Errorf("loadgen: --target: %w", err)
+	}
+	return o, nil
+}
+
+// progressTo returns a function printing one progress line per second on a
+// terminal, or nil.
+func progressTo(w io.Writer, quiet bool) func(elapsed, total time.Duration, requests int64) {
+	f, ok := w.(*os.File)
+	if quiet || !ok {
+		return nil
+	}
+	if st, err := f.Stat(); err != nil || st.Mode()&os.ModeCharDevice == 0 {
+		return nil
+	}
+	return func(elapsed, total time.Duration, requests int64) {
+		fmt.Fprintf(w, "\rloadgen: %4.1fs of %s, %d requests ", elapsed.Seconds(), total, requests)
+		if elapsed >= total {
+			fmt.Fprintln(w)
+		}
+	}
+}
+
+func summary(w io.Writer, o options, r *results.Result) {
+	l := r.Load
+	model := "closed"
+	if o.rate > 0 {
+		model = fmt.Sprintf("open at %g req/s", o.rate)
+	}
+	fmt.Fprintf(w, "loadgen: %s, %d conns, %s model: %.1f req/s over %.1fs after %s warm-up\n",
+		o.target, o.conc, model, l.ThroughputPerS, float64(l.MeasuredNs)/1e9, o.warmup)
+	fmt.Fprintf(w, "loadgen: latency p50 %s p90 %s p99 %s p99.9 %s max %s\n",
+		us(l.Latency.P50Us), us(l.Latency.P90Us), us(l.Latency.P99Us), us(l.Latency.P999Us), us(l.Latency.MaxUs))
+	if l.LatencyUncorrected != nil {
+		fmt.Fprintf(w, "loadgen: uncorrected (from actual send) p50 %s p99 %s; %d requests behind schedule\n",
+			us(l.LatencyUncorrected.P50Us), us(l.LatencyUncorrected.P99Us), l.BehindSchedule)
+	}
+	fmt.Fprintf(w, "loadgen: errors %s; connections dialled %d\n", results.ErrorsLine(r.Errors), l.Dials)
+	if len(l.RequestsPerLoop) > 0 {
+		fmt.Fprintf(w, "loadgen: requests per loop %v\n", l.RequestsPerLoop)
+	}
+	if l.BlockedSamples > 0 {
+		fmt.Fprintf(w, "loadgen: mean measured block %.3fms\n", l.MeanBlockedNs/1e6)
+	}
+	fmt.Fprintf(w, "loadgen: own CPU %.1f us per request\n", r.Generator.CPUUsPerRequest)
+	if r.Partial {
+		fmt.Fprintf(w, "loadgen: PARTIAL result: %s\n", r.PartialReason)
+	}
+}
+
+func us(v float64) string { return time.Duration(v * float64(time.Microsecond)).String() }

@@ -1,0 +1,215 @@
+// Command prober measures what a bystander sees while something else loads
+// a server. Three modes:
+//
+//	prober --mode interval --target http://127.0.0.1:8081/fast --interval 50ms --duration 8s --out fast.json
+//	prober --mode perconn  --target http://127.0.0.1:8081/async --conns 12 --duration 5s --out conns.json
+//	prober --mode trace    --target http://127.0.0.1:8081/async --duration 5s --out trace.json
+//
+// interval: probes due at t0 + k x interval whatever happened before, each
+// timed from its due time (corrected) and from its actual send; late and
+// skipped due times are counted, and the whole timeline is kept.
+// perconn: opens the connections first, learns each one's loop, says it is
+// ready, then times each connection on its own and says which stalled.
+// trace: takes /async requests apart into accepted, continuation lateness
+// and return, from the protocol's timing headers.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/bystander-kit/bystander/internal/client"
+	"github.com/bystander-kit/bystander/internal/results"
+)
+
+const (
+	maxDuration = time.Hour
+	maxConns    = 1000
+)
+
+type options struct {
+	mode           string
+	target         string
+	conns          int
+	interval       time.Duration
+	duration       time.Duration
+	warmup         time.Duration
+	timeout        time.Duration
+	stallThreshold time.Duration
+	delay          time.Duration
+	readyFile      string
+	out            string
+	allowRemote    bool
+	args           []string
+}
+
+func main() { os.Exit(mainExit(os.Args[1:], os.Stdout, os.Stderr)) }
+
+func mainExit(args []string, stdout, stderr io.Writer) int {
+	o, err := parseFlags(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	res, err := run(ctx, o, stdout)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	summary(stdout, res)
+	if o.out != "" {
+		if err := results.Write(o.out, res); err != nil {
+			fmt.Fprintln(stderr, "prober:", err)
+			return 1
+		}
+		fmt.Fprintf(stdout, "prober: wrote %s\n", o.out)
+	}
+	if res.Partial {
+		return 130
+	}
+	return 0
+}
+
+func parseFlags(args []string, stderr io.Writer) (options, error) {
+	o := options{args: args}
+	fs := flag.NewFlagSet("prober", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.mode, "mode", "interval", "interval, perconn or trace")
+	fs.StringVar(&o.target, "target", "http://127.0.0.1:8081/fast", "URL to probe (loopback only unless --allow-remote)")
+	fs.IntVar(&o.conns, "conns", 0, "keep-alive connections (default: 1 for interval and trace, 12 for perconn)")
+	fs.DurationVar(&o.interval, "interval", 0, "time between probes on a connection (default: 50ms for interval; 0, back-to-back, for perconn and trace)")
+	fs.DurationVar(&o.duration, "duration", 8*time.Second, "how long to probe (at most 1h)")
+	fs.DurationVar(&o.warmup, "warmup", 0, "perconn and trace: time after the start before samples count (added to --duration)")
+	fs.DurationVar(&o.timeout, "timeout", 10*time.Second, "per-request timeout")
+	fs.DurationVar(&o.stallThreshold, "stall-threshold", 50*time.Millisecond, "perconn: a connection whose p50 exceeds this stalled")
+	fs.DurationVar(&o.delay, "delay", 0, "trace: the server's /async delay (default: ?delay= of the target, else 5ms)")
+	fs.StringVar(&o.readyFile, "ready-file", "", "perconn: write this file once the connections are open and placed")
+	fs.StringVar(&o.out, "out", "", "write the result as JSON (schema "+results.Schema+") to this file")
+	fs.BoolVar(&o.allowRemote, "allow-remote", false, "allow a target that is not a loopback address")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: prober --mode interval|perconn|trace --target URL [flags]\n\nMeasures what a bystander sees while a server is loaded.\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("prober: unexpected argument %q (flags only; see --help)", fs.Arg(0))
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	switch o.mode {
+	case "interval":
+		if !set["interval"] {
+			o.interval = 50 * time.Millisecond
+		}
+		if o.interval <= 0 {
+			return o, fmt.Errorf("prober: --interval %s: interval mode needs a positive interval", o.interval)
+		}
+	case "perconn", "trace":
+	default:
+		return o, fmt.Errorf("prober: --mode %q: want interval, perconn or trace", o.mode)
+	}
+	if !set["conns"] {
+		o.conns = 1
+		if o.mode == "perconn" {
+			o.conns = 12
+		}
+	}
+	switch {
+	case o.conns < 1 || o.conns > maxConns:
+		return o, fmt.Errorf("prober: --conns %d: want 1 to %d", o.conns, maxConns)
+	case o.duration <= 0 || o.duration > maxDuration:
+		return o, fmt.Errorf("prober: --duration %s: want more than 0 and at most %s", o.duration, maxDuration)
+	case o.interval < 0:
+		return o, fmt.Errorf("prober: --interval %s: want 0 or more", o.interval)
+	case o.warmup < 0 || o.warmup > 10*time.Minute:
+		return o, fmt.Errorf("prober: --warmup %s: want 0 to 10m", o.warmup)
+	case o.warmup > 0 && o.mode == "interval":
+		return o, fmt.Errorf("prober: --warmup is for perconn and trace; interval probes are timed from the start")
+	case o.timeout <= 0:
+		return o, fmt.Errorf("prober: --timeout %s: want a positive duration", o.timeout)
+	case o.stallThreshold <= 0:
+		return o, fmt.Errorf("prober: --stall-threshold %s: want a positive duration", o.stallThreshold)
+	case o.delay < 0:
+		return o, fmt.Errorf("prober: --delay %s: want 0 or more", o.delay)
+	}
+	if o.readyFile != "" && o.mode != "perconn" {
+		return o, fmt.Errorf("prober: --ready-file is for --mode perconn")
+	}
+	if _, err := client.ParseTarget(o.target, o.allowRemote); err != nil {
+		return o, fmt.Errorf("prober: --target: %w", err)
+	}
+	if o.mode == "trace" && !set["delay"] {
+		o.delay = 5 * time.Millisecond
+		if u, err := url.Parse(o.target); err == nil {
+			if d, err := time.ParseDuration(u.Query().Get("delay")); err == nil {
+				o.delay = d
+			}
+		}
+	}
+	return o, nil
+}
+
+func run(ctx context.Context, o options, stdout io.Writer) (*results.Result, error) {
+	switch o.mode {
+	case "perconn":
+		return runPerConn(ctx, o, stdout)
+	case "trace":
+		return runTrace(ctx, o)
+	}
+	return runInterval(ctx, o)
+}
+
+func summary(w io.Writer, r *results.Result) {
+	fmt.Fprintf(w, "prober: %s mode on %s, %d conns; errors %s\n", r.Mode, r.Params.Target, r.Params.Conns, results.ErrorsLine(r.Errors))
+	switch {
+	case r.Probe != nil:
+		p := r.Probe
+		var where []string
+		for _, c := range p.Conns {
+			where = append(where, fmt.Sprintf("conn %d on loop %d", c.Conn, c.Loop))
+		}
+		fmt.Fprintf(w, "prober: %d probes, %d late, %d skipped; %s\n", p.Completed, p.Late, p.Skipped, strings.Join(where, ", "))
+		fmt.Fprintf(w, "prober: corrected (from due time)   p50 %s p95 %s p99 %s max %s\n", us(p.Corrected.P50Us), us(p.Corrected.P95Us), us(p.Corrected.P99Us), us(p.Corrected.MaxUs))
+		fmt.Fprintf(w, "prober: uncorrected (from send)     p50 %s p95 %s p99 %s max %s\n", us(p.Uncorrected.P50Us), us(p.Uncorrected.P95Us), us(p.Uncorrected.P99Us), us(p.Uncorrected.MaxUs))
+		fmt.Fprintf(w, "prober: send lag behind due time    p50 %s p99 %s max %s\n", us(p.SendLag.P50Us), us(p.SendLag.P99Us), us(p.SendLag.MaxUs))
+	case r.PerConn != nil:
+		p := r.PerConn
+		fmt.Fprintf(w, "prober: stalled %d of %d (p50 over %s)\n", p.Stalled, len(p.Conns), time.Duration(p.StallThresholdNs))
+		for _, c := range p.Conns {
+			mark := ""
+			if c.Stalled {
+				mark = "  STALLED"
+			}
+			fmt.Fprintf(w, "prober:   conn %2d loop %2d: p50 %9s p95 %9s max %9s, %d samples%s\n", c.Conn, c.Loop, us(c.P50Us), us(c.P95Us), us(c.MaxUs), c.Samples, mark)
+		}
+	case r.Trace != nil:
+		t := r.Trace
+		fmt.Fprintf(w, "prober: %d samples; p50: accepted %s, continuation lateness %s, return %s, total %s\n",
+			t.Total.Count, us(t.Accepted.P50Us), us(t.Lateness.P50Us), us(t.Return.P50Us), us(t.Total.P50Us))
+		fmt.Fprintf(w, "prober: p99: accepted %s, continuation lateness %s, return %s, total %s\n",
+			us(t.Accepted.P99Us), us(t.Lateness.P99Us), us(t.Return.P99Us), us(t.Total.P99Us))
+	}
+	if r.Partial {
+		fmt.Fprintf(w, "prober: PARTIAL result: %s\n", r.PartialReason)
+	}
+}
+
+func us(v float64) string {
+	return time.Duration(v * float64(time.Microsecond)).Round(time.Microsecond).String()
+}

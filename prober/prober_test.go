@@ -1,0 +1,284 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/bystander-kit/bystander/internal/protocol"
+	"github.com/bystander-kit/bystander/internal/results"
+	"github.com/bystander-kit/bystander/internal/wiretest"
+)
+
+func opts(t *testing.T, args ...string) options {
+	t.Helper()
+	o, err := parseFlags(args, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o
+}
+
+// stallServer answers at once, except that once, from at after the first
+// request, every answer waits until the stall has lasted d.
+func stallServer(t *testing.T, at, d time.Duration) string {
+	var first sync.Once
+	var stallFrom, stallTo atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		now := time.Now()
+		first.Do(func() {
+			stallFrom.Store(now.Add(at).UnixNano())
+			stallTo.Store(now.Add(at + d).UnixNano())
+		})
+		if n := now.UnixNano(); n >= stallFrom.Load() && n < stallTo.Load() {
+			time.Sleep(time.Duration(stallTo.Load() - n))
+		}
+		w.Header().Set("Content-Length", "5")
+		_, _ = io.WriteString(w, "fast\n")
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// TestIntervalCorrection: a server stalls for 300 ms once. The probes due
+// meanwhile wait behind the one in flight: their corrected latencies (from
+// the due time) show the wait, their uncorrected ones (from the send) do
+// not, and the late count says how many there were.
+func TestIntervalCorrection(t *testing.T) {
+	url := stallServer(t, 500*time.Millisecond, 300*time.Millisecond)
+	res, err := runInterval(context.Background(), opts(t, "--mode", "interval", "--target", url+"/fast", "--interval", "50ms", "--duration", "1500ms"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := res.Probe
+	var waited, slowUncorrected, late int
+	for _, pt := range p.Timeline {
+		corrected, uncorrected := pt.DoneUs-pt.DueUs, pt.DoneUs-pt.SentUs
+		if corrected+0.5 < uncorrected {
+			t.Fatalf("corrected %.0f us below uncorrected %.0f us", corrected, uncorrected)
+		}
+		if corrected > 100e3 {
+			waited++
+		}
+		if uncorrected > 100e3 {
+			slowUncorrected++
+		}
+		if pt.SentUs-pt.DueUs > 1000 {
+			late++
+		}
+	}
+	t.Logf("%d probes, %d late; corrected max %.0fms p99 %.0fms, uncorrected max %.0fms; %d waited >100ms corrected, %d uncorrected",
+		p.Completed, p.Late, p.Corrected.MaxUs/1e3, p.Corrected.P99Us/1e3, p.Uncorrected.MaxUs/1e3, waited, slowUncorrected)
+	if p.Completed != 30 || len(p.Timeline) != 30 || p.Skipped != 0 {
+		t.Fatalf("completed %d, timeline %d, skipped %d: want 30 probes in 1.5 s at 50 ms", p.Completed, len(p.Timeline), p.Skipped)
+	}
+	// The probe in flight when the stall began waits about 300 ms in both
+	// views; those due during the stall (5 or 6) wait only in the corrected one.
+	if slowUncorrected != 1 {
+		t.Errorf("%d probes slow from their send, want only the one in flight", slowUncorrected)
+	}
+	if waited < 4 || int64(late) != p.Late || p.Late < 4 || p.Late > 7 {
+		t.Errorf("%d probes waited over 100 ms from their due time, %d late (counted %d); want the 5-6 due during the stall", waited, late, p.Late)
+	}
+	if p.Corrected.MaxUs < 250e3 || p.Uncorrected.P50Us > 20e3 || p.Corrected.P90Us < 100e3 {
+		t.Errorf("corrected %+v uncorrected %+v", p.Corrected, p.Uncorrected)
+	}
+}
+
+// TestIntervalSkipped: probes whose due time passes while the run ends are
+// counted as skipped, not lost.
+func TestIntervalSkipped(t *testing.T) {
+	url := stallServer(t, 300*time.Millisecond, 2*time.Second)
+	res, err := runInterval(context.Background(), opts(t, "--target", url+"/fast", "--interval", "50ms", "--duration", "1s", "--timeout", "5s"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := res.Probe
+	if p.Skipped < 10 || p.Completed+p.Skipped != 20 {
+		t.Fatalf("completed %d, skipped %d: want 20 due times accounted for, most skipped", p.Completed, p.Skipped)
+	}
+}
+
+// TestIntervalSendsOnTime: against an idle server the probes go out within
+// 1 ms of their due time at p99.
+func TestIntervalSendsOnTime(t *testing.T) {
+	addr := wiretest.FreeAddr(t)
+	wiretest.Start(t, wiretest.Build(t, "../loopserver"), "--addr", addr, "--admin", "")
+	res, err := runInterval(context.Background(), opts(t, "--target", "http://"+addr+"/fast", "--interval", "10ms", "--duration", "2s"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("send lag p50 %.0f us p99 %.0f us max %.0f us over %d probes", res.Probe.SendLag.P50Us, res.Probe.SendLag.P99Us, res.Probe.SendLag.MaxUs, res.Probe.SendLag.Count)
+	if res.Probe.SendLag.P99Us > 1000 {
+		t.Errorf("send lag p99 %.0f us, want at most 1 ms", res.Probe.SendLag.P99Us)
+	}
+	if res.Probe.Conns[0].Loop < 0 {
+		t.Error("the connection's loop is unknown")
+	}
+}
+
+// TestPerConnStall: against the loop server with k loops kept busy by
+// back-to-back 100 ms /slow calls, the stalled connections are exactly
+// those on the blocked loops.
+func TestPerConnStall(t *testing.T) {
+	addr := wiretest.FreeAddr(t)
+	wiretest.Start(t, wiretest.Build(t, "../loopserver"), "--addr", addr, "--admin", "", "--block-warn", "0")
+	for _, k := range []int{1, 3} {
+		ready := filepath.Join(t.TempDir(), "ready")
+		o := opts(t, "--mode", "perconn", "--target", "http://"+addr+"/async", "--conns", "12",
+			"--duration", "1500ms", "--warmup", "200ms", "--ready-file", ready)
+		type out struct {
+			res *results.Result
+			err error
+		}
+		done := make(chan out, 1)
+		var stdout bytes.Buffer
+		go func() {
+			r, err := runPerConn(context.Background(), o, &stdout)
+			done <- out{r, err}
+		}()
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			if _, err := os.Stat(ready); err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the prober never said it was ready")
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		// One blocker connection per loop, placed before any loop blocks.
+		blockers := map[int64]*wiretest.Conn{}
+		for len(blockers) < 4 {
+			c := wiretest.Dial(t, addr)
+			blockers[c.MustGet("/fast").Int(protocol.HeaderLoop)] = c
+		}
+		stop := time.Now().Add(1700 * time.Millisecond)
+		var wg sync.WaitGroup
+		for l := int64(0); l < int64(k); l++ {
+			c := blockers[l]
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for time.Now().Before(stop) {
+					if _, err := c.Get("/slow?block=100ms"); err != nil {
+						t.Errorf("blocker: %v", err)
+						return
+					}
+				}
+			}()
+		}
+		r := <-done
+		wg.Wait()
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		pc := r.res.PerConn
+		var stalled, want []int
+		for _, c := range pc.Conns {
+			if c.Stalled {
+				stalled = append(stalled, c.Conn)
+			}
+			if c.Loop < k {
+				want = append(want, c.Conn)
+			}
+		}
+		t.Logf("k=%d: stalled %v (%d of 12); spread %v", k, stalled, pc.Stalled, pc.Spread)
+		if len(want) != 3*k || !slices.Equal(stalled, want) || pc.Stalled != 3*k {
+			t.Fatalf("k=%d: stalled %v, want exactly the connections on loops below %d: %v", k, stalled, k, want)
+		}
+		if !strings.Contains(stdout.String(), "ready: 12 connections placed") {
+			t.Fatalf("stdout %q", stdout.String())
+		}
+	}
+}
+
+// TestTrace: the spans of an /async request add up, and a pool server's
+// answers carry their queue time.
+func TestTrace(t *testing.T) {
+	for _, dir := range []string{"../loopserver", "../poolserver"} {
+		addr := wiretest.FreeAddr(t)
+		wiretest.Start(t, wiretest.Build(t, dir), "--addr", addr, "--admin", "")
+		res, err := runTrace(context.Background(), opts(t, "--mode", "trace", "--target", "http://"+addr+"/async?delay=10ms", "--duration", "500ms"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr := res.Trace
+		if res.Params.DelayNs != int64(10*time.Millisecond) || len(tr.Samples) < 20 {
+			t.Fatalf("%s: delay %d, %d samples", dir, res.Params.DelayNs, len(tr.Samples))
+		}
+		for _, s := range tr.Samples {
+			sum := s.AcceptedUs + s.ServerUs + s.ReturnUs
+			if d := sum - s.TotalUs; d > 50 || d < -50 || s.ServerUs < 10e3 || s.LatenessUs < 0 {
+				t.Fatalf("%s: spans %+v add up to %.0f us, total %.0f", dir, s, sum, s.TotalUs)
+			}
+		}
+	}
+}
+
+func TestFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		ok   bool
+	}{
+		{nil, true},
+		{[]string{"--mode", "perconn", "--ready-file", "/tmp/x"}, true},
+		{[]string{"--mode", "nope"}, false},
+		{[]string{"--mode", "interval", "--interval", "0s"}, false},
+		{[]string{"--mode", "interval", "--ready-file", "/tmp/x"}, false},
+		{[]string{"--mode", "interval", "--warmup", "1s"}, false},
+		{[]string{"--conns", "0"}, false},
+		{[]string{"--duration", "0s"}, false},
+		{[]string{"--target", "http://192.168.1.1/fast"}, false},
+	} {
+		if _, err := parseFlags(tc.args, io.Discard); (err == nil) != tc.ok {
+			t.Errorf("%v: %v", tc.args, err)
+		}
+	}
+	o := opts(t, "--mode", "perconn")
+	if o.conns != 12 || o.interval != 0 {
+		t.Errorf("perconn defaults: %d conns, interval %s", o.conns, o.interval)
+	}
+	o = opts(t, "--mode", "trace", "--target", "http://127.0.0.1:1/async?delay=7ms")
+	if o.delay != 7*time.Millisecond {
+		t.Errorf("trace delay from the target: %s", o.delay)
+	}
+}
+
+// TestSIGINTWritesPartial: Ctrl-C writes what was measured, marked partial.
+func TestSIGINTWritesPartial(t *testing.T) {
+	addr := wiretest.FreeAddr(t)
+	wiretest.Start(t, wiretest.Build(t, "../loopserver"), "--addr", addr, "--admin", "")
+	out := filepath.Join(t.TempDir(), "p.json")
+	cmd := exec.Command(wiretest.Build(t, "."), "--target", "http://"+addr+"/fast", "--duration", "30s", "--out", out)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second)
+	_ = cmd.Process.Signal(syscall.SIGINT)
+	err := cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 130 {
+		t.Fatalf("exit %v, want 130", err)
+	}
+	r, err := results.Read(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.Partial || r.Probe.Completed < 10 {
+		t.Fatalf("partial %v, %d probes", r.Partial, r.Probe.Completed)
+	}
+}
