@@ -14,11 +14,13 @@ import (
 
 // BenchmarkVersusWrk runs loadgen and Debian's wrk side by side, in turns,
 // against the same loop server, each as its own process, and compares:
+//
 //   - throughput on /slow (5 ms, nanosleep) at 16 connections;
+//
 //   - the generator's CPU per request on /fast at 64 connections, from the
 //     child process's rusage.
 //
-//	go test ./loadgen -run '^$' -bench VersusWrk -benchtime 1x
+//     go test ./loadgen -run '^$' -bench VersusWrk -benchtime 1x
 func BenchmarkVersusWrk(b *testing.B) {
 	wrk, err := exec.LookPath("wrk")
 	if err != nil {

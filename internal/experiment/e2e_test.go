@@ -1,0 +1,195 @@
+package experiment
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/bystander-kit/bystander/internal/results"
+)
+
+var (
+	binOnce sync.Once
+	binDir  string
+	binErr  error
+)
+
+// kit builds the kit's programs into one directory, as run.sh does.
+func kit(t *testing.T) string {
+	t.Helper()
+	binOnce.Do(func() {
+		binDir, binErr = os.MkdirTemp("", "bystander-bin")
+		if binErr != nil {
+			return
+		}
+		cmd := exec.Command("go", "build", "-o", binDir+"/", "./loopserver", "./poolserver", "./loadgen", "./prober", "./internal/cmd/experiment")
+		cmd.Dir = "../.."
+		if out, err := cmd.CombinedOutput(); err != nil {
+			binErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if binErr != nil {
+		t.Fatal(binErr)
+	}
+	return binDir
+}
+
+// noOrphans checks that every process the run started has ended.
+func noOrphans(t *testing.T, run *results.Run) {
+	t.Helper()
+	if len(run.Processes) == 0 {
+		t.Fatal("run.json lists no processes")
+	}
+	for _, p := range run.Processes {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.PID))
+		if err != nil {
+			continue // gone
+		}
+		if !bytes.Contains(b, []byte(") Z ")) { // a zombie has ended
+			t.Errorf("%s (pid %d) outlived the run", p.Name, p.PID)
+		}
+	}
+}
+
+// TestQuickRun runs every phase, shortened, against the real binaries.
+func TestQuickRun(t *testing.T) {
+	bin := kit(t)
+	out := filepath.Join(t.TempDir(), "run")
+	o, err := ParseFlags([]string{"--quick", "--conc", "8", "--duration", "1s", "--warmup", "200ms", "--out", out, "--bin", bin}, os.Stderr, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stdout bytes.Buffer
+	start := time.Now()
+	code := Run(context.Background(), o, &stdout, &stdout)
+	t.Logf("quick run took %s", time.Since(start).Round(time.Second))
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, stdout.String())
+	}
+	run, err := results.ReadRun(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	noOrphans(t, run)
+	if run.Partial || run.Manifest.EndUnixNs <= run.Manifest.StartUnixNs || run.Manifest.GoVersion == "" || run.Manifest.Cores < 1 {
+		t.Fatalf("manifest %+v partial %v", run.Manifest, run.Partial)
+	}
+	phases := map[string]int{}
+	for _, m := range run.Measurements {
+		if m.Status != "ok" {
+			t.Errorf("%s: %s: %s", m.ID, m.Status, m.Reason)
+			continue
+		}
+		phases[m.Phase]++
+		files := []string{m.LoadFile, m.ProbeFile, m.PerConnFile, m.TraceFile}
+		n := 0
+		for _, f := range files {
+			if f == "" {
+				continue
+			}
+			n++
+			r, err := results.Read(filepath.Join(out, f))
+			if err != nil {
+				t.Errorf("%s: %v", f, err)
+				continue
+			}
+			if r.Partial {
+				t.Errorf("%s is partial: %s", f, r.PartialReason)
+			}
+		}
+		if n == 0 {
+			t.Errorf("%s produced no result file", m.ID)
+		}
+		if (m.Phase == "sweep" || m.Phase == "offload" || m.Phase == "cliff") && (m.Cost == nil || m.Bound == nil || m.Bound.Text == "") {
+			t.Errorf("%s: no cost or bound", m.ID)
+		}
+		if m.Phase == "stall" && m.Server.Kind == "loop" {
+			r, _ := results.Read(filepath.Join(out, m.PerConnFile))
+			if r != nil && r.PerConn.Stalled != 3*m.K {
+				t.Errorf("%s: %d stalled, want %d", m.ID, r.PerConn.Stalled, 3*m.K)
+			}
+		}
+	}
+	for _, p := range allPhases {
+		if phases[p] == 0 {
+			t.Errorf("phase %s measured nothing", p)
+		}
+	}
+	for _, want := range []string{"/slow throughput against the ceiling", "/fast bystander latency", "Stalled connections",
+		"Blocking on the loop vs offloaded vs the pool", "The pool's cliff", "Cost per request", "results: " + out} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("the terminal lacks %q", want)
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(out, "summary.txt")); err != nil || !bytes.Contains(b, []byte("Stalled connections")) {
+		t.Errorf("summary.txt: %v", err)
+	}
+}
+
+// TestInterrupted: SIGINT to the orchestrator mid-run keeps what was
+// measured, marks the run partial, and leaves no process behind.
+func TestInterrupted(t *testing.T) {
+	bin := kit(t)
+	out := filepath.Join(t.TempDir(), "run")
+	cmd := exec.Command(filepath.Join(bin, "experiment"), "--bin", bin, "--quick", "--conc", "8", "--out", out)
+	var stdout bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stdout
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Interrupt once the first measurement is in.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if run, err := results.ReadRun(out); err == nil && run.Measurements[0].Status == "ok" {
+			break
+		}
+		if time.Now().After(deadline) {
+			_ = cmd.Process.Kill()
+			t.Fatalf("no measurement finished within 30 s\n%s", stdout.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	time.Sleep(700 * time.Millisecond) // into the second measurement
+	_ = cmd.Process.Signal(syscall.SIGINT)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(15 * time.Second):
+		_ = cmd.Process.Kill()
+		t.Fatalf("still running 15 s after SIGINT\n%s", stdout.String())
+	}
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 130 {
+		t.Fatalf("exit %v, want 130\n%s", err, stdout.String())
+	}
+	run, err := results.ReadRun(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	noOrphans(t, run)
+	if !run.Partial || !strings.Contains(stdout.String(), "PARTIAL RUN") {
+		t.Fatalf("partial %v\n%s", run.Partial, stdout.String())
+	}
+	first := run.Measurements[0]
+	if first.Status != "ok" || first.LoadFile == "" {
+		t.Fatalf("the finished measurement was not kept: %+v", first)
+	}
+	if _, err := results.Read(filepath.Join(out, first.LoadFile)); err != nil {
+		t.Fatal(err)
+	}
+	last := run.Measurements[len(run.Measurements)-1]
+	if last.Status != "skipped" {
+		t.Fatalf("the last measurement is %s, want skipped", last.Status)
+	}
+}

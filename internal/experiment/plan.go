@@ -1,0 +1,349 @@
+// Package experiment is the orchestrator behind run.sh: it turns flags into
+// a plan of measurements, runs each server, load generator and prober as its
+// own process on loopback, samples the servers' cost from /proc, writes every
+// result into one run directory with an index (run.json), prints the story
+// as tables, and hands the directory to the report.
+package experiment
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"github.com/bystander-kit/bystander/internal/results"
+	"io"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The phases, in the order they run.
+var allPhases = []string{"sweep", "stall", "offload", "trace", "cliff"}
+
+// Options are run.sh's flags.
+type Options struct {
+	Block      time.Duration
+	StallBlock time.Duration
+	Conc       []int
+	Duration   time.Duration
+	Warmup     time.Duration
+	Engines    []string
+	Servers    []string
+	Phases     []string
+	Out        string
+	Repeat     int
+	Pin        bool
+	Quick      bool
+	Open       bool
+	Bin        string // where the kit's binaries are
+	Args       []string
+}
+
+// listFlag is a comma-separated flag value.
+type listFlag struct {
+	dst *[]string
+}
+
+func (l listFlag) String() string {
+	if l.dst == nil {
+		return ""
+	}
+	return strings.Join(*l.dst, ",")
+}
+
+func (l listFlag) Set(s string) error {
+	*l.dst = nil
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			*l.dst = append(*l.dst, p)
+		}
+	}
+	if len(*l.dst) == 0 {
+		return errors.New("empty list")
+	}
+	return nil
+}
+
+// intsFlag is a comma-separated list of positive integers.
+type intsFlag struct{ dst *[]int }
+
+func (l intsFlag) String() string {
+	if l.dst == nil {
+		return ""
+	}
+	var s []string
+	for _, v := range *l.dst {
+		s = append(s, strconv.Itoa(v))
+	}
+	return strings.Join(s, ",")
+}
+
+func (l intsFlag) Set(s string) error {
+	*l.dst = nil
+	for _, p := range strings.Split(s, ",") {
+		v, err := strconv.Atoi(strings.TrimSpace(p))
+		if err != nil || v < 1 || v > 10000 {
+			return fmt.Errorf("%q is not a whole number from 1 to 10000", p)
+		}
+		*l.dst = append(*l.dst, v)
+	}
+	return nil
+}
+
+// ParseFlags reads run.sh's arguments. now names the default output
+// directory.
+func ParseFlags(args []string, stderr io.Writer, now time.Time) (Options, error) {
+	o := Options{
+		Block: 5 * time.Millisecond, StallBlock: 100 * time.Millisecond,
+		Conc: []int{4, 16, 64}, Duration: 5 * time.Second, Warmup: time.Second,
+		Engines: []string{"gnet"}, Servers: []string{"loop", "pool"}, Phases: slices.Clone(allPhases),
+		Repeat: 1, Bin: "bin", Args: args,
+	}
+	fs := flag.NewFlagSet("run.sh", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.DurationVar(&o.Block, "block", o.Block, "the blocking call for sweep and offload")
+	fs.DurationVar(&o.StallBlock, "stall-block", o.StallBlock, "the blocking call for stall, trace and cliff (their story is waiting behind blocked workers)")
+	fs.Var(intsFlag{&o.Conc}, "conc", "concurrencies for the sweep; the highest is used for offload")
+	fs.DurationVar(&o.Duration, "duration", o.Duration, "measured time of each measurement")
+	fs.DurationVar(&o.Warmup, "warmup", o.Warmup, "warm-up before each measurement")
+	fs.Var(listFlag{&o.Engines}, "engines", "loop server engines: gnet, evio or gnet,evio")
+	fs.Var(listFlag{&o.Servers}, "servers", "servers: loop, pool or loop,pool")
+	fs.Var(listFlag{&o.Phases}, "phases", "phases: "+strings.Join(allPhases, ","))
+	fs.StringVar(&o.Out, "out", "", "run directory (default results/<UTC timestamp>)")
+	fs.IntVar(&o.Repeat, "repeat", 1, "repetitions; variants alternate within each, medians and spread reported")
+	fs.BoolVar(&o.Pin, "pin", false, "start servers and generators on disjoint CPU sets (taskset); needs 2 CPUs or more")
+	fs.BoolVar(&o.Quick, "quick", false, "short durations, for a first look")
+	fs.BoolVar(&o.Open, "open", false, "open the report when done")
+	fs.StringVar(&o.Bin, "bin", o.Bin, "directory holding the kit's binaries")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), `Usage: ./run.sh [flags]
+
+Runs the whole experiment against real servers on loopback: the /slow sweep
+with a /fast bystander, the per-connection stall, blocking vs offloaded vs
+the pool, the /async trace and the pool's cliff; writes every result and a
+report into one directory and prints the story.
+
+Flags:
+`)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("run.sh: unexpected argument %q (flags only; see --help)", fs.Arg(0))
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if o.Quick {
+		if !set["duration"] {
+			o.Duration = 1500 * time.Millisecond
+		}
+		if !set["warmup"] {
+			o.Warmup = 300 * time.Millisecond
+		}
+	}
+	if o.Out == "" {
+		o.Out = filepath.Join("results", now.UTC().Format("20060102T150405Z"))
+	}
+	return o, o.validate()
+}
+
+func (o *Options) validate() error {
+	bad := func(f string, a ...any) error { return fmt.Errorf("run.sh: "+f, a...) }
+	switch {
+	case o.Block <= 0 || o.Block > 10*time.Second:
+		return bad("--block %s: want more than 0 and at most 10s", o.Block)
+	case o.StallBlock <= 0 || o.StallBlock > 10*time.Second:
+		return bad("--stall-block %s: want more than 0 and at most 10s", o.StallBlock)
+	case o.Duration < 500*time.Millisecond || o.Duration > 10*time.Minute:
+		return bad("--duration %s: want 500ms to 10m", o.Duration)
+	case o.Warmup < 0 || o.Warmup > time.Minute:
+		return bad("--warmup %s: want 0 to 1m", o.Warmup)
+	case o.Repeat < 1 || o.Repeat > 20:
+		return bad("--repeat %d: want 1 to 20", o.Repeat)
+	case len(o.Conc) == 0:
+		return bad("--conc: give at least one concurrency")
+	}
+	for _, e := range o.Engines {
+		if e != "gnet" && e != "evio" {
+			return bad("--engines: %q is not an engine (want gnet, evio)", e)
+		}
+	}
+	for _, s := range o.Servers {
+		if s != "loop" && s != "pool" {
+			return bad("--servers: %q is not a server (want loop, pool)", s)
+		}
+	}
+	for _, p := range o.Phases {
+		if !slices.Contains(allPhases, p) {
+			return bad("--phases: %q is not a phase (want %s)", p, strings.Join(allPhases, ", "))
+		}
+	}
+	if dupe(o.Engines) || dupe(o.Servers) || dupe(o.Phases) {
+		return bad("a list names the same thing twice")
+	}
+	if len(dupeInts(o.Conc)) > 0 {
+		return bad("--conc names %v twice", dupeInts(o.Conc))
+	}
+	return nil
+}
+
+func dupe(s []string) bool {
+	seen := map[string]bool{}
+	for _, v := range s {
+		if seen[v] {
+			return true
+		}
+		seen[v] = true
+	}
+	return false
+}
+
+func dupeInts(s []int) []int {
+	seen := map[int]bool{}
+	var d []int
+	for _, v := range s {
+		if seen[v] {
+			d = append(d, v)
+		}
+		seen[v] = true
+	}
+	return d
+}
+
+// Server and Step are the run index's types (internal/results).
+type (
+	Server = results.Server
+	Step   = results.Step
+)
+
+// Plan is everything the run will do, in order.
+type Plan struct {
+	Options Options
+	Steps   []Step
+}
+
+const loops = 4
+const poolSlots = 200
+
+func (o Options) servers(block time.Duration) []Server {
+	var out []Server
+	for _, s := range o.Servers {
+		if s == "loop" {
+			for _, e := range o.Engines {
+				out = append(out, Server{Name: "loop-" + e, Kind: "loop", Engine: e, Workers: loops, BlockNs: int64(block)})
+			}
+		} else {
+			out = append(out, Server{Name: "pool", Kind: "pool", Workers: poolSlots, BlockNs: int64(block)})
+		}
+	}
+	return out
+}
+
+// short is the measured time of the phases whose story is a stall: half
+// the duration, at least a second (each k of the stall phase is one step).
+func (o Options) short() time.Duration {
+	return max(o.Duration/2, time.Second)
+}
+
+// BuildPlan lays out the measurements.
+func BuildPlan(o Options) Plan {
+	p := Plan{Options: o}
+	add := func(s Step) { p.Steps = append(p.Steps, s) }
+	maxConc := slices.Max(o.Conc)
+	for _, phase := range allPhases {
+		if !slices.Contains(o.Phases, phase) {
+			continue
+		}
+		switch phase {
+		case "sweep":
+			for _, c := range o.Conc {
+				for _, s := range o.servers(o.Block) {
+					add(Step{ID: fmt.Sprintf("sweep-%s-c%d", s.Name, c), Phase: phase, Server: s, Endpoint: "/slow", Conc: c,
+						Duration: o.Duration, Warmup: o.Warmup})
+				}
+			}
+		case "stall":
+			for _, s := range o.servers(o.StallBlock) {
+				ks := []int{0, 1, 2, 3, 4}
+				if s.Kind == "pool" {
+					ks = []int{0, loops} // the contrast: as many blockers, no stall
+				}
+				for _, k := range ks {
+					add(Step{ID: fmt.Sprintf("stall-%s-k%d", s.Name, k), Phase: phase, Server: s, Endpoint: "/slow", K: k,
+						Conc: k, Duration: o.short(), Warmup: 300 * time.Millisecond})
+				}
+			}
+		case "offload":
+			for _, s := range o.servers(o.Block) {
+				if s.Kind == "loop" {
+					add(Step{ID: "offload-" + s.Name + "-blocking", Phase: phase, Server: s, Endpoint: "/slow", Conc: maxConc, Variant: "blocking",
+						Duration: o.Duration, Warmup: o.Warmup})
+					add(Step{ID: "offload-" + s.Name + "-offloaded", Phase: phase, Server: s, Endpoint: "/offload", Conc: maxConc, Variant: "offloaded",
+						Duration: o.Duration, Warmup: o.Warmup})
+				} else {
+					add(Step{ID: "offload-pool", Phase: phase, Server: s, Endpoint: "/slow", Conc: maxConc, Variant: "pool",
+						Duration: o.Duration, Warmup: o.Warmup})
+				}
+			}
+		case "trace":
+			for _, s := range o.servers(o.StallBlock) {
+				add(Step{ID: "trace-" + s.Name, Phase: phase, Server: s, Endpoint: "/slow", Conc: 8, Duration: o.short(), Warmup: 300 * time.Millisecond})
+			}
+		case "cliff":
+			if slices.Contains(o.Servers, "pool") {
+				s := Server{Name: "pool", Kind: "pool", Workers: poolSlots, BlockNs: int64(o.StallBlock)}
+				for _, pct := range []int{64, 100, 150} {
+					add(Step{ID: fmt.Sprintf("cliff-pool-%dpct", pct), Phase: phase, Server: s, Endpoint: "/slow",
+						Conc: poolSlots * pct / 100, Variant: fmt.Sprintf("%d%%", pct), Duration: o.Duration, Warmup: o.Warmup})
+				}
+			}
+		}
+	}
+	return p
+}
+
+// startCost is the time a step spends outside its measurement: starting
+// and stopping processes, placing connections.
+const startCost = 700 * time.Millisecond
+
+// Expected is how long the plan should take.
+func (p Plan) Expected() time.Duration {
+	var d time.Duration
+	for _, s := range p.Steps {
+		d += s.Warmup + s.Duration + startCost
+	}
+	return d * time.Duration(p.Options.Repeat)
+}
+
+// Describe prints the plan.
+func (p Plan) Describe(w io.Writer) {
+	o := p.Options
+	fmt.Fprintf(w, "bystander: %d measurements x %d repetition(s), expected %s; results in %s\n",
+		len(p.Steps), o.Repeat, p.Expected().Round(time.Second), o.Out)
+	fmt.Fprintf(w, "  servers %s (engines %s); block %s for sweep and offload, %s for stall, trace and cliff\n",
+		strings.Join(o.Servers, ","), strings.Join(o.Engines, ","), o.Block, o.StallBlock)
+	for _, phase := range allPhases {
+		var n int
+		var d time.Duration
+		for _, s := range p.Steps {
+			if s.Phase == phase {
+				n++
+				d += s.Warmup + s.Duration + startCost
+			}
+		}
+		if n > 0 {
+			fmt.Fprintf(w, "  %-8s %2d measurements, about %s: %s\n", phase, n, d.Round(time.Second), phaseStory[phase])
+		}
+	}
+}
+
+var phaseStory = map[string]string{
+	"sweep":   "/slow at each concurrency with a 50 ms /fast bystander probing meanwhile",
+	"stall":   "12 /async connections, then k = 0..4 loops (or 4k pool callers) kept blocked",
+	"offload": "at the highest concurrency: /slow on the loops, /offload on the loops, /slow on the pool",
+	"trace":   "/async taken apart while 8 callers block on /slow",
+	"cliff":   "the pool with callers at 64 %, 100 % and 150 % of its 200 slots, /fast probed meanwhile",
+}

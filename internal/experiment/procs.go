@@ -1,0 +1,274 @@
+package experiment
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/bystander-kit/bystander/internal/client"
+)
+
+// tail keeps the last bytes written to it: a child's stderr, to show when
+// it dies.
+type tail struct {
+	mu sync.Mutex
+	b  []byte
+}
+
+func (t *tail) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.b = append(t.b, p...)
+	if len(t.b) > 4096 {
+		t.b = t.b[len(t.b)-4096:]
+	}
+	return len(p), nil
+}
+
+func (t *tail) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	lines := strings.Split(strings.TrimSpace(string(t.b)), "\n")
+	if len(lines) > 8 {
+		lines = lines[len(lines)-8:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// child is one process the run started.
+type child struct {
+	name   string
+	cmd    *exec.Cmd
+	stderr *tail
+	done   chan struct{}
+	err    error // after done
+}
+
+func (c *child) alive() bool {
+	select {
+	case <-c.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// stop asks the child to end (sig), waits up to grace, then kills it.
+func (c *child) stop(sig os.Signal, grace time.Duration) {
+	if !c.alive() {
+		return
+	}
+	_ = c.cmd.Process.Signal(sig)
+	select {
+	case <-c.done:
+	case <-time.After(grace):
+		_ = c.cmd.Process.Kill()
+		<-c.done
+	}
+}
+
+// wait waits for the child to exit by itself, up to timeout.
+func (c *child) wait(ctx context.Context, timeout time.Duration) error {
+	select {
+	case <-c.done:
+		return c.err
+	case <-ctx.Done():
+		c.stop(os.Interrupt, 3*time.Second) // tools write a partial result on SIGINT
+		return c.err
+	case <-time.After(timeout):
+		c.stop(os.Interrupt, 3*time.Second)
+		return fmt.Errorf("%s did not finish within %s", c.name, timeout)
+	}
+}
+
+// exitErr describes how a child ended, with the tail of its stderr.
+func (c *child) exitErr() error {
+	if c.err == nil {
+		return nil
+	}
+	msg := fmt.Sprintf("%s: %v", c.name, c.err)
+	if t := c.stderr.String(); t != "" {
+		msg += "; its stderr ends:\n    " + strings.ReplaceAll(t, "\n", "\n    ")
+	}
+	return errors.New(msg)
+}
+
+// procs starts and tracks every child of the run.
+type procs struct {
+	bin        string
+	pin        bool
+	serverCPUs string
+	genCPUs    string
+	mu         sync.Mutex
+	all        []*child
+	onStart    func(pid int, name string)
+}
+
+// start runs name from the kit's bin directory. role "server" or "gen"
+// picks the CPU set under --pin. stdout, if not nil, gets the child's stdout.
+func (p *procs) start(role, name string, stdout io.Writer, args ...string) (*child, error) {
+	path := filepath.Join(p.bin, name)
+	if _, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("%s is not built: run ./run.sh (it builds into %s)", path, p.bin)
+	}
+	argv := append([]string{path}, args...)
+	if p.pin {
+		cpus := p.genCPUs
+		if role == "server" {
+			cpus = p.serverCPUs
+		}
+		argv = append([]string{"taskset", "-c", cpus}, argv...)
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // never outlive the run
+	c := &child{name: name, cmd: cmd, stderr: &tail{}, done: make(chan struct{})}
+	cmd.Stderr = c.stderr
+	if stdout != nil {
+		cmd.Stdout = stdout
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting %s: %w", name, err)
+	}
+	go func() {
+		c.err = cmd.Wait()
+		close(c.done)
+	}()
+	p.mu.Lock()
+	p.all = append(p.all, c)
+	p.mu.Unlock()
+	if p.onStart != nil {
+		p.onStart(cmd.Process.Pid, name)
+	}
+	return c, nil
+}
+
+// stopAll ends every child still running.
+func (p *procs) stopAll() {
+	p.mu.Lock()
+	all := append([]*child(nil), p.all...)
+	p.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, c := range all {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c.stop(syscall.SIGTERM, 2*time.Second)
+		}()
+	}
+	wg.Wait()
+}
+
+// server is a started server and its addresses.
+type server struct {
+	*child
+	addr, admin string
+}
+
+var listening = regexp.MustCompile(`listening on http://(\S+) .*admin http://(\S+)/stats`)
+
+// startServer starts a server on free loopback ports and waits until it
+// answers /fast.
+func (p *procs) startServer(ctx context.Context, s Server) (*server, error) {
+	name, args := "loopserver", []string{"--engine", s.Engine, "--loops", strconv.Itoa(s.Workers)}
+	if s.Kind == "pool" {
+		name, args = "poolserver", []string{"--slots", strconv.Itoa(s.Workers)}
+	}
+	args = append(args, "--addr", "127.0.0.1:0", "--admin", "127.0.0.1:0", "--block", time.Duration(s.BlockNs).String())
+	pr, pw := io.Pipe()
+	c, err := p.start("server", name, pw, args...)
+	if err != nil {
+		return nil, err
+	}
+	lines := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(pr)
+		first := true
+		for sc.Scan() {
+			if first {
+				lines <- sc.Text()
+				first = false
+			}
+		}
+	}()
+	go func() { <-c.done; pw.Close() }()
+	var line string
+	select {
+	case line = <-lines:
+	case <-c.done:
+		return nil, fmt.Errorf("%s %s exited at start: %w", name, strings.Join(args, " "), c.exitErr())
+	case <-time.After(10 * time.Second):
+		c.stop(syscall.SIGTERM, time.Second)
+		return nil, fmt.Errorf("%s did not say it listens within 10 s", name)
+	case <-ctx.Done():
+		c.stop(syscall.SIGTERM, time.Second)
+		return nil, ctx.Err()
+	}
+	m := listening.FindStringSubmatch(line)
+	if m == nil {
+		c.stop(syscall.SIGTERM, time.Second)
+		return nil, fmt.Errorf("%s said %q, not where it listens", name, line)
+	}
+	srv := &server{child: c, addr: m[1], admin: m[2]}
+	// It listens; wait until it answers.
+	probe := client.New(srv.addr, "/fast", time.Second)
+	defer probe.Close()
+	var r client.Response
+	for i := 0; ; i++ {
+		if err := probe.Do(&r); err == nil {
+			break
+		} else if i > 50 || !c.alive() {
+			c.stop(syscall.SIGTERM, time.Second)
+			return nil, fmt.Errorf("%s on %s does not answer /fast: %v", name, srv.addr, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return srv, nil
+}
+
+// cpuSets splits the machine for --pin: the first half for servers, the
+// rest for generators.
+func cpuSets(n int) (server, gen string, err error) {
+	if n < 2 {
+		return "", "", fmt.Errorf("run.sh: --pin needs at least 2 CPUs, this machine has %d", n)
+	}
+	half := n / 2
+	return rangeList(0, half-1), rangeList(half, n-1), nil
+}
+
+func rangeList(a, b int) string {
+	if a == b {
+		return strconv.Itoa(a)
+	}
+	return fmt.Sprintf("%d-%d", a, b)
+}
+
+// checkPinned verifies that every thread of pid may run only on cpus.
+func checkPinned(pid int, cpus string) error {
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		return err
+	}
+	for _, t := range tasks {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/status", pid, t.Name()))
+		if err != nil {
+			continue
+		}
+		for line := range strings.SplitSeq(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "Cpus_allowed_list:"); ok && strings.TrimSpace(v) != cpus {
+				return fmt.Errorf("thread %s of process %d may run on CPUs %s, not only %s", t.Name(), pid, strings.TrimSpace(v), cpus)
+			}
+		}
+	}
+	return nil
+}

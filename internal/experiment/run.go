@@ -1,0 +1,439 @@
+package experiment
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/bystander-kit/bystander/internal/proc"
+	"github.com/bystander-kit/bystander/internal/results"
+)
+
+// probeInterval is the bystander prober's interval.
+const probeInterval = 50 * time.Millisecond
+
+// runner carries one run.
+type runner struct {
+	o     Options
+	plan  Plan
+	dir   string
+	procs *procs
+	mu    sync.Mutex // guards run
+	run   *results.Run
+	out   io.Writer
+	prog  *progress
+}
+
+// Run executes the plan built from o and returns the exit status: 0, 1 when
+// no measurement succeeded, 130 when interrupted.
+func Run(ctx context.Context, o Options, stdout, stderr io.Writer) int {
+	plan := BuildPlan(o)
+	if len(plan.Steps) == 0 {
+		fmt.Fprintln(stderr, "run.sh: nothing to run: no phase applies to the servers chosen (cliff needs the pool)")
+		return 2
+	}
+	r := &runner{o: o, plan: plan, dir: o.Out, out: stdout, procs: &procs{bin: o.Bin, pin: o.Pin}}
+	if o.Pin {
+		s, g, err := cpuSets(runtime.NumCPU())
+		if err != nil {
+			fmt.Fprintln(stderr, err)
+			return 2
+		}
+		if _, err := exec.LookPath("taskset"); err != nil {
+			fmt.Fprintln(stderr, "run.sh: --pin needs taskset (apt-get install util-linux)")
+			return 2
+		}
+		r.procs.serverCPUs, r.procs.genCPUs = s, g
+	}
+	for _, b := range []string{"loopserver", "poolserver", "loadgen", "prober"} {
+		if _, err := os.Stat(filepath.Join(o.Bin, b)); err != nil {
+			fmt.Fprintf(stderr, "run.sh: %s is missing: run ./run.sh, which builds the kit into %s first\n", filepath.Join(o.Bin, b), o.Bin)
+			return 2
+		}
+	}
+	if err := os.MkdirAll(r.dir, 0o755); err != nil {
+		fmt.Fprintf(stderr, "run.sh: --out %s: %v\n", r.dir, err)
+		return 2
+	}
+	plan.Describe(stdout)
+	if o.Pin {
+		fmt.Fprintf(stdout, "  pinned: servers on CPUs %s, load generators and probers on CPUs %s\n", r.procs.serverCPUs, r.procs.genCPUs)
+	}
+	start := time.Now()
+	r.run = newRun(plan, start)
+	r.procs.onStart = func(pid int, name string) {
+		r.mu.Lock()
+		r.run.Processes = append(r.run.Processes, results.Process{PID: pid, Name: name})
+		r.mu.Unlock()
+	}
+	r.save()
+	r.prog = newProgress(stdout, plan)
+	defer r.procs.stopAll()
+
+	i := 0
+	for rep := 1; rep <= o.Repeat; rep++ {
+		for _, step := range plan.Steps {
+			if ctx.Err() != nil {
+				r.set(i, func(m *results.Measurement) { m.Status, m.Reason = "skipped", "the run was interrupted before it" })
+				i++
+				continue
+			}
+			r.prog.begin(step, rep)
+			m := r.step(ctx, step, rep)
+			r.set(i, func(mm *results.Measurement) { *mm = m })
+			r.prog.end(m)
+			r.save()
+			i++
+		}
+	}
+	r.prog.finish()
+	r.procs.stopAll()
+	end := time.Now()
+	r.mu.Lock()
+	r.run.Manifest.EndUnixNs, r.run.Manifest.EndUTC = end.UnixNano(), end.UTC().Format(time.RFC3339Nano)
+	if ctx.Err() != nil {
+		r.run.Partial = true
+		r.run.PartialReason = fmt.Sprintf("interrupted after %s", end.Sub(start).Round(time.Second))
+	}
+	r.mu.Unlock()
+	r.report()
+	r.save()
+
+	var sb strings.Builder
+	Summarize(&sb, r.dir, r.run)
+	fmt.Fprint(stdout, sb.String())
+	_ = os.WriteFile(filepath.Join(r.dir, "summary.txt"), []byte(sb.String()), 0o644)
+	fmt.Fprintf(stdout, "\nresults: %s\n", r.dir)
+	if r.run.Report != "" {
+		fmt.Fprintf(stdout, "report:  %s\n", filepath.Join(r.dir, r.run.Report))
+	} else {
+		fmt.Fprintf(stdout, "report:  none (%s)\n", r.run.ReportNote)
+	}
+	if o.Open && r.run.Report != "" {
+		openReport(stdout, filepath.Join(r.dir, r.run.Report))
+	}
+	switch {
+	case ctx.Err() != nil:
+		return 130
+	case r.okCount() == 0:
+		return 1
+	}
+	return 0
+}
+
+func newRun(plan Plan, start time.Time) *results.Run {
+	o := plan.Options
+	env := results.ReadEnv()
+	run := &results.Run{
+		Schema: results.RunSchema,
+		Params: results.RunParams{
+			BlockNs: int64(o.Block), StallBlockNs: int64(o.StallBlock), Conc: o.Conc, DurationNs: int64(o.Duration),
+			WarmupNs: int64(o.Warmup), Engines: o.Engines, Servers: o.Servers, Phases: o.Phases, Repeat: o.Repeat,
+			Pin: o.Pin, Quick: o.Quick, Args: o.Args, Loops: loops, PoolSlots: poolSlots, ProbeEveryNs: int64(probeInterval),
+		},
+		Manifest: results.Manifest{
+			GitCommit: gitCommit(), GoVersion: goVersion(), Kernel: env.Kernel, CPUModel: env.CPUModel, Cores: env.NumCPU,
+			StartUnixNs: start.UnixNano(), StartUTC: start.UTC().Format(time.RFC3339Nano), ExpectedNs: int64(plan.Expected()),
+		},
+		Processes: []results.Process{},
+	}
+	for rep := 1; rep <= o.Repeat; rep++ {
+		for _, s := range plan.Steps {
+			run.Measurements = append(run.Measurements, results.Measurement{Step: s, Repeat: rep, Status: "pending"})
+		}
+	}
+	return run
+}
+
+func (r *runner) set(i int, f func(*results.Measurement)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	f(&r.run.Measurements[i])
+}
+
+func (r *runner) okCount() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, m := range r.run.Measurements {
+		if m.Status == "ok" {
+			n++
+		}
+	}
+	return n
+}
+
+func (r *runner) save() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err := results.WriteRun(r.dir, r.run); err != nil {
+		fmt.Fprintf(r.out, "run.sh: writing run.json: %v\n", err)
+	}
+}
+
+// step runs one measurement against a fresh server.
+func (r *runner) step(ctx context.Context, s Step, rep int) results.Measurement {
+	m := results.Measurement{Step: s, Repeat: rep, Status: "ok"}
+	fail := func(format string, a ...any) results.Measurement {
+		m.Status, m.Reason = "failed", fmt.Sprintf(format, a...)
+		if ctx.Err() != nil {
+			m.Status, m.Reason = "failed", "interrupted: "+m.Reason
+		}
+		return m
+	}
+	srv, err := r.procs.startServer(ctx, s.Server)
+	if err != nil {
+		return fail("the server did not start: %v", err)
+	}
+	defer srv.stop(syscall.SIGTERM, 2*time.Second)
+	if err := os.MkdirAll(filepath.Join(r.dir, s.Phase), 0o755); err != nil {
+		return fail("%v", err)
+	}
+	base := s.ID
+	if r.o.Repeat > 1 {
+		base += ".r" + strconv.Itoa(rep)
+	}
+	rel := func(kind string) string { return filepath.Join(s.Phase, base+"."+kind+".json") }
+	switch s.Phase {
+	case "stall":
+		err = r.stall(ctx, srv, s, rel, &m)
+	case "trace":
+		err = r.trace(ctx, srv, s, rel, &m)
+	default:
+		err = r.load(ctx, srv, s, rel, &m)
+	}
+	if r.o.Pin && err == nil {
+		if perr := checkPinned(srv.cmd.Process.Pid, r.procs.serverCPUs); perr != nil {
+			err = fmt.Errorf("--pin: %w", perr)
+		}
+	}
+	if !srv.alive() {
+		return fail("the server died during the measurement: %v", srv.exitErr())
+	}
+	if err != nil {
+		return fail("%v", err)
+	}
+	if ctx.Err() != nil {
+		m.Status, m.Reason = "failed", "interrupted during the measurement; partial files kept"
+	}
+	return m
+}
+
+// tool runs loadgen or prober to completion (bounded) and checks its exit.
+func (r *runner) tool(ctx context.Context, c *child, limit time.Duration) error {
+	err := c.wait(ctx, limit)
+	var ee *exec.ExitError
+	if errors.As(err, &ee) && ee.ExitCode() == 130 && ctx.Err() != nil {
+		return nil // interrupted by us: the partial result is written
+	}
+	if err != nil {
+		return c.exitErr()
+	}
+	return nil
+}
+
+// load runs loadgen on the step's endpoint with the 50 ms /fast prober
+// meanwhile, and samples the server's cost over the measured window.
+func (r *runner) load(ctx context.Context, srv *server, s Step, rel func(string) string, m *results.Measurement) error {
+	total := s.Warmup + s.Duration
+	pr, err := r.procs.start("gen", "prober", nil, "--mode", "interval", "--target", "http://"+srv.addr+"/fast",
+		"--interval", probeInterval.String(), "--duration", total.String(), "--out", filepath.Join(r.dir, rel("fast")))
+	if err != nil {
+		return err
+	}
+	launched := time.Now()
+	lg, err := r.procs.start("gen", "loadgen", nil, "--target", "http://"+srv.addr+s.Endpoint, "--conc", strconv.Itoa(s.Conc),
+		"--duration", s.Duration.String(), "--warmup", s.Warmup.String(), "--quiet", "--out", filepath.Join(r.dir, rel("load")))
+	if err != nil {
+		pr.stop(os.Interrupt, 3*time.Second)
+		return err
+	}
+	// The server's cost over most of the measured window.
+	from, to := launched.Add(s.Warmup+100*time.Millisecond), launched.Add(total-50*time.Millisecond)
+	var c0, c1 proc.Usage
+	var m0, m1 proc.Machine
+	var threads int
+	sampled := sleepUntil(ctx, from)
+	if sampled {
+		c0, _, _ = proc.Of(srv.cmd.Process.Pid)
+		m0, _ = proc.ReadMachine()
+		sampled = sleepUntil(ctx, to)
+		if sampled {
+			c1, threads, _ = proc.Of(srv.cmd.Process.Pid)
+			m1, _ = proc.ReadMachine()
+		}
+	}
+	errL := r.tool(ctx, lg, total+30*time.Second)
+	errP := r.tool(ctx, pr, total+30*time.Second)
+	if _, err := os.Stat(filepath.Join(r.dir, rel("load"))); err == nil {
+		m.LoadFile = rel("load")
+	}
+	if _, err := os.Stat(filepath.Join(r.dir, rel("fast"))); err == nil {
+		m.ProbeFile = rel("fast")
+	}
+	if err := errors.Join(errL, errP); err != nil {
+		return err
+	}
+	if m.LoadFile == "" {
+		return fmt.Errorf("loadgen wrote no result")
+	}
+	lr, err := results.Read(filepath.Join(r.dir, m.LoadFile))
+	if err != nil {
+		return err
+	}
+	if sampled && lr.Load != nil {
+		window := to.Sub(from)
+		m.Cost = cost(lr, c0, c1, threads, m1.BusySince(m0), window)
+		m.Bound = bound(s, lr, m.Cost)
+	}
+	if n := results.TotalErrors(lr.Errors); n > 0 && lr.Load != nil && n*10 > lr.Load.Requests {
+		return fmt.Errorf("loadgen: %s (of %d requests)", results.ErrorsLine(lr.Errors), lr.Load.Requests)
+	}
+	return nil
+}
+
+// stall places 12 /async probe connections (3 per loop), then keeps k
+// loops blocked with k back-to-back /slow callers: on a loop server,
+// consecutive connections land on distinct loops, so the k callers block k
+// loops. The probe connections on those loops stall.
+func (r *runner) stall(ctx context.Context, srv *server, s Step, rel func(string) string, m *results.Measurement) error {
+	ready := filepath.Join(r.dir, s.Phase, s.ID+".ready")
+	defer os.Remove(ready)
+	pr, err := r.procs.start("gen", "prober", nil, "--mode", "perconn", "--target", "http://"+srv.addr+"/async",
+		"--conns", "12", "--duration", s.Duration.String(), "--warmup", s.Warmup.String(), "--ready-file", ready,
+		"--out", filepath.Join(r.dir, rel("perconn")))
+	if err != nil {
+		return err
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, err := os.Stat(ready); err == nil {
+			break
+		}
+		if !pr.alive() || time.Now().After(deadline) || ctx.Err() != nil {
+			pr.stop(os.Interrupt, 3*time.Second)
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return fmt.Errorf("the per-connection prober never got ready: %v", pr.exitErr())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	var blockers *child
+	if s.K > 0 {
+		blockers, err = r.procs.start("gen", "loadgen", nil, "--target", "http://"+srv.addr+"/slow", "--conc", strconv.Itoa(s.K),
+			"--duration", (s.Warmup + s.Duration + 300*time.Millisecond).String(), "--warmup", "0s", "--quiet",
+			"--out", filepath.Join(r.dir, rel("load")))
+		if err != nil {
+			pr.stop(os.Interrupt, 3*time.Second)
+			return err
+		}
+	}
+	errP := r.tool(ctx, pr, s.Warmup+s.Duration+30*time.Second)
+	var errB error
+	if blockers != nil {
+		errB = r.tool(ctx, blockers, s.Warmup+s.Duration+30*time.Second)
+		if _, err := os.Stat(filepath.Join(r.dir, rel("load"))); err == nil {
+			m.LoadFile = rel("load")
+		}
+	}
+	if _, err := os.Stat(filepath.Join(r.dir, rel("perconn"))); err == nil {
+		m.PerConnFile = rel("perconn")
+	}
+	return errors.Join(errP, errB)
+}
+
+// trace takes /async apart while 8 callers block on /slow.
+func (r *runner) trace(ctx context.Context, srv *server, s Step, rel func(string) string, m *results.Measurement) error {
+	lg, err := r.procs.start("gen", "loadgen", nil, "--target", "http://"+srv.addr+"/slow", "--conc", strconv.Itoa(s.Conc),
+		"--duration", (s.Warmup + s.Duration + 300*time.Millisecond).String(), "--warmup", "0s", "--quiet",
+		"--out", filepath.Join(r.dir, rel("load")))
+	if err != nil {
+		return err
+	}
+	pr, err := r.procs.start("gen", "prober", nil, "--mode", "trace", "--target", "http://"+srv.addr+"/async",
+		"--duration", s.Duration.String(), "--warmup", s.Warmup.String(), "--out", filepath.Join(r.dir, rel("trace")))
+	if err != nil {
+		lg.stop(os.Interrupt, 3*time.Second)
+		return err
+	}
+	errP := r.tool(ctx, pr, s.Warmup+s.Duration+30*time.Second)
+	errL := r.tool(ctx, lg, s.Warmup+s.Duration+30*time.Second)
+	for kind, dst := range map[string]*string{"trace": &m.TraceFile, "load": &m.LoadFile} {
+		if _, err := os.Stat(filepath.Join(r.dir, rel(kind))); err == nil {
+			*dst = rel(kind)
+		}
+	}
+	return errors.Join(errP, errL)
+}
+
+func sleepUntil(ctx context.Context, t time.Time) bool {
+	d := time.Until(t)
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	select {
+	case <-ctx.Done():
+		return false
+	case <-time.After(d):
+		return true
+	}
+}
+
+// report runs the report program when it is built.
+func (r *runner) report() {
+	bin := filepath.Join(r.o.Bin, "report")
+	if _, err := os.Stat(bin); err != nil {
+		r.run.ReportNote = "the report program is not built yet"
+		return
+	}
+	out := filepath.Join(r.dir, "report.html")
+	r.save() // the report reads run.json
+	cmd := exec.Command(bin, "--in", r.dir, "--out", out)
+	cmd.Stdout, cmd.Stderr = r.out, r.out
+	if err := cmd.Run(); err != nil {
+		r.run.ReportNote = fmt.Sprintf("the report failed: %v", err)
+		return
+	}
+	r.run.Report = "report.html"
+}
+
+func openReport(w io.Writer, path string) {
+	for _, opener := range []string{"xdg-open", "open"} {
+		if p, err := exec.LookPath(opener); err == nil {
+			if err := exec.Command(p, path).Start(); err == nil {
+				return
+			}
+		}
+	}
+	fmt.Fprintf(w, "--open: no browser opener found (xdg-open); open %s yourself\n", path)
+}
+
+func gitCommit() string {
+	out, err := exec.Command("git", "rev-parse", "HEAD").Output()
+	if err != nil {
+		return "unknown (not a git checkout)"
+	}
+	s := strings.TrimSpace(string(out))
+	if st, err := exec.Command("git", "status", "--porcelain", "--untracked-files=no").Output(); err == nil && len(st) > 0 {
+		s += " (with uncommitted changes)"
+	}
+	return s
+}
+
+func goVersion() string {
+	if out, err := exec.Command("go", "env", "GOVERSION").Output(); err == nil {
+		return strings.TrimSpace(string(out))
+	}
+	return runtime.Version()
+}

@@ -1,0 +1,164 @@
+package results
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// RunSchema names the run index format.
+const RunSchema = "bystander.run/v1"
+
+// Run is run.json: the index of a run directory, written first and updated
+// after every measurement, so an interrupted run still says what it did.
+type Run struct {
+	Schema        string        `json:"schema"`
+	Partial       bool          `json:"partial"`
+	PartialReason string        `json:"partial_reason,omitempty"`
+	Params        RunParams     `json:"params"`
+	Manifest      Manifest      `json:"manifest"`
+	Measurements  []Measurement `json:"measurements"`
+	Processes     []Process     `json:"processes"`
+	Report        string        `json:"report,omitempty"`
+	ReportNote    string        `json:"report_note,omitempty"`
+}
+
+// RunParams are the run's flags.
+type RunParams struct {
+	BlockNs      int64    `json:"block_ns"`
+	StallBlockNs int64    `json:"stall_block_ns"`
+	Conc         []int    `json:"conc"`
+	DurationNs   int64    `json:"duration_ns"`
+	WarmupNs     int64    `json:"warmup_ns"`
+	Engines      []string `json:"engines"`
+	Servers      []string `json:"servers"`
+	Phases       []string `json:"phases"`
+	Repeat       int      `json:"repeat"`
+	Pin          bool     `json:"pin"`
+	Quick        bool     `json:"quick"`
+	Args         []string `json:"args"`
+	Loops        int      `json:"loops"`
+	PoolSlots    int      `json:"pool_slots"`
+	ProbeEveryNs int64    `json:"probe_interval_ns"`
+}
+
+// Manifest is where and when the run happened.
+type Manifest struct {
+	GitCommit   string `json:"git_commit"`
+	GoVersion   string `json:"go_version"`
+	Kernel      string `json:"kernel"`
+	CPUModel    string `json:"cpu_model"`
+	Cores       int    `json:"cores"`
+	StartUnixNs int64  `json:"start_unix_ns"`
+	EndUnixNs   int64  `json:"end_unix_ns"`
+	StartUTC    string `json:"start_utc"`
+	EndUTC      string `json:"end_utc"`
+	ExpectedNs  int64  `json:"expected_ns"`
+}
+
+// Measurement is one step of one repetition and what came of it.
+type Measurement struct {
+	Step
+	Repeat int    `json:"repeat"`
+	Status string `json:"status"` // pending | ok | failed | skipped
+	Reason string `json:"reason,omitempty"`
+	// Files, relative to the run directory; empty when not produced.
+	LoadFile    string      `json:"load_file,omitempty"`
+	ProbeFile   string      `json:"probe_file,omitempty"`
+	PerConnFile string      `json:"perconn_file,omitempty"`
+	TraceFile   string      `json:"trace_file,omitempty"`
+	Cost        *ServerCost `json:"cost,omitempty"`
+	Bound       *Bound      `json:"bound,omitempty"`
+}
+
+// ServerCost is what the server cost during the measured window, from /proc.
+type ServerCost struct {
+	Requests              int64   `json:"requests"`
+	ServerCPUUsPerRequest float64 `json:"server_cpu_us_per_request"`
+	CtxSwitchesPerRequest float64 `json:"ctx_switches_per_request"`
+	Threads               int     `json:"threads"`
+	PeakRSSBytes          int64   `json:"peak_rss_bytes"`
+	ServerCores           float64 `json:"server_cores"`
+	GeneratorCPUUsPerReq  float64 `json:"generator_cpu_us_per_request"`
+	GeneratorCores        float64 `json:"generator_cores"`
+	MachineBusy           float64 `json:"machine_busy"`
+	MeasuredBlockNs       float64 `json:"measured_block_ns"`
+	ThroughputPerS        float64 `json:"throughput_per_s"`
+}
+
+// Bound says what limits a measurement's throughput.
+type Bound struct {
+	// Kind: workers (workers / measured block), callers (callers / block,
+	// Little's law), cpu (the machine saturated by the server), generator
+	// (saturated by the load generator: not the server's figure).
+	Kind                string  `json:"kind"`
+	WorkersCeilingPerS  float64 `json:"workers_ceiling_per_s"`  // workers / nominal block
+	MeasuredCeilingPerS float64 `json:"measured_ceiling_per_s"` // workers / measured block
+	CallersCeilingPerS  float64 `json:"callers_ceiling_per_s"`  // callers / measured block
+	ShareOfBound        float64 `json:"share_of_bound"`         // throughput / the bound's ceiling
+	GeneratorLimited    bool    `json:"generator_limited"`
+	Text                string  `json:"text"`
+}
+
+// Server is one server configuration the plan starts.
+type Server struct {
+	Name    string `json:"name"`   // loop-gnet, loop-evio, pool
+	Kind    string `json:"kind"`   // loop | pool
+	Engine  string `json:"engine"` // gnet | evio | ""
+	Workers int    `json:"workers"`
+	BlockNs int64  `json:"block_ns"`
+}
+
+// Step is one measurement of the plan.
+type Step struct {
+	ID       string        `json:"id"` // unique, also the file prefix
+	Phase    string        `json:"phase"`
+	Server   Server        `json:"server"`
+	Endpoint string        `json:"endpoint"` // what is loaded: /slow or /offload
+	Conc     int           `json:"conc"`     // callers (loaded connections)
+	K        int           `json:"k"`        // stall: loops (or callers) blocked
+	Variant  string        `json:"variant"`  // offload: blocking | offloaded | pool
+	Duration time.Duration `json:"duration_ns"`
+	Warmup   time.Duration `json:"warmup_ns"`
+}
+
+// Process is a child the run started, for the record (and the orphan test).
+type Process struct {
+	PID  int    `json:"pid"`
+	Name string `json:"name"`
+}
+
+// WriteRun writes dir/run.json through a rename.
+func WriteRun(dir string, r *Run) error {
+	return writeJSON(filepath.Join(dir, "run.json"), r)
+}
+
+func writeJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// ReadRun reads a run directory's index.
+func ReadRun(dir string) (*Run, error) {
+	b, err := os.ReadFile(filepath.Join(dir, "run.json"))
+	if err != nil {
+		return nil, fmt.Errorf("results: %w", err)
+	}
+	var r Run
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("results: run.json: %w", err)
+	}
+	if r.Schema != RunSchema {
+		return nil, fmt.Errorf("results: run.json schema %q, want %q", r.Schema, RunSchema)
+	}
+	return &r, nil
+}
