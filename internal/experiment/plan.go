@@ -101,7 +101,9 @@ func ParseFlags(args []string, stderr io.Writer, now time.Time) (Options, error)
 		Repeat: 1, Bin: "bin", Args: args,
 	}
 	fs := flag.NewFlagSet("run.sh", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	// Usage goes to stderr on --help only; a bad flag is one line.
+	var usage strings.Builder
+	fs.SetOutput(&usage)
 	fs.DurationVar(&o.Block, "block", o.Block, "the blocking call for sweep and offload")
 	fs.DurationVar(&o.StallBlock, "stall-block", o.StallBlock, "the blocking call for stall, trace and cliff (their story is waiting behind blocked workers)")
 	fs.Var(intsFlag{&o.Conc}, "conc", "concurrencies for the sweep; the highest is used for offload")
@@ -129,7 +131,11 @@ Flags:
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
-		return o, err
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(stderr, usage.String())
+			return o, err
+		}
+		return o, fmt.Errorf("run.sh: %v (see ./run.sh --help)", err)
 	}
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("run.sh: unexpected argument %q (flags only; see --help)", fs.Arg(0))
