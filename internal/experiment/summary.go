@@ -13,21 +13,22 @@ import (
 	"github.com/bystander-kit/bystander/internal/results"
 )
 
-// group is one step over its repetitions, with the results read back.
-type group struct {
-	step  Step
-	ms    []results.Measurement
-	load  []*results.Result
-	probe []*results.Result
-	conns []*results.Result
-	trace []*results.Result
-	why   string // when no repetition succeeded
+// Group is one step over its repetitions, with its results read back.
+type Group struct {
+	Step  Step
+	MS    []results.Measurement
+	Load  []*results.Result
+	Probe []*results.Result
+	Conns []*results.Result
+	Trace []*results.Result
+	Why   string // the first failure's status and reason
 }
 
-func (g *group) ok() bool { return len(g.load)+len(g.probe)+len(g.conns)+len(g.trace) > 0 }
+// OK reports whether any repetition left a result.
+func (g *Group) OK() bool { return len(g.Load)+len(g.Probe)+len(g.Conns)+len(g.Trace) > 0 }
 
-// vals maps f over the results that have it.
-func vals(rs []*results.Result, f func(*results.Result) (float64, bool)) []float64 {
+// Vals maps f over the results that have it.
+func Vals(rs []*results.Result, f func(*results.Result) (float64, bool)) []float64 {
 	var out []float64
 	for _, r := range rs {
 		if v, ok := f(r); ok {
@@ -37,7 +38,8 @@ func vals(rs []*results.Result, f func(*results.Result) (float64, bool)) []float
 	return out
 }
 
-func median(v []float64) float64 {
+// Median of v (0 for none).
+func Median(v []float64) float64 {
 	if len(v) == 0 {
 		return 0
 	}
@@ -54,7 +56,7 @@ func num(v []float64, format string) string {
 	if len(v) == 0 {
 		return "-"
 	}
-	s := fmt.Sprintf(format, median(v))
+	s := fmt.Sprintf(format, Median(v))
 	if len(v) > 1 {
 		s += fmt.Sprintf(" ["+format+"-"+format+"]", slices.Min(v), slices.Max(v))
 	}
@@ -72,21 +74,21 @@ func ms(v []float64) string { // v in us
 	return num(out, "%.1fms")
 }
 
-// groups reads every measurement's files back, in plan order.
-func groups(dir string, run *results.Run) []*group {
-	var gs []*group
-	byID := map[string]*group{}
+// Groups reads every measurement's files back, in plan order.
+func Groups(dir string, run *results.Run) []*Group {
+	var gs []*Group
+	byID := map[string]*Group{}
 	for _, m := range run.Measurements {
 		g := byID[m.ID]
 		if g == nil {
-			g = &group{step: m.Step}
+			g = &Group{Step: m.Step}
 			byID[m.ID] = g
 			gs = append(gs, g)
 		}
-		g.ms = append(g.ms, m)
+		g.MS = append(g.MS, m)
 		if m.Status != "ok" {
-			if g.why == "" {
-				g.why = m.Status + ": " + firstLine(m.Reason)
+			if g.Why == "" {
+				g.Why = m.Status + ": " + firstLine(m.Reason)
 			}
 			continue
 		}
@@ -98,10 +100,10 @@ func groups(dir string, run *results.Run) []*group {
 				*dst = append(*dst, r)
 			}
 		}
-		read(m.LoadFile, &g.load)
-		read(m.ProbeFile, &g.probe)
-		read(m.PerConnFile, &g.conns)
-		read(m.TraceFile, &g.trace)
+		read(m.LoadFile, &g.Load)
+		read(m.ProbeFile, &g.Probe)
+		read(m.PerConnFile, &g.Conns)
+		read(m.TraceFile, &g.Trace)
 	}
 	return gs
 }
@@ -114,11 +116,11 @@ func firstLine(s string) string {
 // Summarize prints the run's tables, in the form of the published
 // Netty-vs-Tomcat experiment.
 func Summarize(w io.Writer, dir string, run *results.Run) {
-	gs := groups(dir, run)
-	of := func(phase string) []*group {
-		var out []*group
+	gs := Groups(dir, run)
+	of := func(phase string) []*Group {
+		var out []*Group
 		for _, g := range gs {
-			if g.step.Phase == phase {
+			if g.Step.Phase == phase {
 				out = append(out, g)
 			}
 		}
@@ -128,7 +130,12 @@ func Summarize(w io.Writer, dir string, run *results.Run) {
 	if run.Partial {
 		fmt.Fprintf(w, "\nPARTIAL RUN: %s\n", run.PartialReason)
 	}
-	tput := func(r *results.Result) (float64, bool) { return r.Load.ThroughputPerS, r.Load != nil }
+	tput := func(r *results.Result) (float64, bool) {
+		if r.Load == nil {
+			return 0, false
+		}
+		return r.Load.ThroughputPerS, true
+	}
 	fastQ := func(q func(*results.Result) float64) func(*results.Result) (float64, bool) {
 		return func(r *results.Result) (float64, bool) {
 			if r.Probe == nil || r.Probe.Completed == 0 {
@@ -140,26 +147,26 @@ func Summarize(w io.Writer, dir string, run *results.Run) {
 	p50 := fastQ(func(r *results.Result) float64 { return r.Probe.Corrected.P50Us })
 	p95 := fastQ(func(r *results.Result) float64 { return r.Probe.Corrected.P95Us })
 	p99 := fastQ(func(r *results.Result) float64 { return r.Probe.Corrected.P99Us })
-	boundOf := func(g *group) string {
-		for _, m := range g.ms {
+	boundOf := func(g *Group) string {
+		for _, m := range g.MS {
 			if m.Bound != nil {
 				return m.Bound.Kind
 			}
 		}
 		return "-"
 	}
-	boundShare := func(g *group) []float64 {
+	boundShare := func(g *Group) []float64 {
 		var v []float64
-		for _, m := range g.ms {
+		for _, m := range g.MS {
 			if m.Bound != nil && m.Bound.ShareOfBound > 0 {
 				v = append(v, 100*m.Bound.ShareOfBound)
 			}
 		}
 		return v
 	}
-	share := func(g *group) []float64 {
+	share := func(g *Group) []float64 {
 		var v []float64
-		for _, m := range g.ms {
+		for _, m := range g.MS {
 			if m.Bound != nil && m.Cost != nil {
 				v = append(v, 100*m.Cost.ThroughputPerS/m.Bound.WorkersCeilingPerS)
 			}
@@ -171,24 +178,29 @@ func Summarize(w io.Writer, dir string, run *results.Run) {
 		fmt.Fprintf(w, "\n/slow throughput against the ceiling (block %s, workers / block)\n", time.Duration(p.BlockNs))
 		tw := table(w, "callers", "server", "req/s", "ceiling", "% of ceiling", "bound", "% of bound")
 		for _, g := range sweep {
-			if !g.ok() {
-				fmt.Fprintf(tw, "%d\t%s\t%s\t\t\t\n", g.step.Conc, g.step.Server.Name, g.why)
+			if !g.OK() {
+				fmt.Fprintf(tw, "%d\t%s\t%s\t\t\t\n", g.Step.Conc, g.Step.Server.Name, g.Why)
 				continue
 			}
-			ceil := float64(g.step.Server.Workers) / (float64(g.step.Server.BlockNs) / 1e9)
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%.0f\t%s\t%s\t%s\n", g.step.Conc, g.step.Server.Name, num(vals(g.load, tput), "%.0f"), ceil,
+			ceil := float64(g.Step.Server.Workers) / (float64(g.Step.Server.BlockNs) / 1e9)
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%.0f\t%s\t%s\t%s\n", g.Step.Conc, g.Step.Server.Name, num(Vals(g.Load, tput), "%.0f"), ceil,
 				num(share(g), "%.0f%%"), boundOf(g), num(boundShare(g), "%.0f%%"))
 		}
 		tw.Flush()
 		fmt.Fprintf(w, "\n/fast bystander latency meanwhile (50 ms probes, timed from when each was due)\n")
 		tw = table(w, "callers", "server", "p50", "p95", "p99", "probes")
 		for _, g := range sweep {
-			if !g.ok() {
+			if !g.OK() {
 				continue
 			}
-			n := vals(g.probe, func(r *results.Result) (float64, bool) { return float64(r.Probe.Completed), r.Probe != nil })
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", g.step.Conc, g.step.Server.Name, ms(vals(g.probe, p50)), ms(vals(g.probe, p95)),
-				ms(vals(g.probe, p99)), num(n, "%.0f"))
+			n := Vals(g.Probe, func(r *results.Result) (float64, bool) {
+				if r.Probe == nil {
+					return 0, false
+				}
+				return float64(r.Probe.Completed), true
+			})
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", g.Step.Conc, g.Step.Server.Name, ms(Vals(g.Probe, p50)), ms(Vals(g.Probe, p95)),
+				ms(Vals(g.Probe, p99)), num(n, "%.0f"))
 		}
 		tw.Flush()
 	}
@@ -197,16 +209,16 @@ func Summarize(w io.Writer, dir string, run *results.Run) {
 		fmt.Fprintf(w, "\nStalled connections: 12 /async connections, k loops kept blocked by %s calls (pool: as many callers)\n", time.Duration(p.StallBlockNs))
 		tw := table(w, "k", "server", "stalled of 12", "expected", "p50 stalled", "p50 others")
 		for _, g := range stall {
-			exp := fmt.Sprintf("%d", 3*g.step.K)
-			if g.step.Server.Kind == "pool" {
+			exp := fmt.Sprintf("%d", 3*g.Step.K)
+			if g.Step.Server.Kind == "pool" {
 				exp = "0"
 			}
-			if len(g.conns) == 0 {
-				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t\t\n", g.step.K, g.step.Server.Name, g.why, exp)
+			if len(g.Conns) == 0 {
+				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t\t\n", g.Step.K, g.Step.Server.Name, g.Why, exp)
 				continue
 			}
 			var stalled, sp, hp []float64
-			for _, r := range g.conns {
+			for _, r := range g.Conns {
 				if r.PerConn == nil {
 					continue
 				}
@@ -220,48 +232,48 @@ func Summarize(w io.Writer, dir string, run *results.Run) {
 					}
 				}
 				if len(s) > 0 {
-					sp = append(sp, median(s))
+					sp = append(sp, Median(s))
 				}
 				if len(h) > 0 {
-					hp = append(hp, median(h))
+					hp = append(hp, Median(h))
 				}
 			}
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", g.step.K, g.step.Server.Name, num(stalled, "%.0f"), exp, ms(sp), ms(hp))
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", g.Step.K, g.Step.Server.Name, num(stalled, "%.0f"), exp, ms(sp), ms(hp))
 		}
 		tw.Flush()
 	}
 
 	if off := of("offload"); len(off) > 0 {
-		fmt.Fprintf(w, "\nBlocking on the loop vs offloaded vs the pool (%d callers, block %s)\n", off[0].step.Conc, time.Duration(p.BlockNs))
+		fmt.Fprintf(w, "\nBlocking on the loop vs offloaded vs the pool (%d callers, block %s)\n", off[0].Step.Conc, time.Duration(p.BlockNs))
 		tw := table(w, "variant", "server", "endpoint", "req/s", "/fast p50", "/fast p95", "bound")
 		for _, g := range off {
-			if !g.ok() {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t\t\t\n", g.step.Variant, g.step.Server.Name, g.step.Endpoint, g.why)
+			if !g.OK() {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t\t\t\n", g.Step.Variant, g.Step.Server.Name, g.Step.Endpoint, g.Why)
 				continue
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", g.step.Variant, g.step.Server.Name, g.step.Endpoint,
-				num(vals(g.load, tput), "%.0f"), ms(vals(g.probe, p50)), ms(vals(g.probe, p95)), boundOf(g))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", g.Step.Variant, g.Step.Server.Name, g.Step.Endpoint,
+				num(Vals(g.Load, tput), "%.0f"), ms(Vals(g.Probe, p50)), ms(Vals(g.Probe, p95)), boundOf(g))
 		}
 		tw.Flush()
 	}
 
 	if tr := of("trace"); len(tr) > 0 {
-		fmt.Fprintf(w, "\n/async taken apart while %d callers block on /slow (%s); medians of the p50s\n", tr[0].step.Conc, time.Duration(p.StallBlockNs))
+		fmt.Fprintf(w, "\n/async taken apart while %d callers block on /slow (%s); medians of the p50s\n", tr[0].Step.Conc, time.Duration(p.StallBlockNs))
 		tw := table(w, "server", "samples", "accepted", "continuation late", "return", "total p50", "total p99")
 		for _, g := range tr {
-			if len(g.trace) == 0 {
-				fmt.Fprintf(tw, "%s\t%s\t\t\t\t\t\n", g.step.Server.Name, g.why)
+			if len(g.Trace) == 0 {
+				fmt.Fprintf(tw, "%s\t%s\t\t\t\t\t\n", g.Step.Server.Name, g.Why)
 				continue
 			}
 			t := func(f func(*results.Trace) float64) []float64 {
-				return vals(g.trace, func(r *results.Result) (float64, bool) {
+				return Vals(g.Trace, func(r *results.Result) (float64, bool) {
 					if r.Trace == nil || r.Trace.Total.Count == 0 {
 						return 0, false
 					}
 					return f(r.Trace), true
 				})
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", g.step.Server.Name, num(t(func(x *results.Trace) float64 { return float64(x.Total.Count) }), "%.0f"),
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", g.Step.Server.Name, num(t(func(x *results.Trace) float64 { return float64(x.Total.Count) }), "%.0f"),
 				ms(t(func(x *results.Trace) float64 { return x.Accepted.P50Us })), ms(t(func(x *results.Trace) float64 { return x.Lateness.P50Us })),
 				ms(t(func(x *results.Trace) float64 { return x.Return.P50Us })), ms(t(func(x *results.Trace) float64 { return x.Total.P50Us })),
 				ms(t(func(x *results.Trace) float64 { return x.Total.P99Us })))
@@ -273,12 +285,12 @@ func Summarize(w io.Writer, dir string, run *results.Run) {
 		fmt.Fprintf(w, "\nThe pool's cliff: %d slots, block %s, /fast probed meanwhile\n", p.PoolSlots, time.Duration(p.StallBlockNs))
 		tw := table(w, "callers", "of slots", "req/s", "/fast p50", "/fast p95", "/fast p99")
 		for _, g := range cl {
-			if !g.ok() {
-				fmt.Fprintf(tw, "%d\t%s\t%s\t\t\t\n", g.step.Conc, g.step.Variant, g.why)
+			if !g.OK() {
+				fmt.Fprintf(tw, "%d\t%s\t%s\t\t\t\n", g.Step.Conc, g.Step.Variant, g.Why)
 				continue
 			}
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", g.step.Conc, g.step.Variant, num(vals(g.load, tput), "%.0f"),
-				ms(vals(g.probe, p50)), ms(vals(g.probe, p95)), ms(vals(g.probe, p99)))
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", g.Step.Conc, g.Step.Variant, num(Vals(g.Load, tput), "%.0f"),
+				ms(Vals(g.Probe, p50)), ms(Vals(g.Probe, p95)), ms(Vals(g.Probe, p99)))
 		}
 		tw.Flush()
 	}
@@ -289,7 +301,7 @@ func Summarize(w io.Writer, dir string, run *results.Run) {
 	for _, g := range gs {
 		var cpu, cs, th, rss, gen []float64
 		var text string
-		for _, m := range g.ms {
+		for _, m := range g.MS {
 			if m.Cost == nil {
 				continue
 			}
@@ -309,7 +321,7 @@ func Summarize(w io.Writer, dir string, run *results.Run) {
 			continue
 		}
 		rows++
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", g.step.ID, num(cpu, "%.1f"), num(cs, "%.2f"), num(th, "%.0f"), num(rss, "%.0fMB"), num(gen, "%.1f"), text)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", g.Step.ID, num(cpu, "%.1f"), num(cs, "%.2f"), num(th, "%.0f"), num(rss, "%.0fMB"), num(gen, "%.1f"), text)
 	}
 	tw.Flush()
 	if rows == 0 {

@@ -1,0 +1,90 @@
+// Command report turns a run directory (run.json and its results) into one
+// self-contained HTML page of echarts charts with captions, the ceilings
+// overlaid, to share after a talk or show offline on stage.
+//
+//	report --in results/20261130T083446Z --out results/20261130T083446Z/report.html
+//
+// echarts is inlined: fetched once with `npm pack echarts@5.6.0`, checked
+// against its published integrity and cached outside the repository. When
+// it cannot be had, the page loads it from a CDN and says so.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/bystander-kit/bystander/internal/results"
+)
+
+func main() { os.Exit(mainExit(os.Args[1:], os.Stdout, os.Stderr)) }
+
+func mainExit(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("report", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	in := fs.String("in", "", "run directory (holding run.json)")
+	out := fs.String("out", "", "HTML file to write (default: report.html in the run directory)")
+	echarts := fs.String("echarts", "", "use this echarts.min.js (5.6.0, checked) instead of the cache")
+	offline := fs.Bool("offline", false, "never fetch echarts; without a cached copy the page uses a CDN")
+	fetchOnly := fs.Bool("fetch", false, "fetch and check echarts into the cache, then exit")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: report --in RUN_DIR [--out FILE]\n\nWrites one self-contained HTML report of a bystander run.\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if *fetchOnly {
+		a := loadAsset(*echarts, false, stderr)
+		if a.js == nil {
+			fmt.Fprintf(stderr, "report: %s\n", a.note)
+			return 1
+		}
+		p, _ := cachePath()
+		fmt.Fprintf(stdout, "report: echarts %s verified (%d bytes; cache %s)\n", echartsVersion, len(a.js), p)
+		return 0
+	}
+	if *in == "" || fs.NArg() > 0 {
+		fmt.Fprintln(stderr, "report: give the run directory with --in (and nothing else); see --help")
+		return 2
+	}
+	if *out == "" {
+		*out = filepath.Join(*in, "report.html")
+	}
+	run, err := results.ReadRun(*in)
+	if err != nil {
+		fmt.Fprintf(stderr, "report: %s is not a run directory: %v\n", *in, err)
+		return 1
+	}
+	a := loadAsset(*echarts, *offline, stderr)
+	if a.js == nil {
+		fmt.Fprintf(stderr, "report: echarts is not inlined (%s); the page loads it from %s and needs the network\n", a.note, echartsCDN)
+	}
+	f, err := os.CreateTemp(filepath.Dir(*out), ".report-*.html")
+	if err != nil {
+		fmt.Fprintf(stderr, "report: %v\n", err)
+		return 1
+	}
+	_ = f.Chmod(0o644)
+	werr := writePage(f, buildPage(*in, run, a))
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr == nil {
+		werr = os.Rename(f.Name(), *out)
+	}
+	if werr != nil {
+		os.Remove(f.Name())
+		fmt.Fprintf(stderr, "report: %v\n", werr)
+		return 1
+	}
+	st, _ := os.Stat(*out)
+	fmt.Fprintf(stdout, "report: wrote %s (%d KB)\n", *out, st.Size()/1024)
+	return 0
+}
