@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"html/template"
+	"regexp"
+	"strings"
 	"slices"
 	"sort"
 	"strconv"
@@ -31,10 +33,25 @@ type section struct {
 	Missing string
 }
 
+// snippet renders a chart as its element and a script that registers the
+// chart's drawing with the page instead of drawing at once: the page draws
+// each chart as it nears the screen, so a long report opens at once.
 func snippet(r render.Renderer) (template.HTML, template.HTML) {
 	s := r.RenderSnippet()
-	return template.HTML(s.Element), template.HTML(s.Script) // #nosec: go-echarts output, JSON-escaped
+	body := s.Script
+	if i := strings.Index(body, ">"); i >= 0 && strings.HasPrefix(strings.TrimSpace(body), "<script") {
+		body = body[i+1:]
+	}
+	body = strings.TrimSuffix(strings.TrimSpace(body), "</script>")
+	id := chartID.FindStringSubmatch(s.Element)
+	if id == nil {
+		panic("report: a chart snippet without an id")
+	}
+	// go-echarts output: the element, and option JSON it escaped itself.
+	return template.HTML(s.Element), template.HTML("<script>bystanderCharts.push({id: \"" + id[1] + "\", draw: function () {" + body + "}});</script>")
 }
+
+var chartID = regexp.MustCompile(`id="([A-Za-z0-9_]+)"`)
 
 func initOpts(id string, height int) charts.GlobalOpts {
 	return charts.WithInitializationOpts(opts.Initialization{ChartID: id, Width: "100%", Height: fmt.Sprintf("%dpx", height)})

@@ -150,7 +150,7 @@ h1{font-size:1.6em;margin-bottom:.2em}h2{font-size:1.2em;margin-top:2em;border-b
 td,th{border:1px solid #ddd;padding:.25em .5em;text-align:left;vertical-align:top}th{background:#f4f4f4}
 .kv td:first-child{color:#666}.flag{background:#fdecea}.container{width:100%}
 </style>
-{{if .Inline}}<script>{{.Inline}}</script>{{else}}<script src="{{.CDN}}"></script>{{end}}
+<script>window.bystanderCharts = [];</script>
 </head>
 <body>
 <h1>{{.Title}}</h1>
@@ -173,6 +173,34 @@ with real servers on loopback; every figure says what bounds it.</p>
 {{else}}{{.Element}}
 {{.Script}}
 {{end}}{{end}}
+{{if .Inline}}<script>{{.Inline}}</script>{{else}}<script src="{{.CDN}}"></script>{{end}}
+<script>
+(function () {
+  "use strict";
+  performance.mark("echarts loaded");
+  var pending = {};
+  window.bystanderCharts.forEach(function (c) { pending[c.id] = c; });
+  function draw(id) {
+    var c = pending[id];
+    if (!c) { return; }
+    delete pending[id];
+    c.draw();
+    performance.mark("drawn " + id);
+    if (!window.bystanderFirstDrawnMs) { window.bystanderFirstDrawnMs = performance.now(); }
+  }
+  // Draw everything now: for printing, screenshots and tests.
+  window.bystanderDrawAll = function () { Object.keys(pending).forEach(draw); };
+  window.addEventListener("beforeprint", window.bystanderDrawAll);
+  if (typeof echarts === "undefined") { return; }
+  if (!("IntersectionObserver" in window)) { window.bystanderDrawAll(); return; }
+  var seen = new IntersectionObserver(function (entries) {
+    entries.forEach(function (e) {
+      if (e.isIntersecting) { seen.unobserve(e.target); draw(e.target.id); }
+    });
+  }, {rootMargin: "400px"});
+  window.bystanderCharts.forEach(function (c) { seen.observe(document.getElementById(c.id)); });
+})();
+</script>
 <p class="caption">Made by bystander's report from {{.Run.Schema}} results; the measurements are in the run directory beside this file.</p>
 </body>
 </html>

@@ -142,6 +142,7 @@ Flags:
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	o.Args = userArgs(args)
 	if o.Quick {
 		if !set["duration"] {
 			o.Duration = 1500 * time.Millisecond
@@ -154,6 +155,22 @@ Flags:
 		o.Out = filepath.Join("results", now.UTC().Format("20060102T150405Z"))
 	}
 	return o, o.validate()
+}
+
+// userArgs drops --bin, which run.sh adds, from the recorded command line.
+func userArgs(args []string) []string {
+	out := []string{}
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--bin" || a == "-bin":
+			i++
+		case strings.HasPrefix(a, "--bin=") || strings.HasPrefix(a, "-bin="):
+		default:
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 func (o *Options) validate() error {

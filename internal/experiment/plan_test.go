@@ -86,6 +86,9 @@ func TestPlanDetails(t *testing.T) {
 			t.Errorf("plan description lacks %q:\n%s", want, sb.String())
 		}
 	}
+	if a, _ := ParseFlags([]string{"--bin", "bin", "--conc=4", "--bin=x"}, io.Discard, now); !slices.Equal(a.Args, []string{"--conc=4"}) {
+		t.Errorf("recorded args %v", a.Args)
+	}
 	q, _ := ParseFlags([]string{"--quick"}, io.Discard, now)
 	if q.Duration >= o.Duration || q.Warmup >= o.Warmup {
 		t.Errorf("--quick: duration %s warm-up %s", q.Duration, q.Warmup)

@@ -1,0 +1,192 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/log"
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+)
+
+// browser finds Debian's chromium. Outside CI a machine without it skips
+// the browser test; in CI (CI set) .ci/run installs it and the test must run.
+func browser(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{"chromium", "chromium-browser", "chromium-headless-shell", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatal("CI: no chromium on PATH; .ci/run must install it (apt-get install chromium)")
+	}
+	t.Skip("no chromium on PATH (apt-get install chromium); the browser test runs in CI")
+	return ""
+}
+
+// TestInBrowser opens a report of a real run in headless chromium with the
+// network closed: it must draw every chart from the inlined echarts, ask
+// for nothing but file: and data: URLs, and log no error.
+func TestInBrowser(t *testing.T) {
+	chrome := browser(t)
+	a := loadAsset("", false, os.Stderr)
+	if a.js == nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("CI: echarts could not be had: %s", a.note)
+		}
+		t.Skipf("echarts could not be had (%s)", a.note)
+	}
+	run := readTestRun(t)
+	out := filepath.Join(t.TempDir(), "report.html")
+	f, err := os.Create(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := writePage(f, buildPage(testRun, run, a)); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	st, _ := os.Stat(out)
+	t.Logf("report of a default run: %d KB", st.Size()/1024)
+	if st.Size() > 1500*1000 {
+		t.Errorf("report is %d bytes, over 1.5 MB", st.Size())
+	}
+
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(chrome),
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.Flag("host-resolver-rules", "MAP * ~NOTFOUND"),
+		chromedp.Flag("proxy-server", "127.0.0.1:9"),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1200, 900),
+	)
+	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
+	defer cancel()
+	ctx, cancel := chromedp.NewContext(actx)
+	defer cancel()
+	ctx, cancel = context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+
+	var mu sync.Mutex
+	var problems []string
+	err = chromedp.Listen(ctx, func(ev any) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch e := ev.(type) {
+		case *network.EventRequestWillBeSent:
+			if u := e.Request.URL; !strings.HasPrefix(u, "file:") && !strings.HasPrefix(u, "data:") {
+				problems = append(problems, "request for "+u)
+			}
+		case *runtime.EventExceptionThrown:
+			problems = append(problems, fmt.Sprintf("JS exception: %s %v", e.ExceptionDetails.Text, e.ExceptionDetails.Exception))
+		case *runtime.EventConsoleAPICalled:
+			if e.Type == runtime.ConsoleAPICalledTypeError || e.Type == runtime.ConsoleAPICalledTypeAssert {
+				problems = append(problems, fmt.Sprintf("console.%s: %v", e.Type, e.Args))
+			}
+		case *log.EventEntryAdded:
+			if e.Entry.Level == log.EntryLevelError {
+				problems = append(problems, "log error: "+e.Entry.Text+" "+e.Entry.URL)
+			}
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if err := chromedp.Do(ctx, chromedp.Navigate("file://"+out), chromedp.WaitReady("#cost")); err != nil {
+		t.Fatal(err)
+	}
+	// The page draws the charts on screen first; wait for that, then have
+	// it draw the rest, as printing does.
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool]("window.bystanderFirstDrawnMs > 0", chromedp.WithPollingInterval(10*time.Millisecond))); err != nil {
+		t.Fatal(err)
+	}
+	allMs, err := chromedp.Run(ctx, chromedp.Evaluate[float64]("(() => { const t0 = performance.now(); window.bystanderDrawAll(); return performance.now() - t0; })()"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Every chart: an echarts instance with series that have data.
+	type drawn struct {
+		Charts  map[string]struct{ Series, Empty int }
+		XType   string
+		Ceiling []float64
+		Painted bool
+		DrawnMs float64
+	}
+	const js = `(() => {
+	  let out = {Charts: {}, XType: "", Ceiling: [], Painted: false, DrawnMs: window.bystanderFirstDrawnMs};
+	  for (const el of document.querySelectorAll('.item')) {
+	    const inst = echarts.getInstanceByDom(el);
+	    if (!inst) { out.Charts[el.id] = {Series: -1, Empty: 0}; continue; }
+	    const series = inst.getOption().series;
+	    out.Charts[el.id] = {Series: series.length, Empty: series.filter(s => !s.data || s.data.length === 0).length};
+	  }
+	  const tp = echarts.getInstanceByDom(document.getElementById('throughput'));
+	  out.XType = tp.getOption().xAxis[0].type;
+	  const ceiling = tp.getOption().series.find(s => s.name.startsWith('ceiling loop-'));
+	  if (ceiling) {
+	    const p = tp.convertToPixel({seriesName: ceiling.name}, ceiling.data[0].value || ceiling.data[0]);
+	    const q = tp.convertToPixel({seriesName: ceiling.name}, ceiling.data[1].value || ceiling.data[1]);
+	    out.Ceiling = [p[0], p[1], q[0], q[1]];
+	    const canvas = document.getElementById('throughput').querySelector('canvas');
+	    const ctx = canvas.getContext('2d');
+	    const dpr = canvas.width / canvas.clientWidth;
+	    const y = Math.round(p[1] * dpr);
+	    for (let x = Math.round((p[0] + (q[0] - p[0]) * 0.3) * dpr); x < (p[0] + (q[0] - p[0]) * 0.3 + 40) * dpr; x++) {
+	      const d = ctx.getImageData(x, y, 1, 1).data;
+	      if (d[3] > 0 && (d[0] < 230 || d[1] < 230 || d[2] < 230)) { out.Painted = true; break; }
+	    }
+	  }
+	  return out;
+	})()`
+	check, err := chromedp.Run(ctx, chromedp.Evaluate[drawn](js))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// From navigation start to the first frame after every chart was set up.
+	marks, _ := chromedp.Run(ctx, chromedp.Evaluate[[]map[string]any](`performance.getEntriesByType('mark').map(m => ({name: m.name, ms: Math.round(m.startTime)}))`))
+	// Timings for the note (docs/measurements.md), not assertions: the page's
+	// clock starts at navigation.
+	t.Logf("first screen drawn %.0f ms after navigation; the remaining charts drawn in %.0f ms more (%s with the test's polling); marks %v",
+		check.DrawnMs, allMs, time.Since(start).Round(time.Millisecond), marks)
+	want := []string{"throughput", "bystander", "timeline", "stall_loop_gnet", "stall_pool", "offload", "trace", "cliff"}
+	for _, id := range want {
+		c, ok := check.Charts[id]
+		switch {
+		case !ok:
+			t.Errorf("chart %s is not on the page", id)
+		case c.Series <= 0:
+			t.Errorf("chart %s has no echarts instance or no series", id)
+		case c.Empty > 0:
+			t.Errorf("chart %s has %d empty series", id, c.Empty)
+		}
+	}
+	if len(check.Charts) != len(want) {
+		t.Errorf("charts on the page: %v", check.Charts)
+	}
+	if check.XType != "log" {
+		t.Errorf("throughput x axis is %q, want log", check.XType)
+	}
+	if len(check.Ceiling) != 4 || !check.Painted {
+		t.Errorf("the ceiling line is not drawn where it should be: %v painted %v", check.Ceiling, check.Painted)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, p := range problems {
+		t.Error(p)
+	}
+}

@@ -1,0 +1,200 @@
+package main
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/bystander-kit/bystander/internal/results"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/report.golden.html")
+
+// stub stands in for echarts in tests that look at the page, not a browser.
+var stub = asset{js: []byte("/* echarts stub for tests */ var echarts = {};")}
+
+const testRun = "testdata/run" // a real default run of ./run.sh, report.html left out
+
+func readTestRun(t *testing.T) *results.Run {
+	t.Helper()
+	run, err := results.ReadRun(testRun)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return run
+}
+
+func renderString(t *testing.T, dir string, run *results.Run, a asset) string {
+	t.Helper()
+	var b bytes.Buffer
+	if err := writePage(&b, buildPage(dir, run, a)); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+// TestGolden: the same run gives the same page, byte for byte (fixed chart
+// IDs, ordered data), and that page is the reviewed one.
+func TestGolden(t *testing.T) {
+	run := readTestRun(t)
+	got := renderString(t, testRun, run, stub)
+	if again := renderString(t, testRun, run, stub); again != got {
+		t.Fatal("two renderings of the same run differ")
+	}
+	golden := filepath.Join("testdata", "report.golden.html")
+	if *update {
+		if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (run go test ./report -run TestGolden -update to write it)", err)
+	}
+	if got != string(want) {
+		t.Fatal("the page differs from testdata/report.golden.html; if the change is intended, rerun with -update and review the diff")
+	}
+}
+
+// TestEveryChart: from a full run every chart is drawn, each under its
+// fixed ID, with a caption.
+func TestEveryChart(t *testing.T) {
+	run := readTestRun(t)
+	p := buildPage(testRun, run, stub)
+	ids := map[string]bool{}
+	for _, s := range p.Sections {
+		ids[s.ID] = true
+		if s.Missing != "" {
+			t.Errorf("%s: not drawn: %s", s.ID, s.Missing)
+		}
+		if s.Caption == "" || s.Title == "" {
+			t.Errorf("%s: no title or caption", s.ID)
+		}
+		if s.Table == nil && (!strings.Contains(string(s.Element), `id="`+s.ID+`"`) || !strings.Contains(string(s.Script), "echarts.init")) {
+			t.Errorf("%s: no chart element or script", s.ID)
+		}
+	}
+	for _, id := range []string{"throughput", "bystander", "timeline", "stall_loop_gnet", "stall_pool", "offload", "trace", "cliff", "cost"} {
+		if !ids[id] {
+			t.Errorf("no section %s", id)
+		}
+	}
+	page := renderString(t, testRun, run, stub)
+	for _, want := range []string{`"type":"log"`, "ceiling loop-gnet: 4 workers / 5ms", "Little", "stalled 3 of 12 (expected 3)", "FLAGGED", "workers: 4 loops"} {
+		if want == "FLAGGED" {
+			continue // only when a row is generator-bound; none in this run
+		}
+		if !strings.Contains(page, want) {
+			t.Errorf("the page lacks %q", want)
+		}
+	}
+}
+
+// TestMissingPhases: a run with phases not run and one failed measurement
+// still renders, and says what is missing and why.
+func TestMissingPhases(t *testing.T) {
+	run := readTestRun(t)
+	var keep []results.Measurement
+	for _, m := range run.Measurements {
+		if m.Phase == "sweep" {
+			keep = append(keep, m)
+		}
+	}
+	keep[len(keep)-1].Status, keep[len(keep)-1].Reason = "failed", "the server died during the measurement: exit status 2"
+	keep[len(keep)-1].LoadFile, keep[len(keep)-1].ProbeFile, keep[len(keep)-1].Cost, keep[len(keep)-1].Bound = "", "", nil, nil
+	run.Measurements = keep
+	run.Params.Phases = []string{"sweep"}
+	run.Partial, run.PartialReason = true, "interrupted after 40s"
+	page := renderString(t, testRun, run, stub)
+	for _, want := range []string{
+		"the stall phase was not run", "the offload phase was not run", "the trace phase was not run", "the cliff phase was not run",
+		"not run</td>", "the server died during the measurement", "This run was cut short (interrupted after 40s)",
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the page lacks %q", want)
+		}
+	}
+	if !strings.Contains(page, `id="throughput"`) {
+		t.Error("the sweep chart is gone with the failure")
+	}
+	// Nothing at all.
+	run.Measurements = nil
+	page = renderString(t, testRun, run, stub)
+	if !strings.Contains(page, "missing_throughput") || !strings.Contains(page, "no load measurement completed") {
+		t.Error("an empty run does not say why the charts are missing")
+	}
+}
+
+var external = regexp.MustCompile(`(?i)(src|href)\s*=\s*["']?\s*(https?:)?//`)
+
+// TestSelfContained: with echarts inlined nothing is loaded from anywhere;
+// without it the page uses the CDN and says so.
+func TestSelfContained(t *testing.T) {
+	run := readTestRun(t)
+	page := renderString(t, testRun, run, stub)
+	if m := external.FindString(page); m != "" || strings.Contains(page, "<script src") {
+		t.Errorf("inlined page loads %q", m)
+	}
+	if !strings.Contains(page, "echarts stub for tests") {
+		t.Error("echarts is not inlined")
+	}
+	page = renderString(t, testRun, run, asset{note: "npm is not installed"})
+	if !strings.Contains(page, `<script src="`+echartsCDN+`"></script>`) || !strings.Contains(page, "could not be inlined (npm is not installed)") {
+		t.Error("the CDN fallback is not used or not said")
+	}
+	// Each time series stays within the bound.
+	for _, s := range buildPage(testRun, run, stub).Sections {
+		var opt map[string]any
+		if i := strings.Index(string(s.Script), "let option_"); i >= 0 {
+			js := string(s.Script)[i:]
+			js = js[strings.Index(js, "=")+1:]
+			js = strings.TrimRight(strings.TrimSpace(js[:strings.Index(js, "goecharts_")]), ";")
+			if err := json.Unmarshal([]byte(js), &opt); err != nil {
+				t.Fatalf("%s: option is not JSON: %v", s.ID, err)
+			}
+			for _, se := range opt["series"].([]any) {
+				if d, ok := se.(map[string]any)["data"].([]any); ok && len(d) > maxPoints {
+					t.Errorf("%s: a series of %d points", s.ID, len(d))
+				}
+			}
+		}
+	}
+}
+
+func TestAssetChecks(t *testing.T) {
+	if err := checkJS([]byte("not echarts")); err == nil {
+		t.Error("a wrong file passed")
+	}
+	var tgz bytes.Buffer
+	zw := gzip.NewWriter(&tgz)
+	tw := tar.NewWriter(zw)
+	body := []byte("console.log(1)")
+	_ = tw.WriteHeader(&tar.Header{Name: "package/dist/echarts.min.js", Mode: 0o644, Size: int64(len(body))})
+	_, _ = tw.Write(body)
+	tw.Close()
+	zw.Close()
+	got, err := extract(tgz.Bytes(), "package/dist/echarts.min.js")
+	if err != nil || string(got) != string(body) {
+		t.Fatalf("extract: %q %v", got, err)
+	}
+	if _, err := extract(tgz.Bytes(), "package/dist/other.js"); err == nil {
+		t.Error("a missing file was found")
+	}
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "echarts.min.js")
+	_ = os.WriteFile(bad, []byte("x"), 0o644)
+	if a := loadAsset(bad, true, &bytes.Buffer{}); a.js != nil || !strings.Contains(a.note, "sha256") {
+		t.Errorf("a wrong --echarts file was used: %q", a.note)
+	}
+	t.Setenv("BYSTANDER_CACHE", dir)
+	if a := loadAsset("", true, &bytes.Buffer{}); a.js != nil || !strings.Contains(a.note, "offline") {
+		t.Errorf("offline without a cache: %q", a.note)
+	}
+}
