@@ -4,10 +4,10 @@ import (
 	"fmt"
 	"html/template"
 	"regexp"
-	"strings"
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/go-echarts/go-echarts/v2/charts"
