@@ -193,3 +193,37 @@ func TestInterrupted(t *testing.T) {
 		t.Fatalf("the last measurement is %s, want skipped", last.Status)
 	}
 }
+
+// TestPinned: --pin puts servers and generators on disjoint CPU sets and
+// checks every thread; with fewer than 2 CPUs it refuses.
+func TestPinned(t *testing.T) {
+	if _, _, err := cpuSets(1); err == nil {
+		t.Error("--pin accepted 1 CPU")
+	}
+	if s, g, err := cpuSets(4); err != nil || s != "0-1" || g != "2-3" {
+		t.Errorf("4 CPUs: %q %q %v", s, g, err)
+	}
+	if _, err := exec.LookPath("taskset"); err != nil {
+		t.Skip("no taskset")
+	}
+	if n, _, _ := cpuSets(2); n == "" {
+		t.Skip("fewer than 2 CPUs")
+	}
+	bin := kit(t)
+	out := filepath.Join(t.TempDir(), "run")
+	o, err := ParseFlags([]string{"--quick", "--phases", "sweep", "--servers", "loop", "--conc", "4", "--pin", "--out", out, "--bin", bin}, os.Stderr, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stdout bytes.Buffer
+	if code := Run(context.Background(), o, &stdout, &stdout); code != 0 {
+		t.Fatalf("exit %d\n%s", code, stdout.String())
+	}
+	if !strings.Contains(stdout.String(), "pinned: servers on CPUs") {
+		t.Errorf("the plan does not say it pins:\n%s", stdout.String())
+	}
+	run, _ := results.ReadRun(out)
+	if !run.Params.Pin || run.Measurements[0].Status != "ok" {
+		t.Fatalf("%+v", run.Measurements[0])
+	}
+}

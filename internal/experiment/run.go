@@ -186,6 +186,7 @@ func (r *runner) step(ctx context.Context, s Step, rep int) results.Measurement 
 	m := results.Measurement{Step: s, Repeat: rep, Status: "ok"}
 	fail := func(format string, a ...any) results.Measurement {
 		m.Status, m.Reason = "failed", fmt.Sprintf(format, a...)
+		m.Cost, m.Bound = nil, nil // not a figure of a server that was working
 		if ctx.Err() != nil {
 			m.Status, m.Reason = "failed", "interrupted: "+m.Reason
 		}
@@ -273,6 +274,17 @@ func (r *runner) load(ctx context.Context, srv *server, s Step, rel func(string)
 			m1, _ = proc.ReadMachine()
 		}
 	}
+	var pinErr error
+	if r.o.Pin {
+		// Every thread the generators started by now runs on their CPU set.
+		for _, c := range []*child{lg, pr} {
+			if c.alive() {
+				if err := checkPinned(c.cmd.Process.Pid, r.procs.genCPUs); err != nil {
+					pinErr = fmt.Errorf("--pin: %s: %w", c.name, err)
+				}
+			}
+		}
+	}
 	errL := r.tool(ctx, lg, total+30*time.Second)
 	errP := r.tool(ctx, pr, total+30*time.Second)
 	if _, err := os.Stat(filepath.Join(r.dir, rel("load"))); err == nil {
@@ -281,7 +293,7 @@ func (r *runner) load(ctx context.Context, srv *server, s Step, rel func(string)
 	if _, err := os.Stat(filepath.Join(r.dir, rel("fast"))); err == nil {
 		m.ProbeFile = rel("fast")
 	}
-	if err := errors.Join(errL, errP); err != nil {
+	if err := errors.Join(errL, errP, pinErr); err != nil {
 		return err
 	}
 	if m.LoadFile == "" {

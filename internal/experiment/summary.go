@@ -108,6 +108,16 @@ func Groups(dir string, run *results.Run) []*Group {
 	return gs
 }
 
+// short is the table cell for a group that left no result: the reason is
+// printed in full under "Not measured".
+func (g *Group) short() string {
+	status, _, _ := strings.Cut(g.Why, ":")
+	if status == "" {
+		status = "no result"
+	}
+	return status + " (see below)"
+}
+
 func firstLine(s string) string {
 	l, _, _ := strings.Cut(s, "\n")
 	return l
@@ -179,7 +189,7 @@ func Summarize(w io.Writer, dir string, run *results.Run) {
 		tw := table(w, "callers", "server", "req/s", "ceiling", "% of ceiling", "bound", "% of bound")
 		for _, g := range sweep {
 			if !g.OK() {
-				fmt.Fprintf(tw, "%d\t%s\t%s\t\t\t\n", g.Step.Conc, g.Step.Server.Name, g.Why)
+				fmt.Fprintf(tw, "%d\t%s\t%s\t\t\t\n", g.Step.Conc, g.Step.Server.Name, g.short())
 				continue
 			}
 			ceil := float64(g.Step.Server.Workers) / (float64(g.Step.Server.BlockNs) / 1e9)
@@ -214,7 +224,7 @@ func Summarize(w io.Writer, dir string, run *results.Run) {
 				exp = "0"
 			}
 			if len(g.Conns) == 0 {
-				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t\t\n", g.Step.K, g.Step.Server.Name, g.Why, exp)
+				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t\t\n", g.Step.K, g.Step.Server.Name, g.short(), exp)
 				continue
 			}
 			var stalled, sp, hp []float64
@@ -248,7 +258,7 @@ func Summarize(w io.Writer, dir string, run *results.Run) {
 		tw := table(w, "variant", "server", "endpoint", "req/s", "/fast p50", "/fast p95", "bound")
 		for _, g := range off {
 			if !g.OK() {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t\t\t\n", g.Step.Variant, g.Step.Server.Name, g.Step.Endpoint, g.Why)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t\t\t\n", g.Step.Variant, g.Step.Server.Name, g.Step.Endpoint, g.short())
 				continue
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", g.Step.Variant, g.Step.Server.Name, g.Step.Endpoint,
@@ -262,7 +272,7 @@ func Summarize(w io.Writer, dir string, run *results.Run) {
 		tw := table(w, "server", "samples", "accepted", "continuation late", "return", "total p50", "total p99")
 		for _, g := range tr {
 			if len(g.Trace) == 0 {
-				fmt.Fprintf(tw, "%s\t%s\t\t\t\t\t\n", g.Step.Server.Name, g.Why)
+				fmt.Fprintf(tw, "%s\t%s\t\t\t\t\t\n", g.Step.Server.Name, g.short())
 				continue
 			}
 			t := func(f func(*results.Trace) float64) []float64 {
@@ -286,7 +296,7 @@ func Summarize(w io.Writer, dir string, run *results.Run) {
 		tw := table(w, "callers", "of slots", "req/s", "/fast p50", "/fast p95", "/fast p99")
 		for _, g := range cl {
 			if !g.OK() {
-				fmt.Fprintf(tw, "%d\t%s\t%s\t\t\t\n", g.Step.Conc, g.Step.Variant, g.Why)
+				fmt.Fprintf(tw, "%d\t%s\t%s\t\t\t\n", g.Step.Conc, g.Step.Variant, g.short())
 				continue
 			}
 			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", g.Step.Conc, g.Step.Variant, num(Vals(g.Load, tput), "%.0f"),
