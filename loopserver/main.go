@@ -10,17 +10,15 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"net"
 	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/bystander-kit/bystander/internal/admin"
+	"github.com/bystander-kit/bystander/internal/cli"
 	"github.com/bystander-kit/bystander/internal/serverflags"
 )
 
@@ -43,29 +41,21 @@ type engine interface {
 func main() { os.Exit(mainExit(os.Args[1:], os.Stdout, os.Stderr)) }
 
 func mainExit(args []string, stdout, stderr io.Writer) int {
-	o, err := parseFlags(args, stderr)
-	if errors.Is(err, flag.ErrHelp) {
-		return 0
-	}
-	if err != nil {
-		fmt.Fprintln(stderr, err)
-		return 2
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	err = run(ctx, o, func(addr, adminAddr net.Addr) {
-		side := "admin off"
-		if o.Admin != "" {
-			side = fmt.Sprintf("admin http://%s/stats", adminAddr)
+	return cli.Main(args, stderr, parseFlags, func(ctx context.Context, o options) int {
+		err := run(ctx, o, func(addr, adminAddr net.Addr) {
+			side := "admin off"
+			if o.Admin != "" {
+				side = fmt.Sprintf("admin http://%s/stats", adminAddr)
+			}
+			fmt.Fprintf(stdout, "loopserver: listening on http://%s (engine %s, %d loops, block %s %s, delay %s); %s\n",
+				addr, o.engine, o.loops, o.Block, o.BlockMode, o.Delay, side)
+		})
+		if err != nil {
+			fmt.Fprintln(stderr, err)
+			return 1
 		}
-		fmt.Fprintf(stdout, "loopserver: listening on http://%s (engine %s, %d loops, block %s %s, delay %s); %s\n",
-			addr, o.engine, o.loops, o.Block, o.BlockMode, o.Delay, side)
+		return 0
 	})
-	if err != nil {
-		fmt.Fprintln(stderr, err)
-		return 1
-	}
-	return 0
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {

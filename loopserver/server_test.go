@@ -9,13 +9,11 @@ import (
 	"net/http"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/bystander-kit/bystander/internal/h1"
 	"github.com/bystander-kit/bystander/internal/protocol"
 	"github.com/bystander-kit/bystander/internal/serverflags"
 	"github.com/bystander-kit/bystander/internal/wiretest"
@@ -95,45 +93,7 @@ func TestEndpoints(t *testing.T) {
 	for _, eng := range engines {
 		t.Run(eng, func(t *testing.T) {
 			t.Parallel()
-			s := start(t, eng, nil)
-			c := wiretest.Dial(t, s.addr)
-			before := time.Now().UnixNano()
-			for _, tc := range []struct {
-				target, body  string
-				blocked, cont bool
-			}{
-				{"/fast", protocol.BodyFast, false, false},
-				{"/slow?block=20ms", protocol.BodySlow, true, false},
-				{"/async?delay=20ms", protocol.BodyAsync, false, true},
-				{"/offload?block=20ms", protocol.BodyOffload, true, true},
-			} {
-				a := c.MustGet(tc.target)
-				if a.Status != 200 || a.Body != tc.body {
-					t.Fatalf("%s: %d %q", tc.target, a.Status, a.Body)
-				}
-				if l := a.Int(protocol.HeaderLoop); l < 0 || l > 3 {
-					t.Errorf("%s: X-Loop %q", tc.target, a.Header.Get(protocol.HeaderLoop))
-				}
-				hs := a.Int(protocol.HeaderHandlerStart)
-				if hs < before || hs > time.Now().UnixNano() {
-					t.Errorf("%s: X-Handler-Start %d outside the request", tc.target, hs)
-				}
-				if b := a.Int(protocol.HeaderBlockedNs); tc.blocked != (b >= 0) || (tc.blocked && b < int64(20*time.Millisecond)) {
-					t.Errorf("%s: X-Blocked-Ns %q", tc.target, a.Header.Get(protocol.HeaderBlockedNs))
-				}
-				cs := a.Int(protocol.HeaderContinuationStart)
-				if tc.cont != (cs >= 0) || (tc.cont && cs-hs < int64(20*time.Millisecond)) {
-					t.Errorf("%s: X-Continuation-Start %d, handler start %d", tc.target, cs, hs)
-				}
-				if a.Elapsed < 20*time.Millisecond && tc.target != "/fast" {
-					t.Errorf("%s answered in %s, before its 20ms", tc.target, a.Elapsed)
-				}
-			}
-			// HEAD has the headers and no body.
-			a, err := c.Raw("HEAD /async HTTP/1.1\r\nHost: t\r\n\r\n", "HEAD")
-			if err != nil || a.Status != 200 || a.Body != "" || a.Header.Get("Content-Length") != strconv.Itoa(len(protocol.BodyAsync)) {
-				t.Fatalf("HEAD /async: %+v %v", a, err)
-			}
+			wiretest.CheckEndpoints(t, start(t, eng, nil).addr, 4)
 		})
 	}
 }
@@ -379,62 +339,13 @@ func TestConnectionHandling(t *testing.T) {
 	}
 }
 
-// TestMalformed sends each malformed request on its own connection while a
-// bystander connection keeps using the server: each gets its status (and a
-// close where the stream cannot be trusted), the bystander never notices.
+// TestMalformed: the shared table of malformed and refused requests, each
+// on its own connection while a bystander keeps using the server.
 func TestMalformed(t *testing.T) {
-	type mcase struct {
-		name, req string
-		status    int
-		closes    bool
-	}
-	var cases []mcase
-	for _, c := range h1.BadRequests() {
-		cases = append(cases, mcase{c.Name, c.Req, c.Status, true})
-	}
-	cases = append(cases,
-		mcase{"POST", "POST /fast HTTP/1.1\r\nHost: t\r\nContent-Length: 2\r\n\r\nhi", 405, false},
-		mcase{"DELETE", "DELETE /slow HTTP/1.1\r\nHost: t\r\n\r\n", 405, false},
-		mcase{"unknown path", "GET /nope HTTP/1.1\r\nHost: t\r\n\r\n", 404, false},
-		mcase{"absolute-form, unknown path", "GET http://t HTTP/1.1\r\nHost: t\r\n\r\n", 404, false},
-		mcase{"absolute-form", "GET http://t/fast HTTP/1.1\r\nHost: t\r\n\r\n", 200, false},
-		mcase{"path prefix", "GET /fastest HTTP/1.1\r\nHost: t\r\n\r\n", 404, false},
-		mcase{"block unparsable", "GET /slow?block=abc HTTP/1.1\r\nHost: t\r\n\r\n", 400, false},
-		mcase{"block without unit", "GET /slow?block=5 HTTP/1.1\r\nHost: t\r\n\r\n", 400, false},
-		mcase{"block negative", "GET /slow?block=-5ms HTTP/1.1\r\nHost: t\r\n\r\n", 400, false},
-		mcase{"block above max", "GET /offload?block=1h HTTP/1.1\r\nHost: t\r\n\r\n", 400, false},
-		mcase{"delay unparsable", "GET /async?delay=soon HTTP/1.1\r\nHost: t\r\n\r\n", 400, false},
-		mcase{"delay above max", "GET /async?delay=11s HTTP/1.1\r\nHost: t\r\n\r\n", 400, false},
-		mcase{"bad escape", "GET /slow?block=%zz HTTP/1.1\r\nHost: t\r\n\r\n", 400, false},
-	)
 	for _, eng := range engines {
 		t.Run(eng, func(t *testing.T) {
 			t.Parallel()
-			s := start(t, eng, nil)
-			by := wiretest.Dial(t, s.addr)
-			for _, tc := range cases {
-				c := wiretest.Dial(t, s.addr)
-				a, err := c.Raw(tc.req, "GET")
-				if err != nil {
-					t.Fatalf("%s: %v", tc.name, err)
-				}
-				if a.Status != tc.status {
-					t.Errorf("%s: status %d %q, want %d", tc.name, a.Status, a.Body, tc.status)
-				}
-				if !strings.HasSuffix(a.Body, "\n") || strings.Count(a.Body, "\n") != 1 {
-					t.Errorf("%s: reason %q is not one line", tc.name, a.Body)
-				}
-				if tc.closes {
-					if !a.Closed || !c.EOF() {
-						t.Errorf("%s: connection left open after %d", tc.name, a.Status)
-					}
-				} else if b := c.MustGet("/fast"); b.Status != 200 {
-					t.Errorf("%s: the same connection then got %d", tc.name, b.Status)
-				}
-				if b := by.MustGet("/fast"); b.Status != 200 {
-					t.Fatalf("after %s the bystander got %d", tc.name, b.Status)
-				}
-			}
+			wiretest.CheckRefusals(t, start(t, eng, nil).addr, nil)
 		})
 	}
 }

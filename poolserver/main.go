@@ -8,15 +8,13 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"net"
 	"os"
-	"os/signal"
-	"syscall"
 
+	"github.com/bystander-kit/bystander/internal/cli"
 	"github.com/bystander-kit/bystander/internal/serverflags"
 )
 
@@ -29,33 +27,25 @@ type options struct {
 func main() { os.Exit(mainExit(os.Args[1:], os.Stdout, os.Stderr)) }
 
 func mainExit(args []string, stdout, stderr io.Writer) int {
-	o, err := parseFlags(args, stderr)
-	if errors.Is(err, flag.ErrHelp) {
+	return cli.Main(args, stderr, parseFlags, func(ctx context.Context, o options) int {
+		err := run(ctx, o, func(addr, adminAddr net.Addr) {
+			side := "admin off"
+			if o.Admin != "" {
+				side = fmt.Sprintf("admin http://%s/stats", adminAddr)
+			}
+			pool := fmt.Sprintf("%d slots", o.slots)
+			if o.slots == 0 {
+				pool = "no pool (unbounded)"
+			}
+			fmt.Fprintf(stdout, "poolserver: listening on http://%s (%s, block %s %s, delay %s); %s\n",
+				addr, pool, o.Block, o.BlockMode, o.Delay, side)
+		})
+		if err != nil {
+			fmt.Fprintln(stderr, err)
+			return 1
+		}
 		return 0
-	}
-	if err != nil {
-		fmt.Fprintln(stderr, err)
-		return 2
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	err = run(ctx, o, func(addr, adminAddr net.Addr) {
-		side := "admin off"
-		if o.Admin != "" {
-			side = fmt.Sprintf("admin http://%s/stats", adminAddr)
-		}
-		pool := fmt.Sprintf("%d slots", o.slots)
-		if o.slots == 0 {
-			pool = "no pool (unbounded)"
-		}
-		fmt.Fprintf(stdout, "poolserver: listening on http://%s (%s, block %s %s, delay %s); %s\n",
-			addr, pool, o.Block, o.BlockMode, o.Delay, side)
 	})
-	if err != nil {
-		fmt.Fprintln(stderr, err)
-		return 1
-	}
-	return 0
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {

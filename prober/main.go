@@ -16,17 +16,15 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"net/url"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
+	"github.com/bystander-kit/bystander/internal/cli"
 	"github.com/bystander-kit/bystander/internal/client"
 	"github.com/bystander-kit/bystander/internal/results"
 )
@@ -55,33 +53,15 @@ type options struct {
 func main() { os.Exit(mainExit(os.Args[1:], os.Stdout, os.Stderr)) }
 
 func mainExit(args []string, stdout, stderr io.Writer) int {
-	o, err := parseFlags(args, stderr)
-	if errors.Is(err, flag.ErrHelp) {
-		return 0
-	}
-	if err != nil {
-		fmt.Fprintln(stderr, err)
-		return 2
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	res, err := run(ctx, o, stdout)
-	if err != nil {
-		fmt.Fprintln(stderr, err)
-		return 1
-	}
-	summary(stdout, res)
-	if o.out != "" {
-		if err := results.Write(o.out, res); err != nil {
-			fmt.Fprintln(stderr, "prober:", err)
+	return cli.Main(args, stderr, parseFlags, func(ctx context.Context, o options) int {
+		res, err := run(ctx, o, stdout)
+		if err != nil {
+			fmt.Fprintln(stderr, err)
 			return 1
 		}
-		fmt.Fprintf(stdout, "prober: wrote %s\n", o.out)
-	}
-	if res.Partial {
-		return 130
-	}
-	return 0
+		summary(stdout, res)
+		return results.WriteExit(o.out, res, stdout, stderr)
+	})
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {

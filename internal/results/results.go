@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -309,4 +310,21 @@ func TotalErrors(errs []ErrorCount) int64 {
 		n += e.Count
 	}
 	return n
+}
+
+// WriteExit writes r to path when path is given, says so on stdout, and
+// returns the tool's exit status: 130 for a partial (interrupted) result,
+// 1 when it cannot be written.
+func WriteExit(path string, r *Result, stdout, stderr io.Writer) int {
+	if path != "" {
+		if err := Write(path, r); err != nil {
+			fmt.Fprintln(stderr, err)
+			return 1
+		}
+		fmt.Fprintf(stdout, "%s: wrote %s\n", r.Tool, path)
+	}
+	if r.Partial {
+		return 130
+	}
+	return 0
 }

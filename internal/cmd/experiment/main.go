@@ -4,27 +4,19 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
-	"fmt"
+	"io"
 	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
+	"github.com/bystander-kit/bystander/internal/cli"
 	"github.com/bystander-kit/bystander/internal/experiment"
 )
 
 func main() {
-	o, err := experiment.ParseFlags(os.Args[1:], os.Stderr, time.Now())
-	if errors.Is(err, flag.ErrHelp) {
-		os.Exit(0)
+	parse := func(args []string, stderr io.Writer) (experiment.Options, error) {
+		return experiment.ParseFlags(args, stderr, time.Now())
 	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(2)
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	os.Exit(experiment.Run(ctx, o, os.Stdout, os.Stderr))
+	os.Exit(cli.Main(os.Args[1:], os.Stderr, parse, func(ctx context.Context, o experiment.Options) int {
+		return experiment.Run(ctx, o, os.Stdout, os.Stderr)
+	}))
 }
