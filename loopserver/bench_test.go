@@ -6,6 +6,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -104,6 +106,36 @@ func BenchmarkFastCPU(b *testing.B) {
 		b.ReportMetric(wiretest.Median(ts[0].us)/wiretest.Median(ts[3].us), "gnet/nginx4w")
 		b.ReportMetric(wiretest.Median(ts[1].us)/wiretest.Median(ts[2].us), "evio/nginx")
 	}
+	// The same comparison with Debian's wrk as the client (the load of
+	// ../shared/ENGINES.md's figures): the client's pattern changes how many
+	// ready connections each loop wake-up finds, so it changes the ratio.
+	wrk, err := exec.LookPath("wrk")
+	if err != nil || len(ts) < 3 || b.N < 1000 { // not on the benchmark's probing run
+		return
+	}
+	wrkUs := map[string][]float64{}
+	for range 3 {
+		for _, t := range ts {
+			before, _ := wiretest.TreeCPU(t.pid)
+			out, err := exec.Command(wrk, "-t2", "-c64", "-d3s", "http://"+t.addr+"/fast").Output()
+			if err != nil {
+				b.Fatalf("wrk: %v", err)
+			}
+			after, _ := wiretest.TreeCPU(t.pid)
+			var n float64
+			if m := regexp.MustCompile(`([0-9]+) requests in`).FindSubmatch(out); m != nil {
+				n, _ = strconv.ParseFloat(string(m[1]), 64)
+			}
+			if n > 0 {
+				wrkUs[t.name] = append(wrkUs[t.name], float64(after-before)/1e3/n)
+			}
+		}
+	}
+	for _, t := range ts {
+		b.Logf("%s under wrk: server CPU us/req per round %.1f", t.name, wrkUs[t.name])
+		b.ReportMetric(wiretest.Median(wrkUs[t.name]), t.name+"_wrk_cpu_us/req")
+	}
+	b.ReportMetric(wiretest.Median(wrkUs["gnet"])/wiretest.Median(wrkUs["nginx"]), "gnet/nginx_wrk")
 }
 
 func spawnNginx(b *testing.B, workers int) (string, int, bool) {
