@@ -167,6 +167,7 @@ func TestFlags(t *testing.T) {
 		{[]string{"--target", "http://10.1.2.3:80/slow"}, false},
 		{[]string{"--target", "ftp://127.0.0.1/slow"}, false},
 		{[]string{"stray"}, false},
+		{[]string{"--out", "/nonexistent-dir/r.json"}, false},
 	} {
 		if _, err := parseFlags(tc.args, io.Discard); (err == nil) != tc.ok {
 			t.Errorf("%v: %v", tc.args, err)

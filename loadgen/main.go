@@ -95,6 +95,11 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	if _, err := client.ParseTarget(o.target, o.allowRemote); err != nil {
 		return o, fmt.Errorf("loadgen: --target: %w", err)
 	}
+	if o.out != "" {
+		if err := results.CheckWritable(o.out); err != nil {
+			return o, fmt.Errorf("loadgen: --out: %w", err)
+		}
+	}
 	return o, nil
 }
 

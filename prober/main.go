@@ -134,6 +134,11 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	if _, err := client.ParseTarget(o.target, o.allowRemote); err != nil {
 		return o, fmt.Errorf("prober: --target: %w", err)
 	}
+	if o.out != "" {
+		if err := results.CheckWritable(o.out); err != nil {
+			return o, fmt.Errorf("prober: --out: %w", err)
+		}
+	}
 	if o.mode == "trace" && !set["delay"] {
 		o.delay = 5 * time.Millisecond
 		if u, err := url.Parse(o.target); err == nil {

@@ -328,3 +328,14 @@ func WriteExit(path string, r *Result, stdout, stderr io.Writer) int {
 	}
 	return 0
 }
+
+// CheckWritable fails when a result could not be written to path, so a
+// tool can refuse before measuring rather than lose what it measured.
+func CheckWritable(path string) error {
+	f, err := os.CreateTemp(filepath.Dir(path), ".result-check-*")
+	if err != nil {
+		return fmt.Errorf("results: cannot write %s: %w", path, err)
+	}
+	f.Close()
+	return os.Remove(f.Name())
+}

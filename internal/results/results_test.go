@@ -75,3 +75,16 @@ func TestEnv(t *testing.T) {
 		t.Fatalf("%+v", e)
 	}
 }
+
+func TestCheckWritable(t *testing.T) {
+	dir := t.TempDir()
+	if err := CheckWritable(filepath.Join(dir, "r.json")); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckWritable(filepath.Join(dir, "missing", "r.json")); err == nil {
+		t.Fatal("a missing directory is writable")
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, ".result-check-*")); len(left) != 0 {
+		t.Fatalf("left %v", left)
+	}
+}
