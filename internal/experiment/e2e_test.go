@@ -228,3 +228,45 @@ func TestPinned(t *testing.T) {
 		t.Fatalf("%+v", run.Measurements[0])
 	}
 }
+
+// TestServerDies: a server that dies mid-measurement is reported with the
+// tail of its stderr, the run goes on to the next measurement, and nothing
+// is left running.
+func TestServerDies(t *testing.T) {
+	real := kit(t)
+	bin := t.TempDir()
+	for _, name := range []string{"poolserver", "loadgen", "prober"} {
+		if err := os.Symlink(filepath.Join(real, name), filepath.Join(bin, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A loop server that says something on stderr and is killed 1 s in.
+	script := "#!/bin/sh\necho 'loopserver: about to be killed by the test' >&2\n(sleep 1; kill -9 $$) &\nexec " + filepath.Join(real, "loopserver") + " \"$@\"\n"
+	if err := os.WriteFile(filepath.Join(bin, "loopserver"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "run")
+	o, err := ParseFlags([]string{"--quick", "--phases", "sweep", "--conc", "4", "--duration", "2s", "--out", out, "--bin", bin}, os.Stderr, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stdout bytes.Buffer
+	if code := Run(context.Background(), o, &stdout, &stdout); code != 0 {
+		t.Fatalf("exit %d: the pool's measurement should have succeeded\n%s", code, stdout.String())
+	}
+	run, err := results.ReadRun(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	noOrphans(t, run)
+	loop, pool := run.Measurements[0], run.Measurements[1]
+	if loop.Status != "failed" || !strings.Contains(loop.Reason, "died") || !strings.Contains(loop.Reason, "about to be killed") || loop.Cost != nil {
+		t.Fatalf("loop measurement: %s: %s (cost %v)", loop.Status, loop.Reason, loop.Cost)
+	}
+	if pool.Status != "ok" {
+		t.Fatalf("the run did not go on: pool %s: %s", pool.Status, pool.Reason)
+	}
+	if !strings.Contains(stdout.String(), "Not measured") || !strings.Contains(stdout.String(), "failed (see below)") {
+		t.Fatalf("the summary does not say what failed:\n%s", stdout.String())
+	}
+}
