@@ -144,7 +144,7 @@ func throughputChart(gs []*experiment.Group, run *results.Run) section {
 	concs := slices.Clone(run.Params.Conc)
 	sort.Ints(concs)
 	lo, hi := float64(concs[0]), float64(concs[len(concs)-1])
-	for _, name := range serverNames(ok) {
+	for si, name := range serverNames(ok) {
 		var data []opts.LineData
 		var block []float64
 		var workers int
@@ -166,7 +166,11 @@ func throughputChart(gs []*experiment.Group, run *results.Run) section {
 			}
 			data = append(data, opts.LineData{Name: label, Value: []any{g.Step.Conc, round(experiment.Median(v), 1)}})
 		}
-		line.AddSeries(name, data, charts.WithLabelOpts(opts.Label{Show: opts.Bool(true), Formatter: "{b}", Position: "top"}),
+		pos := "top" // alternate so two servers' labels at the same point do not overlap
+		if si%2 == 1 {
+			pos = "bottom"
+		}
+		line.AddSeries(name, data, charts.WithLabelOpts(opts.Label{Show: opts.Bool(true), Formatter: "{b}", Position: pos}),
 			charts.WithLineChartOpts(opts.LineChart{ShowSymbol: opts.Bool(true)}))
 		nominal := float64(workers) / (float64(run.Params.BlockNs) / 1e9)
 		line.AddSeries(fmt.Sprintf("ceiling %s: %d workers / %s", name, workers, time.Duration(run.Params.BlockNs)),

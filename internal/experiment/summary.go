@@ -157,6 +157,7 @@ func Summarize(w io.Writer, dir string, run *results.Run) {
 	p50 := fastQ(func(r *results.Result) float64 { return r.Probe.Corrected.P50Us })
 	p95 := fastQ(func(r *results.Result) float64 { return r.Probe.Corrected.P95Us })
 	p99 := fastQ(func(r *results.Result) float64 { return r.Probe.Corrected.P99Us })
+	p50u := fastQ(func(r *results.Result) float64 { return r.Probe.Uncorrected.P50Us })
 	boundOf := func(g *Group) string {
 		for _, m := range g.MS {
 			if m.Bound != nil {
@@ -197,8 +198,9 @@ func Summarize(w io.Writer, dir string, run *results.Run) {
 				num(share(g), "%.0f%%"), boundOf(g), num(boundShare(g), "%.0f%%"))
 		}
 		tw.Flush()
-		fmt.Fprintf(w, "\n/fast bystander latency meanwhile (50 ms probes, timed from when each was due)\n")
-		tw = table(w, "callers", "server", "p50", "p95", "p99", "probes")
+		fmt.Fprintf(w, "\n/fast bystander latency meanwhile (50 ms probes on one connection, timed from when each was due;\n"+
+			"a probe held up delays the ones due after it, and they count that wait; the last column times from the send)\n")
+		tw = table(w, "callers", "server", "p50", "p95", "p99", "probes", "p50 from send")
 		for _, g := range sweep {
 			if !g.OK() {
 				continue
@@ -209,8 +211,8 @@ func Summarize(w io.Writer, dir string, run *results.Run) {
 				}
 				return float64(r.Probe.Completed), true
 			})
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", g.Step.Conc, g.Step.Server.Name, ms(Vals(g.Probe, p50)), ms(Vals(g.Probe, p95)),
-				ms(Vals(g.Probe, p99)), num(n, "%.0f"))
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", g.Step.Conc, g.Step.Server.Name, ms(Vals(g.Probe, p50)), ms(Vals(g.Probe, p95)),
+				ms(Vals(g.Probe, p99)), num(n, "%.0f"), ms(Vals(g.Probe, p50u)))
 		}
 		tw.Flush()
 	}
