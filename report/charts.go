@@ -119,11 +119,11 @@ func probeQ(q func(*results.Probe) float64) func(*results.Result) (float64, bool
 // 1. /slow throughput against concurrency, with the ceilings.
 func throughputChart(gs []*experiment.Group, run *results.Run) section {
 	sec := section{ID: "throughput", Title: "1. /slow throughput against concurrency, with the ceilings",
-		Caption: fmt.Sprintf("Each server was driven with 4, 16, 64 ... callers on /slow, each call blocking for %s. "+
+		Caption: fmt.Sprintf("Each server was driven with %s callers on /slow, each call blocking for %s. "+
 			"A server cannot beat its workers divided by the block (dashed: 4 loops / %s = %.0f req/s, 200 slots = %.0f req/s), "+
 			"nor its callers divided by the block (dotted: Little's law, one request per caller per block). "+
 			"The labels give each point's share of the ceiling that binds it. The event loops flatten at their ceiling however many callers come; the pool keeps climbing with them.",
-			time.Duration(run.Params.BlockNs), time.Duration(run.Params.BlockNs), float64(run.Params.Loops)/(float64(run.Params.BlockNs)/1e9),
+			joinInts(run.Params.Conc), time.Duration(run.Params.BlockNs), time.Duration(run.Params.BlockNs), float64(run.Params.Loops)/(float64(run.Params.BlockNs)/1e9),
 			float64(run.Params.PoolSlots)/(float64(run.Params.BlockNs)/1e9))}
 	sweep := of(gs, "sweep")
 	var ok []*experiment.Group
@@ -513,6 +513,14 @@ func missing(gs []*experiment.Group, phase string) string {
 		return fmt.Sprintf("the %s phase was not run (see --phases and --servers)", phase)
 	}
 	return fmt.Sprintf("the %s phase left no results", phase)
+}
+
+func joinInts(v []int) string {
+	var parts []string
+	for _, x := range v {
+		parts = append(parts, strconv.Itoa(x))
+	}
+	return strings.Join(parts, ", ")
 }
 
 func sanitize(s string) string {
