@@ -40,7 +40,7 @@ func cachePath() (string, error) {
 	if dir == "" {
 		base, err := os.UserCacheDir()
 		if err != nil {
-			return "", err
+			base = os.TempDir() // no HOME: a cache that lasts until reboot still saves the fetch
 		}
 		dir = filepath.Join(base, "bystander")
 	}
