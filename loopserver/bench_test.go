@@ -34,9 +34,12 @@ func spawn(b *testing.B, args ...string) (addr string, pid int) {
 // BenchmarkSlow16 is the ceiling experiment: 16 keep-alive callers on /slow,
 // block 5ms held in nanosleep, 4 loops; the ceiling is 4 / 5 ms = 800 req/s.
 func BenchmarkSlow16(b *testing.B) {
-	for _, eng := range engines {
-		b.Run(eng, func(b *testing.B) {
-			addr, _ := spawn(b, "--engine", eng, "--block", "5ms", "--block-mode", "syscall")
+	for _, v := range []struct{ name, engine, lock string }{
+		{"gnet", "gnet", "true"}, {"evio", "evio", "true"},
+		{"gnet-unlocked", "gnet", "false"}, {"evio-unlocked", "evio", "false"},
+	} {
+		b.Run(v.name, func(b *testing.B) {
+			addr, _ := spawn(b, "--engine", v.engine, "--lock-threads="+v.lock, "--block", "5ms", "--block-mode", "syscall")
 			res := wiretest.Load(addr, "/slow", 16, b.N)
 			if res.Failed > 0 {
 				b.Fatalf("%d failed requests", res.Failed)
@@ -77,6 +80,9 @@ func BenchmarkFastCPU(b *testing.B) {
 	if addr, pid, ok := spawnNginx(b, 4); ok {
 		ts = append(ts, &target{name: "nginx4w", addr: addr, pid: pid})
 	}
+	// The loops not locked to their threads, for comparison.
+	addr, pid := spawn(b, "--engine", "gnet", "--lock-threads=false")
+	ts = append(ts, &target{name: "gnet-unlocked", addr: addr, pid: pid})
 	b.ResetTimer()
 	for range 5 {
 		for _, t := range ts {
@@ -101,7 +107,7 @@ func BenchmarkFastCPU(b *testing.B) {
 		b.ReportMetric(wiretest.Median(t.us), t.name+"_cpu_us/req")
 		b.Logf("%s: server CPU us/req per round %.1f; client %.1f", t.name, t.us, wiretest.Median(t.gen))
 	}
-	if len(ts) == 4 {
+	if len(ts) >= 4 {
 		b.ReportMetric(wiretest.Median(ts[0].us)/wiretest.Median(ts[2].us), "gnet/nginx")
 		b.ReportMetric(wiretest.Median(ts[0].us)/wiretest.Median(ts[3].us), "gnet/nginx4w")
 		b.ReportMetric(wiretest.Median(ts[1].us)/wiretest.Median(ts[2].us), "evio/nginx")
@@ -136,6 +142,7 @@ func BenchmarkFastCPU(b *testing.B) {
 		b.ReportMetric(wiretest.Median(wrkUs[t.name]), t.name+"_wrk_cpu_us/req")
 	}
 	b.ReportMetric(wiretest.Median(wrkUs["gnet"])/wiretest.Median(wrkUs["nginx"]), "gnet/nginx_wrk")
+	b.ReportMetric(wiretest.Median(wrkUs["gnet-unlocked"])/wiretest.Median(wrkUs["nginx"]), "gnet-unlocked/nginx_wrk")
 }
 
 func spawnNginx(b *testing.B, workers int) (string, int, bool) {

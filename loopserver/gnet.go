@@ -38,7 +38,7 @@ func (e *gnetEngine) serve(ctx context.Context, s *server, addr string, ready fu
 		gnet.WithLoadBalancing(gnet.RoundRobin),
 		gnet.WithReusePort(false), // with it, the kernel hashes and the balancer is ignored
 		gnet.WithReuseAddr(true),  // restart on the port while TIME_WAIT sockets exist
-		gnet.WithLockOSThread(true),
+		gnet.WithLockOSThread(s.opts.lockThreads),
 		gnet.WithTCPNoDelay(gnet.TCPNoDelay),
 		gnet.WithLogger(gnetLog{s.log}),
 	)

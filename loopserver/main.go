@@ -24,10 +24,11 @@ import (
 
 type options struct {
 	serverflags.Common
-	engine    string
-	loops     int
-	blockWarn time.Duration
-	log       io.Writer
+	engine      string
+	loops       int
+	blockWarn   time.Duration
+	lockThreads bool
+	log         io.Writer
 }
 
 // engine is one event-loop library serving a server.
@@ -66,6 +67,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.engine, "engine", "gnet", "event-loop library: gnet or evio")
 	fs.IntVar(&o.loops, "loops", 4, "number of event loops")
 	fs.DurationVar(&o.blockWarn, "block-warn", 100*time.Millisecond, "watchdog: log when a loop stays inside one request longer than this (0 disables)")
+	fs.BoolVar(&o.lockThreads, "lock-threads", true, "lock each loop goroutine to its own OS thread, as Netty runs a loop per thread (--lock-threads=false: about 5% less CPU per /fast request, a little further from the /slow ceiling; docs/measurements.md)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: loopserver [flags]\n\nServes /fast /slow /async /offload from event loops (docs/protocol.md).\n\nFlags:\n")
 		fs.PrintDefaults()

@@ -1,14 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/bystander-kit/bystander/internal/block"
 	"github.com/bystander-kit/bystander/internal/h1"
@@ -26,7 +25,7 @@ const maxPendingInput = 1 << 20
 // read them from other goroutines.
 type loop struct {
 	index int
-	tid   int
+	gid   uint64 // the goroutine that runs the loop
 
 	connsOpen  atomic.Int64
 	connsTotal atomic.Int64
@@ -63,49 +62,70 @@ func (l *loop) leave(start int64) {
 	}
 }
 
-// loopSet labels loops by the OS thread each is locked to, in order of first
-// sight. Neither engine exposes a loop index, but each runs a loop on one
-// goroutine, and a goroutine locked to a thread is the only one that thread
-// runs: the thread id therefore names the loop, also inside a continuation,
-// which is how the tests prove a continuation ran on the owning loop.
+// loopSet labels loops in order of first sight by the goroutine that runs
+// each. Neither engine exposes a loop index, but each runs a loop on one
+// goroutine for the server's life, its callbacks and the closures it is
+// handed included: the goroutine therefore names the loop, also inside a
+// continuation, which is how the tests prove a continuation ran on the
+// owning loop. With lock, each loop goroutine is also locked to its own OS
+// thread (the Netty shape: a loop is a thread).
 type loopSet struct {
 	mu    sync.Mutex
+	lock  bool
 	loops atomic.Pointer[[]*loop]
 }
 
-func newLoopSet() *loopSet {
-	ls := &loopSet{}
+func newLoopSet(lock bool) *loopSet {
+	ls := &loopSet{lock: lock}
 	ls.loops.Store(&[]*loop{})
 	return ls
 }
 
-// lookup returns the loop running on this thread, or nil.
+// lookup returns the loop the calling goroutine runs, or nil. It costs about
+// a microsecond (the goroutine id comes from runtime.Stack): it runs when a
+// connection opens and when a continuation runs, not for every request.
 func (ls *loopSet) lookup() *loop {
-	tid := unix.Gettid()
+	id := goid()
 	for _, l := range *ls.loops.Load() {
-		if l.tid == tid {
+		if l.gid == id {
 			return l
 		}
 	}
 	return nil
 }
 
-// register returns the loop the calling goroutine runs, locking the goroutine
-// to its thread on first sight. It must be called from a loop goroutine.
+// register returns the loop the calling goroutine runs, labelling it on
+// first sight. It must be called from a loop goroutine.
 func (ls *loopSet) register() *loop {
 	if l := ls.lookup(); l != nil {
 		return l
 	}
-	// Not seen: this goroutine is not locked yet (a locked one runs only on
-	// its registered thread), so lock it and label its thread.
-	runtime.LockOSThread()
+	if ls.lock {
+		runtime.LockOSThread()
+	}
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
 	old := *ls.loops.Load()
-	l := &loop{index: len(old), tid: unix.Gettid(), scratch: make([]byte, 0, 4096)}
+	l := &loop{index: len(old), gid: goid(), scratch: make([]byte, 0, 4096)}
 	next := append(append(make([]*loop, 0, len(old)+1), old...), l)
 	ls.loops.Store(&next)
 	return l
+}
+
+// goid is the calling goroutine's id, from the first line of its stack:
+// "goroutine 123 [running]:".
+func goid() uint64 {
+	var buf [64]byte
+	b := buf[:runtime.Stack(buf[:], false)]
+	b = bytes.TrimPrefix(b, []byte("goroutine "))
+	var id uint64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			break
+		}
+		id = id*10 + uint64(c-'0')
+	}
+	return id
 }
 
 func (ls *loopSet) all() []*loop { return *ls.loops.Load() }
@@ -148,7 +168,7 @@ type server struct {
 func newServer(o options) *server {
 	return &server{
 		opts:    o,
-		loops:   newLoopSet(),
+		loops:   newLoopSet(o.lockThreads),
 		pool:    offload.New(o.OffloadWorkers, o.OffloadQueue),
 		started: time.Now(),
 		log:     o.log,

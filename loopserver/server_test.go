@@ -49,7 +49,7 @@ func start(t *testing.T, engine string, tweak func(*options)) *testServer {
 	log := &syncBuffer{}
 	o := options{
 		Common: serverflags.Defaults("127.0.0.1:0", "127.0.0.1:0"),
-		engine: engine, loops: 4, blockWarn: 100 * time.Millisecond, log: log,
+		engine: engine, loops: 4, blockWarn: 100 * time.Millisecond, lockThreads: true, log: log,
 	}
 	o.OffloadWorkers = 16
 	if tweak != nil {
@@ -160,34 +160,36 @@ func waitOpen(t *testing.T, s *testServer, want int64) {
 // connection.
 func TestContinuationOnOwningLoop(t *testing.T) {
 	for _, eng := range engines {
-		t.Run(eng, func(t *testing.T) {
-			t.Parallel()
-			s := start(t, eng, nil)
-			var wg sync.WaitGroup
-			for range 8 {
-				c := wiretest.Dial(t, s.addr)
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					for i := range 10 {
-						target := "/async?delay=1ms"
-						if i%2 == 1 {
-							target = "/offload?block=1ms"
+		for _, lock := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/lock-threads=%v", eng, lock), func(t *testing.T) {
+				t.Parallel()
+				s := start(t, eng, func(o *options) { o.lockThreads = lock })
+				var wg sync.WaitGroup
+				for range 8 {
+					c := wiretest.Dial(t, s.addr)
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						for i := range 10 {
+							target := "/async?delay=1ms"
+							if i%2 == 1 {
+								target = "/offload?block=1ms"
+							}
+							a, err := c.Get(target)
+							if err != nil {
+								t.Errorf("%s: %v", target, err)
+								return
+							}
+							own, ran := a.Int(protocol.HeaderLoop), a.Int(protocol.HeaderContinuationLoop)
+							if ran != own || own < 0 {
+								t.Errorf("%s: continuation ran on loop %d, connection owned by loop %d", target, ran, own)
+							}
 						}
-						a, err := c.Get(target)
-						if err != nil {
-							t.Errorf("%s: %v", target, err)
-							return
-						}
-						own, ran := a.Int(protocol.HeaderLoop), a.Int(protocol.HeaderContinuationLoop)
-						if ran != own || own < 0 {
-							t.Errorf("%s: continuation ran on loop %d, connection owned by loop %d", target, ran, own)
-						}
-					}
-				}()
-			}
-			wg.Wait()
-		})
+					}()
+				}
+				wg.Wait()
+			})
+		}
 	}
 }
 
