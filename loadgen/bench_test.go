@@ -26,8 +26,7 @@ func BenchmarkVersusWrk(b *testing.B) {
 	if err != nil {
 		b.Skip("wrk is not installed (apt-get install wrk)")
 	}
-	addr := wiretest.FreeAddr(b)
-	wiretest.Start(b, wiretest.Build(b, "../loopserver"), "--addr", addr, "--admin", "", "--block-mode", "syscall")
+	addr, _ := wiretest.StartServer(b, "../loopserver", "--block-mode", "syscall")
 	lg := wiretest.Build(b, ".")
 	dir := b.TempDir()
 	type run struct{ rps, cpuUs float64 }
@@ -65,7 +64,7 @@ func BenchmarkVersusWrk(b *testing.B) {
 	}
 	b.Logf("/slow req/s at 16 conns: wrk %.1f, loadgen %.1f", wSlow, lSlow)
 	b.Logf("/fast generator CPU us/req at 64 conns: wrk %.2f, loadgen %.2f", wFast, lFast)
-	ws, ls, wf, lf := wiretest.Median(wSlow), wiretest.Median(lSlow), wiretest.Median(wFast), wiretest.Median(lFast)
+	ws, ls, wf, lf := results.Median(wSlow), results.Median(lSlow), results.Median(wFast), results.Median(lFast)
 	b.ReportMetric(ws, "wrk_slow_req/s")
 	b.ReportMetric(ls, "loadgen_slow_req/s")
 	b.ReportMetric(ls/ws, "slow_loadgen/wrk")

@@ -19,8 +19,7 @@ import (
 // startServer runs a real server binary of the kit on a free port.
 func startServer(t *testing.T, dir string, args ...string) string {
 	t.Helper()
-	addr := wiretest.FreeAddr(t)
-	wiretest.Start(t, wiretest.Build(t, dir), append([]string{"--addr", addr, "--admin", ""}, args...)...)
+	addr, _ := wiretest.StartServer(t, dir, args...)
 	return addr
 }
 
@@ -101,8 +100,7 @@ func TestOpenModel(t *testing.T) {
 // TestDeadServer: a target that goes away mid-run is counted as errors and
 // the run still ends on time with a result.
 func TestDeadServer(t *testing.T) {
-	addr := wiretest.FreeAddr(t)
-	cmd := wiretest.Start(t, wiretest.Build(t, "../loopserver"), "--addr", addr, "--admin", "")
+	addr, cmd := wiretest.StartServer(t, "../loopserver")
 	go func() {
 		time.Sleep(700 * time.Millisecond)
 		_ = cmd.Process.Kill()

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/bystander-kit/bystander/internal/proc"
+	"github.com/bystander-kit/bystander/internal/results"
 	"github.com/bystander-kit/bystander/internal/wiretest"
 )
 
@@ -23,11 +24,9 @@ import (
 //
 // The figures and how they compare are in docs/measurements.md.
 
-// spawn starts a loop server process and waits until it listens.
-func spawn(b *testing.B, args ...string) (addr string, pid int) {
-	b.Helper()
-	addr = wiretest.FreeAddr(b)
-	cmd := wiretest.Start(b, wiretest.Build(b, "."), append([]string{"--addr", addr, "--admin", ""}, args...)...)
+// spawn starts this package's server as its own process.
+func spawn(b *testing.B, args ...string) (string, int) {
+	addr, cmd := wiretest.StartServer(b, ".", args...)
 	return addr, cmd.Process.Pid
 }
 
@@ -104,13 +103,13 @@ func BenchmarkFastCPU(b *testing.B) {
 	}
 	b.StopTimer()
 	for _, t := range ts {
-		b.ReportMetric(wiretest.Median(t.us), t.name+"_cpu_us/req")
-		b.Logf("%s: server CPU us/req per round %.1f; client %.1f", t.name, t.us, wiretest.Median(t.gen))
+		b.ReportMetric(results.Median(t.us), t.name+"_cpu_us/req")
+		b.Logf("%s: server CPU us/req per round %.1f; client %.1f", t.name, t.us, results.Median(t.gen))
 	}
 	if len(ts) >= 4 {
-		b.ReportMetric(wiretest.Median(ts[0].us)/wiretest.Median(ts[2].us), "gnet/nginx")
-		b.ReportMetric(wiretest.Median(ts[0].us)/wiretest.Median(ts[3].us), "gnet/nginx4w")
-		b.ReportMetric(wiretest.Median(ts[1].us)/wiretest.Median(ts[2].us), "evio/nginx")
+		b.ReportMetric(results.Median(ts[0].us)/results.Median(ts[2].us), "gnet/nginx")
+		b.ReportMetric(results.Median(ts[0].us)/results.Median(ts[3].us), "gnet/nginx4w")
+		b.ReportMetric(results.Median(ts[1].us)/results.Median(ts[2].us), "evio/nginx")
 	}
 	// The same comparison with Debian's wrk as the client (the load of
 	// ../shared/ENGINES.md's figures): the client's pattern changes how many
@@ -139,10 +138,10 @@ func BenchmarkFastCPU(b *testing.B) {
 	}
 	for _, t := range ts {
 		b.Logf("%s under wrk: server CPU us/req per round %.1f", t.name, wrkUs[t.name])
-		b.ReportMetric(wiretest.Median(wrkUs[t.name]), t.name+"_wrk_cpu_us/req")
+		b.ReportMetric(results.Median(wrkUs[t.name]), t.name+"_wrk_cpu_us/req")
 	}
-	b.ReportMetric(wiretest.Median(wrkUs["gnet"])/wiretest.Median(wrkUs["nginx"]), "gnet/nginx_wrk")
-	b.ReportMetric(wiretest.Median(wrkUs["gnet-unlocked"])/wiretest.Median(wrkUs["nginx"]), "gnet-unlocked/nginx_wrk")
+	b.ReportMetric(results.Median(wrkUs["gnet"])/results.Median(wrkUs["nginx"]), "gnet/nginx_wrk")
+	b.ReportMetric(results.Median(wrkUs["gnet-unlocked"])/results.Median(wrkUs["nginx"]), "gnet-unlocked/nginx_wrk")
 }
 
 func spawnNginx(b *testing.B, workers int) (string, int, bool) {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/bystander-kit/bystander/internal/proc"
+	"github.com/bystander-kit/bystander/internal/results"
 	"github.com/bystander-kit/bystander/internal/wiretest"
 )
 
@@ -14,10 +15,9 @@ import (
 //
 //	go test ./poolserver -run '^$' -bench . -benchtime 40000x
 
-func spawn(b *testing.B, args ...string) (addr string, pid int) {
-	b.Helper()
-	addr = wiretest.FreeAddr(b)
-	cmd := wiretest.Start(b, wiretest.Build(b, "."), append([]string{"--addr", addr, "--admin", ""}, args...)...)
+// spawn starts this package's server as its own process.
+func spawn(b *testing.B, args ...string) (string, int) {
+	addr, cmd := wiretest.StartServer(b, ".", args...)
 	return addr, cmd.Process.Pid
 }
 
@@ -118,7 +118,7 @@ func BenchmarkPoolOverhead(b *testing.B) {
 	for _, t := range ts {
 		b.Logf("%s: server CPU us/req per round %.1f", t.name, t.us)
 	}
-	pool, bare := wiretest.Median(ts[0].us), wiretest.Median(ts[1].us)
+	pool, bare := results.Median(ts[0].us), results.Median(ts[1].us)
 	b.ReportMetric(pool, "pool_cpu_us/req")
 	b.ReportMetric(bare, "nopool_cpu_us/req")
 	b.ReportMetric(pool/bare, "pool/nopool")

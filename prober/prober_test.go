@@ -116,8 +116,7 @@ func TestIntervalSkipped(t *testing.T) {
 // connection's loop is learnt. (How close to due they leave is a figure for
 // BenchmarkSendLag, not an assertion on a shared machine.)
 func TestIntervalNeverEarly(t *testing.T) {
-	addr := wiretest.FreeAddr(t)
-	wiretest.Start(t, wiretest.Build(t, "../loopserver"), "--addr", addr, "--admin", "")
+	addr, _ := wiretest.StartServer(t, "../loopserver")
 	res, err := runInterval(context.Background(), opts(t, "--target", "http://"+addr+"/fast", "--interval", "10ms", "--duration", "1s", "--conns", "2"))
 	if err != nil {
 		t.Fatal(err)
@@ -141,8 +140,7 @@ func TestIntervalNeverEarly(t *testing.T) {
 //
 //	go test ./prober -run '^$' -bench SendLag -benchtime 1x
 func BenchmarkSendLag(b *testing.B) {
-	addr := wiretest.FreeAddr(b)
-	wiretest.Start(b, wiretest.Build(b, "../loopserver"), "--addr", addr, "--admin", "")
+	addr, _ := wiretest.StartServer(b, "../loopserver")
 	o, err := parseFlags([]string{"--target", "http://" + addr + "/fast", "--interval", "50ms", "--duration", "10s"}, io.Discard)
 	if err != nil {
 		b.Fatal(err)
@@ -163,8 +161,7 @@ func BenchmarkSendLag(b *testing.B) {
 // back-to-back 100 ms /slow calls, the stalled connections are exactly
 // those on the blocked loops.
 func TestPerConnStall(t *testing.T) {
-	addr := wiretest.FreeAddr(t)
-	wiretest.Start(t, wiretest.Build(t, "../loopserver"), "--addr", addr, "--admin", "", "--block-warn", "0")
+	addr, _ := wiretest.StartServer(t, "../loopserver", "--block-warn", "0")
 	for _, k := range []int{1, 3} {
 		ready := filepath.Join(t.TempDir(), "ready")
 		o := opts(t, "--mode", "perconn", "--target", "http://"+addr+"/async", "--conns", "12",
@@ -239,8 +236,7 @@ func TestPerConnStall(t *testing.T) {
 // answers carry their queue time.
 func TestTrace(t *testing.T) {
 	for _, dir := range []string{"../loopserver", "../poolserver"} {
-		addr := wiretest.FreeAddr(t)
-		wiretest.Start(t, wiretest.Build(t, dir), "--addr", addr, "--admin", "")
+		addr, _ := wiretest.StartServer(t, dir)
 		res, err := runTrace(context.Background(), opts(t, "--mode", "trace", "--target", "http://"+addr+"/async?delay=10ms", "--duration", "500ms"))
 		if err != nil {
 			t.Fatal(err)
@@ -289,8 +285,7 @@ func TestFlags(t *testing.T) {
 
 // TestSIGINTWritesPartial: Ctrl-C writes what was measured, marked partial.
 func TestSIGINTWritesPartial(t *testing.T) {
-	addr := wiretest.FreeAddr(t)
-	wiretest.Start(t, wiretest.Build(t, "../loopserver"), "--addr", addr, "--admin", "")
+	addr, _ := wiretest.StartServer(t, "../loopserver")
 	out := filepath.Join(t.TempDir(), "p.json")
 	cmd := exec.Command(wiretest.Build(t, "."), "--target", "http://"+addr+"/fast", "--duration", "30s", "--out", out)
 	if err := cmd.Start(); err != nil {

@@ -164,7 +164,7 @@ func throughputChart(gs []*experiment.Group, run *results.Run) section {
 					label = fmt.Sprintf("%.0f%% of %s", 100*m.Bound.ShareOfBound, m.Bound.Kind)
 				}
 			}
-			data = append(data, opts.LineData{Name: label, Value: []any{g.Step.Conc, round(experiment.Median(v), 1)}})
+			data = append(data, opts.LineData{Name: label, Value: []any{g.Step.Conc, round(results.Median(v), 1)}})
 		}
 		pos := "top" // alternate so two servers' labels at the same point do not overlap
 		if si%2 == 1 {
@@ -177,7 +177,7 @@ func throughputChart(gs []*experiment.Group, run *results.Run) section {
 			[]opts.LineData{{Value: []any{lo, round(nominal, 1)}}, {Value: []any{hi, round(nominal, 1)}}},
 			charts.WithLineStyleOpts(opts.LineStyle{Type: "dashed", Width: 2}), charts.WithLineChartOpts(opts.LineChart{ShowSymbol: opts.Bool(false)}))
 		if len(block) > 0 {
-			mb := experiment.Median(block)
+			mb := results.Median(block)
 			measured := float64(workers) / (mb / 1e9)
 			line.AddSeries(fmt.Sprintf("ceiling %s: %d workers / measured %.2f ms", name, workers, mb/1e6),
 				[]opts.LineData{{Value: []any{lo, round(measured, 1)}}, {Value: []any{hi, round(measured, 1)}}},
@@ -245,7 +245,7 @@ func bystanderChart(gs []*experiment.Group, run *results.Run) section {
 				}
 				done := experiment.Vals(g.Probe, probeQ(func(p *results.Probe) float64 { return float64(p.Completed) }))
 				due := float64(run.Params.WarmupNs+run.Params.DurationNs) / float64(run.Params.ProbeEveryNs)
-				data[i] = opts.LineData{Name: fmt.Sprintf("%.0f of %.0f probes", experiment.Median(done), due), Value: max(ms(experiment.Median(v)), 0.001)}
+				data[i] = opts.LineData{Name: fmt.Sprintf("%.0f of %.0f probes", results.Median(done), due), Value: max(ms(results.Median(v)), 0.001)}
 			}
 			line.AddSeries(name+" "+q.name, data, charts.WithLineChartOpts(opts.LineChart{ShowSymbol: opts.Bool(true)}))
 		}
@@ -387,9 +387,9 @@ func offloadChart(gs []*experiment.Group, run *results.Run) section {
 	var p50, p95 []opts.LineData
 	for _, g := range ok {
 		cats = append(cats, fmt.Sprintf("%s (%s %s)", g.Step.Variant, g.Step.Server.Name, g.Step.Endpoint))
-		tp = append(tp, opts.BarData{Value: round(experiment.Median(experiment.Vals(g.Load, tput)), 1)})
-		p50 = append(p50, opts.LineData{Value: max(ms(experiment.Median(experiment.Vals(g.Probe, probeQ(func(p *results.Probe) float64 { return p.Corrected.P50Us })))), 0.001)})
-		p95 = append(p95, opts.LineData{Value: max(ms(experiment.Median(experiment.Vals(g.Probe, probeQ(func(p *results.Probe) float64 { return p.Corrected.P95Us })))), 0.001)})
+		tp = append(tp, opts.BarData{Value: round(results.Median(experiment.Vals(g.Load, tput)), 1)})
+		p50 = append(p50, opts.LineData{Value: max(ms(results.Median(experiment.Vals(g.Probe, probeQ(func(p *results.Probe) float64 { return p.Corrected.P50Us })))), 0.001)})
+		p95 = append(p95, opts.LineData{Value: max(ms(results.Median(experiment.Vals(g.Probe, probeQ(func(p *results.Probe) float64 { return p.Corrected.P95Us })))), 0.001)})
 	}
 	bar := charts.NewBar()
 	bar.SetGlobalOptions(append(slices.Clone(common), initOpts(sec.ID, 420),
@@ -479,7 +479,7 @@ func cliffChart(gs []*experiment.Group, run *results.Run) section {
 		}
 		cats = append(cats, fmt.Sprintf("%d callers (%s)", g.Step.Conc, g.Step.Variant))
 		q := func(f func(*results.Probe) float64) opts.BarData {
-			return opts.BarData{Value: max(ms(experiment.Median(experiment.Vals(g.Probe, probeQ(f)))), 0.001)}
+			return opts.BarData{Value: max(ms(results.Median(experiment.Vals(g.Probe, probeQ(f)))), 0.001)}
 		}
 		p50 = append(p50, q(func(p *results.Probe) float64 { return p.Corrected.P50Us }))
 		p95 = append(p95, q(func(p *results.Probe) float64 { return p.Corrected.P95Us }))

@@ -107,7 +107,7 @@ func buildPage(dir string, run *results.Run, a asset) page {
 			if mm.Status == "ok" {
 				ok++
 			} else {
-				st.Problems = append(st.Problems, fmt.Sprintf("%s: %s: %s", mm.ID, mm.Status, firstLine(mm.Reason)))
+				st.Problems = append(st.Problems, mm.ID+": "+mm.Outcome())
 			}
 		}
 		switch {
@@ -129,11 +129,6 @@ func buildPage(dir string, run *results.Run, a asset) page {
 		p.CDN, p.CDNNote = echartsCDN, a.note
 	}
 	return p
-}
-
-func firstLine(s string) string {
-	l, _, _ := strings.Cut(s, "\n")
-	return l
 }
 
 var tpl = template.Must(template.New("page").Parse(`<!DOCTYPE html>

@@ -9,13 +9,14 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/bystander-kit/bystander/internal/results"
 	"io"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/bystander-kit/bystander/internal/results"
 )
 
 // The phases, in the order they run.

@@ -5,7 +5,6 @@ import (
 	"io"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -38,25 +37,12 @@ func Vals(rs []*results.Result, f func(*results.Result) (float64, bool)) []float
 	return out
 }
 
-// Median of v (0 for none).
-func Median(v []float64) float64 {
-	if len(v) == 0 {
-		return 0
-	}
-	s := slices.Clone(v)
-	sort.Float64s(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
-}
-
 // num formats the median of v with the spread when there are several.
 func num(v []float64, format string) string {
 	if len(v) == 0 {
 		return "-"
 	}
-	s := fmt.Sprintf(format, Median(v))
+	s := fmt.Sprintf(format, results.Median(v))
 	if len(v) > 1 {
 		s += fmt.Sprintf(" ["+format+"-"+format+"]", slices.Min(v), slices.Max(v))
 	}
@@ -88,7 +74,7 @@ func Groups(dir string, run *results.Run) []*Group {
 		g.MS = append(g.MS, m)
 		if m.Status != "ok" {
 			if g.Why == "" {
-				g.Why = m.Status + ": " + firstLine(m.Reason)
+				g.Why = m.Outcome()
 			}
 			continue
 		}
@@ -116,11 +102,6 @@ func (g *Group) short() string {
 		status = "no result"
 	}
 	return status + " (see below)"
-}
-
-func firstLine(s string) string {
-	l, _, _ := strings.Cut(s, "\n")
-	return l
 }
 
 // Summarize prints the run's tables, in the form of the published
@@ -244,10 +225,10 @@ func Summarize(w io.Writer, dir string, run *results.Run) {
 					}
 				}
 				if len(s) > 0 {
-					sp = append(sp, Median(s))
+					sp = append(sp, results.Median(s))
 				}
 				if len(h) > 0 {
-					hp = append(hp, Median(h))
+					hp = append(hp, results.Median(h))
 				}
 			}
 			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", g.Step.K, g.Step.Server.Name, num(stalled, "%.0f"), exp, ms(sp), ms(hp))

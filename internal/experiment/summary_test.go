@@ -69,7 +69,7 @@ func TestRepeat(t *testing.T) {
 	if !strings.Contains(sb.String(), "] ") && !strings.Contains(sb.String(), "]\n") {
 		t.Fatalf("no [min-max] spread in:\n%s", sb.String())
 	}
-	if Median([]float64{3, 1, 2}) != 2 || Median([]float64{4, 1, 2, 3}) != 2.5 || Median(nil) != 0 {
+	if results.Median([]float64{3, 1, 2}) != 2 || results.Median([]float64{4, 1, 2, 3}) != 2.5 || results.Median(nil) != 0 {
 		t.Fatal("Median")
 	}
 }

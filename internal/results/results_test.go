@@ -88,3 +88,16 @@ func TestCheckWritable(t *testing.T) {
 		t.Fatalf("left %v", left)
 	}
 }
+
+func TestOutcomeAndMedian(t *testing.T) {
+	m := Measurement{Status: "failed", Reason: "the server died: exit 2\n    its stderr ends: boom"}
+	if got := m.Outcome(); got != "failed: the server died: exit 2" {
+		t.Errorf("Outcome %q", got)
+	}
+	if got := (Measurement{Status: "ok"}).Outcome(); got != "ok" {
+		t.Errorf("Outcome %q", got)
+	}
+	if Median([]float64{5, 1, 3}) != 3 || Median([]float64{1, 2}) != 1.5 || Median(nil) != 0 {
+		t.Error("Median")
+	}
+}

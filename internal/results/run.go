@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -161,4 +163,27 @@ func ReadRun(dir string) (*Run, error) {
 		return nil, fmt.Errorf("results: run.json schema %q, want %q", r.Schema, RunSchema)
 	}
 	return &r, nil
+}
+
+// Median of v (0 for none): the kit quotes medians of repeated figures.
+func Median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// Outcome is the measurement's status with the first line of its reason,
+// for a table cell or a list ("failed: the server died ...").
+func (m Measurement) Outcome() string {
+	line, _, _ := strings.Cut(m.Reason, "\n")
+	if line == "" {
+		return m.Status
+	}
+	return m.Status + ": " + line
 }

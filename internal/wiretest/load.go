@@ -3,7 +3,6 @@ package wiretest
 import (
 	"fmt"
 	"os"
-	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -76,17 +75,4 @@ func TreeCPU(pid int) (int64, error) {
 		}
 	}
 	return total, nil
-}
-
-// Median of v (0 for none).
-func Median(v []float64) float64 {
-	s := append([]float64(nil), v...)
-	sort.Float64s(s)
-	switch {
-	case len(s) == 0:
-		return 0
-	case len(s)%2 == 1:
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }

@@ -84,3 +84,13 @@ func Start(t testing.TB, bin string, args ...string) *exec.Cmd {
 	}
 	return cmd
 }
+
+// StartServer builds the kit's server command in dir, starts it on a free
+// loopback port with the admin listener off, and returns its address and
+// process (stopped when the test ends).
+func StartServer(t testing.TB, dir string, args ...string) (string, *exec.Cmd) {
+	t.Helper()
+	addr := FreeAddr(t)
+	cmd := Start(t, Build(t, dir), append([]string{"--addr", addr, "--admin", ""}, args...)...)
+	return addr, cmd
+}
