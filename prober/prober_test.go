@@ -72,6 +72,10 @@ func TestIntervalCorrection(t *testing.T) {
 		}
 		if corrected > 100e3 {
 			waited++
+			// Waiting behind the stalled probe means going out late.
+			if uncorrected <= 100e3 && pt.SentUs-pt.DueUs <= 1000 {
+				t.Errorf("a probe waited %.0f ms but is not late", corrected/1e3)
+			}
 		}
 		if uncorrected > 100e3 {
 			slowUncorrected++
@@ -90,8 +94,10 @@ func TestIntervalCorrection(t *testing.T) {
 	if slowUncorrected != 1 {
 		t.Errorf("%d probes slow from their send, want only the one in flight", slowUncorrected)
 	}
-	if waited < 4 || int64(late) != p.Late || p.Late < 4 || p.Late > 7 {
-		t.Errorf("%d probes waited over 100 ms from their due time, %d late (counted %d); want the 5-6 due during the stall", waited, late, p.Late)
+	// The late count is the probes sent over 1 ms after due: at least those
+	// that waited behind the stall (more if a busy machine delays others).
+	if waited < 4 || int64(late) != p.Late || p.Late < int64(waited-1) {
+		t.Errorf("%d probes waited over 100 ms from their due time, %d late (counted %d); want the 5-6 due during the stall counted", waited, late, p.Late)
 	}
 	if p.Corrected.MaxUs < 250e3 || p.Uncorrected.P50Us > 20e3 || p.Corrected.P90Us < 100e3 {
 		t.Errorf("corrected %+v uncorrected %+v", p.Corrected, p.Uncorrected)
