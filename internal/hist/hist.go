@@ -4,6 +4,8 @@
 package hist
 
 import (
+	"errors"
+	"fmt"
 	"time"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
@@ -62,6 +64,10 @@ type Percentiles struct {
 	MaxUs  float64 `json:"max_us"`
 	// OverRange counts values above 60 s, recorded as 60 s.
 	OverRange int64 `json:"over_range,omitempty"`
+	// HDR is the whole histogram in HdrHistogram's standard V2 compressed
+	// encoding, base64 (as HdrHistogram's own log format writes it), so any
+	// percentile can be recomputed and histograms of repeats merged exactly.
+	HDR string `json:"hdr_base64,omitempty"`
 }
 
 // Summary returns the percentiles (all zero when empty).
@@ -70,7 +76,9 @@ func (h *H) Summary() Percentiles {
 		return Percentiles{}
 	}
 	q := func(p float64) float64 { return float64(h.h.ValueAtQuantile(p)) }
+	enc, _ := h.h.Encode(hdr.V2CompressedEncodingCookieBase) // fails only on a write to memory
 	return Percentiles{
+		HDR:       string(enc),
 		Count:     h.h.TotalCount(),
 		MinUs:     float64(h.h.Min()),
 		MeanUs:    h.h.Mean(),
@@ -82,4 +90,16 @@ func (h *H) Summary() Percentiles {
 		MaxUs:     float64(h.h.Max()),
 		OverRange: h.clamped,
 	}
+}
+
+// Decode reads back a histogram that Summary encoded in p.HDR.
+func Decode(p Percentiles) (*H, error) {
+	if p.HDR == "" {
+		return nil, errors.New("hist: no encoded histogram")
+	}
+	h, err := hdr.Decode([]byte(p.HDR))
+	if err != nil {
+		return nil, fmt.Errorf("hist: %w", err)
+	}
+	return &H{h: h, clamped: p.OverRange}, nil
 }

@@ -44,3 +44,30 @@ func TestClampAndMerge(t *testing.T) {
 		t.Fatal("an empty histogram has percentiles")
 	}
 }
+
+// TestEncoded: the summary carries the whole histogram in HdrHistogram's
+// standard encoding; decoded, it gives the same percentiles and merges.
+func TestEncoded(t *testing.T) {
+	h := New()
+	for i := 1; i <= 500; i++ {
+		h.Record(time.Duration(i) * 100 * time.Microsecond)
+	}
+	s := h.Summary()
+	if s.HDR == "" {
+		t.Fatal("no encoded histogram")
+	}
+	back, err := Decode(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := back.Summary(); got != s {
+		t.Fatalf("decoded %+v\nwant    %+v", got, s)
+	}
+	back.Merge(h)
+	if back.Count() != 1000 {
+		t.Fatalf("merged count %d", back.Count())
+	}
+	if _, err := Decode(Percentiles{}); err == nil {
+		t.Fatal("decoded an empty encoding")
+	}
+}
