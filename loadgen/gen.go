@@ -94,7 +94,7 @@ func run(ctx context.Context, o options, progress func(elapsed, total time.Durat
 			return nil, fmt.Errorf("loadgen: cannot connect to %s: %w", t.Addr, err)
 		}
 	}
-	start := time.Now()
+	start, _ := o.startAt.Begin(ctx) // interrupted while waiting: the run below ends at once, partial
 	ck := clock{start: start, measure: start.Add(o.warmup), end: start.Add(o.warmup + o.duration)}
 	secs := &seconds{
 		reqs: make([]atomic.Int64, int(o.duration/time.Second)+1),
@@ -102,7 +102,7 @@ func run(ctx context.Context, o options, progress func(elapsed, total time.Durat
 	}
 	res := results.New("loadgen", mode, start, results.Params{
 		Target: o.target, Conns: o.conc, DurationNs: int64(o.duration), WarmupNs: int64(o.warmup),
-		TimeoutNs: int64(o.timeout), RatePerS: o.rate, Args: o.args,
+		TimeoutNs: int64(o.timeout), RatePerS: o.rate, StartAtUnixNs: o.startAt.UnixNs(), Args: o.args,
 	})
 
 	runCtx, cancel := context.WithDeadline(ctx, ck.end)
@@ -195,19 +195,20 @@ func (w *worker) do(ck clock, secs *seconds, due time.Time) {
 	if errors.Is(err, client.ErrInterrupted) {
 		return // the run was cut short: neither an answer nor a failure
 	}
-	measured := !due.Before(ck.measure) && !done.After(ck.end)
-	if !measured {
-		if done.Before(ck.measure) && err == nil {
+	// A request counts where it completes: every answer that arrives inside
+	// the measured window is one, also the one sent during the warm-up, so
+	// throughput is completions per second of the window, not the fewer
+	// requests that both began and ended inside it.
+	if done.Before(ck.measure) {
+		if err == nil {
 			w.warm++
 		}
-		if err != nil && !due.Before(ck.measure) && done.After(ck.end) && client.KindOf(err) == client.Timeout {
-			return // cut by the end of the run, not a failure
-		}
-		if err == nil || due.Before(ck.measure) {
-			return
-		}
+		return
 	}
-	sec := int(due.Sub(ck.measure) / time.Second)
+	if done.After(ck.end) {
+		return // after the window, answered or cut by its end
+	}
+	sec := int(done.Sub(ck.measure) / time.Second)
 	if err != nil {
 		w.errs[kindIndex(client.KindOf(err))]++
 		w.lastError = err
@@ -271,6 +272,7 @@ func collect(res *results.Result, ws []*worker, secs *seconds, measured time.Dur
 	l := &results.Load{MeasuredNs: int64(measured)}
 	var errs [8]int64
 	var loops [maxLoops]int64
+	var connsPerLoop [maxLoops]int64
 	var blocked, blockedN, queued, queuedN int64
 	for _, w := range ws {
 		lat.Merge(w.lat)
@@ -284,8 +286,17 @@ func collect(res *results.Result, ws []*worker, secs *seconds, measured time.Dur
 		for i, n := range w.errs {
 			errs[i] += n
 		}
+		// The connection's loop: where most of its answers came from (it
+		// keeps one unless it was redialled).
+		best := -1
 		for i, n := range w.loops {
 			loops[i] += n
+			if n > 0 && (best < 0 || n > w.loops[best]) {
+				best = i
+			}
+		}
+		if best >= 0 {
+			connsPerLoop[best]++
 		}
 		blocked, blockedN = blocked+w.blocked, blockedN+w.blockedN
 		queued, queuedN = queued+w.queued, queuedN+w.queuedN
@@ -305,6 +316,12 @@ func collect(res *results.Result, ws []*worker, secs *seconds, measured time.Dur
 	for i, n := range loops {
 		if n > 0 {
 			l.RequestsPerLoop = append(l.RequestsPerLoop, results.LoopCount{Loop: i, Count: n})
+		}
+	}
+	l.ConnsPerLoop = []results.LoopCount{}
+	for i, n := range connsPerLoop {
+		if n > 0 {
+			l.ConnsPerLoop = append(l.ConnsPerLoop, results.LoopCount{Loop: i, Count: n})
 		}
 	}
 	if blockedN > 0 {

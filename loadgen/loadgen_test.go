@@ -5,6 +5,8 @@ import (
 	"errors"
 	"io"
 	"math"
+	"net/http"
+	"net/http/httptest"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -166,6 +168,9 @@ func TestFlags(t *testing.T) {
 		{[]string{"--target", "ftp://127.0.0.1/slow"}, false},
 		{[]string{"stray"}, false},
 		{[]string{"--out", "/nonexistent-dir/r.json"}, false},
+		{[]string{"--start-at", "soon"}, false},
+		{[]string{"--start-at", "2001-01-01T00:00:00Z"}, false},
+		{[]string{"--start-at", time.Now().Add(2 * time.Second).UTC().Format(time.RFC3339Nano)}, true},
 	} {
 		if _, err := parseFlags(tc.args, io.Discard); (err == nil) != tc.ok {
 			t.Errorf("%v: %v", tc.args, err)
@@ -177,5 +182,43 @@ func TestRefusedTarget(t *testing.T) {
 	o, _ := parseFlags([]string{"--target", "http://" + wiretest.FreeAddr(t) + "/slow", "--duration", "1s"}, io.Discard)
 	if _, err := run(context.Background(), o, nil); err == nil || !strings.Contains(err.Error(), "cannot connect") {
 		t.Fatalf("err %v", err)
+	}
+}
+
+// TestWindowCountsCompletions: one caller, a server that answers after
+// 200 ms, a 100 ms warm-up and a 1 s window. Answers arrive at about 200,
+// 400, 600, 800 and 1000 ms, all five inside the window [100 ms, 1100 ms],
+// and each is a request of the window, also the first, sent during the
+// warm-up (counting only requests sent inside the window lost it: 4).
+// With --start-at, the clock starts at the given moment.
+func TestWindowCountsCompletions(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(200 * time.Millisecond)
+		w.Header().Set("Content-Length", "3")
+		_, _ = io.WriteString(w, "ok\n")
+	}))
+	t.Cleanup(srv.Close)
+	at := time.Now().Add(300 * time.Millisecond).UTC()
+	o, err := parseFlags([]string{"--target", srv.URL + "/slow", "--conc", "1", "--warmup", "100ms", "--duration", "1s",
+		"--start-at", at.Format(time.RFC3339Nano)}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := run(context.Background(), o, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Load.Requests != 5 || res.Load.WarmupRequests != 0 {
+		t.Fatalf("%d requests in the window, %d in the warm-up: want 5 and 0", res.Load.Requests, res.Load.WarmupRequests)
+	}
+	if res.StartUnixNs != at.UnixNano() || res.Params.StartAtUnixNs != at.UnixNano() {
+		t.Fatalf("started at %d, want --start-at %d", res.StartUnixNs, at.UnixNano())
+	}
+	var perSecond int64
+	for _, s := range res.Load.PerSecond {
+		perSecond += s.Requests
+	}
+	if perSecond != res.Load.Requests {
+		t.Fatalf("per-second series counts %d of %d", perSecond, res.Load.Requests)
 	}
 }

@@ -40,6 +40,7 @@ type options struct {
 	out         string
 	allowRemote bool
 	quiet       bool
+	startAt     cli.StartAt
 	args        []string
 }
 
@@ -70,11 +71,12 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.out, "out", "", "write the result as JSON (schema "+results.Schema+") to this file")
 	fs.BoolVar(&o.allowRemote, "allow-remote", false, "allow a target that is not a loopback address")
 	fs.BoolVar(&o.quiet, "quiet", false, "no progress line on stderr")
+	fs.Var(&o.startAt, "start-at", "start the run's clock (warm-up first) at this RFC 3339 time, within a minute of now, to share a window with another tool (default: once connected)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: loadgen --target URL [flags]\n\nDrives one endpoint with keep-alive connections (closed model, or open with --rate).\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args, stderr); err != nil {
 		return o, err
 	}
 	if fs.NArg() > 0 {

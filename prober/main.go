@@ -5,11 +5,13 @@
 //	prober --mode perconn  --target http://127.0.0.1:8081/async --conns 12 --duration 5s --out conns.json
 //	prober --mode trace    --target http://127.0.0.1:8081/async --duration 5s --out trace.json
 //
-// interval: probes due at t0 + k x interval whatever happened before, each
-// timed from its due time (corrected) and from its actual send; late and
-// skipped due times are counted, and the whole timeline is kept.
-// perconn: opens the connections first, learns each one's loop, says it is
-// ready, then times each connection on its own and says which stalled.
+// interval: probes due at t0 + warm-up + k x interval whatever happened
+// before, each timed from its due time (corrected) and from its actual
+// send; every due probe is counted (answered, failed, or censored when the
+// window ended first), and the whole timeline is kept.
+// perconn: opens the connections first, learns each one's loop and the
+// unblocked baseline, says it is ready, then probes each connection on its
+// own fixed schedule and says which stalled.
 // trace: takes /async requests apart into accepted, continuation lateness
 // and return, from the protocol's timing headers.
 package main
@@ -43,7 +45,9 @@ type options struct {
 	warmup         time.Duration
 	timeout        time.Duration
 	stallThreshold time.Duration
+	block          time.Duration
 	delay          time.Duration
+	startAt        cli.StartAt
 	readyFile      string
 	out            string
 	allowRemote    bool
@@ -71,20 +75,22 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.mode, "mode", "interval", "interval, perconn or trace")
 	fs.StringVar(&o.target, "target", "http://127.0.0.1:8081/fast", "URL to probe (loopback only unless --allow-remote)")
 	fs.IntVar(&o.conns, "conns", 0, "keep-alive connections (default: 1 for interval and trace, 12 for perconn)")
-	fs.DurationVar(&o.interval, "interval", 0, "time between probes on a connection (default: 50ms for interval; 0, back-to-back, for perconn and trace)")
+	fs.DurationVar(&o.interval, "interval", 0, "time between due probes on a connection (default: 50ms for interval, 10ms for perconn; 0, back-to-back, for trace)")
 	fs.DurationVar(&o.duration, "duration", 8*time.Second, "how long to probe (at most 1h)")
-	fs.DurationVar(&o.warmup, "warmup", 0, "perconn and trace: time after the start before samples count (added to --duration)")
+	fs.DurationVar(&o.warmup, "warmup", 0, "time after the start before the window (added to --duration); interval mode sends nothing meanwhile")
 	fs.DurationVar(&o.timeout, "timeout", 10*time.Second, "per-request timeout")
-	fs.DurationVar(&o.stallThreshold, "stall-threshold", 50*time.Millisecond, "perconn: a connection whose p50 exceeds this stalled")
+	fs.DurationVar(&o.stallThreshold, "stall-threshold", 0, "perconn: a connection whose p50 from due exceeds this stalled (default: the unblocked baseline + half of --block, or + 50ms without --block)")
+	fs.DurationVar(&o.block, "block", 0, "perconn: the blocking call that may hold the loops, to derive the stall threshold from")
+	fs.Var(&o.startAt, "start-at", "start the run's clock (warm-up first) at this RFC 3339 time, within a minute of now, to share a window with loadgen (default: once connected)")
 	fs.DurationVar(&o.delay, "delay", 0, "trace: the server's /async delay (default: ?delay= of the target, else 5ms)")
-	fs.StringVar(&o.readyFile, "ready-file", "", "perconn: write this file once the connections are open and placed")
+	fs.StringVar(&o.readyFile, "ready-file", "", "perconn: write this file once the connections are open and placed; interval: once they are open")
 	fs.StringVar(&o.out, "out", "", "write the result as JSON (schema "+results.Schema+") to this file")
 	fs.BoolVar(&o.allowRemote, "allow-remote", false, "allow a target that is not a loopback address")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: prober --mode interval|perconn|trace --target URL [flags]\n\nMeasures what a bystander sees while a server is loaded.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args, stderr); err != nil {
 		return o, err
 	}
 	if fs.NArg() > 0 {
@@ -100,7 +106,14 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		if o.interval <= 0 {
 			return o, fmt.Errorf("prober: --interval %s: interval mode needs a positive interval", o.interval)
 		}
-	case "perconn", "trace":
+	case "perconn":
+		if !set["interval"] {
+			o.interval = 10 * time.Millisecond
+		}
+		if o.interval <= 0 {
+			return o, fmt.Errorf("prober: --interval %s: perconn probes on a schedule (back-to-back probing samples only the moments a loop is free)", o.interval)
+		}
+	case "trace":
 	default:
 		return o, fmt.Errorf("prober: --mode %q: want interval, perconn or trace", o.mode)
 	}
@@ -119,17 +132,17 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		return o, fmt.Errorf("prober: --interval %s: want 0 or more", o.interval)
 	case o.warmup < 0 || o.warmup > 10*time.Minute:
 		return o, fmt.Errorf("prober: --warmup %s: want 0 to 10m", o.warmup)
-	case o.warmup > 0 && o.mode == "interval":
-		return o, fmt.Errorf("prober: --warmup is for perconn and trace; interval probes are timed from the start")
 	case o.timeout <= 0:
 		return o, fmt.Errorf("prober: --timeout %s: want a positive duration", o.timeout)
-	case o.stallThreshold <= 0:
-		return o, fmt.Errorf("prober: --stall-threshold %s: want a positive duration", o.stallThreshold)
+	case o.stallThreshold < 0:
+		return o, fmt.Errorf("prober: --stall-threshold %s: want a positive duration (or 0: derived)", o.stallThreshold)
+	case o.block < 0:
+		return o, fmt.Errorf("prober: --block %s: want 0 or more", o.block)
 	case o.delay < 0:
 		return o, fmt.Errorf("prober: --delay %s: want 0 or more", o.delay)
 	}
-	if o.readyFile != "" && o.mode != "perconn" {
-		return o, fmt.Errorf("prober: --ready-file is for --mode perconn")
+	if o.readyFile != "" && o.mode == "trace" {
+		return o, fmt.Errorf("prober: --ready-file is for --mode perconn and interval")
 	}
 	if _, err := client.ParseTarget(o.target, o.allowRemote); err != nil {
 		return o, fmt.Errorf("prober: --target: %w", err)
@@ -169,19 +182,21 @@ func summary(w io.Writer, r *results.Result) {
 		for _, c := range p.Conns {
 			where = append(where, fmt.Sprintf("conn %d on loop %d", c.Conn, c.Loop))
 		}
-		fmt.Fprintf(w, "prober: %d probes, %d late, %d skipped; %s\n", p.Completed, p.Late, p.Skipped, strings.Join(where, ", "))
+		fmt.Fprintf(w, "prober: %d probes due in %s: %d answered, %d failed, %d censored (unanswered when the window ended); %d sent late; %s\n",
+			p.Due, time.Duration(p.WindowNs), p.Completed, p.Failed, p.Censored, p.Late, strings.Join(where, ", "))
 		fmt.Fprintf(w, "prober: corrected (from due time)   p50 %s p95 %s p99 %s max %s\n", us(p.Corrected.P50Us), us(p.Corrected.P95Us), us(p.Corrected.P99Us), us(p.Corrected.MaxUs))
 		fmt.Fprintf(w, "prober: uncorrected (from send)     p50 %s p95 %s p99 %s max %s\n", us(p.Uncorrected.P50Us), us(p.Uncorrected.P95Us), us(p.Uncorrected.P99Us), us(p.Uncorrected.MaxUs))
 		fmt.Fprintf(w, "prober: send lag behind due time    p50 %s p99 %s max %s\n", us(p.SendLag.P50Us), us(p.SendLag.P99Us), us(p.SendLag.MaxUs))
 	case r.PerConn != nil:
 		p := r.PerConn
-		fmt.Fprintf(w, "prober: stalled %d of %d (p50 over %s)\n", p.Stalled, len(p.Conns), time.Duration(p.StallThresholdNs))
+		fmt.Fprintf(w, "prober: stalled %d of %d (%s: over %s)\n", p.Stalled, len(p.Conns), p.StallRule, time.Duration(p.StallThresholdNs))
 		for _, c := range p.Conns {
 			mark := ""
 			if c.Stalled {
 				mark = "  STALLED"
 			}
-			fmt.Fprintf(w, "prober:   conn %2d loop %2d: p50 %9s p95 %9s max %9s, %d samples%s\n", c.Conn, c.Loop, us(c.P50Us), us(c.P95Us), us(c.MaxUs), c.Samples, mark)
+			fmt.Fprintf(w, "prober:   conn %2d loop %2d: p50 %9s p95 %9s max %9s, %d of %d due answered, %d censored%s\n", c.Conn, c.Loop,
+				us(c.Latency.P50Us), us(c.Latency.P95Us), us(c.Latency.MaxUs), c.Samples, c.Due, c.Censored, mark)
 		}
 	case r.Trace != nil:
 		t := r.Trace

@@ -12,7 +12,9 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
+	"time"
 )
 
 // Main parses args with parse, then runs run and returns its exit status.
@@ -28,4 +30,74 @@ func Main[O any](args []string, stderr io.Writer, parse func([]string, io.Writer
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	return run(ctx, o)
+}
+
+// Parse parses args into fs. --help prints the usage on stderr and
+// returns flag.ErrHelp; a bad flag or value is one line, naming the
+// program and pointing at --help, never the whole usage.
+func Parse(fs *flag.FlagSet, args []string, stderr io.Writer) error {
+	var usage strings.Builder
+	fs.SetOutput(&usage)
+	err := fs.Parse(args)
+	fs.SetOutput(stderr)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		fmt.Fprint(stderr, usage.String())
+		return err
+	case err != nil:
+		return fmt.Errorf("%s: %v (see --help)", fs.Name(), err)
+	}
+	return nil
+}
+
+// StartAt is the --start-at flag of the measuring tools: the wall-clock
+// moment their run's clock starts, so that tools started as separate
+// processes (the load and its bystander prober) share one measured window.
+// Zero means "as soon as the connections are open".
+type StartAt struct{ T time.Time }
+
+func (s *StartAt) String() string {
+	if s == nil || s.T.IsZero() {
+		return ""
+	}
+	return s.T.UTC().Format(time.RFC3339Nano)
+}
+
+// Set reads an RFC 3339 time (fractions allowed) within a minute of now.
+func (s *StartAt) Set(v string) error {
+	t, err := time.Parse(time.RFC3339Nano, v)
+	if err != nil {
+		return fmt.Errorf("want an RFC 3339 time such as %s", time.Now().UTC().Add(time.Second).Format(time.RFC3339Nano))
+	}
+	if d := time.Until(t); d < -time.Minute || d > time.Minute {
+		return fmt.Errorf("%s is %s from now: want within a minute", v, d.Round(time.Second))
+	}
+	s.T = t
+	return nil
+}
+
+// Begin waits until the start (when one was given and is ahead) and
+// returns the run's start: the given moment, or now when none was given or
+// it has already passed (the caller records both). It returns false when
+// ctx ended first.
+func (s StartAt) Begin(ctx context.Context) (time.Time, bool) {
+	if s.T.IsZero() || !time.Now().Before(s.T) {
+		return time.Now(), ctx.Err() == nil
+	}
+	t := time.NewTimer(time.Until(s.T))
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return time.Now(), false
+	case <-t.C:
+		return s.T, true
+	}
+}
+
+// UnixNs is the moment in Unix nanoseconds, 0 when none was given.
+func (s StartAt) UnixNs() int64 {
+	if s.T.IsZero() {
+		return 0
+	}
+	return s.T.UnixNano()
 }

@@ -21,9 +21,19 @@ import (
 )
 
 // Schema names this version of the format. Readers refuse other versions.
-const Schema = "bystander.results/v1"
+//
+// v2 (from v1): loadgen counts the requests that completed inside the
+// measured window (v1 dropped the one in flight at its start); the interval
+// prober's window is the load's, every due probe counts (Probe.Due,
+// Probe.Censored replace Skipped) and the timeline keeps every probe; the
+// per-connection prober probes on a fixed schedule and keeps each
+// connection's histogram (ConnStat.Latency); every histogram carries its
+// HdrHistogram encoding (hist.Percentiles.HDR).
+const Schema = "bystander.results/v2"
 
-// MaxSeriesPoints bounds every time series a program writes.
+// MaxSeriesPoints bounds the time series a program writes where a run could
+// make them grow without bound (loadgen's per-second series, the trace's
+// samples); the probers' timelines keep every probe.
 const MaxSeriesPoints = 4000
 
 // Result is one program's run.
@@ -52,16 +62,22 @@ type Result struct {
 
 // Params are every parameter of the run.
 type Params struct {
-	Target           string   `json:"target"`
-	Conns            int      `json:"conns"`
-	DurationNs       int64    `json:"duration_ns"`
-	WarmupNs         int64    `json:"warmup_ns"`
-	TimeoutNs        int64    `json:"timeout_ns"`
-	RatePerS         float64  `json:"rate_per_s,omitempty"`
-	IntervalNs       int64    `json:"interval_ns,omitempty"`
-	StallThresholdNs int64    `json:"stall_threshold_ns,omitempty"`
-	DelayNs          int64    `json:"delay_ns,omitempty"`
-	Args             []string `json:"args"`
+	Target           string  `json:"target"`
+	Conns            int     `json:"conns"`
+	DurationNs       int64   `json:"duration_ns"`
+	WarmupNs         int64   `json:"warmup_ns"`
+	TimeoutNs        int64   `json:"timeout_ns"`
+	RatePerS         float64 `json:"rate_per_s,omitempty"`
+	IntervalNs       int64   `json:"interval_ns,omitempty"`
+	StallThresholdNs int64   `json:"stall_threshold_ns,omitempty"`
+	DelayNs          int64   `json:"delay_ns,omitempty"`
+	// StallBlockNs is the blocking call the per-connection prober's stall
+	// threshold is derived from.
+	StallBlockNs int64 `json:"stall_block_ns,omitempty"`
+	// StartAtUnixNs, when set, is the moment the run's clock started
+	// (--start-at), shared by tools whose windows must coincide.
+	StartAtUnixNs int64    `json:"start_at_unix_ns,omitempty"`
+	Args          []string `json:"args"`
 }
 
 // Env is where the run happened.
@@ -112,25 +128,32 @@ type Load struct {
 	LatencyUncorrected *hist.Percentiles `json:"latency_uncorrected,omitempty"`
 	PerSecond          []Second          `json:"per_second"`
 	RequestsPerLoop    []LoopCount       `json:"requests_per_loop"`
-	MeanBlockedNs      float64           `json:"mean_blocked_ns"`
-	BlockedSamples     int64             `json:"blocked_samples"`
-	MeanQueuedNs       float64           `json:"mean_queued_ns"`
-	WarmupRequests     int64             `json:"warmup_requests"`
-	Dials              int64             `json:"dials"`
+	// ConnsPerLoop is how many connections each loop served (a
+	// connection's loop is where most of its answers came from).
+	ConnsPerLoop   []LoopCount `json:"conns_per_loop"`
+	MeanBlockedNs  float64     `json:"mean_blocked_ns"`
+	BlockedSamples int64       `json:"blocked_samples"`
+	MeanQueuedNs   float64     `json:"mean_queued_ns"`
+	WarmupRequests int64       `json:"warmup_requests"`
+	Dials          int64       `json:"dials"`
 	// BehindSchedule counts open-model requests sent over 1 ms after their
 	// intended time (the generator could not keep the rate).
 	BehindSchedule int64 `json:"behind_schedule,omitempty"`
 }
 
-// ProbePoint is one probe; times are us since the run's start.
+// ProbePoint is one probe; times are us since the run's start. A censored
+// probe was due but never answered before the window ended: DoneUs is the
+// end, SentUs 0 when it was never sent, and its wait is at least DoneUs -
+// DueUs.
 type ProbePoint struct {
-	Conn   int     `json:"conn"`
-	Loop   int     `json:"loop"`
-	DueUs  float64 `json:"due_us"`
-	SentUs float64 `json:"sent_us"`
-	DoneUs float64 `json:"done_us"`
-	Status int     `json:"status"`
-	Error  string  `json:"error,omitempty"`
+	Conn     int     `json:"conn"`
+	Loop     int     `json:"loop"`
+	DueUs    float64 `json:"due_us"`
+	SentUs   float64 `json:"sent_us"`
+	DoneUs   float64 `json:"done_us"`
+	Status   int     `json:"status"`
+	Error    string  `json:"error,omitempty"`
+	Censored bool    `json:"censored,omitempty"`
 }
 
 // ConnLoop says which loop a connection sits on (-1: no loops).
@@ -139,38 +162,58 @@ type ConnLoop struct {
 	Loop int `json:"loop"`
 }
 
-// Probe is the interval prober's result.
+// Probe is the interval prober's result. Every probe due in the window is
+// accounted for: Due = Completed + Failed + Censored.
 type Probe struct {
+	// WindowNs is the measured window the due times fall in.
+	WindowNs  int64 `json:"window_ns"`
+	Due       int64 `json:"due"`
 	Completed int64 `json:"completed"`
-	// Late counts probes sent over 1 ms after they were due; Skipped, due
-	// times that passed unsent before the run ended.
-	Late        int64            `json:"late"`
-	Skipped     int64            `json:"skipped"`
+	Failed    int64 `json:"failed"`
+	// Censored probes were due but not answered when the window ended
+	// (never sent, or still out): Corrected counts each at its wait so far,
+	// end - due, a lower bound, so no probe is quietly left out.
+	Censored int64 `json:"censored"`
+	// Late counts probes sent over 1 ms after they were due.
+	Late int64 `json:"late"`
+	// Corrected is from each probe's due time (censored ones included);
+	// Uncorrected from its send (answered ones only).
 	Corrected   hist.Percentiles `json:"latency_corrected"`
 	Uncorrected hist.Percentiles `json:"latency_uncorrected"`
 	SendLag     hist.Percentiles `json:"send_lag"`
 	Conns       []ConnLoop       `json:"conns"`
 	Timeline    []ProbePoint     `json:"timeline"`
-	// TimelineDropped counts probes left out of Timeline past its bound.
-	TimelineDropped int64 `json:"timeline_dropped,omitempty"`
 }
 
-// ConnStat is one connection of the per-connection prober.
+// ConnStat is one connection of the per-connection prober. Latency is
+// from each probe's due time; probes still unanswered at the end count at
+// their wait so far (Censored of them).
 type ConnStat struct {
-	Conn    int     `json:"conn"`
-	Loop    int     `json:"loop"`
-	Samples int64   `json:"samples"`
-	Errors  int64   `json:"errors"`
-	P50Us   float64 `json:"p50_us"`
-	P95Us   float64 `json:"p95_us"`
-	MaxUs   float64 `json:"max_us"`
-	Stalled bool    `json:"stalled"`
+	Conn     int              `json:"conn"`
+	Loop     int              `json:"loop"`
+	Due      int64            `json:"due"`
+	Samples  int64            `json:"samples"`
+	Censored int64            `json:"censored"`
+	Errors   int64            `json:"errors"`
+	Latency  hist.Percentiles `json:"latency"`
+	// FromSend is from each answered probe's send: what one request
+	// waited, without the queue of probes behind it.
+	FromSend hist.Percentiles `json:"latency_from_send"`
+	Stalled  bool             `json:"stalled"`
 }
 
 // PerConn is the per-connection prober's result.
 type PerConn struct {
-	// A connection stalled when its p50 exceeded StallThresholdNs.
+	// IntervalNs is each connection's probe schedule (0: back-to-back).
+	IntervalNs int64 `json:"interval_ns"`
+	// BaselineUs is the median latency of the placing requests, before
+	// anything was blocked.
+	BaselineUs float64 `json:"baseline_us"`
+	// A connection stalled when its p50 from due exceeded StallThresholdNs,
+	// or when it got no answer at all; StallRule says how the threshold was
+	// chosen.
 	StallThresholdNs int64       `json:"stall_threshold_ns"`
+	StallRule        string      `json:"stall_rule"`
 	Spread           []LoopCount `json:"spread"`
 	Conns            []ConnStat  `json:"conns"`
 	Stalled          int         `json:"stalled"`

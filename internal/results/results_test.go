@@ -14,16 +14,20 @@ import (
 func full() *Result {
 	start := time.Unix(1796025321, 50679074)
 	r := New("loadgen", "open", start, Params{Target: "http://127.0.0.1:8081/slow", Conns: 8, DurationNs: 5e9, WarmupNs: 1e9,
-		TimeoutNs: 1e10, RatePerS: 500, IntervalNs: 5e7, StallThresholdNs: 5e7, DelayNs: 5e6, Args: []string{"--conc", "8"}})
-	p := hist.Percentiles{Count: 10, MinUs: 1, MeanUs: 2, P50Us: 3, P90Us: 4, P95Us: 5, P99Us: 6, P999Us: 7, MaxUs: 8}
+		TimeoutNs: 1e10, RatePerS: 500, IntervalNs: 5e7, StallThresholdNs: 5e7, DelayNs: 5e6, StallBlockNs: 1e8, StartAtUnixNs: 1796025321e9,
+		Args: []string{"--conc", "8"}})
+	h := hist.New()
+	h.Record(3 * time.Millisecond)
+	p := h.Summary()
 	r.Errors = []ErrorCount{{"refused", 1}, {"reset", 0}}
 	r.Generator = Cost{CPUNs: 100, CPUUsPerRequest: 1.5, Requests: 10}
 	r.Load = &Load{Requests: 10, MeasuredNs: 5e9, ThroughputPerS: 2, Latency: p, LatencyUncorrected: &p,
-		PerSecond: []Second{{0, 5, 0}}, RequestsPerLoop: []LoopCount{{0, 5}, {1, 5}}, MeanBlockedNs: 5.1e6,
+		PerSecond: []Second{{0, 5, 0}}, RequestsPerLoop: []LoopCount{{0, 5}, {1, 5}}, ConnsPerLoop: []LoopCount{{0, 4}, {1, 4}}, MeanBlockedNs: 5.1e6,
 		BlockedSamples: 10, MeanQueuedNs: 3, WarmupRequests: 2, Dials: 8, BehindSchedule: 1}
-	r.Probe = &Probe{Completed: 3, Late: 1, Skipped: 1, Corrected: p, Uncorrected: p, SendLag: p,
-		Conns: []ConnLoop{{0, 2}}, Timeline: []ProbePoint{{0, 2, 1, 2, 3, 200, ""}, {0, 2, 4, 5, 6, 0, "reset"}}, TimelineDropped: 1}
-	r.PerConn = &PerConn{StallThresholdNs: 5e7, Spread: []LoopCount{{0, 3}}, Conns: []ConnStat{{0, 0, 9, 1, 2, 3, 4, true}}, Stalled: 1}
+	r.Probe = &Probe{WindowNs: 5e9, Due: 4, Completed: 2, Failed: 1, Censored: 1, Late: 1, Corrected: p, Uncorrected: p, SendLag: p,
+		Conns: []ConnLoop{{0, 2}}, Timeline: []ProbePoint{{0, 2, 1, 2, 3, 200, "", false}, {0, 2, 4, 5, 6, 0, "reset", false}, {0, 2, 7, 0, 9, 0, "", true}}}
+	r.PerConn = &PerConn{IntervalNs: 1e7, BaselineUs: 5500, StallThresholdNs: 5e7, StallRule: "rule", Spread: []LoopCount{{0, 3}},
+		Conns: []ConnStat{{0, 0, 10, 9, 1, 1, p, p, true}}, Stalled: 1}
 	r.Trace = &Trace{Samples: []TraceSample{{0, 1, 2, 3, 4, 5, 6, 7, 8}}, SamplesDropped: 1, Accepted: p, Lateness: p, Return: p, Total: p}
 	r.Finish(start.Add(6*time.Second), "interrupted")
 	return r
@@ -46,7 +50,7 @@ func TestRoundTrip(t *testing.T) {
 		t.Fatalf("partial/end: %+v", got)
 	}
 	b, _ := os.ReadFile(path)
-	for _, field := range []string{`"schema": "bystander.results/v1"`, `"p99_9_us"`, `"duration_ns"`, `"throughput_per_s"`, `"cpu_model"`} {
+	for _, field := range []string{`"schema": "bystander.results/v2"`, `"hdr_base64"`, `"p99_9_us"`, `"duration_ns"`, `"throughput_per_s"`, `"cpu_model"`} {
 		if !strings.Contains(string(b), field) {
 			t.Errorf("the file lacks %s", field)
 		}
@@ -60,7 +64,7 @@ func TestRoundTrip(t *testing.T) {
 func TestDecodeRefuses(t *testing.T) {
 	for name, doc := range map[string]string{
 		"other version": `{"schema":"bystander.results/v0"}`,
-		"unknown field": `{"schema":"bystander.results/v1","surprise":1}`,
+		"unknown field": `{"schema":"bystander.results/v2","surprise":1}`,
 		"not json":      `results`,
 	} {
 		if _, err := Decode([]byte(doc)); err == nil {
@@ -99,5 +103,47 @@ func TestOutcomeAndMedian(t *testing.T) {
 	}
 	if Median([]float64{5, 1, 3}) != 3 || Median([]float64{1, 2}) != 1.5 || Median(nil) != 0 {
 		t.Error("Median")
+	}
+}
+
+// TestRunRoundTrip: run.json reads back as written, and ReadRun refuses
+// unknown fields and other versions as Decode does.
+func TestRunRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	step := Step{ID: "sweep-pool-c4", Phase: "sweep", Server: Server{Name: "pool", Kind: "pool", Workers: 200, BlockNs: 5e6},
+		Endpoint: "/slow", Conc: 4, Duration: 5 * time.Second, Warmup: time.Second}
+	r := &Run{
+		Schema: RunSchema, Partial: true, PartialReason: "interrupted",
+		Params: RunParams{BlockNs: 5e6, StallBlockNs: 1e8, Conc: []int{4}, DurationNs: 5e9, WarmupNs: 1e9, Engines: []string{"gnet"},
+			Servers: []string{"pool"}, Phases: []string{"sweep"}, Repeat: 1, Args: []string{"--conc=4"}, Loops: 4, PoolSlots: 200,
+			ProbeEveryNs: 5e7, BlockMode: "syscall", OffloadWorkers: 200, AsyncDelayNs: 5e6, StallConns: 12, StallIntervalNs: 1e7,
+			TraceCallers: 8, TraceConns: 12},
+		Manifest: Manifest{GitCommit: "abc", GoVersion: "go1.26", Kernel: "6", CPUModel: "cpu", Cores: 2, StartUnixNs: 1, EndUnixNs: 2,
+			StartUTC: "a", EndUTC: "b", ExpectedNs: 3},
+		Measurements: []Measurement{{Step: step, Repeat: 1, Status: "ok", LoadFile: "sweep/a.load.json", ProbeFile: "sweep/a.fast.json",
+			Cost: &ServerCost{Requests: 10, ServerCPUUsPerRequest: 1, CtxSwitchesPerRequest: 2, Threads: 3, PeakRSSBytes: 4, ServerCores: 0.5,
+				GeneratorCPUUsPerReq: 6, GeneratorCores: 0.1, ProberCores: 0.01, MachineCores: 0.9, Cores: 2, MachineBusy: 0.45,
+				MeasuredBlockNs: 5.1e6, ThroughputPerS: 700}}},
+		Processes: []Process{{PID: 7, Name: "poolserver"}},
+		Report:    "report.html",
+	}
+	if err := WriteRun(dir, r); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ReadRun(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, r) {
+		t.Fatalf("round trip changed run.json:\n%+v\n%+v", got, r)
+	}
+	for name, doc := range map[string]string{
+		"other version":            `{"schema":"bystander.run/v1"}`,
+		"unknown field":            `{"schema":"bystander.run/v2","surprise":1}`,
+		"unknown in a measurement": `{"schema":"bystander.run/v2","measurements":[{"bound":{}}]}`,
+	} {
+		if _, err := DecodeRun([]byte(doc)); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
 	}
 }

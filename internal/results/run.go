@@ -1,6 +1,7 @@
 package results
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -10,8 +11,12 @@ import (
 	"time"
 )
 
-// RunSchema names the run index format.
-const RunSchema = "bystander.run/v1"
+// RunSchema names the run index format. v2 (from v1): the block mode, the
+// /async delay and the stall and trace probers' shapes are recorded;
+// measurements keep their cost but no bound (internal/findings decides it
+// from the data); the cost records the cores the whole machine and the
+// probers used.
+const RunSchema = "bystander.run/v2"
 
 // Run is run.json: the index of a run directory, written first and updated
 // after every measurement, so an interrupted run still says what it did.
@@ -44,6 +49,18 @@ type RunParams struct {
 	Loops        int      `json:"loops"`
 	PoolSlots    int      `json:"pool_slots"`
 	ProbeEveryNs int64    `json:"probe_interval_ns"`
+	// BlockMode is how the servers' blocking call blocks: syscall, sleep or spin.
+	BlockMode      string `json:"block_mode"`
+	OffloadWorkers int    `json:"offload_workers"`
+	AsyncDelayNs   int64  `json:"async_delay_ns"`
+	// The stall phase: StallConns /async connections, each probed every
+	// StallIntervalNs.
+	StallConns      int   `json:"stall_conns"`
+	StallIntervalNs int64 `json:"stall_interval_ns"`
+	// The trace phase: TraceCallers blocking /slow while TraceConns take
+	// /async apart.
+	TraceCallers int `json:"trace_callers"`
+	TraceConns   int `json:"trace_conns"`
 }
 
 // Manifest is where and when the run happened.
@@ -72,7 +89,6 @@ type Measurement struct {
 	PerConnFile string      `json:"perconn_file,omitempty"`
 	TraceFile   string      `json:"trace_file,omitempty"`
 	Cost        *ServerCost `json:"cost,omitempty"`
-	Bound       *Bound      `json:"bound,omitempty"`
 }
 
 // ServerCost is what the server cost during the measured window, from /proc.
@@ -84,24 +100,16 @@ type ServerCost struct {
 	PeakRSSBytes          int64   `json:"peak_rss_bytes"`
 	ServerCores           float64 `json:"server_cores"`
 	GeneratorCPUUsPerReq  float64 `json:"generator_cpu_us_per_request"`
-	GeneratorCores        float64 `json:"generator_cores"`
-	MachineBusy           float64 `json:"machine_busy"`
-	MeasuredBlockNs       float64 `json:"measured_block_ns"`
-	ThroughputPerS        float64 `json:"throughput_per_s"`
-}
-
-// Bound says what limits a measurement's throughput.
-type Bound struct {
-	// Kind: workers (workers / measured block), callers (callers / block,
-	// Little's law), cpu (the machine saturated by the server), generator
-	// (saturated by the load generator: not the server's figure).
-	Kind                string  `json:"kind"`
-	WorkersCeilingPerS  float64 `json:"workers_ceiling_per_s"`  // workers / nominal block
-	MeasuredCeilingPerS float64 `json:"measured_ceiling_per_s"` // workers / measured block
-	CallersCeilingPerS  float64 `json:"callers_ceiling_per_s"`  // callers / measured block
-	ShareOfBound        float64 `json:"share_of_bound"`         // throughput / the bound's ceiling
-	GeneratorLimited    bool    `json:"generator_limited"`
-	Text                string  `json:"text"`
+	// GeneratorCores is the load generator's, ProberCores the bystander
+	// prober's, MachineCores what every process of the machine used, all
+	// over the measured window; Cores is how many the machine has.
+	GeneratorCores  float64 `json:"generator_cores"`
+	ProberCores     float64 `json:"prober_cores"`
+	MachineCores    float64 `json:"machine_cores"`
+	Cores           int     `json:"cores"`
+	MachineBusy     float64 `json:"machine_busy"`
+	MeasuredBlockNs float64 `json:"measured_block_ns"`
+	ThroughputPerS  float64 `json:"throughput_per_s"`
 }
 
 // Server is one server configuration the plan starts.
@@ -155,8 +163,16 @@ func ReadRun(dir string) (*Run, error) {
 	if err != nil {
 		return nil, fmt.Errorf("results: %w", err)
 	}
+	return DecodeRun(b)
+}
+
+// DecodeRun parses run.json and refuses unknown fields and other schema
+// versions, as Decode does for a result.
+func DecodeRun(b []byte) (*Run, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
 	var r Run
-	if err := json.Unmarshal(b, &r); err != nil {
+	if err := dec.Decode(&r); err != nil {
 		return nil, fmt.Errorf("results: run.json: %w", err)
 	}
 	if r.Schema != RunSchema {

@@ -1,0 +1,54 @@
+package cli
+
+import (
+	"errors"
+	"flag"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestParse: a bad value is one line naming the program; --help prints
+// the usage and says so.
+func TestParse(t *testing.T) {
+	newFS := func() *flag.FlagSet {
+		fs := flag.NewFlagSet("loopserver", flag.ContinueOnError)
+		fs.Duration("block", time.Millisecond, "how long /slow blocks")
+		fs.Usage = func() { _, _ = fs.Output().Write([]byte("Usage: loopserver [flags]\n")) }
+		return fs
+	}
+	var stderr strings.Builder
+	err := Parse(newFS(), []string{"--block", "fast"}, &stderr)
+	if err == nil || strings.Count(err.Error(), "\n") != 0 || !strings.HasPrefix(err.Error(), "loopserver: ") || !strings.Contains(err.Error(), "--help") {
+		t.Fatalf("error %q", err)
+	}
+	if stderr.Len() != 0 {
+		t.Fatalf("a bad value printed %q", stderr.String())
+	}
+	if err := Parse(newFS(), []string{"--help"}, &stderr); !errors.Is(err, flag.ErrHelp) || !strings.Contains(stderr.String(), "Usage: loopserver") {
+		t.Fatalf("--help: %v, printed %q", err, stderr.String())
+	}
+	if err := Parse(newFS(), []string{"--block", "2ms"}, &stderr); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestStartAt(t *testing.T) {
+	var s StartAt
+	if err := s.Set("soon"); err == nil {
+		t.Error("accepted soon")
+	}
+	if err := s.Set(time.Now().Add(2 * time.Hour).Format(time.RFC3339Nano)); err == nil {
+		t.Error("accepted two hours ahead")
+	}
+	at := time.Now().Add(50 * time.Millisecond)
+	if err := s.Set(at.Format(time.RFC3339Nano)); err != nil {
+		t.Fatal(err)
+	}
+	if start, ok := s.Begin(t.Context()); !ok || !start.Equal(at) || time.Now().Before(at) {
+		t.Fatalf("began %v ok %v, want at %v and not before", start, ok, at)
+	}
+	if (StartAt{}).UnixNs() != 0 || s.UnixNs() != at.UnixNano() {
+		t.Error("UnixNs")
+	}
+}

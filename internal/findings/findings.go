@@ -1,0 +1,264 @@
+// Package findings reads a finished run directory (run.json and the results
+// it lists) and computes, once, every figure the terminal tables and the
+// report show: groups of repetitions with medians and spreads, ceilings and
+// what bounds each row, Little's-law checks, the bystander's latency with
+// its saturation, expected and observed stalls, trace spans, costs, and the
+// run's parameters for the captions. The summary and the report only format
+// what it returns. It reads files and runs nothing.
+package findings
+
+import (
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/bystander-kit/bystander/internal/results"
+)
+
+// Phases are the experiment's phases, in the order they run.
+var Phases = []string{"sweep", "stall", "offload", "trace", "cliff"}
+
+// Figure is one value per repetition that has it.
+type Figure []float64
+
+// OK says whether any repetition has the value.
+func (f Figure) OK() bool { return len(f) > 0 }
+
+// Median of the repetitions (0 for none): the kit quotes medians.
+func (f Figure) Median() float64 { return results.Median(f) }
+
+// Spread is the smallest and largest value.
+func (f Figure) Spread() (lo, hi float64) {
+	if len(f) == 0 {
+		return 0, 0
+	}
+	return slices.Min(f), slices.Max(f)
+}
+
+// Params are the run's parameters, as every caption and heading states them.
+type Params struct {
+	Block, StallBlock, Delay         time.Duration
+	ProbeInterval, StallInterval     time.Duration
+	Duration, Warmup                 time.Duration
+	BlockMode                        string
+	Loops, Slots, OffloadWorkers     int
+	StallConns, TraceCallers, Repeat int
+	TraceConns                       int
+	Conc                             []int
+}
+
+// CeilingPerS is workers / block in requests per second.
+func CeilingPerS(workers int, block time.Duration) float64 {
+	if block <= 0 {
+		return 0
+	}
+	return float64(workers) / block.Seconds()
+}
+
+// Group is one step over its repetitions, with its results read back.
+type Group struct {
+	Step results.Step
+	MS   []results.Measurement
+	// Reps are the repetitions that succeeded, each with its results.
+	Reps  []Rep
+	Load  []*results.Result
+	Probe []*results.Result
+	Conns []*results.Result
+	Trace []*results.Result
+	Why   string // the first failure's status and reason
+}
+
+// Rep is one successful repetition of a step and the results it left (nil
+// where it left none).
+type Rep struct {
+	M                         results.Measurement
+	Load, Probe, Conns, Trace *results.Result
+}
+
+// OK reports whether any repetition left a result.
+func (g *Group) OK() bool { return len(g.Load)+len(g.Probe)+len(g.Conns)+len(g.Trace) > 0 }
+
+// Short is the table cell for a group that left no result; the reason is
+// listed in full in Findings.NotMeasured.
+func (g *Group) Short() string {
+	status, _, _ := strings.Cut(g.Why, ":")
+	if status == "" {
+		status = "no result"
+	}
+	return status + " (see below)"
+}
+
+// Missing says why a phase has nothing to show.
+func Missing(gs []*Group, phase string) string {
+	for _, g := range gs {
+		if g.Why != "" {
+			return fmt.Sprintf("the %s phase did not complete: %s", phase, g.Why)
+		}
+	}
+	if len(gs) == 0 {
+		return fmt.Sprintf("the %s phase was not run (see --phases and --servers)", phase)
+	}
+	return fmt.Sprintf("the %s phase left no results", phase)
+}
+
+// PhaseStatus is how far a phase got.
+type PhaseStatus struct {
+	Phase, Status string
+	Problems      []string
+}
+
+// Findings is everything a run's tables and report show.
+type Findings struct {
+	Run    *results.Run
+	Params Params
+	Groups []*Group
+	Phases []PhaseStatus
+
+	Sweep   []SweepRow
+	Stall   []StallRow
+	Offload []LoadRow
+	Trace   []TraceRow
+	Cliff   []LoadRow
+	Cost    []CostRow
+	// NotMeasured lists every measurement that did not succeed, with why.
+	NotMeasured []string
+}
+
+// Of returns the groups of a phase.
+func (f *Findings) Of(phase string) []*Group {
+	var out []*Group
+	for _, g := range f.Groups {
+		if g.Step.Phase == phase {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+// Read reads a run directory and computes its findings.
+func Read(dir string) (*Findings, error) {
+	run, err := results.ReadRun(dir)
+	if err != nil {
+		return nil, err
+	}
+	return Compute(dir, run), nil
+}
+
+// Compute computes the findings of run, whose files are under dir.
+func Compute(dir string, run *results.Run) *Findings {
+	f := &Findings{Run: run, Params: paramsOf(run.Params), Groups: groups(dir, run)}
+	for _, ph := range Phases {
+		f.Phases = append(f.Phases, phaseStatus(run, ph))
+	}
+	for _, g := range f.Groups {
+		switch g.Step.Phase {
+		case "sweep":
+			f.Sweep = append(f.Sweep, SweepRow{LoadRow: loadRow(g, f.Params), NominalCeiling: CeilingPerS(g.Step.Server.Workers, time.Duration(g.Step.Server.BlockNs))})
+		case "stall":
+			f.Stall = append(f.Stall, stallRow(g))
+		case "offload":
+			f.Offload = append(f.Offload, loadRow(g, f.Params))
+		case "trace":
+			f.Trace = append(f.Trace, traceRow(g))
+		case "cliff":
+			f.Cliff = append(f.Cliff, loadRow(g, f.Params))
+		}
+	}
+	f.Cost = costRows(f.Groups, f.Params)
+	for _, m := range run.Measurements {
+		if m.Status != "ok" {
+			f.NotMeasured = append(f.NotMeasured, fmt.Sprintf("%s (rep %d): %s: %s", m.ID, m.Repeat, m.Status, m.Reason))
+		}
+	}
+	return f
+}
+
+func paramsOf(p results.RunParams) Params {
+	return Params{
+		Block: time.Duration(p.BlockNs), StallBlock: time.Duration(p.StallBlockNs), Delay: time.Duration(p.AsyncDelayNs),
+		ProbeInterval: time.Duration(p.ProbeEveryNs), StallInterval: time.Duration(p.StallIntervalNs),
+		Duration: time.Duration(p.DurationNs), Warmup: time.Duration(p.WarmupNs), BlockMode: p.BlockMode,
+		Loops: p.Loops, Slots: p.PoolSlots, OffloadWorkers: p.OffloadWorkers, StallConns: p.StallConns,
+		TraceCallers: p.TraceCallers, TraceConns: p.TraceConns, Repeat: p.Repeat, Conc: slices.Clone(p.Conc),
+	}
+}
+
+// groups reads every measurement's files back, in plan order.
+func groups(dir string, run *results.Run) []*Group {
+	var gs []*Group
+	byID := map[string]*Group{}
+	for _, m := range run.Measurements {
+		g := byID[m.ID]
+		if g == nil {
+			g = &Group{Step: m.Step}
+			byID[m.ID] = g
+			gs = append(gs, g)
+		}
+		g.MS = append(g.MS, m)
+		if m.Status != "ok" {
+			if g.Why == "" {
+				g.Why = m.Outcome()
+			}
+			continue
+		}
+		read := func(rel string, dst *[]*results.Result) *results.Result {
+			if rel == "" {
+				return nil
+			}
+			r, err := results.Read(filepath.Join(dir, rel))
+			if err != nil {
+				if g.Why == "" {
+					g.Why = fmt.Sprintf("unreadable: %v", err)
+				}
+				return nil
+			}
+			*dst = append(*dst, r)
+			return r
+		}
+		rep := Rep{M: m}
+		rep.Load = read(m.LoadFile, &g.Load)
+		rep.Probe = read(m.ProbeFile, &g.Probe)
+		rep.Conns = read(m.PerConnFile, &g.Conns)
+		rep.Trace = read(m.TraceFile, &g.Trace)
+		g.Reps = append(g.Reps, rep)
+	}
+	return gs
+}
+
+func phaseStatus(run *results.Run, ph string) PhaseStatus {
+	st := PhaseStatus{Phase: ph}
+	n, ok := 0, 0
+	for _, m := range run.Measurements {
+		if m.Phase != ph {
+			continue
+		}
+		n++
+		if m.Status == "ok" {
+			ok++
+		} else {
+			st.Problems = append(st.Problems, m.ID+": "+m.Outcome())
+		}
+	}
+	switch {
+	case n == 0:
+		st.Status = "not run"
+	case ok == n:
+		st.Status = fmt.Sprintf("%d of %d measurements", ok, n)
+	default:
+		st.Status = fmt.Sprintf("%d of %d measurements; the others below", ok, n)
+	}
+	return st
+}
+
+// vals maps v over the results that have it.
+func vals(rs []*results.Result, v func(*results.Result) (float64, bool)) Figure {
+	var out Figure
+	for _, r := range rs {
+		if x, ok := v(r); ok {
+			out = append(out, x)
+		}
+	}
+	return out
+}

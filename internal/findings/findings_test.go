@@ -1,0 +1,177 @@
+package findings
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bystander-kit/bystander/internal/hist"
+	"github.com/bystander-kit/bystander/internal/results"
+)
+
+// load is a closed-loop load result: throughput, mean latency and mean
+// measured block.
+func load(tput float64, meanLatency, block time.Duration) *results.Result {
+	h := hist.New()
+	h.Record(meanLatency)
+	return &results.Result{Mode: "closed", Env: results.Env{NumCPU: 2}, Load: &results.Load{
+		ThroughputPerS: tput, Latency: h.Summary(), MeanBlockedNs: float64(block), BlockedSamples: 100}}
+}
+
+func cost(server, gen, machine float64) *results.ServerCost {
+	return &results.ServerCost{ServerCores: server, GeneratorCores: gen, MachineCores: machine, Cores: 2, ServerCPUUsPerRequest: 20}
+}
+
+// TestBoundOf: the rule that says what bounds a row, from the measured
+// ceilings and the measured use of the machine.
+func TestBoundOf(t *testing.T) {
+	loop := results.Server{Name: "loop-gnet", Kind: "loop", Workers: 4, BlockNs: 5e6}
+	pool := results.Server{Name: "pool", Kind: "pool", Workers: 200, BlockNs: 5e6}
+	ms5 := 5 * time.Millisecond
+	for _, tc := range []struct {
+		name    string
+		step    results.Step
+		lr      *results.Result
+		c       *results.ServerCost
+		kind    string
+		share   float64 // 0: not checked
+		flagged bool
+		little  bool // Little's law holds
+		notes   []string
+		text    string
+	}{
+		{"loops at their ceiling", results.Step{Server: loop, Conc: 64}, load(780, 82*time.Millisecond, 5100*time.Microsecond), cost(0.1, 0.05, 0.2),
+			"workers", 0.995, false, true, nil, "4 loops / 5.1ms measured block = 784 req/s"},
+		{"pool bound by its callers", results.Step{Server: pool, Conc: 64}, load(12000, 5330*time.Microsecond, ms5), cost(0.7, 0.4, 1.2),
+			"callers", 0.9375, false, true, nil, "64 callers / 5ms measured block"},
+		{"no ceiling near: the server's own time", results.Step{Server: pool, Conc: 64, Variant: "offloaded"}, load(10000, 6400*time.Microsecond, ms5),
+			cost(0.3, 0.1, 0.45), "none", 0, false, true, nil, "a request took 6.4ms on average against the 5ms block"},
+		{"no ceiling near: the client's turnaround", results.Step{Server: pool, Conc: 64}, load(10000, ms5, ms5), cost(0.3, 0.1, 0.45),
+			"none", 0, false, false, []string{"Little's law off by 21."}, "the callers spent 22% of the window between requests"},
+		{"CPU: the kit uses the machine", results.Step{Server: pool, Conc: 256}, load(25000, 10240*time.Microsecond, ms5), cost(1.3, 0.6, 1.95),
+			"cpu", 0, false, true, nil, "the kit's processes use 1.90 of 2 cores"},
+		{"the generator: not the server's figure", results.Step{Server: pool, Conc: 256}, load(25000, 10240*time.Microsecond, ms5), cost(0.8, 1.0, 1.95),
+			"generator", 0, true, true, nil, "not the server's figure"},
+		{"a compiler beside it is not the server's CPU", results.Step{Server: pool, Conc: 64, Variant: "offloaded"}, load(6000, 10666*time.Microsecond, ms5),
+			cost(0.12, 0.1, 1.98), "none", 0, false, true, []string{"machine shared: 88% used by other processes"}, "other processes using 1.76 of the machine's 2 cores"},
+		{"shared machine, still at the workers' ceiling", results.Step{Server: loop, Conc: 16}, load(780, 20512*time.Microsecond, 5100*time.Microsecond),
+			cost(0.1, 0.05, 1.5), "workers", 0, false, true, []string{"machine shared: 68% used"}, "workers"},
+		{"callers dealt to 3 of 4 loops", results.Step{Server: loop, Conc: 4}, func() *results.Result {
+			r := load(574, 6970*time.Microsecond, 5100*time.Microsecond)
+			r.Load.ConnsPerLoop = []results.LoopCount{{Loop: 0, Count: 2}, {Loop: 1, Count: 1}, {Loop: 3, Count: 1}}
+			return r
+		}(), cost(0.1, 0.05, 0.2), "workers", 0.9757, false, true, nil, "the 3 of 4 loops the callers were dealt to (loop 0: 2, loop 1: 1, loop 3: 1) / 5.1ms"},
+		{"no measured block: the requested one, said", results.Step{Server: loop, Conc: 16}, &results.Result{Mode: "closed", Load: &results.Load{ThroughputPerS: 790,
+			Latency: hist.Percentiles{Count: 1, MeanUs: 20253}}}, cost(0.1, 0.05, 0.2), "workers", 0.9875, false, true, nil, "requested block (the server did not say"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.step.Server.BlockNs = 5e6
+			b := BoundOf(tc.step, tc.lr, tc.c, 200)
+			if b.Kind != tc.kind || b.Flagged != tc.flagged || b.LittleOK != tc.little {
+				t.Fatalf("kind %s flagged %v little %.3f ok %v, want %s %v %v: %s", b.Kind, b.Flagged, b.Little, b.LittleOK, tc.kind, tc.flagged, tc.little, b.Line())
+			}
+			if tc.share > 0 && (b.Share < tc.share-0.001 || b.Share > tc.share+0.001) {
+				t.Errorf("share %.4f, want %.4f", b.Share, tc.share)
+			}
+			if !strings.Contains(b.Text, tc.text) {
+				t.Errorf("text %q lacks %q", b.Text, tc.text)
+			}
+			if len(b.Notes) != len(tc.notes) {
+				t.Fatalf("notes %q, want %q", b.Notes, tc.notes)
+			}
+			for i, n := range tc.notes {
+				if !strings.HasPrefix(b.Notes[i], n) {
+					t.Errorf("note %q, want %q", b.Notes[i], n)
+				}
+			}
+		})
+	}
+	if BoundOf(results.Step{}, nil, nil, 200) != nil {
+		t.Error("a bound without a load")
+	}
+}
+
+// TestSaturated: a bystander is saturated when fewer than 90 % of its due
+// probes came back.
+func TestSaturated(t *testing.T) {
+	for _, tc := range []struct {
+		p    results.Probe
+		want bool
+	}{
+		{results.Probe{Due: 120, Completed: 45, Censored: 75}, true},
+		{results.Probe{Due: 120, Completed: 120}, false},
+		{results.Probe{Due: 120, Completed: 100, Failed: 20}, false},
+		{results.Probe{Due: 100, Completed: 89, Censored: 11}, true},
+		{results.Probe{}, false},
+	} {
+		if got := Saturated(&tc.p); got != tc.want {
+			t.Errorf("%+v: saturated %v", tc.p, got)
+		}
+	}
+	b := bystanderOf([]*results.Result{{Params: results.Params{IntervalNs: 5e7}, Probe: &results.Probe{WindowNs: 6e9, Due: 120, Completed: 45, Censored: 75}}})
+	if !b.Saturated || !strings.Contains(b.SaturatedWhy, SaturatedText) || !strings.Contains(b.SaturatedWhy, "7.5 answers per second against 20.0") ||
+		!strings.Contains(b.CensoredText(), "75 of 120") {
+		t.Errorf("%q / %q", b.SaturatedWhy, b.CensoredText())
+	}
+}
+
+// TestStallThreshold: half the block above the baseline; a connection
+// with no answer stalled.
+func TestStallThreshold(t *testing.T) {
+	th, rule := StallThreshold(5500*time.Microsecond, 15*time.Millisecond)
+	if th != 13*time.Millisecond || !strings.Contains(rule, "half the 15ms block") {
+		t.Errorf("%s %q", th, rule)
+	}
+	if th, _ := StallThreshold(5*time.Millisecond, 0); th != 55*time.Millisecond {
+		t.Errorf("without a block: %s", th)
+	}
+	if !Stalled(0, 0, th) || Stalled(10, 6*time.Millisecond, th) || !Stalled(10, 200*time.Millisecond, th) {
+		t.Error("Stalled")
+	}
+}
+
+func conn(id, loop int, p50 time.Duration, stalled bool) results.ConnStat {
+	h := hist.New()
+	h.Record(p50)
+	return results.ConnStat{Conn: id, Loop: loop, Due: 10, Samples: 10, Latency: h.Summary(), Stalled: stalled}
+}
+
+// TestStallExpected: the expected stalls are the connections on the loops
+// the blockers' requests were answered on, whatever k says, and each cell
+// keeps the loop of its own measurement.
+func TestStallExpected(t *testing.T) {
+	ms := func(d int) time.Duration { return time.Duration(d) * time.Millisecond }
+	perconn := func(cs ...results.ConnStat) *results.Result {
+		n := 0
+		for _, c := range cs {
+			if c.Stalled {
+				n++
+			}
+		}
+		return &results.Result{PerConn: &results.PerConn{Conns: cs, Stalled: n, StallThresholdNs: 55e6}}
+	}
+	blockers := func(loops ...int) *results.Result {
+		l := &results.Load{}
+		for _, x := range loops {
+			l.RequestsPerLoop = append(l.RequestsPerLoop, results.LoopCount{Loop: x, Count: 20})
+		}
+		return &results.Result{Load: l}
+	}
+	step := results.Step{ID: "stall-loop-gnet-k1", Phase: "stall", K: 1, Server: results.Server{Kind: "loop"}}
+	// The blocker landed on loop 2, not loop 0: its connections stalled.
+	g := &Group{Step: step, Reps: []Rep{{Conns: perconn(conn(0, 0, ms(5), false), conn(1, 2, ms(200), true), conn(2, 1, ms(5), false)), Load: blockers(2)}}}
+	r := stallRow(g)
+	if !r.Match || r.Expected.Median() != 1 || r.Stalled.Median() != 1 || len(r.BlockedLoops) != 1 || r.BlockedLoops[0] != 2 || r.Cells[1].Loop != 2 || !r.Cells[1].OnBlockedLoop {
+		t.Fatalf("%+v", r)
+	}
+	// A healthy connection called stalled, or a stalled one on a free loop: no match.
+	g.Reps[0].Conns = perconn(conn(0, 0, ms(200), true), conn(1, 2, ms(200), true), conn(2, 1, ms(5), false))
+	if r := stallRow(g); r.Match || r.Stalled.Median() != 2 || r.Expected.Median() != 1 {
+		t.Fatalf("%+v", r)
+	}
+	// Without the blockers' result nothing is expected for k > 0: no match claimed.
+	g.Reps[0].Load = nil
+	if r := stallRow(g); r.Match || r.Expected.OK() {
+		t.Fatalf("%+v", r)
+	}
+}

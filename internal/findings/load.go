@@ -1,0 +1,345 @@
+package findings
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/bystander-kit/bystander/internal/results"
+)
+
+// Near is the share of a ceiling at which it is taken to bind.
+const Near = 0.9
+
+// Saturation of the machine: the kit's own processes using this share of
+// its cores make a row CPU-bound.
+const Saturation = 0.9
+
+// SharedAbove is the share of the machine other processes may use before a
+// row is flagged as measured on a shared machine.
+const SharedAbove = 0.1
+
+// LittleTolerance is how far throughput x mean latency / callers may be
+// from 1 on a closed-loop row.
+const LittleTolerance = 0.01
+
+// Bound says what limits one measurement's throughput, decided from the
+// measured ceilings and the measured use of the machine.
+type Bound struct {
+	// Kind: workers (workers / measured block), callers (callers / measured
+	// block, Little's law), cpu (the kit's processes use the machine),
+	// generator (the load generator uses more of it than the server: not
+	// the server's figure), none (no ceiling near).
+	Kind           string
+	NominalCeiling float64 // workers / requested block, req/s
+	WorkersCeiling float64 // workers / measured block
+	CallersCeiling float64 // callers / measured block
+	MeasuredBlock  time.Duration
+	// BlockMeasured is false when the server did not say how long it
+	// blocked (no X-Blocked-Ns): the ceilings then use the requested block.
+	BlockMeasured bool
+	Share         float64 // throughput / the binding ceiling (the lowest for none)
+	// LoopsUsed, when not 0, is how many loops had callers, fewer than the
+	// server's: WorkersCeiling counts only those.
+	LoopsUsed int
+	// Little is throughput x mean latency / callers on a closed-loop row
+	// (0 elsewhere); LittleOK when within LittleTolerance of 1.
+	Little   float64
+	LittleOK bool
+	// KitCores is what the server, the generator and the prober used;
+	// OtherCores what the rest of the machine did, over the window.
+	KitCores, OtherCores float64
+	Shared               bool
+	Flagged              bool // generator-bound
+	Text                 string
+	Notes                []string
+}
+
+// BoundOf decides what bounds a measurement from its load result and the
+// server's cost; offloadWorkers is the pool /offload blocks on.
+func BoundOf(s results.Step, lr *results.Result, c *results.ServerCost, offloadWorkers int) *Bound {
+	if lr == nil || lr.Load == nil || c == nil {
+		return nil
+	}
+	l := lr.Load
+	nominal := time.Duration(s.Server.BlockNs)
+	b := &Bound{MeasuredBlock: nominal}
+	if l.BlockedSamples > 0 && l.MeanBlockedNs > 0 {
+		b.MeasuredBlock, b.BlockMeasured = time.Duration(l.MeanBlockedNs), true
+	}
+	workers, what := s.Server.Workers, fmt.Sprintf("%d loops", s.Server.Workers)
+	if s.Server.Kind == "pool" {
+		what = fmt.Sprintf("%d slots", workers)
+	}
+	if s.Variant == "offloaded" {
+		workers, what = offloadWorkers, fmt.Sprintf("%d offload workers", offloadWorkers)
+	}
+	b.NominalCeiling = CeilingPerS(workers, nominal)
+	// A blocking call holds the loop it runs on: a loop no caller was dealt
+	// to adds nothing, so the loops that can block are those with callers.
+	if s.Server.Kind == "loop" && s.Variant != "offloaded" && len(l.ConnsPerLoop) > 0 && len(l.ConnsPerLoop) < workers {
+		var spread []string
+		for _, c := range l.ConnsPerLoop {
+			spread = append(spread, fmt.Sprintf("loop %d: %d", c.Loop, c.Count))
+		}
+		b.LoopsUsed = len(l.ConnsPerLoop)
+		workers, what = b.LoopsUsed, fmt.Sprintf("the %d of %d loops the callers were dealt to (%s)", b.LoopsUsed, s.Server.Workers, strings.Join(spread, ", "))
+	}
+	b.WorkersCeiling = CeilingPerS(workers, b.MeasuredBlock)
+	b.CallersCeiling = CeilingPerS(s.Conc, b.MeasuredBlock)
+	blockWord := "measured block"
+	if !b.BlockMeasured {
+		blockWord = "requested block (the server did not say how long it blocked)"
+	}
+	ms := b.MeasuredBlock.Round(10 * time.Microsecond)
+	cores := float64(c.Cores)
+	if cores <= 0 {
+		cores = float64(lr.Env.NumCPU)
+	}
+	b.KitCores = c.ServerCores + c.GeneratorCores + c.ProberCores
+	b.OtherCores = math.Max(0, c.MachineCores-b.KitCores)
+	b.Shared = cores > 0 && b.OtherCores >= SharedAbove*cores
+	if lr.Mode == "closed" && s.Conc > 0 && l.Latency.Count > 0 {
+		b.Little = l.ThroughputPerS * l.Latency.MeanUs / 1e6 / float64(s.Conc)
+		b.LittleOK = math.Abs(b.Little-1) <= LittleTolerance
+	}
+	lowest, lowName := b.WorkersCeiling, "workers"
+	if b.CallersCeiling < lowest {
+		lowest, lowName = b.CallersCeiling, "callers"
+	}
+	switch {
+	case cores > 0 && b.KitCores >= Saturation*cores && c.GeneratorCores+c.ProberCores >= c.ServerCores:
+		b.Kind, b.Flagged = "generator", true
+		b.Text = fmt.Sprintf("the load generator: the kit's processes use %.2f of %.0f cores, the generators %.2f against the server's %.2f; not the server's figure",
+			b.KitCores, cores, c.GeneratorCores+c.ProberCores, c.ServerCores)
+	case cores > 0 && b.KitCores >= Saturation*cores:
+		b.Kind = "cpu"
+		b.Text = fmt.Sprintf("CPU: the kit's processes use %.2f of %.0f cores, the server %.2f at %.1f us per request", b.KitCores, cores, c.ServerCores, c.ServerCPUUsPerRequest)
+	case lowest > 0 && l.ThroughputPerS >= Near*lowest && lowName == "workers":
+		b.Kind, b.Share = "workers", l.ThroughputPerS/b.WorkersCeiling
+		b.Text = fmt.Sprintf("workers: %s / %s %s = %.0f req/s; at %.0f%% of it", what, ms, blockWord, b.WorkersCeiling, 100*b.Share)
+	case lowest > 0 && l.ThroughputPerS >= Near*lowest:
+		b.Kind, b.Share = "callers", l.ThroughputPerS/b.CallersCeiling
+		b.Text = fmt.Sprintf("offered concurrency: %d callers / %s %s = %.0f req/s (Little's law); at %.0f%% of it", s.Conc, ms, blockWord, b.CallersCeiling, 100*b.Share)
+	default:
+		b.Kind = "none"
+		if lowest > 0 {
+			b.Share = l.ThroughputPerS / lowest
+		}
+		var cause string
+		mean := time.Duration(l.Latency.MeanUs * 1e3)
+		switch {
+		case b.Shared:
+			cause = fmt.Sprintf("other processes using %.2f of the machine's %.0f cores", b.OtherCores, cores)
+		case b.Little > 0 && !b.LittleOK && b.Little < 1:
+			cause = fmt.Sprintf("the client's turnaround: the callers spent %.0f%% of the window between requests", 100*(1-b.Little))
+		case mean > b.MeasuredBlock:
+			cause = fmt.Sprintf("the server's own time: a request took %s on average against the %s block, the rest queueing and handing over (%.1f us CPU per request)",
+				mean.Round(10*time.Microsecond), ms, c.ServerCPUUsPerRequest)
+		default:
+			cause = fmt.Sprintf("the client's turnaround or the server's own cost (%.1f us CPU per request)", c.ServerCPUUsPerRequest)
+		}
+		b.Text = fmt.Sprintf("no ceiling near: %.0f%% of the lowest (%s, %.0f req/s); likely %s", 100*b.Share, lowName, lowest, cause)
+	}
+	if b.Shared {
+		b.Notes = append(b.Notes, fmt.Sprintf("machine shared: %.0f%% used by other processes", 100*b.OtherCores/cores))
+	}
+	if b.Little > 0 && !b.LittleOK {
+		if b.Little < 1 {
+			b.Notes = append(b.Notes, fmt.Sprintf("Little's law off by %.1f%%: throughput x mean latency / callers = %.3f, so the callers spent that share of the window between requests",
+				100*(1-b.Little), b.Little))
+		} else {
+			b.Notes = append(b.Notes, fmt.Sprintf("Little's law off by %.1f%%: throughput x mean latency / callers = %.3f, more requests in flight than callers: the window's counts and latencies disagree",
+				100*(b.Little-1), b.Little))
+		}
+	}
+	return b
+}
+
+// Line is the bound's text with its notes, for a table cell.
+func (b *Bound) Line() string {
+	if b == nil {
+		return "-"
+	}
+	s := b.Text
+	for _, n := range b.Notes {
+		s += "; " + n
+	}
+	return s
+}
+
+// Bystander is what the /fast interval prober saw during a load, over the
+// load's measured window.
+type Bystander struct {
+	// From each probe's due time, censored probes counted at their wait
+	// when the window ended (a lower bound), in us.
+	P50, P95, P99 Figure
+	// From each answered probe's send, in us: the figure a prober that does
+	// not correct for coordinated omission reports.
+	SendP50, SendP95, SendP99       Figure
+	Due, Answered, Failed, Censored Figure
+	AnswersPerS, DuePerS            Figure
+	// Saturated when any repetition was (see Saturated); SaturatedWhy says
+	// so in words with the rates.
+	Saturated    bool
+	SaturatedWhy string
+	Timeline     []results.ProbePoint // the first repetition's, every probe
+	WindowNs     int64
+	Interval     time.Duration
+
+	censoredAny                       bool
+	repetitions, saturatedRepetitions int
+}
+
+// SaturatedText is how a saturated bystander is reported in words.
+const SaturatedText = "the bystander's queue grows without bound: its latency is set by the run's length"
+
+// Saturated says whether a prober's answers fell behind its due probes:
+// fewer than Near of the probes due in the window were answered or failed,
+// so the probes queue behind each other for as long as the run lasts.
+func Saturated(p *results.Probe) bool {
+	return p != nil && p.Due > 0 && float64(p.Completed+p.Failed) < Near*float64(p.Due)
+}
+
+// CensoredText says what the censored probes mean, or "" with none.
+func (b Bystander) CensoredText() string {
+	if !b.censoredAny {
+		return ""
+	}
+	return fmt.Sprintf("%.0f of %.0f due probes were unanswered when the window ended and count at their wait so far: the percentiles from due are lower bounds",
+		b.Censored.Median(), b.Due.Median())
+}
+
+func bystanderOf(probes []*results.Result) Bystander {
+	var b Bystander
+	for _, r := range probes {
+		p := r.Probe
+		if p == nil {
+			continue
+		}
+		if b.Timeline == nil {
+			b.Timeline, b.WindowNs, b.Interval = p.Timeline, p.WindowNs, time.Duration(r.Params.IntervalNs)
+		}
+		b.repetitions++
+		b.Due = append(b.Due, float64(p.Due))
+		b.Answered = append(b.Answered, float64(p.Completed))
+		b.Failed = append(b.Failed, float64(p.Failed))
+		b.Censored = append(b.Censored, float64(p.Censored))
+		if p.Censored > 0 {
+			b.censoredAny = true
+		}
+		if p.WindowNs > 0 {
+			w := time.Duration(p.WindowNs).Seconds()
+			b.AnswersPerS = append(b.AnswersPerS, float64(p.Completed)/w)
+			b.DuePerS = append(b.DuePerS, float64(p.Due)/w)
+		}
+		if Saturated(p) {
+			b.Saturated = true
+			b.saturatedRepetitions++
+		}
+		if p.Corrected.Count > 0 {
+			b.P50 = append(b.P50, p.Corrected.P50Us)
+			b.P95 = append(b.P95, p.Corrected.P95Us)
+			b.P99 = append(b.P99, p.Corrected.P99Us)
+		}
+		if p.Uncorrected.Count > 0 {
+			b.SendP50 = append(b.SendP50, p.Uncorrected.P50Us)
+			b.SendP95 = append(b.SendP95, p.Uncorrected.P95Us)
+			b.SendP99 = append(b.SendP99, p.Uncorrected.P99Us)
+		}
+	}
+	if b.Saturated {
+		b.SaturatedWhy = fmt.Sprintf("%s (%.1f answers per second against %.1f probes due, in %d of %d repetitions)",
+			SaturatedText, b.AnswersPerS.Median(), b.DuePerS.Median(), b.saturatedRepetitions, b.repetitions)
+	}
+	return b
+}
+
+// LoadRow is a step that loads an endpoint (sweep, offload, cliff), over
+// its repetitions.
+type LoadRow struct {
+	*Group
+	Throughput    Figure // req/s
+	MeasuredBlock Figure // ns, where the server said
+	// Bounds has one entry per repetition with a cost.
+	Bounds []*Bound
+	Fast   Bystander
+}
+
+// SweepRow is a sweep step, with the nominal ceiling of its server.
+type SweepRow struct {
+	LoadRow
+	NominalCeiling float64
+}
+
+// Bound is the first repetition's bound (nil without one).
+func (r LoadRow) Bound() *Bound {
+	if len(r.Bounds) == 0 {
+		return nil
+	}
+	return r.Bounds[0]
+}
+
+// BoundShare is each repetition's share of the ceiling that binds it, in %.
+func (r LoadRow) BoundShare() Figure {
+	var f Figure
+	for _, b := range r.Bounds {
+		if b.Share > 0 && b.Kind != "none" {
+			f = append(f, 100*b.Share)
+		}
+	}
+	return f
+}
+
+// Kind is the first repetition's bound kind, "-" without one.
+func (r LoadRow) Kind() string {
+	if b := r.Bound(); b != nil {
+		return b.Kind
+	}
+	return "-"
+}
+
+func loadRow(g *Group, p Params) LoadRow {
+	r := LoadRow{Group: g, Fast: bystanderOf(g.Probe)}
+	r.Throughput = vals(g.Load, func(x *results.Result) (float64, bool) {
+		if x.Load == nil {
+			return 0, false
+		}
+		return x.Load.ThroughputPerS, true
+	})
+	r.MeasuredBlock = vals(g.Load, func(x *results.Result) (float64, bool) {
+		if x.Load == nil || x.Load.BlockedSamples == 0 {
+			return 0, false
+		}
+		return x.Load.MeanBlockedNs, true
+	})
+	for _, rep := range g.Reps {
+		if b := BoundOf(rep.M.Step, rep.Load, rep.M.Cost, p.OffloadWorkers); b != nil {
+			r.Bounds = append(r.Bounds, b)
+		}
+	}
+	return r
+}
+
+// CostRow is one measurement's cost and bound.
+type CostRow struct {
+	ID, Server string
+	Repeat     int
+	Cost       *results.ServerCost
+	Bound      *Bound
+}
+
+func costRows(gs []*Group, p Params) []CostRow {
+	var out []CostRow
+	for _, g := range gs {
+		for _, rep := range g.Reps {
+			if rep.M.Cost == nil {
+				continue
+			}
+			out = append(out, CostRow{ID: rep.M.ID, Server: rep.M.Server.Name, Repeat: rep.M.Repeat, Cost: rep.M.Cost,
+				Bound: BoundOf(rep.M.Step, rep.Load, rep.M.Cost, p.OffloadWorkers)})
+		}
+	}
+	return out
+}

@@ -1,0 +1,149 @@
+package findings
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/bystander-kit/bystander/internal/results"
+)
+
+// DefaultStallMargin is how far above the unblocked baseline a connection's
+// median must be to count as stalled when the blocking call is not known.
+const DefaultStallMargin = 50 * time.Millisecond
+
+// StallThreshold is the latency (from due time) above which a connection's
+// median says it stalled: the unblocked baseline plus half the blocking
+// call. A probe that arrives at a random moment on a loop kept blocked
+// waits on average half a block for the handler alone, and an /async
+// continuation waits again, so a stalled connection's median sits at one
+// block or more, a healthy one near the baseline; half a block above the
+// baseline lies between them whatever the block. Without a known block the
+// margin is DefaultStallMargin. The rule is returned in words for the
+// results.
+func StallThreshold(baseline, block time.Duration) (time.Duration, string) {
+	if block <= 0 {
+		return baseline + DefaultStallMargin, fmt.Sprintf("p50 from due above the unblocked baseline (%s) + %s", round(baseline), DefaultStallMargin)
+	}
+	return baseline + block/2, fmt.Sprintf("p50 from due above the unblocked baseline (%s) + half the %s block", round(baseline), block)
+}
+
+// Stalled says whether a connection stalled: it got no answer at all, or
+// its median latency from due exceeded the threshold.
+func Stalled(answered int64, p50 time.Duration, threshold time.Duration) bool {
+	return answered == 0 || p50 > threshold
+}
+
+func round(d time.Duration) time.Duration {
+	switch {
+	case d >= 10*time.Millisecond:
+		return d.Round(100 * time.Microsecond)
+	case d >= 100*time.Microsecond:
+		return d.Round(10 * time.Microsecond)
+	}
+	return d.Round(time.Microsecond)
+}
+
+// StallCell is one connection of one stall measurement, on the loop it
+// was dealt to in that measurement.
+type StallCell struct {
+	Conn, Loop     int
+	P50Us          float64 // from due
+	SendP50Us      float64 // from send
+	Answered, Due  int64
+	Stalled        bool
+	OnBlockedLoop  bool // its loop is one the blockers' requests were answered on
+	CensoredProbes int64
+}
+
+// StallRow is one k of the stall phase over its repetitions.
+type StallRow struct {
+	*Group
+	Stalled, Expected, Conns Figure
+	// Medians over the stalled and the other connections of their p50
+	// from due, in us, one per repetition.
+	StalledP50, OthersP50 Figure
+	// StalledSendP50 is the same for the stalled connections timed from
+	// each probe's send: one request's wait, without the queue behind it.
+	StalledSendP50          Figure
+	ThresholdUs, BaselineUs Figure
+	// Match: in every repetition the stalled connections were exactly
+	// those on the loops the blockers' requests were answered on.
+	Match bool
+	Rule  string
+	// The first repetition's loops blocked and connections.
+	BlockedLoops []int
+	Cells        []StallCell
+}
+
+func stallRow(g *Group) StallRow {
+	r := StallRow{Group: g, Match: true}
+	for _, rep := range g.Reps {
+		if rep.Conns == nil || rep.Conns.PerConn == nil {
+			continue
+		}
+		pc := rep.Conns.PerConn
+		// Where the blockers' requests were answered, from their X-Loop.
+		blocked := map[int]bool{}
+		known := g.Step.K == 0
+		if rep.Load != nil && rep.Load.Load != nil {
+			known = true
+			for _, lc := range rep.Load.Load.RequestsPerLoop {
+				if lc.Count > 0 {
+					blocked[lc.Loop] = true
+				}
+			}
+		}
+		var cells []StallCell
+		var s, h, ss []float64
+		expected := 0
+		for _, c := range pc.Conns {
+			cell := StallCell{Conn: c.Conn, Loop: c.Loop, P50Us: c.Latency.P50Us, SendP50Us: c.FromSend.P50Us, Answered: c.Samples, Due: c.Due,
+				Stalled: c.Stalled, OnBlockedLoop: c.Loop >= 0 && blocked[c.Loop], CensoredProbes: c.Censored}
+			cells = append(cells, cell)
+			if cell.OnBlockedLoop {
+				expected++
+			}
+			if cell.Stalled != cell.OnBlockedLoop {
+				r.Match = false
+			}
+			if c.Stalled {
+				s = append(s, c.Latency.P50Us)
+				if c.FromSend.Count > 0 {
+					ss = append(ss, c.FromSend.P50Us)
+				}
+			} else {
+				h = append(h, c.Latency.P50Us)
+			}
+		}
+		if !known {
+			r.Match = false
+		} else {
+			r.Expected = append(r.Expected, float64(expected))
+		}
+		if r.Cells == nil {
+			r.Cells, r.Rule = cells, pc.StallRule
+			for l := range blocked {
+				r.BlockedLoops = append(r.BlockedLoops, l)
+			}
+			slices.Sort(r.BlockedLoops)
+		}
+		r.Stalled = append(r.Stalled, float64(pc.Stalled))
+		r.Conns = append(r.Conns, float64(len(pc.Conns)))
+		r.ThresholdUs = append(r.ThresholdUs, float64(pc.StallThresholdNs)/1e3)
+		r.BaselineUs = append(r.BaselineUs, pc.BaselineUs)
+		if len(s) > 0 {
+			r.StalledP50 = append(r.StalledP50, results.Median(s))
+		}
+		if len(h) > 0 {
+			r.OthersP50 = append(r.OthersP50, results.Median(h))
+		}
+		if len(ss) > 0 {
+			r.StalledSendP50 = append(r.StalledSendP50, results.Median(ss))
+		}
+	}
+	if !r.Stalled.OK() {
+		r.Match = false
+	}
+	return r
+}

@@ -1,0 +1,93 @@
+package main
+
+import (
+	"context"
+	"time"
+
+	"github.com/bystander-kit/bystander/internal/client"
+	"github.com/bystander-kit/bystander/internal/hist"
+	"github.com/bystander-kit/bystander/internal/pace"
+	"github.com/bystander-kit/bystander/internal/results"
+)
+
+// lateAfter is how far behind its due time a probe may be sent and still
+// count as on time.
+const lateAfter = time.Millisecond
+
+// schedule is what one connection saw of its due probes.
+type schedule struct {
+	points                      []results.ProbePoint
+	corrected, uncorrected, lag *hist.H
+	due, answered, failed       int64
+	censored, late              int64
+}
+
+// probeSchedule probes one connection at t0 + phase + k x interval for
+// every due time in [from, end), whatever happened before: a probe that
+// could not be sent on time (the previous one had not come back) is sent
+// as soon as it can and timed from its due time, which is the bystander's
+// real wait and what a prober timing from the send would hide.
+//
+// Every due probe is accounted for. One answered inside the window counts
+// its latency from due (corrected) and from its send (uncorrected); one
+// that failed is counted apart; one still unanswered when the window ends
+// (in flight, or never sent because those before it were held up) is
+// censored: it counts in corrected at its wait so far, end - due, a lower
+// bound, so a saturated bystander's percentiles are never those of the
+// lucky few that got through.
+func probeSchedule(ctx context.Context, p *probeConn, t0, from, end time.Time, phase, interval time.Duration) *schedule {
+	s := &schedule{corrected: hist.New(), uncorrected: hist.New(), lag: hist.New()}
+	k := 0
+	if first := t0.Add(phase); first.Before(from) {
+		k = int((from.Sub(first) + interval - 1) / interval)
+	}
+	dueAt := func(k int) time.Time { return t0.Add(phase + time.Duration(k)*interval) }
+	censor := func(due, sent time.Time) {
+		pt := results.ProbePoint{Conn: p.id, Loop: p.loop, DueUs: usSince(t0, due), DoneUs: usSince(t0, end), Censored: true}
+		if !sent.IsZero() {
+			pt.SentUs = usSince(t0, sent)
+		}
+		s.points = append(s.points, pt)
+		s.corrected.Record(end.Sub(due))
+		s.censored++
+	}
+	for ; dueAt(k).Before(end); k++ {
+		due := dueAt(k)
+		if ctx.Err() != nil || !pace.Until(ctx, due) {
+			return s // interrupted: the result is partial and says so
+		}
+		s.due++
+		sent := time.Now()
+		if !sent.Before(end) {
+			censor(due, time.Time{})
+			continue
+		}
+		var r client.Response
+		err := p.do(&r)
+		fin := time.Now()
+		if err == client.ErrInterrupted {
+			s.due--
+			return s
+		}
+		s.lag.Record(sent.Sub(due))
+		if sent.Sub(due) > lateAfter {
+			s.late++
+		}
+		if fin.After(end) {
+			censor(due, sent)
+			continue
+		}
+		pt := results.ProbePoint{Conn: p.id, Loop: p.loop, DueUs: usSince(t0, due), SentUs: usSince(t0, sent),
+			DoneUs: usSince(t0, fin), Status: r.Status}
+		if err != nil {
+			pt.Error = string(client.KindOf(err))
+			s.failed++
+		} else {
+			s.answered++
+			s.corrected.Record(fin.Sub(due))
+			s.uncorrected.Record(fin.Sub(sent))
+		}
+		s.points = append(s.points, pt)
+	}
+	return s
+}
