@@ -15,6 +15,8 @@ import (
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
+
+	"github.com/bystander-kit/bystander/internal/findings"
 )
 
 // browser finds Debian's chromium. Outside CI a machine without it skips
@@ -51,7 +53,7 @@ func TestInBrowser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := writePage(f, buildPage(testRun, run, a)); err != nil {
+	if err := writePage(f, buildPage(findings.Compute(testRun, run), a)); err != nil {
 		t.Fatal(err)
 	}
 	f.Close()
@@ -113,7 +115,9 @@ func TestInBrowser(t *testing.T) {
 	// The page draws the charts on screen first; wait for that, then have
 	// it draw the rest, as printing does.
 	if _, err := chromedp.Run(ctx, chromedp.Poll[bool]("window.bystanderFirstDrawnMs > 0", chromedp.WithPollingInterval(10*time.Millisecond))); err != nil {
-		t.Fatal(err)
+		mu.Lock()
+		defer mu.Unlock()
+		t.Fatalf("no chart was drawn: %v; the page said: %q", err, problems)
 	}
 	allMs, err := chromedp.Run(ctx, chromedp.Evaluate[float64]("(() => { const t0 = performance.now(); window.bystanderDrawAll(); return performance.now() - t0; })()"))
 	if err != nil {

@@ -14,8 +14,7 @@ import (
 	"github.com/go-echarts/go-echarts/v2/opts"
 	"github.com/go-echarts/go-echarts/v2/render"
 
-	"github.com/bystander-kit/bystander/internal/experiment"
-	"github.com/bystander-kit/bystander/internal/results"
+	"github.com/bystander-kit/bystander/internal/findings"
 )
 
 // maxPoints bounds every series the page draws.
@@ -31,6 +30,8 @@ type section struct {
 	Script  template.HTML
 	Table   *costTable
 	Missing string
+	// Notes are said in words under the chart: saturation, censoring.
+	Notes []string
 }
 
 // snippet renders a chart as its element and a script that registers the
@@ -64,76 +65,54 @@ var common = []charts.GlobalOpts{
 	charts.WithGridOpts(opts.Grid{Left: "8%", Right: "6%", Bottom: "18%", ContainLabel: opts.Bool(true)}),
 }
 
-func ms(us float64) float64 { return round(us/1e3, 3) }
+// ms is a median in us as milliseconds for a log axis (never 0).
+func ms(f findings.Figure) float64 { return max(round(f.Median()/1e3, 3), 0.001) }
 
 func round(v float64, digits int) float64 {
 	f, _ := strconv.ParseFloat(strconv.FormatFloat(v, 'f', digits, 64), 64)
 	return f
 }
 
-// of returns the groups of a phase.
-func of(gs []*experiment.Group, phase string) []*experiment.Group {
-	var out []*experiment.Group
-	for _, g := range gs {
-		if g.Step.Phase == phase {
-			out = append(out, g)
-		}
-	}
-	return out
-}
-
 // serverNames lists the servers of groups in first-seen order.
-func serverNames(gs []*experiment.Group) []string {
+func serverNames[R any](rows []R, g func(R) *findings.Group) []string {
 	var names []string
-	for _, g := range gs {
-		if !slices.Contains(names, g.Step.Server.Name) {
-			names = append(names, g.Step.Server.Name)
+	for _, r := range rows {
+		if n := g(r).Step.Server.Name; !slices.Contains(names, n) {
+			names = append(names, n)
 		}
 	}
 	return names
 }
 
-func tput(r *results.Result) (float64, bool) {
-	if r.Load == nil {
-		return 0, false
+func groupsOf[R any](rows []R, g func(R) *findings.Group) []*findings.Group {
+	var out []*findings.Group
+	for _, r := range rows {
+		out = append(out, g(r))
 	}
-	return r.Load.ThroughputPerS, true
+	return out
 }
 
-func meanBlock(r *results.Result) (float64, bool) {
-	if r.Load == nil || r.Load.BlockedSamples == 0 {
-		return 0, false
-	}
-	return r.Load.MeanBlockedNs, true
-}
-
-func probeQ(q func(*results.Probe) float64) func(*results.Result) (float64, bool) {
-	return func(r *results.Result) (float64, bool) {
-		if r.Probe == nil || r.Probe.Completed == 0 {
-			return 0, false
-		}
-		return q(r.Probe), true
-	}
-}
+func sweepGroup(r findings.SweepRow) *findings.Group { return r.Group }
+func loadGroup(r findings.LoadRow) *findings.Group   { return r.Group }
 
 // 1. /slow throughput against concurrency, with the ceilings.
-func throughputChart(gs []*experiment.Group, run *results.Run) section {
+func throughputChart(f *findings.Findings) section {
+	p := f.Params
 	sec := section{ID: "throughput", Title: "1. /slow throughput against concurrency, with the ceilings",
-		Caption: fmt.Sprintf("Each server was driven with %s callers on /slow, each call blocking for %s. "+
-			"A server cannot beat its workers divided by the block (dashed: 4 loops / %s = %.0f req/s, 200 slots = %.0f req/s), "+
+		Caption: fmt.Sprintf("Each server was driven with %s callers on /slow, each call blocking for %s (%s mode). "+
+			"A server cannot beat its workers divided by the block (dashed: %d loops / %s = %.0f req/s, %d slots = %.0f req/s; thin dashed: from the block the servers measured), "+
 			"nor its callers divided by the block (dotted: Little's law, one request per caller per block). "+
-			"The labels give each point's share of the ceiling that binds it. The event loops flatten at their ceiling however many callers come; the pool keeps climbing with them.",
-			joinInts(run.Params.Conc), time.Duration(run.Params.BlockNs), time.Duration(run.Params.BlockNs), float64(run.Params.Loops)/(float64(run.Params.BlockNs)/1e9),
-			float64(run.Params.PoolSlots)/(float64(run.Params.BlockNs)/1e9))}
-	sweep := of(gs, "sweep")
-	var ok []*experiment.Group
-	for _, g := range sweep {
-		if g.OK() {
-			ok = append(ok, g)
+			"The labels give each point's share of the ceiling that binds it, decided from the measured ceilings and the machine's measured use. "+
+			"The event loops flatten at their ceiling however many callers come; the pool keeps climbing with them.",
+			joinInts(p.Conc), p.Block, p.BlockMode, p.Loops, p.Block, findings.CeilingPerS(p.Loops, p.Block), p.Slots, findings.CeilingPerS(p.Slots, p.Block))}
+	var ok []findings.SweepRow
+	for _, r := range f.Sweep {
+		if r.Throughput.OK() {
+			ok = append(ok, r)
 		}
 	}
 	if len(ok) == 0 {
-		sec.Missing = missing(sweep, "sweep")
+		sec.Missing = findings.Missing(groupsOf(f.Sweep, sweepGroup), "sweep")
 		return sec
 	}
 	line := charts.NewLine()
@@ -141,30 +120,27 @@ func throughputChart(gs []*experiment.Group, run *results.Run) section {
 		charts.WithXAxisOpts(opts.XAxis{Type: "log", Name: "callers", NameLocation: "middle", NameGap: 28}),
 		charts.WithYAxisOpts(opts.YAxis{Type: "log", Name: "req/s"}),
 	)...)
-	concs := slices.Clone(run.Params.Conc)
+	concs := slices.Clone(p.Conc)
 	sort.Ints(concs)
 	lo, hi := float64(concs[0]), float64(concs[len(concs)-1])
-	for si, name := range serverNames(ok) {
+	for si, name := range serverNames(ok, sweepGroup) {
 		var data []opts.LineData
-		var block []float64
+		var block findings.Figure
 		var workers int
-		for _, g := range ok {
-			if g.Step.Server.Name != name {
+		for _, r := range ok {
+			if r.Step.Server.Name != name {
 				continue
 			}
-			workers = g.Step.Server.Workers
-			v := experiment.Vals(g.Load, tput)
-			if len(v) == 0 {
-				continue
-			}
-			block = append(block, experiment.Vals(g.Load, meanBlock)...)
+			workers = r.Step.Server.Workers
+			block = append(block, r.MeasuredBlock...)
 			label := ""
-			for _, m := range g.MS {
-				if m.Bound != nil && m.Bound.ShareOfBound > 0 {
-					label = fmt.Sprintf("%.0f%% of %s", 100*m.Bound.ShareOfBound, m.Bound.Kind)
+			if b := r.Bound(); b != nil {
+				label = b.Kind
+				if sh := r.BoundShare(); sh.OK() {
+					label = fmt.Sprintf("%.0f%% of %s", sh.Median(), b.Kind)
 				}
 			}
-			data = append(data, opts.LineData{Name: label, Value: []any{g.Step.Conc, round(results.Median(v), 1)}})
+			data = append(data, opts.LineData{Name: label, Value: []any{r.Step.Conc, round(r.Throughput.Median(), 1)}})
 		}
 		pos := "top" // alternate so two servers' labels at the same point do not overlap
 		if si%2 == 1 {
@@ -172,47 +148,76 @@ func throughputChart(gs []*experiment.Group, run *results.Run) section {
 		}
 		line.AddSeries(name, data, charts.WithLabelOpts(opts.Label{Show: opts.Bool(true), Formatter: "{b}", Position: pos}),
 			charts.WithLineChartOpts(opts.LineChart{ShowSymbol: opts.Bool(true)}))
-		nominal := float64(workers) / (float64(run.Params.BlockNs) / 1e9)
-		line.AddSeries(fmt.Sprintf("ceiling %s: %d workers / %s", name, workers, time.Duration(run.Params.BlockNs)),
+		nominal := findings.CeilingPerS(workers, p.Block)
+		line.AddSeries(fmt.Sprintf("ceiling %s: %d workers / %s", name, workers, p.Block),
 			[]opts.LineData{{Value: []any{lo, round(nominal, 1)}}, {Value: []any{hi, round(nominal, 1)}}},
 			charts.WithLineStyleOpts(opts.LineStyle{Type: "dashed", Width: 2}), charts.WithLineChartOpts(opts.LineChart{ShowSymbol: opts.Bool(false)}))
-		if len(block) > 0 {
-			mb := results.Median(block)
-			measured := float64(workers) / (mb / 1e9)
-			line.AddSeries(fmt.Sprintf("ceiling %s: %d workers / measured %.2f ms", name, workers, mb/1e6),
+		if block.OK() {
+			mb := time.Duration(block.Median())
+			measured := findings.CeilingPerS(workers, mb)
+			line.AddSeries(fmt.Sprintf("ceiling %s: %d workers / measured %.2f ms", name, workers, float64(mb)/1e6),
 				[]opts.LineData{{Value: []any{lo, round(measured, 1)}}, {Value: []any{hi, round(measured, 1)}}},
 				charts.WithLineStyleOpts(opts.LineStyle{Type: "dashed", Width: 1}), charts.WithLineChartOpts(opts.LineChart{ShowSymbol: opts.Bool(false)}))
 		}
 	}
 	var little []opts.LineData
 	for _, c := range concs {
-		little = append(little, opts.LineData{Value: []any{c, round(float64(c)/(float64(run.Params.BlockNs)/1e9), 1)}})
+		little = append(little, opts.LineData{Value: []any{c, round(findings.CeilingPerS(c, p.Block), 1)}})
 	}
 	line.AddSeries("callers / block (Little's law)", little,
 		charts.WithLineStyleOpts(opts.LineStyle{Type: "dotted", Width: 2}), charts.WithLineChartOpts(opts.LineChart{ShowSymbol: opts.Bool(false)}))
+	for _, r := range ok {
+		if b := r.Bound(); b != nil && len(b.Notes) > 0 {
+			sec.Notes = append(sec.Notes, fmt.Sprintf("%s, %d callers: %s", r.Step.Server.Name, r.Step.Conc, strings.Join(b.Notes, "; ")))
+		}
+	}
 	sec.Element, sec.Script = snippet(line)
 	return sec
 }
 
+// saturationNotes says in words which bystanders saturated or were censored.
+func saturationNotes(rows []findings.LoadRow, name func(findings.LoadRow) string) []string {
+	var notes []string
+	for _, r := range rows {
+		switch {
+		case r.Fast.Saturated:
+			notes = append(notes, fmt.Sprintf("%s: %s; %s.", name(r), r.Fast.SaturatedWhy, r.Fast.CensoredText()))
+		case r.Fast.CensoredText() != "":
+			notes = append(notes, fmt.Sprintf("%s: %s.", name(r), r.Fast.CensoredText()))
+		}
+	}
+	return notes
+}
+
+func sweepRows(f *findings.Findings) []findings.LoadRow {
+	var out []findings.LoadRow
+	for _, r := range f.Sweep {
+		out = append(out, r.LoadRow)
+	}
+	return out
+}
+
 // 2. /fast bystander latency against concurrency.
-func bystanderChart(gs []*experiment.Group, run *results.Run) section {
+func bystanderChart(f *findings.Findings) section {
+	p := f.Params
 	sec := section{ID: "bystander", Title: "2. The bystander: /fast latency while /slow is loaded",
-		Caption: "While the callers loaded /slow, one connection asked for /fast every 50 ms. /fast does nothing, " +
-			"so its latency is pure waiting: on the loop server it waits behind the blocked loop it shares, on the pool it finds a free slot. " +
-			"Latencies are timed from when each probe was due, so a probe held up behind an earlier one counts its whole wait. " +
-			"The tooltip gives the probes completed out of those due."}
-	sweep := of(gs, "sweep")
-	var ok []*experiment.Group
-	for _, g := range sweep {
-		if len(g.Probe) > 0 {
-			ok = append(ok, g)
+		Caption: fmt.Sprintf("While the callers loaded /slow, one connection had a /fast probe due every %s, over the same measured window. /fast does nothing, "+
+			"so its latency is pure waiting: on the loop server it waits behind the blocked loop it shares, on the pool it finds a free slot. "+
+			"Solid lines time each probe from when it was due, so a probe held up behind an earlier one counts its whole wait, and a probe still unanswered when the window ended counts at its wait so far; "+
+			"dashed lines time from the send, as a prober that ignores the queue would (the published experiment's figure is of that kind). "+
+			"The tooltip gives the probes answered out of those due.", p.ProbeInterval)}
+	rows := sweepRows(f)
+	var ok []findings.LoadRow
+	for _, r := range rows {
+		if r.Fast.Due.OK() {
+			ok = append(ok, r)
 		}
 	}
 	if len(ok) == 0 {
-		sec.Missing = missing(sweep, "sweep")
+		sec.Missing = findings.Missing(groupsOf(rows, loadGroup), "sweep")
 		return sec
 	}
-	concs := slices.Clone(run.Params.Conc)
+	concs := slices.Clone(p.Conc)
 	sort.Ints(concs)
 	var cats []string
 	for _, c := range concs {
@@ -224,172 +229,240 @@ func bystanderChart(gs []*experiment.Group, run *results.Run) section {
 		charts.WithYAxisOpts(opts.YAxis{Type: "log", Name: "/fast latency, ms"}),
 	)...)
 	line.SetXAxis(cats)
-	for _, name := range serverNames(ok) {
+	for _, name := range serverNames(ok, loadGroup) {
 		for _, q := range []struct {
 			name string
-			f    func(*results.Probe) float64
-		}{{"p50", func(p *results.Probe) float64 { return p.Corrected.P50Us }}, {"p95", func(p *results.Probe) float64 { return p.Corrected.P95Us }},
-			{"p99", func(p *results.Probe) float64 { return p.Corrected.P99Us }}} {
+			v    func(findings.Bystander) findings.Figure
+			send bool
+		}{{"p50 from due", func(b findings.Bystander) findings.Figure { return b.P50 }, false},
+			{"p95 from due", func(b findings.Bystander) findings.Figure { return b.P95 }, false},
+			{"p99 from due", func(b findings.Bystander) findings.Figure { return b.P99 }, false},
+			{"p50 from send", func(b findings.Bystander) findings.Figure { return b.SendP50 }, true}} {
 			data := make([]opts.LineData, len(concs))
 			for i := range data {
 				data[i] = opts.LineData{Value: "-"}
 			}
-			for _, g := range ok {
-				if g.Step.Server.Name != name {
+			for _, r := range ok {
+				i := slices.Index(concs, r.Step.Conc)
+				v := q.v(r.Fast)
+				if r.Step.Server.Name != name || i < 0 || !v.OK() {
 					continue
 				}
-				i := slices.Index(concs, g.Step.Conc)
-				v := experiment.Vals(g.Probe, probeQ(q.f))
-				if i < 0 || len(v) == 0 {
-					continue
+				label := fmt.Sprintf("%.0f of %.0f probes answered", r.Fast.Answered.Median(), r.Fast.Due.Median())
+				if r.Fast.Saturated {
+					label += ": SATURATED"
 				}
-				done := experiment.Vals(g.Probe, probeQ(func(p *results.Probe) float64 { return float64(p.Completed) }))
-				due := float64(run.Params.WarmupNs+run.Params.DurationNs) / float64(run.Params.ProbeEveryNs)
-				data[i] = opts.LineData{Name: fmt.Sprintf("%.0f of %.0f probes", results.Median(done), due), Value: max(ms(results.Median(v)), 0.001)}
+				data[i] = opts.LineData{Name: label, Value: ms(v)}
 			}
-			line.AddSeries(name+" "+q.name, data, charts.WithLineChartOpts(opts.LineChart{ShowSymbol: opts.Bool(true)}))
+			o := []charts.SeriesOpts{charts.WithLineChartOpts(opts.LineChart{ShowSymbol: opts.Bool(true)})}
+			if q.send {
+				o = append(o, charts.WithLineStyleOpts(opts.LineStyle{Type: "dashed"}))
+			}
+			line.AddSeries(name+" "+q.name, data, o...)
 		}
 	}
+	sec.Notes = saturationNotes(ok, func(r findings.LoadRow) string {
+		return fmt.Sprintf("%s at %d callers", r.Step.Server.Name, r.Step.Conc)
+	})
 	sec.Element, sec.Script = snippet(line)
 	return sec
 }
 
 // 3. /fast latency over time, each sweep run.
-func timelineChart(gs []*experiment.Group, run *results.Run) section {
+func timelineChart(f *findings.Findings) section {
 	sec := section{ID: "timeline", Title: "3. /fast latency over time, as it happened",
-		Caption: "Every /fast probe of every sweep run, by the moment it was due: the stalls show where they happened. " +
+		Caption: "Every /fast probe of every sweep run, by the moment it was due, timed from then: the stalls show where they happened. " +
 			"On the loop server the probes queue behind each other once one is held up, so the line climbs; on the pool it stays flat. " +
-			"Long series are reduced (largest-triangle buckets, which keep the peaks) to at most 4,000 points."}
-	sweep := of(gs, "sweep")
+			"Probes still unanswered when the window ended are drawn as open circles at their wait so far (the true wait was longer), failed ones as crosses. " +
+			fmt.Sprintf("The results keep every probe; a series longer than %d points is drawn with the highest point of each stretch, so no spike is lost.", maxPoints)}
 	line := charts.NewLine()
 	line.SetGlobalOptions(append(slices.Clone(common), initOpts(sec.ID, 440),
-		charts.WithXAxisOpts(opts.XAxis{Type: "value", Name: "seconds since the run began", NameLocation: "middle", NameGap: 28}),
-		charts.WithYAxisOpts(opts.YAxis{Type: "log", Name: "/fast latency, ms"}),
+		charts.WithXAxisOpts(opts.XAxis{Type: "value", Name: "seconds since the load began", NameLocation: "middle", NameGap: 28}),
+		charts.WithYAxisOpts(opts.YAxis{Type: "log", Name: "/fast latency from due, ms"}),
 		charts.WithDataZoomOpts(opts.DataZoom{Type: "inside", XAxisIndex: []int{0}}),
 	)...)
 	n := 0
-	for _, g := range sweep {
-		if len(g.Probe) == 0 || g.Probe[0].Probe == nil {
+	var censored, failed []opts.ScatterData
+	for _, r := range f.Sweep {
+		tl := r.Fast.Timeline
+		if tl == nil {
 			continue
 		}
-		p := g.Probe[0].Probe
 		var pts []point
-		for _, pt := range p.Timeline {
-			if pt.Error != "" {
-				continue
+		for _, pt := range tl {
+			y := max((pt.DoneUs-pt.DueUs)/1e3, 0.001)
+			x := round(pt.DueUs/1e6, 3)
+			name := fmt.Sprintf("%s, %d callers", r.Step.Server.Name, r.Step.Conc)
+			switch {
+			case pt.Censored:
+				censored = append(censored, opts.ScatterData{Name: name + ": unanswered at the end, waited at least", Value: []any{x, round(y, 3)}})
+			case pt.Error != "":
+				failed = append(failed, opts.ScatterData{Name: name + ": " + pt.Error, Value: []any{x, round(y, 3)}})
+			default:
+				pts = append(pts, point{X: pt.DueUs / 1e6, Y: y})
 			}
-			pts = append(pts, point{X: pt.DueUs / 1e6, Y: max((pt.DoneUs-pt.DueUs)/1e3, 0.001)})
 		}
-		pts = lttb(pts, maxPoints)
+		pts = peaks(pts, maxPoints)
 		data := make([]opts.LineData, len(pts))
 		for i, q := range pts {
 			data[i] = opts.LineData{Value: []any{round(q.X, 3), round(q.Y, 3)}}
 		}
-		line.AddSeries(fmt.Sprintf("%s, %d callers", g.Step.Server.Name, g.Step.Conc), data,
+		line.AddSeries(fmt.Sprintf("%s, %d callers", r.Step.Server.Name, r.Step.Conc), data,
 			charts.WithLineChartOpts(opts.LineChart{ShowSymbol: opts.Bool(false)}))
 		n++
 	}
 	if n == 0 {
-		sec.Missing = missing(sweep, "sweep")
+		sec.Missing = findings.Missing(groupsOf(f.Sweep, sweepGroup), "sweep")
 		return sec
+	}
+	if len(censored)+len(failed) > 0 {
+		sc := charts.NewScatter()
+		if len(censored) > 0 {
+			sc.AddSeries("unanswered when the window ended (a lower bound)", limitScatter(censored),
+				charts.WithItemStyleOpts(opts.ItemStyle{Color: "transparent", BorderColor: "#b30000", BorderWidth: 1.5}))
+		}
+		if len(failed) > 0 {
+			sc.AddSeries("failed", limitScatter(failed), charts.WithScatterChartOpts(opts.ScatterChart{Symbol: "triangle"}),
+				charts.WithItemStyleOpts(opts.ItemStyle{Color: "#000000"}))
+		}
+		line.Overlap(sc)
 	}
 	sec.Element, sec.Script = snippet(line)
 	return sec
 }
 
-// 4. Per-connection heatmap: 12 connections by k blocked loops.
-func stallCharts(gs []*experiment.Group, run *results.Run) []section {
-	stall := of(gs, "stall")
+// limitScatter keeps at most maxPoints points, evenly spread.
+func limitScatter(d []opts.ScatterData) []opts.ScatterData {
+	if len(d) <= maxPoints {
+		return d
+	}
+	out := make([]opts.ScatterData, 0, maxPoints)
+	for i := range maxPoints {
+		out = append(out, d[i*len(d)/maxPoints])
+	}
+	return out
+}
+
+// 4. Per-connection heatmap: the connections, on the loop each was dealt
+// to in that measurement, by k blocked loops.
+func stallCharts(f *findings.Findings) []section {
+	p := f.Params
 	var out []section
-	for _, name := range serverNames(stall) {
-		var mine []*experiment.Group
-		for _, g := range stall {
-			if g.Step.Server.Name == name {
-				mine = append(mine, g)
+	stallGroup := func(r findings.StallRow) *findings.Group { return r.Group }
+	for _, name := range serverNames(f.Stall, stallGroup) {
+		var mine []findings.StallRow
+		for _, r := range f.Stall {
+			if r.Step.Server.Name == name {
+				mine = append(mine, r)
 			}
 		}
 		id := "stall_" + sanitize(name)
-		sec := section{ID: id, Title: "4. Who stalls: 12 connections by blocked loops, " + name,
-			Caption: fmt.Sprintf("Twelve keep-alive connections called /async (a %s wait that blocks nothing), three on each loop; "+
-				"then k further callers kept k loops busy with back-to-back %s /slow calls. Colour is each connection's median /async latency. "+
-				"Only the connections that share a blocked loop stall, whatever they ask for: exactly 3k of 12. The pool, given as many callers, stalls none.",
-				"5ms", time.Duration(run.Params.StallBlockNs))}
-		if name == "pool" {
-			sec.Caption = "The same twelve /async connections against the pool, with as many /slow callers as loops were blocked: with 200 slots, nobody waits."
+		sec := section{ID: id, Title: fmt.Sprintf("4. Who stalls: %d connections by blocked loops, %s", p.StallConns, name),
+			Caption: fmt.Sprintf("%d keep-alive connections called /async (a %s wait that blocks nothing), %d on each of the %d loops, each with a call due every %s; "+
+				"then k further callers kept k loops busy with back-to-back %s /slow calls. Each row is a place on a loop, each cell the connection that sat there in that measurement, "+
+				"coloured by its median /async latency from due (the tooltip adds one request's wait, from its send: from due, a stalled connection's calls queue behind each other for as long as the run lasts). "+
+				"A connection stalled when that median was above the unblocked baseline plus half the block, or it got no answer. "+
+				"Only the connections that share a blocked loop stall, whatever they ask for: expected is how many sat on the loops the blockers' calls were answered on.",
+				p.StallConns, p.Delay, p.StallConns/max(p.Loops, 1), p.Loops, p.StallInterval, p.StallBlock)}
+		if mine[0].Step.Server.Kind == "pool" {
+			sec.Caption = fmt.Sprintf("The same %d /async connections against the pool, with as many %s /slow callers as loops were blocked: with %d slots, nobody waits.",
+				p.StallConns, p.StallBlock, p.Slots)
+		}
+		// Rows: the places on each loop, as many as the fullest loop had.
+		perLoop := map[int]int{}
+		for _, r := range mine {
+			n := map[int]int{}
+			for _, c := range r.Cells {
+				n[c.Loop]++
+				perLoop[c.Loop] = max(perLoop[c.Loop], n[c.Loop])
+			}
+		}
+		var loopsSeen []int
+		for l := range perLoop {
+			loopsSeen = append(loopsSeen, l)
+		}
+		sort.Ints(loopsSeen)
+		row := map[[2]int]int{}
+		var ylabels []string
+		for _, l := range loopsSeen {
+			for j := range perLoop[l] {
+				row[[2]int{l, j}] = len(ylabels)
+				if l < 0 {
+					ylabels = append(ylabels, fmt.Sprintf("no loop #%d", j+1))
+				} else {
+					ylabels = append(ylabels, fmt.Sprintf("loop %d #%d", l, j+1))
+				}
+			}
 		}
 		var xcats []string
 		var data []opts.HeatMapData
-		var ylabels []string
 		col := 0
-		for _, g := range mine {
-			if len(g.Conns) == 0 || g.Conns[0].PerConn == nil {
+		for _, r := range mine {
+			if r.Cells == nil {
 				continue
 			}
-			pc := g.Conns[0].PerConn
-			exp := 3 * g.Step.K
-			if g.Step.Server.Kind == "pool" {
-				exp = 0
+			mark := ""
+			if !r.Match {
+				mark = " NOT the expected ones"
 			}
-			xcats = append(xcats, fmt.Sprintf("k=%d: stalled %d of %d (expected %d)", g.Step.K, pc.Stalled, len(pc.Conns), exp))
-			if ylabels == nil {
-				for _, c := range pc.Conns {
-					ylabels = append(ylabels, fmt.Sprintf("conn %d (loop %d)", c.Conn, c.Loop))
-				}
-			}
-			for i, c := range pc.Conns {
-				if i < len(ylabels) {
-					data = append(data, opts.HeatMapData{Value: [3]any{col, i, round(c.P50Us/1e3, 2)}})
-				}
+			xcats = append(xcats, fmt.Sprintf("k=%d: stalled %.0f of %d (expected %.0f)%s", r.Step.K, r.Stalled[0], len(r.Cells), r.Expected.Median(), mark))
+			n := map[int]int{}
+			for _, c := range r.Cells {
+				y := row[[2]int{c.Loop, n[c.Loop]}]
+				n[c.Loop]++
+				data = append(data, opts.HeatMapData{Name: fmt.Sprintf("conn %d on loop %d, %d of %d answered; p50 from send %.1f ms", c.Conn, c.Loop, c.Answered, c.Due, c.SendP50Us/1e3),
+					Value: [3]any{col, y, round(c.P50Us/1e3, 1)}})
 			}
 			col++
 		}
 		if col == 0 {
-			sec.Missing = missing(mine, "stall")
+			sec.Missing = findings.Missing(groupsOf(mine, stallGroup), "stall")
 			out = append(out, sec)
 			continue
 		}
 		hm := charts.NewHeatMap()
-		hm.SetGlobalOptions(append(slices.Clone(common), initOpts(id, 520),
+		hm.SetGlobalOptions(append(slices.Clone(common), initOpts(id, 120+30*len(ylabels)),
 			charts.WithXAxisOpts(opts.XAxis{Type: "category", Data: xcats, AxisLabel: &opts.AxisLabel{Interval: "0", Rotate: 12}}),
 			charts.WithYAxisOpts(opts.YAxis{Type: "category", Data: ylabels}),
-			charts.WithVisualMapOpts(opts.VisualMap{Calculable: opts.Bool(true), Min: 0, Max: float32(2 * run.Params.StallBlockNs / 1e6),
-				Text: []string{"ms (p50)", ""}, Orient: "horizontal", Left: "center", Top: "top",
+			charts.WithVisualMapOpts(opts.VisualMap{Calculable: opts.Bool(true), Min: 0, Max: float32(2 * p.StallBlock.Seconds() * 1e3),
+				Text: []string{"ms (p50 from due)", ""}, Orient: "horizontal", Left: "center", Top: "top",
 				InRange: &opts.VisualMapInRange{Color: []string{"#f7fbff", "#fdae6b", "#e6550d", "#7f2704"}}}),
 		)...)
-		hm.AddSeries("median /async latency, ms", data, charts.WithLabelOpts(opts.Label{Show: opts.Bool(true)}))
+		hm.AddSeries("median /async latency from due, ms", data, charts.WithLabelOpts(opts.Label{Show: opts.Bool(true)}))
 		sec.Element, sec.Script = snippet(hm)
 		out = append(out, sec)
 	}
 	if len(out) == 0 {
-		out = append(out, section{ID: "stall", Title: "4. Who stalls", Missing: missing(nil, "stall")})
+		out = append(out, section{ID: "stall", Title: "4. Who stalls", Missing: findings.Missing(nil, "stall")})
 	}
 	return out
 }
 
 // 5. Blocking on the loop vs offloaded vs the pool.
-func offloadChart(gs []*experiment.Group, run *results.Run) section {
-	off := of(gs, "offload")
+func offloadChart(f *findings.Findings) section {
+	p := f.Params
 	sec := section{ID: "offload", Title: "5. Blocking on the loop, offloaded, or on the pool",
-		Caption: "The same blocking call at the highest concurrency three ways: on the event loops, handed to a 200-worker pool with the answer going back through the loop, and on the 200-slot pool server. " +
-			"Bars are throughput (left axis); the line is the /fast bystander's p95 meanwhile (right axis, log). Moving the call off the loop buys back both."}
-	var ok []*experiment.Group
-	for _, g := range off {
-		if g.OK() {
-			ok = append(ok, g)
+		Caption: fmt.Sprintf("The same %s blocking call at the highest concurrency three ways: on the %d event loops, handed to a %d-worker pool with the answer going back through the loop, and on the %d-slot pool server. "+
+			"Bars are throughput (left axis); the lines are the /fast bystander's p50 and p95 from due meanwhile (right axis, log). Moving the call off the loop buys back both.",
+			p.Block, p.Loops, p.OffloadWorkers, p.Slots)}
+	var ok []findings.LoadRow
+	for _, r := range f.Offload {
+		if r.Throughput.OK() {
+			ok = append(ok, r)
 		}
 	}
 	if len(ok) == 0 {
-		sec.Missing = missing(off, "offload")
+		sec.Missing = findings.Missing(groupsOf(f.Offload, loadGroup), "offload")
 		return sec
 	}
 	var cats []string
 	var tp []opts.BarData
 	var p50, p95 []opts.LineData
-	for _, g := range ok {
-		cats = append(cats, fmt.Sprintf("%s (%s %s)", g.Step.Variant, g.Step.Server.Name, g.Step.Endpoint))
-		tp = append(tp, opts.BarData{Value: round(results.Median(experiment.Vals(g.Load, tput)), 1)})
-		p50 = append(p50, opts.LineData{Value: max(ms(results.Median(experiment.Vals(g.Probe, probeQ(func(p *results.Probe) float64 { return p.Corrected.P50Us })))), 0.001)})
-		p95 = append(p95, opts.LineData{Value: max(ms(results.Median(experiment.Vals(g.Probe, probeQ(func(p *results.Probe) float64 { return p.Corrected.P95Us })))), 0.001)})
+	for _, r := range ok {
+		cats = append(cats, fmt.Sprintf("%s (%s %s)", r.Step.Variant, r.Step.Server.Name, r.Step.Endpoint))
+		tp = append(tp, opts.BarData{Value: round(r.Throughput.Median(), 1)})
+		p50 = append(p50, opts.LineData{Value: ms(r.Fast.P50)})
+		p95 = append(p95, opts.LineData{Value: ms(r.Fast.P95)})
 	}
 	bar := charts.NewBar()
 	bar.SetGlobalOptions(append(slices.Clone(common), initOpts(sec.ID, 420),
@@ -400,53 +473,48 @@ func offloadChart(gs []*experiment.Group, run *results.Run) section {
 	bar.ExtendYAxis(opts.YAxis{Type: "log", Name: "/fast ms", Position: "right"})
 	bar.AddSeries("/slow throughput, req/s", tp, charts.WithLabelOpts(opts.Label{Show: opts.Bool(true), Position: "top"}))
 	l := charts.NewLine()
-	l.AddSeries("/fast p50, ms", p50, charts.WithLineChartOpts(opts.LineChart{YAxisIndex: 1}))
-	l.AddSeries("/fast p95, ms", p95, charts.WithLineChartOpts(opts.LineChart{YAxisIndex: 1}))
+	l.AddSeries("/fast p50 from due, ms", p50, charts.WithLineChartOpts(opts.LineChart{YAxisIndex: 1}))
+	l.AddSeries("/fast p95 from due, ms", p95, charts.WithLineChartOpts(opts.LineChart{YAxisIndex: 1}))
 	bar.Overlap(l)
+	sec.Notes = saturationNotes(ok, func(r findings.LoadRow) string { return r.Step.Variant + " (" + r.Step.Server.Name + ")" })
 	sec.Element, sec.Script = snippet(bar)
 	return sec
 }
 
 // 6. The trace waterfall.
-func traceChart(gs []*experiment.Group, run *results.Run) section {
-	tr := of(gs, "trace")
+func traceChart(f *findings.Findings) section {
+	p := f.Params
+	var counts []string
+	for _, r := range f.Trace {
+		if r.Total.N.OK() {
+			counts = append(counts, fmt.Sprintf("%s %.0f", r.Step.Server.Name, r.Total.N.Median()))
+		}
+	}
 	sec := section{ID: "trace", Title: "6. Where an /async request's time goes",
-		Caption: fmt.Sprintf("Sample /async requests (delay 5ms) taken apart while 8 callers blocked on /slow (%s), as a trace viewer would: "+
+		Caption: fmt.Sprintf("Sample /async requests (delay %s) taken apart on %d connections while %d callers blocked on /slow (%s), as a trace viewer would: "+
 			"accepted (sent until the handler ran), the scheduled delay, continuation lateness (how late the continuation ran after the delay), "+
-			"and return (continuation until the answer arrived). What no span explains is drawn as a gap. On the loop server the request waits to be accepted and its continuation waits again behind the blocked loop; on the pool both are immediate.",
-			time.Duration(run.Params.StallBlockNs))}
+			"and return (continuation until the answer arrived); together they are the request's whole time. %d requests per server are drawn, evenly spread over the window, "+
+			"of the samples measured (%s). On the loop server the request waits to be accepted and its continuation waits again behind the blocked loop; on the pool both are immediate.",
+			p.Delay, p.TraceConns, p.TraceCallers, p.StallBlock, findings.WaterfallSamples, strings.Join(counts, ", "))}
 	var cats []string
 	spans := map[string][]opts.BarData{}
-	order := []string{"accepted", "delay", "continuation lateness", "return", "gap"}
-	for _, g := range tr {
-		if len(g.Trace) == 0 || g.Trace[0].Trace == nil {
-			continue
-		}
-		t := g.Trace[0].Trace
-		delay := float64(g.Trace[0].Params.DelayNs) / 1e3
-		samples := t.Samples
-		// Up to 10 samples per server, evenly spread over the run.
-		pick := samples
-		if len(samples) > 10 {
-			pick = nil
-			for i := range 10 {
-				pick = append(pick, samples[i*len(samples)/10])
-			}
-		}
-		for i, s := range pick {
-			cats = append(cats, fmt.Sprintf("%s #%d (loop %d)", g.Step.Server.Name, i+1, s.Loop))
+	order := []string{"accepted", "delay", "continuation lateness", "return"}
+	for _, r := range f.Trace {
+		delay := float64(r.Delay) / 1e3
+		for i, s := range r.Waterfall {
+			c := fmt.Sprintf("%s #%d (loop %d)", r.Step.Server.Name, i+1, s.Loop)
 			if s.Loop < 0 {
-				cats[len(cats)-1] = fmt.Sprintf("%s #%d", g.Step.Server.Name, i+1)
+				c = fmt.Sprintf("%s #%d", r.Step.Server.Name, i+1)
 			}
-			gap := s.TotalUs - s.AcceptedUs - s.ServerUs - s.ReturnUs
-			vals := []float64{s.AcceptedUs, delay, s.LatenessUs, s.ReturnUs, gap}
+			cats = append(cats, c)
+			vals := []float64{s.AcceptedUs, delay, s.LatenessUs, s.ReturnUs}
 			for j, name := range order {
 				spans[name] = append(spans[name], opts.BarData{Value: round(max(vals[j], 0)/1e3, 3)})
 			}
 		}
 	}
 	if len(cats) == 0 {
-		sec.Missing = missing(tr, "trace")
+		sec.Missing = findings.Missing(groupsOf(f.Trace, func(r findings.TraceRow) *findings.Group { return r.Group }), "trace")
 		return sec
 	}
 	bar := charts.NewBar()
@@ -455,7 +523,7 @@ func traceChart(gs []*experiment.Group, run *results.Run) section {
 		charts.WithYAxisOpts(opts.YAxis{Type: "category", Data: cats, Inverse: opts.Bool(true)}),
 		charts.WithTooltipOpts(opts.Tooltip{Show: opts.Bool(true), Trigger: "axis"}),
 	)...)
-	colors := map[string]string{"accepted": "#3182bd", "delay": "#c6dbef", "continuation lateness": "#e6550d", "return": "#31a354", "gap": "#bdbdbd"}
+	colors := map[string]string{"accepted": "#3182bd", "delay": "#c6dbef", "continuation lateness": "#e6550d", "return": "#31a354"}
 	for _, name := range order {
 		bar.AddSeries(name, spans[name], charts.WithBarChartOpts(opts.BarChart{Stack: "total"}),
 			charts.WithItemStyleOpts(opts.ItemStyle{Color: colors[name]}))
@@ -465,54 +533,41 @@ func traceChart(gs []*experiment.Group, run *results.Run) section {
 }
 
 // 7. The pool's cliff.
-func cliffChart(gs []*experiment.Group, run *results.Run) section {
-	cl := of(gs, "cliff")
+func cliffChart(f *findings.Findings) section {
+	p := f.Params
 	sec := section{ID: "cliff", Title: "7. The pool's cliff",
 		Caption: fmt.Sprintf("The pool forgives blocking only while it has free slots. With callers at 64%%, 100%% and 150%% of its %d slots (each blocking %s), "+
-			"the /fast bystander goes from no wait to waiting in the queue behind the blocked slots: past its size, a pool is a loop too.",
-			run.Params.PoolSlots, time.Duration(run.Params.StallBlockNs))}
+			"the /fast bystander (a probe due every %s, timed from due) goes from no wait to waiting in the queue behind the blocked slots: past its size, a pool is a loop too.",
+			p.Slots, p.StallBlock, p.ProbeInterval)}
 	var cats []string
 	var p50, p95, p99 []opts.BarData
-	for _, g := range cl {
-		if len(g.Probe) == 0 {
+	var ok []findings.LoadRow
+	for _, r := range f.Cliff {
+		if !r.Fast.P50.OK() {
 			continue
 		}
-		cats = append(cats, fmt.Sprintf("%d callers (%s)", g.Step.Conc, g.Step.Variant))
-		q := func(f func(*results.Probe) float64) opts.BarData {
-			return opts.BarData{Value: max(ms(results.Median(experiment.Vals(g.Probe, probeQ(f)))), 0.001)}
-		}
-		p50 = append(p50, q(func(p *results.Probe) float64 { return p.Corrected.P50Us }))
-		p95 = append(p95, q(func(p *results.Probe) float64 { return p.Corrected.P95Us }))
-		p99 = append(p99, q(func(p *results.Probe) float64 { return p.Corrected.P99Us }))
+		ok = append(ok, r)
+		cats = append(cats, fmt.Sprintf("%d callers (%s)", r.Step.Conc, r.Step.Variant))
+		p50 = append(p50, opts.BarData{Value: ms(r.Fast.P50)})
+		p95 = append(p95, opts.BarData{Value: ms(r.Fast.P95)})
+		p99 = append(p99, opts.BarData{Value: ms(r.Fast.P99)})
 	}
 	if len(cats) == 0 {
-		sec.Missing = missing(cl, "cliff")
+		sec.Missing = findings.Missing(groupsOf(f.Cliff, loadGroup), "cliff")
 		return sec
 	}
 	bar := charts.NewBar()
 	bar.SetGlobalOptions(append(slices.Clone(common), initOpts(sec.ID, 400),
 		charts.WithXAxisOpts(opts.XAxis{Type: "category"}),
-		charts.WithYAxisOpts(opts.YAxis{Type: "log", Name: "/fast latency, ms"}),
+		charts.WithYAxisOpts(opts.YAxis{Type: "log", Name: "/fast latency from due, ms"}),
 	)...)
 	bar.SetXAxis(cats)
 	bar.AddSeries("p50", p50)
 	bar.AddSeries("p95", p95)
 	bar.AddSeries("p99", p99)
+	sec.Notes = saturationNotes(ok, func(r findings.LoadRow) string { return fmt.Sprintf("%d callers", r.Step.Conc) })
 	sec.Element, sec.Script = snippet(bar)
 	return sec
-}
-
-// missing says why a phase has nothing to draw.
-func missing(gs []*experiment.Group, phase string) string {
-	for _, g := range gs {
-		if g.Why != "" {
-			return fmt.Sprintf("the %s phase did not complete: %s", phase, g.Why)
-		}
-	}
-	if len(gs) == 0 {
-		return fmt.Sprintf("the %s phase was not run (see --phases and --servers)", phase)
-	}
-	return fmt.Sprintf("the %s phase left no results", phase)
 }
 
 func joinInts(v []int) string {

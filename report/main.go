@@ -17,7 +17,8 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/bystander-kit/bystander/internal/results"
+	"github.com/bystander-kit/bystander/internal/cli"
+	"github.com/bystander-kit/bystander/internal/findings"
 )
 
 func main() { os.Exit(mainExit(os.Args[1:], os.Stdout, os.Stderr)) }
@@ -34,10 +35,11 @@ func mainExit(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(fs.Output(), "Usage: report --in RUN_DIR [--out FILE]\n\nWrites one self-contained HTML report of a bystander run.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args, stderr); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
+		fmt.Fprintln(stderr, err)
 		return 2
 	}
 	if *fetchOnly {
@@ -57,7 +59,7 @@ func mainExit(args []string, stdout, stderr io.Writer) int {
 	if *out == "" {
 		*out = filepath.Join(*in, "report.html")
 	}
-	run, err := results.ReadRun(*in)
+	f, err := findings.Read(*in)
 	if err != nil {
 		fmt.Fprintf(stderr, "report: %s is not a run directory: %v\n", *in, err)
 		return 1
@@ -66,21 +68,21 @@ func mainExit(args []string, stdout, stderr io.Writer) int {
 	if a.js == nil {
 		fmt.Fprintf(stderr, "report: echarts is not inlined (%s); the page loads it from %s and needs the network\n", a.note, echartsCDN)
 	}
-	f, err := os.CreateTemp(filepath.Dir(*out), ".report-*.html")
+	tmp, err := os.CreateTemp(filepath.Dir(*out), ".report-*.html")
 	if err != nil {
 		fmt.Fprintf(stderr, "report: %v\n", err)
 		return 1
 	}
-	_ = f.Chmod(0o644)
-	werr := writePage(f, buildPage(*in, run, a))
-	if cerr := f.Close(); werr == nil {
+	_ = tmp.Chmod(0o644)
+	werr := writePage(tmp, buildPage(f, a))
+	if cerr := tmp.Close(); werr == nil {
 		werr = cerr
 	}
 	if werr == nil {
-		werr = os.Rename(f.Name(), *out)
+		werr = os.Rename(tmp.Name(), *out)
 	}
 	if werr != nil {
-		os.Remove(f.Name())
+		os.Remove(tmp.Name())
 		fmt.Fprintf(stderr, "report: %v\n", werr)
 		return 1
 	}

@@ -6,9 +6,8 @@ import (
 	"html/template"
 	"io"
 	"strings"
-	"time"
 
-	"github.com/bystander-kit/bystander/internal/experiment"
+	"github.com/bystander-kit/bystander/internal/findings"
 	"github.com/bystander-kit/bystander/internal/results"
 )
 
@@ -22,29 +21,27 @@ type costRow struct {
 	Flagged                                          bool
 }
 
-func costSection(gs []*experiment.Group) section {
+func costSection(f *findings.Findings) section {
 	sec := section{ID: "cost", Title: "8. What each request cost, and what bounds each row",
 		Caption: "Server CPU and context switches per request come from /proc over each measured window; the generator's CPU from its own result. " +
-			"Each row says what limits its throughput: the workers (loops or slots over the measured block), the offered concurrency (callers over the block, Little's law), " +
-			"the CPU (machine saturated), or the load generator itself; a row bounded by the generator is flagged, as it is not the server's figure.",
+			"Each row says what limits its throughput, decided from the data: the workers (loops or slots over the measured block), the offered concurrency (callers over the measured block, Little's law), " +
+			"the CPU (the kit's own processes using the machine), or the load generator itself, flagged, as it is not the server's figure; " +
+			"a row near no ceiling says so and names the likely cause. Closed-loop rows check Little's law (throughput x mean latency = callers, within 1 %), " +
+			"and a row measured while other processes used the machine says how much.",
 		Table: &costTable{}}
-	for _, g := range gs {
-		for _, m := range g.MS {
-			if m.Cost == nil {
-				continue
-			}
-			r := costRow{ID: m.ID, Server: m.Server.Name,
-				CPU: fmt.Sprintf("%.1f", m.Cost.ServerCPUUsPerRequest), CtxSw: fmt.Sprintf("%.2f", m.Cost.CtxSwitchesPerRequest),
-				Threads: fmt.Sprint(m.Cost.Threads), RSS: fmt.Sprintf("%.0f MB", float64(m.Cost.PeakRSSBytes)/(1<<20)),
-				Gen: fmt.Sprintf("%.1f", m.Cost.GeneratorCPUUsPerReq)}
-			if m.Repeat > 1 {
-				r.ID += fmt.Sprintf(" (rep %d)", m.Repeat)
-			}
-			if m.Bound != nil {
-				r.Bound, r.Flagged = m.Bound.Text, m.Bound.GeneratorLimited
-			}
-			sec.Table.Rows = append(sec.Table.Rows, r)
+	for _, r := range f.Cost {
+		c := r.Cost
+		row := costRow{ID: r.ID, Server: r.Server,
+			CPU: fmt.Sprintf("%.1f", c.ServerCPUUsPerRequest), CtxSw: fmt.Sprintf("%.2f", c.CtxSwitchesPerRequest),
+			Threads: fmt.Sprint(c.Threads), RSS: fmt.Sprintf("%.0f MB", float64(c.PeakRSSBytes)/(1<<20)),
+			Gen: fmt.Sprintf("%.1f", c.GeneratorCPUUsPerReq), Bound: r.Bound.Line()}
+		if r.Repeat > 1 {
+			row.ID += fmt.Sprintf(" (rep %d)", r.Repeat)
 		}
+		if r.Bound != nil {
+			row.Flagged = r.Bound.Flagged
+		}
+		sec.Table.Rows = append(sec.Table.Rows, row)
 	}
 	if len(sec.Table.Rows) == 0 {
 		sec.Missing = "no load measurement completed"
@@ -56,10 +53,11 @@ func costSection(gs []*experiment.Group) section {
 // page is everything the template needs.
 type page struct {
 	Title    string
+	Lead     string
 	Run      *results.Run
 	Params   []kv
 	Env      []kv
-	Phases   []phaseStatus
+	Phases   []findings.PhaseStatus
 	Sections []section
 	Inline   template.JS
 	CDN      string
@@ -69,25 +67,30 @@ type page struct {
 
 type kv struct{ K, V string }
 
-type phaseStatus struct {
-	Phase, Status string
-	Problems      []string
-}
-
-func buildPage(dir string, run *results.Run, a asset) page {
-	gs := experiment.Groups(dir, run)
-	p := page{Title: "bystander: what one blocking call does to everyone else", Run: run}
+func buildPage(f *findings.Findings, a asset) page {
+	run, fp := f.Run, f.Params
+	p := page{Title: "bystander: what one blocking call does to everyone else", Run: run, Phases: f.Phases}
+	p.Lead = fmt.Sprintf("A %s blocking call is harmless on a %d-slot pool and ruinous on %d event loops: throughput is capped at "+
+		"workers / block (%d / %s = %.0f req/s against %d / %s = %.0f), and every connection that shares a blocked loop waits, whatever it asks for. "+
+		"These are this run's measurements, with real servers on loopback; every figure says what bounds it.",
+		fp.Block, fp.Slots, fp.Loops, fp.Loops, fp.Block, findings.CeilingPerS(fp.Loops, fp.Block), fp.Slots, fp.Block, findings.CeilingPerS(fp.Slots, fp.Block))
 	if run.Partial {
 		p.Partial = run.PartialReason
 	}
 	rp := run.Params
 	p.Params = []kv{
-		{"block (sweep, offload)", time.Duration(rp.BlockNs).String()},
-		{"block (stall, trace, cliff)", time.Duration(rp.StallBlockNs).String()},
-		{"callers", strings.Trim(strings.Join(strings.Fields(fmt.Sprint(rp.Conc)), ", "), "[]")},
-		{"measured time, warm-up", fmt.Sprintf("%s, %s", time.Duration(rp.DurationNs), time.Duration(rp.WarmupNs))},
-		{"servers", fmt.Sprintf("%s (loop engines: %s); %d loops, %d pool slots", strings.Join(rp.Servers, ", "), strings.Join(rp.Engines, ", "), rp.Loops, rp.PoolSlots)},
-		{"repetitions", fmt.Sprint(rp.Repeat)},
+		{"block (sweep, offload)", fp.Block.String()},
+		{"block (stall, trace, cliff)", fp.StallBlock.String()},
+		{"how the call blocks", fp.BlockMode + blockModeNote[fp.BlockMode]},
+		{"/async delay", fp.Delay.String()},
+		{"callers", joinInts(fp.Conc)},
+		{"measured time, warm-up", fmt.Sprintf("%s, %s", fp.Duration, fp.Warmup)},
+		{"servers", fmt.Sprintf("%s (loop engines: %s); %d loops, %d pool slots, %d offload workers", strings.Join(rp.Servers, ", "), strings.Join(rp.Engines, ", "),
+			fp.Loops, fp.Slots, fp.OffloadWorkers)},
+		{"/fast bystander", fmt.Sprintf("a probe due every %s on one connection, over each load's measured window", fp.ProbeInterval)},
+		{"stall phase", fmt.Sprintf("%d /async connections, each probed every %s", fp.StallConns, fp.StallInterval)},
+		{"trace phase", fmt.Sprintf("%d /async connections while %d callers block", fp.TraceConns, fp.TraceCallers)},
+		{"repetitions", fmt.Sprint(fp.Repeat)},
 		{"pinned to CPU sets", fmt.Sprint(rp.Pin)},
 		{"command", "./run.sh " + strings.Join(rp.Args, " ")},
 	}
@@ -96,39 +99,22 @@ func buildPage(dir string, run *results.Run, a asset) page {
 		{"started", m.StartUTC}, {"ended", m.EndUTC}, {"git commit", m.GitCommit}, {"Go", m.GoVersion},
 		{"kernel", m.Kernel}, {"CPU", fmt.Sprintf("%s, %d cores", m.CPUModel, m.Cores)},
 	}
-	for _, ph := range []string{"sweep", "stall", "offload", "trace", "cliff"} {
-		st := phaseStatus{Phase: ph}
-		n, ok := 0, 0
-		for _, mm := range run.Measurements {
-			if mm.Phase != ph {
-				continue
-			}
-			n++
-			if mm.Status == "ok" {
-				ok++
-			} else {
-				st.Problems = append(st.Problems, mm.ID+": "+mm.Outcome())
-			}
-		}
-		switch {
-		case n == 0:
-			st.Status = "not run"
-		case ok == n:
-			st.Status = fmt.Sprintf("%d of %d measurements", ok, n)
-		default:
-			st.Status = fmt.Sprintf("%d of %d measurements; the others below", ok, n)
-		}
-		p.Phases = append(p.Phases, st)
-	}
-	p.Sections = append(p.Sections, throughputChart(gs, run), bystanderChart(gs, run), timelineChart(gs, run))
-	p.Sections = append(p.Sections, stallCharts(gs, run)...)
-	p.Sections = append(p.Sections, offloadChart(gs, run), traceChart(gs, run), cliffChart(gs, run), costSection(gs))
+	p.Sections = append(p.Sections, throughputChart(f), bystanderChart(f), timelineChart(f))
+	p.Sections = append(p.Sections, stallCharts(f)...)
+	p.Sections = append(p.Sections, offloadChart(f), traceChart(f), cliffChart(f), costSection(f))
 	if a.js != nil {
 		p.Inline = template.JS(a.js) // verified echarts build (checkJS), inlined so the page works offline
 	} else {
 		p.CDN, p.CDNNote = echartsCDN, a.note
 	}
 	return p
+}
+
+// blockModeNote says what each block mode models.
+var blockModeNote = map[string]string{
+	"syscall": " (the thread is held in nanosleep, as a JDBC read or Thread.sleep holds a Java thread)",
+	"sleep":   " (time.Sleep: the goroutine is parked, its thread free for others)",
+	"spin":    " (a CPU-bound handler: the thread burns a core)",
 }
 
 var tpl = template.Must(template.New("page").Parse(`<!DOCTYPE html>
@@ -149,25 +135,25 @@ td,th{border:1px solid #ddd;padding:.25em .5em;text-align:left;vertical-align:to
 </head>
 <body>
 <h1>{{.Title}}</h1>
-<p class="caption">A 5 ms blocking call is harmless on a 200-thread pool and ruinous on 4 event loops: throughput is capped at
-workers / block, and every connection that shares a blocked loop waits, whatever it asks for. These are this run's measurements,
-with real servers on loopback; every figure says what bounds it.</p>
+<p class="caption">{{.Lead}}</p>
 {{if .CDNNote}}<p class="note">echarts could not be inlined ({{.CDNNote}}): this page loads it from {{.CDN}} and needs the network to draw its charts.</p>{{end}}
 {{if .Partial}}<p class="note">This run was cut short ({{.Partial}}): what was measured before is shown; the rest is marked.</p>{{end}}
-<h2>The run</h2>
-<table class="kv">{{range .Params}}<tr><td>{{.K}}</td><td>{{.V}}</td></tr>{{end}}{{range .Env}}<tr><td>{{.K}}</td><td>{{.V}}</td></tr>{{end}}</table>
-<h2>Phases</h2>
-<table><tr><th>phase</th><th>status</th></tr>{{range .Phases}}<tr><td>{{.Phase}}</td><td>{{.Status}}{{range .Problems}}<br>{{.}}{{end}}</td></tr>{{end}}</table>
+<p class="caption">The charts come first; <a href="#h_run">the run's parameters, environment and phases</a> are at the end.</p>
 {{range .Sections}}
 <h2 id="h_{{.ID}}">{{.Title}}</h2>
 <p class="caption">{{.Caption}}</p>
-{{if .Missing}}<p class="missing" id="missing_{{.ID}}">Not drawn: {{.Missing}}.</p>
+{{range .Notes}}<p class="note">{{.}}</p>
+{{end}}{{if .Missing}}<p class="missing" id="missing_{{.ID}}">Not drawn: {{.Missing}}.</p>
 {{else if .Table}}<table id="{{.ID}}"><tr><th>measurement</th><th>server CPU us/req</th><th>context switches/req</th><th>threads</th><th>peak RSS</th><th>generator CPU us/req</th><th>bound</th></tr>
 {{range .Table.Rows}}<tr{{if .Flagged}} class="flag"{{end}}><td>{{.ID}}</td><td>{{.CPU}}</td><td>{{.CtxSw}}</td><td>{{.Threads}}</td><td>{{.RSS}}</td><td>{{.Gen}}</td><td>{{if .Flagged}}FLAGGED: {{end}}{{.Bound}}</td></tr>
 {{end}}</table>
 {{else}}{{.Element}}
 {{.Script}}
 {{end}}{{end}}
+<h2 id="h_run">The run</h2>
+<table class="kv">{{range .Params}}<tr><td>{{.K}}</td><td>{{.V}}</td></tr>{{end}}{{range .Env}}<tr><td>{{.K}}</td><td>{{.V}}</td></tr>{{end}}</table>
+<h2>Phases</h2>
+<table><tr><th>phase</th><th>status</th></tr>{{range .Phases}}<tr><td>{{.Phase}}</td><td>{{.Status}}{{range .Problems}}<br>{{.}}{{end}}</td></tr>{{end}}</table>
 {{if .Inline}}<script>{{.Inline}}</script>{{else}}<script src="{{.CDN}}"></script>{{end}}
 <script>
 (function () {

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bystander-kit/bystander/internal/findings"
 	"github.com/bystander-kit/bystander/internal/results"
 )
 
@@ -21,6 +22,10 @@ var update = flag.Bool("update", false, "rewrite testdata/report.golden.html")
 var stub = asset{js: []byte("/* echarts stub for tests */ var echarts = {};")}
 
 const testRun = "testdata/run" // a real default run of ./run.sh, report.html left out
+
+// customRun is a real --quick run with a value other than the default for
+// every parameter a caption states (see internal/experiment's customArgs).
+const customRun = "testdata/custom-run"
 
 func readTestRun(t *testing.T) *results.Run {
 	t.Helper()
@@ -34,7 +39,7 @@ func readTestRun(t *testing.T) *results.Run {
 func renderString(t *testing.T, dir string, run *results.Run, a asset) string {
 	t.Helper()
 	var b bytes.Buffer
-	if err := writePage(&b, buildPage(dir, run, a)); err != nil {
+	if err := writePage(&b, buildPage(findings.Compute(dir, run), a)); err != nil {
 		t.Fatal(err)
 	}
 	return b.String()
@@ -67,7 +72,7 @@ func TestGolden(t *testing.T) {
 // fixed ID, with a caption.
 func TestEveryChart(t *testing.T) {
 	run := readTestRun(t)
-	p := buildPage(testRun, run, stub)
+	p := buildPage(findings.Compute(testRun, run), stub)
 	ids := map[string]bool{}
 	for _, s := range p.Sections {
 		ids[s.ID] = true
@@ -87,10 +92,8 @@ func TestEveryChart(t *testing.T) {
 		}
 	}
 	page := renderString(t, testRun, run, stub)
-	for _, want := range []string{`"type":"log"`, "ceiling loop-gnet: 4 workers / 5ms", "Little", "stalled 3 of 12 (expected 3)", "FLAGGED", "workers: 4 loops"} {
-		if want == "FLAGGED" {
-			continue // only when a row is generator-bound; none in this run
-		}
+	for _, want := range []string{`"type":"log"`, "ceiling loop-gnet: 4 workers / 5ms", "Little", "stalled 3 of 12 (expected 3)", "workers: 4 loops",
+		"SATURATED", "grows without bound", "p50 from send", "loop 0 #3", "unanswered when the window ended"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("the page lacks %q", want)
 		}
@@ -108,7 +111,7 @@ func TestMissingPhases(t *testing.T) {
 		}
 	}
 	keep[len(keep)-1].Status, keep[len(keep)-1].Reason = "failed", "the server died during the measurement: exit status 2"
-	keep[len(keep)-1].LoadFile, keep[len(keep)-1].ProbeFile, keep[len(keep)-1].Cost, keep[len(keep)-1].Bound = "", "", nil, nil
+	keep[len(keep)-1].LoadFile, keep[len(keep)-1].ProbeFile, keep[len(keep)-1].Cost = "", "", nil
 	run.Measurements = keep
 	run.Params.Phases = []string{"sweep"}
 	run.Partial, run.PartialReason = true, "interrupted after 40s"
@@ -150,7 +153,7 @@ func TestSelfContained(t *testing.T) {
 		t.Error("the CDN fallback is not used or not said")
 	}
 	// Each time series stays within the bound.
-	for _, s := range buildPage(testRun, run, stub).Sections {
+	for _, s := range buildPage(findings.Compute(testRun, run), stub).Sections {
 		var opt map[string]any
 		if i := strings.Index(string(s.Script), "let option_"); i >= 0 {
 			js := string(s.Script)[i:]
@@ -196,5 +199,47 @@ func TestAssetChecks(t *testing.T) {
 	t.Setenv("BYSTANDER_CACHE", dir)
 	if a := loadAsset("", true, &bytes.Buffer{}); a.js != nil || !strings.Contains(a.note, "offline") {
 		t.Errorf("offline without a cache: %q", a.note)
+	}
+}
+
+// defaultsStated finds a default value stated in text: the block, the
+// stall block, loops, slots, the probe interval, the /async delay, the
+// stall connections, the trace callers and the block mode of a default run.
+var defaultsStated = regexp.MustCompile(`(^|[^0-9.])(5 ?ms|100 ?ms|50 ?ms|4 (event )?loops|200[ -](slots?|threads?|workers?)|12 (/async )?connections|of 12\b|8 callers|syscall)`)
+
+// TestCaptionsFromTheRun: a real run made with a non-default value of
+// every parameter a caption, title or heading states: the page states the
+// run's values and none of the defaults.
+func TestCaptionsFromTheRun(t *testing.T) {
+	run, err := results.ReadRun(customRun)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := buildPage(findings.Compute(customRun, run), stub)
+	var text strings.Builder
+	text.WriteString(p.Lead)
+	for _, kv := range p.Params {
+		text.WriteString("\n" + kv.K + ": " + kv.V)
+	}
+	for _, s := range p.Sections {
+		text.WriteString("\n" + s.Title + "\n" + s.Caption + "\n" + strings.Join(s.Notes, "\n"))
+		// The chart's own words: series names, axis names, labels.
+		text.WriteString("\n" + string(s.Script))
+		if s.Table != nil {
+			for _, r := range s.Table.Rows {
+				text.WriteString("\n" + r.Bound)
+			}
+		}
+	}
+	got := text.String()
+	if m := defaultsStated.FindString(got); m != "" {
+		i := strings.Index(got, m)
+		t.Fatalf("the page states a default the run did not use: %q in ...%s...", m, got[max(0, i-200):min(len(got), i+200)])
+	}
+	for _, want := range []string{"A 8ms blocking call is harmless on a 40-slot pool and ruinous on 3 event loops", "3 loops / 8ms", "every 30ms",
+		"9 connections", "delay 7ms", "5 callers blocked", "40 slots", "sleep"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the page does not state %q", want)
+		}
 	}
 }

@@ -16,29 +16,41 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bystander-kit/bystander/internal/block"
+	"github.com/bystander-kit/bystander/internal/cli"
+	"github.com/bystander-kit/bystander/internal/findings"
 	"github.com/bystander-kit/bystander/internal/results"
 )
 
 // The phases, in the order they run.
-var allPhases = []string{"sweep", "stall", "offload", "trace", "cliff"}
+var allPhases = findings.Phases
 
 // Options are run.sh's flags.
 type Options struct {
 	Block      time.Duration
 	StallBlock time.Duration
-	Conc       []int
-	Duration   time.Duration
-	Warmup     time.Duration
-	Engines    []string
-	Servers    []string
-	Phases     []string
-	Out        string
-	Repeat     int
-	Pin        bool
-	Quick      bool
-	Open       bool
-	Bin        string // where the kit's binaries are
-	Args       []string
+	BlockMode  string
+	Delay      time.Duration
+	Loops      int
+	Slots      int
+	// ProbeInterval is the /fast bystander's; TraceCallers block /slow
+	// during the trace phase.
+	ProbeInterval time.Duration
+	TraceCallers  int
+	Conc          []int
+	Duration      time.Duration
+	Warmup        time.Duration
+	Engines       []string
+	Servers       []string
+	Phases        []string
+	Out           string
+	Overwrite     bool
+	Repeat        int
+	Pin           bool
+	Quick         bool
+	Open          bool
+	Bin           string // where the kit's binaries are
+	Args          []string
 }
 
 // listFlag is a comma-separated flag value.
@@ -96,24 +108,29 @@ func (l intsFlag) Set(s string) error {
 // directory.
 func ParseFlags(args []string, stderr io.Writer, now time.Time) (Options, error) {
 	o := Options{
-		Block: 5 * time.Millisecond, StallBlock: 100 * time.Millisecond,
+		Block: 5 * time.Millisecond, StallBlock: 100 * time.Millisecond, BlockMode: "syscall", Delay: 5 * time.Millisecond,
+		Loops: 4, Slots: 200, ProbeInterval: 50 * time.Millisecond,
 		Conc: []int{4, 16, 64}, Duration: 5 * time.Second, Warmup: time.Second,
 		Engines: []string{"gnet"}, Servers: []string{"loop", "pool"}, Phases: slices.Clone(allPhases),
 		Repeat: 1, Bin: "bin", Args: args,
 	}
 	fs := flag.NewFlagSet("run.sh", flag.ContinueOnError)
-	// Usage goes to stderr on --help only; a bad flag is one line.
-	var usage strings.Builder
-	fs.SetOutput(&usage)
 	fs.DurationVar(&o.Block, "block", o.Block, "the blocking call for sweep and offload")
 	fs.DurationVar(&o.StallBlock, "stall-block", o.StallBlock, "the blocking call for stall, trace and cliff (their story is waiting behind blocked workers)")
+	fs.StringVar(&o.BlockMode, "block-mode", o.BlockMode, "how the servers' blocking call blocks: syscall (holds the OS thread in nanosleep, as a JDBC read or Thread.sleep does), sleep (parks the goroutine), spin (burns CPU)")
+	fs.DurationVar(&o.Delay, "delay", o.Delay, "the /async delay (stall and trace)")
+	fs.IntVar(&o.Loops, "loops", o.Loops, "event loops of the loop server; the stall phase places 3 /async connections on each")
+	fs.IntVar(&o.Slots, "slots", o.Slots, "worker slots of the pool server, and workers of the loop server's offload pool")
+	fs.DurationVar(&o.ProbeInterval, "probe-interval", o.ProbeInterval, "time between the /fast bystander's probes")
+	fs.IntVar(&o.TraceCallers, "trace-callers", 0, "callers blocking /slow during the trace phase (default: 2 per loop)")
 	fs.Var(intsFlag{&o.Conc}, "conc", "concurrencies for the sweep; the highest is used for offload")
 	fs.DurationVar(&o.Duration, "duration", o.Duration, "measured time of each measurement")
 	fs.DurationVar(&o.Warmup, "warmup", o.Warmup, "warm-up before each measurement")
 	fs.Var(listFlag{&o.Engines}, "engines", "loop server engines: gnet, evio or gnet,evio")
 	fs.Var(listFlag{&o.Servers}, "servers", "servers: loop, pool or loop,pool")
 	fs.Var(listFlag{&o.Phases}, "phases", "phases: "+strings.Join(allPhases, ","))
-	fs.StringVar(&o.Out, "out", "", "run directory (default results/<UTC timestamp>)")
+	fs.StringVar(&o.Out, "out", "", "run directory, new or empty (default results/<UTC timestamp>)")
+	fs.BoolVar(&o.Overwrite, "overwrite", false, "clear --out first when it holds an earlier run")
 	fs.IntVar(&o.Repeat, "repeat", 1, "repetitions; variants alternate within each, medians and spread reported")
 	fs.BoolVar(&o.Pin, "pin", false, "start servers and generators on disjoint CPU sets (taskset); needs 2 CPUs or more")
 	fs.BoolVar(&o.Quick, "quick", false, "short durations, for a first look")
@@ -131,12 +148,9 @@ Flags:
 `)
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(stderr, usage.String())
-			return o, err
-		}
-		return o, fmt.Errorf("run.sh: %v (see ./run.sh --help)", err)
+	// Usage goes to stderr on --help only; a bad flag is one line.
+	if err := cli.Parse(fs, args, stderr); err != nil {
+		return o, err
 	}
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("run.sh: unexpected argument %q (flags only; see --help)", fs.Arg(0))
@@ -151,6 +165,9 @@ Flags:
 		if !set["warmup"] {
 			o.Warmup = 300 * time.Millisecond
 		}
+	}
+	if !set["trace-callers"] {
+		o.TraceCallers = 2 * o.Loops
 	}
 	if o.Out == "" {
 		o.Out = filepath.Join("results", now.UTC().Format("20060102T150405Z"))
@@ -189,6 +206,19 @@ func (o *Options) validate() error {
 		return bad("--repeat %d: want 1 to 20", o.Repeat)
 	case len(o.Conc) == 0:
 		return bad("--conc: give at least one concurrency")
+	case o.Delay < 0 || o.Delay > 10*time.Second:
+		return bad("--delay %s: want 0 to 10s", o.Delay)
+	case o.Loops < 1 || o.Loops > 64:
+		return bad("--loops %d: want 1 to 64", o.Loops)
+	case o.Slots < 1 || o.Slots > 10000:
+		return bad("--slots %d: want 1 to 10000", o.Slots)
+	case o.ProbeInterval < time.Millisecond || o.ProbeInterval > 10*time.Second:
+		return bad("--probe-interval %s: want 1ms to 10s", o.ProbeInterval)
+	case o.TraceCallers < 1 || o.TraceCallers > 10000:
+		return bad("--trace-callers %d: want 1 to 10000", o.TraceCallers)
+	}
+	if _, err := block.ParseMode(o.BlockMode); err != nil {
+		return bad("--block-mode %q: want syscall, sleep or spin", o.BlockMode)
 	}
 	for _, e := range o.Engines {
 		if e != "gnet" && e != "evio" {
@@ -249,18 +279,27 @@ type Plan struct {
 	Steps   []Step
 }
 
-const loops = 4
-const poolSlots = 200
+// stallConnsPerLoop is how many /async connections the stall phase places
+// on each loop.
+const stallConnsPerLoop = 3
+
+// stallInterval is how often each stall connection is probed: on a fixed
+// schedule, so the probes sample every moment, blocked or not.
+const stallInterval = 10 * time.Millisecond
+
+// traceConnsPerLoop is how many /async connections per loop the trace
+// phase takes apart at once, for enough samples while every loop is blocked.
+const traceConnsPerLoop = 3
 
 func (o Options) servers(block time.Duration) []Server {
 	var out []Server
 	for _, s := range o.Servers {
 		if s == "loop" {
 			for _, e := range o.Engines {
-				out = append(out, Server{Name: "loop-" + e, Kind: "loop", Engine: e, Workers: loops, BlockNs: int64(block)})
+				out = append(out, Server{Name: "loop-" + e, Kind: "loop", Engine: e, Workers: o.Loops, BlockNs: int64(block)})
 			}
 		} else {
-			out = append(out, Server{Name: "pool", Kind: "pool", Workers: poolSlots, BlockNs: int64(block)})
+			out = append(out, Server{Name: "pool", Kind: "pool", Workers: o.Slots, BlockNs: int64(block)})
 		}
 	}
 	return out
@@ -291,9 +330,12 @@ func BuildPlan(o Options) Plan {
 			}
 		case "stall":
 			for _, s := range o.servers(o.StallBlock) {
-				ks := []int{0, 1, 2, 3, 4}
+				var ks []int
+				for k := 0; k <= o.Loops; k++ {
+					ks = append(ks, k)
+				}
 				if s.Kind == "pool" {
-					ks = []int{0, loops} // the contrast: as many blockers, no stall
+					ks = []int{0, o.Loops} // the contrast: as many blockers, no stall
 				}
 				for _, k := range ks {
 					add(Step{ID: fmt.Sprintf("stall-%s-k%d", s.Name, k), Phase: phase, Server: s, Endpoint: "/slow", K: k,
@@ -314,14 +356,14 @@ func BuildPlan(o Options) Plan {
 			}
 		case "trace":
 			for _, s := range o.servers(o.StallBlock) {
-				add(Step{ID: "trace-" + s.Name, Phase: phase, Server: s, Endpoint: "/slow", Conc: 8, Duration: o.short(), Warmup: 300 * time.Millisecond})
+				add(Step{ID: "trace-" + s.Name, Phase: phase, Server: s, Endpoint: "/slow", Conc: o.TraceCallers, Duration: o.short(), Warmup: 300 * time.Millisecond})
 			}
 		case "cliff":
 			if slices.Contains(o.Servers, "pool") {
-				s := Server{Name: "pool", Kind: "pool", Workers: poolSlots, BlockNs: int64(o.StallBlock)}
+				s := Server{Name: "pool", Kind: "pool", Workers: o.Slots, BlockNs: int64(o.StallBlock)}
 				for _, pct := range []int{64, 100, 150} {
 					add(Step{ID: fmt.Sprintf("cliff-pool-%dpct", pct), Phase: phase, Server: s, Endpoint: "/slow",
-						Conc: poolSlots * pct / 100, Variant: fmt.Sprintf("%d%%", pct), Duration: o.Duration, Warmup: o.Warmup})
+						Conc: max(1, o.Slots*pct/100), Variant: fmt.Sprintf("%d%%", pct), Duration: o.Duration, Warmup: o.Warmup})
 				}
 			}
 		}
@@ -347,8 +389,8 @@ func (p Plan) Describe(w io.Writer) {
 	o := p.Options
 	fmt.Fprintf(w, "bystander: %d measurements x %d repetition(s), expected %s; results in %s\n",
 		len(p.Steps), o.Repeat, p.Expected().Round(time.Second), o.Out)
-	fmt.Fprintf(w, "  servers %s (engines %s); block %s for sweep and offload, %s for stall, trace and cliff\n",
-		strings.Join(o.Servers, ","), strings.Join(o.Engines, ","), o.Block, o.StallBlock)
+	fmt.Fprintf(w, "  servers %s (engines %s; %d loops, %d slots); block %s for sweep and offload, %s for stall, trace and cliff, mode %s\n",
+		strings.Join(o.Servers, ","), strings.Join(o.Engines, ","), o.Loops, o.Slots, o.Block, o.StallBlock, o.BlockMode)
 	for _, phase := range allPhases {
 		var n int
 		var d time.Duration
@@ -359,15 +401,24 @@ func (p Plan) Describe(w io.Writer) {
 			}
 		}
 		if n > 0 {
-			fmt.Fprintf(w, "  %-8s %2d measurements, about %s: %s\n", phase, n, d.Round(time.Second), phaseStory[phase])
+			fmt.Fprintf(w, "  %-8s %2d measurements, about %s: %s\n", phase, n, d.Round(time.Second), o.story(phase))
 		}
 	}
 }
 
-var phaseStory = map[string]string{
-	"sweep":   "/slow at each concurrency with a 50 ms /fast bystander probing meanwhile",
-	"stall":   "12 /async connections, then k = 0..4 loops (or 4k pool callers) kept blocked",
-	"offload": "at the highest concurrency: /slow on the loops, /offload on the loops, /slow on the pool",
-	"trace":   "/async taken apart while 8 callers block on /slow",
-	"cliff":   "the pool with callers at 64 %, 100 % and 150 % of its 200 slots, /fast probed meanwhile",
+// story is one line on what a phase does, with this run's values.
+func (o Options) story(phase string) string {
+	switch phase {
+	case "sweep":
+		return fmt.Sprintf("/slow at each concurrency with a /fast bystander probing every %s meanwhile", o.ProbeInterval)
+	case "stall":
+		return fmt.Sprintf("%d /async connections, then k = 0..%d loops (or k pool callers) kept blocked", stallConnsPerLoop*o.Loops, o.Loops)
+	case "offload":
+		return "at the highest concurrency: /slow on the loops, /offload on the loops, /slow on the pool"
+	case "trace":
+		return fmt.Sprintf("/async taken apart while %d callers block on /slow", o.TraceCallers)
+	case "cliff":
+		return fmt.Sprintf("the pool with callers at 64 %%, 100 %% and 150 %% of its %d slots, /fast probed meanwhile", o.Slots)
+	}
+	return ""
 }

@@ -2,6 +2,8 @@ package experiment
 
 import (
 	"io"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -93,6 +95,25 @@ func TestPlanDetails(t *testing.T) {
 	if q.Duration >= o.Duration || q.Warmup >= o.Warmup {
 		t.Errorf("--quick: duration %s warm-up %s", q.Duration, q.Warmup)
 	}
+	// Other loops and slots shape the stall, trace and cliff phases.
+	c, err := ParseFlags([]string{"--loops", "3", "--slots", "40"}, io.Discard, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ks, cliff []int
+	for _, s := range BuildPlan(c).Steps {
+		switch {
+		case s.Phase == "stall" && s.Server.Kind == "loop":
+			ks = append(ks, s.K)
+		case s.Phase == "cliff":
+			cliff = append(cliff, s.Conc)
+		case s.Phase == "trace" && s.Conc != 6:
+			t.Errorf("%s: %d trace callers, want 2 per loop", s.ID, s.Conc)
+		}
+	}
+	if !slices.Equal(ks, []int{0, 1, 2, 3}) || !slices.Equal(cliff, []int{25, 40, 60}) {
+		t.Errorf("3 loops, 40 slots: stall k %v, cliff callers %v", ks, cliff)
+	}
 	q, _ = ParseFlags([]string{"--quick", "--duration", "3s"}, io.Discard, now)
 	if q.Duration != 3*time.Second {
 		t.Errorf("--quick overrode an explicit --duration: %s", q.Duration)
@@ -106,9 +127,59 @@ func TestBadFlags(t *testing.T) {
 		{"--engines=netty"}, {"--servers=loop,tomcat"}, {"--phases=sweep,nap"}, {"--phases="},
 		{"--duration=100ms"}, {"--warmup=-1s"}, {"--repeat=0"}, {"--repeat=21"},
 		{"--stall-block=0s"}, {"extra"}, {"--nope"},
+		{"--block-mode=nap"}, {"--loops=0"}, {"--loops=65"}, {"--slots=0"}, {"--delay=-1ms"}, {"--probe-interval=0s"},
+		{"--trace-callers=0"},
 	} {
 		if _, err := ParseFlags(args, io.Discard, now); err == nil {
 			t.Errorf("%v accepted", args)
 		}
+	}
+}
+
+// TestPrepareOut: --out must be new or empty, so that no earlier run's
+// files mix with this one's; --overwrite clears an earlier run directory,
+// and nothing that is not one.
+func TestPrepareOut(t *testing.T) {
+	dir := t.TempDir()
+	if err := prepareOut(filepath.Join(dir, "new"), false); err != nil {
+		t.Fatalf("a new directory: %v", err)
+	}
+	if err := prepareOut(filepath.Join(dir, "new"), false); err != nil {
+		t.Fatalf("an empty directory: %v", err)
+	}
+	old := filepath.Join(dir, "old")
+	_ = os.MkdirAll(filepath.Join(old, "sweep"), 0o755)
+	_ = os.WriteFile(filepath.Join(old, "run.json"), []byte("{}"), 0o644)
+	_ = os.WriteFile(filepath.Join(old, "sweep", "stale.load.json"), []byte("{}"), 0o644)
+	if err := prepareOut(old, false); err == nil || !strings.Contains(err.Error(), "--overwrite") {
+		t.Fatalf("an earlier run's directory: %v", err)
+	}
+	if err := prepareOut(old, true); err != nil {
+		t.Fatal(err)
+	}
+	if left, _ := os.ReadDir(old); len(left) != 0 {
+		t.Fatalf("--overwrite left %d entries", len(left))
+	}
+	other := filepath.Join(dir, "other")
+	_ = os.MkdirAll(other, 0o755)
+	_ = os.WriteFile(filepath.Join(other, "notes.txt"), []byte("mine"), 0o644)
+	if err := prepareOut(other, true); err == nil {
+		t.Fatal("--overwrite cleared a directory that holds no run")
+	}
+	if _, err := os.Stat(filepath.Join(other, "notes.txt")); err != nil {
+		t.Fatal("a file that is not a run's was removed")
+	}
+	file := filepath.Join(dir, "file")
+	_ = os.WriteFile(file, nil, 0o644)
+	if err := prepareOut(file, false); err == nil {
+		t.Fatal("a file as --out")
+	}
+}
+
+// TestUnfinished: run.json is written as unfinished until the run ends.
+func TestUnfinished(t *testing.T) {
+	o, _ := ParseFlags([]string{"--phases", "sweep"}, io.Discard, now)
+	if r := newRun(BuildPlan(o), now); !r.Partial || !strings.Contains(r.PartialReason, "unfinished") {
+		t.Fatalf("a new run.json: partial %v %q", r.Partial, r.PartialReason)
 	}
 }

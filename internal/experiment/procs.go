@@ -179,12 +179,13 @@ var listening = regexp.MustCompile(`listening on http://(\S+) .*admin http://(\S
 
 // startServer starts a server on free loopback ports and waits until it
 // answers /fast.
-func (p *procs) startServer(ctx context.Context, s Server) (*server, error) {
+func (p *procs) startServer(ctx context.Context, s Server, o Options) (*server, error) {
 	name, args := "loopserver", []string{"--engine", s.Engine, "--loops", strconv.Itoa(s.Workers)}
 	if s.Kind == "pool" {
 		name, args = "poolserver", []string{"--slots", strconv.Itoa(s.Workers)}
 	}
-	args = append(args, "--addr", "127.0.0.1:0", "--admin", "127.0.0.1:0", "--block", time.Duration(s.BlockNs).String())
+	args = append(args, "--addr", "127.0.0.1:0", "--admin", "127.0.0.1:0", "--block", time.Duration(s.BlockNs).String(),
+		"--block-mode", o.BlockMode, "--delay", o.Delay.String(), "--offload-workers", strconv.Itoa(o.Slots))
 	pr, pw := io.Pipe()
 	c, err := p.start("server", name, pw, args...)
 	if err != nil {

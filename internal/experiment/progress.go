@@ -113,8 +113,8 @@ func outcome(m results.Measurement) string {
 	if m.Status != "ok" {
 		return m.Status + ": " + m.Reason
 	}
-	if m.Cost != nil && m.Bound != nil {
-		return fmt.Sprintf("%.0f req/s, bound by %s", m.Cost.ThroughputPerS, m.Bound.Kind)
+	if m.Cost != nil {
+		return fmt.Sprintf("%.0f req/s", m.Cost.ThroughputPerS)
 	}
 	return "ok"
 }

@@ -15,12 +15,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/bystander-kit/bystander/internal/proc"
+	"github.com/bystander-kit/bystander/internal/findings"
 	"github.com/bystander-kit/bystander/internal/results"
 )
-
-// probeInterval is the bystander prober's interval.
-const probeInterval = 50 * time.Millisecond
 
 // runner carries one run.
 type runner struct {
@@ -61,8 +58,8 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) int {
 			return 2
 		}
 	}
-	if err := os.MkdirAll(r.dir, 0o755); err != nil {
-		fmt.Fprintf(stderr, "run.sh: --out %s: %v\n", r.dir, err)
+	if err := prepareOut(r.dir, o.Overwrite); err != nil {
+		fmt.Fprintln(stderr, err)
 		return 2
 	}
 	plan.Describe(stdout)
@@ -101,6 +98,7 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) int {
 	end := time.Now()
 	r.mu.Lock()
 	r.run.Manifest.EndUnixNs, r.run.Manifest.EndUTC = end.UnixNano(), end.UTC().Format(time.RFC3339Nano)
+	r.run.Partial, r.run.PartialReason = false, ""
 	if ctx.Err() != nil {
 		r.run.Partial = true
 		r.run.PartialReason = fmt.Sprintf("interrupted after %s", end.Sub(start).Round(time.Second))
@@ -110,7 +108,7 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) int {
 	r.save()
 
 	var sb strings.Builder
-	Summarize(&sb, r.dir, r.run)
+	Summarize(&sb, findings.Compute(r.dir, r.run))
 	fmt.Fprint(stdout, sb.String())
 	_ = os.WriteFile(filepath.Join(r.dir, "summary.txt"), []byte(sb.String()), 0o644)
 	fmt.Fprintf(stdout, "\nresults: %s\n", r.dir)
@@ -136,10 +134,16 @@ func newRun(plan Plan, start time.Time) *results.Run {
 	env := results.ReadEnv()
 	run := &results.Run{
 		Schema: results.RunSchema,
+		// Until the run ends and says otherwise: a run killed outright
+		// (SIGKILL, a crash) leaves this behind.
+		Partial:       true,
+		PartialReason: "unfinished: the run was still going when this was written, or was killed before it ended",
 		Params: results.RunParams{
 			BlockNs: int64(o.Block), StallBlockNs: int64(o.StallBlock), Conc: o.Conc, DurationNs: int64(o.Duration),
 			WarmupNs: int64(o.Warmup), Engines: o.Engines, Servers: o.Servers, Phases: o.Phases, Repeat: o.Repeat,
-			Pin: o.Pin, Quick: o.Quick, Args: o.Args, Loops: loops, PoolSlots: poolSlots, ProbeEveryNs: int64(probeInterval),
+			Pin: o.Pin, Quick: o.Quick, Args: o.Args, Loops: o.Loops, PoolSlots: o.Slots, ProbeEveryNs: int64(o.ProbeInterval),
+			BlockMode: o.BlockMode, OffloadWorkers: o.Slots, AsyncDelayNs: int64(o.Delay), StallConns: stallConnsPerLoop * o.Loops,
+			StallIntervalNs: int64(stallInterval), TraceCallers: o.TraceCallers, TraceConns: traceConnsPerLoop * o.Loops,
 		},
 		Manifest: results.Manifest{
 			GitCommit: gitCommit(), GoVersion: goVersion(), Kernel: env.Kernel, CPUModel: env.CPUModel, Cores: env.NumCPU,
@@ -153,6 +157,33 @@ func newRun(plan Plan, start time.Time) *results.Run {
 		}
 	}
 	return run
+}
+
+// prepareOut makes dir the run directory: new, or empty, so no earlier
+// run's files mix with this one's. With overwrite, a directory holding an
+// earlier run (its run.json) is cleared first; anything else is refused.
+func prepareOut(dir string, overwrite bool) error {
+	entries, err := os.ReadDir(dir)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+	case err != nil:
+		return fmt.Errorf("run.sh: --out %s: %v", dir, err)
+	case len(entries) > 0 && !overwrite:
+		return fmt.Errorf("run.sh: --out %s is not empty (%d entries): give a new or empty directory, or --overwrite to clear an earlier run there", dir, len(entries))
+	case len(entries) > 0:
+		if _, err := os.Stat(filepath.Join(dir, "run.json")); err != nil {
+			return fmt.Errorf("run.sh: --out %s holds no run.json, so it is not an earlier run: not cleared; give a new or empty directory", dir)
+		}
+		for _, e := range entries {
+			if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+				return fmt.Errorf("run.sh: --overwrite: %v", err)
+			}
+		}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("run.sh: --out %s: %v", dir, err)
+	}
+	return nil
 }
 
 func (r *runner) set(i int, f func(*results.Measurement)) {
@@ -186,13 +217,13 @@ func (r *runner) step(ctx context.Context, s Step, rep int) results.Measurement 
 	m := results.Measurement{Step: s, Repeat: rep, Status: "ok"}
 	fail := func(format string, a ...any) results.Measurement {
 		m.Status, m.Reason = "failed", fmt.Sprintf(format, a...)
-		m.Cost, m.Bound = nil, nil // not a figure of a server that was working
+		m.Cost = nil // not a figure of a server that was working
 		if ctx.Err() != nil {
 			m.Status, m.Reason = "failed", "interrupted: "+m.Reason
 		}
 		return m
 	}
-	srv, err := r.procs.startServer(ctx, s.Server)
+	srv, err := r.procs.startServer(ctx, s.Server, r.o)
 	if err != nil {
 		return fail("the server did not start: %v", err)
 	}
@@ -243,35 +274,45 @@ func (r *runner) tool(ctx context.Context, c *child, limit time.Duration) error 
 	return nil
 }
 
-// load runs loadgen on the step's endpoint with the 50 ms /fast prober
-// meanwhile, and samples the server's cost over the measured window.
+// startDelay is how far ahead the load and its bystander prober are told
+// to start their clocks (--start-at): time for both processes to start and
+// open their connections, so the two share one measured window.
+const startDelay = 300 * time.Millisecond
+
+// load runs loadgen on the step's endpoint with the /fast prober probing
+// over the same measured window, and samples the server's cost over it.
 func (r *runner) load(ctx context.Context, srv *server, s Step, rel func(string) string, m *results.Measurement) error {
 	total := s.Warmup + s.Duration
+	at := time.Now().Add(startDelay)
+	startAt := at.UTC().Format(time.RFC3339Nano)
+	ready := filepath.Join(r.dir, s.Phase, s.ID+".ready")
+	defer os.Remove(ready)
 	pr, err := r.procs.start("gen", "prober", nil, "--mode", "interval", "--target", "http://"+srv.addr+"/fast",
-		"--interval", probeInterval.String(), "--duration", total.String(), "--out", filepath.Join(r.dir, rel("fast")))
+		"--interval", r.o.ProbeInterval.String(), "--warmup", s.Warmup.String(), "--duration", s.Duration.String(), "--start-at", startAt,
+		"--ready-file", ready, "--out", filepath.Join(r.dir, rel("fast")))
 	if err != nil {
 		return err
 	}
-	launched := time.Now()
+	// The bystander's connection is dealt to a loop before the callers'
+	// are, so the dealing is the same in every run: round-robin puts it
+	// beside one caller's, as the published experiment's bystander was.
+	waitReady(ctx, pr, ready, at)
 	lg, err := r.procs.start("gen", "loadgen", nil, "--target", "http://"+srv.addr+s.Endpoint, "--conc", strconv.Itoa(s.Conc),
-		"--duration", s.Duration.String(), "--warmup", s.Warmup.String(), "--quiet", "--out", filepath.Join(r.dir, rel("load")))
+		"--duration", s.Duration.String(), "--warmup", s.Warmup.String(), "--start-at", startAt, "--quiet", "--out", filepath.Join(r.dir, rel("load")))
 	if err != nil {
 		pr.stop(os.Interrupt, 3*time.Second)
 		return err
 	}
 	// The server's cost over most of the measured window.
-	from, to := launched.Add(s.Warmup+100*time.Millisecond), launched.Add(total-50*time.Millisecond)
-	var c0, c1 proc.Usage
-	var m0, m1 proc.Machine
-	var threads int
+	from, to := at.Add(s.Warmup+100*time.Millisecond), at.Add(total-50*time.Millisecond)
+	var s0, s1 sample
+	pids := func() (int, int, int) { return srv.cmd.Process.Pid, lg.cmd.Process.Pid, pr.cmd.Process.Pid }
 	sampled := sleepUntil(ctx, from)
 	if sampled {
-		c0, _, _ = proc.Of(srv.cmd.Process.Pid)
-		m0, _ = proc.ReadMachine()
+		s0 = takeSample(pids())
 		sampled = sleepUntil(ctx, to)
 		if sampled {
-			c1, threads, _ = proc.Of(srv.cmd.Process.Pid)
-			m1, _ = proc.ReadMachine()
+			s1 = takeSample(pids())
 		}
 	}
 	var pinErr error
@@ -285,8 +326,8 @@ func (r *runner) load(ctx context.Context, srv *server, s Step, rel func(string)
 			}
 		}
 	}
-	errL := r.tool(ctx, lg, total+30*time.Second)
-	errP := r.tool(ctx, pr, total+30*time.Second)
+	errL := r.tool(ctx, lg, startDelay+total+30*time.Second)
+	errP := r.tool(ctx, pr, startDelay+total+30*time.Second)
 	if _, err := os.Stat(filepath.Join(r.dir, rel("load"))); err == nil {
 		m.LoadFile = rel("load")
 	}
@@ -304,9 +345,7 @@ func (r *runner) load(ctx context.Context, srv *server, s Step, rel func(string)
 		return err
 	}
 	if sampled && lr.Load != nil {
-		window := to.Sub(from)
-		m.Cost = cost(lr, c0, c1, threads, m1.BusySince(m0), window)
-		m.Bound = bound(s, lr, m.Cost)
+		m.Cost = cost(lr, s0, s1, runtime.NumCPU(), to.Sub(from))
 	}
 	if n := results.TotalErrors(lr.Errors); n > 0 && lr.Load != nil && n*10 > lr.Load.Requests {
 		return fmt.Errorf("loadgen: %s (of %d requests)", results.ErrorsLine(lr.Errors), lr.Load.Requests)
@@ -314,32 +353,27 @@ func (r *runner) load(ctx context.Context, srv *server, s Step, rel func(string)
 	return nil
 }
 
-// stall places 12 /async probe connections (3 per loop), then keeps k
-// loops blocked with k back-to-back /slow callers: on a loop server,
-// consecutive connections land on distinct loops, so the k callers block k
-// loops. The probe connections on those loops stall.
+// stall places 3 /async probe connections per loop, then keeps k loops
+// blocked with k back-to-back /slow callers: on a loop server, consecutive
+// connections land on distinct loops, so the k callers block k loops (where
+// they landed is read back from their X-Loop). The probe connections on
+// those loops stall.
 func (r *runner) stall(ctx context.Context, srv *server, s Step, rel func(string) string, m *results.Measurement) error {
 	ready := filepath.Join(r.dir, s.Phase, s.ID+".ready")
 	defer os.Remove(ready)
 	pr, err := r.procs.start("gen", "prober", nil, "--mode", "perconn", "--target", "http://"+srv.addr+"/async",
-		"--conns", "12", "--duration", s.Duration.String(), "--warmup", s.Warmup.String(), "--ready-file", ready,
+		"--conns", strconv.Itoa(stallConnsPerLoop*r.o.Loops), "--interval", stallInterval.String(), "--block", time.Duration(s.Server.BlockNs).String(),
+		"--duration", s.Duration.String(), "--warmup", s.Warmup.String(), "--ready-file", ready,
 		"--out", filepath.Join(r.dir, rel("perconn")))
 	if err != nil {
 		return err
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if _, err := os.Stat(ready); err == nil {
-			break
+	if !waitReady(ctx, pr, ready, time.Now().Add(10*time.Second)) {
+		pr.stop(os.Interrupt, 3*time.Second)
+		if ctx.Err() != nil {
+			return ctx.Err()
 		}
-		if !pr.alive() || time.Now().After(deadline) || ctx.Err() != nil {
-			pr.stop(os.Interrupt, 3*time.Second)
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			return fmt.Errorf("the per-connection prober never got ready: %v", pr.exitErr())
-		}
-		time.Sleep(5 * time.Millisecond)
+		return fmt.Errorf("the per-connection prober never got ready: %v", pr.exitErr())
 	}
 	var blockers *child
 	if s.K > 0 {
@@ -374,7 +408,7 @@ func (r *runner) trace(ctx context.Context, srv *server, s Step, rel func(string
 		return err
 	}
 	pr, err := r.procs.start("gen", "prober", nil, "--mode", "trace", "--target", "http://"+srv.addr+"/async",
-		"--duration", s.Duration.String(), "--warmup", s.Warmup.String(), "--out", filepath.Join(r.dir, rel("trace")))
+		"--conns", strconv.Itoa(traceConnsPerLoop*r.o.Loops), "--delay", r.o.Delay.String(), "--duration", s.Duration.String(), "--warmup", s.Warmup.String(), "--out", filepath.Join(r.dir, rel("trace")))
 	if err != nil {
 		lg.stop(os.Interrupt, 3*time.Second)
 		return err
@@ -387,6 +421,17 @@ func (r *runner) trace(ctx context.Context, srv *server, s Step, rel func(string
 		}
 	}
 	return errors.Join(errP, errL)
+}
+
+// waitReady waits until c wrote its ready file, has ended, or until by.
+func waitReady(ctx context.Context, c *child, ready string, by time.Time) bool {
+	for time.Now().Before(by) && ctx.Err() == nil && c.alive() {
+		if _, err := os.Stat(ready); err == nil {
+			return true
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	return false
 }
 
 func sleepUntil(ctx context.Context, t time.Time) bool {

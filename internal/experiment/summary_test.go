@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bystander-kit/bystander/internal/findings"
 	"github.com/bystander-kit/bystander/internal/results"
 )
 
@@ -12,17 +13,17 @@ import (
 const realRun = "../../report/testdata/run"
 
 func TestSummarize(t *testing.T) {
-	run, err := results.ReadRun(realRun)
+	f, err := findings.Read(realRun)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var sb strings.Builder
-	Summarize(&sb, realRun, run)
+	Summarize(&sb, f)
 	out := sb.String()
 	for _, want := range []string{
 		"/slow throughput against the ceiling", "loop-gnet", "workers", "callers",
 		"Stalled connections", "12             12", "Blocking on the loop vs offloaded vs the pool",
-		"/async taken apart", "The pool's cliff", "300      150%", "Cost per request",
+		"taken apart", "The pool's cliff", "300 (150%)", "Cost per request", "SATURATED",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the summary lacks %q:\n%s", want, out)
@@ -65,7 +66,7 @@ func TestRepeat(t *testing.T) {
 	}
 	real.Measurements = ms
 	var sb strings.Builder
-	Summarize(&sb, realRun, real)
+	Summarize(&sb, findings.Compute(realRun, real))
 	if !strings.Contains(sb.String(), "] ") && !strings.Contains(sb.String(), "]\n") {
 		t.Fatalf("no [min-max] spread in:\n%s", sb.String())
 	}

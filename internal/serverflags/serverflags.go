@@ -8,6 +8,8 @@ import (
 	"flag"
 	"fmt"
 	"net"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -32,7 +34,7 @@ func Defaults(addr, admin string) Common {
 	return Common{
 		Addr: addr, Admin: admin,
 		Block: 5 * time.Millisecond, Delay: 5 * time.Millisecond, MaxBlock: protocol.DefaultMaxBlock,
-		BlockMode: block.Sleep, OffloadWorkers: 200, OffloadQueue: 10000,
+		BlockMode: block.Syscall, OffloadWorkers: 200, OffloadQueue: 10000,
 	}
 }
 
@@ -48,29 +50,55 @@ func (c *Common) Register(fs *flag.FlagSet) {
 	fs.StringVar(&c.Admin, "admin", c.Admin, "admin listener for GET /stats and /debug/pprof (empty disables)")
 }
 
-// Validate checks the shared flags; prog prefixes the error.
+// Bounds on what an operator may ask for: a server that takes seconds and
+// gigabytes to start, or runs out of memory, is no server.
+const (
+	MaxMaxBlock       = time.Hour
+	MaxOffloadWorkers = 10000
+	MaxOffloadQueue   = 1_000_000
+)
+
+// Validate checks the shared flags; prog prefixes the error. It resolves a
+// named port (127.0.0.1:http) to its number, as every engine needs.
 func (c *Common) Validate(prog string) error {
 	switch {
-	case c.MaxBlock <= 0:
-		return fmt.Errorf("%s: --max-block %s: want a positive duration", prog, c.MaxBlock)
+	case c.MaxBlock <= 0 || c.MaxBlock > MaxMaxBlock:
+		return fmt.Errorf("%s: --max-block %s: want more than 0 and at most %s", prog, c.MaxBlock, MaxMaxBlock)
 	case c.Block < 0 || c.Block > c.MaxBlock:
 		return fmt.Errorf("%s: --block %s: want 0 to --max-block (%s)", prog, c.Block, c.MaxBlock)
 	case c.Delay < 0 || c.Delay > c.MaxBlock:
 		return fmt.Errorf("%s: --delay %s: want 0 to --max-block (%s)", prog, c.Delay, c.MaxBlock)
-	case c.OffloadWorkers < 1:
-		return fmt.Errorf("%s: --offload-workers %d: want at least 1", prog, c.OffloadWorkers)
-	case c.OffloadQueue < 0:
-		return fmt.Errorf("%s: --offload-queue %d: want 0 or more", prog, c.OffloadQueue)
+	case c.OffloadWorkers < 1 || c.OffloadWorkers > MaxOffloadWorkers:
+		return fmt.Errorf("%s: --offload-workers %d: want 1 to %d", prog, c.OffloadWorkers, MaxOffloadWorkers)
+	case c.OffloadQueue < 0 || c.OffloadQueue > MaxOffloadQueue:
+		return fmt.Errorf("%s: --offload-queue %d: want 0 to %d", prog, c.OffloadQueue, MaxOffloadQueue)
 	}
-	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
+	var err error
+	if c.Addr, err = numericPort(c.Addr); err != nil {
 		return fmt.Errorf("%s: --addr %q: %v", prog, c.Addr, err)
 	}
 	if c.Admin != "" {
-		if _, _, err := net.SplitHostPort(c.Admin); err != nil {
+		if c.Admin, err = numericPort(c.Admin); err != nil {
 			return fmt.Errorf("%s: --admin %q: %v", prog, c.Admin, err)
+		}
+		if c.Admin == c.Addr && !strings.HasSuffix(c.Addr, ":0") {
+			return fmt.Errorf("%s: --admin %s is the same address as --addr: give the admin listener its own port (or --admin= to disable it)", prog, c.Admin)
 		}
 	}
 	return nil
+}
+
+// numericPort checks host:port and turns a named port into its number.
+func numericPort(addr string) (string, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return addr, err
+	}
+	n, err := net.LookupPort("tcp", port)
+	if err != nil {
+		return addr, err
+	}
+	return net.JoinHostPort(host, strconv.Itoa(n)), nil
 }
 
 // CheckFree fails with one line when addr cannot be bound.
