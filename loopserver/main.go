@@ -72,7 +72,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		fmt.Fprintf(fs.Output(), "Usage: loopserver [flags]\n\nServes /fast /slow /async /offload from event loops (docs/protocol.md).\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args, stderr); err != nil {
 		return o, err
 	}
 	if fs.NArg() > 0 {

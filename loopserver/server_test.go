@@ -410,6 +410,13 @@ func TestFlags(t *testing.T) {
 		{[]string{"--block=20s"}, false},
 		{[]string{"--block-mode=nap"}, false},
 		{[]string{"--offload-workers=0"}, false},
+		{[]string{"--offload-workers=1000000"}, false},
+		{[]string{"--offload-queue=4000000000"}, false},
+		{[]string{"--max-block=87600h"}, false},
+		{[]string{"--max-block=1h", "--block=30m"}, true},
+		{[]string{"--addr=127.0.0.1:9999", "--admin=127.0.0.1:9999"}, false},
+		{[]string{"--addr=127.0.0.1:http"}, true},
+		{[]string{"--addr=127.0.0.1:nosuchservice"}, false},
 		{[]string{"--addr=nope"}, false},
 		{[]string{"stray"}, false},
 	} {

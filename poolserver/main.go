@@ -58,7 +58,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		fmt.Fprintf(fs.Output(), "Usage: poolserver [flags]\n\nServes /fast /slow /async /offload from a FIFO pool of worker slots (docs/protocol.md).\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args, stderr); err != nil {
 		return o, err
 	}
 	if fs.NArg() > 0 {

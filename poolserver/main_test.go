@@ -30,6 +30,11 @@ func TestFlags(t *testing.T) {
 		{[]string{"--delay=-1ms"}, false},
 		{[]string{"--block-mode=nap"}, false},
 		{[]string{"--admin=nope"}, false},
+		{[]string{"--offload-workers=1000000"}, false},
+		{[]string{"--offload-queue=4000000000"}, false},
+		{[]string{"--max-block=87600h"}, false},
+		{[]string{"--addr=127.0.0.1:9999", "--admin=127.0.0.1:9999"}, false},
+		{[]string{"--addr=127.0.0.1:http"}, true},
 		{[]string{"extra"}, false},
 	} {
 		_, err := parseFlags(tc.args, io.Discard)

@@ -40,11 +40,17 @@ func Handler(stats func() any) http.Handler {
 	return mux
 }
 
+// idleTimeout closes an admin connection that sent nothing for this long
+// (a var for the test): the admin listener also serves pprof, and must not
+// collect connections that nobody uses.
+var idleTimeout = 30 * time.Second
+
 // Serve answers on ln until ctx is done, then closes it.
 func Serve(ctx context.Context, ln net.Listener, stats func() any) error {
 	srv := &http.Server{
 		Handler:           Handler(stats),
 		ReadHeaderTimeout: 5 * time.Second,
+		IdleTimeout:       idleTimeout,
 		MaxHeaderBytes:    8 << 10,
 	}
 	go func() {

@@ -2,7 +2,10 @@
 // connection, one request at a time, the protocol's timing headers read into
 // fields, Content-Length bodies read and dropped, no allocation per request.
 // It is what the load generator and the probers measure with; net/http's
-// client costs several times more CPU per request (../shared/ENGINES.md).
+// client costs several times more CPU per request (measured on a 2-core
+// machine at 64 keep-alive connections on /fast: about 61 us of generator CPU
+// per request against 12-17 us for a raw keep-alive client and 10-13 us for
+// wrk, which caps net/http's client near 23k req/s).
 //
 // Every failure is classified (Kind) so callers can count it, and a
 // connection the server closed is redialled on the next request.
