@@ -46,6 +46,9 @@ func (e *evioEngine) serve(ctx context.Context, s *server, addr string, ready fu
 	}
 	ev.Opened = func(ec evio.Conn) ([]byte, evio.Options, evio.Action) {
 		c := s.opened()
+		if c == nil {
+			return nil, evio.Options{}, evio.Close // over the cap
+		}
 		c.handle = ec
 		ec.SetContext(c)
 		return nil, evio.Options{ReuseInputBuffer: true}, evio.None

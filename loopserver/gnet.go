@@ -79,6 +79,9 @@ func (e *gnetEngine) OnBoot(eng gnet.Engine) gnet.Action {
 
 func (e *gnetEngine) OnOpen(gc gnet.Conn) ([]byte, gnet.Action) {
 	c := e.s.opened()
+	if c == nil {
+		return nil, gnet.Close // over the cap
+	}
 	c.handle = gc
 	gc.SetContext(c)
 	return nil, gnet.None

@@ -10,6 +10,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -141,6 +142,9 @@ func run(ctx context.Context, o options, ready func(addr, admin net.Addr)) error
 	var err error
 	select {
 	case err = <-served:
+		if err == nil && ctx.Err() == nil {
+			err = errors.New("the engine stopped by itself") // never exit 0 for that
+		}
 		cancel()
 	case <-ctx.Done():
 		// Engines stop within a loop turn; a loop held by a long block is

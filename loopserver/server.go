@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/bystander-kit/bystander/internal/block"
@@ -163,20 +164,54 @@ type server struct {
 	eng     resumer
 	started time.Time
 	log     io.Writer
+
+	// The connection cap: below the descriptor limit, so that an accept
+	// never fails for want of one (gnet stops its whole engine when it
+	// does, evio its loop).
+	maxConns, nofile int64
+	open, refused    atomic.Int64
+	lastRefusalLog   atomic.Int64 // unix ns
 }
 
 func newServer(o options) *server {
-	return &server{
+	s := &server{
 		opts:    o,
 		loops:   newLoopSet(o.lockThreads),
 		pool:    offload.New(o.OffloadWorkers, o.OffloadQueue),
 		started: time.Now(),
 		log:     o.log,
 	}
+	s.nofile, s.maxConns = connCap()
+	return s
 }
 
-// opened registers a new connection on the calling loop.
+// connCap is the most client connections the server holds: the
+// descriptor limit (Go raises the soft limit to the hard one at start)
+// less a reserve for the listeners, the pollers, the admin listener and
+// its connections, and the logs.
+func connCap() (nofile, maxConns int64) {
+	var rl syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil || rl.Cur == 0 || rl.Cur > 1<<40 {
+		return 0, 1 << 40
+	}
+	nofile = int64(rl.Cur)
+	return nofile, max(nofile-max(64, nofile/10), 1)
+}
+
+// opened registers a new connection on the calling loop, or returns nil
+// when the server holds as many as its cap: the engine then closes it at
+// once, and the refusals are logged once a second.
 func (s *server) opened() *conn {
+	if s.open.Add(1) > s.maxConns {
+		s.open.Add(-1)
+		n := s.refused.Add(1)
+		now := time.Now().UnixNano()
+		if last := s.lastRefusalLog.Load(); now-last > int64(time.Second) && s.lastRefusalLog.CompareAndSwap(last, now) {
+			fmt.Fprintf(s.log, "loopserver: %d connections open, the cap under the descriptor limit of %d: closing new ones at once (%d so far)\n",
+				s.maxConns, s.nofile, n)
+		}
+		return nil
+	}
 	l := s.loops.register()
 	l.connsOpen.Add(1)
 	l.connsTotal.Add(1)
@@ -190,6 +225,7 @@ func (s *server) closedConn(c *conn) {
 	}
 	c.closed = true
 	c.loop.connsOpen.Add(-1)
+	s.open.Add(-1)
 }
 
 // drain answers the whole requests at the head of in, in order, appending
@@ -322,6 +358,8 @@ type Stats struct {
 	BlockWarnNs    int64       `json:"block_warn_ns"`
 	OffloadWorkers int         `json:"offload_workers"`
 	OffloadQueued  int         `json:"offload_queued"`
+	MaxConns       int64       `json:"max_connections"`
+	Refused        int64       `json:"connections_refused"`
 	UptimeNs       int64       `json:"uptime_ns"`
 	Process        proc.Usage  `json:"process"`
 	Loops          []LoopStats `json:"loops"`
@@ -348,6 +386,8 @@ func (s *server) stats() Stats {
 		BlockWarnNs:    int64(s.opts.blockWarn),
 		OffloadWorkers: s.pool.Workers(),
 		OffloadQueued:  s.pool.Queued(),
+		MaxConns:       s.maxConns,
+		Refused:        s.refused.Load(),
 		UptimeNs:       int64(time.Since(s.started)),
 		Process:        proc.Self(),
 		Loops:          []LoopStats{},

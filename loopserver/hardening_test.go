@@ -1,0 +1,94 @@
+package main
+
+import (
+	"net"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bystander-kit/bystander/internal/wiretest"
+)
+
+// startLimited starts the loop server with both descriptor limits at
+// nofile (as `prlimit --nofile=N:N` would), so Go cannot raise them.
+func startLimited(t *testing.T, nofile int, args ...string) (string, *exec.Cmd) {
+	t.Helper()
+	addr := wiretest.FreeAddr(t)
+	bin := wiretest.Build(t, ".")
+	script := "ulimit -n " + strconv.Itoa(nofile) + ` && exec "$0" "$@"`
+	cmd := wiretest.Start(t, "/bin/sh", append([]string{"-c", script, bin, "--addr", addr, "--admin", ""}, args...)...)
+	return addr, cmd
+}
+
+// TestOutOfDescriptors: 1,100 connections against a limit of 1,024
+// descriptors. The server keeps serving the connections it holds, turns
+// away the ones past its cap instead of dying (gnet's engine stopped on
+// EMFILE and the process exited with status 0), and accepts again once
+// connections close. Both engines.
+func TestOutOfDescriptors(t *testing.T) {
+	for _, eng := range engines {
+		t.Run(eng, func(t *testing.T) {
+			addr, cmd := startLimited(t, 1024, "--engine", eng)
+			var conns []net.Conn
+			defer func() {
+				for _, c := range conns {
+					c.Close()
+				}
+			}()
+			for range 1100 {
+				c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+				if err != nil {
+					t.Fatalf("dial %d: %v", len(conns), err)
+				}
+				conns = append(conns, c)
+			}
+			// The last connection is past the cap: once the server has
+			// come to it (evio accepts slowly), it is closed unanswered.
+			last := conns[len(conns)-1]
+			_, _ = last.Write([]byte("GET /fast HTTP/1.1\r\nHost: a\r\n\r\n"))
+			_ = last.SetReadDeadline(time.Now().Add(30 * time.Second))
+			if n, err := last.Read(make([]byte, 512)); err == nil {
+				t.Fatalf("connection 1,100 of a 1,024-descriptor server was answered (%d bytes)", n)
+			} else if ne, ok := err.(net.Error); ok && ne.Timeout() {
+				t.Fatal("connection 1,100 was neither answered nor closed within 30 s")
+			}
+			if cmd.ProcessState != nil {
+				t.Fatalf("the server exited: %v", cmd.ProcessState)
+			}
+			// The first connections were accepted and are served.
+			for i := range 3 {
+				if _, err := conns[i].Write([]byte("GET /fast HTTP/1.1\r\nHost: a\r\n\r\n")); err != nil {
+					t.Fatal(err)
+				}
+				buf := make([]byte, 512)
+				_ = conns[i].SetReadDeadline(time.Now().Add(5 * time.Second))
+				n, err := conns[i].Read(buf)
+				if err != nil || !strings.HasPrefix(string(buf[:n]), "HTTP/1.1 200") {
+					t.Fatalf("connection %d, held before the limit: %q %v", i, buf[:n], err)
+				}
+			}
+			// Close them all: a new connection is served again.
+			for _, c := range conns {
+				c.Close()
+			}
+			conns = nil
+			deadline := time.Now().Add(10 * time.Second)
+			for {
+				c := wiretest.Dial(t, addr)
+				a, err := c.Get("/fast")
+				if err == nil && a.Status == 200 {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("no new connection served after the others closed: %v", err)
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+			if cmd.ProcessState != nil {
+				t.Fatalf("the server exited: %v", cmd.ProcessState)
+			}
+		})
+	}
+}
