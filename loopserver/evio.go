@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"math"
 	"net"
 	"sync/atomic"
 	"time"
@@ -87,14 +88,14 @@ func (e *evioEngine) data(ec evio.Conn, in []byte) ([]byte, evio.Action) {
 		c.buf = append(c.buf, in...)
 	} else {
 		// Nothing buffered: decode straight from evio's read buffer.
-		n, out, closeNow := e.s.drain(c, in, out)
+		n, out, closeNow := e.s.drain(c, in, out, math.MaxInt) // evio reads nothing more until out is sent
 		if closeNow {
 			return e.done(c, out, evio.Close)
 		}
 		c.buf = append(c.buf[:0], in[n:]...)
 		return e.done(c, out, evio.None)
 	}
-	n, out, closeNow := e.s.drain(c, c.buf, out)
+	n, out, closeNow := e.s.drain(c, c.buf, out, math.MaxInt)
 	c.buf = c.buf[:copy(c.buf, c.buf[n:])]
 	if closeNow {
 		return e.done(c, out, evio.Close)

@@ -95,11 +95,17 @@ func (e *gnetEngine) OnClose(gc gnet.Conn, _ error) gnet.Action {
 
 func (e *gnetEngine) OnTraffic(gc gnet.Conn) gnet.Action {
 	c := gc.Context().(*conn)
-	if c.pending {
+	if c.pending || gc.OutboundBuffered() > maxPendingOutput {
+		// Later requests wait: behind the continuation, or until the
+		// client reads what it was sent. gnet cannot stop reading, so a
+		// client that goes on sending meanwhile is closed past a bound.
 		if gc.InboundBuffered() > maxPendingInput {
 			return gnet.Close
 		}
-		return gnet.None // later requests wait until the continuation answers
+		if !c.pending {
+			e.later(c, gc)
+		}
+		return gnet.None
 	}
 	if e.pump(c, gc, c.loop.scratch[:0]) {
 		return gnet.Close
@@ -107,11 +113,12 @@ func (e *gnetEngine) OnTraffic(gc gnet.Conn) gnet.Action {
 	return gnet.None
 }
 
-// pump answers what is buffered on gc after out, writes it all in one go and
-// reports whether the connection must close.
+// pump answers what is buffered on gc after out, up to maxPendingOutput
+// bytes of answers, writes them in one go and reports whether the
+// connection must close. Requests left buffered are looked at again later.
 func (e *gnetEngine) pump(c *conn, gc gnet.Conn, out []byte) bool {
 	buf, _ := gc.Peek(-1)
-	n, out, closeNow := e.s.drain(c, buf, out)
+	n, out, closeNow := e.s.drain(c, buf, out, maxPendingOutput)
 	if n > 0 {
 		_, _ = gc.Discard(n) // Discard(0) would discard everything
 	}
@@ -119,7 +126,37 @@ func (e *gnetEngine) pump(c *conn, gc gnet.Conn, out []byte) bool {
 		_, _ = gc.Write(out)
 	}
 	c.loop.scratch = out[:0]
+	if !closeNow && !c.pending && n < len(buf) && len(out) >= maxPendingOutput {
+		e.later(c, gc)
+	}
 	return closeNow
+}
+
+// later looks at c's buffered requests again in a millisecond, on its
+// loop, for as long as its answers are not being read: gnet calls
+// OnTraffic only when bytes arrive, and a client waiting for its answers
+// sends none.
+func (e *gnetEngine) later(c *conn, gc gnet.Conn) {
+	if c.retry {
+		return
+	}
+	c.retry = true
+	time.AfterFunc(time.Millisecond, func() {
+		_ = gc.EventLoop().Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
+			c.retry = false
+			if c.closed || c.pending { // the fd may already serve another connection
+				return nil
+			}
+			if gc.OutboundBuffered() > maxPendingOutput {
+				e.later(c, gc)
+				return nil
+			}
+			if e.pump(c, gc, c.loop.scratch[:0]) {
+				return gc.EventLoop().Close(gc)
+			}
+			return nil
+		}))
+	})
 }
 
 // resume runs the continuation on the loop that owns the connection.

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"fmt"
 	"net"
+	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -88,6 +90,88 @@ func TestOutOfDescriptors(t *testing.T) {
 			}
 			if cmd.ProcessState != nil {
 				t.Fatalf("the server exited: %v", cmd.ProcessState)
+			}
+		})
+	}
+}
+
+// peakRSS is a process's peak resident set (VmHWM), in bytes.
+func peakRSS(t *testing.T, pid int) int64 {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return kb << 10
+		}
+	}
+	t.Fatal("no VmHWM")
+	return 0
+}
+
+// TestClientNeverReads: a client pipelines /fast as fast as it can and
+// never reads an answer. The server must not buffer its answers without
+// bound (gnet grew by about 4 MB per MiB sent): its peak memory stays
+// within 64 MB of what it was, and it goes on serving others.
+func TestClientNeverReads(t *testing.T) {
+	for _, eng := range engines {
+		t.Run(eng, func(t *testing.T) {
+			addr, cmd := wiretest.StartServer(t, ".", "--engine", eng)
+			wiretest.Dial(t, addr).MustGet("/fast")
+			before := peakRSS(t, cmd.Process.Pid)
+			c, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			chunk := []byte(strings.Repeat("GET /fast HTTP/1.1\r\nHost: a\r\n\r\n", 2048)) // 64 KiB
+			var sent int64
+			stop := time.Now().Add(8 * time.Second)
+			for sent < 300<<20 && time.Now().Before(stop) {
+				_ = c.SetWriteDeadline(time.Now().Add(500 * time.Millisecond))
+				n, err := c.Write(chunk)
+				sent += int64(n)
+				if err != nil {
+					break // the server stopped reading, or closed the connection
+				}
+			}
+			after := peakRSS(t, cmd.Process.Pid)
+			t.Logf("sent %d MiB without reading; peak RSS %d MB -> %d MB", sent>>20, before>>20, after>>20)
+			if after-before > 64<<20 {
+				t.Fatalf("peak RSS grew by %d MB while a client sent %d MiB and read nothing", (after-before)>>20, sent>>20)
+			}
+			wiretest.Dial(t, addr).MustGet("/fast")
+		})
+	}
+}
+
+// TestBigPipelineAnswered: a client that pipelines far more answers than
+// the server keeps waiting for it, then reads, gets every one, in order.
+func TestBigPipelineAnswered(t *testing.T) {
+	for _, eng := range engines {
+		t.Run(eng, func(t *testing.T) {
+			addr, _ := wiretest.StartServer(t, ".", "--engine", eng)
+			c := wiretest.Dial(t, addr)
+			const n = 20000 // about 3 MB of answers, 12 times the bound on waiting output
+			req := strings.Repeat("GET /fast HTTP/1.1\r\nHost: a\r\n\r\n", n)
+			errc := make(chan error, 1)
+			go func() {
+				_, err := c.C.Write([]byte(req))
+				errc <- err
+			}()
+			time.Sleep(300 * time.Millisecond) // the answers pile up unread
+			start := time.Now()
+			for i := range n {
+				a, err := c.Read("GET", start)
+				if err != nil || a.Status != 200 {
+					t.Fatalf("answer %d of %d: %v %v", i+1, n, a.Status, err)
+				}
+			}
+			if err := <-errc; err != nil {
+				t.Fatal(err)
 			}
 		})
 	}

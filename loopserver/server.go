@@ -18,8 +18,15 @@ import (
 )
 
 // maxPendingInput bounds what a client may pipeline behind a request whose
-// answer is still outstanding; past it the connection is closed.
+// answer is still outstanding, or while it is not reading its answers;
+// past it the connection is closed.
 const maxPendingInput = 1 << 20
+
+// maxPendingOutput bounds the answers a connection may have waiting to be
+// sent: past it the server answers nothing more on that connection until
+// the client has read some (gnet would otherwise buffer every answer to a
+// client that pipelines and never reads).
+const maxPendingOutput = 256 << 10
 
 // loop is one event loop: its label, the OS thread it is locked to, and what
 // it did. Counters are atomics because the admin listener and the watchdog
@@ -138,6 +145,7 @@ type conn struct {
 	handle  any // the engine's connection
 	closed  bool
 	pending bool // a continuation is outstanding: later requests wait buffered
+	retry   bool // gnet: a later look at the buffered requests is armed
 	buf     []byte
 
 	// The outstanding request, for its continuation.
@@ -230,11 +238,11 @@ func (s *server) closedConn(c *conn) {
 
 // drain answers the whole requests at the head of in, in order, appending
 // the answers to out. It stops at an incomplete request, at a request whose
-// answer is deferred to a continuation, or at one after which the connection
-// must close. It returns the bytes consumed.
-func (s *server) drain(c *conn, in, out []byte) (n int, _ []byte, closeNow bool) {
+// answer is deferred to a continuation, at one after which the connection
+// must close, or once out holds maxOut bytes. It returns the bytes consumed.
+func (s *server) drain(c *conn, in, out []byte, maxOut int) (n int, _ []byte, closeNow bool) {
 	var req h1.Request
-	for !c.pending && n < len(in) {
+	for !c.pending && n < len(in) && len(out) < maxOut {
 		used, err := h1.Parse(in[n:], &req)
 		if err == h1.ErrIncomplete {
 			break
