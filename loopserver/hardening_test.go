@@ -1,14 +1,21 @@
 package main
 
 import (
+	"bufio"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
+	"reflect"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/tidwall/evio"
 
 	"github.com/bystander-kit/bystander/internal/wiretest"
 )
@@ -172,6 +179,111 @@ func TestBigPipelineAnswered(t *testing.T) {
 			}
 			if err := <-errc; err != nil {
 				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// TestPipelinedContinuations: 1,000 trials each of two pipelined /async
+// and two pipelined /offload requests (on 200 connections at a time):
+// every answer arrives. evio's wake replaced the connection's unsent
+// output, so an answer handed back through it lost the one before.
+func TestPipelinedContinuations(t *testing.T) {
+	for _, eng := range engines {
+		for _, target := range []string{"/async?delay=0s", "/offload?block=0s"} {
+			t.Run(eng+target, func(t *testing.T) {
+				addr, _ := wiretest.StartServer(t, ".", "--engine", eng)
+				req := "GET " + target + " HTTP/1.1\r\nHost: a\r\n\r\n"
+				var lost, trials int
+				for range 5 {
+					var wg sync.WaitGroup
+					var mu sync.Mutex
+					for range 200 {
+						wg.Add(1)
+						go func() {
+							defer wg.Done()
+							got := 0
+							defer func() {
+								mu.Lock()
+								lost += 2 - got
+								trials++
+								mu.Unlock()
+							}()
+							c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+							if err != nil {
+								return
+							}
+							defer c.Close()
+							if _, err := c.Write([]byte(req + req)); err != nil {
+								return
+							}
+							br := bufio.NewReader(c)
+							_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+							for range 2 {
+								resp, err := http.ReadResponse(br, nil)
+								if err != nil {
+									return
+								}
+								_, _ = io.Copy(io.Discard, resp.Body)
+								resp.Body.Close()
+								if resp.StatusCode == 200 {
+									got++
+								}
+							}
+						}()
+					}
+					wg.Wait()
+				}
+				if lost != 0 {
+					t.Fatalf("%d answers lost in %d trials of two pipelined %s", lost, trials, target)
+				}
+			})
+		}
+	}
+}
+
+// TestEvioUnsentField: the evio connection still keeps its unsent output
+// where evioUnsent reads it.
+func TestEvioUnsentField(t *testing.T) {
+	var ec evio.Conn
+	ready := make(chan struct{})
+	var ev evio.Events
+	ev.Serving = func(evio.Server) evio.Action { close(ready); return evio.None }
+	ev.Opened = func(c evio.Conn) ([]byte, evio.Options, evio.Action) {
+		ec = c
+		return nil, evio.Options{}, evio.Shutdown
+	}
+	addr := wiretest.FreeAddr(t)
+	done := make(chan error, 1)
+	go func() { done <- evio.Serve(ev, "tcp://"+addr) }()
+	<-ready
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	<-done
+	v := reflect.ValueOf(ec).Elem()
+	if f := v.FieldByName("out"); !f.IsValid() || f.Kind() != reflect.Slice || f.Type().Elem().Kind() != reflect.Uint8 {
+		t.Fatalf("evio's connection has no []byte field out: %v", v.Type())
+	}
+}
+
+// TestThousandPipelinedAsync: one connection pipelines 1,000 /async; all
+// 1,000 answers come back (evio gave 576 and hung).
+func TestThousandPipelinedAsync(t *testing.T) {
+	for _, eng := range engines {
+		t.Run(eng, func(t *testing.T) {
+			addr, _ := wiretest.StartServer(t, ".", "--engine", eng)
+			c := wiretest.Dial(t, addr)
+			if _, err := c.C.Write([]byte(strings.Repeat("GET /async?delay=0s HTTP/1.1\r\nHost: a\r\n\r\n", 1000))); err != nil {
+				t.Fatal(err)
+			}
+			start := time.Now()
+			for i := range 1000 {
+				if a, err := c.Read("GET", start); err != nil || a.Status != 200 {
+					t.Fatalf("answer %d of 1000: %v %v", i+1, a.Status, err)
+				}
 			}
 		})
 	}
