@@ -71,6 +71,12 @@ func (e *evioEngine) data(ec evio.Conn, in []byte) ([]byte, evio.Action) {
 		return nil, evio.Close
 	}
 	out := c.loop.scratch[:0]
+	if in == nil && c.expired.Load() { // the timeout sweeper asked
+		if !c.pending {
+			return nil, evio.Close
+		}
+		c.expired.Store(false) // an answer got under way meanwhile: it is not idle
+	}
 	if in == nil { // Wake: the continuation, if it is due
 		if !c.pending || !c.ready.Load() {
 			return nil, evio.None
@@ -90,6 +96,7 @@ func (e *evioEngine) data(ec evio.Conn, in []byte) ([]byte, evio.Action) {
 			return nil, evio.Close
 		}
 		c.buf = append(c.buf, in...) // ReuseInputBuffer: keep a copy
+		c.lastActive.Store(time.Now().UnixNano())
 		return nil, evio.None
 	} else if len(c.buf) > 0 {
 		c.buf = append(c.buf, in...)
@@ -100,10 +107,12 @@ func (e *evioEngine) data(ec evio.Conn, in []byte) ([]byte, evio.Action) {
 			return e.done(c, out, evio.Close)
 		}
 		c.buf = append(c.buf[:0], in[n:]...)
+		c.note(c.buf)
 		return e.done(c, out, evio.None)
 	}
 	n, out, closeNow := e.s.drain(c, c.buf, out, math.MaxInt)
 	c.buf = c.buf[:copy(c.buf, c.buf[n:])]
+	c.note(c.buf)
 	if closeNow {
 		return e.done(c, out, evio.Close)
 	}
@@ -131,6 +140,13 @@ func evioUnsent(ec evio.Conn) int {
 		return f.Len()
 	}
 	return 0
+}
+
+// expire wakes c's loop, which closes it (the timeout sweeper asked).
+func (e *evioEngine) expire(c *conn) {
+	if ec, _ := c.handle.(evio.Conn); ec != nil {
+		ec.Wake()
+	}
 }
 
 // resume marks the continuation due and wakes the owning loop, which calls

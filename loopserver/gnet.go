@@ -122,6 +122,7 @@ func (e *gnetEngine) pump(c *conn, gc gnet.Conn, out []byte) bool {
 	if n > 0 {
 		_, _ = gc.Discard(n) // Discard(0) would discard everything
 	}
+	c.note(buf[n:])
 	if len(out) > 0 {
 		_, _ = gc.Write(out)
 	}
@@ -179,6 +180,24 @@ func (e *gnetEngine) resume(c *conn) {
 			return gc.EventLoop().Close(gc)
 		}
 		return nil
+	}))
+}
+
+// expire closes c on its loop (the timeout sweeper asked).
+func (e *gnetEngine) expire(c *conn) {
+	gc := e.connOf(c)
+	if gc == nil {
+		return
+	}
+	_ = gc.EventLoop().Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
+		if c.closed { // the fd may already serve another connection
+			return nil
+		}
+		if c.owed.Load() { // an answer got under way meanwhile: it is not idle
+			c.expired.Store(false)
+			return nil
+		}
+		return gc.EventLoop().Close(gc)
 	}))
 }
 

@@ -288,3 +288,16 @@ func TestThousandPipelinedAsync(t *testing.T) {
 		})
 	}
 }
+
+// TestTimeouts: idle, slow-header and promised-body connections are closed;
+// an answer under way is not cut short. Both engines.
+func TestTimeouts(t *testing.T) {
+	for _, eng := range engines {
+		t.Run(eng, func(t *testing.T) {
+			wiretest.CheckTimeouts(t, func(args ...string) string {
+				addr, _ := wiretest.StartServer(t, ".", append([]string{"--engine", eng}, args...)...)
+				return addr
+			})
+		})
+	}
+}

@@ -130,6 +130,7 @@ func run(ctx context.Context, o options, ready func(addr, admin net.Addr)) error
 	stopWatch := make(chan struct{})
 	defer close(stopWatch)
 	go s.watch(stopWatch)
+	go s.sweep(stopWatch)
 
 	served := make(chan error, 1)
 	go func() {

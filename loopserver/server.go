@@ -156,12 +156,43 @@ type conn struct {
 	head         bool
 	ready        atomic.Bool  // the continuation may run (evio)
 	blockedNs    atomic.Int64 // measured by the offload worker
+
+	// What the timeout sweeper reads from its own goroutine.
+	lastActive   atomic.Int64 // unix ns of the last bytes read or answer written
+	partialSince atomic.Int64 // unix ns the incomplete request buffered now began; 0: none
+	headerDone   atomic.Bool  // that request's line and headers are all in
+	owed         atomic.Bool  // an answer is under way: no timeout applies
+	expired      atomic.Bool  // the sweeper asked the loop to close it
 }
 
-// resumer runs the continuation of c's outstanding request on the loop that
-// owns c. Each engine has its own way to get back onto that loop.
+// setPending marks whether a continuation is outstanding.
+func (c *conn) setPending(p bool) {
+	c.pending = p
+	c.owed.Store(p)
+}
+
+// note records, on the loop, that c was active now and what is left
+// buffered after its whole requests: an incomplete request times out
+// from its first byte.
+func (c *conn) note(rest []byte) {
+	now := time.Now().UnixNano()
+	c.lastActive.Store(now)
+	if len(rest) == 0 {
+		c.partialSince.Store(0)
+		return
+	}
+	if c.partialSince.Load() == 0 {
+		c.partialSince.Store(now)
+	}
+	c.headerDone.Store(bytes.Contains(rest, []byte("\r\n\r\n")) || bytes.Contains(rest, []byte("\n\n")))
+}
+
+// resumer gets back onto the loop that owns c, each engine its own way:
+// resume runs the continuation of c's outstanding request there, expire
+// closes c there.
 type resumer interface {
 	resume(c *conn)
+	expire(c *conn)
 }
 
 // server is what both engines share: routing, the endpoints, the counters.
@@ -179,6 +210,9 @@ type server struct {
 	maxConns, nofile int64
 	open, refused    atomic.Int64
 	lastRefusalLog   atomic.Int64 // unix ns
+
+	conns                    sync.Map     // *conn -> struct{}: every open connection, for the sweeper
+	idleTO, headerTO, bodyTO atomic.Int64 // connections closed by each timeout
 }
 
 func newServer(o options) *server {
@@ -223,7 +257,10 @@ func (s *server) opened() *conn {
 	l := s.loops.register()
 	l.connsOpen.Add(1)
 	l.connsTotal.Add(1)
-	return &conn{loop: l}
+	c := &conn{loop: l}
+	c.lastActive.Store(time.Now().UnixNano())
+	s.conns.Store(c, struct{}{})
+	return c
 }
 
 // closedConn marks c closed so a late continuation writes nothing.
@@ -234,6 +271,61 @@ func (s *server) closedConn(c *conn) {
 	c.closed = true
 	c.loop.connsOpen.Add(-1)
 	s.open.Add(-1)
+	s.conns.Delete(c)
+}
+
+// sweep closes, every tick, the connections past a timeout: idle between
+// requests, a request's line and headers, or its promised body. A
+// connection owed an answer is left alone. It runs until stop closes.
+func (s *server) sweep(stop <-chan struct{}) {
+	o := s.opts
+	var shortest time.Duration
+	for _, d := range []time.Duration{o.IdleTimeout, o.HeaderTimeout, o.BodyTimeout} {
+		if d > 0 && (shortest == 0 || d < shortest) {
+			shortest = d
+		}
+	}
+	if shortest == 0 {
+		return
+	}
+	t := time.NewTicker(min(max(shortest/4, 10*time.Millisecond), time.Second))
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case now := <-t.C:
+			s.expireAt(now.UnixNano())
+		}
+	}
+}
+
+// expireAt asks the loops to close the connections past a timeout at now.
+func (s *server) expireAt(now int64) {
+	o := s.opts
+	past := func(d time.Duration, since int64) bool { return d > 0 && now-since > int64(d) }
+	s.conns.Range(func(k, _ any) bool {
+		c := k.(*conn)
+		if c.owed.Load() || c.expired.Load() {
+			return true
+		}
+		var count *atomic.Int64
+		if since := c.partialSince.Load(); since != 0 {
+			if c.headerDone.Load() && past(o.BodyTimeout, since) {
+				count = &s.bodyTO
+			} else if !c.headerDone.Load() && past(o.HeaderTimeout, since) {
+				count = &s.headerTO
+			}
+		} else if past(o.IdleTimeout, c.lastActive.Load()) {
+			count = &s.idleTO
+		}
+		if count != nil {
+			count.Add(1)
+			c.expired.Store(true)
+			s.eng.expire(c)
+		}
+		return true
+	})
 }
 
 // drain answers the whole requests at the head of in, in order, appending
@@ -294,7 +386,7 @@ func (s *server) handle(c *conn, req *h1.Request, out []byte) ([]byte, bool) {
 	}
 
 	// /async and /offload answer later, from a continuation on this loop.
-	c.pending = true
+	c.setPending(true)
 	c.ready.Store(false)
 	c.blockedNs.Store(0)
 	c.route, c.handlerStart = route, start
@@ -316,7 +408,7 @@ func (s *server) handle(c *conn, req *h1.Request, out []byte) ([]byte, bool) {
 		c.blockedNs.Store(int64(block.For(mode, d)))
 		s.eng.resume(c)
 	}); err != nil {
-		c.pending = false
+		c.setPending(false)
 		return s.reply(out, c, req, 503, protocol.ReasonQueueFull, start), !req.KeepAlive
 	}
 	return out, false
@@ -330,7 +422,8 @@ func (s *server) finish(c *conn, out []byte) ([]byte, bool) {
 	if l := s.loops.lookup(); l != nil {
 		ran = l.index
 	}
-	c.pending = false
+	c.setPending(false)
+	c.lastActive.Store(now)
 	req := h1.Request{Minor: c.minor}
 	if c.head {
 		req.Method = []byte("HEAD")
@@ -368,9 +461,17 @@ type Stats struct {
 	OffloadQueued  int         `json:"offload_queued"`
 	MaxConns       int64       `json:"max_connections"`
 	Refused        int64       `json:"connections_refused"`
+	TimedOut       TimedOut    `json:"timed_out"`
 	UptimeNs       int64       `json:"uptime_ns"`
 	Process        proc.Usage  `json:"process"`
 	Loops          []LoopStats `json:"loops"`
+}
+
+// TimedOut counts the connections closed by each timeout.
+type TimedOut struct {
+	Idle   int64 `json:"idle"`
+	Header int64 `json:"header"`
+	Body   int64 `json:"body"`
 }
 
 // LoopStats is one loop's line in Stats.
@@ -396,6 +497,7 @@ func (s *server) stats() Stats {
 		OffloadQueued:  s.pool.Queued(),
 		MaxConns:       s.maxConns,
 		Refused:        s.refused.Load(),
+		TimedOut:       TimedOut{Idle: s.idleTO.Load(), Header: s.headerTO.Load(), Body: s.bodyTO.Load()},
 		UptimeNs:       int64(time.Since(s.started)),
 		Process:        proc.Self(),
 		Loops:          []LoopStats{},

@@ -43,3 +43,12 @@ func TestFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestTimeouts: the pool server closes what the loop server closes, with
+// the same flags.
+func TestTimeouts(t *testing.T) {
+	wiretest.CheckTimeouts(t, func(args ...string) string {
+		addr, _ := wiretest.StartServer(t, ".", args...)
+		return addr
+	})
+}

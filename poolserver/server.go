@@ -320,8 +320,9 @@ func run(ctx context.Context, o options, ready func(addr, admin net.Addr)) error
 		// net/http reads up to MaxHeaderBytes + 4096 bytes of request line and
 		// headers: this makes the limit 8 KiB, as on the loop server.
 		MaxHeaderBytes:    h1.MaxHeaderBytes - 4096,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
+		ReadHeaderTimeout: s.opts.HeaderTimeout,
+		ReadTimeout:       readTimeout(s.opts.HeaderTimeout, s.opts.BodyTimeout),
+		IdleTimeout:       never(s.opts.IdleTimeout),
 		ErrorLog:          nil,
 	}
 	srv.SetKeepAlivesEnabled(true)
@@ -347,4 +348,22 @@ func run(ctx context.Context, o options, ready func(addr, admin net.Addr)) error
 		return fmt.Errorf("poolserver: %w", err)
 	}
 	return <-adminDone
+}
+
+// readTimeout bounds a whole request, line, headers and promised body, as
+// net/http measures it: 0 (none) unless both parts are bounded.
+func readTimeout(header, body time.Duration) time.Duration {
+	if header <= 0 || body <= 0 {
+		return 0
+	}
+	return header + body
+}
+
+// never turns the flags' 0 (never) into net/http's "no timeout", which for
+// an idle timeout is a negative one (0 would mean the read timeout).
+func never(d time.Duration) time.Duration {
+	if d <= 0 {
+		return -1
+	}
+	return d
 }

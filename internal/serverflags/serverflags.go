@@ -27,6 +27,14 @@ type Common struct {
 	BlockMode      block.Mode
 	OffloadWorkers int
 	OffloadQueue   int
+	// A connection is closed when it sent nothing for IdleTimeout between
+	// requests, took longer than HeaderTimeout to send a request's line and
+	// headers, or longer than BodyTimeout for the body it promised; 0 turns
+	// one off. An answer the server owes (an /async or /offload under way)
+	// is never cut short by them.
+	IdleTimeout   time.Duration
+	HeaderTimeout time.Duration
+	BodyTimeout   time.Duration
 }
 
 // Defaults returns the shared defaults with the given addresses.
@@ -35,6 +43,7 @@ func Defaults(addr, admin string) Common {
 		Addr: addr, Admin: admin,
 		Block: 5 * time.Millisecond, Delay: 5 * time.Millisecond, MaxBlock: protocol.DefaultMaxBlock,
 		BlockMode: block.Syscall, OffloadWorkers: 200, OffloadQueue: 10000,
+		IdleTimeout: time.Minute, HeaderTimeout: 10 * time.Second, BodyTimeout: 10 * time.Second,
 	}
 }
 
@@ -48,6 +57,9 @@ func (c *Common) Register(fs *flag.FlagSet) {
 	fs.IntVar(&c.OffloadWorkers, "offload-workers", c.OffloadWorkers, "workers of the pool /offload runs the blocking call on")
 	fs.IntVar(&c.OffloadQueue, "offload-queue", c.OffloadQueue, "jobs that may wait for an offload worker; past it /offload answers 503")
 	fs.StringVar(&c.Admin, "admin", c.Admin, "admin listener for GET /stats and /debug/pprof (empty disables)")
+	fs.DurationVar(&c.IdleTimeout, "idle-timeout", c.IdleTimeout, "close a keep-alive connection idle this long between requests (0: never)")
+	fs.DurationVar(&c.HeaderTimeout, "header-timeout", c.HeaderTimeout, "close a connection whose request line and headers take longer than this to arrive (0: never)")
+	fs.DurationVar(&c.BodyTimeout, "body-timeout", c.BodyTimeout, "close a connection whose promised request body takes longer than this to arrive (0: never)")
 }
 
 // Bounds on what an operator may ask for: a server that takes seconds and
@@ -72,6 +84,12 @@ func (c *Common) Validate(prog string) error {
 		return fmt.Errorf("%s: --offload-workers %d: want 1 to %d", prog, c.OffloadWorkers, MaxOffloadWorkers)
 	case c.OffloadQueue < 0 || c.OffloadQueue > MaxOffloadQueue:
 		return fmt.Errorf("%s: --offload-queue %d: want 0 to %d", prog, c.OffloadQueue, MaxOffloadQueue)
+	case c.IdleTimeout < 0 || c.IdleTimeout > time.Hour:
+		return fmt.Errorf("%s: --idle-timeout %s: want 0 (never) to 1h", prog, c.IdleTimeout)
+	case c.HeaderTimeout < 0 || c.HeaderTimeout > time.Hour:
+		return fmt.Errorf("%s: --header-timeout %s: want 0 (never) to 1h", prog, c.HeaderTimeout)
+	case c.BodyTimeout < 0 || c.BodyTimeout > time.Hour:
+		return fmt.Errorf("%s: --body-timeout %s: want 0 (never) to 1h", prog, c.BodyTimeout)
 	}
 	var err error
 	if c.Addr, err = numericPort(c.Addr); err != nil {
