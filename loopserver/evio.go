@@ -6,6 +6,7 @@ import (
 	"net"
 	"reflect"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/tidwall/evio"
@@ -58,6 +59,11 @@ func (e *evioEngine) serve(ctx context.Context, s *server, addr string, ready fu
 	ev.Closed = func(ec evio.Conn, _ error) evio.Action {
 		c, _ := ec.Context().(*conn)
 		s.closedConn(c)
+		if c != nil && c.pending && c.dupFD > 0 {
+			fd := c.dupFD
+			c.dupFD = 0
+			s.orphaned(c, fd) // evio closed on the end of input; the answer is still owed
+		}
 		return evio.None
 	}
 	ev.Data = e.data
@@ -87,6 +93,7 @@ func (e *evioEngine) data(ec evio.Conn, in []byte) ([]byte, evio.Action) {
 			time.AfterFunc(time.Millisecond, func() { ec.Wake() })
 			return nil, evio.None
 		}
+		e.dropDup(c)
 		var closeNow bool
 		if out, closeNow = e.s.finish(c, out); closeNow {
 			return e.done(c, out, evio.Close)
@@ -103,6 +110,9 @@ func (e *evioEngine) data(ec evio.Conn, in []byte) ([]byte, evio.Action) {
 	} else {
 		// Nothing buffered: decode straight from evio's read buffer.
 		n, out, closeNow := e.s.drain(c, in, out, math.MaxInt) // evio reads nothing more until out is sent
+		if c.pending {
+			e.dupFor(c, ec)
+		}
 		if closeNow {
 			return e.done(c, out, evio.Close)
 		}
@@ -111,6 +121,9 @@ func (e *evioEngine) data(ec evio.Conn, in []byte) ([]byte, evio.Action) {
 		return e.done(c, out, evio.None)
 	}
 	n, out, closeNow := e.s.drain(c, c.buf, out, math.MaxInt)
+	if c.pending {
+		e.dupFor(c, ec)
+	}
 	c.buf = c.buf[:copy(c.buf, c.buf[n:])]
 	c.note(c.buf)
 	if closeNow {
@@ -122,6 +135,32 @@ func (e *evioEngine) data(ec evio.Conn, in []byte) ([]byte, evio.Action) {
 func (e *evioEngine) done(c *conn, out []byte, a evio.Action) ([]byte, evio.Action) {
 	c.loop.scratch = out[:0] // evio copies out before the next callback
 	return out, a
+}
+
+// dupFor keeps a duplicate of ec's descriptor while c is owed an answer:
+// evio closes the descriptor on the end of input before it says so, and a
+// client that half-closed after asking still waits for the answer.
+func (e *evioEngine) dupFor(c *conn, ec evio.Conn) {
+	if c.dupFD > 0 {
+		return
+	}
+	v := reflect.ValueOf(ec)
+	if v.Kind() == reflect.Pointer {
+		v = v.Elem()
+	}
+	if f := v.FieldByName("fd"); f.IsValid() && f.Kind() == reflect.Int {
+		if fd, err := syscall.Dup(int(f.Int())); err == nil {
+			c.dupFD = fd
+		}
+	}
+}
+
+// dropDup lets go of the duplicate once the answer goes out the usual way.
+func (e *evioEngine) dropDup(c *conn) {
+	if c.dupFD > 0 {
+		syscall.Close(c.dupFD)
+		c.dupFD = 0
+	}
 }
 
 // evioUnsent is how many bytes evio still holds unsent for ec, read from
@@ -157,5 +196,8 @@ func (e *evioEngine) resume(c *conn) {
 		return
 	}
 	c.ready.Store(true)
+	if e.s.answerOrphan(c) { // closed meanwhile: answered here
+		return
+	}
 	ec.Wake()
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"syscall"
 	"time"
 
 	"github.com/panjf2000/gnet/v2"
@@ -90,6 +91,14 @@ func (e *gnetEngine) OnOpen(gc gnet.Conn) ([]byte, gnet.Action) {
 func (e *gnetEngine) OnClose(gc gnet.Conn, _ error) gnet.Action {
 	c, _ := gc.Context().(*conn)
 	e.s.closedConn(c)
+	if c != nil && c.pending {
+		// gnet closes on the end of input, also a half-close; the socket
+		// outlives its descriptor here through a duplicate until the owed
+		// answer is written (gnet closes the descriptor after this returns).
+		if fd, err := syscall.Dup(gc.Fd()); err == nil {
+			e.s.orphaned(c, fd)
+		}
+	}
 	return gnet.None
 }
 
@@ -164,6 +173,10 @@ func (e *gnetEngine) later(c *conn, gc gnet.Conn) {
 func (e *gnetEngine) resume(c *conn) {
 	gc := e.connOf(c)
 	if gc == nil {
+		return
+	}
+	c.ready.Store(true)
+	if e.s.answerOrphan(c) { // closed meanwhile: answered here
 		return
 	}
 	_ = gc.EventLoop().Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {

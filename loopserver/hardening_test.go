@@ -301,3 +301,33 @@ func TestTimeouts(t *testing.T) {
 		})
 	}
 }
+
+// TestHalfClosed: a client that sends its request and shuts down its
+// sending side (printf ... | nc -N) still gets the /async or /offload
+// answer it asked for, as HTTP/1.1 allows; both engines closed the
+// connection on the end of input and the answer was lost.
+func TestHalfClosed(t *testing.T) {
+	for _, eng := range engines {
+		for _, target := range []string{"/async?delay=100ms", "/offload?block=100ms", "/fast"} {
+			t.Run(eng+target, func(t *testing.T) {
+				addr, _ := wiretest.StartServer(t, ".", "--engine", eng)
+				for range 20 {
+					c, err := net.Dial("tcp", addr)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if _, err := c.Write([]byte("GET " + target + " HTTP/1.1\r\nHost: a\r\n\r\n")); err != nil {
+						t.Fatal(err)
+					}
+					_ = c.(*net.TCPConn).CloseWrite()
+					_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+					b, err := io.ReadAll(c)
+					c.Close()
+					if !strings.HasPrefix(string(b), "HTTP/1.1 200") {
+						t.Fatalf("after the client's half-close: %q %v", b, err)
+					}
+				}
+			})
+		}
+	}
+}

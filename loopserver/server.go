@@ -163,6 +163,14 @@ type conn struct {
 	headerDone   atomic.Bool  // that request's line and headers are all in
 	owed         atomic.Bool  // an answer is under way: no timeout applies
 	expired      atomic.Bool  // the sweeper asked the loop to close it
+
+	// A connection the engine closed while it was owed an answer (the
+	// client half-closed: HTTP/1.1 lets it wait for the answer) keeps the
+	// socket through a duplicate descriptor until the answer is written:
+	// dupFD while pending (evio, whose close comes before its callback),
+	// orphan (descriptor + 1) once the engine has let go.
+	dupFD  int
+	orphan atomic.Int64
 }
 
 // setPending marks whether a continuation is outstanding.
@@ -412,6 +420,42 @@ func (s *server) handle(c *conn, req *h1.Request, out []byte) ([]byte, bool) {
 		return s.reply(out, c, req, 503, protocol.ReasonQueueFull, start), !req.KeepAlive
 	}
 	return out, false
+}
+
+// orphaned hands the duplicate descriptor fd of a connection the engine
+// has closed while an answer was owed to whoever writes that answer: the
+// continuation if it has not run yet, or the caller now if it is due.
+func (s *server) orphaned(c *conn, fd int) {
+	c.orphan.Store(int64(fd) + 1)
+	if c.ready.Load() {
+		s.answerOrphan(c)
+	}
+}
+
+// answerOrphan writes the owed answer of a closed connection to its
+// duplicate descriptor, if nobody has, and lets the socket go. It runs
+// where the continuation does, or on the loop that closed the connection.
+func (s *server) answerOrphan(c *conn) bool {
+	fd := int(c.orphan.Swap(0)) - 1
+	if fd < 0 {
+		return false
+	}
+	defer syscall.Close(fd)
+	c.keepAlive = false
+	out, _ := s.finish(c, nil)
+	deadline := time.Now().Add(time.Second)
+	for len(out) > 0 && time.Now().Before(deadline) {
+		n, err := syscall.Write(fd, out)
+		if err == syscall.EAGAIN || err == syscall.EINTR {
+			time.Sleep(time.Millisecond)
+			continue
+		}
+		if err != nil || n <= 0 {
+			break
+		}
+		out = out[n:]
+	}
+	return true
 }
 
 // finish writes the answer of c's outstanding request. It runs on the loop
