@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -105,6 +106,10 @@ func refusal(r *http.Request) *h1.Error {
 	switch {
 	case len(r.Method) > h1.MaxMethod:
 		return h1.ErrMethod
+	case !strings.HasPrefix(r.RequestURI, "/") && r.URL.Scheme == "":
+		// "*" (OPTIONS, the HTTP/2 preface's PRI) or authority form: the
+		// protocol's endpoints are paths, and the loop server refuses these.
+		return h1.ErrTarget
 	case len(r.TransferEncoding) > 0 && r.TransferEncoding[0] == "chunked":
 		return h1.ErrChunked
 	case len(r.TransferEncoding) > 0:
@@ -319,11 +324,12 @@ func run(ctx context.Context, o options, ready func(addr, admin net.Addr)) error
 		Handler: s,
 		// net/http reads up to MaxHeaderBytes + 4096 bytes of request line and
 		// headers: this makes the limit 8 KiB, as on the loop server.
-		MaxHeaderBytes:    h1.MaxHeaderBytes - 4096,
-		ReadHeaderTimeout: s.opts.HeaderTimeout,
-		ReadTimeout:       readTimeout(s.opts.HeaderTimeout, s.opts.BodyTimeout),
-		IdleTimeout:       never(s.opts.IdleTimeout),
-		ErrorLog:          nil,
+		MaxHeaderBytes:               h1.MaxHeaderBytes - 4096,
+		DisableGeneralOptionsHandler: true, // OPTIONS * reaches refusal, as on the loop server
+		ReadHeaderTimeout:            s.opts.HeaderTimeout,
+		ReadTimeout:                  readTimeout(s.opts.HeaderTimeout, s.opts.BodyTimeout),
+		IdleTimeout:                  never(s.opts.IdleTimeout),
+		ErrorLog:                     nil,
 	}
 	srv.SetKeepAlivesEnabled(true)
 	served := make(chan error, 1)

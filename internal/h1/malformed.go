@@ -28,6 +28,8 @@ var badRequests = []BadRequest{
 	{"space in target", "GET /fa st HTTP/1.1\r\nHost: a\r\n\r\n", 400},
 	{"control in target", "GET /fa\x01st HTTP/1.1\r\nHost: a\r\n\r\n", 400},
 	{"HTTP/2.0", "GET /fast HTTP/2.0\r\nHost: a\r\n\r\n", 505},
+	{"HTTP/2 preface", "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", 400},
+	{"asterisk target", "OPTIONS * HTTP/1.1\r\nHost: a\r\n\r\n", 400},
 	{"HTTP/1.x", "GET /fast HTTP/1.x\r\nHost: a\r\n\r\n", 400},
 	{"other protocol", "GET /fast FOO/1.1\r\nHost: a\r\n\r\n", 400},
 	{"bad method char", "G@T /fast HTTP/1.1\r\nHost: a\r\n\r\n", 400},
