@@ -296,14 +296,19 @@ func (s *server) sweep(stop <-chan struct{}) {
 	if shortest == 0 {
 		return
 	}
-	t := time.NewTicker(min(max(shortest/4, 10*time.Millisecond), time.Second))
+	every(stop, min(max(shortest/4, 10*time.Millisecond), time.Second), func(now time.Time) { s.expireAt(now.UnixNano()) })
+}
+
+// every calls f with the time, every d, until stop is closed.
+func every(stop <-chan struct{}, d time.Duration, f func(now time.Time)) {
+	t := time.NewTicker(d)
 	defer t.Stop()
 	for {
 		select {
 		case <-stop:
 			return
 		case now := <-t.C:
-			s.expireAt(now.UnixNano())
+			f(now)
 		}
 	}
 }
@@ -568,19 +573,11 @@ func (s *server) watch(stop <-chan struct{}) {
 	if warn <= 0 {
 		return
 	}
-	tick := min(max(warn/4, time.Millisecond), 250*time.Millisecond)
-	t := time.NewTicker(tick)
-	defer t.Stop()
-	for {
-		select {
-		case <-stop:
-			return
-		case now := <-t.C:
-			for _, l := range s.loops.all() {
-				s.check(l, now.UnixNano(), warn)
-			}
+	every(stop, min(max(warn/4, time.Millisecond), 250*time.Millisecond), func(now time.Time) {
+		for _, l := range s.loops.all() {
+			s.check(l, now.UnixNano(), warn)
 		}
-	}
+	})
 }
 
 func (s *server) check(l *loop, now int64, warn time.Duration) {

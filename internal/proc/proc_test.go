@@ -7,8 +7,10 @@ import (
 )
 
 func TestOfMatchesSelf(t *testing.T) {
-	end := time.Now().Add(200 * time.Millisecond)
-	for time.Now().Before(end) {
+	// Spin until this process has used 200 ms of CPU (not of the clock: on
+	// a busy machine 200 ms of the clock may be far less CPU).
+	cpu0, giveUp := Self().CPUNs(), time.Now().Add(30*time.Second)
+	for Self().CPUNs()-cpu0 < int64(200*time.Millisecond) && time.Now().Before(giveUp) {
 	}
 	self := Self()
 	of, threads, err := Of(os.Getpid())

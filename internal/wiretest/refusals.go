@@ -142,8 +142,10 @@ func CheckSignalStops(t *testing.T, bin string, args ...string) {
 			if err != nil {
 				t.Errorf("%v %v: exit %v, want 0", args, sig, err)
 			}
-			if d := time.Since(start); d > time.Second {
-				t.Errorf("%v %v: stopped after %s", args, sig, d)
+			// It stops without waiting for the 5 s call to end (it gives a
+			// blocked loop 900 ms); how soon is the machine's business.
+			if d := time.Since(start); d > 4*time.Second {
+				t.Errorf("%v %v: stopped after %s, as if it waited for the blocked loop", args, sig, d)
 			}
 		case <-time.After(3 * time.Second):
 			_ = cmd.Process.Kill()
