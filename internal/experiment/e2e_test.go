@@ -156,7 +156,7 @@ func TestQuickRun(t *testing.T) {
 		}
 	}
 	var sb strings.Builder
-	Summarize(&sb, f)
+	f.WriteTables(&sb)
 	if m := defaultsStated.FindString(sb.String()); m != "" {
 		t.Errorf("the tables state a default the run did not use: %q in\n%s", m, sb.String())
 	}

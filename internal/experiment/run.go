@@ -108,7 +108,7 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) int {
 	r.save()
 
 	var sb strings.Builder
-	Summarize(&sb, findings.Compute(r.dir, r.run))
+	findings.Compute(r.dir, r.run).WriteTables(&sb)
 	fmt.Fprint(stdout, sb.String())
 	_ = os.WriteFile(filepath.Join(r.dir, "summary.txt"), []byte(sb.String()), 0o644)
 	fmt.Fprintf(stdout, "\nresults: %s\n", r.dir)

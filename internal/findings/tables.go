@@ -1,16 +1,14 @@
-package experiment
+package findings
 
 import (
 	"fmt"
 	"io"
 	"strings"
 	"text/tabwriter"
-
-	"github.com/bystander-kit/bystander/internal/findings"
 )
 
 // num formats the median of v with the spread when there are several.
-func num(v findings.Figure, format string) string {
+func num(v Figure, format string) string {
 	if !v.OK() {
 		return "-"
 	}
@@ -23,17 +21,18 @@ func num(v findings.Figure, format string) string {
 }
 
 // ms formats a figure in us as milliseconds.
-func ms(v findings.Figure) string {
-	out := make(findings.Figure, len(v))
+func ms(v Figure) string {
+	out := make(Figure, len(v))
 	for i, x := range v {
 		out[i] = x / 1e3
 	}
 	return num(out, "%.1fms")
 }
 
-// Summarize prints the findings as tables, in the form of the published
-// Netty-vs-Tomcat experiment. Every figure comes from internal/findings.
-func Summarize(w io.Writer, f *findings.Findings) {
+// WriteTables prints the findings as the terminal's tables, in the form of
+// the published Netty-vs-Tomcat experiment: it formats, and computes
+// nothing the findings do not hold.
+func (f *Findings) WriteTables(w io.Writer) {
 	p := f.Params
 	run := f.Run
 	if run.Partial {
@@ -47,7 +46,7 @@ func Summarize(w io.Writer, f *findings.Findings) {
 				fmt.Fprintf(tw, "%d\t%s\t%s\t\t\t\t\t\n", r.Step.Conc, r.Step.Server.Name, r.Short())
 				continue
 			}
-			pct := make(findings.Figure, len(r.Throughput))
+			pct := make(Figure, len(r.Throughput))
 			for i, t := range r.Throughput {
 				pct[i] = 100 * t / r.NominalCeiling
 			}
@@ -64,7 +63,7 @@ func Summarize(w io.Writer, f *findings.Findings) {
 		tw.Flush()
 		fmt.Fprintf(w, "\n/fast bystander meanwhile (one connection, a probe due every %s over the load's measured window;\n"+
 			"\"from due\" counts the wait of probes held up behind an earlier one, \"from send\" does not)\n", p.ProbeInterval)
-		bystanderTable(w, "callers", f.Sweep, func(r findings.SweepRow) (string, string, findings.LoadRow) {
+		bystanderTable(w, "callers", f.Sweep, func(r SweepRow) (string, string, LoadRow) {
 			return fmt.Sprint(r.Step.Conc), r.Step.Server.Name, r.LoadRow
 		})
 	}
@@ -103,7 +102,7 @@ func Summarize(w io.Writer, f *findings.Findings) {
 				num(r.Throughput, "%.0f"), ms(r.Fast.P50), ms(r.Fast.P95), r.Kind())
 		}
 		tw.Flush()
-		saturation(w, f.Offload, func(r findings.LoadRow) string { return r.Step.Variant + " " + r.Step.Server.Name })
+		saturation(w, f.Offload, func(r LoadRow) string { return r.Step.Variant + " " + r.Step.Server.Name })
 	}
 
 	if len(f.Trace) > 0 {
@@ -122,7 +121,7 @@ func Summarize(w io.Writer, f *findings.Findings) {
 
 	if len(f.Cliff) > 0 {
 		fmt.Fprintf(w, "\nThe pool's cliff: %d slots, block %s, /fast probed every %s meanwhile\n", p.Slots, p.StallBlock, p.ProbeInterval)
-		bystanderTable(w, "callers (of slots)", f.Cliff, func(r findings.LoadRow) (string, string, findings.LoadRow) {
+		bystanderTable(w, "callers (of slots)", f.Cliff, func(r LoadRow) (string, string, LoadRow) {
 			return fmt.Sprintf("%d (%s)", r.Step.Conc, r.Step.Variant), fmt.Sprintf("%s req/s", num(r.Throughput, "%.0f")), r
 		})
 	}
@@ -153,9 +152,9 @@ func Summarize(w io.Writer, f *findings.Findings) {
 
 // bystanderTable prints the /fast prober's figures for rows of a phase;
 // label gives each row's first two cells and its load row.
-func bystanderTable[R any](w io.Writer, first string, rows []R, label func(R) (string, string, findings.LoadRow)) {
+func bystanderTable[R any](w io.Writer, first string, rows []R, label func(R) (string, string, LoadRow)) {
 	tw := table(w, first, "", "p50 from due", "p95", "p99", "p50 from send", "p95", "answered of due")
-	var sat []findings.LoadRow
+	var sat []LoadRow
 	for _, row := range rows {
 		a, b, r := label(row)
 		if !r.OK() {
@@ -171,13 +170,13 @@ func bystanderTable[R any](w io.Writer, first string, rows []R, label func(R) (s
 			ms(r.Fast.SendP50), ms(r.Fast.SendP95), num(r.Fast.Answered, "%.0f"), num(r.Fast.Due, "%.0f"), mark)
 	}
 	tw.Flush()
-	saturation(w, sat, func(r findings.LoadRow) string {
+	saturation(w, sat, func(r LoadRow) string {
 		return fmt.Sprintf("%s at %d callers", r.Step.Server.Name, r.Step.Conc)
 	})
 }
 
 // saturation says in words which rows' bystander saturated.
-func saturation(w io.Writer, rows []findings.LoadRow, name func(findings.LoadRow) string) {
+func saturation(w io.Writer, rows []LoadRow, name func(LoadRow) string) {
 	for _, r := range rows {
 		if r.Fast.Saturated {
 			fmt.Fprintf(w, "  SATURATED, %s: %s; %s\n", name(r), r.Fast.SaturatedWhy, r.Fast.CensoredText())

@@ -1,0 +1,25 @@
+package experiment
+
+import (
+	"io"
+	"strings"
+	"testing"
+)
+
+// TestRepeat: with --repeat the variants alternate within each repetition.
+// (The tables' medians and spread: internal/findings' TestTablesOfRepeats.)
+func TestRepeat(t *testing.T) {
+	o, err := ParseFlags([]string{"--repeat", "2", "--phases", "sweep", "--conc", "4,16"}, io.Discard, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := newRun(BuildPlan(o), now)
+	var order []string
+	for _, m := range run.Measurements {
+		order = append(order, m.ID+"/"+string(rune('0'+m.Repeat)))
+	}
+	want := "sweep-loop-gnet-c4/1 sweep-pool-c4/1 sweep-loop-gnet-c16/1 sweep-pool-c16/1 sweep-loop-gnet-c4/2 sweep-pool-c4/2 sweep-loop-gnet-c16/2 sweep-pool-c16/2"
+	if got := strings.Join(order, " "); got != want {
+		t.Fatalf("order %s\nwant  %s", got, want)
+	}
+}
