@@ -185,6 +185,9 @@ func saturationNotes(rows []findings.LoadRow, name func(findings.LoadRow) string
 		case r.Fast.CensoredText() != "":
 			notes = append(notes, fmt.Sprintf("%s: %s.", name(r), r.Fast.CensoredText()))
 		}
+		if r.Fast.Misaligned != "" {
+			notes = append(notes, fmt.Sprintf("%s: %s.", name(r), r.Fast.Misaligned))
+		}
 	}
 	return notes
 }

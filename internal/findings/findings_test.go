@@ -175,3 +175,25 @@ func TestStallExpected(t *testing.T) {
 		t.Fatalf("%+v", r)
 	}
 }
+
+// TestMisalignedWindow: a bystander whose clock started more than 10 ms
+// from the load's says so.
+func TestMisalignedWindow(t *testing.T) {
+	step := results.Step{ID: "sweep-pool-c4", Phase: "sweep", Conc: 4, Server: results.Server{Name: "pool", Kind: "pool", Workers: 200, BlockNs: 5e6}}
+	rep := func(offset time.Duration) Rep {
+		return Rep{M: results.Measurement{Step: step, Status: "ok"},
+			Load:  &results.Result{StartUnixNs: 1e18, Load: &results.Load{ThroughputPerS: 700}},
+			Probe: &results.Result{StartUnixNs: 1e18 + int64(offset), Probe: &results.Probe{Due: 100, Completed: 100}}}
+	}
+	for _, tc := range []struct {
+		offset time.Duration
+		said   bool
+	}{{0, false}, {3 * time.Millisecond, false}, {-40 * time.Millisecond, true}, {250 * time.Millisecond, true}} {
+		r := rep(tc.offset)
+		g := &Group{Step: step, Reps: []Rep{r}, Load: []*results.Result{r.Load}, Probe: []*results.Result{r.Probe}}
+		row := loadRow(g, Params{OffloadWorkers: 200})
+		if (row.Fast.Misaligned != "") != tc.said {
+			t.Errorf("offset %s: %q", tc.offset, row.Fast.Misaligned)
+		}
+	}
+}

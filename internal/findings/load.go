@@ -185,8 +185,11 @@ type Bystander struct {
 	Saturated    bool
 	SaturatedWhy string
 	Timeline     []results.ProbePoint // the first repetition's, every probe
-	WindowNs     int64
-	Interval     time.Duration
+	// Misaligned, when not empty, says that in some repetition the
+	// prober's clock started more than MaxWindowOffset from the load's.
+	Misaligned string
+	WindowNs   int64
+	Interval   time.Duration
 
 	censoredAny                       bool
 	repetitions, saturatedRepetitions int
@@ -318,9 +321,18 @@ func loadRow(g *Group, p Params) LoadRow {
 		if b := BoundOf(rep.M.Step, rep.Load, rep.M.Cost, p.OffloadWorkers); b != nil {
 			r.Bounds = append(r.Bounds, b)
 		}
+		if rep.Load != nil && rep.Probe != nil && r.Fast.Misaligned == "" {
+			if d := time.Duration(rep.Probe.StartUnixNs - rep.Load.StartUnixNs); d > MaxWindowOffset || d < -MaxWindowOffset {
+				r.Fast.Misaligned = fmt.Sprintf("the bystander's window began %s from the load's (one of them started late): its figures cover a slightly different stretch", d.Round(time.Millisecond))
+			}
+		}
 	}
 	return r
 }
+
+// MaxWindowOffset is how far apart the load's and the bystander's clocks
+// may start (both are told when, with --start-at) before a row says so.
+const MaxWindowOffset = 10 * time.Millisecond
 
 // CostRow is one measurement's cost and bound.
 type CostRow struct {

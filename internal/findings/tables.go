@@ -154,7 +154,7 @@ func (f *Findings) WriteTables(w io.Writer) {
 // label gives each row's first two cells and its load row.
 func bystanderTable[R any](w io.Writer, first string, rows []R, label func(R) (string, string, LoadRow)) {
 	tw := table(w, first, "", "p50 from due", "p95", "p99", "p50 from send", "p95", "answered of due")
-	var sat []LoadRow
+	var said []LoadRow // rows with something to say in words
 	for _, row := range rows {
 		a, b, r := label(row)
 		if !r.OK() {
@@ -164,22 +164,28 @@ func bystanderTable[R any](w io.Writer, first string, rows []R, label func(R) (s
 		mark := ""
 		if r.Fast.Saturated {
 			mark = "  SATURATED"
-			sat = append(sat, r)
+		}
+		if r.Fast.Saturated || r.Fast.Misaligned != "" {
+			said = append(said, r)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s of %s%s\n", a, b, ms(r.Fast.P50), ms(r.Fast.P95), ms(r.Fast.P99),
 			ms(r.Fast.SendP50), ms(r.Fast.SendP95), num(r.Fast.Answered, "%.0f"), num(r.Fast.Due, "%.0f"), mark)
 	}
 	tw.Flush()
-	saturation(w, sat, func(r LoadRow) string {
+	saturation(w, said, func(r LoadRow) string {
 		return fmt.Sprintf("%s at %d callers", r.Step.Server.Name, r.Step.Conc)
 	})
 }
 
-// saturation says in words which rows' bystander saturated.
+// saturation says in words which rows' bystander saturated, and whose
+// window did not coincide with the load's.
 func saturation(w io.Writer, rows []LoadRow, name func(LoadRow) string) {
 	for _, r := range rows {
 		if r.Fast.Saturated {
 			fmt.Fprintf(w, "  SATURATED, %s: %s; %s\n", name(r), r.Fast.SaturatedWhy, r.Fast.CensoredText())
+		}
+		if r.Fast.Misaligned != "" {
+			fmt.Fprintf(w, "  %s: %s\n", name(r), r.Fast.Misaligned)
 		}
 	}
 }
