@@ -152,21 +152,30 @@ func (e *gnetEngine) later(c *conn, gc gnet.Conn) {
 	}
 	c.retry = true
 	time.AfterFunc(time.Millisecond, func() {
-		_ = gc.EventLoop().Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
+		e.onLoop(c, gc, func() bool {
 			c.retry = false
-			if c.closed || c.pending { // the fd may already serve another connection
-				return nil
+			if c.pending {
+				return false
 			}
 			if gc.OutboundBuffered() > maxPendingOutput {
 				e.later(c, gc)
-				return nil
+				return false
 			}
-			if e.pump(c, gc, c.loop.scratch[:0]) {
-				return gc.EventLoop().Close(gc)
-			}
-			return nil
-		}))
+			return e.pump(c, gc, c.loop.scratch[:0])
+		})
 	})
+}
+
+// onLoop runs f on the loop that owns c, unless c has closed by then (its
+// descriptor may already serve another connection); f returning true
+// closes c.
+func (e *gnetEngine) onLoop(c *conn, gc gnet.Conn, f func() (closeNow bool)) {
+	_ = gc.EventLoop().Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
+		if c.closed || !f() {
+			return nil
+		}
+		return gc.EventLoop().Close(gc)
+	}))
 }
 
 // resume runs the continuation on the loop that owns the connection.
@@ -179,21 +188,15 @@ func (e *gnetEngine) resume(c *conn) {
 	if e.s.answerOrphan(c) { // closed meanwhile: answered here
 		return
 	}
-	_ = gc.EventLoop().Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
-		if c.closed { // the fd may already serve another connection
-			return nil
-		}
+	e.onLoop(c, gc, func() bool {
 		out, closeNow := e.s.finish(c, c.loop.scratch[:0])
 		if closeNow {
 			_, _ = gc.Write(out)
 			c.loop.scratch = out[:0]
-			return gc.EventLoop().Close(gc)
+			return true
 		}
-		if e.pump(c, gc, out) {
-			return gc.EventLoop().Close(gc)
-		}
-		return nil
-	}))
+		return e.pump(c, gc, out)
+	})
 }
 
 // expire closes c on its loop (the timeout sweeper asked).
@@ -202,16 +205,13 @@ func (e *gnetEngine) expire(c *conn) {
 	if gc == nil {
 		return
 	}
-	_ = gc.EventLoop().Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
-		if c.closed { // the fd may already serve another connection
-			return nil
-		}
+	e.onLoop(c, gc, func() bool {
 		if c.owed.Load() { // an answer got under way meanwhile: it is not idle
 			c.expired.Store(false)
-			return nil
+			return false
 		}
-		return gc.EventLoop().Close(gc)
-	}))
+		return true
+	})
 }
 
 func (e *gnetEngine) connOf(c *conn) gnet.Conn {
