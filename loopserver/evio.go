@@ -5,6 +5,7 @@ import (
 	"math"
 	"net"
 	"reflect"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -144,11 +145,7 @@ func (e *evioEngine) dupFor(c *conn, ec evio.Conn) {
 	if c.dupFD > 0 {
 		return
 	}
-	v := reflect.ValueOf(ec)
-	if v.Kind() == reflect.Pointer {
-		v = v.Elem()
-	}
-	if f := v.FieldByName("fd"); f.IsValid() && f.Kind() == reflect.Int {
+	if f, ok := evioField(ec, evioFD); ok {
 		if fd, err := syscall.Dup(int(f.Int())); err == nil {
 			c.dupFD = fd
 		}
@@ -163,22 +160,53 @@ func (e *evioEngine) dropDup(c *conn) {
 	}
 }
 
-// evioUnsent is how many bytes evio still holds unsent for ec, read from
-// its connection's unexported output buffer (evio v1.0.8 is pinned and
-// unmaintained; TestEvioUnsentField fails if the field moves). It is called
-// on the connection's loop, the only goroutine that touches the buffer.
+// evioUnsent is how many bytes evio still holds unsent for ec. It is
+// called on the connection's loop, the only goroutine that touches them.
 func evioUnsent(ec evio.Conn) int {
-	v := reflect.ValueOf(ec)
-	if v.Kind() == reflect.Pointer {
-		v = v.Elem()
-	}
-	if v.Kind() != reflect.Struct {
-		return 0
-	}
-	if f := v.FieldByName("out"); f.IsValid() && f.Kind() == reflect.Slice {
+	if f, ok := evioField(ec, evioOut); ok {
 		return f.Len()
 	}
 	return 0
+}
+
+// The two unexported fields of evio's connection the kit reads: its
+// descriptor and its unsent output (evio v1.0.8 is pinned and
+// unmaintained; TestEvioUnsentField fails if they move).
+const (
+	evioFD = iota
+	evioOut
+)
+
+// evioFields caches, per connection type, the index of each field
+// (-1: absent or not of the expected kind), so the per-continuation path
+// looks them up by index, not by name.
+var evioFields sync.Map // reflect.Type -> [2]int
+
+// evioField is field which of ec's connection struct.
+func evioField(ec evio.Conn, which int) (reflect.Value, bool) {
+	v := reflect.ValueOf(ec)
+	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
+		return reflect.Value{}, false
+	}
+	v = v.Elem()
+	idx, ok := evioFields.Load(v.Type())
+	if !ok {
+		found := [2]int{-1, -1}
+		for i, want := range []struct {
+			name string
+			kind reflect.Kind
+		}{{"fd", reflect.Int}, {"out", reflect.Slice}} {
+			if f, ok := v.Type().FieldByName(want.name); ok && len(f.Index) == 1 && f.Type.Kind() == want.kind {
+				found[i] = f.Index[0]
+			}
+		}
+		idx, _ = evioFields.LoadOrStore(v.Type(), found)
+	}
+	i := idx.([2]int)[which]
+	if i < 0 {
+		return reflect.Value{}, false
+	}
+	return v.Field(i), true
 }
 
 // expire wakes c's loop, which closes it (the timeout sweeper asked).

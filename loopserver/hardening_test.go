@@ -243,7 +243,7 @@ func TestPipelinedContinuations(t *testing.T) {
 }
 
 // TestEvioUnsentField: the evio connection still keeps its unsent output
-// where evioUnsent reads it.
+// and its descriptor where evioUnsent and dupFor read them.
 func TestEvioUnsentField(t *testing.T) {
 	var ec evio.Conn
 	ready := make(chan struct{})
@@ -266,6 +266,12 @@ func TestEvioUnsentField(t *testing.T) {
 	v := reflect.ValueOf(ec).Elem()
 	if f := v.FieldByName("out"); !f.IsValid() || f.Kind() != reflect.Slice || f.Type().Elem().Kind() != reflect.Uint8 {
 		t.Fatalf("evio's connection has no []byte field out: %v", v.Type())
+	}
+	if _, ok := evioField(ec, evioOut); !ok {
+		t.Fatal("evioField does not find the unsent output")
+	}
+	if f, ok := evioField(ec, evioFD); !ok || f.Int() <= 0 {
+		t.Fatalf("evioField does not find the descriptor: %v %v", f, ok)
 	}
 }
 
