@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -257,6 +258,9 @@ func rangeList(a, b int) string {
 // checkPinned verifies that every thread of pid may run only on cpus.
 func checkPinned(pid int, cpus string) error {
 	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil // it ended (and was reaped) since it was started: no thread runs anywhere
+	}
 	if err != nil {
 		return err
 	}
