@@ -6,7 +6,6 @@ import (
 	"net"
 	"reflect"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -19,8 +18,7 @@ import (
 // connections, which keeps the open counts within one of each other, so 4n
 // connections opened on a balanced server land exactly n per loop.
 type evioEngine struct {
-	s        *server
-	stopping atomic.Bool
+	s *server
 }
 
 func (e *evioEngine) serve(ctx context.Context, s *server, addr string, ready func(net.Addr)) error {
@@ -30,7 +28,7 @@ func (e *evioEngine) serve(ctx context.Context, s *server, addr string, ready fu
 	go func() {
 		select {
 		case <-ctx.Done():
-			e.stopping.Store(true)
+			s.stopping.Store(true)
 		case <-done:
 		}
 	}()
@@ -43,17 +41,16 @@ func (e *evioEngine) serve(ctx context.Context, s *server, addr string, ready fu
 	}
 	// evio has no stop call: the ticker (on loop 0) returns Shutdown.
 	ev.Tick = func() (time.Duration, evio.Action) {
-		if e.stopping.Load() {
+		if s.stopping.Load() {
 			return 0, evio.Shutdown
 		}
 		return 20 * time.Millisecond, evio.None
 	}
 	ev.Opened = func(ec evio.Conn) ([]byte, evio.Options, evio.Action) {
-		c := s.opened()
+		c := s.opened(ec.RemoteAddr(), ec)
 		if c == nil {
 			return nil, evio.Options{}, evio.Close // over the cap
 		}
-		c.handle = ec
 		ec.SetContext(c)
 		return nil, evio.Options{ReuseInputBuffer: true}, evio.None
 	}
@@ -76,6 +73,13 @@ func (e *evioEngine) data(ec evio.Conn, in []byte) ([]byte, evio.Action) {
 	c, _ := ec.Context().(*conn)
 	if c == nil {
 		return nil, evio.Close
+	}
+	if c.heart {
+		if in != nil {
+			return nil, evio.Close // a heart never sends
+		}
+		e.s.beatNow(c)
+		return nil, evio.None
 	}
 	out := c.loop.scratch[:0]
 	if in == nil && c.expired.Load() { // the timeout sweeper asked
@@ -207,6 +211,13 @@ func evioField(ec evio.Conn, which int) (reflect.Value, bool) {
 		return reflect.Value{}, false
 	}
 	return v.Field(i), true
+}
+
+// beat wakes heart's loop, which runs the heartbeat in data.
+func (e *evioEngine) beat(heart *conn) {
+	if ec, _ := heart.handle.(evio.Conn); ec != nil {
+		ec.Wake()
+	}
 }
 
 // expire wakes c's loop, which closes it (the timeout sweeper asked).

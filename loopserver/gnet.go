@@ -28,6 +28,7 @@ func (e *gnetEngine) serve(ctx context.Context, s *server, addr string, ready fu
 	go func() {
 		select {
 		case <-ctx.Done():
+			s.stopping.Store(true)
 			sctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 			defer cancel()
 			_ = e.eng.Stop(sctx)
@@ -79,11 +80,10 @@ func (e *gnetEngine) OnBoot(eng gnet.Engine) gnet.Action {
 }
 
 func (e *gnetEngine) OnOpen(gc gnet.Conn) ([]byte, gnet.Action) {
-	c := e.s.opened()
+	c := e.s.opened(gc.RemoteAddr(), gc)
 	if c == nil {
 		return nil, gnet.Close // over the cap
 	}
-	c.handle = gc
 	gc.SetContext(c)
 	return nil, gnet.None
 }
@@ -104,6 +104,9 @@ func (e *gnetEngine) OnClose(gc gnet.Conn, _ error) gnet.Action {
 
 func (e *gnetEngine) OnTraffic(gc gnet.Conn) gnet.Action {
 	c := gc.Context().(*conn)
+	if c.heart {
+		return gnet.Close // a heart never sends
+	}
 	if c.pending || gc.OutboundBuffered() > maxPendingOutput {
 		// Later requests wait: behind the continuation, or until the
 		// client reads what it was sent. gnet cannot stop reading, so a
@@ -197,6 +200,18 @@ func (e *gnetEngine) resume(c *conn) {
 		}
 		return e.pump(c, gc, out)
 	})
+}
+
+// beat runs the heartbeat on heart's loop, as a task queued on it.
+func (e *gnetEngine) beat(heart *conn) {
+	gc := e.connOf(heart)
+	if gc == nil {
+		return
+	}
+	_ = gc.EventLoop().Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
+		e.s.beatNow(heart)
+		return nil
+	}))
 }
 
 // expire closes c on its loop (the timeout sweeper asked).

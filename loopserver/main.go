@@ -5,7 +5,9 @@
 //	loopserver --engine gnet --loops 4 --block 5ms --addr 127.0.0.1:8081
 //
 // It runs on gnet (default) or evio, answers GET /stats on an admin listener
-// apart from the loops, and warns when a loop stays blocked past --block-warn.
+// apart from the loops, measures every loop's lag with a heartbeat
+// (--lag-interval), and names each loop held past --block-warn, with the
+// route that held it.
 package main
 
 import (
@@ -20,6 +22,7 @@ import (
 
 	"github.com/bystander-kit/bystander/internal/admin"
 	"github.com/bystander-kit/bystander/internal/cli"
+	"github.com/bystander-kit/bystander/internal/lag"
 	"github.com/bystander-kit/bystander/internal/serverflags"
 )
 
@@ -28,6 +31,7 @@ type options struct {
 	engine      string
 	loops       int
 	blockWarn   time.Duration
+	lagInterval time.Duration
 	lockThreads bool
 	log         io.Writer
 }
@@ -67,7 +71,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	o.Register(fs)
 	fs.StringVar(&o.engine, "engine", "gnet", "event-loop library: gnet or evio")
 	fs.IntVar(&o.loops, "loops", 4, "number of event loops")
-	fs.DurationVar(&o.blockWarn, "block-warn", 100*time.Millisecond, "watchdog: log when a loop stays inside one request longer than this (0 disables)")
+	fs.DurationVar(&o.blockWarn, "block-warn", time.Millisecond, "blocked-loop detector: a loop held longer than this, inside one request or with its heartbeat waiting, is a block, counted per loop and route on /stats and logged (one line a second per loop at most; 0 disables)")
+	fs.DurationVar(&o.lagInterval, "lag-interval", time.Millisecond, "hand every loop a heartbeat this often and measure its lag (when it ran less when it was handed over; /stats and the /lag stream); 0 disables")
 	fs.BoolVar(&o.lockThreads, "lock-threads", true, "lock each loop goroutine to its own OS thread, as Netty runs a loop per thread (--lock-threads=false: about 5% less CPU per /fast request, a little further from the /slow ceiling; docs/measurements.md)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: loopserver [flags]\n\nServes /fast /slow /async /offload from event loops (docs/protocol.md).\n\nFlags:\n")
@@ -88,8 +93,10 @@ func (o *options) validate() error {
 		return fmt.Errorf("loopserver: --engine %q: want gnet or evio", o.engine)
 	case o.loops < 1 || o.loops > 256:
 		return fmt.Errorf("loopserver: --loops %d: want 1 to 256", o.loops)
-	case o.blockWarn < 0:
-		return fmt.Errorf("loopserver: --block-warn %s: want 0 (off) or a positive duration", o.blockWarn)
+	case o.blockWarn < 0 || o.blockWarn > time.Hour:
+		return fmt.Errorf("loopserver: --block-warn %s: want 0 (off) or a duration up to 1h", o.blockWarn)
+	case o.lagInterval != 0 && (o.lagInterval < 100*time.Microsecond || o.lagInterval > time.Second):
+		return fmt.Errorf("loopserver: --lag-interval %s: want 0 (off) or 100us to 1s", o.lagInterval)
 	}
 	return o.Common.Validate("loopserver")
 }
@@ -122,22 +129,32 @@ func run(ctx context.Context, o options, ready func(addr, admin net.Addr)) error
 			return fmt.Errorf("loopserver: admin listener %s: %w", o.Admin, err)
 		}
 		adminAddr = ln.Addr()
-		go func() { adminDone <- admin.Serve(ctx, ln, func() any { return s.stats() }) }()
+		go func() {
+			adminDone <- admin.Serve(ctx, ln, func() any { return s.stats() }, admin.Route{Pattern: "GET /lag", Handler: lag.Handler(s.mon)})
+		}()
 	} else {
 		adminDone <- nil
 	}
 
 	stopWatch := make(chan struct{})
 	defer close(stopWatch)
-	go s.watch(stopWatch)
+	go s.mon.Run(stopWatch)
 	go s.sweep(stopWatch)
+	defer s.closeHearts()
 
 	served := make(chan error, 1)
 	go func() {
 		served <- eng.serve(ctx, s, o.Addr, func(a net.Addr) {
-			if ready != nil {
-				ready(a, adminAddr)
-			}
+			// The engine calls this from its own start: the hearts are
+			// opened once it runs, and the server says it listens after.
+			go func() {
+				if err := s.openHearts(a); err != nil {
+					fmt.Fprintf(o.log, "loopserver: %v; running without loop lag where missing\n", err)
+				}
+				if ready != nil {
+					ready(a, adminAddr)
+				}
+			}()
 		})
 	}()
 	var err error

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"net"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/bystander-kit/bystander/internal/block"
 	"github.com/bystander-kit/bystander/internal/h1"
+	"github.com/bystander-kit/bystander/internal/lag"
 	"github.com/bystander-kit/bystander/internal/offload"
 	"github.com/bystander-kit/bystander/internal/proc"
 	"github.com/bystander-kit/bystander/internal/protocol"
@@ -29,8 +31,8 @@ const maxPendingInput = 1 << 20
 const maxPendingOutput = 256 << 10
 
 // loop is one event loop: its label, the OS thread it is locked to, and what
-// it did. Counters are atomics because the admin listener and the watchdog
-// read them from other goroutines.
+// it did. Counters are atomics because the admin listener and the lag
+// monitor read them from other goroutines.
 type loop struct {
 	index int
 	gid   uint64 // the goroutine that runs the loop
@@ -40,27 +42,23 @@ type loop struct {
 	requests   atomic.Int64
 	busyNs     atomic.Int64
 	longestNs  atomic.Int64
-	warnings   atomic.Int64
 
-	// What the loop is inside now, for the watchdog.
-	seq       atomic.Uint64 // bumped on entering a request
-	enteredNs atomic.Int64  // unix ns when it entered; 0 when idle
-	route     atomic.Int32  // route it entered
-	warnedSeq uint64        // last seq the watchdog warned about (watchdog only)
+	// lag is the loop's own lag and blocks (heartbeat and detector).
+	lag *lag.Loop
+	// heart is the connection the server keeps on this loop to hand it
+	// heartbeats; nil without one.
+	heart atomic.Pointer[conn]
 
 	// scratch is the loop's output buffer: used only on the loop itself.
 	scratch []byte
 }
 
-func (l *loop) enter(r protocol.Route, now int64) {
-	l.seq.Add(1)
-	l.route.Store(int32(r))
-	l.enteredNs.Store(now)
-}
+func (l *loop) enter(r protocol.Route, now int64) { l.lag.Enter(r, now) }
 
 func (l *loop) leave(start int64) {
-	l.enteredNs.Store(0)
-	d := time.Now().UnixNano() - start
+	end := time.Now().UnixNano()
+	l.lag.Leave(end)
+	d := end - start
 	l.busyNs.Add(d)
 	for {
 		old := l.longestNs.Load()
@@ -81,11 +79,13 @@ type loopSet struct {
 	mu    sync.Mutex
 	lock  bool
 	loops atomic.Pointer[[]*loop]
+	lags  atomic.Pointer[[]*lag.Loop]
 }
 
 func newLoopSet(lock bool) *loopSet {
 	ls := &loopSet{lock: lock}
 	ls.loops.Store(&[]*loop{})
+	ls.lags.Store(&[]*lag.Loop{})
 	return ls
 }
 
@@ -114,11 +114,19 @@ func (ls *loopSet) register() *loop {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
 	old := *ls.loops.Load()
-	l := &loop{index: len(old), gid: goid(), scratch: make([]byte, 0, 4096)}
+	l := &loop{index: len(old), gid: goid(), scratch: make([]byte, 0, 4096), lag: lag.NewLoop(len(old))}
 	next := append(append(make([]*loop, 0, len(old)+1), old...), l)
+	lags := make([]*lag.Loop, len(next))
+	for i, n := range next {
+		lags[i] = n.lag
+	}
+	ls.lags.Store(&lags)
 	ls.loops.Store(&next)
 	return l
 }
+
+// lagLoops lists every loop's lag monitor, for lag.Monitor.
+func (ls *loopSet) lagLoops() []*lag.Loop { return *ls.lags.Load() }
 
 // goid is the calling goroutine's id, from the first line of its stack:
 // "goroutine 123 [running]:".
@@ -146,6 +154,7 @@ type conn struct {
 	closed  bool
 	pending bool // a continuation is outstanding: later requests wait buffered
 	retry   bool // gnet: a later look at the buffered requests is armed
+	heart   bool // the server's own connection carrying its loop's heartbeat
 	buf     []byte
 
 	// The outstanding request, for its continuation.
@@ -201,6 +210,8 @@ func (c *conn) note(rest []byte) {
 type resumer interface {
 	resume(c *conn)
 	expire(c *conn)
+	// beat runs the heartbeat of heart's loop on that loop.
+	beat(heart *conn)
 }
 
 // server is what both engines share: routing, the endpoints, the counters.
@@ -209,6 +220,7 @@ type server struct {
 	loops   *loopSet
 	pool    *offload.Pool
 	eng     resumer
+	mon     *lag.Monitor
 	started time.Time
 	log     io.Writer
 
@@ -218,6 +230,9 @@ type server struct {
 	maxConns, nofile int64
 	open, refused    atomic.Int64
 	lastRefusalLog   atomic.Int64 // unix ns
+
+	hearts   hearts
+	stopping atomic.Bool
 
 	conns                    sync.Map     // *conn -> struct{}: every open connection, for the sweeper
 	idleTO, headerTO, bodyTO atomic.Int64 // connections closed by each timeout
@@ -232,6 +247,10 @@ func newServer(o options) *server {
 		log:     o.log,
 	}
 	s.nofile, s.maxConns = connCap()
+	s.maxConns = max(s.maxConns-int64(2*o.loops), 1) // the hearts' two ends
+	s.hearts.ports = map[int]chan *loop{}
+	s.mon = lag.New(lag.Options{Interval: o.lagInterval, Warn: o.blockWarn, Log: o.log, Name: "loopserver"},
+		s.loops.lagLoops, s.poke)
 	return s
 }
 
@@ -251,7 +270,10 @@ func connCap() (nofile, maxConns int64) {
 // opened registers a new connection on the calling loop, or returns nil
 // when the server holds as many as its cap: the engine then closes it at
 // once, and the refusals are logged once a second.
-func (s *server) opened() *conn {
+func (s *server) opened(remote net.Addr, handle any) *conn {
+	if c := s.openedHeart(remote, handle); c != nil {
+		return c
+	}
 	if s.open.Add(1) > s.maxConns {
 		s.open.Add(-1)
 		n := s.refused.Add(1)
@@ -265,7 +287,7 @@ func (s *server) opened() *conn {
 	l := s.loops.register()
 	l.connsOpen.Add(1)
 	l.connsTotal.Add(1)
-	c := &conn{loop: l}
+	c := &conn{loop: l, handle: handle}
 	c.lastActive.Store(time.Now().UnixNano())
 	s.conns.Store(c, struct{}{})
 	return c
@@ -274,6 +296,10 @@ func (s *server) opened() *conn {
 // closedConn marks c closed so a late continuation writes nothing.
 func (s *server) closedConn(c *conn) {
 	if c == nil || c.closed {
+		return
+	}
+	if c.heart {
+		s.closedHeart(c)
 		return
 	}
 	c.closed = true
@@ -500,20 +526,22 @@ func (s *server) reply(out []byte, c *conn, req *h1.Request, status int, body st
 
 // Stats is the admin /stats document of a loop server.
 type Stats struct {
-	Server         string      `json:"server"`
-	Engine         string      `json:"engine"`
-	LoopsWanted    int         `json:"loops_configured"`
-	BlockNs        int64       `json:"block_ns"`
-	BlockMode      string      `json:"block_mode"`
-	BlockWarnNs    int64       `json:"block_warn_ns"`
-	OffloadWorkers int         `json:"offload_workers"`
-	OffloadQueued  int         `json:"offload_queued"`
-	MaxConns       int64       `json:"max_connections"`
-	Refused        int64       `json:"connections_refused"`
-	TimedOut       TimedOut    `json:"timed_out"`
-	UptimeNs       int64       `json:"uptime_ns"`
-	Process        proc.Usage  `json:"process"`
-	Loops          []LoopStats `json:"loops"`
+	Server         string        `json:"server"`
+	Engine         string        `json:"engine"`
+	LoopsWanted    int           `json:"loops_configured"`
+	BlockNs        int64         `json:"block_ns"`
+	BlockMode      string        `json:"block_mode"`
+	BlockWarnNs    int64         `json:"block_warn_ns"`
+	LagIntervalNs  int64         `json:"lag_interval_ns"`
+	Detection      lag.Detection `json:"block_detection"`
+	OffloadWorkers int           `json:"offload_workers"`
+	OffloadQueued  int           `json:"offload_queued"`
+	MaxConns       int64         `json:"max_connections"`
+	Refused        int64         `json:"connections_refused"`
+	TimedOut       TimedOut      `json:"timed_out"`
+	UptimeNs       int64         `json:"uptime_ns"`
+	Process        proc.Usage    `json:"process"`
+	Loops          []LoopStats   `json:"loops"`
 }
 
 // TimedOut counts the connections closed by each timeout.
@@ -531,10 +559,12 @@ type LoopStats struct {
 	Requests         int64 `json:"requests"`
 	BusyNs           int64 `json:"busy_ns"`
 	LongestBlockNs   int64 `json:"longest_block_ns"`
-	WatchdogWarnings int64 `json:"watchdog_warnings"`
+	// The loop's own lag (heartbeat) and the blocks the detector saw.
+	lag.Stats
 }
 
 func (s *server) stats() Stats {
+	now := time.Now().UnixNano()
 	st := Stats{
 		Server:         "loopserver",
 		Engine:         s.opts.engine,
@@ -542,6 +572,8 @@ func (s *server) stats() Stats {
 		BlockNs:        int64(s.opts.Block),
 		BlockMode:      s.opts.BlockMode.String(),
 		BlockWarnNs:    int64(s.opts.blockWarn),
+		LagIntervalNs:  int64(s.opts.lagInterval),
+		Detection:      s.mon.Detection(),
 		OffloadWorkers: s.pool.Workers(),
 		OffloadQueued:  s.pool.Queued(),
 		MaxConns:       s.maxConns,
@@ -559,35 +591,8 @@ func (s *server) stats() Stats {
 			Requests:         l.requests.Load(),
 			BusyNs:           l.busyNs.Load(),
 			LongestBlockNs:   l.longestNs.Load(),
-			WatchdogWarnings: l.warnings.Load(),
+			Stats:            l.lag.Stats(now),
 		})
 	}
 	return st
-}
-
-// watch is the blocked-loop watchdog, after Vert.x's blocked-thread checker:
-// a loop that stays inside one request longer than warn gets one log line
-// and one count, however long it stays.
-func (s *server) watch(stop <-chan struct{}) {
-	warn := s.opts.blockWarn
-	if warn <= 0 {
-		return
-	}
-	every(stop, min(max(warn/4, time.Millisecond), 250*time.Millisecond), func(now time.Time) {
-		for _, l := range s.loops.all() {
-			s.check(l, now.UnixNano(), warn)
-		}
-	})
-}
-
-func (s *server) check(l *loop, now int64, warn time.Duration) {
-	seq := l.seq.Load()
-	since := l.enteredNs.Load()
-	if since == 0 || seq == l.warnedSeq || time.Duration(now-since) <= warn {
-		return
-	}
-	l.warnedSeq = seq
-	n := l.warnings.Add(1)
-	fmt.Fprintf(s.log, "loopserver: watchdog: loop %d blocked for %s in %s (over --block-warn %s; warning %d on this loop)\n",
-		l.index, time.Duration(now-since).Round(time.Millisecond), protocol.Route(l.route.Load()), warn, n)
 }

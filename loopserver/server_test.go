@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bystander-kit/bystander/internal/lag"
 	"github.com/bystander-kit/bystander/internal/protocol"
 	"github.com/bystander-kit/bystander/internal/serverflags"
 	"github.com/bystander-kit/bystander/internal/wiretest"
@@ -49,7 +50,7 @@ func start(t *testing.T, engine string, tweak func(*options)) *testServer {
 	log := &syncBuffer{}
 	o := options{
 		Common: serverflags.Defaults("127.0.0.1:0", "127.0.0.1:0"),
-		engine: engine, loops: 4, blockWarn: 100 * time.Millisecond, lockThreads: true, log: log,
+		engine: engine, loops: 4, blockWarn: time.Millisecond, lagInterval: time.Millisecond, lockThreads: true, log: log,
 	}
 	o.OffloadWorkers = 16
 	if tweak != nil {
@@ -352,10 +353,11 @@ func TestMalformed(t *testing.T) {
 	}
 }
 
-// TestWatchdog: a request that holds its loop past --block-warn is logged
-// once, naming the loop and the route, and counted in /stats; the admin
-// listener answers while the loop is blocked.
-func TestWatchdog(t *testing.T) {
+// TestBlockDetector: a request that holds its loop is one block of that
+// loop in /slow, seen while it lasts (the admin side answers meanwhile),
+// logged once with the loop and the route, as long as the request; the
+// loop's heartbeat waited through it; no other loop has a /slow block.
+func TestBlockDetector(t *testing.T) {
 	for _, eng := range engines {
 		t.Run(eng, func(t *testing.T) {
 			t.Parallel()
@@ -364,6 +366,8 @@ func TestWatchdog(t *testing.T) {
 			own := c.MustGet("/fast").Int(protocol.HeaderLoop)
 			done := make(chan wiretest.Answer, 1)
 			go func() { done <- c.MustGet("/slow?block=400ms") }()
+			stream := make(chan []lag.Event, 1)
+			go func() { stream <- lagEvents(t, s, "/lag?for=600ms") }()
 			time.Sleep(150 * time.Millisecond)
 			st := stats(t, s) // answers while the loop is blocked
 			select {
@@ -371,30 +375,79 @@ func TestWatchdog(t *testing.T) {
 				t.Fatal("/slow answered before the admin listener did")
 			default:
 			}
-			if st.Loops[own].WatchdogWarnings != 1 {
-				t.Errorf("loop %d warnings %d during the block, want 1", own, st.Loops[own].WatchdogWarnings)
+			if l := st.Loops[own]; !l.BlockedNow || l.BlocksByRoute["/slow"] != 1 {
+				t.Errorf("loop %d during the block: %+v, want blocked now, one block in /slow", own, l.Stats)
 			}
 			<-done
 			st = stats(t, s)
-			if w := st.Loops[own].WatchdogWarnings; w != 1 {
-				t.Errorf("warnings after one 400ms block: %d, want 1", w)
-			}
-			if st.Loops[own].LongestBlockNs < int64(400*time.Millisecond) {
-				t.Errorf("longest block %d ns, want >= 400ms", st.Loops[own].LongestBlockNs)
-			}
-			var requests int64
 			for _, l := range st.Loops {
-				requests += l.Requests
+				want := int64(0)
+				if int64(l.Loop) == own {
+					want = 1
+				}
+				if l.BlocksByRoute["/slow"] != want {
+					t.Errorf("loop %d has %d blocks in /slow, want %d", l.Loop, l.BlocksByRoute["/slow"], want)
+				}
 			}
-			if requests != 2 || st.Process.CPUNs() <= 0 {
-				t.Errorf("requests %d, cpu %d", requests, st.Process.CPUNs())
+			l := st.Loops[own]
+			if l.BlockedNs < int64(400*time.Millisecond) || l.LongestBlockNs < int64(400*time.Millisecond) {
+				t.Errorf("blocked %d ns, longest %d ns, want >= 400ms", l.BlockedNs, l.LongestBlockNs)
 			}
-			want := fmt.Sprintf("loop %d blocked for", own)
-			if log := s.log.String(); strings.Count(log, "watchdog:") != 1 || !strings.Contains(log, want) || !strings.Contains(log, "/slow") {
-				t.Errorf("watchdog log %q, want one line with %q and /slow", log, want)
+			if l.LagMaxNs < int64(200*time.Millisecond) {
+				t.Errorf("loop %d's heartbeat lag max %d ns through a 400ms block", own, l.LagMaxNs)
+			}
+			if st.Detection.Count < 1 || st.LagIntervalNs != int64(time.Millisecond) {
+				t.Errorf("detection %+v, interval %d", st.Detection, st.LagIntervalNs)
+			}
+			want := fmt.Sprintf("loop %d blocked 4", own)
+			if log := s.log.String(); strings.Count(log, "in /slow") != 1 || !strings.Contains(log, want) {
+				t.Errorf("detector log %q, want one line with %q and in /slow", log, want)
+			}
+			// The stream saw it too: the loop held, in /slow, the others not.
+			var held bool
+			for _, ev := range <-stream {
+				if len(ev.Loops) != 4 || ev.WindowNs <= 0 {
+					t.Fatalf("event %+v", ev)
+				}
+				for _, le := range ev.Loops {
+					if le.Route == "/slow" && int64(le.Loop) != own {
+						t.Errorf("loop %d streamed as blocked in /slow", le.Loop)
+					}
+					if int64(le.Loop) == own && le.BlockedNow && le.Route == "/slow" && le.BlockedShare > 0 {
+						held = true
+					}
+				}
+			}
+			if !held {
+				t.Error("no streamed event shows the held loop blocked in /slow")
 			}
 		})
 	}
+}
+
+// lagEvents reads the NDJSON lag stream at path to its end.
+func lagEvents(t *testing.T, s *testServer, path string) []lag.Event {
+	resp, err := http.Get("http://" + s.admin + path)
+	if err != nil {
+		t.Error(err)
+		return nil
+	}
+	defer resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); resp.StatusCode != 200 || ct != "application/x-ndjson" {
+		t.Errorf("%s: %s %q", path, resp.Status, ct)
+	}
+	var evs []lag.Event
+	dec := json.NewDecoder(resp.Body)
+	dec.DisallowUnknownFields()
+	for dec.More() {
+		var ev lag.Event
+		if err := dec.Decode(&ev); err != nil {
+			t.Error(err)
+			break
+		}
+		evs = append(evs, ev)
+	}
+	return evs
 }
 
 func TestFlags(t *testing.T) {

@@ -23,9 +23,18 @@ func Listen(addr string) (net.Listener, error) {
 	return ln, nil
 }
 
-// Handler serves /stats from stats() and the pprof pages.
-func Handler(stats func() any) http.Handler {
+// Route is a further page a server adds to its admin side.
+type Route struct {
+	Pattern string // as http.ServeMux takes it: "GET /lag"
+	Handler http.Handler
+}
+
+// Handler serves /stats from stats(), the pprof pages and routes.
+func Handler(stats func() any, routes ...Route) http.Handler {
 	mux := http.NewServeMux()
+	for _, r := range routes {
+		mux.Handle(r.Pattern, r.Handler)
+	}
 	mux.HandleFunc("GET /stats", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		enc := json.NewEncoder(w)
@@ -46,9 +55,9 @@ func Handler(stats func() any) http.Handler {
 var idleTimeout = 30 * time.Second
 
 // Serve answers on ln until ctx is done, then closes it.
-func Serve(ctx context.Context, ln net.Listener, stats func() any) error {
+func Serve(ctx context.Context, ln net.Listener, stats func() any, routes ...Route) error {
 	srv := &http.Server{
-		Handler:           Handler(stats),
+		Handler:           Handler(stats, routes...),
 		ReadHeaderTimeout: 5 * time.Second,
 		IdleTimeout:       idleTimeout,
 		MaxHeaderBytes:    8 << 10,

@@ -42,6 +42,21 @@ func (h *H) Record(d time.Duration) {
 	_ = h.h.RecordValue(us)
 }
 
+// RecordCorrected adds one latency of a sample due every interval, and the
+// samples that could not be taken while it was late (HdrHistogram's
+// coordinated-omission correction): a heartbeat 5 ms late at a 1 ms
+// interval also counts the beats due 1, 2, 3 and 4 ms into the wait, which
+// were late by 4, 3, 2 and 1 ms.
+func (h *H) RecordCorrected(d, interval time.Duration) {
+	h.Record(d)
+	if interval <= 0 {
+		return
+	}
+	for missed := d - interval; missed >= interval; missed -= interval {
+		h.Record(missed)
+	}
+}
+
 // Merge adds o's values into h.
 func (h *H) Merge(o *H) {
 	h.h.Merge(o.h)

@@ -71,3 +71,20 @@ func TestEncoded(t *testing.T) {
 		t.Fatal("decoded an empty encoding")
 	}
 }
+
+func TestRecordCorrected(t *testing.T) {
+	h := New()
+	h.RecordCorrected(5*time.Millisecond, time.Millisecond)
+	if h.Count() != 5 {
+		t.Fatalf("count %d, want 5 (the late beat and the 4 it hid)", h.Count())
+	}
+	s := h.Summary()
+	if s.MinUs < 999 || s.MinUs > 1001 || s.MaxUs < 4995 || s.MaxUs > 5005 {
+		t.Errorf("min %v max %v, want 1000 and 5000 us", s.MinUs, s.MaxUs)
+	}
+	h2 := New()
+	h2.RecordCorrected(300*time.Microsecond, time.Millisecond)
+	if h2.Count() != 1 {
+		t.Errorf("a beat late by less than the interval hid nothing: count %d", h2.Count())
+	}
+}

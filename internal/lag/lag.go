@@ -1,0 +1,341 @@
+// Package lag measures an event loop's lateness from inside the server, the
+// way Node.js's monitorEventLoopDelay does, but per loop and attributed: a
+// heartbeat is handed to every loop each interval, its lag is when it ran
+// less when it was handed over, and a detector names the loop, the route it
+// was serving and how long it was held, once per block.
+//
+// A loop's heartbeat is a task the server's engine runs on that loop (the
+// engine decides how: a task queued on the loop, a wake of a connection the
+// server keeps there). One beat per loop is outstanding at a time: a loop
+// blocked for 5 ms at a 1 ms interval has one beat 5 ms late, and the four
+// beats it could not take are recorded as HdrHistogram's coordinated-omission
+// correction records them (4, 3, 2 and 1 ms late), so the histogram says
+// what a beat due every interval would have seen.
+package lag
+
+import (
+	"fmt"
+	"io"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/bystander-kit/bystander/internal/hist"
+	"github.com/bystander-kit/bystander/internal/protocol"
+)
+
+// ringSize is how many recent beats each loop keeps for the stream: two
+// seconds at the default 1 ms interval.
+const ringSize = 2048
+
+// logEvery is the most often the detector logs for one loop.
+const logEvery = time.Second
+
+// Outside names a block that began between requests (a late heartbeat with
+// the loop inside no request: the engine, the runtime or the machine).
+const Outside = "outside a request"
+
+type sample struct{ at, lag int64 }
+
+// Loop is one event loop's monitor. Enter, Leave and Beat are called on the
+// loop; everything else from other goroutines.
+type Loop struct {
+	Index int
+
+	// The request the loop is inside, for the detector.
+	seq     atomic.Uint64
+	entered atomic.Int64 // unix ns; 0: between requests
+	route   atomic.Int32
+	left    atomic.Int64 // unix ns the last request ended
+
+	// The heartbeat.
+	due     atomic.Int64 // unix ns the outstanding beat was handed over; 0: none
+	lastRan atomic.Int64
+	mu      sync.Mutex // guards h, ring, n
+	h       *hist.H
+	ring    [ringSize]sample
+	n       uint64
+
+	// What the detector found; it alone writes these.
+	det       detState
+	blockAt   atomic.Int64 // unix ns the ongoing block began; 0: none
+	blockRt   atomic.Int32 // its route, -1: outside a request
+	blocks    atomic.Int64
+	blockedNs atomic.Int64 // blocks that ended
+	byRoute   [len(routeKeys)]atomic.Int64
+}
+
+type detState struct {
+	seq      uint64
+	byReq    bool
+	lastLog  int64
+	unlogged int64
+	logged   bool // this block has had its line
+}
+
+// routeKeys are the routes blocks are counted by: each protocol route, and
+// outside any request (index 0, where protocol.Unknown would be: a request
+// to an unknown path answers 404 at once and never blocks).
+var routeKeys = [...]string{Outside, "/fast", "/slow", "/async", "/offload"}
+
+func routeName(r int32) string {
+	if r <= 0 || int(r) >= len(routeKeys) {
+		return Outside
+	}
+	return routeKeys[r]
+}
+
+// NewLoop returns the monitor of loop index.
+func NewLoop(index int) *Loop {
+	l := &Loop{Index: index, h: hist.New()}
+	l.blockRt.Store(-1)
+	return l
+}
+
+// Enter records, on the loop, that it began serving route at now (unix ns).
+func (l *Loop) Enter(r protocol.Route, now int64) {
+	l.seq.Add(1)
+	l.route.Store(int32(r))
+	l.entered.Store(now)
+}
+
+// Leave records, on the loop, that the request ended at now.
+func (l *Loop) Leave(now int64) {
+	l.entered.Store(0)
+	l.left.Store(now)
+}
+
+// Beat is the heartbeat running on the loop at now (unix ns).
+func (l *Loop) Beat(now int64, interval time.Duration) {
+	due := l.due.Load()
+	if due == 0 {
+		return
+	}
+	d := max(now-due, 0)
+	l.mu.Lock()
+	l.h.RecordCorrected(time.Duration(d), interval)
+	l.ring[l.n%ringSize] = sample{at: now, lag: d}
+	l.n++
+	l.mu.Unlock()
+	l.lastRan.Store(now)
+	l.due.Store(0)
+}
+
+// Options configure a Monitor.
+type Options struct {
+	// Interval is how often each loop gets a heartbeat; 0: none.
+	Interval time.Duration
+	// Warn is how long a loop may be held, inside one request or with its
+	// heartbeat waiting, before that is a block; 0: no detector.
+	Warn time.Duration
+	// Log gets one line per block, at most one a second per loop.
+	Log io.Writer
+	// Name prefixes log lines ("loopserver").
+	Name string
+}
+
+// Monitor hands out the heartbeats and runs the detector.
+type Monitor struct {
+	opts  Options
+	loops func() []*Loop
+	poke  func(*Loop) bool
+
+	mu     sync.Mutex
+	detect *hist.H // how long after a block began the detector saw it
+}
+
+// New returns a monitor of the loops loops() lists; poke hands a beat to a
+// loop and says whether it could (a loop without a heart cannot take one).
+func New(o Options, loops func() []*Loop, poke func(*Loop) bool) *Monitor {
+	if o.Log == nil {
+		o.Log = io.Discard
+	}
+	return &Monitor{opts: o, loops: loops, poke: poke, detect: hist.New()}
+}
+
+// Tick is how often Run wakes: the heartbeat interval, or without one a
+// quarter of Warn (1 ms to 250 ms); 0 when there is nothing to do.
+func (m *Monitor) Tick() time.Duration {
+	if m.opts.Interval > 0 {
+		return m.opts.Interval
+	}
+	if m.opts.Warn > 0 {
+		return min(max(m.opts.Warn/4, time.Millisecond), 250*time.Millisecond)
+	}
+	return 0
+}
+
+// Run hands out heartbeats and detects blocks every Tick until stop closes.
+func (m *Monitor) Run(stop <-chan struct{}) {
+	tick := m.Tick()
+	if tick == 0 {
+		return
+	}
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+			m.Step(time.Now().UnixNano())
+		}
+	}
+}
+
+// Step is one tick at now: a beat to every loop whose last one ran, then
+// the detector over every loop.
+func (m *Monitor) Step(now int64) {
+	for _, l := range m.loops() {
+		if m.opts.Interval > 0 && l.due.Load() == 0 {
+			l.due.Store(now) // before it can run
+			if !m.poke(l) {
+				l.due.Store(0)
+			}
+		}
+		if m.opts.Warn > 0 {
+			m.check(l, now)
+		}
+	}
+}
+
+// check moves l's block state on at now. A block is a loop held past Warn:
+// inside one request (it began when the request did) or with its
+// heartbeat waiting (it began when the beat was handed over). It ends when
+// neither holds; a new request held past Warn is a new block.
+func (m *Monitor) check(l *Loop, now int64) {
+	warn := int64(m.opts.Warn)
+	var since int64
+	byReq, route := false, int32(-1)
+	if e := l.entered.Load(); e != 0 && now-e >= warn {
+		since, byReq, route = e, true, l.route.Load()
+	} else if d := l.due.Load(); d != 0 && now-d >= warn {
+		since = d
+		if e := l.entered.Load(); e != 0 {
+			route = l.route.Load()
+		}
+	}
+	seq := l.seq.Load()
+	start := l.blockAt.Load()
+	if start != 0 && (since == 0 || (byReq && l.det.byReq && seq != l.det.seq)) {
+		end := now
+		if left := l.left.Load(); l.det.byReq && left > start && left < end {
+			end = left
+		} else if ran := l.lastRan.Load(); !l.det.byReq && ran > start && ran < end {
+			end = ran
+		}
+		m.ended(l, start, end, now)
+		start = 0
+	}
+	if since != 0 && start == 0 {
+		l.det.seq, l.det.byReq, l.det.logged = seq, byReq, false
+		l.blockRt.Store(route)
+		l.blockAt.Store(since)
+		l.blocks.Add(1)
+		l.byRoute[max(route, 0)].Add(1)
+		m.mu.Lock()
+		m.detect.Record(time.Duration(now - since))
+		m.mu.Unlock()
+	}
+	if start != 0 && !l.det.logged && now-start >= int64(logEvery) {
+		// Still held after a second: say so now rather than at the end.
+		l.det.logged = true
+		m.logBlock(l, start, now, "so far, still blocked")
+	}
+}
+
+func (m *Monitor) ended(l *Loop, start, end, now int64) {
+	l.blockedNs.Add(end - start)
+	l.blockAt.Store(0)
+	if !l.det.logged {
+		if now-l.det.lastLog >= int64(logEvery) {
+			m.logBlock(l, start, end, "")
+		} else {
+			l.det.unlogged++
+		}
+	}
+}
+
+func (m *Monitor) logBlock(l *Loop, start, end int64, how string) {
+	more := ""
+	if l.det.unlogged > 0 {
+		more = fmt.Sprintf("; %d shorter-lived lines skipped on this loop since the last", l.det.unlogged)
+	}
+	if how != "" {
+		how = " " + how
+	}
+	where := routeName(l.blockRt.Load())
+	if where != Outside {
+		where = "in " + where
+	}
+	fmt.Fprintf(m.opts.Log, "%s: loop %d blocked %s %s%s (block %d on this loop; over %s%s)\n",
+		m.opts.Name, l.Index, time.Duration(end-start).Round(10*time.Microsecond), where, how,
+		l.blocks.Load(), m.opts.Warn, more)
+	l.det.lastLog, l.det.unlogged = end, 0
+}
+
+// Stats is one loop's lag and blocks since the server started.
+type Stats struct {
+	LagBeats      int64            `json:"lag_beats"`
+	LagP50Ns      int64            `json:"lag_p50_ns"`
+	LagP99Ns      int64            `json:"lag_p99_ns"`
+	LagMaxNs      int64            `json:"lag_max_ns"`
+	Blocks        int64            `json:"blocks"`
+	BlockedNs     int64            `json:"blocked_ns"`
+	BlockedNow    bool             `json:"blocked_now"`
+	BlocksByRoute map[string]int64 `json:"blocks_by_route"`
+}
+
+// Stats returns l's figures at now: the lag histogram (recorded beats, with
+// the ones a late beat hid), and the blocks, the ongoing one included.
+func (l *Loop) Stats(now int64) Stats {
+	l.mu.Lock()
+	s := l.h.Summary()
+	l.mu.Unlock()
+	us := func(v float64) int64 { return int64(v * 1e3) }
+	return Stats{
+		LagBeats: s.Count, LagP50Ns: us(s.P50Us), LagP99Ns: us(s.P99Us), LagMaxNs: us(s.MaxUs),
+		Blocks: l.blocks.Load(), BlockedNs: l.blockedUntil(now), BlockedNow: l.blockAt.Load() != 0,
+		BlocksByRoute: l.blocksByRoute(),
+	}
+}
+
+// blocksByRoute counts l's blocks by the route they began in.
+func (l *Loop) blocksByRoute() map[string]int64 {
+	m := map[string]int64{}
+	for i := range l.byRoute {
+		if n := l.byRoute[i].Load(); n > 0 {
+			m[routeKeys[i]] = n
+		}
+	}
+	return m
+}
+
+// blockedUntil is the time l spent blocked up to now, the ongoing block's
+// part included.
+func (l *Loop) blockedUntil(now int64) int64 {
+	b := l.blockedNs.Load()
+	if s := l.blockAt.Load(); s != 0 && now > s {
+		b += now - s
+	}
+	return b
+}
+
+// Detection is how long after their start the detector saw blocks.
+type Detection struct {
+	Count int64 `json:"count"`
+	P50Ns int64 `json:"p50_ns"`
+	P99Ns int64 `json:"p99_ns"`
+	MaxNs int64 `json:"max_ns"`
+}
+
+// Detection summarises how late the detector saw each block.
+func (m *Monitor) Detection() Detection {
+	m.mu.Lock()
+	s := m.detect.Summary()
+	m.mu.Unlock()
+	return Detection{Count: s.Count, P50Ns: int64(s.P50Us * 1e3), P99Ns: int64(s.P99Us * 1e3), MaxNs: int64(s.MaxUs * 1e3)}
+}
+
+// Options returns what the monitor was made with.
+func (m *Monitor) Options() Options { return m.opts }

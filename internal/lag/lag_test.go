@@ -1,0 +1,158 @@
+package lag
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bystander-kit/bystander/internal/protocol"
+)
+
+const ms = int64(time.Millisecond)
+
+// rig is a monitor over n loops whose beats run only when the test says.
+type rig struct {
+	m     *Monitor
+	loops []*Loop
+	poked []int
+	log   bytes.Buffer
+}
+
+func newRig(n int, interval, warn time.Duration) *rig {
+	r := &rig{}
+	for i := range n {
+		r.loops = append(r.loops, NewLoop(i))
+	}
+	r.m = New(Options{Interval: interval, Warn: warn, Log: &r.log, Name: "test"},
+		func() []*Loop { return r.loops }, func(l *Loop) bool { r.poked = append(r.poked, l.Index); return true })
+	return r
+}
+
+// A 5 ms request on loop 1 is one block in /slow on loop 1, seen at the
+// first tick at least Warn into it, 5 ms long, logged once; loop 0 has none.
+func TestBlockInRequest(t *testing.T) {
+	r := newRig(2, 0, time.Millisecond)
+	t0 := int64(1_000_000_000)
+	l := r.loops[1]
+	l.Enter(protocol.Slow, t0)
+	r.m.Step(t0 + ms/2)
+	if l.blocks.Load() != 0 {
+		t.Fatal("a block before Warn had passed")
+	}
+	r.m.Step(t0 + 3*ms/2)
+	if l.blocks.Load() != 1 || !l.Stats(t0+3*ms/2).BlockedNow {
+		t.Fatalf("not detected: %+v", l.Stats(t0+3*ms/2))
+	}
+	if d := r.m.Detection(); d.Count != 1 || d.MaxNs < 3*ms/2-ms/100 || d.MaxNs > 3*ms/2+ms/100 {
+		t.Errorf("detection %+v, want one at 1.5 ms", d)
+	}
+	l.Leave(t0 + 5*ms)
+	r.m.Step(t0 + 11*ms/2)
+	st := l.Stats(t0 + 6*ms)
+	if st.Blocks != 1 || st.BlockedNs != 5*ms || st.BlockedNow || st.BlocksByRoute["/slow"] != 1 {
+		t.Errorf("after the block: %+v, want 1 block of 5 ms in /slow", st)
+	}
+	if r.loops[0].blocks.Load() != 0 {
+		t.Error("loop 0 was never held but has a block")
+	}
+	if got := r.log.String(); strings.Count(got, "\n") != 1 || !strings.Contains(got, "loop 1 blocked 5ms in /slow") {
+		t.Errorf("log %q, want one line: loop 1 blocked 5ms in /slow", got)
+	}
+}
+
+// Back-to-back requests held past Warn are one block each, and the log
+// says one line a second at most, counting the ones it skipped.
+func TestBackToBack(t *testing.T) {
+	r := newRig(1, 0, time.Millisecond)
+	l := r.loops[0]
+	at := int64(1_000_000_000)
+	for range 10 {
+		l.Enter(protocol.Slow, at)
+		r.m.Step(at + 2*ms)
+		r.m.Step(at + 4*ms)
+		l.Leave(at + 5*ms)
+		at += 5 * ms // the next begins as this one ends, before any tick
+	}
+	r.m.Step(at + ms/2)
+	st := l.Stats(at + ms)
+	if st.Blocks != 10 || st.BlockedNs != 50*ms || st.BlocksByRoute["/slow"] != 10 {
+		t.Errorf("%+v, want 10 blocks, 50 ms", st)
+	}
+	if n := strings.Count(r.log.String(), "\n"); n != 1 {
+		t.Errorf("%d log lines in 50 ms, want 1:\n%s", n, r.log.String())
+	}
+}
+
+// A beat that waits past Warn while the loop is in no request is a block
+// outside a request; the beat's lag, with the beats it hid, is recorded.
+func TestLateBeat(t *testing.T) {
+	r := newRig(1, time.Millisecond, time.Millisecond)
+	l := r.loops[0]
+	t0 := int64(1_000_000_000)
+	r.m.Step(t0)
+	if len(r.poked) != 1 || l.due.Load() != t0 {
+		t.Fatalf("poked %v due %d", r.poked, l.due.Load())
+	}
+	r.m.Step(t0 + ms)
+	r.m.Step(t0 + 2*ms)
+	if len(r.poked) != 1 {
+		t.Errorf("a second beat handed out while the first waits: %v", r.poked)
+	}
+	if st := l.Stats(t0 + 2*ms); st.Blocks != 1 || st.BlocksByRoute[Outside] != 1 {
+		t.Errorf("%+v, want a block outside a request", st)
+	}
+	l.Beat(t0+4*ms, time.Millisecond)
+	r.m.Step(t0 + 5*ms)
+	st := l.Stats(t0 + 5*ms)
+	if st.LagBeats != 4 || st.LagMaxNs < 4*ms-ms/100 || st.LagMaxNs > 4*ms+ms/100 {
+		t.Errorf("%+v, want 4 beats (4 ms late, and the 3 it hid) max 4 ms", st)
+	}
+	if st.BlockedNow || st.BlockedNs != 4*ms {
+		t.Errorf("%+v, want the block ended when the beat ran, 4 ms", st)
+	}
+	if len(r.poked) != 2 {
+		t.Errorf("no new beat after the late one ran: %v", r.poked)
+	}
+}
+
+// The stream's window shares add up: a loop held for 60 of a 100 ms
+// window says 0.6, an idle one 0; a held beat shows its lag so far.
+func TestStreamWindow(t *testing.T) {
+	r := newRig(2, time.Millisecond, time.Millisecond)
+	t0 := int64(1_000_000_000)
+	c := r.m.NewCursor(t0)
+	for i := int64(0); i < 100; i++ {
+		now := t0 + i*ms
+		if i == 20 {
+			r.loops[1].Enter(protocol.Slow, now)
+		}
+		if i == 80 {
+			r.loops[1].Leave(now)
+		}
+		r.m.Step(now)
+		for _, l := range r.loops {
+			if l.entered.Load() == 0 && l.due.Load() != 0 {
+				l.Beat(now+ms/10, time.Millisecond)
+			}
+		}
+	}
+	ev := r.m.Next(c, t0+100*ms)
+	if len(ev.Loops) != 2 || ev.WindowNs != 100*ms {
+		t.Fatalf("%+v", ev)
+	}
+	idle, held := ev.Loops[0], ev.Loops[1]
+	if idle.BlockedNs != 0 || idle.Blocks != 0 || idle.Beats < 99 || idle.LagMaxNs != ms/10 {
+		t.Errorf("idle loop %+v", idle)
+	}
+	if held.BlockedNs != 60*ms || held.BlockedShare != 0.6 || held.BlocksByRoute["/slow"] != 1 {
+		t.Errorf("held loop %+v, want 60 ms blocked in /slow", held)
+	}
+	if held.LagMaxNs < 60*ms-ms || held.LagMaxNs > 60*ms+ms {
+		t.Errorf("held loop's lag max %d, want about 60 ms", held.LagMaxNs)
+	}
+	// The next window starts where this one ended.
+	if ev2 := r.m.Next(c, t0+200*ms); ev2.Loops[1].BlockedNs != 0 || ev2.Loops[1].Beats != 0 {
+		t.Errorf("the next window repeats the last: %+v", ev2.Loops[1])
+	}
+}

@@ -1,0 +1,158 @@
+package main
+
+import (
+	"fmt"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/bystander-kit/bystander/internal/lag"
+	"golang.org/x/sys/unix"
+)
+
+// The loops' heartbeats ride on connections the server opens to itself,
+// one per loop, before it says it is listening: both engines deal the
+// first n connections one to each loop (gnet round-robin, evio least
+// connections), neither offers another way onto a chosen loop (gnet's
+// EventLoop.Execute needs a connection's loop, evio has only a
+// connection's Wake). A heart never sends; its loop only gets the beats.
+
+// hearts is the state of opening them: the local port of each heart being
+// dialled, so the engine's open callback knows it from a client's.
+type hearts struct {
+	pending atomic.Int32 // hearts dialled and not yet opened
+	mu      sync.Mutex
+	ports   map[int]chan *loop
+	fds     []int // the client ends, closed when the server stops
+}
+
+// openHearts opens one heart per loop on the listener at addr, one after
+// another, each once the last is open. It returns an error when a loop got
+// none (the server then runs without heartbeats on that loop).
+func (s *server) openHearts(addr net.Addr) error {
+	if s.opts.lagInterval <= 0 {
+		return nil
+	}
+	to, ok := addr.(*net.TCPAddr)
+	if !ok {
+		return fmt.Errorf("heartbeat: listener address %v is not TCP", addr)
+	}
+	for i := 0; i < s.opts.loops; i++ {
+		fd, ch, err := s.dialHeart(to)
+		if err != nil {
+			return fmt.Errorf("heartbeat: connection %d of %d: %w", i+1, s.opts.loops, err)
+		}
+		s.hearts.fds = append(s.hearts.fds, fd)
+		select {
+		case l := <-ch:
+			if l.heart.Load() == nil {
+				return fmt.Errorf("heartbeat: connection %d landed on loop %d, which already had one", i+1, l.index)
+			}
+		case <-time.After(5 * time.Second):
+			return fmt.Errorf("heartbeat: connection %d of %d was not opened by the engine within 5s", i+1, s.opts.loops)
+		}
+	}
+	return nil
+}
+
+// dialHeart binds a loopback socket first, so that its port is known (and
+// registered) before the engine can see the connection, then connects.
+func (s *server) dialHeart(to *net.TCPAddr) (int, chan *loop, error) {
+	family, local, remote := unix.AF_INET, unix.Sockaddr(&unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}), unix.Sockaddr(&unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}, Port: to.Port})
+	if to.IP.To4() == nil && !to.IP.IsUnspecified() {
+		family, local, remote = unix.AF_INET6, &unix.SockaddrInet6{Addr: [16]byte{15: 1}}, &unix.SockaddrInet6{Addr: [16]byte{15: 1}, Port: to.Port}
+	}
+	fd, err := unix.Socket(family, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return -1, nil, err
+	}
+	fail := func(err error) (int, chan *loop, error) { unix.Close(fd); return -1, nil, err }
+	if err := unix.Bind(fd, local); err != nil {
+		return fail(err)
+	}
+	sa, err := unix.Getsockname(fd)
+	if err != nil {
+		return fail(err)
+	}
+	port := 0
+	switch a := sa.(type) {
+	case *unix.SockaddrInet4:
+		port = a.Port
+	case *unix.SockaddrInet6:
+		port = a.Port
+	}
+	ch := make(chan *loop, 1)
+	s.hearts.mu.Lock()
+	s.hearts.ports[port] = ch
+	s.hearts.mu.Unlock()
+	s.hearts.pending.Add(1)
+	if err := unix.Connect(fd, remote); err != nil {
+		s.hearts.mu.Lock()
+		delete(s.hearts.ports, port)
+		s.hearts.mu.Unlock()
+		s.hearts.pending.Add(-1)
+		return fail(err)
+	}
+	return fd, ch, nil
+}
+
+// openedHeart returns the heart that remote is, registered on the calling
+// loop, or nil when remote is a client.
+func (s *server) openedHeart(remote net.Addr, handle any) *conn {
+	if s.hearts.pending.Load() == 0 {
+		return nil
+	}
+	a, ok := remote.(*net.TCPAddr)
+	if !ok || !a.IP.IsLoopback() {
+		return nil
+	}
+	s.hearts.mu.Lock()
+	ch := s.hearts.ports[a.Port]
+	delete(s.hearts.ports, a.Port)
+	s.hearts.mu.Unlock()
+	if ch == nil {
+		return nil
+	}
+	s.hearts.pending.Add(-1)
+	l := s.loops.register()
+	c := &conn{loop: l, heart: true, handle: handle}
+	l.heart.CompareAndSwap(nil, c)
+	ch <- l
+	return c
+}
+
+// closedHeart: the engine closed a heart (only the server's stop should).
+func (s *server) closedHeart(c *conn) {
+	c.closed = true
+	if c.loop.heart.CompareAndSwap(c, nil) && !s.stopping.Load() {
+		fmt.Fprintf(s.log, "loopserver: loop %d lost its heartbeat connection: its lag is no longer measured\n", c.loop.index)
+	}
+}
+
+// closeHearts closes the hearts' client ends.
+func (s *server) closeHearts() {
+	for _, fd := range s.hearts.fds {
+		unix.Close(fd)
+	}
+	s.hearts.fds = nil
+}
+
+// poke hands l its heartbeat through its heart; false when it has none.
+func (s *server) poke(l *lag.Loop) bool {
+	loops := s.loops.all()
+	if l.Index >= len(loops) {
+		return false
+	}
+	h := loops[l.Index].heart.Load()
+	if h == nil {
+		return false
+	}
+	s.eng.beat(h)
+	return true
+}
+
+// beatNow is the heartbeat, on heart's loop.
+func (s *server) beatNow(heart *conn) {
+	heart.loop.lag.Beat(time.Now().UnixNano(), s.opts.lagInterval)
+}

@@ -1,0 +1,126 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bystander-kit/bystander/internal/lag"
+	"github.com/bystander-kit/bystander/internal/protocol"
+	"github.com/bystander-kit/bystander/internal/wiretest"
+)
+
+// TestHearts: every loop gets its heartbeat from a connection of the
+// server's own, which is not a client: no loop counts it, and clients are
+// still dealt evenly (8 connections, 2 per loop).
+func TestHearts(t *testing.T) {
+	for _, eng := range engines {
+		t.Run(eng, func(t *testing.T) {
+			t.Parallel()
+			s := start(t, eng, nil)
+			deadline := time.Now().Add(10 * time.Second)
+			for {
+				st := stats(t, s)
+				beating := 0
+				for _, l := range st.Loops {
+					if l.LagBeats > 0 {
+						beating++
+					}
+					if l.ConnectionsOpen != 0 || l.ConnectionsTotal != 0 {
+						t.Fatalf("loop %d counts %d open, %d in all before any client", l.Loop, l.ConnectionsOpen, l.ConnectionsTotal)
+					}
+				}
+				if len(st.Loops) == 4 && beating == 4 {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("after 10s %d loops, %d with heartbeats: %+v", len(st.Loops), beating, st.Loops)
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			counts := map[int64]int{}
+			for range 8 {
+				counts[wiretest.Dial(t, s.addr).MustGet("/fast").Int(protocol.HeaderLoop)]++
+			}
+			for l := range int64(4) {
+				if counts[l] != 2 {
+					t.Errorf("8 clients dealt %v, want 2 per loop", counts)
+					break
+				}
+			}
+		})
+	}
+}
+
+// TestLagOff: --lag-interval 0 opens no hearts and records no beats; the
+// detector alone still streams; with it off too, /lag says there is nothing.
+func TestLagOff(t *testing.T) {
+	s := start(t, "gnet", func(o *options) { o.lagInterval = 0 })
+	c := wiretest.Dial(t, s.addr)
+	c.MustGet("/fast")
+	for _, l := range stats(t, s).Loops {
+		if l.LagBeats != 0 {
+			t.Errorf("loop %d has %d beats with the heartbeat off", l.Loop, l.LagBeats)
+		}
+	}
+	if evs := lagEvents(t, s, "/lag?for=250ms"); len(evs) == 0 {
+		t.Error("no events from the detector alone")
+	}
+	off := start(t, "gnet", func(o *options) { o.lagInterval, o.blockWarn = 0, 0 })
+	resp, err := http.Get("http://" + off.admin + "/lag")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Errorf("/lag with nothing measured: %s, want 404", resp.Status)
+	}
+}
+
+// TestLagStreamSSE: a browser's EventSource gets Server-Sent Events, each
+// an event named lag whose data is one JSON event; bad parameters get 400.
+func TestLagStreamSSE(t *testing.T) {
+	s := start(t, "gnet", nil)
+	req, _ := http.NewRequest("GET", "http://"+s.admin+"/lag?for=350ms", nil)
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
+		t.Fatalf("content type %q", ct)
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(nil, 1<<20)
+	var events, names int
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case line == "event: lag":
+			names++
+		case strings.HasPrefix(line, "data: "):
+			var ev lag.Event
+			if err := json.Unmarshal([]byte(strings.TrimPrefix(line, "data: ")), &ev); err != nil || len(ev.Loops) != 4 {
+				t.Errorf("data %q: %v", line, err)
+			}
+			events++
+		}
+	}
+	if events == 0 || events != names {
+		t.Errorf("%d data lines, %d event names", events, names)
+	}
+	for _, q := range []string{"every=1ms", "every=x", "for=-1s", "format=xml"} {
+		resp, err := http.Get("http://" + s.admin + "/lag?" + q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest {
+			t.Errorf("/lag?%s: %s, want 400", q, resp.Status)
+		}
+	}
+}
