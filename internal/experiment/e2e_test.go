@@ -143,6 +143,12 @@ func TestQuickRun(t *testing.T) {
 			t.Errorf("%s: stalled %v, expected %v (match %v), want %d", r.Step.ID, r.Stalled, r.Expected, r.Match, want)
 		}
 	}
+	detectorMatches(t, f)
+	for _, m := range run.Measurements {
+		if m.Server.Kind == "loop" && (m.Phase == "sweep" || m.Phase == "stall") && m.LagFile == "" {
+			t.Errorf("%s: the loop server's lag was not collected", m.ID)
+		}
+	}
 	for _, p := range allPhases {
 		if phases[p] == 0 {
 			t.Errorf("phase %s measured nothing", p)
@@ -162,6 +168,50 @@ func TestQuickRun(t *testing.T) {
 	}
 	if b, err := os.ReadFile(filepath.Join(out, "summary.txt")); err != nil || !bytes.Contains(b, []byte("Stalled connections")) {
 		t.Errorf("summary.txt: %v", err)
+	}
+}
+
+// detectorMatches: in every stall measurement of a loop server, the loops
+// the server's own detector saw held in /slow are exactly the loops the
+// blockers' requests were answered on (none for k=0).
+func detectorMatches(t *testing.T, f *findings.Findings) {
+	t.Helper()
+	n := 0
+	for _, r := range f.Stall {
+		if r.Step.Server.Kind != "loop" {
+			continue
+		}
+		n++
+		if r.DetectorReps == 0 || !r.DetectorMatch || len(r.DetectorLoops) != r.Step.K {
+			t.Errorf("%s: the detector saw %v blocked in /slow (%d repetitions read, match %v); the blockers' loops were %v",
+				r.Step.ID, r.DetectorLoops, r.DetectorReps, r.DetectorMatch, r.BlockedLoops)
+		}
+	}
+	if n == 0 {
+		t.Error("no stall measurement of a loop server")
+	}
+}
+
+// TestStallDetectorEvio: the same for evio, whose loops take connections
+// by least connections and its heartbeat by a wake.
+func TestStallDetectorEvio(t *testing.T) {
+	bin := kit(t)
+	out := filepath.Join(t.TempDir(), "run")
+	o, err := ParseFlags([]string{"--quick", "--phases", "stall", "--servers", "loop", "--engines", "evio", "--out", out, "--bin", bin}, os.Stderr, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stdout bytes.Buffer
+	if code := Run(context.Background(), o, &stdout, &stdout); code != 0 {
+		t.Fatalf("exit %d\n%s", code, stdout.String())
+	}
+	f, err := findings.Read(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	detectorMatches(t, f)
+	if !strings.Contains(stdout.String(), "(the blockers' loops)") {
+		t.Errorf("the stall table does not give the detector's loops:\n%s", stdout.String())
 	}
 }
 

@@ -174,6 +174,7 @@ func (p *procs) stopAll() {
 type server struct {
 	*child
 	addr, admin string
+	kind        string // loop | pool
 }
 
 var listening = regexp.MustCompile(`listening on http://(\S+) .*admin http://(\S+)/stats`)
@@ -221,7 +222,7 @@ func (p *procs) startServer(ctx context.Context, s Server, o Options) (*server, 
 		c.stop(syscall.SIGTERM, time.Second)
 		return nil, fmt.Errorf("%s said %q, not where it listens", name, line)
 	}
-	srv := &server{child: c, addr: m[1], admin: m[2]}
+	srv := &server{child: c, addr: m[1], admin: m[2], kind: s.Kind}
 	// It listens; wait until it answers.
 	probe := client.New(srv.addr, "/fast", time.Second)
 	defer probe.Close()

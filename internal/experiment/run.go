@@ -287,6 +287,8 @@ func (r *runner) load(ctx context.Context, srv *server, s Step, rel func(string)
 	startAt := at.UTC().Format(time.RFC3339Nano)
 	ready := filepath.Join(r.dir, s.Phase, s.ID+".ready")
 	defer os.Remove(ready)
+	tap := tapLag(ctx, srv, startDelay+total+time.Minute)
+	defer tap.stop()
 	pr, err := r.procs.start("gen", "prober", nil, "--mode", "interval", "--target", "http://"+srv.addr+"/fast",
 		"--interval", r.o.ProbeInterval.String(), "--warmup", s.Warmup.String(), "--duration", s.Duration.String(), "--start-at", startAt,
 		"--ready-file", ready, "--out", filepath.Join(r.dir, rel("fast")))
@@ -337,6 +339,9 @@ func (r *runner) load(ctx context.Context, srv *server, s Step, rel func(string)
 	if err := errors.Join(errL, errP, pinErr); err != nil {
 		return err
 	}
+	if m.LagFile, err = tap.finish(r.dir, rel("lag"), s.Server.Name, at.Add(s.Warmup), at.Add(total)); err != nil {
+		return err
+	}
 	if m.LoadFile == "" {
 		return fmt.Errorf("loadgen wrote no result")
 	}
@@ -361,6 +366,8 @@ func (r *runner) load(ctx context.Context, srv *server, s Step, rel func(string)
 func (r *runner) stall(ctx context.Context, srv *server, s Step, rel func(string) string, m *results.Measurement) error {
 	ready := filepath.Join(r.dir, s.Phase, s.ID+".ready")
 	defer os.Remove(ready)
+	tap := tapLag(ctx, srv, s.Warmup+s.Duration+time.Minute)
+	defer tap.stop()
 	pr, err := r.procs.start("gen", "prober", nil, "--mode", "perconn", "--target", "http://"+srv.addr+"/async",
 		"--conns", strconv.Itoa(stallConnsPerLoop*r.o.Loops), "--interval", stallInterval.String(), "--block", time.Duration(s.Server.BlockNs).String(),
 		"--duration", s.Duration.String(), "--warmup", s.Warmup.String(), "--ready-file", ready,
@@ -376,6 +383,7 @@ func (r *runner) stall(ctx context.Context, srv *server, s Step, rel func(string
 		return fmt.Errorf("the per-connection prober never got ready: %v", pr.exitErr())
 	}
 	var blockers *child
+	began := time.Now()
 	if s.K > 0 {
 		blockers, err = r.procs.start("gen", "loadgen", nil, "--target", "http://"+srv.addr+"/slow", "--conc", strconv.Itoa(s.K),
 			"--duration", (s.Warmup + s.Duration + 300*time.Millisecond).String(), "--warmup", "0s", "--quiet",
@@ -386,6 +394,7 @@ func (r *runner) stall(ctx context.Context, srv *server, s Step, rel func(string
 		}
 	}
 	errP := r.tool(ctx, pr, s.Warmup+s.Duration+30*time.Second)
+	ended := time.Now()
 	var errB error
 	if blockers != nil {
 		errB = r.tool(ctx, blockers, s.Warmup+s.Duration+30*time.Second)
@@ -396,7 +405,12 @@ func (r *runner) stall(ctx context.Context, srv *server, s Step, rel func(string
 	if _, err := os.Stat(filepath.Join(r.dir, rel("perconn"))); err == nil {
 		m.PerConnFile = rel("perconn")
 	}
-	return errors.Join(errP, errB)
+	if err := errors.Join(errP, errB); err != nil {
+		return err
+	}
+	var err2 error
+	m.LagFile, err2 = tap.finish(r.dir, rel("lag"), s.Server.Name, began.Add(s.Warmup), ended)
+	return err2
 }
 
 // trace takes /async apart while 8 callers block on /slow.

@@ -75,6 +75,7 @@ type Group struct {
 type Rep struct {
 	M                         results.Measurement
 	Load, Probe, Conns, Trace *results.Result
+	Lag                       *results.LagTrace
 }
 
 // OK reports whether any repetition left a result.
@@ -122,6 +123,9 @@ type Findings struct {
 	Trace   []TraceRow
 	Cliff   []LoadRow
 	Cost    []CostRow
+	// LagRows are what the loop servers' own heartbeats and detectors said
+	// over each measured window, where they streamed it.
+	LagRows []LagRow
 	// NotMeasured lists every measurement that did not succeed, with why.
 	NotMeasured []string
 }
@@ -167,6 +171,7 @@ func Compute(dir string, run *results.Run) *Findings {
 		}
 	}
 	f.Cost = costRows(f.Groups, f.Params)
+	f.LagRows = lagRows(f.Groups)
 	for _, m := range run.Measurements {
 		if m.Status != "ok" {
 			f.NotMeasured = append(f.NotMeasured, fmt.Sprintf("%s (rep %d): %s: %s", m.ID, m.Repeat, m.Status, m.Reason))
@@ -222,6 +227,13 @@ func groups(dir string, run *results.Run) []*Group {
 		rep.Probe = read(m.ProbeFile, &g.Probe)
 		rep.Conns = read(m.PerConnFile, &g.Conns)
 		rep.Trace = read(m.TraceFile, &g.Trace)
+		if m.LagFile != "" {
+			t, err := results.ReadLag(filepath.Join(dir, m.LagFile))
+			if err != nil && g.Why == "" {
+				g.Why = fmt.Sprintf("unreadable: %v", err)
+			}
+			rep.Lag = t
+		}
 		g.Reps = append(g.Reps, rep)
 	}
 	return gs

@@ -3,6 +3,7 @@ package findings
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/bystander-kit/bystander/internal/results"
@@ -74,10 +75,18 @@ type StallRow struct {
 	// The first repetition's loops blocked and connections.
 	BlockedLoops []int
 	Cells        []StallCell
+	// What the server's own blocked-loop detector said (loop servers):
+	// the loops it saw blocked in /slow in the first repetition with a lag
+	// trace, in how many repetitions it was read, and whether in every one
+	// of them those were exactly the loops the blockers' requests were
+	// answered on.
+	DetectorLoops []int
+	DetectorReps  int
+	DetectorMatch bool
 }
 
 func stallRow(g *Group) StallRow {
-	r := StallRow{Group: g, Match: true}
+	r := StallRow{Group: g, Match: true, DetectorMatch: true}
 	for _, rep := range g.Reps {
 		if rep.Conns == nil || rep.Conns.PerConn == nil {
 			continue
@@ -116,6 +125,22 @@ func stallRow(g *Group) StallRow {
 				h = append(h, c.Latency.P50Us)
 			}
 		}
+		if rep.Lag != nil {
+			if lr, ok := lagOf(rep.Lag); ok {
+				var want []int
+				for l := range blocked {
+					want = append(want, l)
+				}
+				slices.Sort(want)
+				if r.DetectorReps == 0 {
+					r.DetectorLoops = lr.BlockedInSlow
+				}
+				r.DetectorReps++
+				if !known || !slices.Equal(lr.BlockedInSlow, want) {
+					r.DetectorMatch = false
+				}
+			}
+		}
 		if !known {
 			r.Match = false
 		} else {
@@ -145,5 +170,30 @@ func stallRow(g *Group) StallRow {
 	if !r.Stalled.OK() {
 		r.Match = false
 	}
+	if r.DetectorReps == 0 {
+		r.DetectorMatch = false
+	}
 	return r
+}
+
+// DetectorText is the detector's column: the loops it saw blocked in
+// /slow and whether they were the blockers' loops, or why there is none.
+func (r StallRow) DetectorText() string {
+	if r.DetectorReps == 0 {
+		if r.Step.Server.Kind == "loop" {
+			return "not streamed"
+		}
+		return "no loops"
+	}
+	loops := "none"
+	if len(r.DetectorLoops) > 0 {
+		loops = strings.Trim(strings.ReplaceAll(fmt.Sprint(r.DetectorLoops), " ", ","), "[]")
+	}
+	if r.DetectorMatch && len(r.DetectorLoops) == 0 {
+		return "none (none blocked)"
+	}
+	if r.DetectorMatch {
+		return loops + " (the blockers' loops)"
+	}
+	return loops + " (NOT the blockers' loops)"
 }

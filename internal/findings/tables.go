@@ -71,21 +71,23 @@ func (f *Findings) WriteTables(w io.Writer) {
 	if len(f.Stall) > 0 {
 		fmt.Fprintf(w, "\nStalled connections: %d /async connections (%d per loop), each probed every %s from due; k loops kept blocked by %s calls (pool: k callers)\n",
 			p.StallConns, p.StallConns/max(p.Loops, 1), p.StallInterval, p.StallBlock)
-		tw := table(w, "k", "server", fmt.Sprintf("stalled of %d", p.StallConns), "expected", "exactly those", "p50 stalled", "(from send)", "p50 others", "stalled above")
+		tw := table(w, "k", "server", fmt.Sprintf("stalled of %d", p.StallConns), "expected", "exactly those", "p50 stalled", "(from send)", "p50 others", "stalled above", "loops blocked (server's detector)")
 		for _, r := range f.Stall {
 			if !r.Stalled.OK() {
-				fmt.Fprintf(tw, "%d\t%s\t%s\t\t\t\t\t\t\n", r.Step.K, r.Step.Server.Name, r.Short())
+				fmt.Fprintf(tw, "%d\t%s\t%s\t\t\t\t\t\t\t\n", r.Step.K, r.Step.Server.Name, r.Short())
 				continue
 			}
 			match := "yes"
 			if !r.Match {
 				match = "NO"
 			}
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Step.K, r.Step.Server.Name, num(r.Stalled, "%.0f"), num(r.Expected, "%.0f"), match,
-				ms(r.StalledP50), ms(r.StalledSendP50), ms(r.OthersP50), ms(r.ThresholdUs))
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Step.K, r.Step.Server.Name, num(r.Stalled, "%.0f"), num(r.Expected, "%.0f"), match,
+				ms(r.StalledP50), ms(r.StalledSendP50), ms(r.OthersP50), ms(r.ThresholdUs), r.DetectorText())
 		}
 		tw.Flush()
 		fmt.Fprintln(w, "  expected: the connections on the loops the blockers' requests were answered on (their X-Loop);\n"+
+			"  loops blocked: the loops the server's own detector saw held in /slow over the window, and whether they are\n"+
+			"  exactly the blockers' loops in every repetition;\n"+
 			"  stalled: p50 from due above the unblocked baseline + half the block, or no answer at all; from due, a stalled\n"+
 			"  connection's probes queue behind each other for as long as the run lasts; from send is one request's wait")
 	}

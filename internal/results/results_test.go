@@ -139,8 +139,8 @@ func TestRunRoundTrip(t *testing.T) {
 	}
 	for name, doc := range map[string]string{
 		"other version":            `{"schema":"bystander.run/v1"}`,
-		"unknown field":            `{"schema":"bystander.run/v2","surprise":1}`,
-		"unknown in a measurement": `{"schema":"bystander.run/v2","measurements":[{"bound":{}}]}`,
+		"unknown field":            `{"schema":"bystander.run/v3","surprise":1}`,
+		"unknown in a measurement": `{"schema":"bystander.run/v3","measurements":[{"bound":{}}]}`,
 	} {
 		if _, err := DecodeRun([]byte(doc)); err == nil {
 			t.Errorf("%s: accepted", name)

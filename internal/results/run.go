@@ -15,8 +15,11 @@ import (
 // /async delay and the stall and trace probers' shapes are recorded;
 // measurements keep their cost but no bound (internal/findings decides it
 // from the data); the cost records the cores the whole machine and the
-// probers used.
-const RunSchema = "bystander.run/v2"
+// probers used. v3 (from v2): a loop server's measurements name a loop-lag
+// file (LagFile, format LagSchema) with what the server's own heartbeat and
+// blocked-loop detector saw; nothing else changed, and a v2 run reads as a
+// v3 run without lag once its schema line says v3.
+const RunSchema = "bystander.run/v3"
 
 // Run is run.json: the index of a run directory, written first and updated
 // after every measurement, so an interrupted run still says what it did.
@@ -88,6 +91,7 @@ type Measurement struct {
 	ProbeFile   string      `json:"probe_file,omitempty"`
 	PerConnFile string      `json:"perconn_file,omitempty"`
 	TraceFile   string      `json:"trace_file,omitempty"`
+	LagFile     string      `json:"lag_file,omitempty"`
 	Cost        *ServerCost `json:"cost,omitempty"`
 }
 

@@ -1,0 +1,56 @@
+package findings
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/bystander-kit/bystander/internal/lag"
+	"github.com/bystander-kit/bystander/internal/results"
+)
+
+// ev is a stream event at t (100 ms windows) over two loops: loop 1 held
+// for heldNs of it, with slow blocks of loop 1 counted so far.
+func ev(t, heldNs, slowSoFar, outsideSoFar int64) lag.Event {
+	w := int64(100 * time.Millisecond)
+	return lag.Event{TimeNs: t, WindowNs: w, IntervalNs: int64(time.Millisecond), WarnNs: int64(time.Millisecond), Loops: []lag.LoopEvent{
+		{Loop: 0, Beats: 100, LagP50Ns: 30_000, LagMaxNs: 200_000, BlocksByRoute: map[string]int64{lag.Outside: outsideSoFar}},
+		{Loop: 1, Beats: 50, LagP50Ns: 40_000, LagMaxNs: heldNs, BlockedNs: heldNs, BlockedShare: float64(heldNs) / float64(w),
+			BlocksByRoute: map[string]int64{"/slow": slowSoFar}},
+	}}
+}
+
+// TestLagOf: only the events inside the window count; block counts are the
+// window's (the last event's less the one before the window), so blocks
+// before it (a warm-up) do not make a loop "blocked in /slow".
+func TestLagOf(t *testing.T) {
+	s := int64(10 * time.Second)
+	w := int64(100 * time.Millisecond)
+	tr := &results.LagTrace{StartUnixNs: s, EndUnixNs: s + 3*w, Events: []lag.Event{
+		ev(s, 0, 7, 1), // before the window: 7 /slow blocks from the warm-up
+		ev(s+w, 60*int64(time.Millisecond), 8, 1),
+		ev(s+2*w, 100*int64(time.Millisecond), 8, 2),
+		ev(s+3*w, 20*int64(time.Millisecond), 9, 2),
+		ev(s+4*w, 0, 12, 2), // after
+	}}
+	r, ok := lagOf(tr)
+	if !ok || len(r.Loops) != 2 || r.WindowNs != w {
+		t.Fatalf("%+v", r)
+	}
+	if !slices.Equal(r.BlockedInSlow, []int{1}) {
+		t.Errorf("blocked in /slow %v, want [1]", r.BlockedInSlow)
+	}
+	l0, l1 := r.Loops[0], r.Loops[1]
+	if len(l1.Windows) != 3 || l1.Blocks["/slow"] != 2 || l1.BlockedShare != 0.6 || l1.MaxUs != 100_000 {
+		t.Errorf("loop 1: %+v", l1)
+	}
+	if l0.Blocks[lag.Outside] != 1 || l0.Blocks["/slow"] != 0 || l0.BlockedShare != 0 {
+		t.Errorf("loop 0: %+v", l0)
+	}
+	// Nothing in the window: no row.
+	tr.StartUnixNs = s + 10*w
+	tr.EndUnixNs = s + 11*w
+	if _, ok := lagOf(tr); ok {
+		t.Error("a row from no event in the window")
+	}
+}

@@ -1,0 +1,56 @@
+package results
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+
+	"github.com/bystander-kit/bystander/internal/lag"
+)
+
+// LagSchema names the format of a measurement's loop-lag file: what a loop
+// server's /lag stream said while the measurement ran.
+const LagSchema = "bystander.lag/v1"
+
+// LagTrace is one measurement's loop lag: every event the server streamed
+// (one per 100 ms), and the measured window the experiment used, so a
+// reader keeps the events inside it.
+type LagTrace struct {
+	Schema      string      `json:"schema"`
+	Server      string      `json:"server"`
+	StartUnixNs int64       `json:"start_unix_ns"`
+	EndUnixNs   int64       `json:"end_unix_ns"`
+	Events      []lag.Event `json:"events"`
+}
+
+// InWindow is the events that end inside the measured window and began
+// after its start.
+func (t *LagTrace) InWindow() []lag.Event {
+	var out []lag.Event
+	for _, ev := range t.Events {
+		if ev.TimeNs-ev.WindowNs >= t.StartUnixNs && ev.TimeNs <= t.EndUnixNs {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
+// ReadLag reads a loop-lag file and refuses unknown fields and other
+// schema versions.
+func ReadLag(path string) (*LagTrace, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("results: %w", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	var t LagTrace
+	if err := dec.Decode(&t); err != nil {
+		return nil, fmt.Errorf("results: %s: %w", path, err)
+	}
+	if t.Schema != LagSchema {
+		return nil, fmt.Errorf("results: %s: schema %q, this program reads %q", path, t.Schema, LagSchema)
+	}
+	return &t, nil
+}
