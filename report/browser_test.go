@@ -167,7 +167,7 @@ func TestInBrowser(t *testing.T) {
 	// clock starts at navigation.
 	t.Logf("first screen drawn %.0f ms after navigation; the remaining charts drawn in %.0f ms more (%s with the test's polling); marks %v",
 		check.DrawnMs, allMs, time.Since(start).Round(time.Millisecond), marks)
-	want := []string{"throughput", "bystander", "timeline", "stall_loop_gnet", "stall_pool", "offload", "trace", "cliff"}
+	want := []string{"throughput", "bystander", "timeline", "lag_sweep_loop_gnet", "stall_loop_gnet", "stall_pool", "lag_stall_loop_gnet", "offload", "trace", "cliff"}
 	for _, id := range want {
 		c, ok := check.Charts[id]
 		switch {

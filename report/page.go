@@ -100,7 +100,9 @@ func buildPage(f *findings.Findings, a asset) page {
 		{"kernel", m.Kernel}, {"CPU", fmt.Sprintf("%s, %d cores", m.CPUModel, m.Cores)},
 	}
 	p.Sections = append(p.Sections, throughputChart(f), bystanderChart(f), timelineChart(f))
+	p.Sections = append(p.Sections, lagCharts(f, "sweep", "3b", "during the sweep")...)
 	p.Sections = append(p.Sections, stallCharts(f)...)
+	p.Sections = append(p.Sections, lagCharts(f, "stall", "4b", "while k loops were kept blocked")...)
 	p.Sections = append(p.Sections, offloadChart(f), traceChart(f), cliffChart(f), costSection(f))
 	if a.js != nil {
 		p.Inline = template.JS(a.js) // verified echarts build (checkJS), inlined so the page works offline

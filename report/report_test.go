@@ -86,14 +86,15 @@ func TestEveryChart(t *testing.T) {
 			t.Errorf("%s: no chart element or script", s.ID)
 		}
 	}
-	for _, id := range []string{"throughput", "bystander", "timeline", "stall_loop_gnet", "stall_pool", "offload", "trace", "cliff", "cost"} {
+	for _, id := range []string{"throughput", "bystander", "timeline", "lag_sweep_loop_gnet", "stall_loop_gnet", "stall_pool", "lag_stall_loop_gnet", "offload", "trace", "cliff", "cost"} {
 		if !ids[id] {
 			t.Errorf("no section %s", id)
 		}
 	}
 	page := renderString(t, testRun, run, stub)
 	for _, want := range []string{`"type":"log"`, "ceiling loop-gnet: 4 workers / 5ms", "Little", "stalled 3 of 12 (expected 3)", "workers: 4 loops",
-		"SATURATED", "grows without bound", "p50 from send", "loop 0 #3", "unanswered when the window ended"} {
+		"SATURATED", "grows without bound", "p50 from send", "loop 0 #3", "unanswered when the window ended",
+		"k=4, loop 3 (held in /slow)", "largest heartbeat lag"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("the page lacks %q", want)
 		}

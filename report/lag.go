@@ -1,0 +1,114 @@
+package main
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/go-echarts/go-echarts/v2/charts"
+	"github.com/go-echarts/go-echarts/v2/opts"
+
+	"github.com/bystander-kit/bystander/internal/findings"
+)
+
+// lagPieces bin a window's largest heartbeat lag: the bins are stated, not
+// a colour ramp the reader must guess at.
+var lagPieces = []opts.Piece{
+	{Lt: 0.5, Color: "#f7fbff"},
+	{Gte: 0.5, Lt: 2, Color: "#c6dbef"},
+	{Gte: 2, Lt: 10, Color: "#fdae6b"},
+	{Gte: 10, Lt: 50, Color: "#e6550d"},
+	{Gte: 50, Color: "#7f2704"},
+}
+
+// lagCharts draws, for each loop server of a phase, every loop's own
+// heartbeat lag over each measured window as lanes: one row per loop per
+// measurement, one cell per 100 ms window, coloured by the largest lag in it.
+func lagCharts(f *findings.Findings, phase, number, what string) []section {
+	var rows []findings.LagRow
+	for _, r := range f.LagRows {
+		if r.Step.Phase == phase {
+			rows = append(rows, r)
+		}
+	}
+	var names []string
+	for _, r := range rows {
+		if !slices.Contains(names, r.Step.Server.Name) {
+			names = append(names, r.Step.Server.Name)
+		}
+	}
+	var out []section
+	for _, name := range names {
+		id := "lag_" + phase + "_" + sanitize(name)
+		var mine []findings.LagRow
+		for _, r := range rows {
+			if r.Step.Server.Name == name {
+				mine = append(mine, r)
+			}
+		}
+		warn, every := time.Duration(mine[0].WarnNs), time.Duration(mine[0].IntervalNs)
+		sec := section{ID: id, Title: fmt.Sprintf("%s. Each loop's own lag %s, %s", number, what, name),
+			Caption: fmt.Sprintf("Seen from inside the server: every %s each loop is handed a heartbeat, and its lag is how long it waited to run. "+
+				"Each row is one loop in one measurement, each cell a %.1f s stretch of the measured window, coloured by the largest lag in it, in ms "+
+				"(a beat still waiting at the stretch's end counts at its wait so far). "+
+				"A loop held by a blocking call shows dark for as long as it is held; the others stay pale. "+
+				"The server's detector counts a block when a loop is held past %s; the tooltip gives the share of the stretch it was held and by which route.",
+				every, float64(mine[0].WindowNs)/1e9, warn)}
+		var ylabels, xcats []string
+		var data []opts.HeatMapData
+		for _, r := range mine {
+			tag := fmt.Sprintf("%d callers", r.Step.Conc)
+			if phase == "stall" {
+				tag = fmt.Sprintf("k=%d", r.Step.K)
+			}
+			for _, ll := range r.Loops {
+				label := fmt.Sprintf("%s, loop %d", tag, ll.Loop)
+				if ll.Blocks["/slow"] > 0 {
+					label += " (held in /slow)"
+				}
+				y := len(ylabels)
+				ylabels = append(ylabels, label)
+				for x, w := range ll.Windows {
+					for len(xcats) <= x {
+						xcats = append(xcats, fmt.Sprintf("%.1f s", float64(len(xcats)+1)*float64(r.WindowNs)/1e9))
+					}
+					held := ""
+					if w.BlockedShare > 0 {
+						held = fmt.Sprintf("; held %.0f%% of it", 100*w.BlockedShare)
+						if w.Route != "" {
+							held += ", now " + routeWords(w.Route)
+						}
+					}
+					data = append(data, opts.HeatMapData{
+						Name:  fmt.Sprintf("%s, to %s: lag max %.2f ms, median %.3f ms%s", label, xcats[x], w.MaxUs/1e3, w.P50Us/1e3, held),
+						Value: [3]any{x, y, round(w.MaxUs/1e3, 2)}})
+				}
+			}
+		}
+		// Row 0 at the top, as the table reads.
+		slices.Reverse(ylabels)
+		for i := range data {
+			v := data[i].Value.([3]any)
+			v[1] = len(ylabels) - 1 - v[1].(int)
+			data[i].Value = v
+		}
+		hm := charts.NewHeatMap()
+		hm.SetGlobalOptions(append(slices.Clone(common), initOpts(id, 120+22*len(ylabels)),
+			charts.WithXAxisOpts(opts.XAxis{Type: "category", Data: xcats, Name: "into the measured window", NameLocation: "middle", NameGap: 28}),
+			charts.WithYAxisOpts(opts.YAxis{Type: "category", Data: ylabels}),
+			charts.WithVisualMapOpts(opts.VisualMap{Type: "piecewise", Pieces: lagPieces, Orient: "horizontal", Left: "center", Top: "top"}),
+		)...)
+		hm.AddSeries("largest heartbeat lag, ms", data)
+		sec.Element, sec.Script = snippet(hm)
+		out = append(out, sec)
+	}
+	return out
+}
+
+func routeWords(route string) string {
+	if strings.HasPrefix(route, "/") {
+		return "in " + route
+	}
+	return route
+}
