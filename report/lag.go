@@ -14,12 +14,13 @@ import (
 
 // lagPieces bin a window's largest heartbeat lag: the bins are stated, not
 // a colour ramp the reader must guess at.
+// Whole milliseconds: echarts labels the bins with no decimals.
 var lagPieces = []opts.Piece{
-	{Lt: 0.5, Color: "#f7fbff"},
-	{Gte: 0.5, Lt: 2, Color: "#c6dbef"},
-	{Gte: 2, Lt: 10, Color: "#fdae6b"},
-	{Gte: 10, Lt: 50, Color: "#e6550d"},
-	{Gte: 50, Color: "#7f2704"},
+	{Lt: 1, Color: "#f7fbff"},
+	{Gte: 1, Lt: 4, Color: "#c6dbef"},
+	{Gte: 4, Lt: 20, Color: "#fdae6b"},
+	{Gte: 20, Lt: 100, Color: "#e6550d"},
+	{Gte: 100, Color: "#7f2704"},
 }
 
 // lagCharts draws, for each loop server of a phase, every loop's own
@@ -98,6 +99,7 @@ func lagCharts(f *findings.Findings, phase, number, what string) []section {
 			charts.WithXAxisOpts(opts.XAxis{Type: "category", Data: xcats, Name: "into the measured window", NameLocation: "middle", NameGap: 28}),
 			charts.WithYAxisOpts(opts.YAxis{Type: "category", Data: ylabels}),
 			charts.WithVisualMapOpts(opts.VisualMap{Type: "piecewise", Pieces: lagPieces, Orient: "horizontal", Left: "center", Top: "top"}),
+			charts.WithLegendOpts(opts.Legend{Show: opts.Bool(false)}),
 		)...)
 		hm.AddSeries("largest heartbeat lag, ms", data)
 		sec.Element, sec.Script = snippet(hm)
