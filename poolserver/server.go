@@ -34,10 +34,11 @@ type slots struct {
 	maxWait  atomic.Int64 // most waiters at once
 	longest  atomic.Int64 // longest wait, ns
 	acquires atomic.Int64
+	series   *series
 }
 
 func newSlots(n int) *slots {
-	s := &slots{n: n}
+	s := &slots{n: n, series: newSeries(time.Now())}
 	if n > 0 {
 		s.sem = semaphore.NewWeighted(int64(n))
 	}
@@ -58,7 +59,9 @@ func (s *slots) acquire(ctx context.Context) (time.Duration, error) {
 			return 0, err
 		}
 	}
-	d := time.Since(start)
+	now := time.Now()
+	d := now.Sub(start)
+	s.series.waited(d, now)
 	storeMax(&s.longest, int64(d))
 	s.busy.Add(1)
 	s.acquires.Add(1)
@@ -267,8 +270,12 @@ type Stats struct {
 	OffloadQueued    int          `json:"offload_queued"`
 	Refused          int64        `json:"refused_requests"`
 	Requests         []RouteCount `json:"requests_by_route"`
-	UptimeNs         int64        `json:"uptime_ns"`
-	Process          proc.Usage   `json:"process"`
+	// QueueWait is how long requests waited for a slot since the start;
+	// Seconds the last whole seconds, with the slots' occupancy beside.
+	QueueWait QueueWait  `json:"queue_wait"`
+	Seconds   []Second   `json:"seconds"`
+	UptimeNs  int64      `json:"uptime_ns"`
+	Process   proc.Usage `json:"process"`
 }
 
 // RouteCount is one route's request count.
@@ -289,6 +296,7 @@ func (s *server) stats() Stats {
 	for _, r := range append([]protocol.Route{protocol.Unknown}, protocol.Routes...) {
 		st.Requests = append(st.Requests, RouteCount{r.String(), s.byRoute[r].Load()})
 	}
+	st.Seconds, st.QueueWait = s.slots.series.snapshot(time.Now())
 	return st
 }
 
@@ -305,6 +313,7 @@ func run(ctx context.Context, o options, ready func(addr, admin net.Addr)) error
 	defer s.pool.Close()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	go s.slots.watch(ctx.Done())
 
 	var adminAddr net.Addr = &net.TCPAddr{}
 	adminDone := make(chan error, 1)

@@ -228,3 +228,46 @@ var netHTTPDiffers = map[string]wiretest.Differ{
 func TestMalformed(t *testing.T) {
 	wiretest.CheckRefusals(t, start(t, 4).addr, netHTTPDiffers)
 }
+
+// TestQueueSeries: the seconds /stats lists count every slot taken once,
+// never more slots busy than there are, and a second in which requests
+// waited behind held slots says how long (a held slot's block at least
+// for the one that waited behind all of them).
+func TestQueueSeries(t *testing.T) {
+	s := start(t, 2)
+	wait := occupy(t, s, 3, "/slow?block=300ms") // the third waits for a slot
+	wait()
+	var st Stats
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		st = stats(t, s)
+		var n int64
+		for _, sec := range st.Seconds {
+			n += sec.Acquisitions
+		}
+		if n == st.SlotAcquisitions {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the seconds count %d slots taken, the server %d", n, st.SlotAcquisitions)
+		}
+		time.Sleep(100 * time.Millisecond) // until the last second has closed
+	}
+	var waited, busy int64
+	for i, sec := range st.Seconds {
+		if sec.SlotsBusyMax > 2 || sec.SlotsBusyMean > 2 || sec.SlotsBusyMean < 0 {
+			t.Errorf("second %d: busy max %d mean %.2f with 2 slots", i, sec.SlotsBusyMax, sec.SlotsBusyMean)
+		}
+		if i > 0 && sec.UnixS <= st.Seconds[i-1].UnixS {
+			t.Errorf("seconds out of order: %d after %d", sec.UnixS, st.Seconds[i-1].UnixS)
+		}
+		waited = max(waited, sec.WaitMaxNs)
+		busy = max(busy, sec.SlotsBusyMax)
+	}
+	if waited < int64(250*time.Millisecond) || st.QueueWait.MaxNs < int64(250*time.Millisecond) || st.QueueWait.Count != st.SlotAcquisitions {
+		t.Errorf("longest wait in a second %d ns, since start %+v; want one request about 300ms behind the held slots", waited, st.QueueWait)
+	}
+	if busy != 2 {
+		t.Errorf("at most %d slots seen busy while 3 callers held 2 slots for 300ms", busy)
+	}
+}
