@@ -31,6 +31,17 @@ func BenchmarkLagCost(b *testing.B) {
 				addr, pid := spawn(b, "--engine", eng, "--lag-interval", iv)
 				vs = append(vs, &variant{name: "lag-interval=" + iv, addr: addr, pid: pid})
 			}
+			// Idle, both at once: what the beats cost a server with nothing to do.
+			var idle [2]int64
+			for i, v := range vs {
+				idle[i], _ = wiretest.TreeCPU(v.pid)
+			}
+			time.Sleep(5 * time.Second)
+			for i, v := range vs {
+				after, _ := wiretest.TreeCPU(v.pid)
+				idle[i] = after - idle[i]
+			}
+			b.ReportMetric(float64(idle[0]-idle[1])/5e9*100, "idle_%core")
 			b.ResetTimer()
 			for range 5 {
 				for _, v := range vs {
@@ -50,7 +61,8 @@ func BenchmarkLagCost(b *testing.B) {
 			b.ReportMetric(on, "on_cpu_us/req")
 			b.ReportMetric(off, "off_cpu_us/req")
 			b.ReportMetric(100*(on/off-1), "%cost")
-			b.Logf("server CPU us/req per round: heartbeat 1ms %.2f, off %.2f", vs[0].us, vs[1].us)
+			b.Logf("server CPU us/req per round: heartbeat 1ms %.2f, off %.2f; idle for 5s: %s against %s of CPU",
+				vs[0].us, vs[1].us, time.Duration(idle[0]), time.Duration(idle[1]))
 		})
 	}
 }

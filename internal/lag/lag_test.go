@@ -122,12 +122,17 @@ func TestStreamWindow(t *testing.T) {
 	r := newRig(2, time.Millisecond, time.Millisecond)
 	t0 := int64(1_000_000_000)
 	c := r.m.NewCursor(t0)
-	for i := int64(0); i < 100; i++ {
-		now := t0 + i*ms
-		if i == 20 {
+	// Two loops at a 1 ms interval: a tick every 0.5 ms, each loop's beat
+	// on every other one.
+	if tick := r.m.Tick(); tick != time.Millisecond/2 {
+		t.Fatalf("tick %s, want 500us (two loops share the interval)", tick)
+	}
+	for i := int64(0); i < 200; i++ {
+		now := t0 + i*ms/2
+		if i == 40 {
 			r.loops[1].Enter(protocol.Slow, now)
 		}
-		if i == 80 {
+		if i == 160 {
 			r.loops[1].Leave(now)
 		}
 		r.m.Step(now)
@@ -142,7 +147,7 @@ func TestStreamWindow(t *testing.T) {
 		t.Fatalf("%+v", ev)
 	}
 	idle, held := ev.Loops[0], ev.Loops[1]
-	if idle.BlockedNs != 0 || idle.Blocks != 0 || idle.Beats < 99 || idle.LagMaxNs != ms/10 {
+	if idle.BlockedNs != 0 || idle.Blocks != 0 || idle.Beats < 99 || idle.Beats > 100 || idle.LagMaxNs != ms/10 {
 		t.Errorf("idle loop %+v", idle)
 	}
 	if held.BlockedNs != 60*ms || held.BlockedShare != 0.6 || held.BlocksByRoute["/slow"] != 1 {
