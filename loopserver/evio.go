@@ -213,9 +213,19 @@ func evioField(ec evio.Conn, which int) (reflect.Value, bool) {
 	return v.Field(i), true
 }
 
-// beat wakes heart's loop, which runs the heartbeat in data.
-func (e *evioEngine) beat(heart *conn) {
+// beat wakes heart's loop, which runs the heartbeat in data. again says
+// the beat is still waiting from an earlier wake: evio v1.0.8's poll
+// (internal/internal_linux.go, Wait) handles the queued wakes, then reads
+// the eventfd that signalled them, so a wake queued in between keeps its
+// place in the queue but loses its signal, and the loop sleeps until other
+// traffic, loop 0's tick or its 100 ms poll timeout. A beat is handed over
+// the moment the last one ran, inside that very window, so the monitor
+// repeats the wake of a beat still waiting at its loop's next turn.
+func (e *evioEngine) beat(heart *conn, again bool) {
 	if ec, _ := heart.handle.(evio.Conn); ec != nil {
+		if e.s.opts.dropWake != nil && e.s.opts.dropWake(again) {
+			return
+		}
 		ec.Wake()
 	}
 }

@@ -202,8 +202,9 @@ func (e *gnetEngine) resume(c *conn) {
 	})
 }
 
-// beat runs the heartbeat on heart's loop, as a task queued on it.
-func (e *gnetEngine) beat(heart *conn) {
+// beat runs the heartbeat on heart's loop, as a task queued on it (gnet
+// loses no wake: the monitor never asks again).
+func (e *gnetEngine) beat(heart *conn, _ bool) {
 	gc := e.connOf(heart)
 	if gc == nil {
 		return

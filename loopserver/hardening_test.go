@@ -337,3 +337,28 @@ func TestHalfClosed(t *testing.T) {
 		}
 	}
 }
+
+// TestEvioLostWake: evio v1.0.8's poll loses a wake that arrives between
+// its handling of the queued wakes and its read of the eventfd, and the
+// loop sleeps on until other traffic or its 100 ms poll timeout; the
+// heartbeat, handed over the moment the last beat ran, falls in that
+// window (beats 20-100 ms late on idle evio loops). With every first wake
+// of a beat lost, the beats must still run, by a repeated wake.
+func TestEvioLostWake(t *testing.T) {
+	s := start(t, "evio", func(o *options) { o.dropWake = func(again bool) bool { return !again } })
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		st := stats(t, s)
+		var beats int64
+		for _, l := range st.Loops {
+			beats += l.LagBeats
+		}
+		if beats >= 8 && st.BeatsRepeated >= 8 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d beats and %d repeated wakes after 10s with every first wake lost", beats, st.BeatsRepeated)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

@@ -138,8 +138,9 @@ func (s *server) closeHearts() {
 	s.hearts.fds = nil
 }
 
-// poke hands l its heartbeat through its heart; false when it has none.
-func (s *server) poke(l *lag.Loop) bool {
+// poke hands l its heartbeat through its heart (again: the one it was
+// handed is still waiting); false when it has none.
+func (s *server) poke(l *lag.Loop, again bool) bool {
 	loops := s.loops.all()
 	if l.Index >= len(loops) {
 		return false
@@ -148,7 +149,7 @@ func (s *server) poke(l *lag.Loop) bool {
 	if h == nil {
 		return false
 	}
-	s.eng.beat(h)
+	s.eng.beat(h, again)
 	return true
 }
 

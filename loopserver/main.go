@@ -34,6 +34,9 @@ type options struct {
 	lagInterval time.Duration
 	lockThreads bool
 	log         io.Writer
+	// dropWake, in tests, loses the evio heartbeat wakes it says yes to
+	// (again: a repeated one), as evio's poll loses some.
+	dropWake func(again bool) bool
 }
 
 // engine is one event-loop library serving a server.

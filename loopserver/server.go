@@ -210,8 +210,9 @@ func (c *conn) note(rest []byte) {
 type resumer interface {
 	resume(c *conn)
 	expire(c *conn)
-	// beat runs the heartbeat of heart's loop on that loop.
-	beat(heart *conn)
+	// beat runs the heartbeat of heart's loop on that loop; again: the
+	// beat is still waiting from an earlier call.
+	beat(heart *conn, again bool)
 }
 
 // server is what both engines share: routing, the endpoints, the counters.
@@ -249,7 +250,7 @@ func newServer(o options) *server {
 	s.nofile, s.maxConns = connCap()
 	s.maxConns = max(s.maxConns-int64(2*o.loops), 1) // the hearts' two ends
 	s.hearts.ports = map[int]chan *loop{}
-	s.mon = lag.New(lag.Options{Interval: o.lagInterval, Warn: o.blockWarn, Log: o.log, Name: "loopserver"},
+	s.mon = lag.New(lag.Options{Interval: o.lagInterval, Warn: o.blockWarn, Log: o.log, Name: "loopserver", Repeat: o.engine == "evio"},
 		s.loops.lagLoops, s.poke)
 	return s
 }
@@ -538,10 +539,13 @@ type Stats struct {
 	OffloadQueued  int           `json:"offload_queued"`
 	MaxConns       int64         `json:"max_connections"`
 	Refused        int64         `json:"connections_refused"`
-	TimedOut       TimedOut      `json:"timed_out"`
-	UptimeNs       int64         `json:"uptime_ns"`
-	Process        proc.Usage    `json:"process"`
-	Loops          []LoopStats   `json:"loops"`
+	// BeatsRepeated counts heartbeat wakes repeated because the beat was
+	// still waiting at its loop's next turn (evio, which loses wakes).
+	BeatsRepeated int64       `json:"beats_repeated"`
+	TimedOut      TimedOut    `json:"timed_out"`
+	UptimeNs      int64       `json:"uptime_ns"`
+	Process       proc.Usage  `json:"process"`
+	Loops         []LoopStats `json:"loops"`
 }
 
 // TimedOut counts the connections closed by each timeout.
@@ -578,6 +582,7 @@ func (s *server) stats() Stats {
 		OffloadQueued:  s.pool.Queued(),
 		MaxConns:       s.maxConns,
 		Refused:        s.refused.Load(),
+		BeatsRepeated:  s.mon.Repeated(),
 		TimedOut:       TimedOut{Idle: s.idleTO.Load(), Header: s.headerTO.Load(), Body: s.bodyTO.Load()},
 		UptimeNs:       int64(time.Since(s.started)),
 		Process:        proc.Self(),

@@ -105,6 +105,10 @@ func (l *Loop) Leave(now int64) {
 	l.left.Store(now)
 }
 
+// Due is when the outstanding beat was handed over (unix ns), 0 when none
+// is outstanding.
+func (l *Loop) Due() int64 { return l.due.Load() }
+
 // Beat is the heartbeat running on the loop at now (unix ns).
 func (l *Loop) Beat(now int64, interval time.Duration) {
 	due := l.due.Load()
@@ -132,13 +136,17 @@ type Options struct {
 	Log io.Writer
 	// Name prefixes log lines ("loopserver").
 	Name string
+	// Repeat hands a beat still waiting at its loop's next turn over
+	// again (same due time): for an engine that can lose the wake.
+	Repeat bool
 }
 
 // Monitor hands out the heartbeats and runs the detector.
 type Monitor struct {
-	opts  Options
-	loops func() []*Loop
-	poke  func(*Loop) bool
+	opts     Options
+	loops    func() []*Loop
+	poke     func(l *Loop, again bool) bool
+	repeated atomic.Int64
 
 	turn   int // ticks so far (Run's goroutine only)
 	mu     sync.Mutex
@@ -146,8 +154,9 @@ type Monitor struct {
 }
 
 // New returns a monitor of the loops loops() lists; poke hands a beat to a
-// loop and says whether it could (a loop without a heart cannot take one).
-func New(o Options, loops func() []*Loop, poke func(*Loop) bool) *Monitor {
+// loop (again: the last one is still waiting) and says whether it could (a
+// loop without a heart cannot take one).
+func New(o Options, loops func() []*Loop, poke func(l *Loop, again bool) bool) *Monitor {
 	if o.Log == nil {
 		o.Log = io.Discard
 	}
@@ -212,10 +221,15 @@ func (m *Monitor) Step(now int64) {
 	phases := m.phases()
 	m.turn++
 	for i, l := range m.loops() {
-		if m.opts.Interval > 0 && i%phases == m.turn%phases && l.due.Load() == 0 {
-			l.due.Store(now) // before it can run
-			if !m.poke(l) {
-				l.due.Store(0)
+		if m.opts.Interval > 0 && i%phases == m.turn%phases {
+			if l.due.Load() == 0 {
+				l.due.Store(now) // before it can run
+				if !m.poke(l, false) {
+					l.due.Store(0)
+				}
+			} else if m.opts.Repeat && now-l.due.Load() >= int64(m.opts.Interval) {
+				m.repeated.Add(1)
+				m.poke(l, true)
 			}
 		}
 		if m.opts.Warn > 0 {
@@ -361,6 +375,9 @@ func (m *Monitor) Detection() Detection {
 	m.mu.Unlock()
 	return Detection{Count: s.Count, P50Ns: int64(s.P50Us * 1e3), P99Ns: int64(s.P99Us * 1e3), MaxNs: int64(s.MaxUs * 1e3)}
 }
+
+// Repeated counts the beats handed over again (Options.Repeat).
+func (m *Monitor) Repeated() int64 { return m.repeated.Load() }
 
 // Options returns what the monitor was made with.
 func (m *Monitor) Options() Options { return m.opts }

@@ -25,7 +25,7 @@ func newRig(n int, interval, warn time.Duration) *rig {
 		r.loops = append(r.loops, NewLoop(i))
 	}
 	r.m = New(Options{Interval: interval, Warn: warn, Log: &r.log, Name: "test"},
-		func() []*Loop { return r.loops }, func(l *Loop) bool { r.poked = append(r.poked, l.Index); return true })
+		func() []*Loop { return r.loops }, func(l *Loop, again bool) bool { r.poked = append(r.poked, l.Index); return true })
 	return r
 }
 
