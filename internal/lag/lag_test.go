@@ -90,6 +90,8 @@ func TestLateBeat(t *testing.T) {
 	r := newRig(1, time.Millisecond, time.Millisecond)
 	l := r.loops[0]
 	t0 := int64(1_000_000_000)
+	l.Enter(protocol.Fast, t0-ms) // a request just before: the loop is not idle
+	l.Leave(t0 - ms)
 	r.m.Step(t0)
 	if len(r.poked) != 1 || l.due.Load() != t0 {
 		t.Fatalf("poked %v due %d", r.poked, l.due.Load())
@@ -121,6 +123,10 @@ func TestLateBeat(t *testing.T) {
 func TestStreamWindow(t *testing.T) {
 	r := newRig(2, time.Millisecond, time.Millisecond)
 	t0 := int64(1_000_000_000)
+	for _, l := range r.loops { // both served a request just now: not idle
+		l.Enter(protocol.Fast, t0-ms)
+		l.Leave(t0 - ms)
+	}
 	c := r.m.NewCursor(t0)
 	// Two loops at a 1 ms interval: a tick every 0.5 ms, each loop's beat
 	// on every other one.
@@ -159,5 +165,59 @@ func TestStreamWindow(t *testing.T) {
 	// The next window starts where this one ended.
 	if ev2 := r.m.Next(c, t0+200*ms); ev2.Loops[1].BlockedNs != 0 || ev2.Loops[1].Beats != 0 {
 		t.Errorf("the next window repeats the last: %+v", ev2.Loops[1])
+	}
+}
+
+// TestIdleLoopRests: a loop that served no request for IdleAfter gets a
+// beat every IdleEvery, not every interval, and the first request puts it
+// back on the interval.
+func TestIdleLoopRests(t *testing.T) {
+	r := newRig(1, time.Millisecond, time.Millisecond)
+	l := r.loops[0]
+	t0 := int64(5_000_000_000)
+	for i := int64(0); i < 1000; i++ { // one second, a tick a millisecond
+		r.m.Step(t0 + i*ms)
+		if l.due.Load() != 0 {
+			l.Beat(t0+i*ms+ms/10, time.Millisecond)
+		}
+	}
+	if n := len(r.poked); n < 9 || n > 11 {
+		t.Errorf("an idle loop got %d beats in a second, want 10 (one per %s)", n, IdleEvery)
+	}
+	at := t0 + 1000*ms
+	l.Enter(protocol.Fast, at)
+	l.Leave(at)
+	before := len(r.poked)
+	for i := int64(1); i <= 10; i++ {
+		r.m.Step(at + i*ms)
+		if l.due.Load() != 0 {
+			l.Beat(at+i*ms+ms/10, time.Millisecond)
+		}
+	}
+	if n := len(r.poked) - before; n != 10 {
+		t.Errorf("after a request, %d beats in 10 ms, want 10", n)
+	}
+}
+
+// TestRepeat: with Repeat, only a beat still waiting is handed over again;
+// a loop resting between its beats is not poked.
+func TestRepeat(t *testing.T) {
+	r := newRig(1, time.Millisecond, time.Millisecond)
+	r.m.opts.Repeat = true
+	l := r.loops[0]
+	t0 := int64(5_000_000_000)
+	r.m.Step(t0)                       // idle loop: its one beat for the next IdleEvery
+	l.Beat(t0+ms/10, time.Millisecond) // ran
+	for i := int64(1); i < 50; i++ {
+		r.m.Step(t0 + i*ms)
+	}
+	if len(r.poked) != 1 || r.m.Repeated() != 0 {
+		t.Errorf("poked %d times, %d repeated, for one beat that ran", len(r.poked), r.m.Repeated())
+	}
+	r.m.Step(t0 + 200*ms) // the next beat, which does not run
+	r.m.Step(t0 + 201*ms)
+	r.m.Step(t0 + 202*ms)
+	if r.m.Repeated() != 2 {
+		t.Errorf("%d repeats of a beat waiting 2 ms, want 2", r.m.Repeated())
 	}
 }
