@@ -2,48 +2,158 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/panjf2000/gnet/v2"
-	"golang.org/x/sys/unix"
 )
 
-// gnetEngine serves on gnet: one main reactor accepts and deals connections
-// round-robin to the loops, so any 4n consecutive connections land n per loop.
+// gnetEngine serves on gnet. The kit accepts the connections itself and
+// hands each to gnet (Engine.Register), which deals them round-robin to
+// the loops in the order they come, so any 4n consecutive connections land
+// n per loop. gnet's own acceptor stops the whole engine on any accept
+// error but a few (v2.9.7 acceptor_unix.go accept0: "too many open files"
+// included), and accepts a burst whole before its loops can close the
+// connections past the cap, so a burst could run the process out of
+// descriptors and stop the engine. The kit's acceptor backs off on
+// "too many open files" (as net/http does) and closes a connection past
+// the cap before gnet sees it. gnet itself listens on a unix socket in a
+// private directory that nothing connects to.
 type gnetEngine struct {
 	gnet.BuiltinEventEngine
-	s     *server
-	eng   gnet.Engine
-	ready func(net.Addr)
+	s         *server
+	eng       gnet.Engine
+	ln        net.Listener
+	ready     func(net.Addr)
+	enrolling atomic.Int64 // accepted, handed to gnet, not yet opened on a loop
+	// slots bounds how many connections are being handed over at once:
+	// gnet takes a connection by duplicating its descriptor, so each one
+	// under way holds two; beyond the bound the acceptor waits and the
+	// kernel queues the connections.
+	slots     chan struct{}
+	acceptErr chan error
+	started   sync.Once
+}
+
+// handoverSlots is how many connections may be under way to gnet at once:
+// an eighth of the descriptors the connection cap leaves spare, 4 to 1024.
+func handoverSlots(s *server) int {
+	return int(min(max((s.nofile-s.maxConns)/8, 4), 1024))
 }
 
 func (e *gnetEngine) serve(ctx context.Context, s *server, addr string, ready func(net.Addr)) error {
 	e.s, e.ready = s, ready
+	lc := net.ListenConfig{KeepAlive: -1} // as gnet's own listener: no TCP keep-alive
+	ln, err := lc.Listen(ctx, "tcp", addr)
+	if err != nil {
+		return err
+	}
+	e.ln = ln
+	defer ln.Close()
+	dir, err := os.MkdirTemp("", "loopserver-gnet-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	e.acceptErr = make(chan error, 1)
+	e.slots = make(chan struct{}, handoverSlots(s))
 	done := make(chan struct{})
 	defer close(done)
 	go func() {
+		var err error
 		select {
 		case <-ctx.Done():
-			s.stopping.Store(true)
-			sctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
-			defer cancel()
-			_ = e.eng.Stop(sctx)
+		case err = <-e.acceptErr:
+			e.acceptErr <- err // for serve's return
 		case <-done:
+			return
 		}
+		s.stop()
+		ln.Close()
+		sctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+		defer cancel()
+		_ = e.eng.Stop(sctx)
 	}()
-	return gnet.Run(e, "tcp://"+addr,
+	err = gnet.Run(e, "unix://"+filepath.Join(dir, "gnet.sock"),
 		gnet.WithNumEventLoop(s.opts.loops),
 		gnet.WithLoadBalancing(gnet.RoundRobin),
-		gnet.WithReusePort(false), // with it, the kernel hashes and the balancer is ignored
-		gnet.WithReuseAddr(true),  // restart on the port while TIME_WAIT sockets exist
+		gnet.WithReusePort(false),
 		gnet.WithLockOSThread(s.opts.lockThreads),
-		gnet.WithTCPNoDelay(gnet.TCPNoDelay),
+		gnet.WithTicker(true), // its first tick starts the acceptor
 		gnet.WithLogger(gnetLog{s.log}),
 	)
+	select {
+	case aerr := <-e.acceptErr:
+		return aerr
+	default:
+	}
+	return err
+}
+
+// accept takes the connections and hands them to gnet until the listener
+// closes. Past the cap a connection is closed at once; out of descriptors
+// it waits, 5 ms doubling to 1 s, and tries again.
+func (e *gnetEngine) accept() {
+	var backoff time.Duration
+	var lastLog time.Time
+	for {
+		c, err := e.ln.Accept()
+		if err != nil {
+			if e.s.stopping.Load() || errors.Is(err, net.ErrClosed) {
+				return
+			}
+			if errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) || errors.Is(err, syscall.ENOBUFS) || errors.Is(err, syscall.ENOMEM) {
+				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+				if time.Since(lastLog) > time.Second {
+					lastLog = time.Now()
+					fmt.Fprintf(e.s.log, "loopserver: accept: %v; trying again in %s\n", err, backoff)
+				}
+				time.Sleep(backoff)
+				continue
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			e.acceptErr <- fmt.Errorf("accept: %w", err)
+			return
+		}
+		backoff = 0
+		if e.s.open.Load()+e.enrolling.Load() >= e.s.maxConns {
+			c.Close()
+			e.s.refuse()
+			continue
+		}
+		e.slots <- struct{}{}
+		e.enrolling.Add(1)
+		done := func() {
+			e.enrolling.Add(-1)
+			<-e.slots
+		}
+		res, err := e.eng.Register(gnet.NewNetConnContext(context.Background(), c))
+		if err != nil {
+			done()
+			c.Close()
+			continue
+		}
+		go func() {
+			// gnet sends the result once the loop has opened the
+			// connection (or failed to take it: its copy of the
+			// descriptor, say).
+			if r := <-res; r.Err != nil && !e.s.stopping.Load() {
+				fmt.Fprintf(e.s.log, "loopserver: gnet could not take a connection: %v\n", r.Err)
+			}
+			done()
+		}()
+	}
 }
 
 // gnetLog keeps gnet's warnings and errors in the server's log, one line
@@ -64,19 +174,17 @@ func (l gnetLog) Fatalf(f string, a ...any) {
 
 func (e *gnetEngine) OnBoot(eng gnet.Engine) gnet.Action {
 	e.eng = eng
-	fd, err := eng.Dup()
-	if err != nil {
-		fmt.Fprintf(e.s.log, "loopserver: cannot read the bound address: %v\n", err)
-		return gnet.Shutdown
-	}
-	defer unix.Close(fd)
-	sa, err := unix.Getsockname(fd)
-	if err != nil {
-		fmt.Fprintf(e.s.log, "loopserver: cannot read the bound address: %v\n", err)
-		return gnet.Shutdown
-	}
-	e.ready(sockaddrToTCP(sa))
 	return gnet.None
+}
+
+// OnTick is called first once every loop is registered with the balancer
+// (gnet calls OnBoot before): only then may connections be handed over.
+func (e *gnetEngine) OnTick() (time.Duration, gnet.Action) {
+	e.started.Do(func() {
+		go e.accept()
+		e.ready(e.ln.Addr())
+	})
+	return time.Hour, gnet.None
 }
 
 func (e *gnetEngine) OnOpen(gc gnet.Conn) ([]byte, gnet.Action) {
@@ -173,12 +281,14 @@ func (e *gnetEngine) later(c *conn, gc gnet.Conn) {
 // descriptor may already serve another connection); f returning true
 // closes c.
 func (e *gnetEngine) onLoop(c *conn, gc gnet.Conn, f func() (closeNow bool)) {
-	_ = gc.EventLoop().Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
-		if c.closed || !f() {
-			return nil
-		}
-		return gc.EventLoop().Close(gc)
-	}))
+	e.s.awake(func() {
+		_ = gc.EventLoop().Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
+			if c.closed || !f() {
+				return nil
+			}
+			return gc.EventLoop().Close(gc)
+		}))
+	})
 }
 
 // resume runs the continuation on the loop that owns the connection.
@@ -209,10 +319,12 @@ func (e *gnetEngine) beat(heart *conn, _ bool) {
 	if gc == nil {
 		return
 	}
-	_ = gc.EventLoop().Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
-		e.s.beatNow(heart)
-		return nil
-	}))
+	e.s.awake(func() {
+		_ = gc.EventLoop().Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
+			e.s.beatNow(heart)
+			return nil
+		}))
+	})
 }
 
 // expire closes c on its loop (the timeout sweeper asked).
@@ -233,14 +345,4 @@ func (e *gnetEngine) expire(c *conn) {
 func (e *gnetEngine) connOf(c *conn) gnet.Conn {
 	gc, _ := c.handle.(gnet.Conn)
 	return gc
-}
-
-func sockaddrToTCP(sa unix.Sockaddr) *net.TCPAddr {
-	switch a := sa.(type) {
-	case *unix.SockaddrInet4:
-		return &net.TCPAddr{IP: net.IP(a.Addr[:]).To16(), Port: a.Port}
-	case *unix.SockaddrInet6:
-		return &net.TCPAddr{IP: net.IP(a.Addr[:]), Port: a.Port}
-	}
-	return &net.TCPAddr{}
 }
