@@ -28,7 +28,7 @@ func (e *evioEngine) serve(ctx context.Context, s *server, addr string, ready fu
 	go func() {
 		select {
 		case <-ctx.Done():
-			s.stopping.Store(true)
+			s.stop()
 		case <-done:
 		}
 	}()
@@ -95,7 +95,7 @@ func (e *evioEngine) data(ec evio.Conn, in []byte) ([]byte, evio.Action) {
 		if evioUnsent(ec) > 0 {
 			// evio's wake replaces unsent output with what this returns
 			// (v1.0.8, loopWake): answer once the earlier answers are out.
-			time.AfterFunc(time.Millisecond, func() { ec.Wake() })
+			time.AfterFunc(time.Millisecond, func() { e.s.awake(ec.Wake) })
 			return nil, evio.None
 		}
 		e.dropDup(c)
@@ -226,14 +226,14 @@ func (e *evioEngine) beat(heart *conn, again bool) {
 		if e.s.opts.dropWake != nil && e.s.opts.dropWake(again) {
 			return
 		}
-		ec.Wake()
+		e.s.awake(ec.Wake)
 	}
 }
 
 // expire wakes c's loop, which closes it (the timeout sweeper asked).
 func (e *evioEngine) expire(c *conn) {
 	if ec, _ := c.handle.(evio.Conn); ec != nil {
-		ec.Wake()
+		e.s.awake(ec.Wake)
 	}
 }
 
@@ -248,5 +248,5 @@ func (e *evioEngine) resume(c *conn) {
 	if e.s.answerOrphan(c) { // closed meanwhile: answered here
 		return
 	}
-	ec.Wake()
+	e.s.awake(ec.Wake)
 }

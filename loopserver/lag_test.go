@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -122,5 +123,55 @@ func TestLagStreamSSE(t *testing.T) {
 		if resp.StatusCode != http.StatusBadRequest {
 			t.Errorf("/lag?%s: %s, want 400", q, resp.Status)
 		}
+	}
+}
+
+// TestNoWakeAfterStop: once the server has stopped, neither a heartbeat
+// nor a late continuation may wake an engine: its pollers' descriptors are
+// closed, their numbers given to whatever opens next, and a wake writes 8
+// bytes into that (seen as "\x01\x00\x00\x00\x00\x00\x00\x00HTTP/1.1" at
+// the head of another server's answer, in this very test process).
+func TestNoWakeAfterStop(t *testing.T) {
+	for _, eng := range engines {
+		t.Run(eng, func(t *testing.T) {
+			var srv *server
+			s := start(t, eng, func(o *options) { o.started = func(s *server) { srv = s } })
+			c := wiretest.Dial(t, s.addr)
+			c.MustGet("/fast")
+			var cn *conn
+			srv.conns.Range(func(k, _ any) bool { cn = k.(*conn); return false })
+			heart := srv.loops.all()[0].heart.Load()
+			if cn == nil || heart == nil {
+				t.Fatal("no connection or heart to wake")
+			}
+			s.stop(t)
+			// The engine's closed descriptors are among the lowest free ones
+			// now (with the holes earlier tests left): fill them.
+			var pipes [][2]int
+			for range 1024 {
+				var p [2]int
+				if err := syscall.Pipe2(p[:], syscall.O_NONBLOCK|syscall.O_CLOEXEC); err != nil {
+					t.Fatal(err)
+				}
+				pipes = append(pipes, p)
+			}
+			defer func() {
+				for _, p := range pipes {
+					syscall.Close(p[0])
+					syscall.Close(p[1])
+				}
+			}()
+			srv.eng.beat(heart, false)
+			srv.eng.beat(heart, true)
+			srv.eng.expire(cn)
+			srv.eng.resume(cn)
+			time.Sleep(50 * time.Millisecond) // wakes may be deferred
+			for _, p := range pipes {
+				var b [64]byte
+				if n, _ := syscall.Read(p[0], b[:]); n > 0 {
+					t.Fatalf("%d bytes written after the stop into a descriptor the engine had closed: %q", n, b[:n])
+				}
+			}
+		})
 	}
 }

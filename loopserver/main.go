@@ -37,6 +37,8 @@ type options struct {
 	// dropWake, in tests, loses the evio heartbeat wakes it says yes to
 	// (again: a repeated one), as evio's poll loses some.
 	dropWake func(again bool) bool
+	// started, in tests, is given the server once it is made.
+	started func(*server)
 }
 
 // engine is one event-loop library serving a server.
@@ -115,6 +117,9 @@ func run(ctx context.Context, o options, ready func(addr, admin net.Addr)) error
 		return err
 	}
 	s := newServer(o)
+	if o.started != nil {
+		o.started(s)
+	}
 	defer s.pool.Close()
 	var eng engine = &gnetEngine{}
 	if o.engine == "evio" {
@@ -163,11 +168,13 @@ func run(ctx context.Context, o options, ready func(addr, admin net.Addr)) error
 	var err error
 	select {
 	case err = <-served:
+		s.stop() // it stopped by itself: its descriptors are closed
 		if err == nil && ctx.Err() == nil {
 			err = errors.New("the engine stopped by itself") // never exit 0 for that
 		}
 		cancel()
 	case <-ctx.Done():
+		s.stop()
 		// Engines stop within a loop turn; a loop held by a long block is
 		// not waited for past a second.
 		select {

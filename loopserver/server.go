@@ -234,6 +234,7 @@ type server struct {
 
 	hearts   hearts
 	stopping atomic.Bool
+	wakeMu   sync.RWMutex // wakes hold it shared; stop holds it to set stopping
 
 	conns                    sync.Map     // *conn -> struct{}: every open connection, for the sweeper
 	idleTO, headerTO, bodyTO atomic.Int64 // connections closed by each timeout
@@ -277,12 +278,7 @@ func (s *server) opened(remote net.Addr, handle any) *conn {
 	}
 	if s.open.Add(1) > s.maxConns {
 		s.open.Add(-1)
-		n := s.refused.Add(1)
-		now := time.Now().UnixNano()
-		if last := s.lastRefusalLog.Load(); now-last > int64(time.Second) && s.lastRefusalLog.CompareAndSwap(last, now) {
-			fmt.Fprintf(s.log, "loopserver: %d connections open, the cap under the descriptor limit of %d: closing new ones at once (%d so far)\n",
-				s.maxConns, s.nofile, n)
-		}
+		s.refuse()
 		return nil
 	}
 	l := s.loops.register()
@@ -292,6 +288,37 @@ func (s *server) opened(remote net.Addr, handle any) *conn {
 	c.lastActive.Store(time.Now().UnixNano())
 	s.conns.Store(c, struct{}{})
 	return c
+}
+
+// awake runs wake, a wake of an engine's loop, unless the server is
+// stopping: a stopped engine has closed its pollers' descriptors, and a
+// wake (evio's writes 8 bytes to its eventfd) would write into whatever
+// opened next under the same number, another connection's socket say.
+func (s *server) awake(wake func()) {
+	s.wakeMu.RLock()
+	defer s.wakeMu.RUnlock()
+	if !s.stopping.Load() {
+		wake()
+	}
+}
+
+// stop marks the server stopping; once it returns no wake is under way
+// and none will start. It comes before the engine is told to stop.
+func (s *server) stop() {
+	s.wakeMu.Lock()
+	s.stopping.Store(true)
+	s.wakeMu.Unlock()
+}
+
+// refuse counts a connection turned away at the cap, and says so once a
+// second.
+func (s *server) refuse() {
+	n := s.refused.Add(1)
+	now := time.Now().UnixNano()
+	if last := s.lastRefusalLog.Load(); now-last > int64(time.Second) && s.lastRefusalLog.CompareAndSwap(last, now) {
+		fmt.Fprintf(s.log, "loopserver: %d connections open, the cap under the descriptor limit of %d: closing new ones at once (%d so far)\n",
+			s.maxConns, s.nofile, n)
+	}
 }
 
 // closedConn marks c closed so a late continuation writes nothing.

@@ -25,6 +25,15 @@ var engines = []string{"gnet", "evio"}
 type testServer struct {
 	addr, admin string
 	log         *syncBuffer
+	stopOnce    func() error
+}
+
+// stop stops the server now and waits for it (also done when the test ends).
+func (ts *testServer) stop(t *testing.T) {
+	t.Helper()
+	if err := ts.stopOnce(); err != nil {
+		t.Fatalf("server: %v", err)
+	}
 }
 
 type syncBuffer struct {
@@ -76,15 +85,18 @@ func start(t *testing.T, engine string, tweak func(*options)) *testServer {
 		cancel()
 		t.Fatal("server did not start within 5 s")
 	}
-	t.Cleanup(func() {
+	ts.stopOnce = sync.OnceValue(func() error {
 		cancel()
 		select {
 		case err := <-done:
-			if err != nil {
-				t.Errorf("server: %v", err)
-			}
+			return err
 		case <-time.After(3 * time.Second):
-			t.Errorf("server did not stop within 3 s")
+			return fmt.Errorf("server did not stop within 3 s")
+		}
+	})
+	t.Cleanup(func() {
+		if err := ts.stopOnce(); err != nil {
+			t.Error(err)
 		}
 	})
 	return ts
@@ -379,7 +391,12 @@ func TestBlockDetector(t *testing.T) {
 				t.Errorf("loop %d during the block: %+v, want blocked now, one block in /slow", own, l.Stats)
 			}
 			<-done
-			st = stats(t, s)
+			// The detector ends a block at its first tick after the
+			// request left: wait for that before reading the log.
+			deadline := time.Now().Add(5 * time.Second)
+			for st = stats(t, s); st.Loops[own].BlockedNow && time.Now().Before(deadline); st = stats(t, s) {
+				time.Sleep(5 * time.Millisecond)
+			}
 			for _, l := range st.Loops {
 				want := int64(0)
 				if int64(l.Loop) == own {
