@@ -16,12 +16,14 @@ package lag
 import (
 	"fmt"
 	"io"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/bystander-kit/bystander/internal/hist"
 	"github.com/bystander-kit/bystander/internal/protocol"
+	"golang.org/x/sys/unix"
 )
 
 // ringSize is how many recent beats each loop keeps for the stream: two
@@ -38,7 +40,7 @@ const logEvery = time.Second
 // The first request puts it back on the interval at the next tick.
 const (
 	IdleAfter = time.Second
-	IdleEvery = 100 * time.Millisecond
+	IdleEvery = 100 * time.Millisecond // unless Options.IdleEvery says
 )
 
 // Outside names a block that began between requests (a late heartbeat with
@@ -66,6 +68,8 @@ type Loop struct {
 	h       *hist.H
 	ring    [ringSize]sample
 	n       uint64
+
+	mon atomic.Pointer[Monitor] // set by the monitor, for Enter's nudge
 
 	// What the detector found; it alone writes these.
 	det       detState
@@ -108,6 +112,9 @@ func (l *Loop) Enter(r protocol.Route, now int64) {
 	l.seq.Add(1)
 	l.route.Store(int32(r))
 	l.entered.Store(now)
+	if m := l.mon.Load(); m != nil && m.dozing.Load() {
+		m.nudge()
+	}
 }
 
 // Leave records, on the loop, that the request ended at now.
@@ -150,6 +157,8 @@ type Options struct {
 	// Repeat hands a beat still waiting at its loop's next turn over
 	// again (same due time): for an engine that can lose the wake.
 	Repeat bool
+	// IdleEvery is how often a resting loop gets a beat (IdleEvery when 0).
+	IdleEvery time.Duration
 }
 
 // Monitor hands out the heartbeats and runs the detector.
@@ -159,9 +168,12 @@ type Monitor struct {
 	poke     func(l *Loop, again bool) bool
 	repeated atomic.Int64
 
-	turn   int // ticks so far (Run's goroutine only)
-	mu     sync.Mutex
-	detect *hist.H // how long after a block began the detector saw it
+	turn    int // ticks so far (Run's goroutine only)
+	dozing  atomic.Bool
+	nudgeMu sync.Mutex
+	nudgeFD atomic.Int64 // the eventfd that wakes Run, plus one; 0: none
+	mu      sync.Mutex
+	detect  *hist.H // how long after a block began the detector saw it
 }
 
 // New returns a monitor of the loops loops() lists; poke hands a beat to a
@@ -170,6 +182,9 @@ type Monitor struct {
 func New(o Options, loops func() []*Loop, poke func(l *Loop, again bool) bool) *Monitor {
 	if o.Log == nil {
 		o.Log = io.Discard
+	}
+	if o.IdleEvery <= 0 {
+		o.IdleEvery = IdleEvery
 	}
 	return &Monitor{opts: o, loops: loops, poke: poke, detect: hist.New()}
 }
@@ -204,12 +219,82 @@ func (m *Monitor) Tick() time.Duration {
 }
 
 // Run hands out heartbeats and detects blocks every Tick until stop closes.
-// The tick follows the number of loops, which grows as they are first seen.
+//
+// The ticks come from a thread of its own sleeping in the kernel (ppoll to
+// a deadline), not from a Go timer: a Go timer lives on a P, and a loop
+// held in a blocking syscall (a JDBC read; the kit's syscall block mode)
+// can keep that P until the runtime takes it back, milliseconds later, so
+// the ticks, and with them the beats and the detection of that very block,
+// came late (a 5 ms block showed as a lag of 1 to 5 ms). While every loop
+// rests (no request for IdleAfter) and none is held, the thread sleeps
+// until the next resting beat is due; a loop entering a request wakes it.
 func (m *Monitor) Run(stop <-chan struct{}) {
-	tick := m.Tick()
-	if tick == 0 {
+	if m.Tick() == 0 {
 		return
 	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	efd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
+	if err != nil {
+		m.runTicker(stop)
+		return
+	}
+	m.nudgeFD.Store(int64(efd) + 1)
+	defer func() {
+		m.nudgeMu.Lock() // no nudge is writing to efd now
+		m.nudgeFD.Store(0)
+		unix.Close(efd)
+		m.nudgeMu.Unlock()
+	}()
+	stopped := make(chan struct{})
+	defer close(stopped)
+	go func() { // a stop wakes it from however long a sleep
+		select {
+		case <-stop:
+			m.poke8()
+		case <-stopped:
+		}
+	}()
+	next := time.Now().UnixNano()
+	var buf [8]byte
+	for {
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		tick := int64(m.Tick())
+		next += tick
+		now := time.Now().UnixNano()
+		if now-next > tick {
+			next = now // fell behind: no burst of catch-up ticks
+		}
+		wait := next - now
+		// dozing is set before the loops are looked at, and Enter sets
+		// entered before it looks at dozing: either this sees the request
+		// or the request's Enter sees the doze and nudges.
+		m.dozing.Store(true)
+		if m.allResting(now) {
+			wait = max(wait, int64(m.opts.IdleEvery)/int64(max(m.phases(), 1)))
+		} else {
+			m.dozing.Store(false)
+		}
+		if wait > 0 {
+			ts := unix.NsecToTimespec(wait)
+			fds := []unix.PollFd{{Fd: int32(efd), Events: unix.POLLIN}}
+			if n, _ := unix.Ppoll(fds, &ts, nil); n > 0 {
+				_, _ = unix.Read(efd, buf[:])
+				next = time.Now().UnixNano() // nudged: tick now, and on from here
+			}
+		}
+		m.dozing.Store(false)
+		m.Step(time.Now().UnixNano())
+	}
+}
+
+// runTicker is Run on a Go ticker, where no eventfd can be had.
+func (m *Monitor) runTicker(stop <-chan struct{}) {
+	tick := m.Tick()
 	t := time.NewTicker(tick)
 	defer t.Stop()
 	for {
@@ -226,12 +311,52 @@ func (m *Monitor) Run(stop <-chan struct{}) {
 	}
 }
 
+// allResting says whether no loop served a request for IdleAfter and none
+// is held: then nothing is due before the next resting beat.
+func (m *Monitor) allResting(now int64) bool {
+	if m.opts.Interval <= 0 {
+		return false
+	}
+	for _, l := range m.loops() {
+		m.adopt(l)
+		if l.entered.Load() != 0 || now-l.left.Load() < int64(IdleAfter) || l.blockAt.Load() != 0 || l.due.Load() != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// adopt makes l nudge m when it enters a request.
+func (m *Monitor) adopt(l *Loop) {
+	if l.mon.Load() == nil {
+		l.mon.Store(m)
+	}
+}
+
+// nudge wakes a dozing monitor: a loop entered a request.
+func (m *Monitor) nudge() {
+	if m.dozing.CompareAndSwap(true, false) {
+		m.poke8()
+	}
+}
+
+// poke8 wakes Run's sleep through its eventfd, if it still has one.
+func (m *Monitor) poke8() {
+	m.nudgeMu.Lock()
+	defer m.nudgeMu.Unlock()
+	if fd := m.nudgeFD.Load(); fd > 0 {
+		one := [8]byte{1}
+		_, _ = unix.Write(int(fd-1), one[:])
+	}
+}
+
 // Step is one tick at now: a beat to every loop whose turn it is and whose
 // last beat ran, then the detector over every loop.
 func (m *Monitor) Step(now int64) {
 	phases := m.phases()
 	m.turn++
 	for i, l := range m.loops() {
+		m.adopt(l)
 		if m.opts.Interval > 0 && i%phases == m.turn%phases {
 			switch due := l.due.Load(); {
 			case due == 0 && !m.resting(l, now):
@@ -256,7 +381,7 @@ func (m *Monitor) resting(l *Loop, now int64) bool {
 	if l.entered.Load() != 0 || now-l.left.Load() < int64(IdleAfter) {
 		return false
 	}
-	return now-l.handed < int64(max(IdleEvery, m.opts.Interval))
+	return now-l.handed < int64(max(m.opts.IdleEvery, m.opts.Interval))
 }
 
 // check moves l's block state on at now. A block is a loop held past Warn:

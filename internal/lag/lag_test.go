@@ -3,6 +3,7 @@ package lag
 import (
 	"bytes"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -219,5 +220,42 @@ func TestRepeat(t *testing.T) {
 	r.m.Step(t0 + 202*ms)
 	if r.m.Repeated() != 2 {
 		t.Errorf("%d repeats of a beat waiting 2 ms, want 2", r.m.Repeated())
+	}
+}
+
+// TestDozeAndNudge: with every loop resting, Run sleeps past its tick
+// (dozing, here for an hour); a loop entering a request wakes it at once,
+// so the detector is not a resting beat's interval late for the first
+// request after a lull.
+func TestDozeAndNudge(t *testing.T) {
+	l := NewLoop(0)
+	var poked atomic.Int64
+	m := New(Options{Interval: time.Millisecond, Warn: time.Millisecond, IdleEvery: time.Hour}, func() []*Loop { return []*Loop{l} },
+		func(l *Loop, _ bool) bool {
+			poked.Add(1)
+			go l.Beat(time.Now().UnixNano(), time.Millisecond)
+			return true
+		})
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() { m.Run(stop); close(done) }()
+	defer func() { close(stop); <-done }()
+	deadline := time.Now().Add(10 * time.Second)
+	for !m.dozing.Load() {
+		if time.Now().After(deadline) {
+			t.Fatal("the monitor never dozed with its one loop resting")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(10 * time.Millisecond) // well into its hour
+	l.Enter(protocol.Slow, time.Now().UnixNano())
+	for l.Stats(time.Now().UnixNano()).BlocksByRoute["/slow"] == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the held loop was not seen in 10 s: the monitor slept on through the request")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if poked.Load() == 0 {
+		t.Error("no beat was ever handed over")
 	}
 }
