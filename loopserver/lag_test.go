@@ -1,8 +1,12 @@
 package main
 
 import (
+	"strconv"
+
 	"bufio"
 	"encoding/json"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	"net/http"
 	"strings"
 	"syscall"
@@ -173,5 +177,64 @@ func TestNoWakeAfterStop(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestMetrics: /metrics says in the Prometheus text format what /stats
+// says: the block in /slow on its loop, every loop's heartbeats, and the
+// process's own figures.
+func TestMetrics(t *testing.T) {
+	s := start(t, "gnet", func(o *options) { o.blockWarn = 50 * time.Millisecond })
+	c := wiretest.Dial(t, s.addr)
+	own := c.MustGet("/slow?block=200ms").Int(protocol.HeaderLoop)
+	deadline := time.Now().Add(5 * time.Second)
+	for stats(t, s).Loops[own].BlockedNow && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	resp, err := http.Get("http://" + s.admin + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	value := func(name string, labels map[string]string) (float64, bool) {
+		f := fams[name]
+		if f == nil {
+			return 0, false
+		}
+	next:
+		for _, m := range f.Metric {
+			for _, lp := range m.Label {
+				if want, ok := labels[lp.GetName()]; ok && want != lp.GetValue() {
+					continue next
+				}
+			}
+			switch {
+			case m.Counter != nil:
+				return m.Counter.GetValue(), true
+			case m.Gauge != nil:
+				return m.Gauge.GetValue(), true
+			}
+		}
+		return 0, false
+	}
+	loop := strconv.FormatInt(own, 10)
+	if v, ok := value("bystander_loop_blocks_total", map[string]string{"loop": loop, "route": "/slow"}); !ok || v != 1 {
+		t.Errorf("blocks in /slow on loop %s: %v %v, want 1", loop, v, ok)
+	}
+	if v, ok := value("bystander_loop_blocked_seconds_total", map[string]string{"loop": loop}); !ok || v < 0.2 {
+		t.Errorf("blocked seconds on loop %s: %v, want 0.2 or more", loop, v)
+	}
+	for l := range 4 {
+		if v, ok := value("bystander_loop_heartbeats_total", map[string]string{"loop": strconv.Itoa(l)}); !ok || v <= 0 {
+			t.Errorf("loop %d heartbeats: %v %v", l, v, ok)
+		}
+	}
+	if _, ok := value("process_cpu_seconds_total", nil); !ok {
+		t.Error("no process_cpu_seconds_total")
 	}
 }

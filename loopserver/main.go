@@ -138,7 +138,7 @@ func run(ctx context.Context, o options, ready func(addr, admin net.Addr)) error
 		}
 		adminAddr = ln.Addr()
 		go func() {
-			adminDone <- admin.Serve(ctx, ln, func() any { return s.stats() }, admin.Route{Pattern: "GET /lag", Handler: lag.Handler(s.mon)})
+			adminDone <- admin.Serve(ctx, ln, func() any { return s.stats() }, admin.Route{Pattern: "GET /lag", Handler: lag.Handler(s.mon)}, admin.Metrics(metrics{s}))
 		}()
 	} else {
 		adminDone <- nil

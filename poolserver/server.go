@@ -324,7 +324,7 @@ func run(ctx context.Context, o options, ready func(addr, admin net.Addr)) error
 			return fmt.Errorf("poolserver: admin listener %s: %w", o.Admin, err)
 		}
 		adminAddr = aln.Addr()
-		go func() { adminDone <- admin.Serve(ctx, aln, func() any { return s.stats() }) }()
+		go func() { adminDone <- admin.Serve(ctx, aln, func() any { return s.stats() }, admin.Metrics(metrics{s})) }()
 	} else {
 		adminDone <- nil
 	}

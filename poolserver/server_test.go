@@ -3,9 +3,11 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -269,5 +271,23 @@ func TestQueueSeries(t *testing.T) {
 	}
 	if busy != 2 {
 		t.Errorf("at most %d slots seen busy while 3 callers held 2 slots for 300ms", busy)
+	}
+}
+
+// TestMetrics: /metrics gives the pool's slots and waits in the Prometheus
+// text format, beside the process's own figures.
+func TestMetrics(t *testing.T) {
+	s := start(t, 4)
+	wiretest.Dial(t, s.addr).MustGet("/fast")
+	resp, err := http.Get("http://" + s.admin + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	for _, want := range []string{"\nbystander_pool_slots 4\n", "\nbystander_pool_slot_acquisitions_total 1\n", `bystander_pool_queue_wait_seconds{quantile="0.99"}`, "\nprocess_cpu_seconds_total "} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("/metrics lacks %q", strings.TrimSpace(want))
+		}
 	}
 }
