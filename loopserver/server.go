@@ -15,6 +15,7 @@ import (
 	"github.com/bystander-kit/bystander/internal/h1"
 	"github.com/bystander-kit/bystander/internal/lag"
 	"github.com/bystander-kit/bystander/internal/offload"
+	"github.com/bystander-kit/bystander/internal/pace"
 	"github.com/bystander-kit/bystander/internal/proc"
 	"github.com/bystander-kit/bystander/internal/protocol"
 )
@@ -350,21 +351,7 @@ func (s *server) sweep(stop <-chan struct{}) {
 	if shortest == 0 {
 		return
 	}
-	every(stop, min(max(shortest/4, 10*time.Millisecond), time.Second), func(now time.Time) { s.expireAt(now.UnixNano()) })
-}
-
-// every calls f with the time, every d, until stop is closed.
-func every(stop <-chan struct{}, d time.Duration, f func(now time.Time)) {
-	t := time.NewTicker(d)
-	defer t.Stop()
-	for {
-		select {
-		case <-stop:
-			return
-		case now := <-t.C:
-			f(now)
-		}
-	}
+	pace.Every(stop, min(max(shortest/4, 10*time.Millisecond), time.Second), func(now time.Time) { s.expireAt(now.UnixNano()) })
 }
 
 // expireAt asks the loops to close the connections past a timeout at now.

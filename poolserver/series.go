@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/bystander-kit/bystander/internal/hist"
+	"github.com/bystander-kit/bystander/internal/pace"
 )
 
 // The pool's equivalent of a loop's lag: how long requests waited for a
@@ -107,14 +108,5 @@ func (s *series) snapshot(now time.Time) ([]Second, QueueWait) {
 
 // watch samples the occupancy every sampleEvery until stop closes.
 func (sl *slots) watch(stop <-chan struct{}) {
-	t := time.NewTicker(sampleEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-stop:
-			return
-		case now := <-t.C:
-			sl.series.sample(sl.busy.Load(), sl.waiting.Load(), now)
-		}
-	}
+	pace.Every(stop, sampleEvery, func(now time.Time) { sl.series.sample(sl.busy.Load(), sl.waiting.Load(), now) })
 }

@@ -35,3 +35,19 @@ func Until(ctx context.Context, t time.Time) bool {
 	}
 	return true
 }
+
+// Every calls f with the time, every d, until stop is closed: the servers'
+// housekeeping (timeout sweeps, occupancy samples), where a tick a little
+// late does no harm.
+func Every(stop <-chan struct{}, d time.Duration, f func(now time.Time)) {
+	t := time.NewTicker(d)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case now := <-t.C:
+			f(now)
+		}
+	}
+}
