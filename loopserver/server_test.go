@@ -489,6 +489,13 @@ func TestFlags(t *testing.T) {
 		{[]string{"--addr=127.0.0.1:nosuchservice"}, false},
 		{[]string{"--addr=nope"}, false},
 		{[]string{"stray"}, false},
+		{[]string{"--lag-interval=0", "--block-warn=0"}, true},
+		{[]string{"--lag-interval=500us", "--block-warn=5ms"}, true},
+		{[]string{"--lag-interval=50us"}, false},
+		{[]string{"--lag-interval=2s"}, false},
+		{[]string{"--lag-interval=-1ms"}, false},
+		{[]string{"--block-warn=2h"}, false},
+		{[]string{"--block-warn=-1ms"}, false},
 	} {
 		_, err := parseFlags(tc.args, io.Discard)
 		if (err == nil) != tc.ok {

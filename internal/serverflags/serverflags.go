@@ -56,7 +56,7 @@ func (c *Common) Register(fs *flag.FlagSet) {
 	fs.Var(&c.BlockMode, "block-mode", "how the blocking call blocks: sleep (parks the goroutine), syscall (holds the OS thread in nanosleep), spin (burns CPU)")
 	fs.IntVar(&c.OffloadWorkers, "offload-workers", c.OffloadWorkers, "workers of the pool /offload runs the blocking call on")
 	fs.IntVar(&c.OffloadQueue, "offload-queue", c.OffloadQueue, "jobs that may wait for an offload worker; past it /offload answers 503")
-	fs.StringVar(&c.Admin, "admin", c.Admin, "admin listener for GET /stats and /debug/pprof (empty disables)")
+	fs.StringVar(&c.Admin, "admin", c.Admin, "admin listener for GET /stats, /metrics (Prometheus), /lag (the loop server's loop lag, streamed) and /debug/pprof (empty disables)")
 	fs.DurationVar(&c.IdleTimeout, "idle-timeout", c.IdleTimeout, "close a keep-alive connection idle this long between requests (0: never)")
 	fs.DurationVar(&c.HeaderTimeout, "header-timeout", c.HeaderTimeout, "close a connection whose request line and headers take longer than this to arrive (0: never)")
 	fs.DurationVar(&c.BodyTimeout, "body-timeout", c.BodyTimeout, "close a connection whose promised request body takes longer than this to arrive (0: never)")
