@@ -255,7 +255,11 @@ func (m *Monitor) Run(stop <-chan struct{}) {
 		case <-stopped:
 		}
 	}()
-	next := time.Now().UnixNano()
+	// The schedule runs on the monotonic clock: a step of the wall clock
+	// must not make it sleep an hour or spin.
+	base := time.Now()
+	mono := func() int64 { return int64(time.Since(base)) }
+	next := mono()
 	var buf [8]byte
 	for {
 		select {
@@ -265,7 +269,7 @@ func (m *Monitor) Run(stop <-chan struct{}) {
 		}
 		tick := int64(m.Tick())
 		next += tick
-		now := time.Now().UnixNano()
+		now := mono()
 		if now-next > tick {
 			next = now // fell behind: no burst of catch-up ticks
 		}
@@ -274,7 +278,7 @@ func (m *Monitor) Run(stop <-chan struct{}) {
 		// entered before it looks at dozing: either this sees the request
 		// or the request's Enter sees the doze and nudges.
 		m.dozing.Store(true)
-		if m.allResting(now) {
+		if m.allResting(time.Now().UnixNano()) {
 			wait = max(wait, int64(m.opts.IdleEvery)/int64(max(m.phases(), 1)))
 		} else {
 			m.dozing.Store(false)
@@ -284,7 +288,7 @@ func (m *Monitor) Run(stop <-chan struct{}) {
 			fds := []unix.PollFd{{Fd: int32(efd), Events: unix.POLLIN}}
 			if n, _ := unix.Ppoll(fds, &ts, nil); n > 0 {
 				_, _ = unix.Read(efd, buf[:])
-				next = time.Now().UnixNano() // nudged: tick now, and on from here
+				next = mono() // nudged: tick now, and on from here
 			}
 		}
 		m.dozing.Store(false)
