@@ -46,15 +46,7 @@ func BenchmarkLagCost(b *testing.B) {
 			b.ResetTimer()
 			for range 9 {
 				for _, v := range vs {
-					before, err := wiretest.TreeCPU(v.pid)
-					if err != nil {
-						b.Fatal(err)
-					}
-					if res := wiretest.Load(v.addr, "/fast", 64, b.N); res.Failed > 0 {
-						b.Fatalf("%s: %d failed", v.name, res.Failed)
-					}
-					after, _ := wiretest.TreeCPU(v.pid)
-					v.us = append(v.us, float64(after-before)/1e3/float64(b.N))
+					v.us = append(v.us, wiretest.ServerCPUPerRequest(b, v.addr, v.pid, "/fast", 64, b.N))
 				}
 			}
 			b.StopTimer()

@@ -87,19 +87,8 @@ func BenchmarkFastCPU(b *testing.B) {
 	b.ResetTimer()
 	for range 5 {
 		for _, t := range ts {
-			before, err := wiretest.TreeCPU(t.pid)
-			if err != nil {
-				b.Fatal(err)
-			}
 			gen := proc.Self()
-			if res := wiretest.Load(t.addr, "/fast", 64, b.N); res.Failed > 0 {
-				b.Fatalf("%s: %d failed requests", t.name, res.Failed)
-			}
-			after, err := wiretest.TreeCPU(t.pid)
-			if err != nil {
-				b.Fatal(err)
-			}
-			t.us = append(t.us, float64(after-before)/1e3/float64(b.N))
+			t.us = append(t.us, wiretest.ServerCPUPerRequest(b, t.addr, t.pid, "/fast", 64, b.N))
 			t.gen = append(t.gen, float64(proc.Self().CPUNs()-gen.CPUNs())/1e3/float64(b.N))
 		}
 	}

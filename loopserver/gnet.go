@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -29,12 +28,12 @@ import (
 // private directory that nothing connects to.
 type gnetEngine struct {
 	gnet.BuiltinEventEngine
-	s         *server
-	eng       gnet.Engine
-	ln        net.Listener
-	ready     func(net.Addr)
-	enrolling atomic.Int64 // accepted, handed to gnet, not yet opened on a loop
-	// slots bounds how many connections are being handed over at once:
+	s     *server
+	eng   gnet.Engine
+	ln    net.Listener
+	ready func(net.Addr)
+	// slots holds one token per connection accepted and handed to gnet but
+	// not yet opened on a loop, and bounds how many are under way at once:
 	// gnet takes a connection by duplicating its descriptor, so each one
 	// under way holds two; beyond the bound the acceptor waits and the
 	// kernel queues the connections.
@@ -127,17 +126,13 @@ func (e *gnetEngine) accept() {
 			return
 		}
 		backoff = 0
-		if e.s.open.Load()+e.enrolling.Load() >= e.s.maxConns {
+		if e.s.open.Load()+int64(len(e.slots)) >= e.s.maxConns {
 			c.Close()
 			e.s.refuse()
 			continue
 		}
 		e.slots <- struct{}{}
-		e.enrolling.Add(1)
-		done := func() {
-			e.enrolling.Add(-1)
-			<-e.slots
-		}
+		done := func() { <-e.slots }
 		res, err := e.eng.Register(gnet.NewNetConnContext(context.Background(), c))
 		if err != nil {
 			done()

@@ -103,15 +103,7 @@ func BenchmarkPoolOverhead(b *testing.B) {
 	b.ResetTimer()
 	for range 5 {
 		for _, t := range ts {
-			before, err := wiretest.TreeCPU(t.pid)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if res := wiretest.Load(t.addr, "/fast", 64, b.N); res.Failed > 0 {
-				b.Fatalf("%s: %d failed", t.name, res.Failed)
-			}
-			after, _ := wiretest.TreeCPU(t.pid)
-			t.us = append(t.us, float64(after-before)/1e3/float64(b.N))
+			t.us = append(t.us, wiretest.ServerCPUPerRequest(b, t.addr, t.pid, "/fast", 64, b.N))
 		}
 	}
 	b.StopTimer()

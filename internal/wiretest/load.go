@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"testing"
 	"time"
 
 	"github.com/bystander-kit/bystander/internal/client"
@@ -75,4 +76,24 @@ func TreeCPU(pid int) (int64, error) {
 		}
 	}
 	return total, nil
+}
+
+// ServerCPUPerRequest is one round of a side-by-side CPU comparison: n
+// GET target requests over conns keep-alive connections to the server at
+// addr (process pid, its children counted), and the server CPU each cost,
+// in microseconds. Any failed request fails the benchmark.
+func ServerCPUPerRequest(tb testing.TB, addr string, pid int, target string, conns, n int) float64 {
+	tb.Helper()
+	before, err := TreeCPU(pid)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if res := Load(addr, target, conns, n); res.Failed > 0 {
+		tb.Fatalf("%s%s: %d of %d requests failed", addr, target, res.Failed, n)
+	}
+	after, err := TreeCPU(pid)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return float64(after-before) / 1e3 / float64(n)
 }
