@@ -104,7 +104,7 @@ func throughputChart(f *findings.Findings) section {
 			"nor its callers divided by the block (dotted: Little's law, one request per caller per block). "+
 			"The labels give each point's share of the ceiling that binds it, decided from the measured ceilings and the machine's measured use. "+
 			"The event loops flatten at their ceiling however many callers come; the pool keeps climbing with them.",
-			joinInts(p.Conc), p.Block, p.BlockMode, p.Loops, p.Block, findings.CeilingPerS(p.Loops, p.Block), p.Slots, findings.CeilingPerS(p.Slots, p.Block))}
+			findings.JoinInts(p.Conc, ", "), p.Block, p.BlockMode, p.Loops, p.Block, findings.CeilingPerS(p.Loops, p.Block), p.Slots, findings.CeilingPerS(p.Slots, p.Block))}
 	var ok []findings.SweepRow
 	for _, r := range f.Sweep {
 		if r.Throughput.OK() {
@@ -571,14 +571,6 @@ func cliffChart(f *findings.Findings) section {
 	sec.Notes = saturationNotes(ok, func(r findings.LoadRow) string { return fmt.Sprintf("%d callers", r.Step.Conc) })
 	sec.Element, sec.Script = snippet(bar)
 	return sec
-}
-
-func joinInts(v []int) string {
-	var parts []string
-	for _, x := range v {
-		parts = append(parts, strconv.Itoa(x))
-	}
-	return strings.Join(parts, ", ")
 }
 
 func sanitize(s string) string {

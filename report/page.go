@@ -83,7 +83,7 @@ func buildPage(f *findings.Findings, a asset) page {
 		{"block (stall, trace, cliff)", fp.StallBlock.String()},
 		{"how the call blocks", fp.BlockMode + blockModeNote[fp.BlockMode]},
 		{"/async delay", fp.Delay.String()},
-		{"callers", joinInts(fp.Conc)},
+		{"callers", findings.JoinInts(fp.Conc, ", ")},
 		{"measured time, warm-up", fmt.Sprintf("%s, %s", fp.Duration, fp.Warmup)},
 		{"servers", fmt.Sprintf("%s (loop engines: %s); %d loops, %d pool slots, %d offload workers", strings.Join(rp.Servers, ", "), strings.Join(rp.Engines, ", "),
 			fp.Loops, fp.Slots, fp.OffloadWorkers)},

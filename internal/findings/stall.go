@@ -3,6 +3,7 @@ package findings
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -187,7 +188,7 @@ func (r StallRow) DetectorText() string {
 	}
 	loops := "none"
 	if len(r.DetectorLoops) > 0 {
-		loops = strings.Trim(strings.ReplaceAll(fmt.Sprint(r.DetectorLoops), " ", ","), "[]")
+		loops = JoinInts(r.DetectorLoops, ",")
 	}
 	if r.DetectorMatch && len(r.DetectorLoops) == 0 {
 		return "none (none blocked)"
@@ -196,4 +197,13 @@ func (r StallRow) DetectorText() string {
 		return loops + " (the blockers' loops)"
 	}
 	return loops + " (NOT the blockers' loops)"
+}
+
+// JoinInts writes v with sep between: "1,2,3".
+func JoinInts(v []int, sep string) string {
+	parts := make([]string, len(v))
+	for i, x := range v {
+		parts[i] = strconv.Itoa(x)
+	}
+	return strings.Join(parts, sep)
 }
