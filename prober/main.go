@@ -14,6 +14,11 @@
 // own fixed schedule and says which stalled.
 // trace: takes /async requests apart into accepted, continuation lateness
 // and return, from the protocol's timing headers.
+// check: checks that the server at --target (its base URL) speaks the
+// protocol, as a table of PASS / FAIL / MISSING / SKIP with a reason each;
+// exits 0 only when every required check passes:
+//
+//	prober --mode check --target http://127.0.0.1:8081 [--loops 4] [--out check.json]
 package main
 
 import (
@@ -28,6 +33,7 @@ import (
 
 	"github.com/bystander-kit/bystander/internal/cli"
 	"github.com/bystander-kit/bystander/internal/client"
+	"github.com/bystander-kit/bystander/internal/conform"
 	"github.com/bystander-kit/bystander/internal/results"
 )
 
@@ -51,6 +57,7 @@ type options struct {
 	readyFile      string
 	out            string
 	allowRemote    bool
+	loops          int
 	args           []string
 }
 
@@ -58,6 +65,9 @@ func main() { os.Exit(mainExit(os.Args[1:], os.Stdout, os.Stderr)) }
 
 func mainExit(args []string, stdout, stderr io.Writer) int {
 	return cli.Main(args, stderr, parseFlags, func(ctx context.Context, o options) int {
+		if o.mode == "check" {
+			return runCheck(ctx, o, stdout, stderr)
+		}
 		res, err := run(ctx, o, stdout)
 		if err != nil {
 			fmt.Fprintln(stderr, err)
@@ -72,8 +82,9 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	o := options{args: args}
 	fs := flag.NewFlagSet("prober", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&o.mode, "mode", "interval", "interval, perconn or trace")
-	fs.StringVar(&o.target, "target", "http://127.0.0.1:8081/fast", "URL to probe (loopback only unless --allow-remote)")
+	fs.StringVar(&o.mode, "mode", "interval", "interval, perconn, trace, or check (does the server at --target speak the protocol?)")
+	fs.StringVar(&o.target, "target", "http://127.0.0.1:8081/fast", "URL to probe (loopback only unless --allow-remote); check: the server's base URL, http://host:port")
+	fs.IntVar(&o.loops, "loops", 0, "check: the server has this many event loops (default: learned from X-Loop; none seen, a server without loops)")
 	fs.IntVar(&o.conns, "conns", 0, "keep-alive connections (default: 1 for interval and trace, 12 for perconn)")
 	fs.DurationVar(&o.interval, "interval", 0, "time between due probes on a connection (default: 50ms for interval, 10ms for perconn; 0, back-to-back, for trace)")
 	fs.DurationVar(&o.duration, "duration", 8*time.Second, "how long to probe (at most 1h)")
@@ -84,10 +95,11 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.Var(&o.startAt, "start-at", "start the run's clock (warm-up first) at this RFC 3339 time, within a minute of now, to share a window with loadgen (default: once connected)")
 	fs.DurationVar(&o.delay, "delay", 0, "trace: the server's /async delay (default: ?delay= of the target, else 5ms)")
 	fs.StringVar(&o.readyFile, "ready-file", "", "perconn: write this file once the connections are open and placed; interval: once they are open")
-	fs.StringVar(&o.out, "out", "", "write the result as JSON (schema "+results.Schema+") to this file")
+	fs.StringVar(&o.out, "out", "", "write the result as JSON (schema "+results.Schema+"; check: "+conform.Schema+") to this file")
 	fs.BoolVar(&o.allowRemote, "allow-remote", false, "allow a target that is not a loopback address")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: prober --mode interval|perconn|trace --target URL [flags]\n\nMeasures what a bystander sees while a server is loaded.\n\nFlags:\n")
+		fmt.Fprintf(fs.Output(), "Usage: prober --mode interval|perconn|trace --target URL [flags]\n       prober --mode check --target http://HOST:PORT [--loops N] [--out FILE]\n\n"+
+			"Measures what a bystander sees while a server is loaded; with --mode check, checks that a\nserver speaks the endpoint protocol (exit status 0 only when every required check passes).\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	if err := cli.Parse(fs, args, stderr); err != nil {
@@ -114,8 +126,21 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 			return o, fmt.Errorf("prober: --interval %s: perconn probes on a schedule (back-to-back probing samples only the moments a loop is free)", o.interval)
 		}
 	case "trace":
+	case "check":
+		if !set["target"] {
+			o.target = "http://127.0.0.1:8081"
+		}
+		if u, err := url.Parse(o.target); err == nil && u.Path != "" && u.Path != "/" {
+			return o, fmt.Errorf("prober: --mode check --target %q: give the server's base URL (http://host:port), the check picks the paths", o.target)
+		}
+		if o.loops < 0 || o.loops > 1024 {
+			return o, fmt.Errorf("prober: --loops %d: want 0 (learn them) to 1024", o.loops)
+		}
 	default:
-		return o, fmt.Errorf("prober: --mode %q: want interval, perconn or trace", o.mode)
+		return o, fmt.Errorf("prober: --mode %q: want interval, perconn, trace or check", o.mode)
+	}
+	if set["loops"] && o.mode != "check" {
+		return o, fmt.Errorf("prober: --loops is for --mode check")
 	}
 	if !set["conns"] {
 		o.conns = 1

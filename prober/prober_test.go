@@ -348,6 +348,12 @@ func TestFlags(t *testing.T) {
 		{[]string{"--conns", "0"}, false},
 		{[]string{"--duration", "0s"}, false},
 		{[]string{"--target", "http://192.168.1.1/fast"}, false},
+		{[]string{"--mode", "check"}, true},
+		{[]string{"--mode", "check", "--target", "http://127.0.0.1:9/", "--loops", "4"}, true},
+		{[]string{"--mode", "check", "--target", "http://127.0.0.1:9/fast"}, false},
+		{[]string{"--mode", "check", "--loops", "-1"}, false},
+		{[]string{"--mode", "interval", "--loops", "4"}, false},
+		{[]string{"--mode", "check", "--target", "http://10.0.0.1:9"}, false},
 	} {
 		if _, err := parseFlags(tc.args, io.Discard); (err == nil) != tc.ok {
 			t.Errorf("%v: %v", tc.args, err)
@@ -360,6 +366,26 @@ func TestFlags(t *testing.T) {
 	o = opts(t, "--mode", "trace", "--target", "http://127.0.0.1:1/async?delay=7ms")
 	if o.delay != 7*time.Millisecond {
 		t.Errorf("trace delay from the target: %s", o.delay)
+	}
+}
+
+// TestCheckMode: the check's exit status says whether the server speaks
+// the protocol, and --out writes the table's JSON.
+func TestCheckMode(t *testing.T) {
+	addr, _ := wiretest.StartServer(t, "../poolserver")
+	out := filepath.Join(t.TempDir(), "check.json")
+	var stdout, stderr bytes.Buffer
+	if rc := mainExit([]string{"--mode", "check", "--target", "http://" + addr, "--out", out}, &stdout, &stderr); rc != 0 {
+		t.Fatalf("pool server: exit %d\n%s%s", rc, stdout.String(), stderr.String())
+	}
+	if b, err := os.ReadFile(out); err != nil || !bytes.Contains(b, []byte(`"status": "PASS"`)) {
+		t.Fatalf("--out: %v %s", err, b)
+	}
+	// Said to have loops, it has none: not the protocol of a loop server.
+	stdout.Reset()
+	if rc := mainExit([]string{"--mode", "check", "--target", "http://" + addr, "--loops", "2"}, &stdout, &stderr); rc != 1 ||
+		!strings.Contains(stdout.String(), "MISSING") {
+		t.Fatalf("--loops 2 on a pool: exit %d\n%s", rc, stdout.String())
 	}
 }
 

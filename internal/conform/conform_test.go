@@ -1,0 +1,134 @@
+package conform
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/bystander-kit/bystander/internal/wiretest"
+)
+
+func statuses(r *Report) map[string]string {
+	m := map[string]string{}
+	for _, c := range r.Checks {
+		m[c.ID] = c.Status
+	}
+	return m
+}
+
+func describe(r *Report) string {
+	var sb strings.Builder
+	r.Write(&sb)
+	return sb.String()
+}
+
+// The fake server without a fault passes everything: each broken server
+// below differs from it by one thing only.
+func TestFakeCorrect(t *testing.T) {
+	r := Run(context.Background(), fakeServer(t, 2, correct), Options{})
+	for _, c := range r.Checks {
+		if c.Status != Pass {
+			t.Errorf("%s: %s %s", c.ID, c.Status, c.Reason)
+		}
+	}
+	if !r.OK() || r.Loops != 2 {
+		t.Fatalf("OK %v, loops %d:\n%s", r.OK(), r.Loops, describe(r))
+	}
+}
+
+// Each deliberately broken server is caught by the check that names its
+// fault, fails the check as a whole, and blocks the phases that need it.
+func TestBrokenServers(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		f      fault
+		check  string
+		status string
+		blocks string // a phase it must block, if any
+	}{
+		{"async blocks", asyncBlocks, CheckAsyncFreesLoop, Fail, "stall"},
+		{"continuation on another loop", otherLoop, CheckContinuation, Fail, "trace"},
+		{"no X-Blocked-Ns", noBlockedNs, CheckBlockedNs, Missing, ""},
+		{"closes after every answer", closeEvery, CheckKeepAlive, Fail, "sweep"},
+		{"slow off the loop", slowOffLoop, CheckSlowHoldsLoop, Fail, "sweep"},
+		{"offload holds the loop", offloadHoldsLoop, CheckOffloadFrees, Fail, "offload"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := Run(context.Background(), fakeServer(t, 2, tc.f), Options{})
+			got := r.Get(tc.check)
+			if got.Status != tc.status {
+				t.Fatalf("%s: %s (%s), want %s:\n%s", tc.check, got.Status, got.Reason, tc.status, describe(r))
+			}
+			if got.Reason == "" {
+				t.Errorf("%s: no reason given", tc.check)
+			}
+			if r.OK() {
+				t.Fatalf("a server with the fault passes as a whole:\n%s", describe(r))
+			}
+			if tc.blocks != "" && r.Blocking(tc.blocks) == "" {
+				t.Errorf("the %s phase is not blocked:\n%s", tc.blocks, describe(r))
+			}
+			if !strings.Contains(describe(r), "FAILED") {
+				t.Errorf("the table does not say it failed")
+			}
+		})
+	}
+}
+
+// A server said to have loops but answering without X-Loop fails; one not
+// said to have any is taken as a pool and its loop checks are skipped.
+func TestNoLoops(t *testing.T) {
+	addr, _ := wiretest.StartServer(t, "../../poolserver")
+	r := Run(context.Background(), addr, Options{})
+	if !r.OK() || r.Loops != 0 {
+		t.Fatalf("pool server: OK %v loops %d:\n%s", r.OK(), r.Loops, describe(r))
+	}
+	st := statuses(r)
+	for _, id := range []string{CheckLoops, CheckSlowHoldsLoop, CheckAsyncFreesLoop, CheckContinuation, CheckOffloadFrees} {
+		if st[id] != Skip {
+			t.Errorf("pool server %s: %s, want SKIP", id, st[id])
+		}
+	}
+	for _, id := range []string{CheckFast, CheckSlow, CheckBlockedNs, CheckAsync, CheckOffload, CheckKeepAlive, CheckErrors} {
+		if st[id] != Pass {
+			t.Errorf("pool server %s: %s, want PASS:\n%s", id, st[id], describe(r))
+		}
+	}
+	r = Run(context.Background(), addr, Options{Loops: 4})
+	if r.OK() || r.Get(CheckLoops).Status != Missing || r.Blocking("stall") == "" {
+		t.Fatalf("said to have 4 loops, no X-Loop: OK %v, %s:\n%s", r.OK(), r.Get(CheckLoops).Status, describe(r))
+	}
+}
+
+// The kit's own loop server passes on both engines, and the loops it
+// learns are the server's.
+func TestKitLoopServer(t *testing.T) {
+	for _, engine := range []string{"gnet", "evio"} {
+		t.Run(engine, func(t *testing.T) {
+			addr, _ := wiretest.StartServer(t, "../../loopserver", "--engine", engine, "--loops", "3")
+			r := Run(context.Background(), addr, Options{})
+			for _, c := range r.Checks {
+				if c.Status != Pass {
+					t.Errorf("%s: %s %s", c.ID, c.Status, c.Reason)
+				}
+			}
+			if r.Loops != 3 {
+				t.Errorf("loops %d, want 3", r.Loops)
+			}
+			// The JSON form reads back.
+			var back Report
+			if err := json.Unmarshal(r.JSON(), &back); err != nil || back.Schema != Schema || len(back.Checks) != len(r.Checks) {
+				t.Fatalf("JSON: %v %+v", err, back)
+			}
+		})
+	}
+}
+
+// Nothing listening: a clear failure, not a hang.
+func TestNothingListens(t *testing.T) {
+	r := Run(context.Background(), wiretest.FreeAddr(t), Options{})
+	if r.OK() || r.Get(CheckFast).Status != Fail || !strings.Contains(r.Get(CheckFast).Reason, "connecting") {
+		t.Fatalf("%s", describe(r))
+	}
+}
