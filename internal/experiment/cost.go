@@ -27,7 +27,9 @@ func takeSample(server, gen, prober int) sample {
 // cost is what the server cost per request over the window between two
 // samples, with what the generators and the rest of the machine used
 // meanwhile (internal/findings decides from it what bounds the row).
-func cost(lr *results.Result, s0, s1 sample, cores int, window time.Duration) *results.ServerCost {
+// Without the server's process (a --target without pid=), its own figures
+// are left out and the cost says so.
+func cost(lr *results.Result, s0, s1 sample, cores int, window time.Duration, serverKnown bool) *results.ServerCost {
 	l := lr.Load
 	reqs := l.ThroughputPerS * window.Seconds()
 	coresOf := func(a, b proc.Usage) float64 { return float64(b.CPUNs()-a.CPUNs()) / float64(window) }
@@ -38,6 +40,10 @@ func cost(lr *results.Result, s0, s1 sample, cores int, window time.Duration) *r
 		ServerCores: coresOf(s0.server, s1.server), GeneratorCores: coresOf(s0.gen, s1.gen), ProberCores: coresOf(s0.prober, s1.prober),
 		GeneratorCPUUsPerReq: lr.Generator.CPUUsPerRequest,
 		MachineBusy:          busy, MachineCores: busy * float64(cores), Cores: cores,
+	}
+	if !serverKnown {
+		c.ServerNotMeasured, c.ServerCores, c.Threads, c.PeakRSSBytes = true, 0, 0, 0
+		return c
 	}
 	if reqs > 0 {
 		c.ServerCPUUsPerRequest = float64(s1.server.CPUNs()-s0.server.CPUNs()) / 1e3 / reqs

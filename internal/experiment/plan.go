@@ -42,20 +42,25 @@ type Options struct {
 	Warmup        time.Duration
 	Engines       []string
 	Servers       []string
-	Phases        []string
-	Out           string
-	Overwrite     bool
-	Repeat        int
-	Pin           bool
-	Quick         bool
-	Open          bool
-	Bin           string // where the kit's binaries are
-	Args          []string
+	// Targets are servers the user started (--target), measured beside or
+	// instead of the kit's; AllowRemote lets one be on another machine.
+	Targets     []Target
+	AllowRemote bool
+	Phases      []string
+	Out         string
+	Overwrite   bool
+	Repeat      int
+	Pin         bool
+	Quick       bool
+	Open        bool
+	Bin         string // where the kit's binaries are
+	Args        []string
 }
 
-// listFlag is a comma-separated flag value.
+// listFlag is a comma-separated flag value; empty only when allowed.
 type listFlag struct {
-	dst *[]string
+	dst        *[]string
+	allowEmpty bool
 }
 
 func (l listFlag) String() string {
@@ -72,7 +77,7 @@ func (l listFlag) Set(s string) error {
 			*l.dst = append(*l.dst, p)
 		}
 	}
-	if len(*l.dst) == 0 {
+	if len(*l.dst) == 0 && !l.allowEmpty {
 		return errors.New("empty list")
 	}
 	return nil
@@ -126,9 +131,13 @@ func ParseFlags(args []string, stderr io.Writer, now time.Time) (Options, error)
 	fs.Var(intsFlag{&o.Conc}, "conc", "concurrencies for the sweep; the highest is used for offload")
 	fs.DurationVar(&o.Duration, "duration", o.Duration, "measured time of each measurement")
 	fs.DurationVar(&o.Warmup, "warmup", o.Warmup, "warm-up before each measurement")
-	fs.Var(listFlag{&o.Engines}, "engines", "loop server engines: gnet, evio or gnet,evio")
-	fs.Var(listFlag{&o.Servers}, "servers", "servers: loop, pool or loop,pool")
-	fs.Var(listFlag{&o.Phases}, "phases", "phases: "+strings.Join(allPhases, ","))
+	fs.Var(listFlag{dst: &o.Engines}, "engines", "loop server engines: gnet, evio or gnet,evio")
+	fs.Var(listFlag{dst: &o.Servers, allowEmpty: true}, "servers", "the kit's servers: loop, pool, loop,pool, or none (--servers=) to measure only --target servers")
+	fs.Var(targetsFlag{&o.Targets}, "target", "measure a server you started, `NAME=URL[,loops=N|,workers=N][,offload=N][,pid=N]` (repeatable): URL is its base\n"+
+		"(http://127.0.0.1:8090); loops or workers are learned from X-Loop when not given; offload= is its /offload pool's\n"+
+		"workers; pid= gives its CPU and context switches from /proc. Checked first (prober --mode check)")
+	fs.BoolVar(&o.AllowRemote, "allow-remote", false, "allow a --target that is not on a loopback address (the load still comes from this machine)")
+	fs.Var(listFlag{dst: &o.Phases}, "phases", "phases: "+strings.Join(allPhases, ","))
 	fs.StringVar(&o.Out, "out", "", "run directory, new or empty (default results/<UTC timestamp>)")
 	fs.BoolVar(&o.Overwrite, "overwrite", false, "clear --out first when it holds an earlier run")
 	fs.IntVar(&o.Repeat, "repeat", 1, "repetitions; variants alternate within each, medians and spread reported")
@@ -230,6 +239,12 @@ func (o *Options) validate() error {
 			return bad("--servers: %q is not a server (want loop, pool)", s)
 		}
 	}
+	if len(o.Servers) == 0 && len(o.Targets) == 0 {
+		return bad("nothing to measure: --servers is empty and no --target is given")
+	}
+	if err := o.validateTargets(); err != nil {
+		return err
+	}
 	for _, p := range o.Phases {
 		if !slices.Contains(allPhases, p) {
 			return bad("--phases: %q is not a phase (want %s)", p, strings.Join(allPhases, ", "))
@@ -277,6 +292,8 @@ type (
 type Plan struct {
 	Options Options
 	Steps   []Step
+	// Skips are the steps not run, by ID, with why (a --target's check).
+	Skips map[string]string
 }
 
 // stallConnsPerLoop is how many /async connections the stall phase places
@@ -302,7 +319,21 @@ func (o Options) servers(block time.Duration) []Server {
 			out = append(out, Server{Name: "pool", Kind: "pool", Workers: o.Slots, BlockNs: int64(block)})
 		}
 	}
+	for _, t := range o.Targets {
+		s := t.Server
+		s.BlockNs = int64(block)
+		out = append(out, s)
+	}
 	return out
+}
+
+// loopsOf is how many loops the stall and trace phases place connections
+// on: a loop server's own, else the run's --loops (a pool's contrast).
+func (o Options) loopsOf(s Server) int {
+	if s.Kind == "loop" && s.Workers > 0 {
+		return s.Workers
+	}
+	return o.Loops
 }
 
 // short is the measured time of the phases whose story is a stall: half
@@ -331,10 +362,10 @@ func BuildPlan(o Options) Plan {
 		case "stall":
 			for _, s := range o.servers(o.StallBlock) {
 				var ks []int
-				for k := 0; k <= o.Loops; k++ {
+				for k := 0; k <= o.loopsOf(s); k++ {
 					ks = append(ks, k)
 				}
-				if s.Kind == "pool" {
+				if s.Kind != "loop" {
 					ks = []int{0, o.Loops} // the contrast: as many blockers, no stall
 				}
 				for _, k := range ks {
@@ -359,12 +390,23 @@ func BuildPlan(o Options) Plan {
 				add(Step{ID: "trace-" + s.Name, Phase: phase, Server: s, Endpoint: "/slow", Conc: o.TraceCallers, Duration: o.short(), Warmup: 300 * time.Millisecond})
 			}
 		case "cliff":
-			if slices.Contains(o.Servers, "pool") {
-				s := Server{Name: "pool", Kind: "pool", Workers: o.Slots, BlockNs: int64(o.StallBlock)}
-				for _, pct := range []int{64, 100, 150} {
-					add(Step{ID: fmt.Sprintf("cliff-pool-%dpct", pct), Phase: phase, Server: s, Endpoint: "/slow",
-						Conc: max(1, o.Slots*pct/100), Variant: fmt.Sprintf("%d%%", pct), Duration: o.Duration, Warmup: o.Warmup})
+			for _, s := range o.servers(o.StallBlock) {
+				if s.Kind != "pool" {
+					continue
 				}
+				for _, pct := range []int{64, 100, 150} {
+					add(Step{ID: fmt.Sprintf("cliff-%s-%dpct", s.Name, pct), Phase: phase, Server: s, Endpoint: "/slow",
+						Conc: max(1, s.Workers*pct/100), Variant: fmt.Sprintf("%d%%", pct), Duration: o.Duration, Warmup: o.Warmup})
+				}
+			}
+		}
+	}
+	// A --target skips the phases its check said it cannot take part in.
+	p.Skips = map[string]string{}
+	for _, t := range o.Targets {
+		for _, st := range p.Steps {
+			if why := t.Skips[st.Phase]; why != "" && st.Server.Name == t.Name {
+				p.Skips[st.ID] = why
 			}
 		}
 	}
@@ -379,7 +421,9 @@ const startCost = 700 * time.Millisecond
 func (p Plan) Expected() time.Duration {
 	var d time.Duration
 	for _, s := range p.Steps {
-		d += s.Warmup + s.Duration + startCost
+		if p.Skips[s.ID] == "" {
+			d += s.Warmup + s.Duration + startCost
+		}
 	}
 	return d * time.Duration(p.Options.Repeat)
 }
@@ -389,13 +433,20 @@ func (p Plan) Describe(w io.Writer) {
 	o := p.Options
 	fmt.Fprintf(w, "bystander: %d measurements x %d repetition(s), expected %s; results in %s\n",
 		len(p.Steps), o.Repeat, p.Expected().Round(time.Second), o.Out)
-	fmt.Fprintf(w, "  servers %s (engines %s; %d loops, %d slots); block %s for sweep and offload, %s for stall, trace and cliff, mode %s\n",
-		strings.Join(o.Servers, ","), strings.Join(o.Engines, ","), o.Loops, o.Slots, o.Block, o.StallBlock, o.BlockMode)
+	if len(o.Servers) > 0 {
+		fmt.Fprintf(w, "  servers %s (engines %s; %d loops, %d slots); block %s for sweep and offload, %s for stall, trace and cliff, mode %s\n",
+			strings.Join(o.Servers, ","), strings.Join(o.Engines, ","), o.Loops, o.Slots, o.Block, o.StallBlock, o.BlockMode)
+	} else {
+		fmt.Fprintf(w, "  block %s for sweep and offload, %s for stall, trace and cliff (asked with ?block=)\n", o.Block, o.StallBlock)
+	}
+	for _, t := range o.Targets {
+		fmt.Fprintf(w, "  target %s at %s: %s\n", t.Name, t.URL, t.Server.Facts)
+	}
 	for _, phase := range allPhases {
 		var n int
 		var d time.Duration
 		for _, s := range p.Steps {
-			if s.Phase == phase {
+			if s.Phase == phase && p.Skips[s.ID] == "" {
 				n++
 				d += s.Warmup + s.Duration + startCost
 			}
@@ -412,9 +463,12 @@ func (o Options) story(phase string) string {
 	case "sweep":
 		return fmt.Sprintf("/slow at each concurrency with a /fast bystander probing every %s meanwhile", o.ProbeInterval)
 	case "stall":
+		if len(o.Targets) > 0 {
+			return fmt.Sprintf("%d /async connections per loop, then k = 0 up to every loop kept blocked (without loops: 0 and %d callers)", stallConnsPerLoop, o.Loops)
+		}
 		return fmt.Sprintf("%d /async connections, then k = 0..%d loops (or k pool callers) kept blocked", stallConnsPerLoop*o.Loops, o.Loops)
 	case "offload":
-		return "at the highest concurrency: /slow on the loops, /offload on the loops, /slow on the pool"
+		return "at the highest concurrency: /slow on the loops, /offload on the loops, /slow on a pool"
 	case "trace":
 		return fmt.Sprintf("/async taken apart while %d callers block on /slow", o.TraceCallers)
 	case "cliff":

@@ -170,18 +170,71 @@ func (p *procs) stopAll() {
 	wg.Wait()
 }
 
-// server is a started server and its addresses.
+// server is a started server and its addresses, or a --target the user
+// started (child nil).
 type server struct {
-	*child
+	child       *child
 	addr, admin string
-	kind        string // loop | pool
+	kind        string // loop | pool | other
+	extPID      int    // a --target's pid=, 0 when not given
+}
+
+// pid is the server's process, 0 when not known (a --target without pid=).
+func (s *server) pid() int {
+	if s.child != nil {
+		return s.child.cmd.Process.Pid
+	}
+	return s.extPID
+}
+
+// alive says whether the server still runs: the kit's own while its
+// process has not exited; a --target while its process exists (pid=) or,
+// without one, while it accepts connections.
+func (s *server) alive() bool {
+	switch {
+	case s.child != nil:
+		return s.child.alive()
+	case s.extPID > 0:
+		return syscall.Kill(s.extPID, 0) == nil || errors.Is(syscall.Kill(s.extPID, 0), syscall.EPERM)
+	}
+	return answers(s.addr)
+}
+
+// exitErr says how the server ended.
+func (s *server) exitErr() error {
+	if s.child != nil {
+		return s.child.exitErr()
+	}
+	if s.extPID > 0 {
+		return fmt.Errorf("process %d (the target's pid=) no longer exists", s.extPID)
+	}
+	return fmt.Errorf("%s no longer accepts connections", s.addr)
+}
+
+// stop ends a server the kit started; a --target is the user's to stop.
+func (s *server) stop(sig os.Signal, grace time.Duration) {
+	if s.child != nil {
+		s.child.stop(sig, grace)
+	}
 }
 
 var listening = regexp.MustCompile(`listening on http://(\S+) .*admin http://(\S+)/stats`)
 
 // startServer starts a server on free loopback ports and waits until it
-// answers /fast.
+// answers /fast; a --target is already running and is only looked up.
 func (p *procs) startServer(ctx context.Context, s Server, o Options) (*server, error) {
+	if s.External {
+		for _, t := range o.Targets {
+			if t.Name == s.Name {
+				srv := externalServer(s, t.Addr)
+				if !srv.alive() {
+					return nil, fmt.Errorf("the target %s: %v", s.Name, srv.exitErr())
+				}
+				return srv, nil
+			}
+		}
+		return nil, fmt.Errorf("no --target named %s", s.Name)
+	}
 	name, args := "loopserver", []string{"--engine", s.Engine, "--loops", strconv.Itoa(s.Workers)}
 	if s.Kind == "pool" {
 		name, args = "poolserver", []string{"--slots", strconv.Itoa(s.Workers)}

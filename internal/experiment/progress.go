@@ -32,7 +32,7 @@ func newProgress(w io.Writer, plan Plan) *progress {
 			tty = true
 		}
 	}
-	return &progress{w: w, tty: tty, plan: plan, total: len(plan.Steps) * plan.Options.Repeat, left: plan.Expected()}
+	return &progress{w: w, tty: tty, plan: plan, total: (len(plan.Steps) - len(plan.Skips)) * plan.Options.Repeat, left: plan.Expected()}
 }
 
 func (p *progress) phaseSteps(phase string) int {

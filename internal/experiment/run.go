@@ -34,12 +34,11 @@ type runner struct {
 // Run executes the plan built from o and returns the exit status: 0, 1 when
 // no measurement succeeded, 130 when interrupted.
 func Run(ctx context.Context, o Options, stdout, stderr io.Writer) int {
-	plan := BuildPlan(o)
-	if len(plan.Steps) == 0 {
-		fmt.Fprintln(stderr, "run.sh: nothing to run: no phase applies to the servers chosen (cliff needs the pool)")
+	if len(BuildPlan(o).Steps) == 0 {
+		fmt.Fprintln(stderr, "run.sh: nothing to run: no phase applies to the servers chosen (cliff needs a pool)")
 		return 2
 	}
-	r := &runner{o: o, plan: plan, dir: o.Out, out: stdout, procs: &procs{bin: o.Bin, pin: o.Pin}}
+	procs := &procs{bin: o.Bin, pin: o.Pin}
 	if o.Pin {
 		s, g, err := cpuSets(runtime.NumCPU())
 		if err != nil {
@@ -50,7 +49,7 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, "run.sh: --pin needs taskset (apt-get install util-linux)")
 			return 2
 		}
-		r.procs.serverCPUs, r.procs.genCPUs = s, g
+		procs.serverCPUs, procs.genCPUs = s, g
 	}
 	for _, b := range []string{"loopserver", "poolserver", "loadgen", "prober"} {
 		if _, err := os.Stat(filepath.Join(o.Bin, b)); err != nil {
@@ -58,13 +57,27 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) int {
 			return 2
 		}
 	}
-	if err := prepareOut(r.dir, o.Overwrite); err != nil {
+	if err := prepareOut(o.Out, o.Overwrite); err != nil {
 		fmt.Fprintln(stderr, err)
 		return 2
 	}
+	// Servers the user started are checked first: what they are decides
+	// the plan, and one that cannot be measured is refused before any load.
+	if err := resolve(ctx, &o, stdout); err != nil {
+		fmt.Fprintln(stderr, err)
+		if ctx.Err() != nil {
+			return 130
+		}
+		return 2
+	}
+	plan := BuildPlan(o)
+	r := &runner{o: o, plan: plan, dir: o.Out, out: stdout, procs: procs}
 	plan.Describe(stdout)
 	if o.Pin {
 		fmt.Fprintf(stdout, "  pinned: servers on CPUs %s, load generators and probers on CPUs %s\n", r.procs.serverCPUs, r.procs.genCPUs)
+		if len(o.Targets) > 0 {
+			fmt.Fprintln(stdout, "  not pinned: the --target servers (the kit did not start them)")
+		}
 	}
 	start := time.Now()
 	r.run = newRun(plan, start)
@@ -82,6 +95,11 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) int {
 		for _, step := range plan.Steps {
 			if ctx.Err() != nil {
 				r.set(i, func(m *results.Measurement) { m.Status, m.Reason = "skipped", "the run was interrupted before it" })
+				i++
+				continue
+			}
+			if why := plan.Skips[step.ID]; why != "" {
+				r.set(i, func(m *results.Measurement) { m.Status, m.Reason = "skipped", why })
 				i++
 				continue
 			}
@@ -144,6 +162,7 @@ func newRun(plan Plan, start time.Time) *results.Run {
 			Pin: o.Pin, Quick: o.Quick, Args: o.Args, Loops: o.Loops, PoolSlots: o.Slots, ProbeEveryNs: int64(o.ProbeInterval),
 			BlockMode: o.BlockMode, OffloadWorkers: o.Slots, AsyncDelayNs: int64(o.Delay), StallConns: stallConnsPerLoop * o.Loops,
 			StallIntervalNs: int64(stallInterval), TraceCallers: o.TraceCallers, TraceConns: traceConnsPerLoop * o.Loops,
+			Targets: targetServers(o.Targets),
 		},
 		Manifest: results.Manifest{
 			GitCommit: gitCommit(), GoVersion: goVersion(), Kernel: env.Kernel, CPUModel: env.CPUModel, Cores: env.NumCPU,
@@ -244,8 +263,8 @@ func (r *runner) step(ctx context.Context, s Step, rep int) results.Measurement 
 	default:
 		err = r.load(ctx, srv, s, rel, &m)
 	}
-	if r.o.Pin && err == nil {
-		if perr := checkPinned(srv.cmd.Process.Pid, r.procs.serverCPUs); perr != nil {
+	if r.o.Pin && err == nil && !s.Server.External {
+		if perr := checkPinned(srv.pid(), r.procs.serverCPUs); perr != nil {
 			err = fmt.Errorf("--pin: %w", perr)
 		}
 	}
@@ -308,7 +327,7 @@ func (r *runner) load(ctx context.Context, srv *server, s Step, rel func(string)
 	// The server's cost over most of the measured window.
 	from, to := at.Add(s.Warmup+100*time.Millisecond), at.Add(total-50*time.Millisecond)
 	var s0, s1 sample
-	pids := func() (int, int, int) { return srv.cmd.Process.Pid, lg.cmd.Process.Pid, pr.cmd.Process.Pid }
+	pids := func() (int, int, int) { return srv.pid(), lg.cmd.Process.Pid, pr.cmd.Process.Pid }
 	sampled := sleepUntil(ctx, from)
 	if sampled {
 		s0 = takeSample(pids())
@@ -350,7 +369,7 @@ func (r *runner) load(ctx context.Context, srv *server, s Step, rel func(string)
 		return err
 	}
 	if sampled && lr.Load != nil {
-		m.Cost = cost(lr, s0, s1, runtime.NumCPU(), to.Sub(from))
+		m.Cost = cost(lr, s0, s1, runtime.NumCPU(), to.Sub(from), srv.pid() > 0)
 	}
 	if n := results.TotalErrors(lr.Errors); n > 0 && lr.Load != nil && n*10 > lr.Load.Requests {
 		return fmt.Errorf("loadgen: %s (of %d requests)", results.ErrorsLine(lr.Errors), lr.Load.Requests)
@@ -369,7 +388,7 @@ func (r *runner) stall(ctx context.Context, srv *server, s Step, rel func(string
 	tap := tapLag(ctx, srv, s.Warmup+s.Duration+time.Minute)
 	defer tap.stop()
 	pr, err := r.procs.start("gen", "prober", nil, "--mode", "perconn", "--target", "http://"+srv.addr+"/async",
-		"--conns", strconv.Itoa(stallConnsPerLoop*r.o.Loops), "--interval", stallInterval.String(), "--block", time.Duration(s.Server.BlockNs).String(),
+		"--conns", strconv.Itoa(stallConnsPerLoop*r.o.loopsOf(s.Server)), "--interval", stallInterval.String(), "--block", time.Duration(s.Server.BlockNs).String(),
 		"--duration", s.Duration.String(), "--warmup", s.Warmup.String(), "--ready-file", ready,
 		"--out", filepath.Join(r.dir, rel("perconn")))
 	if err != nil {
@@ -422,7 +441,7 @@ func (r *runner) trace(ctx context.Context, srv *server, s Step, rel func(string
 		return err
 	}
 	pr, err := r.procs.start("gen", "prober", nil, "--mode", "trace", "--target", "http://"+srv.addr+"/async",
-		"--conns", strconv.Itoa(traceConnsPerLoop*r.o.Loops), "--delay", r.o.Delay.String(), "--duration", s.Duration.String(), "--warmup", s.Warmup.String(), "--out", filepath.Join(r.dir, rel("trace")))
+		"--conns", strconv.Itoa(traceConnsPerLoop*r.o.loopsOf(s.Server)), "--delay", r.o.Delay.String(), "--duration", s.Duration.String(), "--warmup", s.Warmup.String(), "--out", filepath.Join(r.dir, rel("trace")))
 	if err != nil {
 		lg.stop(os.Interrupt, 3*time.Second)
 		return err

@@ -27,6 +27,9 @@ func cost(server, gen, machine float64) *results.ServerCost {
 func TestBoundOf(t *testing.T) {
 	loop := results.Server{Name: "loop-gnet", Kind: "loop", Workers: 4, BlockNs: 5e6}
 	pool := results.Server{Name: "pool", Kind: "pool", Workers: 200, BlockNs: 5e6}
+	other := results.Server{Name: "mine", Kind: "other", BlockNs: 5e6, External: true}
+	node := results.Server{Name: "node", Kind: "loop", Workers: 1, BlockNs: 5e6, External: true, OffloadWorkers: 32}
+	notMeasured := func(c *results.ServerCost) *results.ServerCost { c.ServerNotMeasured = true; return c }
 	ms5 := 5 * time.Millisecond
 	for _, tc := range []struct {
 		name    string
@@ -63,6 +66,14 @@ func TestBoundOf(t *testing.T) {
 		}(), cost(0.1, 0.05, 0.2), "workers", 0.9757, false, true, nil, "the 3 of 4 loops the callers were dealt to (loop 0: 2, loop 1: 1, loop 3: 1) / 5.1ms"},
 		{"no measured block: the requested one, said", results.Step{Server: loop, Conc: 16}, &results.Result{Mode: "closed", Load: &results.Load{ThroughputPerS: 790,
 			Latency: hist.Percentiles{Count: 1, MeanUs: 20253}}}, cost(0.1, 0.05, 0.2), "workers", 0.9875, false, true, nil, "requested block (the server did not say"},
+		{"external, workers unknown: the callers' ceiling", results.Step{Server: other, Conc: 64}, load(12000, 5330*time.Microsecond, ms5), cost(0.7, 0.4, 1.2),
+			"callers", 0.9375, false, true, []string{"workers not known"}, "64 callers / 5ms measured block"},
+		{"external without pid: a busy machine is not another tenant", results.Step{Server: node, Conc: 16}, load(190, 84*time.Millisecond, 5200*time.Microsecond),
+			notMeasured(cost(0, 0.2, 1.2)), "workers", 0.988, false, true, nil, "1 loop / 5.2ms measured block"},
+		{"external without pid, machine full: CPU, said so", results.Step{Server: other, Conc: 256}, load(25000, 10240*time.Microsecond, ms5),
+			notMeasured(cost(0, 0.6, 1.95)), "cpu", 0, false, true, []string{"workers not known"}, "the server's own share is not measured"},
+		{"external offloaded: its own offload pool, not --slots", results.Step{Server: node, Conc: 64, Variant: "offloaded"}, load(6300, 10150*time.Microsecond, ms5),
+			notMeasured(cost(0, 0.3, 1.0)), "workers", 0.984, false, true, nil, "32 offload workers / 5ms"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.step.Server.BlockNs = 5e6

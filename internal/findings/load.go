@@ -69,11 +69,20 @@ func BoundOf(s results.Step, lr *results.Result, c *results.ServerCost, offloadW
 		b.MeasuredBlock, b.BlockMeasured = time.Duration(l.MeanBlockedNs), true
 	}
 	workers, what := s.Server.Workers, fmt.Sprintf("%d loops", s.Server.Workers)
+	if workers == 1 {
+		what = "1 loop"
+	}
 	if s.Server.Kind == "pool" {
 		what = fmt.Sprintf("%d slots", workers)
 	}
 	if s.Variant == "offloaded" {
+		if s.Server.External {
+			offloadWorkers = s.Server.OffloadWorkers // the run's --slots is the kit's servers' pool, not this one's
+		}
 		workers, what = offloadWorkers, fmt.Sprintf("%d offload workers", offloadWorkers)
+	}
+	if workers == 0 {
+		b.Notes = append(b.Notes, "workers not known (a --target without loops=, workers= or offload=): no workers ceiling")
 	}
 	b.NominalCeiling = CeilingPerS(workers, nominal)
 	// A blocking call holds the loop it runs on: a loop no caller was dealt
@@ -99,16 +108,22 @@ func BoundOf(s results.Step, lr *results.Result, c *results.ServerCost, offloadW
 	}
 	b.KitCores = c.ServerCores + c.GeneratorCores + c.ProberCores
 	b.OtherCores = math.Max(0, c.MachineCores-b.KitCores)
-	b.Shared = cores > 0 && b.OtherCores >= SharedAbove*cores
+	// Without the server's own CPU, the others include the server: a busy
+	// machine is not evidence of another tenant.
+	b.Shared = cores > 0 && b.OtherCores >= SharedAbove*cores && !c.ServerNotMeasured
 	if lr.Mode == "closed" && s.Conc > 0 && l.Latency.Count > 0 {
 		b.Little = l.ThroughputPerS * l.Latency.MeanUs / 1e6 / float64(s.Conc)
 		b.LittleOK = math.Abs(b.Little-1) <= LittleTolerance
 	}
 	lowest, lowName := b.WorkersCeiling, "workers"
-	if b.CallersCeiling < lowest {
+	if b.CallersCeiling < lowest || lowest == 0 {
 		lowest, lowName = b.CallersCeiling, "callers"
 	}
 	switch {
+	case c.ServerNotMeasured && cores > 0 && c.MachineCores >= Saturation*cores:
+		b.Kind = "cpu"
+		b.Text = fmt.Sprintf("CPU: the machine uses %.2f of %.0f cores, the generators %.2f (the server's own share is not measured: no pid=)",
+			c.MachineCores, cores, c.GeneratorCores+c.ProberCores)
 	case cores > 0 && b.KitCores >= Saturation*cores && c.GeneratorCores+c.ProberCores >= c.ServerCores:
 		b.Kind, b.Flagged = "generator", true
 		b.Text = fmt.Sprintf("the load generator: the kit's processes use %.2f of %.0f cores, the generators %.2f against the server's %.2f; not the server's figure",

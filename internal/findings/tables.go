@@ -46,9 +46,13 @@ func (f *Findings) WriteTables(w io.Writer) {
 				fmt.Fprintf(tw, "%d\t%s\t%s\t\t\t\t\t\n", r.Step.Conc, r.Step.Server.Name, r.Short())
 				continue
 			}
-			pct := make(Figure, len(r.Throughput))
-			for i, t := range r.Throughput {
-				pct[i] = 100 * t / r.NominalCeiling
+			var pct Figure
+			ceiling := "unknown"
+			if r.NominalCeiling > 0 {
+				ceiling = fmt.Sprintf("%.0f", r.NominalCeiling)
+				for _, t := range r.Throughput {
+					pct = append(pct, 100*t/r.NominalCeiling)
+				}
 			}
 			little := "-"
 			if b := r.Bound(); b != nil && b.Little > 0 {
@@ -57,7 +61,7 @@ func (f *Findings) WriteTables(w io.Writer) {
 					little += " (off)"
 				}
 			}
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%.0f\t%s\t%s\t%s\t%s\n", r.Step.Conc, r.Step.Server.Name, num(r.Throughput, "%.0f"), r.NominalCeiling,
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Step.Conc, r.Step.Server.Name, num(r.Throughput, "%.0f"), ceiling,
 				num(pct, "%.0f%%"), r.Kind(), num(r.BoundShare(), "%.0f%%"), little)
 		}
 		tw.Flush()
@@ -69,9 +73,9 @@ func (f *Findings) WriteTables(w io.Writer) {
 	}
 
 	if len(f.Stall) > 0 {
-		fmt.Fprintf(w, "\nStalled connections: %d /async connections (%d per loop), each probed every %s from due; k loops kept blocked by %s calls (pool: k callers)\n",
-			p.StallConns, p.StallConns/max(p.Loops, 1), p.StallInterval, p.StallBlock)
-		tw := table(w, "k", "server", fmt.Sprintf("stalled of %d", p.StallConns), "expected", "exactly those", "p50 stalled", "(from send)", "p50 others", "stalled above", "loops blocked (server's detector)")
+		fmt.Fprintf(w, "\nStalled connections: %d /async connections per loop (the kit's servers: %d), each probed every %s from due; k loops kept blocked by %s calls (pool: k callers)\n",
+			p.StallConns/max(p.Loops, 1), p.StallConns, p.StallInterval, p.StallBlock)
+		tw := table(w, "k", "server", "stalled", "expected", "exactly those", "p50 stalled", "(from send)", "p50 others", "stalled above", "loops blocked (server's detector)")
 		for _, r := range f.Stall {
 			if !r.Stalled.OK() {
 				fmt.Fprintf(tw, "%d\t%s\t%s\t\t\t\t\t\t\t\n", r.Step.K, r.Step.Server.Name, r.Short())
@@ -81,7 +85,7 @@ func (f *Findings) WriteTables(w io.Writer) {
 			if !r.Match {
 				match = "NO"
 			}
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Step.K, r.Step.Server.Name, num(r.Stalled, "%.0f"), num(r.Expected, "%.0f"), match,
+			fmt.Fprintf(tw, "%d\t%s\t%s of %s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Step.K, r.Step.Server.Name, num(r.Stalled, "%.0f"), num(r.Conns, "%.0f"), num(r.Expected, "%.0f"), match,
 				ms(r.StalledP50), ms(r.StalledSendP50), ms(r.OthersP50), ms(r.ThresholdUs), r.DetectorText())
 		}
 		tw.Flush()
@@ -140,6 +144,11 @@ func (f *Findings) WriteTables(w io.Writer) {
 			line = "FLAGGED " + line
 		}
 		c := r.Cost
+		if c.ServerNotMeasured {
+			const nm = "not measured (external)"
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%.1f\t%s\n", id, nm, nm, "-", "-", c.GeneratorCPUUsPerReq, line)
+			continue
+		}
 		fmt.Fprintf(tw, "%s\t%.1f\t%.2f\t%d\t%.0fMB\t%.1f\t%s\n", id, c.ServerCPUUsPerRequest, c.CtxSwitchesPerRequest, c.Threads,
 			float64(c.PeakRSSBytes)/(1<<20), c.GeneratorCPUUsPerReq, line)
 	}

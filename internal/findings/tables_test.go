@@ -20,7 +20,7 @@ func TestTables(t *testing.T) {
 	out := sb.String()
 	for _, want := range []string{
 		"/slow throughput against the ceiling (block 5ms, syscall mode", "loop-gnet", "workers", "callers",
-		"Stalled connections", "12             12", "Blocking on the loop vs offloaded vs the pool",
+		"Stalled connections", "12 of 12  12", "Blocking on the loop vs offloaded vs the pool",
 		"taken apart", "The pool's cliff", "300 (150%)", "Cost per request", "SATURATED", "grows without bound",
 	} {
 		if !strings.Contains(out, want) {

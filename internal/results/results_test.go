@@ -146,4 +146,8 @@ func TestRunRoundTrip(t *testing.T) {
 			t.Errorf("%s: accepted", name)
 		}
 	}
+	// v4 only added optional fields: a v3 run reads as it is.
+	if r, err := DecodeRun([]byte(`{"schema":"bystander.run/v3","measurements":[{"id":"x","server":{"name":"pool","kind":"pool"}}]}`)); err != nil || r.Measurements[0].Server.External {
+		t.Errorf("a v3 run: %v", err)
+	}
 }

@@ -18,8 +18,15 @@ import (
 // probers used. v3 (from v2): a loop server's measurements name a loop-lag
 // file (LagFile, format LagSchema) with what the server's own heartbeat and
 // blocked-loop detector saw; nothing else changed, and a v2 run reads as a
-// v3 run without lag once its schema line says v3.
-const RunSchema = "bystander.run/v3"
+// v3 run without lag once its schema line says v3. v4 (from v3): servers
+// the user started are measured beside the kit's (--target): a server says
+// whether it is external, where it is and its PID when known, a cost says
+// when the server's own share was not measured, and the params list the
+// targets; every field added is optional, so a v3 run reads as v4 as it is.
+const RunSchema = "bystander.run/v4"
+
+// readableRunSchemas are the older run indexes DecodeRun reads as they are.
+var readableRunSchemas = []string{"bystander.run/v3"}
 
 // Run is run.json: the index of a run directory, written first and updated
 // after every measurement, so an interrupted run still says what it did.
@@ -64,6 +71,9 @@ type RunParams struct {
 	// /async apart.
 	TraceCallers int `json:"trace_callers"`
 	TraceConns   int `json:"trace_conns"`
+	// Targets are the servers the user started (--target), as resolved
+	// by their conformance check.
+	Targets []Server `json:"targets,omitempty"`
 }
 
 // Manifest is where and when the run happened.
@@ -114,15 +124,31 @@ type ServerCost struct {
 	MachineBusy     float64 `json:"machine_busy"`
 	MeasuredBlockNs float64 `json:"measured_block_ns"`
 	ThroughputPerS  float64 `json:"throughput_per_s"`
+	// ServerNotMeasured: a server the user started, without its PID (or
+	// remote): the server's CPU, context switches, threads and memory are
+	// not known and are 0 here; MachineCores includes the server when it
+	// runs on this machine.
+	ServerNotMeasured bool `json:"server_not_measured,omitempty"`
 }
 
-// Server is one server configuration the plan starts.
+// Server is one server configuration the plan starts, or one the user
+// started (External).
 type Server struct {
-	Name    string `json:"name"`   // loop-gnet, loop-evio, pool
-	Kind    string `json:"kind"`   // loop | pool
-	Engine  string `json:"engine"` // gnet | evio | ""
-	Workers int    `json:"workers"`
+	Name string `json:"name"` // loop-gnet, loop-evio, pool, or the --target's name
+	// Kind: loop (event loops, X-Loop), pool (worker slots), or other (an
+	// external server with neither loops nor workers known).
+	Kind    string `json:"kind"`
+	Engine  string `json:"engine"`  // gnet | evio | ""
+	Workers int    `json:"workers"` // loops or slots; 0 when not known
 	BlockNs int64  `json:"block_ns"`
+	// External servers: where (the base URL), the PID when given (0: the
+	// server's own cost is not measured), the offload pool's workers when
+	// given, and how the loops or workers were learned.
+	External       bool   `json:"external,omitempty"`
+	URL            string `json:"url,omitempty"`
+	PID            int    `json:"pid,omitempty"`
+	OffloadWorkers int    `json:"offload_workers,omitempty"`
+	Facts          string `json:"facts,omitempty"`
 }
 
 // Step is one measurement of the plan.
@@ -179,7 +205,7 @@ func DecodeRun(b []byte) (*Run, error) {
 	if err := dec.Decode(&r); err != nil {
 		return nil, fmt.Errorf("results: run.json: %w", err)
 	}
-	if r.Schema != RunSchema {
+	if r.Schema != RunSchema && !slices.Contains(readableRunSchemas, r.Schema) {
 		return nil, fmt.Errorf("results: run.json schema %q, want %q", r.Schema, RunSchema)
 	}
 	return &r, nil

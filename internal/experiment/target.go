@@ -1,0 +1,247 @@
+package experiment
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/bystander-kit/bystander/internal/client"
+	"github.com/bystander-kit/bystander/internal/conform"
+	"github.com/bystander-kit/bystander/internal/results"
+)
+
+// Target is a server the user started and names with --target
+// NAME=URL[,loops=N|,workers=N][,offload=N][,pid=N].
+type Target struct {
+	Name, URL, Addr string
+	// Facts given: 0 when not given (loops learned from X-Loop).
+	Loops, Workers, Offload, PID int
+	Remote                       bool
+	// Set by the check (resolve): the server as the plan measures it, and
+	// the phases it cannot take part in, with why.
+	Server results.Server
+	Skips  map[string]string
+	Check  *conform.Report
+}
+
+var targetName = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,31}$`)
+
+// targetsFlag is --target, repeatable.
+type targetsFlag struct{ dst *[]Target }
+
+func (f targetsFlag) String() string {
+	if f.dst == nil {
+		return ""
+	}
+	var s []string
+	for _, t := range *f.dst {
+		s = append(s, t.Name+"="+t.URL)
+	}
+	return strings.Join(s, " ")
+}
+
+func (f targetsFlag) Set(v string) error {
+	t, err := parseTarget(v)
+	if err != nil {
+		return err
+	}
+	*f.dst = append(*f.dst, t)
+	return nil
+}
+
+func parseTarget(v string) (Target, error) {
+	name, rest, ok := strings.Cut(v, "=")
+	if !ok || name == "" {
+		return Target{}, fmt.Errorf("%q: want NAME=URL[,loops=N|,workers=N][,offload=N][,pid=N]", v)
+	}
+	if !targetName.MatchString(name) {
+		return Target{}, fmt.Errorf("name %q: want lower-case letters, digits, '.', '_' or '-', at most 32", name)
+	}
+	parts := strings.Split(rest, ",")
+	t := Target{Name: name, URL: strings.TrimRight(parts[0], "/")}
+	u, err := url.Parse(t.URL)
+	if err != nil || u.Scheme != "http" || u.Host == "" || u.Path != "" || u.RawQuery != "" {
+		return Target{}, fmt.Errorf("%s: URL %q: want the server's base URL, http://host:port", name, parts[0])
+	}
+	for _, p := range parts[1:] {
+		k, val, ok := strings.Cut(p, "=")
+		n, err := strconv.Atoi(val)
+		if !ok || err != nil || n < 1 || n > 1<<22 {
+			return Target{}, fmt.Errorf("%s: %q: want loops=N, workers=N, offload=N or pid=N with N a positive whole number", name, p)
+		}
+		switch k {
+		case "loops":
+			t.Loops = n
+		case "workers":
+			t.Workers = n
+		case "offload":
+			t.Offload = n
+		case "pid":
+			t.PID = n
+		default:
+			return Target{}, fmt.Errorf("%s: unknown fact %q: want loops, workers, offload or pid", name, k)
+		}
+	}
+	if t.Loops > 0 && t.Workers > 0 {
+		return Target{}, fmt.Errorf("%s: loops= and workers= both given: a server has event loops (X-Loop) or a pool of workers", name)
+	}
+	return t, nil
+}
+
+// kitNames are the names of the kit's own servers: a target may not take one.
+var kitNames = []string{"loop-gnet", "loop-evio", "pool"}
+
+// validateTargets checks what can be known before anything runs.
+func (o *Options) validateTargets() error {
+	seen := map[string]bool{}
+	for i := range o.Targets {
+		t := &o.Targets[i]
+		if slices.Contains(kitNames, t.Name) || seen[t.Name] {
+			return fmt.Errorf("run.sh: --target %s: the name is taken (the kit's servers are %s); give another", t.Name, strings.Join(kitNames, ", "))
+		}
+		seen[t.Name] = true
+		pt, err := client.ParseTarget(t.URL, o.AllowRemote)
+		if err != nil {
+			return fmt.Errorf("run.sh: --target %s: %v (--allow-remote measures another machine)", t.Name, err)
+		}
+		t.Addr = pt.Addr
+		host, _, _ := net.SplitHostPort(pt.Addr)
+		t.Remote = !isLoopbackHost(host)
+		if t.PID > 0 {
+			if t.Remote {
+				return fmt.Errorf("run.sh: --target %s: pid=%d names a process on this machine, but the server is remote", t.Name, t.PID)
+			}
+			if err := syscall.Kill(t.PID, 0); err != nil && !errors.Is(err, syscall.EPERM) {
+				return fmt.Errorf("run.sh: --target %s: pid=%d: no such process", t.Name, t.PID)
+			}
+		}
+	}
+	return nil
+}
+
+func isLoopbackHost(h string) bool {
+	if h == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
+}
+
+// resolve checks every target's protocol (internal/conform), writes each
+// check into the run directory, and decides what the plan measures on it:
+// its kind and workers, and the phases it skips. A target that fails a
+// check a planned phase needs is refused, with the reasons.
+func resolve(ctx context.Context, o *Options, w io.Writer) error {
+	for i := range o.Targets {
+		t := &o.Targets[i]
+		fmt.Fprintf(w, "checking %s at %s (prober --mode check) ...\n", t.Name, t.URL)
+		rep := conform.Run(ctx, t.Addr, conform.Options{Loops: t.Loops})
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		t.Check = rep
+		if err := os.WriteFile(filepath.Join(o.Out, "check-"+t.Name+".json"), rep.JSON(), 0o644); err != nil {
+			return fmt.Errorf("run.sh: %v", err)
+		}
+		var refused []string
+		t.Skips = map[string]string{}
+		for _, ph := range o.Phases {
+			for _, c := range rep.Checks {
+				if !slices.Contains(c.Needs, ph) || c.Status == conform.Pass || c.Status == conform.Skip {
+					continue
+				}
+				why := fmt.Sprintf("check %s %s: %s", c.ID, c.Status, c.Reason)
+				if c.Status == conform.Fail {
+					refused = append(refused, fmt.Sprintf("%s (needed by %s)", why, ph))
+				} else if t.Skips[ph] == "" {
+					t.Skips[ph] = why
+				}
+			}
+		}
+		if len(refused) > 0 {
+			rep.Write(w)
+			slices.Sort(refused)
+			refused = slices.Compact(refused)
+			return fmt.Errorf("run.sh: --target %s does not speak the protocol where the phases need it:\n  %s\n"+
+				"fix the server (docs/protocol.md), or leave those phases out with --phases", t.Name, strings.Join(refused, "\n  "))
+		}
+		s := results.Server{Name: t.Name, External: true, URL: t.URL, PID: t.PID, OffloadWorkers: t.Offload,
+			BlockNs: int64(o.Block)}
+		switch {
+		case t.Loops > 0:
+			s.Kind, s.Workers, s.Facts = "loop", t.Loops, fmt.Sprintf("%s (given, and seen in X-Loop)", plural(t.Loops, "loop"))
+		case t.Workers > 0:
+			s.Kind, s.Workers, s.Facts = "pool", t.Workers, fmt.Sprintf("%d workers (given)", t.Workers)
+		case rep.Loops > 0:
+			s.Kind, s.Workers, s.Facts = "loop", rep.Loops, fmt.Sprintf("%s (learned: distinct X-Loop values)", plural(rep.Loops, "loop"))
+		default:
+			s.Kind, s.Facts = "other", "no X-Loop and no workers= given: workers unknown"
+			if slices.Contains(o.Phases, "cliff") {
+				t.Skips["cliff"] = "the cliff runs callers at shares of the pool's workers: give workers=N"
+			}
+		}
+		switch {
+		case t.Remote:
+			s.Facts += "; remote: server CPU, context switches and pinning not measured, the load and probes come from this machine"
+		case t.PID > 0:
+			s.Facts += fmt.Sprintf("; pid %d: server cost from /proc", t.PID)
+		default:
+			s.Facts += "; no pid=: server CPU and context switches not measured (external)"
+		}
+		if s.Kind != "pool" && t.Offload == 0 {
+			s.Facts += "; offload pool size unknown (offload=N sets it)"
+		}
+		t.Server = s
+		fmt.Fprintf(w, "  %s: every check its phases need passed; %s\n", t.Name, s.Facts)
+		for _, ph := range o.Phases {
+			if why := t.Skips[ph]; why != "" {
+				fmt.Fprintf(w, "  %s: the %s phase skips it: %s\n", t.Name, ph, why)
+			}
+		}
+	}
+	return nil
+}
+
+// externalServer is a --target as a running server: nothing to start or
+// stop; alive while its process exists (pid=) or it accepts connections.
+func externalServer(s results.Server, addr string) *server {
+	return &server{addr: addr, kind: s.Kind, extPID: s.PID}
+}
+
+// answers says whether something accepts connections at addr.
+func answers(addr string) bool {
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return false
+	}
+	c.Close()
+	return true
+}
+
+// targetServers are the targets as the run index records them.
+func targetServers(ts []Target) []results.Server {
+	var out []results.Server
+	for _, t := range ts {
+		out = append(out, t.Server)
+	}
+	return out
+}
+
+// plural is "1 loop", "4 loops".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}

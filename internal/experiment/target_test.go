@@ -1,0 +1,176 @@
+package experiment
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bystander-kit/bystander/internal/findings"
+	"github.com/bystander-kit/bystander/internal/results"
+	"github.com/bystander-kit/bystander/internal/wiretest"
+)
+
+func TestTargetFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string // "" ok, else in the error
+	}{
+		{[]string{"--target", "node=http://127.0.0.1:8090", "--servers="}, ""},
+		{[]string{"--target", "node=http://127.0.0.1:8090/", "--target", "b=http://localhost:1,loops=2,offload=8"}, ""},
+		{[]string{"--target", "node=http://127.0.0.1:8090,workers=10"}, ""},
+		{[]string{"--servers="}, "nothing to measure"},
+		{[]string{"--target", "node"}, "NAME=URL"},
+		{[]string{"--target", "Node=http://127.0.0.1:1"}, "lower-case"},
+		{[]string{"--target", "pool=http://127.0.0.1:1"}, "taken"},
+		{[]string{"--target", "a=http://127.0.0.1:1", "--target", "a=http://127.0.0.1:2"}, "taken"},
+		{[]string{"--target", "a=http://127.0.0.1:1/fast"}, "base URL"},
+		{[]string{"--target", "a=https://127.0.0.1:1"}, "base URL"},
+		{[]string{"--target", "a=http://127.0.0.1:1,loops=0"}, "positive"},
+		{[]string{"--target", "a=http://127.0.0.1:1,threads=4"}, "unknown fact"},
+		{[]string{"--target", "a=http://127.0.0.1:1,loops=2,workers=4"}, "both"},
+		{[]string{"--target", "a=http://10.1.2.3:80"}, "loopback"},
+		{[]string{"--target", "a=http://10.1.2.3:80", "--allow-remote"}, ""},
+		{[]string{"--target", "a=http://10.1.2.3:80,pid=1", "--allow-remote"}, "remote"},
+		{[]string{"--target", "a=http://127.0.0.1:1,pid=4194000"}, "no such process"},
+	} {
+		_, err := ParseFlags(tc.args, &bytes.Buffer{}, time.Now())
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%v: %v", tc.args, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%v: %v, want an error with %q", tc.args, err, tc.want)
+		}
+	}
+}
+
+// TestTargetNode: the Node.js example, started as a user would, measured
+// with --target and nothing of the kit's: every phase that applies runs,
+// and a blocked loop stalls exactly the connections on it (Node has one).
+func TestTargetNode(t *testing.T) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("node is missing in CI: .ci/run installs it (apt-get install nodejs)")
+		}
+		t.Skip("node is not installed (apt-get install nodejs); CI installs it")
+	}
+	bin := kit(t)
+	addr := wiretest.FreeAddr(t)
+	cmd := wiretest.Start(t, node, "../../examples/node/server.js", "--addr", addr, "--offload-workers", "8")
+	out := filepath.Join(t.TempDir(), "run")
+	o, err := ParseFlags([]string{"--quick", "--duration", "1s", "--warmup", "200ms", "--servers=", "--phases", "sweep,stall,offload,trace",
+		"--conc", "4", "--target", fmt.Sprintf("node=http://%s,offload=8,pid=%d", addr, cmd.Process.Pid), "--out", out, "--bin", bin}, os.Stderr, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stdout bytes.Buffer
+	if code := Run(context.Background(), o, &stdout, &stdout); code != 0 {
+		t.Fatalf("exit %d\n%s", code, stdout.String())
+	}
+	run, err := results.ReadRun(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range run.Measurements {
+		if m.Status != "ok" {
+			t.Errorf("%s: %s: %s", m.ID, m.Status, m.Reason)
+		}
+		if m.Server.Name != "node" || !m.Server.External || m.Server.Kind != "loop" || m.Server.Workers != 1 {
+			t.Errorf("%s: server %+v", m.ID, m.Server)
+		}
+		if m.Cost != nil && (m.Cost.ServerNotMeasured || m.Cost.ServerCPUUsPerRequest <= 0) {
+			t.Errorf("%s: with pid= the server's cost is measured: %+v", m.ID, m.Cost)
+		}
+	}
+	if len(run.Params.Targets) != 1 || run.Params.Targets[0].URL != "http://"+addr {
+		t.Errorf("params.targets %+v", run.Params.Targets)
+	}
+	if _, err := os.Stat(filepath.Join(out, "check-node.json")); err != nil {
+		t.Errorf("the check is not kept: %v", err)
+	}
+	f := findings.Compute(out, run)
+	if len(f.Stall) != 2 {
+		t.Fatalf("stall rows %d, want k = 0 and 1", len(f.Stall))
+	}
+	for _, r := range f.Stall {
+		if want := 3 * r.Step.K; !r.Match || r.Stalled.Median() != float64(want) || r.Conns.Median() != 3 {
+			t.Errorf("%s: stalled %v of %v, want %d of 3 (match %v)", r.Step.ID, r.Stalled, r.Conns, want, r.Match)
+		}
+	}
+	if len(f.Sweep) != 1 || f.Sweep[0].NominalCeiling != 200 {
+		t.Errorf("sweep: ceiling %v, want 1 loop / 5ms = 200", f.Sweep)
+	}
+	for _, want := range []string{"checking node at http://" + addr, "target node at http://" + addr, "1 loop (learned: distinct X-Loop values)", "3 of 3", "node"} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("the terminal lacks %q:\n%s", want, stdout.String())
+		}
+	}
+}
+
+// TestTargetWithoutFacts: the kit's pool server started by hand and named
+// with no facts: workers unknown, so the cliff skips it and says why, and
+// without pid= the server's cost says "not measured (external)".
+func TestTargetWithoutFacts(t *testing.T) {
+	bin := kit(t)
+	addr, _ := wiretest.StartServer(t, "../../poolserver")
+	out := filepath.Join(t.TempDir(), "run")
+	o, err := ParseFlags([]string{"--quick", "--duration", "1s", "--warmup", "200ms", "--servers=", "--phases", "sweep,cliff",
+		"--conc", "4", "--target", "mine=http://" + addr, "--out", out, "--bin", bin}, os.Stderr, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stdout bytes.Buffer
+	if code := Run(context.Background(), o, &stdout, &stdout); code != 0 {
+		t.Fatalf("exit %d\n%s", code, stdout.String())
+	}
+	run, err := results.ReadRun(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(run.Measurements) != 1 || run.Measurements[0].Status != "ok" || run.Measurements[0].Server.Kind != "other" {
+		t.Fatalf("measurements %+v", run.Measurements)
+	}
+	if c := run.Measurements[0].Cost; c == nil || !c.ServerNotMeasured || c.ServerCPUUsPerRequest != 0 {
+		t.Fatalf("cost %+v", c)
+	}
+	for _, want := range []string{"not measured (external)", "give workers=N", "no X-Loop", "unknown"} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("the terminal lacks %q:\n%s", want, stdout.String())
+		}
+	}
+}
+
+// TestTargetRefused: a server whose /slow does not block fails a check
+// every phase needs: refused before any load, with the reason, exit 2.
+func TestTargetRefused(t *testing.T) {
+	bin := kit(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Handler-Start", strconv.FormatInt(time.Now().UnixNano(), 10))
+		_, _ = w.Write([]byte("ok\n"))
+	}))
+	defer srv.Close()
+	out := filepath.Join(t.TempDir(), "run")
+	o, err := ParseFlags([]string{"--quick", "--servers=", "--target", "bad=" + srv.URL, "--out", out, "--bin", bin}, os.Stderr, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	if code := Run(context.Background(), o, &stdout, &stderr); code != 2 {
+		t.Fatalf("exit %d, want 2\n%s%s", code, stdout.String(), stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "slow-blocks FAIL") || !strings.Contains(stderr.String(), "does not speak the protocol") {
+		t.Fatalf("the refusal does not say why:\n%s", stderr.String())
+	}
+	if _, err := os.Stat(filepath.Join(out, "run.json")); err == nil {
+		t.Error("a refused run wrote run.json: it measured nothing")
+	}
+}
