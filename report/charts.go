@@ -148,6 +148,10 @@ func throughputChart(f *findings.Findings) section {
 		}
 		line.AddSeries(name, data, charts.WithLabelOpts(opts.Label{Show: opts.Bool(true), Formatter: "{b}", Position: pos}),
 			charts.WithLineChartOpts(opts.LineChart{ShowSymbol: opts.Bool(true)}))
+		if workers == 0 {
+			sec.Notes = append(sec.Notes, fmt.Sprintf("%s: workers not known (give loops= or workers= with --target), so no ceiling is drawn for it", name))
+			continue
+		}
 		nominal := findings.CeilingPerS(workers, p.Block)
 		line.AddSeries(fmt.Sprintf("ceiling %s: %d workers / %s", name, workers, p.Block),
 			[]opts.LineData{{Value: []any{lo, round(nominal, 1)}}, {Value: []any{hi, round(nominal, 1)}}},
@@ -360,16 +364,26 @@ func stallCharts(f *findings.Findings) []section {
 			}
 		}
 		id := "stall_" + sanitize(name)
-		sec := section{ID: id, Title: fmt.Sprintf("4. Who stalls: %d connections by blocked loops, %s", p.StallConns, name),
+		// A --target has its own loops: the connections are 3 per loop of it.
+		conns, loops := p.StallConns, p.Loops
+		if srv := mine[0].Step.Server; srv.External && srv.Kind == "loop" {
+			conns, loops = int(mine[0].Conns.Median()), srv.Workers
+		}
+		sec := section{ID: id, Title: fmt.Sprintf("4. Who stalls: %d connections by blocked loops, %s", conns, name),
 			Caption: fmt.Sprintf("%d keep-alive connections called /async (a %s wait that blocks nothing), %d on each of the %d loops, each with a call due every %s; "+
 				"then k further callers kept k loops busy with back-to-back %s /slow calls. Each row is a place on a loop, each cell the connection that sat there in that measurement, "+
 				"coloured by its median /async latency from due (the tooltip adds one request's wait, from its send: from due, a stalled connection's calls queue behind each other for as long as the run lasts). "+
 				"A connection stalled when that median was above the unblocked baseline plus half the block, or it got no answer. "+
 				"Only the connections that share a blocked loop stall, whatever they ask for: expected is how many sat on the loops the blockers' calls were answered on.",
-				p.StallConns, p.Delay, p.StallConns/max(p.Loops, 1), p.Loops, p.StallInterval, p.StallBlock)}
-		if mine[0].Step.Server.Kind == "pool" {
+				conns, p.Delay, conns/max(loops, 1), loops, p.StallInterval, p.StallBlock)}
+		switch srv := mine[0].Step.Server; {
+		case srv.Kind == "pool" && !srv.External:
 			sec.Caption = fmt.Sprintf("The same %d /async connections against the pool, with as many %s /slow callers as loops were blocked: with %d slots, nobody waits.",
 				p.StallConns, p.StallBlock, p.Slots)
+		case srv.Kind != "loop":
+			sec.Caption = fmt.Sprintf("%d /async connections against %s (no event loops: %s), with 0 and then %d back-to-back %s /slow callers: "+
+				"a connection stalled when its median /async latency from due was above the unblocked baseline plus half the block.",
+				p.StallConns, name, srv.Facts, p.Loops, p.StallBlock)
 		}
 		// Rows: the places on each loop, as many as the fullest loop had.
 		perLoop := map[int]int{}
@@ -494,11 +508,11 @@ func traceChart(f *findings.Findings) section {
 		}
 	}
 	sec := section{ID: "trace", Title: "6. Where an /async request's time goes",
-		Caption: fmt.Sprintf("Sample /async requests (delay %s) taken apart on %d connections while %d callers blocked on /slow (%s), as a trace viewer would: "+
+		Caption: fmt.Sprintf("Sample /async requests (delay %s) taken apart on %d connections per loop while %d callers blocked on /slow (%s), as a trace viewer would: "+
 			"accepted (sent until the handler ran), the scheduled delay, continuation lateness (how late the continuation ran after the delay), "+
 			"and return (continuation until the answer arrived); together they are the request's whole time. %d requests per server are drawn, evenly spread over the window, "+
 			"of the samples measured (%s). On the loop server the request waits to be accepted and its continuation waits again behind the blocked loop; on the pool both are immediate.",
-			p.Delay, p.TraceConns, p.TraceCallers, p.StallBlock, findings.WaterfallSamples, strings.Join(counts, ", "))}
+			p.Delay, p.TraceConns/max(p.Loops, 1), p.TraceCallers, p.StallBlock, findings.WaterfallSamples, strings.Join(counts, ", "))}
 	var cats []string
 	spans := map[string][]opts.BarData{}
 	order := []string{"accepted", "delay", "continuation lateness", "return"}

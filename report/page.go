@@ -35,6 +35,9 @@ func costSection(f *findings.Findings) section {
 			CPU: fmt.Sprintf("%.1f", c.ServerCPUUsPerRequest), CtxSw: fmt.Sprintf("%.2f", c.CtxSwitchesPerRequest),
 			Threads: fmt.Sprint(c.Threads), RSS: fmt.Sprintf("%.0f MB", float64(c.PeakRSSBytes)/(1<<20)),
 			Gen: fmt.Sprintf("%.1f", c.GeneratorCPUUsPerReq), Bound: r.Bound.Line()}
+		if c.ServerNotMeasured {
+			row.CPU, row.CtxSw, row.Threads, row.RSS = "not measured (external)", "not measured (external)", "-", "-"
+		}
 		if r.Repeat > 1 {
 			row.ID += fmt.Sprintf(" (rep %d)", r.Repeat)
 		}
@@ -87,9 +90,10 @@ func buildPage(f *findings.Findings, a asset) page {
 		{"measured time, warm-up", fmt.Sprintf("%s, %s", fp.Duration, fp.Warmup)},
 		{"servers", fmt.Sprintf("%s (loop engines: %s); %d loops, %d pool slots, %d offload workers", strings.Join(rp.Servers, ", "), strings.Join(rp.Engines, ", "),
 			fp.Loops, fp.Slots, fp.OffloadWorkers)},
+		{"servers you started (--target)", targetsLine(rp.Targets)},
 		{"/fast bystander", fmt.Sprintf("a probe due every %s on one connection, over each load's measured window", fp.ProbeInterval)},
-		{"stall phase", fmt.Sprintf("%d /async connections, each probed every %s", fp.StallConns, fp.StallInterval)},
-		{"trace phase", fmt.Sprintf("%d /async connections while %d callers block", fp.TraceConns, fp.TraceCallers)},
+		{"stall phase", fmt.Sprintf("%d /async connections per loop (%d on the kit's loop server), each probed every %s", fp.StallConns/max(fp.Loops, 1), fp.StallConns, fp.StallInterval)},
+		{"trace phase", fmt.Sprintf("%d /async connections per loop (%d on the kit's loop server) while %d callers block", fp.TraceConns/max(fp.Loops, 1), fp.TraceConns, fp.TraceCallers)},
 		{"repetitions", fmt.Sprint(fp.Repeat)},
 		{"pinned to CPU sets", fmt.Sprint(rp.Pin)},
 		{"command", "./run.sh " + strings.Join(rp.Args, " ")},
@@ -197,4 +201,16 @@ func writePage(w io.Writer, p page) error {
 	}
 	_, err := w.Write(buf.Bytes())
 	return err
+}
+
+// targetsLine lists the servers the user started, as the run resolved them.
+func targetsLine(ts []results.Server) string {
+	if len(ts) == 0 {
+		return "none"
+	}
+	var out []string
+	for _, t := range ts {
+		out = append(out, fmt.Sprintf("%s at %s: %s", t.Name, t.URL, t.Facts))
+	}
+	return strings.Join(out, "; ")
 }

@@ -244,3 +244,39 @@ func TestCaptionsFromTheRun(t *testing.T) {
 		}
 	}
 }
+
+// nodeRun is a real --quick run of the Node.js example alone (--servers=
+// --target node=URL,offload=32, no pid=).
+const nodeRun = "testdata/node-run"
+
+// TestExternalRun: a server the user started is shown like the kit's, with
+// its name, its own loops in the stall chart, and its cost said to be not
+// measured rather than shown as 0.
+func TestExternalRun(t *testing.T) {
+	run, err := results.ReadRun(nodeRun)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := buildPage(findings.Compute(nodeRun, run), stub)
+	ids := map[string]bool{}
+	for _, s := range p.Sections {
+		ids[s.ID] = true
+	}
+	for _, id := range []string{"throughput", "bystander", "stall_node", "offload", "trace", "cost"} {
+		if !ids[id] {
+			t.Errorf("no section %s", id)
+		}
+	}
+	page := renderString(t, nodeRun, run, stub)
+	for _, want := range []string{"ceiling node: 1 workers / 5ms", "Who stalls: 3 connections by blocked loops, node", "3 on each of the 1 loops",
+		"not measured (external)", "no pid="} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the page lacks %q", want)
+		}
+	}
+	for _, bad := range []string{"12 connections", "0.0 us CPU"} {
+		if strings.Contains(page, bad) {
+			t.Errorf("the page says %q, which is not this run's", bad)
+		}
+	}
+}

@@ -144,16 +144,20 @@ func BoundOf(s results.Step, lr *results.Result, c *results.ServerCost, offloadW
 		}
 		var cause string
 		mean := time.Duration(l.Latency.MeanUs * 1e3)
+		cpu := fmt.Sprintf("%.1f us CPU per request", c.ServerCPUUsPerRequest)
+		if c.ServerNotMeasured {
+			cpu = "the server's CPU not measured: no pid="
+		}
 		switch {
 		case b.Shared:
 			cause = fmt.Sprintf("other processes using %.2f of the machine's %.0f cores", b.OtherCores, cores)
 		case b.Little > 0 && !b.LittleOK && b.Little < 1:
 			cause = fmt.Sprintf("the client's turnaround: the callers spent %.0f%% of the window between requests", 100*(1-b.Little))
 		case mean > b.MeasuredBlock:
-			cause = fmt.Sprintf("the server's own time: a request took %s on average against the %s block, the rest queueing and handing over (%.1f us CPU per request)",
-				mean.Round(10*time.Microsecond), ms, c.ServerCPUUsPerRequest)
+			cause = fmt.Sprintf("the server's own time: a request took %s on average against the %s block, the rest queueing and handing over (%s)",
+				mean.Round(10*time.Microsecond), ms, cpu)
 		default:
-			cause = fmt.Sprintf("the client's turnaround or the server's own cost (%.1f us CPU per request)", c.ServerCPUUsPerRequest)
+			cause = fmt.Sprintf("the client's turnaround or the server's own cost (%s)", cpu)
 		}
 		b.Text = fmt.Sprintf("no ceiling near: %.0f%% of the lowest (%s, %.0f req/s); likely %s", 100*b.Share, lowName, lowest, cause)
 	}
