@@ -98,13 +98,17 @@ func loadGroup(r findings.LoadRow) *findings.Group   { return r.Group }
 // 1. /slow throughput against concurrency, with the ceilings.
 func throughputChart(f *findings.Findings) section {
 	p := f.Params
-	sec := section{ID: "throughput", Title: "1. /slow throughput against concurrency, with the ceilings",
-		Caption: fmt.Sprintf("Each server was driven with %s callers on /slow, each call blocking for %s (%s mode). "+
+	sec := section{ID: "throughput", Title: fmt.Sprintf("1. %s throughput against concurrency, with the ceilings", p.SweepEndpoint),
+		Caption: fmt.Sprintf("Each server was driven with %s callers on %s, each call blocking for %s (%s mode). "+
 			"A server cannot beat its workers divided by the block (dashed: %d loops / %s = %.0f req/s, %d slots = %.0f req/s; thin dashed: from the block the servers measured), "+
 			"nor its callers divided by the block (dotted: Little's law, one request per caller per block). "+
 			"The labels give each point's share of the ceiling that binds it, decided from the measured ceilings and the machine's measured use. "+
 			"The event loops flatten at their ceiling however many callers come; the pool keeps climbing with them.",
-			findings.JoinInts(p.Conc, ", "), p.Block, p.BlockMode, p.Loops, p.Block, findings.CeilingPerS(p.Loops, p.Block), p.Slots, findings.CeilingPerS(p.Slots, p.Block))}
+			findings.JoinInts(p.Conc, ", "), p.SweepEndpoint, p.Block, p.BlockMode, p.Loops, p.Block, findings.CeilingPerS(p.Loops, p.Block), p.Slots, findings.CeilingPerS(p.Slots, p.Block))}
+	if p.SweepEndpoint == "/offload" {
+		sec.Caption = fmt.Sprintf("This run's sweep loaded /offload, the fix: the same blocking call made on an offload pool of %d workers, the answer written back by the loop; "+
+			"the loop server's ceiling is then that pool's workers / block. ", p.OffloadWorkers) + sec.Caption
+	}
 	var ok []findings.SweepRow
 	for _, r := range f.Sweep {
 		if r.Throughput.OK() {
@@ -131,7 +135,7 @@ func throughputChart(f *findings.Findings) section {
 			if r.Step.Server.Name != name {
 				continue
 			}
-			workers = r.Step.Server.Workers
+			workers = findings.WorkersOf(r.Step, p.OffloadWorkers)
 			block = append(block, r.MeasuredBlock...)
 			label := ""
 			if b := r.Bound(); b != nil {

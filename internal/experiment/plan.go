@@ -49,12 +49,15 @@ type Options struct {
 	Phases      []string
 	Out         string
 	Overwrite   bool
-	Repeat      int
-	Pin         bool
-	Quick       bool
-	Open        bool
-	Bin         string // where the kit's binaries are
-	Args        []string
+	// SweepEndpoint is what the sweep loads: /slow, or /offload to measure
+	// the fix across concurrencies (and compare the runs).
+	SweepEndpoint string
+	Repeat        int
+	Pin           bool
+	Quick         bool
+	Open          bool
+	Bin           string // where the kit's binaries are
+	Args          []string
 }
 
 // listFlag is a comma-separated flag value; empty only when allowed.
@@ -115,7 +118,7 @@ func ParseFlags(args []string, stderr io.Writer, now time.Time) (Options, error)
 	o := Options{
 		Block: 5 * time.Millisecond, StallBlock: 100 * time.Millisecond, BlockMode: "syscall", Delay: 5 * time.Millisecond,
 		Loops: 4, Slots: 200, ProbeInterval: 50 * time.Millisecond,
-		Conc: []int{4, 16, 64}, Duration: 5 * time.Second, Warmup: time.Second,
+		Conc: []int{4, 16, 64}, Duration: 5 * time.Second, Warmup: time.Second, SweepEndpoint: "/slow",
 		Engines: []string{"gnet"}, Servers: []string{"loop", "pool"}, Phases: slices.Clone(allPhases),
 		Repeat: 1, Bin: "bin", Args: args,
 	}
@@ -128,6 +131,7 @@ func ParseFlags(args []string, stderr io.Writer, now time.Time) (Options, error)
 	fs.IntVar(&o.Slots, "slots", o.Slots, "worker slots of the pool server, and workers of the loop server's offload pool")
 	fs.DurationVar(&o.ProbeInterval, "probe-interval", o.ProbeInterval, "time between the /fast bystander's probes")
 	fs.IntVar(&o.TraceCallers, "trace-callers", 0, "callers blocking /slow during the trace phase (default: 2 per loop)")
+	fs.StringVar(&o.SweepEndpoint, "sweep-endpoint", o.SweepEndpoint, "what the sweep loads: /slow, or /offload (the fix) to compare with a /slow run (report --compare)")
 	fs.Var(intsFlag{&o.Conc}, "conc", "concurrencies for the sweep; the highest is used for offload")
 	fs.DurationVar(&o.Duration, "duration", o.Duration, "measured time of each measurement")
 	fs.DurationVar(&o.Warmup, "warmup", o.Warmup, "warm-up before each measurement")
@@ -225,6 +229,9 @@ func (o *Options) validate() error {
 		return bad("--probe-interval %s: want 1ms to 10s", o.ProbeInterval)
 	case o.TraceCallers < 1 || o.TraceCallers > 10000:
 		return bad("--trace-callers %d: want 1 to 10000", o.TraceCallers)
+	}
+	if o.SweepEndpoint != "/slow" && o.SweepEndpoint != "/offload" {
+		return bad("--sweep-endpoint %q: want /slow or /offload", o.SweepEndpoint)
 	}
 	if _, err := block.ParseMode(o.BlockMode); err != nil {
 		return bad("--block-mode %q: want syscall, sleep or spin", o.BlockMode)
@@ -355,7 +362,7 @@ func BuildPlan(o Options) Plan {
 		case "sweep":
 			for _, c := range o.Conc {
 				for _, s := range o.servers(o.Block) {
-					add(Step{ID: fmt.Sprintf("sweep-%s-c%d", s.Name, c), Phase: phase, Server: s, Endpoint: "/slow", Conc: c,
+					add(Step{ID: fmt.Sprintf("sweep-%s-c%d", s.Name, c), Phase: phase, Server: s, Endpoint: o.SweepEndpoint, Conc: c,
 						Duration: o.Duration, Warmup: o.Warmup})
 				}
 			}
@@ -461,7 +468,7 @@ func (p Plan) Describe(w io.Writer) {
 func (o Options) story(phase string) string {
 	switch phase {
 	case "sweep":
-		return fmt.Sprintf("/slow at each concurrency with a /fast bystander probing every %s meanwhile", o.ProbeInterval)
+		return fmt.Sprintf("%s at each concurrency with a /fast bystander probing every %s meanwhile", o.SweepEndpoint, o.ProbeInterval)
 	case "stall":
 		if len(o.Targets) > 0 {
 			return fmt.Sprintf("%d /async connections per loop, then k = 0 up to every loop kept blocked (without loops: 0 and %d callers)", stallConnsPerLoop, o.Loops)

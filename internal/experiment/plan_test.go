@@ -183,3 +183,30 @@ func TestUnfinished(t *testing.T) {
 		t.Fatalf("a new run.json: partial %v %q", r.Partial, r.PartialReason)
 	}
 }
+
+// TestSweepEndpoint: --sweep-endpoint=/offload loads the fix in the sweep
+// (with the same step IDs, so report --compare matches them to a /slow
+// run's) and nothing else changes.
+func TestSweepEndpoint(t *testing.T) {
+	o, err := ParseFlags([]string{"--sweep-endpoint", "/offload"}, io.Discard, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	slow, _ := ParseFlags(nil, io.Discard, time.Now())
+	a, b := BuildPlan(slow), BuildPlan(o)
+	if len(a.Steps) != len(b.Steps) {
+		t.Fatalf("%d steps against %d", len(b.Steps), len(a.Steps))
+	}
+	for i, s := range b.Steps {
+		want := a.Steps[i].Endpoint
+		if s.Phase == "sweep" {
+			want = "/offload"
+		}
+		if s.ID != a.Steps[i].ID || s.Endpoint != want {
+			t.Errorf("%s %s, want %s %s", s.ID, s.Endpoint, a.Steps[i].ID, want)
+		}
+	}
+	if _, err := ParseFlags([]string{"--sweep-endpoint", "/fast"}, io.Discard, time.Now()); err == nil {
+		t.Error("--sweep-endpoint /fast accepted")
+	}
+}

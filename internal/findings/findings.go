@@ -8,6 +8,7 @@
 package findings
 
 import (
+	"cmp"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -43,6 +44,7 @@ type Params struct {
 	ProbeInterval, StallInterval     time.Duration
 	Duration, Warmup                 time.Duration
 	BlockMode                        string
+	SweepEndpoint                    string // /slow, or /offload
 	Loops, Slots, OffloadWorkers     int
 	StallConns, TraceCallers, Repeat int
 	TraceConns                       int
@@ -159,7 +161,7 @@ func Compute(dir string, run *results.Run) *Findings {
 	for _, g := range f.Groups {
 		switch g.Step.Phase {
 		case "sweep":
-			f.Sweep = append(f.Sweep, SweepRow{LoadRow: loadRow(g, f.Params), NominalCeiling: CeilingPerS(g.Step.Server.Workers, time.Duration(g.Step.Server.BlockNs))})
+			f.Sweep = append(f.Sweep, SweepRow{LoadRow: loadRow(g, f.Params), NominalCeiling: CeilingPerS(WorkersOf(g.Step, f.Params.OffloadWorkers), time.Duration(g.Step.Server.BlockNs))})
 		case "stall":
 			f.Stall = append(f.Stall, stallRow(g))
 		case "offload":
@@ -184,7 +186,7 @@ func paramsOf(p results.RunParams) Params {
 	return Params{
 		Block: time.Duration(p.BlockNs), StallBlock: time.Duration(p.StallBlockNs), Delay: time.Duration(p.AsyncDelayNs),
 		ProbeInterval: time.Duration(p.ProbeEveryNs), StallInterval: time.Duration(p.StallIntervalNs),
-		Duration: time.Duration(p.DurationNs), Warmup: time.Duration(p.WarmupNs), BlockMode: p.BlockMode,
+		Duration: time.Duration(p.DurationNs), Warmup: time.Duration(p.WarmupNs), BlockMode: p.BlockMode, SweepEndpoint: cmp.Or(p.SweepEndpoint, "/slow"),
 		Loops: p.Loops, Slots: p.PoolSlots, OffloadWorkers: p.OffloadWorkers, StallConns: p.StallConns,
 		TraceCallers: p.TraceCallers, TraceConns: p.TraceConns, Repeat: p.Repeat, Conc: slices.Clone(p.Conc),
 	}

@@ -47,7 +47,7 @@ func TestBoundOf(t *testing.T) {
 			"workers", 0.995, false, true, nil, "4 loops / 5.1ms measured block = 784 req/s"},
 		{"pool bound by its callers", results.Step{Server: pool, Conc: 64}, load(12000, 5330*time.Microsecond, ms5), cost(0.7, 0.4, 1.2),
 			"callers", 0.9375, false, true, nil, "64 callers / 5ms measured block"},
-		{"no ceiling near: the server's own time", results.Step{Server: pool, Conc: 64, Variant: "offloaded"}, load(10000, 6400*time.Microsecond, ms5),
+		{"no ceiling near: the server's own time", results.Step{Server: pool, Conc: 64, Variant: "offloaded", Endpoint: "/offload"}, load(10000, 6400*time.Microsecond, ms5),
 			cost(0.3, 0.1, 0.45), "none", 0, false, true, nil, "a request took 6.4ms on average against the 5ms block"},
 		{"no ceiling near: the client's turnaround", results.Step{Server: pool, Conc: 64}, load(10000, ms5, ms5), cost(0.3, 0.1, 0.45),
 			"none", 0, false, false, []string{"Little's law off by 21."}, "the callers spent 22% of the window between requests"},
@@ -72,7 +72,7 @@ func TestBoundOf(t *testing.T) {
 			notMeasured(cost(0, 0.2, 1.2)), "workers", 0.988, false, true, nil, "1 loop / 5.2ms measured block"},
 		{"external without pid, machine full: CPU, said so", results.Step{Server: other, Conc: 256}, load(25000, 10240*time.Microsecond, ms5),
 			notMeasured(cost(0, 0.6, 1.95)), "cpu", 0, false, true, []string{"workers not known"}, "the server's own share is not measured"},
-		{"external offloaded: its own offload pool, not --slots", results.Step{Server: node, Conc: 64, Variant: "offloaded"}, load(6300, 10150*time.Microsecond, ms5),
+		{"external offloaded: its own offload pool, not --slots", results.Step{Server: node, Conc: 64, Variant: "offloaded", Endpoint: "/offload"}, load(6300, 10150*time.Microsecond, ms5),
 			notMeasured(cost(0, 0.3, 1.0)), "workers", 0.984, false, true, nil, "32 offload workers / 5ms"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -56,6 +56,19 @@ type Bound struct {
 	Notes                []string
 }
 
+// WorkersOf is how many workers can make the step's blocking call at
+// once: the server's loops or slots, or for /offload the pool it offloads
+// to (the kit's: offloadWorkers; a --target's: its offload=, 0 unknown).
+func WorkersOf(s results.Step, offloadWorkers int) int {
+	switch {
+	case s.Endpoint != "/offload":
+		return s.Server.Workers
+	case s.Server.External:
+		return s.Server.OffloadWorkers
+	}
+	return offloadWorkers
+}
+
 // BoundOf decides what bounds a measurement from its load result and the
 // server's cost; offloadWorkers is the pool /offload blocks on.
 func BoundOf(s results.Step, lr *results.Result, c *results.ServerCost, offloadWorkers int) *Bound {
@@ -75,11 +88,9 @@ func BoundOf(s results.Step, lr *results.Result, c *results.ServerCost, offloadW
 	if s.Server.Kind == "pool" {
 		what = fmt.Sprintf("%d slots", workers)
 	}
-	if s.Variant == "offloaded" {
-		if s.Server.External {
-			offloadWorkers = s.Server.OffloadWorkers // the run's --slots is the kit's servers' pool, not this one's
-		}
-		workers, what = offloadWorkers, fmt.Sprintf("%d offload workers", offloadWorkers)
+	if s.Endpoint == "/offload" {
+		workers = WorkersOf(s, offloadWorkers)
+		what = fmt.Sprintf("%d offload workers", workers)
 	}
 	if workers == 0 {
 		b.Notes = append(b.Notes, "workers not known (a --target without loops=, workers= or offload=): no workers ceiling")
@@ -87,7 +98,7 @@ func BoundOf(s results.Step, lr *results.Result, c *results.ServerCost, offloadW
 	b.NominalCeiling = CeilingPerS(workers, nominal)
 	// A blocking call holds the loop it runs on: a loop no caller was dealt
 	// to adds nothing, so the loops that can block are those with callers.
-	if s.Server.Kind == "loop" && s.Variant != "offloaded" && len(l.ConnsPerLoop) > 0 && len(l.ConnsPerLoop) < workers {
+	if s.Server.Kind == "loop" && s.Endpoint != "/offload" && len(l.ConnsPerLoop) > 0 && len(l.ConnsPerLoop) < workers {
 		var spread []string
 		for _, c := range l.ConnsPerLoop {
 			spread = append(spread, fmt.Sprintf("loop %d: %d", c.Loop, c.Count))

@@ -39,7 +39,7 @@ func (f *Findings) WriteTables(w io.Writer) {
 		fmt.Fprintf(w, "\nPARTIAL RUN: %s\n", run.PartialReason)
 	}
 	if len(f.Sweep) > 0 {
-		fmt.Fprintf(w, "\n/slow throughput against the ceiling (block %s, %s mode; ceiling = workers / block)\n", p.Block, p.BlockMode)
+		fmt.Fprintf(w, "\n%s throughput against the ceiling (block %s, %s mode; ceiling = workers / block)\n", p.SweepEndpoint, p.Block, p.BlockMode)
 		tw := table(w, "callers", "server", "req/s", "ceiling", "% of ceiling", "bound", "% of bound", "Little's law")
 		for _, r := range f.Sweep {
 			if !r.OK() {

@@ -74,6 +74,9 @@ type RunParams struct {
 	// Targets are the servers the user started (--target), as resolved
 	// by their conformance check.
 	Targets []Server `json:"targets,omitempty"`
+	// SweepEndpoint is what the sweep loaded: /slow, or /offload (the fix);
+	// empty in runs before v4, which loaded /slow.
+	SweepEndpoint string `json:"sweep_endpoint,omitempty"`
 }
 
 // Manifest is where and when the run happened.
