@@ -26,10 +26,12 @@ func need(t *testing.T, name, pkg string) string {
 	return p
 }
 
-func TestNodeConforms(t *testing.T) {
-	node := need(t, "node", "nodejs")
+// conforms starts a server with its interpreter and checks it: every check
+// passes, on one event loop.
+func conforms(t *testing.T, interp, script string) {
+	t.Helper()
 	addr := wiretest.FreeAddr(t)
-	wiretest.Start(t, node, "node/server.js", "--addr", addr)
+	wiretest.Start(t, interp, script, "--addr", addr)
 	r := conform.Run(context.Background(), addr, conform.Options{})
 	for _, c := range r.Checks {
 		if c.Status != conform.Pass {
@@ -41,11 +43,22 @@ func TestNodeConforms(t *testing.T) {
 	}
 }
 
+func TestNodeConforms(t *testing.T) { conforms(t, need(t, "node", "nodejs"), "node/server.js") }
+
+func TestPythonConforms(t *testing.T) {
+	conforms(t, need(t, "python3", "python3"), "python/server.py")
+}
+
 // Bad flags are refused with a clear line and status 2.
-func TestNodeFlags(t *testing.T) {
-	node := need(t, "node", "nodejs")
+func TestFlags(t *testing.T) {
+	for _, ex := range []struct{ interp, pkg, script string }{{"node", "nodejs", "node/server.js"}, {"python3", "python3", "python/server.py"}} {
+		t.Run(ex.interp, func(t *testing.T) { badFlags(t, need(t, ex.interp, ex.pkg), ex.script) })
+	}
+}
+
+func badFlags(t *testing.T, interp, script string) {
 	for _, args := range [][]string{{"--block", "5"}, {"--delay", "11s"}, {"--offload-workers", "0"}, {"--addr", "nowhere"}, {"--what"}} {
-		out, err := exec.Command(node, append([]string{"node/server.js"}, args...)...).CombinedOutput()
+		out, err := exec.Command(interp, append([]string{script}, args...)...).CombinedOutput()
 		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 || len(out) == 0 {
 			t.Errorf("%v: %v, %q; want exit 2 with a reason", args, err, out)
 		}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -63,51 +64,7 @@ func TestInBrowser(t *testing.T) {
 		t.Errorf("report is %d bytes, over 1.5 MB", st.Size())
 	}
 
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(chrome),
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.Flag("host-resolver-rules", "MAP * ~NOTFOUND"),
-		chromedp.Flag("proxy-server", "127.0.0.1:9"),
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(1200, 900),
-	)
-	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancel()
-	ctx, cancel := chromedp.NewContext(actx)
-	defer cancel()
-	ctx, cancel = context.WithTimeout(ctx, 60*time.Second)
-	defer cancel()
-
-	var mu sync.Mutex
-	var problems []string
-	err = chromedp.Listen(ctx, func(ev any) {
-		mu.Lock()
-		defer mu.Unlock()
-		switch e := ev.(type) {
-		case *network.EventRequestWillBeSent:
-			if u := e.Request.URL; !strings.HasPrefix(u, "file:") && !strings.HasPrefix(u, "data:") {
-				problems = append(problems, "request for "+u)
-			}
-		case *runtime.EventExceptionThrown:
-			problems = append(problems, fmt.Sprintf("JS exception: %s %v", e.ExceptionDetails.Text, e.ExceptionDetails.Exception))
-		case *runtime.EventConsoleAPICalled:
-			if e.Type == runtime.ConsoleAPICalledTypeError || e.Type == runtime.ConsoleAPICalledTypeAssert {
-				problems = append(problems, fmt.Sprintf("console.%s: %v", e.Type, e.Args))
-			}
-		case *log.EventEntryAdded:
-			if e.Entry.Level == log.EntryLevelError {
-				problems = append(problems, "log error: "+e.Entry.Text+" "+e.Entry.URL)
-			}
-		}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, problems := openBrowser(t, chrome)
 	start := time.Now()
 	if err := chromedp.Do(ctx, chromedp.Navigate("file://"+out), chromedp.WaitReady("#cost")); err != nil {
 		t.Fatal(err)
@@ -115,9 +72,7 @@ func TestInBrowser(t *testing.T) {
 	// The page draws the charts on screen first; wait for that, then have
 	// it draw the rest, as printing does.
 	if _, err := chromedp.Run(ctx, chromedp.Poll[bool]("window.bystanderFirstDrawnMs > 0", chromedp.WithPollingInterval(10*time.Millisecond))); err != nil {
-		mu.Lock()
-		defer mu.Unlock()
-		t.Fatalf("no chart was drawn: %v; the page said: %q", err, problems)
+		t.Fatalf("no chart was drawn: %v; the page said: %q", err, problems())
 	}
 	allMs, err := chromedp.Run(ctx, chromedp.Evaluate[float64]("(() => { const t0 = performance.now(); window.bystanderDrawAll(); return performance.now() - t0; })()"))
 	if err != nil {
@@ -188,9 +143,112 @@ func TestInBrowser(t *testing.T) {
 	if len(check.Ceiling) != 4 || !check.Painted {
 		t.Errorf("the ceiling line is not drawn where it should be: %v painted %v", check.Ceiling, check.Painted)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	for _, p := range problems {
+	for _, p := range problems() {
+		t.Error(p)
+	}
+}
+
+// openBrowser starts headless chromium with the network closed and returns
+// its context and what the page said: requests other than file: and data:,
+// exceptions, console errors, log errors.
+func openBrowser(t *testing.T, chrome string) (context.Context, func() []string) {
+	t.Helper()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(chrome),
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.Flag("host-resolver-rules", "MAP * ~NOTFOUND"),
+		chromedp.Flag("proxy-server", "127.0.0.1:9"),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1200, 900),
+	)
+	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
+	t.Cleanup(cancel)
+	ctx, cancel := chromedp.NewContext(actx)
+	t.Cleanup(cancel)
+	ctx, cancel = context.WithTimeout(ctx, 60*time.Second)
+	t.Cleanup(cancel)
+
+	var mu sync.Mutex
+	var problems []string
+	err := chromedp.Listen(ctx, func(ev any) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch e := ev.(type) {
+		case *network.EventRequestWillBeSent:
+			if u := e.Request.URL; !strings.HasPrefix(u, "file:") && !strings.HasPrefix(u, "data:") {
+				problems = append(problems, "request for "+u)
+			}
+		case *runtime.EventExceptionThrown:
+			problems = append(problems, fmt.Sprintf("JS exception: %s %v", e.ExceptionDetails.Text, e.ExceptionDetails.Exception))
+		case *runtime.EventConsoleAPICalled:
+			if e.Type == runtime.ConsoleAPICalledTypeError || e.Type == runtime.ConsoleAPICalledTypeAssert {
+				problems = append(problems, fmt.Sprintf("console.%s: %v", e.Type, e.Args))
+			}
+		case *log.EventEntryAdded:
+			if e.Entry.Level == log.EntryLevelError {
+				problems = append(problems, "log error: "+e.Entry.Text+" "+e.Entry.URL)
+			}
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ctx, func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(problems)
+	}
+}
+
+// TestCompareInBrowser: the comparison page of two real runs draws both
+// overlays with A's and B's series from the inlined echarts, with the
+// network closed and no error.
+func TestCompareInBrowser(t *testing.T) {
+	chrome := browser(t)
+	a := loadAsset("", false, os.Stderr)
+	if a.js == nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("CI: echarts could not be had: %s", a.note)
+		}
+		t.Skipf("echarts could not be had (%s)", a.note)
+	}
+	out := filepath.Join(t.TempDir(), "compare.html")
+	var stdout, stderr strings.Builder
+	if rc := mainExit([]string{"--compare", testRun, offloadRun, "--out", out}, &stdout, &stderr); rc != 0 {
+		t.Fatalf("exit %d: %s", rc, stderr.String())
+	}
+	ctx, problems := openBrowser(t, chrome)
+	if err := chromedp.Do(ctx, chromedp.Navigate("file://"+out), chromedp.WaitReady("#cmp_table")); err != nil {
+		t.Fatal(err)
+	}
+	type chart struct{ Series []string }
+	got, err := chromedp.Run(ctx, chromedp.Evaluate[map[string]chart](`(() => {
+	  window.bystanderDrawAll();
+	  const out = {};
+	  for (const id of ['cmp_throughput', 'cmp_fast']) {
+	    const inst = echarts.getInstanceByDom(document.getElementById(id));
+	    out[id] = {Series: inst ? inst.getOption().series.filter(s => s.data && s.data.length > 0).map(s => s.name) : []};
+	  }
+	  return out;
+	})()`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"cmp_throughput", "cmp_fast"} {
+		names := strings.Join(got[id].Series, "|")
+		if !strings.Contains(names, "A: loop-gnet /slow") || !strings.Contains(names, "B: loop-gnet /offload") {
+			t.Errorf("%s: series %q, want A's /slow and B's /offload", id, names)
+		}
+	}
+	if !strings.Contains(strings.Join(got["cmp_throughput"].Series, "|"), "B ceiling loop-gnet: 200 workers") {
+		t.Errorf("the throughput overlay lacks B's ceiling: %q", got["cmp_throughput"].Series)
+	}
+	for _, p := range problems() {
 		t.Error(p)
 	}
 }

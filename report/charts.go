@@ -29,6 +29,7 @@ type section struct {
 	Element template.HTML
 	Script  template.HTML
 	Table   *costTable
+	Grid    *grid // a plain table (the comparison)
 	Missing string
 	// Notes are said in words under the chart: saturation, censoring.
 	Notes []string

@@ -18,12 +18,18 @@ import (
 	"path/filepath"
 
 	"github.com/bystander-kit/bystander/internal/cli"
+	"github.com/bystander-kit/bystander/internal/compare"
 	"github.com/bystander-kit/bystander/internal/findings"
 )
 
 func main() { os.Exit(mainExit(os.Args[1:], os.Stdout, os.Stderr)) }
 
 func mainExit(args []string, stdout, stderr io.Writer) int {
+	args, runA, runB, comparing, err := splitCompare(args)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 2
+	}
 	fs := flag.NewFlagSet("report", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	in := fs.String("in", "", "run directory (holding run.json)")
@@ -32,7 +38,10 @@ func mainExit(args []string, stdout, stderr io.Writer) int {
 	offline := fs.Bool("offline", false, "never fetch echarts; without a cached copy the page uses a CDN")
 	fetchOnly := fs.Bool("fetch", false, "fetch and check echarts into the cache, then exit")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: report --in RUN_DIR [--out FILE]\n\nWrites one self-contained HTML report of a bystander run.\n\nFlags:\n")
+		fmt.Fprintf(fs.Output(), "Usage: report --in RUN_DIR [--out FILE]\n       report --compare RUN_A RUN_B [--out FILE]\n\n"+
+			"Writes one self-contained HTML report of a bystander run. With --compare, prints two runs side by side\n"+
+			"as benchstat does (every figure of every measurement both made, the change, and its significance across\n"+
+			"repetitions) and, with --out, writes the comparison as an HTML page with both runs on the same axes.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	if err := cli.Parse(fs, args, stderr); err != nil {
@@ -52,6 +61,13 @@ func mainExit(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "report: echarts %s verified (%d bytes; cache %s)\n", echartsVersion, len(a.js), p)
 		return 0
 	}
+	if comparing {
+		if *in != "" || fs.NArg() > 0 {
+			fmt.Fprintln(stderr, "report: --compare RUN_A RUN_B takes no --in and nothing else; see --help")
+			return 2
+		}
+		return compareExit(runA, runB, *out, *echarts, *offline, stdout, stderr)
+	}
 	if *in == "" || fs.NArg() > 0 {
 		fmt.Fprintln(stderr, "report: give the run directory with --in (and nothing else); see --help")
 		return 2
@@ -68,25 +84,50 @@ func mainExit(args []string, stdout, stderr io.Writer) int {
 	if a.js == nil {
 		fmt.Fprintf(stderr, "report: echarts is not inlined (%s); the page loads it from %s and needs the network\n", a.note, echartsCDN)
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(*out), ".report-*.html")
+	return writeOut(*out, buildPage(f, a), stdout, stderr)
+}
+
+// writeOut writes a page to out through a rename, so a reader never sees
+// half a page.
+func writeOut(out string, p page, stdout, stderr io.Writer) int {
+	tmp, err := os.CreateTemp(filepath.Dir(out), ".report-*.html")
 	if err != nil {
 		fmt.Fprintf(stderr, "report: %v\n", err)
 		return 1
 	}
 	_ = tmp.Chmod(0o644)
-	werr := writePage(tmp, buildPage(f, a))
+	werr := writePage(tmp, p)
 	if cerr := tmp.Close(); werr == nil {
 		werr = cerr
 	}
 	if werr == nil {
-		werr = os.Rename(tmp.Name(), *out)
+		werr = os.Rename(tmp.Name(), out)
 	}
 	if werr != nil {
 		os.Remove(tmp.Name())
 		fmt.Fprintf(stderr, "report: %v\n", werr)
 		return 1
 	}
-	st, _ := os.Stat(*out)
-	fmt.Fprintf(stdout, "report: wrote %s (%d KB)\n", *out, st.Size()/1024)
+	st, _ := os.Stat(out)
+	fmt.Fprintf(stdout, "report: wrote %s (%d KB)\n", out, st.Size()/1024)
 	return 0
+}
+
+// compareExit is --compare: the table on stdout, the page with --out;
+// runs that cannot be compared are refused with why (status 1).
+func compareExit(runA, runB, out, echarts string, offline bool, stdout, stderr io.Writer) int {
+	c, err := compare.Runs(runA, runB)
+	if err != nil {
+		fmt.Fprintf(stderr, "report: %v\n", err)
+		return 1
+	}
+	c.Write(stdout)
+	if out == "" {
+		return 0
+	}
+	a := loadAsset(echarts, offline, stderr)
+	if a.js == nil {
+		fmt.Fprintf(stderr, "report: echarts is not inlined (%s); the page loads it from %s and needs the network\n", a.note, echartsCDN)
+	}
+	return writeOut(out, comparePage(c, a), stdout, stderr)
 }

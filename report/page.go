@@ -66,6 +66,8 @@ type page struct {
 	CDN      string
 	CDNNote  string
 	Partial  string
+	// RunTitle heads the closing table of parameters ("The run").
+	RunTitle string
 }
 
 type kv struct{ K, V string }
@@ -108,12 +110,18 @@ func buildPage(f *findings.Findings, a asset) page {
 	p.Sections = append(p.Sections, stallCharts(f)...)
 	p.Sections = append(p.Sections, lagCharts(f, "stall", "4b", "while k loops were kept blocked")...)
 	p.Sections = append(p.Sections, offloadChart(f), traceChart(f), cliffChart(f), costSection(f))
+	p.useAsset(a)
+	return p
+}
+
+// useAsset inlines the verified echarts build (checkJS), so the page works
+// offline, or names the CDN it loads it from instead.
+func (p *page) useAsset(a asset) {
 	if a.js != nil {
-		p.Inline = template.JS(a.js) // verified echarts build (checkJS), inlined so the page works offline
+		p.Inline = template.JS(a.js)
 	} else {
 		p.CDN, p.CDNNote = echartsCDN, a.note
 	}
-	return p
 }
 
 // blockModeNote says what each block mode models.
@@ -150,16 +158,19 @@ td,th{border:1px solid #ddd;padding:.25em .5em;text-align:left;vertical-align:to
 <p class="caption">{{.Caption}}</p>
 {{range .Notes}}<p class="note">{{.}}</p>
 {{end}}{{if .Missing}}<p class="missing" id="missing_{{.ID}}">Not drawn: {{.Missing}}.</p>
+{{else if .Grid}}<table id="{{.ID}}"><tr>{{range .Grid.Head}}<th>{{.}}</th>{{end}}</tr>
+{{range .Grid.Rows}}<tr>{{range .}}<td>{{.}}</td>{{end}}</tr>
+{{end}}</table>
 {{else if .Table}}<table id="{{.ID}}"><tr><th>measurement</th><th>server CPU us/req</th><th>context switches/req</th><th>threads</th><th>peak RSS</th><th>generator CPU us/req</th><th>bound</th></tr>
 {{range .Table.Rows}}<tr{{if .Flagged}} class="flag"{{end}}><td>{{.ID}}</td><td>{{.CPU}}</td><td>{{.CtxSw}}</td><td>{{.Threads}}</td><td>{{.RSS}}</td><td>{{.Gen}}</td><td>{{if .Flagged}}FLAGGED: {{end}}{{.Bound}}</td></tr>
 {{end}}</table>
 {{else}}{{.Element}}
 {{.Script}}
 {{end}}{{end}}
-<h2 id="h_run">The run</h2>
+<h2 id="h_run">{{or .RunTitle "The run"}}</h2>
 <table class="kv">{{range .Params}}<tr><td>{{.K}}</td><td>{{.V}}</td></tr>{{end}}{{range .Env}}<tr><td>{{.K}}</td><td>{{.V}}</td></tr>{{end}}</table>
-<h2>Phases</h2>
-<table><tr><th>phase</th><th>status</th></tr>{{range .Phases}}<tr><td>{{.Phase}}</td><td>{{.Status}}{{range .Problems}}<br>{{.}}{{end}}</td></tr>{{end}}</table>
+{{if .Phases}}<h2>Phases</h2>
+<table><tr><th>phase</th><th>status</th></tr>{{range .Phases}}<tr><td>{{.Phase}}</td><td>{{.Status}}{{range .Problems}}<br>{{.}}{{end}}</td></tr>{{end}}</table>{{end}}
 {{if .Inline}}<script>{{.Inline}}</script>{{else}}<script src="{{.CDN}}"></script>{{end}}
 <script>
 (function () {

@@ -1,0 +1,424 @@
+// Package compare puts two runs side by side, the way benchstat does for
+// Go benchmarks: for every measurement both runs made, each figure in A
+// and in B, the change, and whether it is significant across the runs'
+// repetitions (Mann-Whitney U test, from golang.org/x/perf/benchmath,
+// benchstat's own statistics). With one repetition no test can be made and
+// it says so. It computes nothing the findings do not hold: it matches
+// them and tests their repetitions.
+package compare
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"golang.org/x/perf/benchmath"
+
+	"github.com/bystander-kit/bystander/internal/findings"
+	"github.com/bystander-kit/bystander/internal/results"
+)
+
+// Alpha is the significance level: a change with p above it is "~".
+const Alpha = 0.05
+
+// Cell is one figure of one measurement in both runs.
+type Cell struct {
+	Metric string
+	Unit   string
+	// Better: "higher" or "lower" is better, for the reader.
+	Better string
+	A, B   findings.Figure
+	// Centers are the medians; Delta is B against A in %, NaN when A is 0.
+	CenterA, CenterB, Delta float64
+	// Tested: both runs had at least two repetitions; then P is the
+	// Mann-Whitney U test's p-value and Significant says P <= Alpha.
+	Tested      bool
+	P           float64
+	N1, N2      int
+	Significant bool
+	// Saturated: in that run the bystander's queue grew without bound, so
+	// its figures from due are lower bounds set by the run's length.
+	SaturatedA, SaturatedB bool
+}
+
+// Verdict is the change as benchstat prints it: "+12.3%" when significant,
+// "~" when not, and the change with "(no test)" without repetitions.
+func (c Cell) Verdict() string {
+	d := "?"
+	if !math.IsNaN(c.Delta) {
+		d = fmt.Sprintf("%+.1f%%", c.Delta)
+	}
+	switch {
+	case !c.Tested:
+		return d
+	case !c.Significant:
+		return "~"
+	}
+	return d
+}
+
+// PText is the test's p-value and sizes, or why there is none.
+func (c Cell) PText() string {
+	s := fmt.Sprintf("no test (n=%d+%d)", c.N1, c.N2)
+	if c.Tested {
+		s = fmt.Sprintf("p=%.3f n=%d+%d", c.P, c.N1, c.N2)
+		if !c.Significant && minP(c.N1, c.N2) > Alpha {
+			s += fmt.Sprintf(" (with %d+%d repetitions p cannot go below %.3f: --repeat 5 or more)", c.N1, c.N2, minP(c.N1, c.N2))
+		}
+	}
+	switch {
+	case c.SaturatedA && c.SaturatedB:
+		s += "; saturated in both: lower bounds"
+	case c.SaturatedA:
+		s += "; saturated in A: A is a lower bound"
+	case c.SaturatedB:
+		s += "; saturated in B: B is a lower bound"
+	}
+	return s
+}
+
+// minP is the smallest two-sided p the U test can give for samples of n1
+// and n2 without ties: all of one above all of the other.
+func minP(n1, n2 int) float64 {
+	// 2 / C(n1+n2, n1)
+	c := 1.0
+	for i := 1; i <= n1; i++ {
+		c = c * float64(n2+i) / float64(i)
+	}
+	return 2 / c
+}
+
+// Row is one measurement both runs made.
+type Row struct {
+	Key      string // phase, server and point: "sweep loop-gnet 64 callers"
+	Phase    string
+	Endpoint string // "/slow", or "/slow -> /offload" when the runs loaded different ones
+	Cells    []Cell
+}
+
+// Comparison is run A against run B.
+type Comparison struct {
+	DirA, DirB string
+	A, B       *findings.Findings
+	// Differ lists the parameters and environment that differ, "name: A
+	// vs B"; Only lists measurements made in one run only.
+	Differ []string
+	Only   []string
+	Rows   []Row
+}
+
+// Runs reads two run directories and compares them. It refuses runs it
+// cannot compare: one that is not a run, or two with no measurement in
+// common (saying what each measured and which parameters differ).
+func Runs(dirA, dirB string) (*Comparison, error) {
+	a, err := findings.Read(dirA)
+	if err != nil {
+		return nil, fmt.Errorf("compare: A (%s): %w", dirA, err)
+	}
+	b, err := findings.Read(dirB)
+	if err != nil {
+		return nil, fmt.Errorf("compare: B (%s): %w", dirB, err)
+	}
+	c := &Comparison{DirA: dirA, DirB: dirB, A: a, B: b, Differ: differ(a.Run, b.Run)}
+	ra, rb := rowsOf(a), rowsOf(b)
+	for _, k := range keys(ra) {
+		if _, ok := rb[k]; !ok {
+			c.Only = append(c.Only, "A only: "+k)
+		}
+	}
+	for _, k := range keys(rb) {
+		x, ok := ra[k]
+		if !ok {
+			c.Only = append(c.Only, "B only: "+k)
+			continue
+		}
+		c.Rows = append(c.Rows, pair(k, x, rb[k]))
+	}
+	if len(c.Rows) == 0 {
+		why := "no measurement in common: A measured " + summary(ra) + "; B measured " + summary(rb)
+		if len(c.Differ) > 0 {
+			why += "; the runs differ in " + strings.Join(c.Differ, "; ")
+		}
+		return nil, fmt.Errorf("compare: the runs cannot be compared: %s", why)
+	}
+	slices.SortStableFunc(c.Rows, func(x, y Row) int { return order(x.Phase) - order(y.Phase) })
+	return c, nil
+}
+
+func order(phase string) int { return slices.Index(findings.Phases, phase) }
+
+func summary(m map[string]measured) string {
+	if len(m) == 0 {
+		return "nothing that succeeded"
+	}
+	ks := keys(m)
+	if len(ks) > 4 {
+		ks = append(ks[:4], fmt.Sprintf("and %d more", len(m)-4))
+	}
+	return strings.Join(ks, ", ")
+}
+
+// measured is one measurement's figures, by metric, in plan order.
+type measured struct {
+	phase, endpoint string
+	seq             int
+	cells           []Cell
+}
+
+func keys(m map[string]measured) []string {
+	var ks []string
+	for k := range m {
+		ks = append(ks, k)
+	}
+	slices.SortFunc(ks, func(x, y string) int { return m[x].seq - m[y].seq })
+	return ks
+}
+
+// rowsOf lists each successful measurement's figures under a key that
+// names it the same way in any run: phase, server and point, not the
+// endpoint (so /slow and /offload runs of the sweep match).
+func rowsOf(f *findings.Findings) map[string]measured {
+	out := map[string]measured{}
+	seq := 0
+	add := func(g *findings.Group, point string, cells ...Cell) {
+		var kept []Cell
+		for _, c := range cells {
+			if c.A.OK() {
+				kept = append(kept, c)
+			}
+		}
+		if len(kept) == 0 {
+			return
+		}
+		key := strings.TrimSpace(fmt.Sprintf("%s %s %s", g.Step.Phase, g.Step.Server.Name, point))
+		seq++
+		out[key] = measured{phase: g.Step.Phase, endpoint: g.Step.Endpoint, seq: seq, cells: kept}
+	}
+	load := func(r findings.LoadRow, point string) {
+		sat := r.Fast.Saturated
+		add(r.Group, point,
+			Cell{Metric: r.Step.Endpoint + " throughput", Unit: "req/s", Better: "higher", A: r.Throughput},
+			Cell{Metric: "/fast p50 from due", Unit: "ms", Better: "lower", A: toMs(r.Fast.P50), SaturatedA: sat},
+			Cell{Metric: "/fast p99 from due", Unit: "ms", Better: "lower", A: toMs(r.Fast.P99), SaturatedA: sat},
+			Cell{Metric: "server CPU per request", Unit: "us", Better: "lower", A: serverCPU(r.Group)})
+	}
+	for _, r := range f.Sweep {
+		load(r.LoadRow, fmt.Sprintf("%d callers", r.Step.Conc))
+	}
+	for _, r := range f.Stall {
+		add(r.Group, fmt.Sprintf("k=%d", r.Step.K),
+			Cell{Metric: "stalled connections", Unit: "", Better: "lower", A: r.Stalled},
+			Cell{Metric: "p50 of the stalled, from due", Unit: "ms", Better: "lower", A: toMs(r.StalledP50)},
+			Cell{Metric: "p50 of the others, from due", Unit: "ms", Better: "lower", A: toMs(r.OthersP50)})
+	}
+	for _, r := range f.Offload {
+		load(r, r.Step.Variant)
+	}
+	for _, r := range f.Trace {
+		add(r.Group, "",
+			Cell{Metric: "/async total p50", Unit: "ms", Better: "lower", A: toMs(r.Total.P50)},
+			Cell{Metric: "/async continuation lateness p50", Unit: "ms", Better: "lower", A: toMs(r.Lateness.P50)})
+	}
+	for _, r := range f.Cliff {
+		load(r, fmt.Sprintf("%d callers (%s)", r.Step.Conc, r.Step.Variant))
+	}
+	return out
+}
+
+func toMs(us findings.Figure) findings.Figure {
+	var out findings.Figure
+	for _, v := range us {
+		out = append(out, v/1e3)
+	}
+	return out
+}
+
+// serverCPU is each repetition's server CPU per request, where measured.
+func serverCPU(g *findings.Group) findings.Figure {
+	var out findings.Figure
+	for _, rep := range g.Reps {
+		if c := rep.M.Cost; c != nil && !c.ServerNotMeasured {
+			out = append(out, c.ServerCPUUsPerRequest)
+		}
+	}
+	return out
+}
+
+// pair tests each metric both runs have.
+func pair(key string, a, b measured) Row {
+	r := Row{Key: key, Phase: a.phase, Endpoint: a.endpoint}
+	if a.endpoint != b.endpoint {
+		r.Endpoint = a.endpoint + " -> " + b.endpoint
+	}
+	for _, ca := range a.cells {
+		for _, cb := range b.cells {
+			if metricName(ca.Metric) != metricName(cb.Metric) {
+				continue
+			}
+			c := ca
+			if ca.Metric != cb.Metric {
+				c.Metric = ca.Metric + " -> " + cb.Metric
+			}
+			c.B, c.SaturatedB = cb.A, cb.SaturatedA
+			test(&c)
+			r.Cells = append(r.Cells, c)
+		}
+	}
+	return r
+}
+
+// metricName drops the endpoint from a throughput's name, so /slow and
+// /offload throughputs pair.
+func metricName(m string) string {
+	if strings.HasSuffix(m, " throughput") && strings.HasPrefix(m, "/") {
+		return "throughput"
+	}
+	return m
+}
+
+// test fills in the centers, the change and the U test.
+func test(c *Cell) {
+	th := benchmath.DefaultThresholds
+	th.CompareAlpha = Alpha
+	sa, sb := benchmath.NewSample(c.A, &th), benchmath.NewSample(c.B, &th)
+	c.CenterA = benchmath.AssumeNothing.Summary(sa, 0.95).Center
+	c.CenterB = benchmath.AssumeNothing.Summary(sb, 0.95).Center
+	c.Delta = math.NaN()
+	if c.CenterA == 0 && c.CenterB == 0 {
+		c.Delta = 0
+	} else if c.CenterA != 0 {
+		c.Delta = 100 * (c.CenterB/c.CenterA - 1)
+	}
+	c.N1, c.N2 = len(c.A), len(c.B)
+	if c.N1 < 2 || c.N2 < 2 {
+		return
+	}
+	cmp := benchmath.AssumeNothing.Compare(sa, sb)
+	c.Tested, c.P = true, cmp.P
+	c.Significant = cmp.P <= cmp.Alpha
+}
+
+// differ lists what differs between the runs' parameters and machines.
+func differ(a, b *results.Run) []string {
+	var out []string
+	d := func(name string, x, y any) {
+		if sx, sy := fmt.Sprint(x), fmt.Sprint(y); sx != sy {
+			out = append(out, fmt.Sprintf("%s: %s vs %s", name, sx, sy))
+		}
+	}
+	pa, pb := a.Params, b.Params
+	ns := func(v int64) time.Duration { return time.Duration(v) }
+	d("schema", a.Schema, b.Schema)
+	d("sweep endpoint", orSlow(pa.SweepEndpoint), orSlow(pb.SweepEndpoint))
+	d("block", ns(pa.BlockNs), ns(pb.BlockNs))
+	d("stall block", ns(pa.StallBlockNs), ns(pb.StallBlockNs))
+	d("block mode", pa.BlockMode, pb.BlockMode)
+	d("/async delay", ns(pa.AsyncDelayNs), ns(pb.AsyncDelayNs))
+	d("callers", pa.Conc, pb.Conc)
+	d("measured time", ns(pa.DurationNs), ns(pb.DurationNs))
+	d("warm-up", ns(pa.WarmupNs), ns(pb.WarmupNs))
+	d("servers", pa.Servers, pb.Servers)
+	d("engines", pa.Engines, pb.Engines)
+	d("loops", pa.Loops, pb.Loops)
+	d("pool slots", pa.PoolSlots, pb.PoolSlots)
+	d("offload workers", pa.OffloadWorkers, pb.OffloadWorkers)
+	d("probe interval", ns(pa.ProbeEveryNs), ns(pb.ProbeEveryNs))
+	d("repetitions", pa.Repeat, pb.Repeat)
+	d("pinned", pa.Pin, pb.Pin)
+	d("targets", targets(pa.Targets), targets(pb.Targets))
+	d("cores", a.Manifest.Cores, b.Manifest.Cores)
+	d("CPU", a.Manifest.CPUModel, b.Manifest.CPUModel)
+	d("kernel", a.Manifest.Kernel, b.Manifest.Kernel)
+	d("commit", a.Manifest.GitCommit, b.Manifest.GitCommit)
+	if a.Partial {
+		out = append(out, "A is partial: "+a.PartialReason)
+	}
+	if b.Partial {
+		out = append(out, "B is partial: "+b.PartialReason)
+	}
+	return out
+}
+
+func orSlow(s string) string {
+	if s == "" {
+		return "/slow"
+	}
+	return s
+}
+
+func targets(ts []results.Server) string {
+	var s []string
+	for _, t := range ts {
+		s = append(s, t.Name+"="+t.URL)
+	}
+	if len(s) == 0 {
+		return "none"
+	}
+	return strings.Join(s, ",")
+}
+
+// Write prints the comparison as benchstat does: a table per phase.
+func (c *Comparison) Write(w io.Writer) {
+	fmt.Fprintf(w, "A: %s (%s)\nB: %s (%s)\n", c.DirA, c.A.Run.Manifest.StartUTC, c.DirB, c.B.Run.Manifest.StartUTC)
+	if len(c.Differ) > 0 {
+		fmt.Fprintf(w, "the runs differ in:\n  %s\n", strings.Join(c.Differ, "\n  "))
+	} else {
+		fmt.Fprintln(w, "the runs have the same parameters, on the same machine and commit")
+	}
+	fmt.Fprintf(w, "each cell is the median over a run's repetitions; vs is B against A: a %% change when p <= %.2f (Mann-Whitney U over the\n"+
+		"repetitions, benchstat's test), ~ when not; with one repetition the change is given and no significance can be:\n"+
+		"--repeat 5 or more on both runs for a test. A saturated bystander's figures from due are lower bounds.\n", Alpha)
+	phase := ""
+	var tw *tabwriter.Writer
+	for _, r := range c.Rows {
+		if r.Phase != phase {
+			if tw != nil {
+				tw.Flush()
+			}
+			phase = r.Phase
+			fmt.Fprintf(w, "\n%s\n", phase)
+			tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "measurement\tfigure\tA\tB\tB vs A\tp")
+		}
+		for i, cell := range r.Cells {
+			name := r.Key
+			if i > 0 {
+				name = ""
+			} else if strings.Contains(r.Endpoint, "->") {
+				name += " (" + r.Endpoint + ")"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", name, label(cell), format(cell, cell.A, cell.CenterA), format(cell, cell.B, cell.CenterB), cell.Verdict(), cell.PText())
+		}
+	}
+	if tw != nil {
+		tw.Flush()
+	}
+	if len(c.Only) > 0 {
+		fmt.Fprintf(w, "\nin one run only (not compared):\n  %s\n", strings.Join(c.Only, "\n  "))
+	}
+}
+
+func label(c Cell) string {
+	if c.Unit == "" {
+		return c.Metric
+	}
+	return c.Metric + " (" + c.Unit + ")"
+}
+
+// format is a median with the spread of the repetitions.
+func format(c Cell, v findings.Figure, center float64) string {
+	f := "%.0f"
+	if c.Unit == "ms" || c.Unit == "us" {
+		f = "%.1f"
+	}
+	s := fmt.Sprintf(f, center)
+	if len(v) > 1 {
+		lo, hi := v.Spread()
+		s += fmt.Sprintf(" ["+f+"-"+f+"]", lo, hi)
+	}
+	return s
+}

@@ -1,0 +1,146 @@
+package compare
+
+import (
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/bystander-kit/bystander/internal/findings"
+)
+
+// Real runs kept by the report's tests.
+const (
+	defaultRun = "../../report/testdata/run"        // a default ./run.sh
+	customRun  = "../../report/testdata/custom-run" // --quick with other values of every parameter
+	nodeRun    = "../../report/testdata/node-run"   // the Node.js example alone (--servers= --target)
+	offloadRun = "../../report/testdata/offload-run"
+)
+
+// TestTest: the U test across repetitions, benchstat's way.
+func TestTest(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		a, b        findings.Figure
+		tested, sig bool
+		verdict     string
+		ptext       string
+	}{
+		{"one repetition: the change, no test", findings.Figure{100}, findings.Figure{120}, false, false, "+20.0%", "no test (n=1+1)"},
+		{"apart in every repetition", findings.Figure{100, 101, 99, 100, 102}, findings.Figure{120, 119, 121, 122, 118}, true, true, "+20.0%", "p=0.008 n=5+5"},
+		{"overlapping: ~", findings.Figure{100, 120, 99, 118, 105}, findings.Figure{101, 119, 104, 117, 100}, true, false, "~", "n=5+5"},
+		{"three each cannot show a change", findings.Figure{100, 101, 102}, findings.Figure{200, 201, 202}, true, false, "~", "p cannot go below 0.100"},
+		{"both zero: no change", findings.Figure{0}, findings.Figure{0}, false, false, "+0.0%", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := Cell{A: tc.a, B: tc.b}
+			test(&c)
+			if c.Tested != tc.tested || c.Significant != tc.sig || c.Verdict() != tc.verdict || !strings.Contains(c.PText(), tc.ptext) {
+				t.Fatalf("tested %v significant %v verdict %q p %q; want %v %v %q %q", c.Tested, c.Significant, c.Verdict(), c.PText(), tc.tested, tc.sig, tc.verdict, tc.ptext)
+			}
+		})
+	}
+	c := Cell{A: findings.Figure{0}, B: findings.Figure{3}}
+	test(&c)
+	if !math.IsNaN(c.Delta) || c.Verdict() != "?" {
+		t.Errorf("from 0: delta %v verdict %q, want no percentage", c.Delta, c.Verdict())
+	}
+	if p := minP(5, 5); p < 0.0079 || p > 0.0080 {
+		t.Errorf("minP(5,5) = %f, want 2/252", p)
+	}
+}
+
+// A run against itself: every measurement pairs, nothing differs, every
+// change is 0.
+func TestSameRun(t *testing.T) {
+	c, err := Runs(defaultRun, defaultRun)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Differ) != 0 || len(c.Only) != 0 {
+		t.Fatalf("differ %q only %q", c.Differ, c.Only)
+	}
+	phases := map[string]bool{}
+	for _, r := range c.Rows {
+		phases[r.Phase] = true
+		for _, cell := range r.Cells {
+			if cell.Delta != 0 || cell.Tested {
+				t.Errorf("%s %s: delta %v tested %v", r.Key, cell.Metric, cell.Delta, cell.Tested)
+			}
+		}
+	}
+	for _, p := range findings.Phases {
+		if !phases[p] {
+			t.Errorf("phase %s not compared", p)
+		}
+	}
+	var sb strings.Builder
+	c.Write(&sb)
+	for _, want := range []string{"the runs have the same parameters", "sweep loop-gnet 64 callers", "/slow throughput (req/s)", "stalled connections", "no test (n=1+1)"} {
+		if !strings.Contains(sb.String(), want) {
+			t.Errorf("the table lacks %q:\n%s", want, sb.String())
+		}
+	}
+}
+
+// Different parameters: said, and only common measurements compared.
+func TestDifferentRuns(t *testing.T) {
+	c, err := Runs(defaultRun, customRun)
+	if err != nil {
+		t.Fatal(err)
+	}
+	differ := strings.Join(c.Differ, "\n")
+	for _, want := range []string{"block: 5ms vs 8ms", "loops: 4 vs 3", "block mode: syscall vs sleep", "callers: [4 16 64] vs [6]"} {
+		if !strings.Contains(differ, want) {
+			t.Errorf("differences lack %q:\n%s", want, differ)
+		}
+	}
+	only := strings.Join(c.Only, "\n")
+	if !strings.Contains(only, "A only: sweep loop-gnet 64 callers") || !strings.Contains(only, "B only: sweep loop-gnet 6 callers") {
+		t.Errorf("only: %s", only)
+	}
+	for _, r := range c.Rows {
+		if r.Phase == "sweep" {
+			t.Errorf("%s compared, but the runs had no sweep point in common", r.Key)
+		}
+	}
+}
+
+// The sweep of /slow against the sweep of /offload: matched by server and
+// callers, the endpoints said.
+func TestSlowAgainstOffload(t *testing.T) {
+	c, err := Runs(defaultRun, offloadRun)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(strings.Join(c.Differ, "\n"), "sweep endpoint: /slow vs /offload") {
+		t.Errorf("differ: %q", c.Differ)
+	}
+	n := 0
+	for _, r := range c.Rows {
+		if r.Phase != "sweep" {
+			continue
+		}
+		n++
+		if r.Endpoint != "/slow -> /offload" || r.Cells[0].Metric != "/slow throughput -> /offload throughput" {
+			t.Errorf("%s: endpoint %q metric %q", r.Key, r.Endpoint, r.Cells[0].Metric)
+		}
+		if r.Key == "sweep loop-gnet 64 callers" && r.Cells[0].Delta < 100 {
+			t.Errorf("%s: /offload at 64 callers is %+.0f%% against /slow on 4 loops, want several times more", r.Key, r.Cells[0].Delta)
+		}
+	}
+	if n == 0 {
+		t.Fatal("no sweep point compared")
+	}
+}
+
+// Runs that cannot be compared are refused with why.
+func TestRefused(t *testing.T) {
+	_, err := Runs(defaultRun, nodeRun)
+	if err == nil || !strings.Contains(err.Error(), "no measurement in common") || !strings.Contains(err.Error(), "sweep node 4 callers") ||
+		!strings.Contains(err.Error(), "targets: none vs node=") {
+		t.Fatalf("%v", err)
+	}
+	if _, err := Runs(defaultRun, t.TempDir()); err == nil || !strings.Contains(err.Error(), "B (") {
+		t.Fatalf("not a run: %v", err)
+	}
+}
