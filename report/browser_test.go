@@ -36,11 +36,10 @@ func browser(t *testing.T) string {
 	return ""
 }
 
-// TestInBrowser opens a report of a real run in headless chromium with the
-// network closed: it must draw every chart from the inlined echarts, ask
-// for nothing but file: and data: URLs, and log no error.
-func TestInBrowser(t *testing.T) {
-	chrome := browser(t)
+// inlined is the verified echarts asset; without it the browser tests
+// skip, except in CI, where .ci/run fetches it first.
+func inlined(t *testing.T) asset {
+	t.Helper()
 	a := loadAsset("", false, os.Stderr)
 	if a.js == nil {
 		if os.Getenv("CI") != "" {
@@ -48,6 +47,14 @@ func TestInBrowser(t *testing.T) {
 		}
 		t.Skipf("echarts could not be had (%s)", a.note)
 	}
+	return a
+}
+
+// TestInBrowser opens a report of a real run in headless chromium with the
+// network closed: it must draw every chart from the inlined echarts, ask
+// for nothing but file: and data: URLs, and log no error.
+func TestInBrowser(t *testing.T) {
+	chrome, a := browser(t), inlined(t)
 	run := readTestRun(t)
 	out := filepath.Join(t.TempDir(), "report.html")
 	f, err := os.Create(out)
@@ -210,13 +217,7 @@ func openBrowser(t *testing.T, chrome string) (context.Context, func() []string)
 // network closed and no error.
 func TestCompareInBrowser(t *testing.T) {
 	chrome := browser(t)
-	a := loadAsset("", false, os.Stderr)
-	if a.js == nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("CI: echarts could not be had: %s", a.note)
-		}
-		t.Skipf("echarts could not be had (%s)", a.note)
-	}
+	inlined(t) // mainExit inlines the same cached asset
 	out := filepath.Join(t.TempDir(), "compare.html")
 	var stdout, stderr strings.Builder
 	if rc := mainExit([]string{"--compare", testRun, offloadRun, "--out", out}, &stdout, &stderr); rc != 0 {

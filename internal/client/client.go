@@ -358,7 +358,7 @@ func ParseTarget(raw string, allowRemote bool) (Target, error) {
 	if port == "" {
 		port = "80"
 	}
-	if !allowRemote && !isLoopback(host) {
+	if !allowRemote && !IsLoopback(host) {
 		return Target{}, fmt.Errorf("client: target %q is not a loopback address: the kit loads this machine only", raw)
 	}
 	rt := u.EscapedPath()
@@ -371,7 +371,9 @@ func ParseTarget(raw string, allowRemote bool) (Target, error) {
 	return Target{Addr: net.JoinHostPort(host, port), RequestTarget: rt}, nil
 }
 
-func isLoopback(host string) bool {
+// IsLoopback says whether host (a name or an address) is this machine's
+// loopback: localhost or a loopback IP.
+func IsLoopback(host string) bool {
 	if host == "localhost" {
 		return true
 	}

@@ -117,7 +117,7 @@ func (o *Options) validateTargets() error {
 		}
 		t.Addr = pt.Addr
 		host, _, _ := net.SplitHostPort(pt.Addr)
-		t.Remote = !isLoopbackHost(host)
+		t.Remote = !client.IsLoopback(host)
 		if t.PID > 0 {
 			if t.Remote {
 				return fmt.Errorf("run.sh: --target %s: pid=%d names a process on this machine, but the server is remote", t.Name, t.PID)
@@ -128,14 +128,6 @@ func (o *Options) validateTargets() error {
 		}
 	}
 	return nil
-}
-
-func isLoopbackHost(h string) bool {
-	if h == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(h)
-	return ip != nil && ip.IsLoopback()
 }
 
 // resolve checks every target's protocol (internal/conform), writes each

@@ -52,23 +52,13 @@ func TestTargetFlags(t *testing.T) {
 	}
 }
 
-// TestTargetNode: the Node.js example, started as a user would, measured
-// with --target and nothing of the kit's: every phase that applies runs,
-// and a blocked loop stalls exactly the connections on it (Node has one).
-func TestTargetNode(t *testing.T) {
-	node, err := exec.LookPath("node")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("node is missing in CI: .ci/run installs it (apt-get install nodejs)")
-		}
-		t.Skip("node is not installed (apt-get install nodejs); CI installs it")
-	}
-	bin := kit(t)
-	addr := wiretest.FreeAddr(t)
-	cmd := wiretest.Start(t, node, "../../examples/node/server.js", "--addr", addr, "--offload-workers", "8")
+// runTargets runs a short experiment on --target servers only (callers 4)
+// and returns the run directory, its index and what it printed.
+func runTargets(t *testing.T, args ...string) (string, *results.Run, *bytes.Buffer) {
+	t.Helper()
 	out := filepath.Join(t.TempDir(), "run")
-	o, err := ParseFlags([]string{"--quick", "--duration", "1s", "--warmup", "200ms", "--servers=", "--phases", "sweep,stall,offload,trace",
-		"--conc", "4", "--target", fmt.Sprintf("node=http://%s,offload=8,pid=%d", addr, cmd.Process.Pid), "--out", out, "--bin", bin}, os.Stderr, time.Now())
+	o, err := ParseFlags(append([]string{"--quick", "--duration", "1s", "--warmup", "200ms", "--servers=", "--conc", "4", "--out", out, "--bin", kit(t)}, args...),
+		os.Stderr, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,6 +70,23 @@ func TestTargetNode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return out, run, &stdout
+}
+
+// TestTargetNode: the Node.js example, started as a user would, measured
+// with --target and nothing of the kit's: every phase that applies runs,
+// and a blocked loop stalls exactly the connections on it (Node has one).
+func TestTargetNode(t *testing.T) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("node is missing in CI: .ci/run installs it (apt-get install nodejs)")
+		}
+		t.Skip("node is not installed (apt-get install nodejs); CI installs it")
+	}
+	addr := wiretest.FreeAddr(t)
+	cmd := wiretest.Start(t, node, "../../examples/node/server.js", "--addr", addr, "--offload-workers", "8")
+	out, run, stdout := runTargets(t, "--phases", "sweep,stall,offload,trace", "--target", fmt.Sprintf("node=http://%s,offload=8,pid=%d", addr, cmd.Process.Pid))
 	for _, m := range run.Measurements {
 		if m.Status != "ok" {
 			t.Errorf("%s: %s: %s", m.ID, m.Status, m.Reason)
@@ -120,22 +127,8 @@ func TestTargetNode(t *testing.T) {
 // with no facts: workers unknown, so the cliff skips it and says why, and
 // without pid= the server's cost says "not measured (external)".
 func TestTargetWithoutFacts(t *testing.T) {
-	bin := kit(t)
 	addr, _ := wiretest.StartServer(t, "../../poolserver")
-	out := filepath.Join(t.TempDir(), "run")
-	o, err := ParseFlags([]string{"--quick", "--duration", "1s", "--warmup", "200ms", "--servers=", "--phases", "sweep,cliff",
-		"--conc", "4", "--target", "mine=http://" + addr, "--out", out, "--bin", bin}, os.Stderr, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stdout bytes.Buffer
-	if code := Run(context.Background(), o, &stdout, &stdout); code != 0 {
-		t.Fatalf("exit %d\n%s", code, stdout.String())
-	}
-	run, err := results.ReadRun(out)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, run, stdout := runTargets(t, "--phases", "sweep,cliff", "--target", "mine=http://"+addr)
 	if len(run.Measurements) != 1 || run.Measurements[0].Status != "ok" || run.Measurements[0].Server.Kind != "other" {
 		t.Fatalf("measurements %+v", run.Measurements)
 	}
