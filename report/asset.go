@@ -15,24 +15,54 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+
+	"github.com/evanw/esbuild/pkg/api"
 )
 
-// The echarts build the report inlines. The tarball's integrity is the one
-// the npm registry publishes for echarts@5.6.0; the sha256 is of
-// dist/echarts.min.js inside that verified tarball, so any copy of the file,
-// cached or given, is checked against it before it is inlined.
+// The echarts build the report inlines: echarts' own ES modules with only
+// the charts and components the pages use, bundled by esbuild's Go API from
+// three npm tarballs, each checked against the integrity the npm registry
+// publishes for it. The bundle is deterministic for this esbuild version
+// (go.mod) and these inputs; its sha256 is pinned, so any copy, cached or
+// given, is checked before it is inlined.
 const (
-	echartsVersion   = "5.6.0"
-	echartsIntegrity = "sha512-oTbVTsXfKuEhxftHqL5xprgLoc0k7uScAwtryCgWF6hPYFLRwOUHiFmHGCBKP5NPFNkDVopOieyUqYGH8Fa3kA=="
-	echartsSHA256    = "bf4a223524e40b77c304bec67e1222cf551f14880cf42c69dc046558e11c07b1"
-	echartsCDN       = "https://cdn.jsdelivr.net/npm/echarts@5.6.0/dist/echarts.min.js"
+	echartsVersion = "5.6.0"
+	bundleSHA256   = "14260b3dd59337d0198ee6d2ab50b61483d94a47ae6e85923a496501726d13a6"
+	echartsCDN     = "https://cdn.jsdelivr.net/npm/echarts@5.6.0/dist/echarts.min.js"
 )
 
-// asset is the echarts script for the page: inlined, or a CDN tag with the
+// tarballs are echarts and its only dependencies, with their published
+// integrity.
+var tarballs = []struct{ name, version, integrity string }{
+	{"echarts", echartsVersion, "sha512-oTbVTsXfKuEhxftHqL5xprgLoc0k7uScAwtryCgWF6hPYFLRwOUHiFmHGCBKP5NPFNkDVopOieyUqYGH8Fa3kA=="},
+	{"zrender", "5.6.1", "sha512-OFXkDJKcrlx5su2XbzJvj/34Q3m6PvyCZkVPHGYpcCJ52ek4U/ymZyfuV1nKE23AyBJ51E/6Yr0mhZ7xGTO4ag=="},
+	{"tslib", "2.3.0", "sha512-N82ooyxVNm6h1riLCoyS9e3fuJ3AMG2zIZs2Gd1ATcSFjSA23Q0fzjjZeh0jbJvWVDZ0cJT8yaNNaaXHzueNjg=="},
+}
+
+// bundleEntry is what the pages use of echarts, and nothing else.
+const bundleEntry = `import * as echarts from 'echarts/core';
+import {LineChart, BarChart, HeatmapChart, ScatterChart} from 'echarts/charts';
+import {GridComponent, TooltipComponent, LegendComponent, TitleComponent, MarkLineComponent, DataZoomComponent, VisualMapComponent, ToolboxComponent} from 'echarts/components';
+import {CanvasRenderer} from 'echarts/renderers';
+echarts.use([LineChart, BarChart, HeatmapChart, ScatterChart, GridComponent, TooltipComponent, LegendComponent, TitleComponent, MarkLineComponent, DataZoomComponent, VisualMapComponent, ToolboxComponent, CanvasRenderer]);
+window.echarts = echarts;
+`
+
+// asset is the echarts script for the page: inlined (packed: gzipped, for
+// a page under 700 KB, unpacked by the browser), or a CDN tag with the
 // reason it could not be inlined.
 type asset struct {
 	js   []byte // nil: use the CDN
 	note string // why not inlined, when js is nil
+}
+
+// packed is the bundle gzipped (deterministic: no name, no time).
+func (a asset) packed() []byte {
+	var b bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&b, gzip.BestCompression)
+	_, _ = zw.Write(a.js)
+	_ = zw.Close()
+	return b.Bytes()
 }
 
 func cachePath() (string, error) {
@@ -44,19 +74,19 @@ func cachePath() (string, error) {
 		}
 		dir = filepath.Join(base, "bystander")
 	}
-	return filepath.Join(dir, "echarts-"+echartsVersion+".min.js"), nil
+	return filepath.Join(dir, "echarts-"+echartsVersion+"-bystander-"+bundleSHA256[:12]+".js"), nil
 }
 
-// checkJS verifies a copy of echarts.min.js and that it can be inlined.
+// checkJS verifies a copy of the bundle and that it can be inlined.
 func checkJS(b []byte) error {
 	sum := sha256.Sum256(b)
-	if got := hex.EncodeToString(sum[:]); got != echartsSHA256 {
-		return fmt.Errorf("echarts.min.js has sha256 %s, want %s (echarts %s)", got, echartsSHA256, echartsVersion)
+	if got := hex.EncodeToString(sum[:]); got != bundleSHA256 {
+		return fmt.Errorf("the echarts bundle has sha256 %s, want %s (echarts %s trimmed to the report's charts)", got, bundleSHA256, echartsVersion)
 	}
 	// go-echarts removes every "__f__" from its output, and "</script"
 	// would end the inline tag.
 	if bytes.Contains(b, []byte("__f__")) || bytes.Contains(bytes.ToLower(b), []byte("</script")) {
-		return errors.New("echarts.min.js holds __f__ or </script and cannot be inlined")
+		return errors.New("the echarts bundle holds __f__ or </script and cannot be inlined")
 	}
 	return nil
 }
@@ -95,8 +125,9 @@ func loadAsset(given string, offline bool, log io.Writer) asset {
 	return asset{js: b}
 }
 
-// fetch runs `npm pack echarts@VERSION`, checks the tarball against the
-// published integrity, extracts dist/echarts.min.js, checks it and caches it.
+// fetch runs `npm pack` for echarts and its two dependencies, checks each
+// tarball against its published integrity, lays them out as node_modules,
+// bundles what the pages use with esbuild, checks the bundle and caches it.
 func fetch(path string, log io.Writer) ([]byte, error) {
 	npm, err := exec.LookPath("npm")
 	if err != nil {
@@ -107,23 +138,29 @@ func fetch(path string, log io.Writer) ([]byte, error) {
 		return nil, err
 	}
 	defer os.RemoveAll(tmp)
-	fmt.Fprintf(log, "report: fetching echarts %s with npm pack (once; cached in %s)\n", echartsVersion, filepath.Dir(path))
-	cmd := exec.Command(npm, "pack", "echarts@"+echartsVersion, "--silent")
-	cmd.Dir = tmp
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("npm pack echarts@%s failed: %v %s", echartsVersion, err, strings.TrimSpace(stderr.String()))
+	fmt.Fprintf(log, "report: fetching echarts %s with npm pack and bundling what the report uses (once; cached in %s)\n", echartsVersion, filepath.Dir(path))
+	for _, tb := range tarballs {
+		spec := tb.name + "@" + tb.version
+		cmd := exec.Command(npm, "pack", spec, "--silent")
+		cmd.Dir = tmp
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		if err := cmd.Run(); err != nil {
+			return nil, fmt.Errorf("npm pack %s failed: %v %s", spec, err, strings.TrimSpace(stderr.String()))
+		}
+		tgz, err := os.ReadFile(filepath.Join(tmp, tb.name+"-"+tb.version+".tgz"))
+		if err != nil {
+			return nil, fmt.Errorf("npm pack %s wrote no tarball: %w", spec, err)
+		}
+		sum := sha512.Sum512(tgz)
+		if got := "sha512-" + base64.StdEncoding.EncodeToString(sum[:]); got != tb.integrity {
+			return nil, fmt.Errorf("the %s tarball's integrity %s is not the published %s", spec, got, tb.integrity)
+		}
+		if err := unpack(tgz, filepath.Join(tmp, "node_modules", tb.name)); err != nil {
+			return nil, fmt.Errorf("%s: %w", spec, err)
+		}
 	}
-	tgz, err := os.ReadFile(filepath.Join(tmp, "echarts-"+echartsVersion+".tgz"))
-	if err != nil {
-		return nil, fmt.Errorf("npm pack wrote no tarball: %w", err)
-	}
-	sum := sha512.Sum512(tgz)
-	if got := "sha512-" + base64.StdEncoding.EncodeToString(sum[:]); got != echartsIntegrity {
-		return nil, fmt.Errorf("the echarts tarball's integrity %s is not the published %s", got, echartsIntegrity)
-	}
-	js, err := extract(tgz, "package/dist/echarts.min.js")
+	js, err := bundle(tmp)
 	if err != nil {
 		return nil, err
 	}
@@ -137,19 +174,56 @@ func fetch(path string, log io.Writer) ([]byte, error) {
 	return js, nil
 }
 
-func extract(tgz []byte, name string) ([]byte, error) {
+// bundle builds bundleEntry against dir/node_modules.
+func bundle(dir string) ([]byte, error) {
+	r := api.Build(api.BuildOptions{
+		Stdin:             &api.StdinOptions{Contents: bundleEntry, ResolveDir: dir, Loader: api.LoaderJS},
+		Bundle:            true,
+		MinifyWhitespace:  true,
+		MinifyIdentifiers: true,
+		MinifySyntax:      true,
+		Format:            api.FormatIIFE,
+		Target:            api.ES2017,
+		LegalComments:     api.LegalCommentsNone,
+	})
+	if len(r.Errors) > 0 {
+		return nil, fmt.Errorf("esbuild: %s", r.Errors[0].Text)
+	}
+	if len(r.OutputFiles) != 1 {
+		return nil, fmt.Errorf("esbuild wrote %d files, want 1", len(r.OutputFiles))
+	}
+	return r.OutputFiles[0].Contents, nil
+}
+
+// unpack extracts an npm tarball (its files under package/) into dir.
+func unpack(tgz []byte, dir string) error {
 	zr, err := gzip.NewReader(bytes.NewReader(tgz))
 	if err != nil {
-		return nil, fmt.Errorf("the echarts tarball: %w", err)
+		return err
 	}
 	tr := tar.NewReader(zr)
 	for {
 		h, err := tr.Next()
-		if err != nil {
-			return nil, fmt.Errorf("%s not found in the echarts tarball: %v", name, err)
+		if err == io.EOF {
+			return nil
 		}
-		if h.Name == name {
-			return io.ReadAll(io.LimitReader(tr, 16<<20))
+		if err != nil {
+			return err
+		}
+		rel, ok := strings.CutPrefix(h.Name, "package/")
+		if !ok || h.Typeflag != tar.TypeReg || !filepath.IsLocal(rel) {
+			continue // only regular files, and none outside dir
+		}
+		dst := filepath.Join(dir, rel)
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			return err
+		}
+		b, err := io.ReadAll(io.LimitReader(tr, 16<<20))
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(dst, b, 0o644); err != nil {
+			return err
 		}
 	}
 }

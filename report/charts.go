@@ -55,8 +55,14 @@ func snippet(r render.Renderer) (template.HTML, template.HTML) {
 
 var chartID = regexp.MustCompile(`id="([A-Za-z0-9_]+)"`)
 
+// initOpts sizes a chart and gives it echarts' toolbox with one tool:
+// save the chart as a PNG named after it, for slides.
 func initOpts(id string, height int) charts.GlobalOpts {
-	return charts.WithInitializationOpts(opts.Initialization{ChartID: id, Width: "100%", Height: fmt.Sprintf("%dpx", height)})
+	return func(bc *charts.BaseConfiguration) {
+		charts.WithInitializationOpts(opts.Initialization{ChartID: id, Width: "100%", Height: fmt.Sprintf("%dpx", height)})(bc)
+		charts.WithToolboxOpts(opts.Toolbox{Show: opts.Bool(true), Right: "1%", Feature: &opts.ToolBoxFeature{
+			SaveAsImage: &opts.ToolBoxFeatureSaveAsImage{Show: opts.Bool(true), Type: "png", Name: "bystander-" + id, Title: "save as PNG"}}})(bc)
+	}
 }
 
 var common = []charts.GlobalOpts{

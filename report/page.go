@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/base64"
 	"fmt"
 	"html/template"
 	"io"
@@ -62,10 +63,12 @@ type page struct {
 	Env      []kv
 	Phases   []findings.PhaseStatus
 	Sections []section
-	Inline   template.JS
-	CDN      string
-	CDNNote  string
-	Partial  string
+	// Packed is the statement that holds the echarts bundle, gzipped and
+	// base64-encoded; empty when the page loads echarts from the CDN.
+	Packed  template.JS
+	CDN     string
+	CDNNote string
+	Partial string
 	// RunTitle heads the closing table of parameters ("The run").
 	RunTitle string
 }
@@ -114,11 +117,11 @@ func buildPage(f *findings.Findings, a asset) page {
 	return p
 }
 
-// useAsset inlines the verified echarts build (checkJS), so the page works
-// offline, or names the CDN it loads it from instead.
+// useAsset inlines the verified echarts build (checkJS), packed, so the
+// page works offline, or names the CDN it loads it from instead.
 func (p *page) useAsset(a asset) {
 	if a.js != nil {
-		p.Inline = template.JS(a.js)
+		p.Packed = template.JS(`window.bystanderEcharts = "` + base64.StdEncoding.EncodeToString(a.packed()) + `";`)
 	} else {
 		p.CDN, p.CDNNote = echartsCDN, a.note
 	}
@@ -152,7 +155,7 @@ td,th{border:1px solid #ddd;padding:.25em .5em;text-align:left;vertical-align:to
 <p class="caption">{{.Lead}}</p>
 {{if .CDNNote}}<p class="note">echarts could not be inlined ({{.CDNNote}}): this page loads it from {{.CDN}} and needs the network to draw its charts.</p>{{end}}
 {{if .Partial}}<p class="note">This run was cut short ({{.Partial}}): what was measured before is shown; the rest is marked.</p>{{end}}
-<p class="caption">The charts come first; <a href="#h_run">the run's parameters, environment and phases</a> are at the end.</p>
+<p class="caption">The charts come first (each saves itself as a PNG from its top-right icon, for slides); <a href="#h_run">the run's parameters, environment and phases</a> are at the end.</p>
 {{range .Sections}}
 <h2 id="h_{{.ID}}">{{.Title}}</h2>
 <p class="caption">{{.Caption}}</p>
@@ -171,32 +174,47 @@ td,th{border:1px solid #ddd;padding:.25em .5em;text-align:left;vertical-align:to
 <table class="kv">{{range .Params}}<tr><td>{{.K}}</td><td>{{.V}}</td></tr>{{end}}{{range .Env}}<tr><td>{{.K}}</td><td>{{.V}}</td></tr>{{end}}</table>
 {{if .Phases}}<h2>Phases</h2>
 <table><tr><th>phase</th><th>status</th></tr>{{range .Phases}}<tr><td>{{.Phase}}</td><td>{{.Status}}{{range .Problems}}<br>{{.}}{{end}}</td></tr>{{end}}</table>{{end}}
-{{if .Inline}}<script>{{.Inline}}</script>{{else}}<script src="{{.CDN}}"></script>{{end}}
+{{if .Packed}}<script>{{.Packed}}</script>{{else}}<script src="{{.CDN}}"></script>{{end}}
 <script>
 (function () {
   "use strict";
-  performance.mark("echarts loaded");
-  var pending = {};
-  window.bystanderCharts.forEach(function (c) { pending[c.id] = c; });
-  function draw(id) {
-    var c = pending[id];
-    if (!c) { return; }
-    delete pending[id];
-    c.draw();
-    performance.mark("drawn " + id);
-    if (!window.bystanderFirstDrawnMs) { window.bystanderFirstDrawnMs = performance.now(); }
-  }
-  // Draw everything now: for printing, screenshots and tests.
-  window.bystanderDrawAll = function () { Object.keys(pending).forEach(draw); };
-  window.addEventListener("beforeprint", window.bystanderDrawAll);
-  if (typeof echarts === "undefined") { return; }
-  if (!("IntersectionObserver" in window)) { window.bystanderDrawAll(); return; }
-  var seen = new IntersectionObserver(function (entries) {
-    entries.forEach(function (e) {
-      if (e.isIntersecting) { seen.unobserve(e.target); draw(e.target.id); }
+  // echarts comes packed (gzip, base64) to keep the page small: unpack it
+  // with the browser's own DecompressionStream, run it, then draw every
+  // chart at once, in page order, so a screenshot, a print or a quick
+  // scroll finds them all drawn.
+  function unpack(b64) {
+    if (typeof DecompressionStream === "undefined") {
+      return Promise.reject(new Error("this browser has no DecompressionStream, so the inlined echarts cannot be unpacked: open the page in a current browser"));
+    }
+    var bin = Uint8Array.from(atob(b64), function (c) { return c.charCodeAt(0); });
+    return new Response(new Blob([bin]).stream().pipeThrough(new DecompressionStream("gzip"))).text().then(function (js) {
+      (0, eval)(js);
     });
-  }, {rootMargin: "400px"});
-  window.bystanderCharts.forEach(function (c) { seen.observe(document.getElementById(c.id)); });
+  }
+  function drawAll() {
+    performance.mark("echarts loaded");
+    if (typeof echarts === "undefined") { return; }
+    window.bystanderCharts.forEach(function (c) {
+      if (c.drawn) { return; }
+      c.drawn = true;
+      c.draw();
+      performance.mark("drawn " + c.id);
+      if (!window.bystanderFirstDrawnMs) { window.bystanderFirstDrawnMs = performance.now(); }
+    });
+    window.bystanderAllDrawnMs = performance.now();
+  }
+  window.bystanderDrawAll = drawAll;
+  if (window.bystanderEcharts) {
+    unpack(window.bystanderEcharts).then(drawAll, function (e) {
+      var p = document.createElement("p");
+      p.className = "note";
+      p.textContent = "The charts cannot be drawn: " + e.message;
+      document.body.insertBefore(p, document.body.firstChild);
+      console.error(e);
+    });
+  } else {
+    drawAll();
+  }
 })();
 </script>
 <p class="caption">Made by bystander's report from {{.Run.Schema}} results; the measurements are in the run directory beside this file.</p>

@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
+	"encoding/base64"
 	"encoding/json"
 	"flag"
 	"os"
@@ -146,7 +147,7 @@ func TestSelfContained(t *testing.T) {
 	if m := external.FindString(page); m != "" || strings.Contains(page, "<script src") {
 		t.Errorf("inlined page loads %q", m)
 	}
-	if !strings.Contains(page, "echarts stub for tests") {
+	if !strings.Contains(page, `window.bystanderEcharts = "`+base64.StdEncoding.EncodeToString(stub.packed())+`"`) {
 		t.Error("echarts is not inlined")
 	}
 	page = renderString(t, testRun, run, asset{note: "npm is not installed"})
@@ -176,20 +177,39 @@ func TestAssetChecks(t *testing.T) {
 	if err := checkJS([]byte("not echarts")); err == nil {
 		t.Error("a wrong file passed")
 	}
+	// An npm tarball unpacks under its package/ prefix; nothing lands
+	// outside the directory and only regular files are written.
 	var tgz bytes.Buffer
 	zw := gzip.NewWriter(&tgz)
 	tw := tar.NewWriter(zw)
-	body := []byte("console.log(1)")
-	_ = tw.WriteHeader(&tar.Header{Name: "package/dist/echarts.min.js", Mode: 0o644, Size: int64(len(body))})
-	_, _ = tw.Write(body)
+	for _, f := range []struct {
+		name string
+		kind byte
+	}{{"package/lib/a.js", tar.TypeReg}, {"package/../../evil.js", tar.TypeReg}, {"package/link.js", tar.TypeSymlink}, {"other/b.js", tar.TypeReg}} {
+		body := []byte("console.log(1)")
+		if f.kind != tar.TypeReg {
+			body = nil
+		}
+		_ = tw.WriteHeader(&tar.Header{Name: f.name, Mode: 0o644, Size: int64(len(body)), Typeflag: f.kind, Linkname: "/etc/passwd"})
+		_, _ = tw.Write(body)
+	}
 	tw.Close()
 	zw.Close()
-	got, err := extract(tgz.Bytes(), "package/dist/echarts.min.js")
-	if err != nil || string(got) != string(body) {
-		t.Fatalf("extract: %q %v", got, err)
+	root := t.TempDir()
+	into := filepath.Join(root, "node_modules", "x")
+	if err := unpack(tgz.Bytes(), into); err != nil {
+		t.Fatal(err)
 	}
-	if _, err := extract(tgz.Bytes(), "package/dist/other.js"); err == nil {
-		t.Error("a missing file was found")
+	var files []string
+	_ = filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			rel, _ := filepath.Rel(root, p)
+			files = append(files, rel)
+		}
+		return nil
+	})
+	if strings.Join(files, ",") != "node_modules/x/lib/a.js" {
+		t.Errorf("unpacked %v, want only node_modules/x/lib/a.js", files)
 	}
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "echarts.min.js")
