@@ -2,6 +2,7 @@ package experiment
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -195,9 +196,21 @@ func (s *server) alive() bool {
 	case s.child != nil:
 		return s.child.alive()
 	case s.extPID > 0:
-		return syscall.Kill(s.extPID, 0) == nil || errors.Is(syscall.Kill(s.extPID, 0), syscall.EPERM)
+		return processRuns(s.extPID)
 	}
 	return answers(s.addr)
+}
+
+// processRuns says whether pid is a process that has not ended: one that
+// exists and is not a zombie (ended, not yet reaped by its parent).
+func processRuns(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// "pid (comm) S ...": the state follows the last ')'.
+	i := bytes.LastIndexByte(b, ')')
+	return i >= 0 && i+2 < len(b) && b[i+2] != 'Z' && b[i+2] != 'X'
 }
 
 // exitErr says how the server ended.

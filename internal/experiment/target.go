@@ -2,7 +2,6 @@ package experiment
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -13,7 +12,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/bystander-kit/bystander/internal/client"
@@ -122,7 +120,7 @@ func (o *Options) validateTargets() error {
 			if t.Remote {
 				return fmt.Errorf("run.sh: --target %s: pid=%d names a process on this machine, but the server is remote", t.Name, t.PID)
 			}
-			if err := syscall.Kill(t.PID, 0); err != nil && !errors.Is(err, syscall.EPERM) {
+			if !processRuns(t.PID) {
 				return fmt.Errorf("run.sh: --target %s: pid=%d: no such process", t.Name, t.PID)
 			}
 		}

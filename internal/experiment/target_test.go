@@ -167,3 +167,37 @@ func TestTargetRefused(t *testing.T) {
 		t.Error("a refused run wrote run.json: it measured nothing")
 	}
 }
+
+// TestTargetDies: a target that ends mid-run fails the measurement it was
+// in, with why, and the ones after it; the run still ends with its tables.
+func TestTargetDies(t *testing.T) {
+	bin := kit(t)
+	addr, cmd := wiretest.StartServer(t, "../../poolserver")
+	out := filepath.Join(t.TempDir(), "run")
+	o, err := ParseFlags([]string{"--quick", "--duration", "2s", "--warmup", "200ms", "--servers=", "--phases", "sweep", "--conc", "4,16",
+		"--target", fmt.Sprintf("mine=http://%s,workers=200,pid=%d", addr, cmd.Process.Pid), "--out", out, "--bin", bin}, os.Stderr, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		time.Sleep(1500 * time.Millisecond) // after the check, inside the first measurement
+		_ = cmd.Process.Kill()
+	}()
+	var stdout bytes.Buffer
+	code := Run(context.Background(), o, &stdout, &stdout)
+	run, err := results.ReadRun(out)
+	if err != nil {
+		t.Fatalf("exit %d, %v\n%s", code, err, stdout.String())
+	}
+	if code != 1 || run.Partial {
+		t.Errorf("exit %d partial %v, want 1 (nothing measured) and a finished run", code, run.Partial)
+	}
+	for _, m := range run.Measurements {
+		if m.Status != "failed" || !strings.Contains(m.Reason, "no longer exists") {
+			t.Errorf("%s: %s: %s", m.ID, m.Status, m.Reason)
+		}
+	}
+	if !strings.Contains(stdout.String(), "Not measured") {
+		t.Errorf("the tables do not say what was not measured:\n%s", stdout.String())
+	}
+}
