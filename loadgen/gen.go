@@ -41,9 +41,19 @@ type clock struct {
 	start, measure, end time.Time
 }
 
+// liveLine is one --live-out line: requests answered since the clock
+// started (warm-up included), Ms after it; End on the last.
+type liveLine struct {
+	Ms       int64 `json:"ms"`
+	Answered int64 `json:"answered"`
+	End      bool  `json:"end,omitempty"`
+}
+
 // second is the per-second series, shared by the workers.
 type seconds struct {
 	reqs, errs []atomic.Int64
+	// all counts every answered request, warm-up included, for --live-out.
+	all atomic.Int64
 }
 
 func (s *seconds) add(i int, ok bool) {
@@ -135,6 +145,22 @@ func run(ctx context.Context, o options, progress func(elapsed, total time.Durat
 			cpu0.Store(&u)
 		}
 	}()
+	if o.live != nil {
+		// The stage's live throughput: answered requests so far, 4 times a
+		// second, from the clock's start.
+		go func() {
+			tick := time.NewTicker(250 * time.Millisecond)
+			defer tick.Stop()
+			for {
+				select {
+				case <-runCtx.Done():
+					return
+				case now := <-tick.C:
+					o.live.Write(liveLine{Ms: now.Sub(ck.start).Milliseconds(), Answered: secs.all.Load()})
+				}
+			}
+		}()
+	}
 	if progress != nil {
 		go func() {
 			tick := time.NewTicker(time.Second)
@@ -181,6 +207,7 @@ func run(ctx context.Context, o options, progress func(elapsed, total time.Durat
 	if progress != nil {
 		progress(measured, o.duration, res.Load.Requests)
 	}
+	o.live.Write(liveLine{Ms: end.Sub(ck.start).Milliseconds(), Answered: secs.all.Load(), End: true})
 	res.Finish(end, reason)
 	return res, nil
 }
@@ -194,6 +221,9 @@ func (w *worker) do(ck clock, secs *seconds, due time.Time) {
 	done := time.Now()
 	if errors.Is(err, client.ErrInterrupted) {
 		return // the run was cut short: neither an answer nor a failure
+	}
+	if err == nil && !done.After(ck.end) {
+		secs.all.Add(1)
 	}
 	// A request counts where it completes: every answer that arrives inside
 	// the measured window is one, also the one sent during the warm-up, so

@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -231,5 +233,45 @@ func TestWindowCountsCompletions(t *testing.T) {
 	}
 	if perSecond != res.Load.Requests {
 		t.Fatalf("per-second series counts %d of %d", perSecond, res.Load.Requests)
+	}
+}
+
+// TestLiveOut: --live-out gives the answered requests so far, counting up,
+// and its last line has every answered request of the run, warm-up included.
+func TestLiveOut(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(5 * time.Millisecond)
+		w.Header().Set("Content-Length", "3")
+		_, _ = io.WriteString(w, "ok\n")
+	}))
+	t.Cleanup(srv.Close)
+	path := filepath.Join(t.TempDir(), "live.ndjson")
+	out := filepath.Join(t.TempDir(), "load.json")
+	if rc := mainExit([]string{"--target", srv.URL + "/slow", "--conc", "2", "--warmup", "200ms", "--duration", "1s", "--live-out", path, "--out", out, "--quiet"},
+		io.Discard, io.Discard); rc != 0 {
+		t.Fatalf("exit %d", rc)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	var prev liveLine
+	for i, l := range lines {
+		var v liveLine
+		if err := json.Unmarshal([]byte(l), &v); err != nil {
+			t.Fatalf("line %d: %v", i, err)
+		}
+		if v.Answered < prev.Answered || v.Ms < prev.Ms {
+			t.Fatalf("line %d goes back: %+v after %+v", i, v, prev)
+		}
+		prev = v
+	}
+	res, err := results.Read(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(lines) < 3 || !prev.End || prev.Answered != res.Load.Requests+res.Load.WarmupRequests {
+		t.Fatalf("%d lines, last %+v; want the end, with %d + %d answered", len(lines), prev, res.Load.Requests, res.Load.WarmupRequests)
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/bystander-kit/bystander/internal/cli"
+	"github.com/bystander-kit/bystander/internal/live"
 	"github.com/bystander-kit/bystander/internal/client"
 	"github.com/bystander-kit/bystander/internal/results"
 )
@@ -41,6 +42,8 @@ type options struct {
 	allowRemote bool
 	quiet       bool
 	startAt     cli.StartAt
+	liveOut     string
+	live        *live.Writer
 	args        []string
 }
 
@@ -48,6 +51,13 @@ func main() { os.Exit(mainExit(os.Args[1:], os.Stdout, os.Stderr)) }
 
 func mainExit(args []string, stdout, stderr io.Writer) int {
 	return cli.Main(args, stderr, parseFlags, func(ctx context.Context, o options) int {
+		lw, err := live.Create(o.liveOut)
+		if err != nil {
+			fmt.Fprintln(stderr, "loadgen: --live-out:", err)
+			return 1
+		}
+		defer lw.Close()
+		o.live = lw
 		res, err := run(ctx, o, progressTo(stderr, o.quiet))
 		if err != nil {
 			fmt.Fprintln(stderr, err)
@@ -71,6 +81,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.out, "out", "", "write the result as JSON (schema "+results.Schema+") to this file")
 	fs.BoolVar(&o.allowRemote, "allow-remote", false, "allow a target that is not a loopback address")
 	fs.BoolVar(&o.quiet, "quiet", false, "no progress line on stderr")
+	fs.StringVar(&o.liveOut, "live-out", "", "append, 4 times a second, the requests answered so far as a JSON line to this file (for run.sh --stage)")
 	fs.Var(&o.startAt, "start-at", "start the run's clock (warm-up first) at this RFC 3339 time, within a minute of now, to share a window with another tool (default: once connected)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: loadgen --target URL [flags]\n\nDrives one endpoint with keep-alive connections (closed model, or open with --rate).\n\nFlags:\n")

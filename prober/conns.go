@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/bystander-kit/bystander/internal/live"
 	"sync"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 
 // probeConn is one connection and its error counts; one goroutine owns it.
 type probeConn struct {
+	live *live.Writer // --live-out, or nil
 	id   int
 	c    *client.Conn
 	loop int // last X-Loop seen, -1 before any
@@ -27,7 +29,7 @@ func dialAll(ctx context.Context, o options) ([]*probeConn, func(), error) {
 	}
 	pcs := make([]*probeConn, o.conns)
 	for i := range pcs {
-		pcs[i] = &probeConn{id: i, c: client.New(t.Addr, t.RequestTarget, o.timeout), loop: -1, errs: map[client.Kind]int64{}}
+		pcs[i] = &probeConn{live: o.live, id: i, c: client.New(t.Addr, t.RequestTarget, o.timeout), loop: -1, errs: map[client.Kind]int64{}}
 		if err := pcs[i].c.Dial(); err != nil {
 			closeAll(pcs[:i])
 			return nil, nil, fmt.Errorf("prober: cannot connect to %s: %w", t.Addr, err)

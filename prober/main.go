@@ -34,6 +34,7 @@ import (
 	"github.com/bystander-kit/bystander/internal/cli"
 	"github.com/bystander-kit/bystander/internal/client"
 	"github.com/bystander-kit/bystander/internal/conform"
+	"github.com/bystander-kit/bystander/internal/live"
 	"github.com/bystander-kit/bystander/internal/results"
 )
 
@@ -58,6 +59,8 @@ type options struct {
 	out            string
 	allowRemote    bool
 	loops          int
+	liveOut        string
+	live           *live.Writer
 	args           []string
 }
 
@@ -68,6 +71,13 @@ func mainExit(args []string, stdout, stderr io.Writer) int {
 		if o.mode == "check" {
 			return runCheck(ctx, o, stdout, stderr)
 		}
+		lw, err := live.Create(o.liveOut)
+		if err != nil {
+			fmt.Fprintln(stderr, "prober: --live-out:", err)
+			return 1
+		}
+		defer lw.Close()
+		o.live = lw
 		res, err := run(ctx, o, stdout)
 		if err != nil {
 			fmt.Fprintln(stderr, err)
@@ -94,6 +104,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.block, "block", 0, "perconn: the blocking call that may hold the loops, to derive the stall threshold from")
 	fs.Var(&o.startAt, "start-at", "start the run's clock (warm-up first) at this RFC 3339 time, within a minute of now, to share a window with loadgen (default: once connected)")
 	fs.DurationVar(&o.delay, "delay", 0, "trace: the server's /async delay (default: ?delay= of the target, else 5ms)")
+	fs.StringVar(&o.liveOut, "live-out", "", "interval and perconn: append each probe (connection, loop, latency from due) as a JSON line to this file as it comes back (for run.sh --stage)")
 	fs.StringVar(&o.readyFile, "ready-file", "", "perconn: write this file once the connections are open and placed; interval: once they are open")
 	fs.StringVar(&o.out, "out", "", "write the result as JSON (schema "+results.Schema+"; check: "+conform.Schema+") to this file")
 	fs.BoolVar(&o.allowRemote, "allow-remote", false, "allow a target that is not a loopback address")

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"math"
@@ -19,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bystander-kit/bystander/internal/live"
 	"github.com/bystander-kit/bystander/internal/protocol"
 	"github.com/bystander-kit/bystander/internal/results"
 	"github.com/bystander-kit/bystander/internal/wiretest"
@@ -410,5 +412,35 @@ func TestSIGINTWritesPartial(t *testing.T) {
 	}
 	if !r.Partial || r.Probe.Completed < 10 {
 		t.Fatalf("partial %v, %d probes", r.Partial, r.Probe.Completed)
+	}
+}
+
+// TestLiveOut: --live-out has one line per probe that came back, each
+// with its latency from due, as the result counts them.
+func TestLiveOut(t *testing.T) {
+	url := stallServer(t, 10*time.Second, 0)
+	path := filepath.Join(t.TempDir(), "live.ndjson")
+	o := opts(t, "--target", url+"/fast", "--interval", "20ms", "--duration", "500ms", "--live-out", path)
+	lw, err := live.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.live = lw
+	res, err := run(context.Background(), o, io.Discard)
+	lw.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if int64(len(lines)) != res.Probe.Completed+res.Probe.Failed || len(lines) < 10 {
+		t.Fatalf("%d lines, %d answered and %d failed", len(lines), res.Probe.Completed, res.Probe.Failed)
+	}
+	var l liveLine
+	if err := json.Unmarshal([]byte(lines[0]), &l); err != nil || l.Ms <= 0 || l.Failed {
+		t.Fatalf("%q: %+v %v", lines[0], l, err)
 	}
 }

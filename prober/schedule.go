@@ -22,6 +22,16 @@ type schedule struct {
 	censored, late              int64
 }
 
+// liveLine is one --live-out line: a probe on a connection (and its loop)
+// answered (or failed) Ms after it was due, DueMs after the clock started.
+type liveLine struct {
+	Conn   int     `json:"conn"`
+	Loop   int     `json:"loop"`
+	DueMs  float64 `json:"due_ms"`
+	Ms     float64 `json:"ms"`
+	Failed bool    `json:"failed,omitempty"`
+}
+
 // probeSchedule probes one connection at t0 + phase + k x interval for
 // every due time in [from, end), whatever happened before: a probe that
 // could not be sent on time (the previous one had not come back) is sent
@@ -79,6 +89,7 @@ func probeSchedule(ctx context.Context, p *probeConn, t0, from, end time.Time, p
 		}
 		pt := results.ProbePoint{Conn: p.id, Loop: p.loop, DueUs: usSince(t0, due), SentUs: usSince(t0, sent),
 			DoneUs: usSince(t0, fin), Status: r.Status}
+		p.live.Write(liveLine{Conn: p.id, Loop: p.loop, DueMs: float64(due.Sub(t0)) / 1e6, Ms: float64(fin.Sub(due)) / 1e6, Failed: err != nil})
 		if err != nil {
 			pt.Error = string(client.KindOf(err))
 			s.failed++
