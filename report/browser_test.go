@@ -1,40 +1,17 @@
 package main
 
 import (
-	"context"
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/chromedp/cdproto/log"
-	"github.com/chromedp/cdproto/network"
-	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
+	"github.com/bystander-kit/bystander/internal/browsertest"
 	"github.com/bystander-kit/bystander/internal/findings"
 )
-
-// browser finds Debian's chromium. Outside CI a machine without it skips
-// the browser test; in CI (CI set) .ci/run installs it and the test must run.
-func browser(t *testing.T) string {
-	t.Helper()
-	for _, name := range []string{"chromium", "chromium-browser", "chromium-headless-shell", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	if os.Getenv("CI") != "" {
-		t.Fatal("CI: no chromium on PATH; .ci/run must install it (apt-get install chromium)")
-	}
-	t.Skip("no chromium on PATH (apt-get install chromium); the browser test runs in CI")
-	return ""
-}
 
 // inlined is the verified echarts asset; without it the browser tests
 // skip, except in CI, where .ci/run fetches it first.
@@ -54,7 +31,7 @@ func inlined(t *testing.T) asset {
 // network closed: it must draw every chart from the inlined echarts, ask
 // for nothing but file: and data: URLs, and log no error.
 func TestInBrowser(t *testing.T) {
-	chrome, a := browser(t), inlined(t)
+	chrome, a := browsertest.Chromium(t), inlined(t)
 	run := readTestRun(t)
 	out := filepath.Join(t.TempDir(), "report.html")
 	f, err := os.Create(out)
@@ -73,7 +50,7 @@ func TestInBrowser(t *testing.T) {
 
 	// The height of a full-page screenshot: every chart must be drawn in
 	// it without scrolling or printing.
-	ctx, problems := openBrowser(t, chrome, 1300, 9000)
+	ctx, problems := browsertest.Open(t, chrome, 1300, 9000)
 	start := time.Now()
 	if err := chromedp.Do(ctx, chromedp.Navigate("file://"+out), chromedp.WaitReady("#cost")); err != nil {
 		t.Fatal(err)
@@ -172,75 +149,18 @@ func TestInBrowser(t *testing.T) {
 	}
 }
 
-// openBrowser starts headless chromium with the network closed and returns
-// its context and what the page said: requests other than file: and data:,
-// exceptions, console errors, log errors.
-func openBrowser(t *testing.T, chrome string, width, height int) (context.Context, func() []string) {
-	t.Helper()
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(chrome),
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.Flag("host-resolver-rules", "MAP * ~NOTFOUND"),
-		chromedp.Flag("proxy-server", "127.0.0.1:9"),
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(width, height),
-	)
-	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
-	t.Cleanup(cancel)
-	ctx, cancel := chromedp.NewContext(actx)
-	t.Cleanup(cancel)
-	ctx, cancel = context.WithTimeout(ctx, 60*time.Second)
-	t.Cleanup(cancel)
-
-	var mu sync.Mutex
-	var problems []string
-	err := chromedp.Listen(ctx, func(ev any) {
-		mu.Lock()
-		defer mu.Unlock()
-		switch e := ev.(type) {
-		case *network.EventRequestWillBeSent:
-			if u := e.Request.URL; !strings.HasPrefix(u, "file:") && !strings.HasPrefix(u, "data:") {
-				problems = append(problems, "request for "+u)
-			}
-		case *runtime.EventExceptionThrown:
-			problems = append(problems, fmt.Sprintf("JS exception: %s %v", e.ExceptionDetails.Text, e.ExceptionDetails.Exception))
-		case *runtime.EventConsoleAPICalled:
-			if e.Type == runtime.ConsoleAPICalledTypeError || e.Type == runtime.ConsoleAPICalledTypeAssert {
-				problems = append(problems, fmt.Sprintf("console.%s: %v", e.Type, e.Args))
-			}
-		case *log.EventEntryAdded:
-			if e.Entry.Level == log.EntryLevelError {
-				problems = append(problems, "log error: "+e.Entry.Text+" "+e.Entry.URL)
-			}
-		}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ctx, func() []string {
-		mu.Lock()
-		defer mu.Unlock()
-		return slices.Clone(problems)
-	}
-}
-
 // TestCompareInBrowser: the comparison page of two real runs draws both
 // overlays with A's and B's series from the inlined echarts, with the
 // network closed and no error.
 func TestCompareInBrowser(t *testing.T) {
-	chrome := browser(t)
+	chrome := browsertest.Chromium(t)
 	inlined(t) // mainExit inlines the same cached asset
 	out := filepath.Join(t.TempDir(), "compare.html")
 	var stdout, stderr strings.Builder
 	if rc := mainExit([]string{"--compare", testRun, offloadRun, "--out", out}, &stdout, &stderr); rc != 0 {
 		t.Fatalf("exit %d: %s", rc, stderr.String())
 	}
-	ctx, problems := openBrowser(t, chrome, 1200, 900)
+	ctx, problems := browsertest.Open(t, chrome, 1200, 900)
 	if err := chromedp.Do(ctx, chromedp.Navigate("file://"+out), chromedp.WaitReady("#cmp_table")); err != nil {
 		t.Fatal(err)
 	}

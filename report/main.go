@@ -37,6 +37,7 @@ func mainExit(args []string, stdout, stderr io.Writer) int {
 	echarts := fs.String("echarts", "", "use this echarts.min.js (5.6.0, checked) instead of the cache")
 	offline := fs.Bool("offline", false, "never fetch echarts; without a cached copy the page uses a CDN")
 	fetchOnly := fs.Bool("fetch", false, "fetch and check echarts into the cache, then exit")
+	stageOut := fs.String("stage-page", "", "write the live page of run.sh --stage (echarts inlined as in the report) to this file, then exit")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: report --in RUN_DIR [--out FILE]\n       report --compare RUN_A RUN_B [--out FILE]\n\n"+
 			"Writes one self-contained HTML report of a bystander run. With --compare, prints two runs side by side\n"+
@@ -59,6 +60,21 @@ func mainExit(args []string, stdout, stderr io.Writer) int {
 		}
 		p, _ := cachePath()
 		fmt.Fprintf(stdout, "report: echarts %s verified (%d bytes; cache %s)\n", echartsVersion, len(a.js), p)
+		return 0
+	}
+	if *stageOut != "" {
+		a := loadAsset(*echarts, *offline, stderr)
+		if a.js == nil {
+			fmt.Fprintf(stderr, "report: echarts is not inlined (%s); the stage page loads it from %s and needs the network\n", a.note, echartsCDN)
+		}
+		b, err := writeStagePage(a)
+		if err == nil {
+			err = os.WriteFile(*stageOut, b, 0o644)
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "report: %v\n", err)
+			return 1
+		}
 		return 0
 	}
 	if comparing {

@@ -23,7 +23,7 @@ type lagTap struct {
 
 // tapLag starts reading srv's lag stream for at most limit; nil for a
 // server that has none (the pool server).
-func tapLag(ctx context.Context, srv *server, limit time.Duration) *lagTap {
+func tapLag(ctx context.Context, srv *server, limit time.Duration, onEvent func(lag.Event)) *lagTap {
 	if srv.kind != "loop" || srv.admin == "" {
 		return nil
 	}
@@ -60,6 +60,9 @@ func tapLag(ctx context.Context, srv *server, limit time.Duration) *lagTap {
 				return
 			}
 			evs = append(evs, ev)
+			if onEvent != nil {
+				onEvent(ev)
+			}
 		}
 	}()
 	select { // the stream starts before the measurement does

@@ -56,8 +56,15 @@ type Options struct {
 	Pin           bool
 	Quick         bool
 	Open          bool
-	Bin           string // where the kit's binaries are
-	Args          []string
+	// Stage serves the live page (run.sh --stage); Auto advances its
+	// screens by itself; Replay plays a recorded run's stage instead of
+	// measuring; StageAddr is where the page is served.
+	Stage     bool
+	Auto      bool
+	Replay    string
+	StageAddr string
+	Bin       string // where the kit's binaries are
+	Args      []string
 }
 
 // listFlag is a comma-separated flag value; empty only when allowed.
@@ -147,7 +154,11 @@ func ParseFlags(args []string, stderr io.Writer, now time.Time) (Options, error)
 	fs.IntVar(&o.Repeat, "repeat", 1, "repetitions; variants alternate within each, medians and spread reported")
 	fs.BoolVar(&o.Pin, "pin", false, "start servers and generators on disjoint CPU sets (taskset); needs 2 CPUs or more")
 	fs.BoolVar(&o.Quick, "quick", false, "short durations, for a first look")
-	fs.BoolVar(&o.Open, "open", false, "open the report when done")
+	fs.BoolVar(&o.Open, "open", false, "open the report when done (with --stage: open the stage page at once)")
+	fs.BoolVar(&o.Stage, "stage", false, "give the talk: serve a live page of the experiment (5 screens, driven from the keyboard) and measure as it asks")
+	fs.BoolVar(&o.Auto, "auto", false, "with --stage: advance the screens by themselves (rehearsals, tests)")
+	fs.StringVar(&o.Replay, "replay", "", "with --stage: play the stage recorded in this run directory at its real pace, without servers")
+	fs.StringVar(&o.StageAddr, "stage-addr", "127.0.0.1:8300", "with --stage: where to serve the page (a loopback address; port 0 picks one)")
 	fs.StringVar(&o.Bin, "bin", o.Bin, "directory holding the kit's binaries")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), `Usage: ./run.sh [flags]
@@ -178,6 +189,9 @@ Flags:
 		if !set["warmup"] {
 			o.Warmup = 300 * time.Millisecond
 		}
+	}
+	if o.Stage && !set["phases"] {
+		o.Phases = slices.Clone(stagePhases)
 	}
 	if !set["trace-callers"] {
 		o.TraceCallers = 2 * o.Loops
@@ -229,6 +243,14 @@ func (o *Options) validate() error {
 		return bad("--probe-interval %s: want 1ms to 10s", o.ProbeInterval)
 	case o.TraceCallers < 1 || o.TraceCallers > 10000:
 		return bad("--trace-callers %d: want 1 to 10000", o.TraceCallers)
+	}
+	switch {
+	case !o.Stage && (o.Auto || o.Replay != "" || o.StageAddr != "127.0.0.1:8300"):
+		return bad("--auto, --replay and --stage-addr go with --stage")
+	case o.Stage && o.Repeat > 1:
+		return bad("--stage runs each measurement once; repeat a screen with R instead of --repeat")
+	case o.Stage && o.Replay == "" && !slices.Equal(o.Phases, stagePhases):
+		return bad("--stage measures the phases %s in its own order; leave --phases out", strings.Join(stagePhases, ","))
 	}
 	if o.SweepEndpoint != "/slow" && o.SweepEndpoint != "/offload" {
 		return bad("--sweep-endpoint %q: want /slow or /offload", o.SweepEndpoint)

@@ -29,11 +29,15 @@ type runner struct {
 	run   *results.Run
 	out   io.Writer
 	prog  *progress
+	hub   *stageHub // the stage's live view, or nil
 }
 
 // Run executes the plan built from o and returns the exit status: 0, 1 when
 // no measurement succeeded, 130 when interrupted.
 func Run(ctx context.Context, o Options, stdout, stderr io.Writer) int {
+	if o.Replay != "" {
+		return runReplay(ctx, o, stdout, stderr)
+	}
 	if len(BuildPlan(o).Steps) == 0 {
 		fmt.Fprintln(stderr, "run.sh: nothing to run: no phase applies to the servers chosen (cliff needs a pool)")
 		return 2
@@ -90,8 +94,16 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) int {
 	r.prog = newProgress(stdout, plan)
 	defer r.procs.stopAll()
 
+	var stageDone func()
+	if o.Stage {
+		done, code := r.runStage(ctx, stdout, stderr)
+		if code != 0 {
+			return code
+		}
+		stageDone = done
+	}
 	i := 0
-	for rep := 1; rep <= o.Repeat; rep++ {
+	for rep := 1; rep <= o.Repeat && !o.Stage; rep++ {
 		for _, step := range plan.Steps {
 			if ctx.Err() != nil {
 				r.set(i, func(m *results.Measurement) { m.Status, m.Reason = "skipped", "the run was interrupted before it" })
@@ -135,16 +147,20 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) int {
 	} else {
 		fmt.Fprintf(stdout, "report:  none (%s)\n", r.run.ReportNote)
 	}
-	if o.Open && r.run.Report != "" {
+	if o.Open && r.run.Report != "" && !o.Stage {
 		openReport(stdout, filepath.Join(r.dir, r.run.Report))
 	}
+	code := 0
 	switch {
 	case ctx.Err() != nil:
-		return 130
+		code = 130
 	case r.okCount() == 0:
-		return 1
+		code = 1
 	}
-	return 0
+	if stageDone != nil {
+		stageDone() // the page stays up until Ctrl-C, which does not undo the run
+	}
+	return code
 }
 
 func newRun(plan Plan, start time.Time) *results.Run {
@@ -306,11 +322,13 @@ func (r *runner) load(ctx context.Context, srv *server, s Step, rel func(string)
 	startAt := at.UTC().Format(time.RFC3339Nano)
 	ready := filepath.Join(r.dir, s.Phase, s.ID+".ready")
 	defer os.Remove(ready)
-	tap := tapLag(ctx, srv, startDelay+total+time.Minute)
+	tap := tapLag(ctx, srv, startDelay+total+time.Minute, r.lagEvent(s.Server.Name))
 	defer tap.stop()
-	pr, err := r.procs.start("gen", "prober", nil, "--mode", "interval", "--target", "http://"+srv.addr+"/fast",
+	prArgs, stopFast := r.liveArgs(s, "fast", []string{"--mode", "interval", "--target", "http://" + srv.addr + "/fast",
 		"--interval", r.o.ProbeInterval.String(), "--warmup", s.Warmup.String(), "--duration", s.Duration.String(), "--start-at", startAt,
-		"--ready-file", ready, "--out", filepath.Join(r.dir, rel("fast")))
+		"--ready-file", ready, "--out", filepath.Join(r.dir, rel("fast"))})
+	defer stopFast()
+	pr, err := r.procs.start("gen", "prober", nil, prArgs...)
 	if err != nil {
 		return err
 	}
@@ -318,8 +336,10 @@ func (r *runner) load(ctx context.Context, srv *server, s Step, rel func(string)
 	// are, so the dealing is the same in every run: round-robin puts it
 	// beside one caller's, as the published experiment's bystander was.
 	waitReady(ctx, pr, ready, at)
-	lg, err := r.procs.start("gen", "loadgen", nil, "--target", "http://"+srv.addr+s.Endpoint, "--conc", strconv.Itoa(s.Conc),
-		"--duration", s.Duration.String(), "--warmup", s.Warmup.String(), "--start-at", startAt, "--quiet", "--out", filepath.Join(r.dir, rel("load")))
+	lgArgs, stopLoad := r.liveArgs(s, "load", []string{"--target", "http://" + srv.addr + s.Endpoint, "--conc", strconv.Itoa(s.Conc),
+		"--duration", s.Duration.String(), "--warmup", s.Warmup.String(), "--start-at", startAt, "--quiet", "--out", filepath.Join(r.dir, rel("load"))})
+	defer stopLoad()
+	lg, err := r.procs.start("gen", "loadgen", nil, lgArgs...)
 	if err != nil {
 		pr.stop(os.Interrupt, 3*time.Second)
 		return err
@@ -385,12 +405,14 @@ func (r *runner) load(ctx context.Context, srv *server, s Step, rel func(string)
 func (r *runner) stall(ctx context.Context, srv *server, s Step, rel func(string) string, m *results.Measurement) error {
 	ready := filepath.Join(r.dir, s.Phase, s.ID+".ready")
 	defer os.Remove(ready)
-	tap := tapLag(ctx, srv, s.Warmup+s.Duration+time.Minute)
+	tap := tapLag(ctx, srv, s.Warmup+s.Duration+time.Minute, r.lagEvent(s.Server.Name))
 	defer tap.stop()
-	pr, err := r.procs.start("gen", "prober", nil, "--mode", "perconn", "--target", "http://"+srv.addr+"/async",
-		"--conns", strconv.Itoa(stallConnsPerLoop*r.o.loopsOf(s.Server)), "--interval", stallInterval.String(), "--block", time.Duration(s.Server.BlockNs).String(),
+	pcArgs, stopConns := r.liveArgs(s, "conns", []string{"--mode", "perconn", "--target", "http://" + srv.addr + "/async",
+		"--conns", strconv.Itoa(stallConnsPerLoop * r.o.loopsOf(s.Server)), "--interval", stallInterval.String(), "--block", time.Duration(s.Server.BlockNs).String(),
 		"--duration", s.Duration.String(), "--warmup", s.Warmup.String(), "--ready-file", ready,
-		"--out", filepath.Join(r.dir, rel("perconn")))
+		"--out", filepath.Join(r.dir, rel("perconn"))})
+	defer stopConns()
+	pr, err := r.procs.start("gen", "prober", nil, pcArgs...)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,238 @@
+package experiment
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
+
+	"github.com/bystander-kit/bystander/internal/browsertest"
+	"github.com/bystander-kit/bystander/internal/results"
+	"github.com/bystander-kit/bystander/internal/wiretest"
+)
+
+// startRun runs the experiment in the background and gives its exit
+// status on the channel.
+func startRun(t *testing.T, ctx context.Context, args ...string) (<-chan int, *syncBuffer) {
+	t.Helper()
+	o, err := ParseFlags(args, os.Stderr, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := &syncBuffer{}
+	code := make(chan int, 1)
+	go func() { code <- Run(ctx, o, out, out) }()
+	return code, out
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// served waits until the stage answers at addr.
+func served(t *testing.T, addr string, out *syncBuffer) {
+	t.Helper()
+	for i := 0; ; i++ {
+		if resp, err := http.Get("http://" + addr + "/"); err == nil {
+			resp.Body.Close()
+			return
+		}
+		if i > 300 {
+			t.Fatalf("the stage never answered at %s:\n%s", addr, out.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// stageInlined skips outside CI when echarts is not cached (the page would
+// need the network, which the browser test closes).
+func stageInlined(t *testing.T, bin string) {
+	t.Helper()
+	out, err := exec.Command(filepath.Join(bin, "report"), "--stage-page", filepath.Join(t.TempDir(), "p.html"), "--offline").CombinedOutput()
+	if err != nil || len(out) > 0 {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("CI: the stage page cannot inline echarts: %v %s", err, out)
+		}
+		t.Skipf("echarts is not cached (go run ./report --fetch): %s", out)
+	}
+}
+
+// TestStage gives a short talk: the presenter presses Space for each of
+// the five screens in a real browser with the network closed; every screen
+// draws, frames arrive at least twice a second, the page logs no error,
+// and a replay of the recording ends on the same headlines.
+func TestStage(t *testing.T) {
+	chrome := browsertest.Chromium(t)
+	bin := kit(t)
+	stageInlined(t, bin)
+	dir := filepath.Join(t.TempDir(), "run")
+	addr := wiretest.FreeAddr(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	code, out := startRun(t, ctx, "--stage", "--quick", "--duration", "1s", "--warmup", "200ms", "--conc", "4", "--loops", "2", "--slots", "20",
+		"--stage-addr", addr, "--out", dir, "--bin", bin)
+	served(t, addr, out)
+
+	bctx, problems := browsertest.Open(t, chrome, 1600, 900)
+	if err := chromedp.Do(bctx, chromedp.Navigate("http://"+addr+"/"), chromedp.WaitReady("#stage")); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	wait := func(js string) {
+		t.Helper()
+		if _, err := chromedp.Run(bctx, chromedp.Poll[bool](js, chromedp.WithPollingInterval(50*time.Millisecond))); err != nil {
+			t.Fatalf("waiting for %s: %v; the page said %q\n%s", js, err, problems(), out.String())
+		}
+	}
+	for n := 1; n <= screens; n++ {
+		if err := chromedp.Do(bctx, chromedp.KeyEvent(" ")); err != nil {
+			t.Fatal(err)
+		}
+		wait("window.stageState.screen === " + string(rune('0'+n)) + " && /done/.test(window.stageState.state)")
+	}
+	if err := chromedp.Do(bctx, chromedp.KeyEvent(kb.ArrowRight)); err != nil { // past the last screen: the run ends
+		t.Fatal(err)
+	}
+	wait("window.stageState.done === true")
+	elapsed := time.Since(start)
+	type seen struct {
+		Frames    int
+		LastT     float64
+		Drawn     map[string]bool
+		Headlines []string
+	}
+	got, err := chromedp.Run(bctx, chromedp.Evaluate[seen](`({Frames: window.stageFrames, LastT: window.stageLastT, Drawn: window.stageDrawn, Headlines: window.stageHeadlines})`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d frames in %s of the page (%.1f a second); headlines %q", got.Frames, elapsed.Round(time.Millisecond), float64(got.Frames)/elapsed.Seconds(), got.Headlines)
+	if rate := float64(got.Frames) / (got.LastT / 1000); rate < 2 {
+		t.Errorf("%d frames over %.1f s of stage: %.1f a second, want at least 2", got.Frames, got.LastT/1000, rate)
+	}
+	for n := 1; n <= screens; n++ {
+		if !got.Drawn[string(rune('0'+n))] || got.Headlines[n] == "" {
+			t.Errorf("screen %d: drawn %v, headline %q", n, got.Drawn[string(rune('0'+n))], got.Headlines[n])
+		}
+	}
+	for _, p := range problems() {
+		t.Error(p)
+	}
+	cancel() // Ctrl-C: the page had stayed up
+	if c := <-code; c != 0 {
+		t.Fatalf("exit %d\n%s", c, out.String())
+	}
+	run, err := results.ReadRun(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range run.Measurements {
+		if m.Status != "ok" {
+			t.Errorf("%s: %s: %s", m.ID, m.Status, m.Reason)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "report.html")); err != nil {
+		t.Error("no report written at the end")
+	}
+
+	// The recording, replayed on the same page without servers.
+	raddr := wiretest.FreeAddr(t)
+	rcode, rout := startRun(t, context.Background(), "--stage", "--replay", dir, "--auto", "--stage-addr", raddr, "--bin", bin)
+	served(t, raddr, rout)
+	rctx, rproblems := browsertest.Open(t, chrome, 1600, 900)
+	if err := chromedp.Do(rctx, chromedp.Navigate("http://"+raddr+"/"), chromedp.WaitReady("#stage")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chromedp.Run(rctx, chromedp.Poll[bool]("window.stageState.done === true", chromedp.WithPollingInterval(50*time.Millisecond))); err != nil {
+		t.Fatalf("the replay did not end: %v\n%s", err, rout.String())
+	}
+	again, err := chromedp.Run(rctx, chromedp.Evaluate[[]string](`window.stageHeadlines`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(again, got.Headlines) {
+		t.Errorf("the replay ends on other numbers:\nlive   %q\nreplay %q", got.Headlines, again)
+	}
+	for _, p := range rproblems() {
+		t.Error(p)
+	}
+	if c := <-rcode; c != 0 || !strings.Contains(rout.String(), "replayed") {
+		t.Fatalf("replay exit %d\n%s", c, rout.String())
+	}
+}
+
+func TestStageFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--stage"}, ""},
+		{[]string{"--stage", "--auto", "--open", "--stage-addr", "127.0.0.1:0"}, ""},
+		{[]string{"--stage", "--replay", "results/x"}, ""},
+		{[]string{"--auto"}, "go with --stage"},
+		{[]string{"--replay", "x"}, "go with --stage"},
+		{[]string{"--stage-addr", "127.0.0.1:1"}, "go with --stage"},
+		{[]string{"--stage", "--repeat", "2"}, "repeat a screen with R"},
+		{[]string{"--stage", "--phases", "sweep"}, "leave --phases out"},
+	} {
+		o, err := ParseFlags(tc.args, &bytes.Buffer{}, time.Now())
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%v: %v", tc.args, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%v: %v, want %q", tc.args, err, tc.want)
+		case tc.want == "" && !slices.Equal(o.Phases, stagePhases):
+			t.Errorf("%v: phases %v", tc.args, o.Phases)
+		}
+	}
+}
+
+// Every step of the stage's plan is on one of the five screens, each
+// screen has some, and screen 3 is exactly one loop blocked per loop server.
+func TestScreens(t *testing.T) {
+	o, err := ParseFlags([]string{"--stage", "--engines", "gnet,evio"}, &bytes.Buffer{}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	per := map[int][]string{}
+	for _, s := range BuildPlan(o).Steps {
+		n := screenOf(s)
+		if n < 1 || n > screens {
+			t.Fatalf("%s on screen %d", s.ID, n)
+		}
+		per[n] = append(per[n], s.ID)
+	}
+	for n := 1; n <= screens; n++ {
+		if len(per[n]) == 0 {
+			t.Errorf("screen %d has nothing to measure", n)
+		}
+	}
+	if !slices.Equal(per[3], []string{"stall-loop-gnet-k1", "stall-loop-evio-k1"}) {
+		t.Errorf("screen 3: %v", per[3])
+	}
+	if !slices.Equal(per[5], []string{"offload-loop-gnet-offloaded", "offload-loop-evio-offloaded"}) {
+		t.Errorf("screen 5: %v", per[5])
+	}
+}

@@ -1,0 +1,332 @@
+// Package stage serves the live view of run.sh --stage: a page on a
+// loopback address that gets, four times a second, a frame of what the
+// experiment saw since the last one, pushed as Server-Sent Events; the
+// presenter's keys come back as POST /control. Every frame is also written
+// to the run directory (stage.ndjson), and Replay plays such a file back
+// at its real pace, without servers.
+package stage
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Every is how often a frame goes out, with whatever it holds (an empty
+// frame still says the stage is alive).
+const Every = 250 * time.Millisecond
+
+// Event is one thing seen; "k" says what kind.
+type Event map[string]any
+
+// Frame is what the page gets at each tick: the events since the last,
+// T ms after the stage began.
+type Frame struct {
+	Seq    int64   `json:"seq"`
+	T      int64   `json:"t"`
+	Events []Event `json:"events"`
+}
+
+// Hub gathers events into frames, sends them to every page and records
+// them; a page that opens late is sent every frame so far first.
+type Hub struct {
+	mu      sync.Mutex
+	start   time.Time
+	seq     int64
+	pending []Event
+	maxed   map[string]int // key -> index in pending (AddMax)
+	frames  [][]byte
+	clients map[chan []byte]bool
+	rec     *os.File
+	control chan string
+	page    []byte
+}
+
+// NewHub records to path ("" records nothing) and serves page at "/".
+func NewHub(path string, page []byte) (*Hub, error) {
+	h := &Hub{start: time.Now(), maxed: map[string]int{}, clients: map[chan []byte]bool{}, control: make(chan string, 16), page: page}
+	if path != "" {
+		f, err := os.Create(path)
+		if err != nil {
+			return nil, fmt.Errorf("stage: %w", err)
+		}
+		h.rec = f
+	}
+	return h, nil
+}
+
+// Add queues an event for the next frame.
+func (h *Hub) Add(ev Event) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.pending = append(h.pending, ev)
+}
+
+// AddMax queues ev for the next frame unless an event with the same key
+// and a larger field is already queued: many probes a frame on one
+// connection go out as the slowest.
+func (h *Hub) AddMax(key string, ev Event, field string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if i, ok := h.maxed[key]; ok {
+		if a, b := num(h.pending[i][field]), num(ev[field]); b > a {
+			h.pending[i] = ev
+		}
+		return
+	}
+	h.maxed[key] = len(h.pending)
+	h.pending = append(h.pending, ev)
+}
+
+func num(v any) float64 {
+	switch x := v.(type) {
+	case float64:
+		return x
+	case int:
+		return float64(x)
+	case int64:
+		return float64(x)
+	}
+	return 0
+}
+
+// Ms is t in the stage's clock: ms since it began, as frames count.
+func (h *Hub) Ms(t time.Time) int64 { return t.Sub(h.start).Milliseconds() }
+
+// Control gives the presenter's keys: next, pause, repeat.
+func (h *Hub) Control() <-chan string { return h.control }
+
+// Flush sends the pending events as one frame now.
+func (h *Hub) Flush() {
+	h.mu.Lock()
+	f := Frame{Seq: h.seq, T: time.Since(h.start).Milliseconds(), Events: h.pending}
+	if f.Events == nil {
+		f.Events = []Event{}
+	}
+	h.seq++
+	h.pending, h.maxed = nil, map[string]int{}
+	h.mu.Unlock()
+	h.send(f)
+}
+
+// send records a frame and gives it to every page.
+func (h *Hub) send(f Frame) {
+	b, err := json.Marshal(f)
+	if err != nil {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.frames = append(h.frames, b)
+	if h.rec != nil {
+		_, _ = h.rec.Write(append(b, '\n'))
+	}
+	for c := range h.clients {
+		select {
+		case c <- b:
+		default: // a page that cannot keep up misses a frame, never stalls the stage
+		}
+	}
+}
+
+// Run flushes a frame every Every until ctx ends, then a last one.
+func (h *Hub) Run(ctx context.Context) {
+	t := time.NewTicker(Every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			h.Flush()
+			return
+		case <-t.C:
+			h.Flush()
+		}
+	}
+}
+
+// Close ends the recording.
+func (h *Hub) Close() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.rec == nil {
+		return nil
+	}
+	err := h.rec.Close()
+	h.rec = nil
+	return err
+}
+
+// ServeHTTP serves the page (/), the frames (/events) and the keys
+// (/control).
+func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch r.URL.Path {
+	case "/":
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		_, _ = w.Write(h.page)
+	case "/events":
+		h.events(w, r)
+	case "/control":
+		if r.Method != http.MethodPost {
+			http.Error(w, "POST next, pause or repeat", http.StatusMethodNotAllowed)
+			return
+		}
+		b, _ := io.ReadAll(io.LimitReader(r.Body, 64))
+		key := strings.TrimSpace(string(b))
+		if key != "next" && key != "pause" && key != "repeat" {
+			http.Error(w, "want next, pause or repeat", http.StatusBadRequest)
+			return
+		}
+		select {
+		case h.control <- key:
+		default:
+		}
+		w.WriteHeader(http.StatusNoContent)
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+func (h *Hub) events(w http.ResponseWriter, r *http.Request) {
+	fl, ok := w.(http.Flusher)
+	if !ok {
+		http.Error(w, "streaming unsupported", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-store")
+	c := make(chan []byte, 64)
+	h.mu.Lock()
+	past := append([][]byte(nil), h.frames...)
+	h.clients[c] = true
+	h.mu.Unlock()
+	defer func() {
+		h.mu.Lock()
+		delete(h.clients, c)
+		h.mu.Unlock()
+	}()
+	write := func(b []byte) bool {
+		_, err := fmt.Fprintf(w, "data: %s\n\n", b)
+		return err == nil
+	}
+	for _, b := range past {
+		if !write(b) {
+			return
+		}
+	}
+	fl.Flush()
+	for {
+		select {
+		case <-r.Context().Done():
+			return
+		case b := <-c:
+			if !write(b) {
+				return
+			}
+			fl.Flush()
+		}
+	}
+}
+
+// Serve listens on addr (a loopback address) and serves the hub until ctx
+// ends; it returns the address it listens on.
+func Serve(ctx context.Context, addr string, h http.Handler) (string, error) {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", fmt.Errorf("stage: --stage-addr %q: %w", addr, err)
+	}
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return "", fmt.Errorf("stage: --stage-addr %q: the stage serves on a loopback address only", addr)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return "", fmt.Errorf("stage: %w", err)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+		_ = srv.Close()
+	}()
+	return ln.Addr().String(), nil
+}
+
+// ErrNoFrames: a replay file without a frame.
+var ErrNoFrames = errors.New("stage: the recording holds no frame")
+
+// Replay reads a recording (stage.ndjson) and sends its frames through h
+// at their recorded pace, from the first; "pause" on the control channel
+// stops and restarts the clock. It returns when the last frame is sent.
+func Replay(ctx context.Context, path string, h *Hub) (int, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, fmt.Errorf("stage: --replay: %w", err)
+	}
+	defer f.Close()
+	var frames []Frame
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	for sc.Scan() {
+		var fr Frame
+		if err := json.Unmarshal(sc.Bytes(), &fr); err != nil {
+			return 0, fmt.Errorf("stage: --replay %s: line %d: %w", path, len(frames)+1, err)
+		}
+		frames = append(frames, fr)
+	}
+	if err := sc.Err(); err != nil {
+		return 0, fmt.Errorf("stage: --replay: %w", err)
+	}
+	if len(frames) == 0 {
+		return 0, ErrNoFrames
+	}
+	begin := time.Now()
+	var paused time.Duration
+	for _, fr := range frames {
+		for {
+			wait := time.Duration(fr.T-frames[0].T)*time.Millisecond + paused - time.Since(begin)
+			if wait <= 0 {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return 0, ctx.Err()
+			case key := <-h.control:
+				if key == "pause" {
+					at := time.Now()
+					if !waitKey(ctx, h.control, "pause") {
+						return 0, ctx.Err()
+					}
+					paused += time.Since(at)
+				}
+			case <-time.After(wait):
+			}
+		}
+		h.send(fr)
+	}
+	return len(frames), nil
+}
+
+// waitKey waits for key on c.
+func waitKey(ctx context.Context, c <-chan string, key string) bool {
+	for {
+		select {
+		case <-ctx.Done():
+			return false
+		case k := <-c:
+			if k == key {
+				return true
+			}
+		}
+	}
+}

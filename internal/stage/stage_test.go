@@ -1,0 +1,128 @@
+package stage
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// frames reads n SSE frames from url.
+func frames(t *testing.T, url string, n int) []Frame {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
+		t.Fatalf("content type %q", ct)
+	}
+	var out []Frame
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() && len(out) < n {
+		if b, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+			var f Frame
+			if err := json.Unmarshal([]byte(b), &f); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// Events go out in frames; AddMax keeps one per key per frame, the
+// largest; a page that opens late gets every frame so far; every frame is
+// recorded.
+func TestHub(t *testing.T) {
+	rec := filepath.Join(t.TempDir(), "stage.ndjson")
+	h, err := NewHub(rec, []byte("<html>page</html>"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	h.Add(Event{"k": "hello"})
+	for _, ms := range []float64{3, 9, 4} {
+		h.AddMax("conn/1", Event{"k": "conn", "ms": ms}, "ms")
+	}
+	h.AddMax("conn/2", Event{"k": "conn", "ms": 1.0}, "ms")
+	h.Flush()
+	h.Flush() // an empty frame still goes out
+	got := frames(t, srv.URL+"/events", 2)
+	if len(got) != 2 || len(got[0].Events) != 3 || got[0].Events[1]["ms"] != 9.0 || len(got[1].Events) != 0 || got[1].Seq != 1 {
+		t.Fatalf("frames %+v", got)
+	}
+	if err := h.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(rec)
+	if n := strings.Count(string(b), "\n"); n != 2 {
+		t.Fatalf("%d frames recorded, want 2", n)
+	}
+	resp, err := http.Get(srv.URL + "/")
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("page: %v", err)
+	}
+	for body, want := range map[string]int{"next": 204, "pause": 204, "jump": 400} {
+		resp, err := http.Post(srv.URL+"/control", "text/plain", strings.NewReader(body))
+		if err != nil || resp.StatusCode != want {
+			t.Fatalf("POST %s: %v %d", body, err, resp.StatusCode)
+		}
+	}
+	if k := <-h.Control(); k != "next" {
+		t.Fatalf("control %q", k)
+	}
+}
+
+// A replay sends the recorded frames as they were, at their pace.
+func TestReplay(t *testing.T) {
+	rec := filepath.Join(t.TempDir(), "stage.ndjson")
+	var lines []string
+	for i, t := range []int64{250, 500, 750} {
+		b, _ := json.Marshal(Frame{Seq: int64(i), T: t, Events: []Event{{"k": "tp", "rps": float64(i)}}})
+		lines = append(lines, string(b))
+	}
+	if err := os.WriteFile(rec, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h, _ := NewHub("", nil)
+	start := time.Now()
+	n, err := Replay(context.Background(), rec, h)
+	if err != nil || n != 3 {
+		t.Fatalf("%d %v", n, err)
+	}
+	if d := time.Since(start); d < 500*time.Millisecond {
+		t.Fatalf("replayed 500 ms of frames in %s: not at their pace", d)
+	}
+	if len(h.frames) != 3 || string(h.frames[2]) != lines[2] {
+		t.Fatalf("frames %q", h.frames)
+	}
+	if _, err := Replay(context.Background(), filepath.Join(t.TempDir(), "none"), h); err == nil {
+		t.Fatal("a missing recording replayed")
+	}
+	_ = os.WriteFile(rec, nil, 0o644)
+	if _, err := Replay(context.Background(), rec, h); err != ErrNoFrames {
+		t.Fatalf("empty recording: %v", err)
+	}
+}
+
+// The stage serves loopback only.
+func TestServeLoopbackOnly(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if _, err := Serve(ctx, "0.0.0.0:0", http.NotFoundHandler()); err == nil {
+		t.Fatal("served on every interface")
+	}
+	if addr, err := Serve(ctx, "127.0.0.1:0", http.NotFoundHandler()); err != nil || !strings.HasPrefix(addr, "127.0.0.1:") {
+		t.Fatalf("%q %v", addr, err)
+	}
+}
