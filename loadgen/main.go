@@ -19,8 +19,8 @@ import (
 	"time"
 
 	"github.com/bystander-kit/bystander/internal/cli"
-	"github.com/bystander-kit/bystander/internal/live"
 	"github.com/bystander-kit/bystander/internal/client"
+	"github.com/bystander-kit/bystander/internal/live"
 	"github.com/bystander-kit/bystander/internal/results"
 )
 

@@ -75,6 +75,13 @@ footer{padding:.6% 3% 1.6% 3%;font-size:22px;color:var(--dim);display:flex;justi
   window.stageDrawn = {};
   window.stageHeadlines = ["", "", "", "", "", ""];
   var charts = {};
+  // A screen is drawn again only when something it shows changed (or its
+  // time window slides), so the page costs the measuring machine little.
+  // Charts redraw at most once a second (a 1600 x 900 canvas in software
+  // costs the machine that measures); the headline's number four times.
+  var dirty = {1: true, 2: true, 3: true, 4: true, 5: true}, lastShown = -1, lastProbeT = -1e9, lastLagT = -1e9, shown = {}, drawnAt = -1e9;
+  var redrawEvery = 1000;
+  var marks = {hello: [1, 2, 3, 4, 5], step: [1, 4, 5], tp: [1, 5], probe: [2], lag: [3], conn: [4]};
   var dark = /theme=dark/.test(location.search);
   document.documentElement.classList.toggle("dark", dark);
 
@@ -84,6 +91,7 @@ footer{padding:.6% 3% 1.6% 3%;font-size:22px;color:var(--dim);display:flex;justi
   function isLoop(name) { return S.info && S.info.servers_kind && S.info.servers_kind[name] === "loop"; }
 
   function apply(ev) {
+    (marks[ev.k] || []).forEach(function (n) { dirty[n] = true; });
     switch (ev.k) {
     case "hello": S.info = ev; break;
     case "screen": S.screen = ev.screen; break;
@@ -94,14 +102,14 @@ footer{padding:.6% 3% 1.6% 3%;font-size:22px;color:var(--dim);display:flex;justi
       if (S.order.indexOf(ev.id) < 0) { S.order.push(ev.id); }
       break;
     case "tp": stepOf(ev.id).rps_live = ev.rps; break;
-    case "probe": S.probes.push({t: S.t, server: ev.server, ms: ev.ms}); break;
+    case "probe": S.probes.push({t: S.t, server: ev.server, ms: ev.ms}); lastProbeT = S.t; break;
     case "conn":
       // A new stall step's grid replaces the last once its first probes
       // are back, so the audience never looks at an empty grid.
       if (ev.id !== S.stallStep) { S.stallStep = ev.id; S.conns = {}; }
       S.conns[ev.conn] = {loop: ev.loop, ms: ev.ms};
       break;
-    case "lag": S.lag.push({t: ev.at !== undefined ? ev.at : S.t, loop: ev.loop, ms: ev.ms, blocked: ev.blocked}); break;
+    case "lag": S.lag.push({t: ev.at !== undefined ? ev.at : S.t, loop: ev.loop, ms: ev.ms, blocked: ev.blocked}); lastLagT = S.t; break;
     case "done": S.done = true; S.report = ev.report || ""; break;
     }
   }
@@ -162,7 +170,7 @@ footer{padding:.6% 3% 1.6% 3%;font-size:22px;color:var(--dim);display:flex;justi
       if (c) { series.push({name: "ceiling " + n, type: "line", data: [[lo, c], [hi, c]], symbol: "none", lineStyle: {type: "dashed", width: 3}}); }
     });
     chart("c1").setOption({animation: false, backgroundColor: "transparent", textStyle: big, legend: {bottom: 0, textStyle: big}, grid: {left: 110, right: 40, top: 30, bottom: 110},
-      xAxis: axis("log", "callers"), yAxis: axis("log", "req/s"), series: series}, true);
+      xAxis: axis("log", "callers"), yAxis: axis("log", "req/s"), series: series}, {replaceMerge: ["series"]});
     return series.length > 0;
   }
   function draw2() {
@@ -170,7 +178,7 @@ footer{padding:.6% 3% 1.6% 3%;font-size:22px;color:var(--dim);display:flex;justi
     S.probes.forEach(function (p) { if (p.t >= S.t - 30000) { (by[p.server] = by[p.server] || []).push([(p.t - S.t) / 1000, Math.max(p.ms, 0.01)]); } });
     var series = Object.keys(by).sort().map(function (n) { return {name: n, type: "scatter", symbolSize: 10, data: by[n]}; });
     chart("c2").setOption({animation: false, backgroundColor: "transparent", textStyle: big, legend: {bottom: 0, textStyle: big}, grid: {left: 110, right: 40, top: 30, bottom: 110},
-      xAxis: Object.assign(axis("value", "seconds ago"), {min: -30, max: 0}), yAxis: axis("log", "/fast latency from due, ms"), series: series}, true);
+      xAxis: Object.assign(axis("value", "seconds ago"), {min: -30, max: 0}), yAxis: axis("log", "/fast latency from due, ms"), series: series}, {replaceMerge: ["series"]});
     return series.length > 0;
   }
   function draw3() {
@@ -187,7 +195,7 @@ footer{padding:.6% 3% 1.6% 3%;font-size:22px;color:var(--dim);display:flex;justi
       visualMap: {type: "piecewise", orient: "horizontal", left: "center", top: 0, textStyle: big, dimension: 2,
         pieces: [{lt: 1, label: "< 1 ms", color: "#d9f0d3"}, {gte: 1, lt: 4, label: "1-4 ms", color: "#fee08b"}, {gte: 4, lt: 20, label: "4-20 ms", color: "#fdae61"},
           {gte: 20, lt: 100, label: "20-100 ms", color: "#f46d43"}, {gte: 100, label: ">= 100 ms", color: "#a50026"}]},
-      series: [{type: "heatmap", data: data}]}, true);
+      series: [{type: "heatmap", data: data}]}, {replaceMerge: ["series"]});
     return data.length > 0;
   }
   function draw4() {
@@ -216,22 +224,36 @@ footer{padding:.6% 3% 1.6% 3%;font-size:22px;color:var(--dim);display:flex;justi
       xAxis: {type: "category", data: off.map(function (s) { return s.variant + " (" + s.server + " " + s.endpoint + ")"; }), axisLabel: {fontSize: 22, interval: 0}},
       yAxis: axis("value", "req/s"),
       series: [{type: "bar", data: off.map(function (s) { return Math.round(rps(s)); }), barWidth: "40%",
-        label: {show: true, position: "top", fontSize: 28, lineHeight: 36, formatter: function (p) { var s = off[p.dataIndex]; return fmt(p.value) + " req/s" + (s.fast_p50_ms !== undefined ? "\n/fast " + fmt(s.fast_p50_ms, 1) + " ms" : ""); }}}]}, true);
+        label: {show: true, position: "top", fontSize: 28, lineHeight: 36, formatter: function (p) { var s = off[p.dataIndex]; return fmt(p.value) + " req/s" + (s.fast_p50_ms !== undefined ? "\n/fast " + fmt(s.fast_p50_ms, 1) + " ms" : ""); }}}]}, {replaceMerge: ["series"]});
     return off.length > 0;
   }
   var draws = [null, draw1, draw2, draw3, draw4, draw5];
 
+  function text(id, v, html) {
+    if (shown[id] === v) { return; }
+    shown[id] = v;
+    if (html) { document.getElementById(id).innerHTML = v; } else { document.getElementById(id).textContent = v; }
+  }
   function render() {
     window.stageHeadlines = headlines();
     var n = S.screen;
-    for (var i = 1; i <= 5; i++) { document.getElementById("s" + i).classList.toggle("on", i === n); }
-    document.getElementById("where").textContent = n ? titles[n] + "  (" + n + " of 5)" : "bystander: what one blocking call does to everyone else";
-    var st = S.done ? "done" + (S.report ? ": report " + S.report : "") : S.state;
-    document.getElementById("state").textContent = st;
-    if (n && S.info && typeof echarts !== "undefined") {
-      document.getElementById("headline").innerHTML = window.stageHeadlines[n] || titles[n] + ": measuring ...";
-      if (draws[n]()) { window.stageDrawn[n] = true; }
+    if (S.t - lastProbeT < 30000) { dirty[2] = true; } // the window slides
+    if (S.t - lastLagT < 10000) { dirty[3] = true; }
+    if (n !== lastShown) {
+      for (var i = 1; i <= 5; i++) { document.getElementById("s" + i).classList.toggle("on", i === n); }
+      Object.keys(charts).forEach(function (id) { charts[id].resize(); });
     }
+    text("where", n ? titles[n] + "  (" + n + " of 5)" : "bystander: what one blocking call does to everyone else");
+    text("state", S.done ? "done" + (S.report ? ": report " + S.report : "") : S.state);
+    if (n && S.info && typeof echarts !== "undefined") {
+      text("headline", window.stageHeadlines[n] || titles[n] + ": measuring ...", true);
+      if ((dirty[n] && S.t - drawnAt >= redrawEvery) || n !== lastShown || S.done) {
+        dirty[n] = false;
+        drawnAt = S.t;
+        if (draws[n]()) { window.stageDrawn[n] = true; }
+      }
+    }
+    lastShown = n;
   }
 
   function key(k) {
@@ -247,6 +269,7 @@ footer{padding:.6% 3% 1.6% 3%;font-size:22px;color:var(--dim);display:flex;justi
       dark = !dark;
       document.documentElement.classList.toggle("dark", dark);
       Object.keys(charts).forEach(function (id) { charts[id].dispose(); delete charts[id]; });
+      lastShown = -1;
       render();
     }
   });

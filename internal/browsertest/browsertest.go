@@ -59,7 +59,7 @@ func Open(t *testing.T, chrome string, width, height int) (context.Context, func
 	t.Cleanup(cancel)
 	ctx, cancel := chromedp.NewContext(actx)
 	t.Cleanup(cancel)
-	ctx, cancel = context.WithTimeout(ctx, 60*time.Second)
+	ctx, cancel = context.WithTimeout(ctx, 3*time.Minute) // the stage test gives a whole short talk
 	t.Cleanup(cancel)
 
 	var mu sync.Mutex
