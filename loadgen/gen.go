@@ -148,36 +148,18 @@ func run(ctx context.Context, o options, progress func(elapsed, total time.Durat
 	if o.live != nil {
 		// The stage's live throughput: answered requests so far, 4 times a
 		// second, from the clock's start.
-		go func() {
-			tick := time.NewTicker(250 * time.Millisecond)
-			defer tick.Stop()
-			for {
-				select {
-				case <-runCtx.Done():
-					return
-				case now := <-tick.C:
-					o.live.Write(liveLine{Ms: now.Sub(ck.start).Milliseconds(), Answered: secs.all.Load()})
-				}
-			}
-		}()
+		go pace.Every(runCtx.Done(), 250*time.Millisecond, func(now time.Time) {
+			o.live.Write(liveLine{Ms: now.Sub(ck.start).Milliseconds(), Answered: secs.all.Load()})
+		})
 	}
 	if progress != nil {
-		go func() {
-			tick := time.NewTicker(time.Second)
-			defer tick.Stop()
-			for {
-				select {
-				case <-runCtx.Done():
-					return
-				case now := <-tick.C:
-					var n int64
-					for i := range secs.reqs {
-						n += secs.reqs[i].Load()
-					}
-					progress(now.Sub(ck.measure).Truncate(100*time.Millisecond), o.duration, n)
-				}
+		go pace.Every(runCtx.Done(), time.Second, func(now time.Time) {
+			var n int64
+			for i := range secs.reqs {
+				n += secs.reqs[i].Load()
 			}
-		}()
+			progress(now.Sub(ck.measure).Truncate(100*time.Millisecond), o.duration, n)
+		})
 	}
 	wg.Wait()
 	cpuEnd := proc.Self()

@@ -24,7 +24,7 @@ var engines = []string{"gnet", "evio"}
 
 type testServer struct {
 	addr, admin string
-	log         *syncBuffer
+	log         *wiretest.Buffer
 	stopOnce    func() error
 }
 
@@ -36,27 +36,10 @@ func (ts *testServer) stop(t *testing.T) {
 	}
 }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
 // start runs a loop server on a free loopback port until the test ends.
 func start(t *testing.T, engine string, tweak func(*options)) *testServer {
 	t.Helper()
-	log := &syncBuffer{}
+	log := &wiretest.Buffer{}
 	o := options{
 		Common: serverflags.Defaults("127.0.0.1:0", "127.0.0.1:0"),
 		engine: engine, loops: 4, blockWarn: time.Millisecond, lagInterval: time.Millisecond, lockThreads: true, log: log,

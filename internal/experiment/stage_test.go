@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -23,37 +22,20 @@ import (
 
 // startRun runs the experiment in the background and gives its exit
 // status on the channel.
-func startRun(t *testing.T, ctx context.Context, args ...string) (<-chan int, *syncBuffer) {
+func startRun(t *testing.T, ctx context.Context, args ...string) (<-chan int, *wiretest.Buffer) {
 	t.Helper()
 	o, err := ParseFlags(args, os.Stderr, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := &syncBuffer{}
+	out := &wiretest.Buffer{}
 	code := make(chan int, 1)
 	go func() { code <- Run(ctx, o, out, out) }()
 	return code, out
 }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // served waits until the stage answers at addr.
-func served(t *testing.T, addr string, out *syncBuffer) {
+func served(t *testing.T, addr string, out *wiretest.Buffer) {
 	t.Helper()
 	for i := 0; ; i++ {
 		if resp, err := http.Get("http://" + addr + "/"); err == nil {

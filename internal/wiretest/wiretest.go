@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -97,4 +98,23 @@ func (c *Conn) EOF() bool {
 	_ = c.C.SetReadDeadline(time.Now().Add(2 * time.Second))
 	_, err := c.br.ReadByte()
 	return errors.Is(err, io.EOF) || (err != nil && strings.Contains(err.Error(), "connection reset"))
+}
+
+// Buffer is a strings.Builder safe for concurrent writes: a child's or a
+// run's output that a test reads while it is written.
+type Buffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (b *Buffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *Buffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
 }
