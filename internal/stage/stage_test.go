@@ -72,14 +72,18 @@ func TestHub(t *testing.T) {
 	if err != nil || resp.StatusCode != 200 {
 		t.Fatalf("page: %v", err)
 	}
-	for body, want := range map[string]int{"next": 204, "pause": 204, "jump": 400} {
-		resp, err := http.Post(srv.URL+"/control", "text/plain", strings.NewReader(body))
-		if err != nil || resp.StatusCode != want {
-			t.Fatalf("POST %s: %v %d", body, err, resp.StatusCode)
+	for _, tc := range []struct {
+		body string
+		want int
+	}{{"next", 204}, {"pause", 204}, {"jump", 400}} {
+		resp, err := http.Post(srv.URL+"/control", "text/plain", strings.NewReader(tc.body))
+		if err != nil || resp.StatusCode != tc.want {
+			t.Fatalf("POST %s: %v %d", tc.body, err, resp.StatusCode)
 		}
 	}
-	if k := <-h.Control(); k != "next" {
-		t.Fatalf("control %q", k)
+	// The keys arrive in the order they were pressed; a refused one not at all.
+	if a, b := <-h.Control(), <-h.Control(); a != "next" || b != "pause" || len(h.Control()) != 0 {
+		t.Fatalf("control %q then %q, %d more", a, b, len(h.Control()))
 	}
 }
 
