@@ -10,6 +10,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"html/template"
 	"io"
 	"os"
 	"os/exec"
@@ -54,6 +55,31 @@ window.echarts = echarts;
 type asset struct {
 	js   []byte // nil: use the CDN
 	note string // why not inlined, when js is nil
+}
+
+// script is echarts for a page, and the loader both pages call:
+// window.bystanderEcharts() gives a Promise that resolves once echarts is
+// there. Inlined, the bundle comes gzipped and base64 (a page under 700
+// KB) and the browser unpacks it with its own DecompressionStream; without
+// it, a CDN tag.
+func (a asset) script() template.HTML {
+	if a.js == nil {
+		return template.HTML(`<script src="` + echartsCDN + `"></script>
+<script>window.bystanderEcharts = function () { return typeof echarts === "undefined" ? Promise.reject(new Error("echarts did not load from ` + echartsCDN + `")) : Promise.resolve(); };</script>`)
+	}
+	return template.HTML(`<script>window.bystanderEcharts = (function (b64) {
+  var loaded;
+  return function () {
+    if (loaded) { return loaded; }
+    if (typeof DecompressionStream === "undefined") {
+      loaded = Promise.reject(new Error("this browser has no DecompressionStream, so the inlined echarts cannot be unpacked: open the page in a current browser"));
+      return loaded;
+    }
+    var bin = Uint8Array.from(atob(b64), function (c) { return c.charCodeAt(0); });
+    loaded = new Response(new Blob([bin]).stream().pipeThrough(new DecompressionStream("gzip"))).text().then(function (js) { (0, eval)(js); });
+    return loaded;
+  };
+})("` + base64.StdEncoding.EncodeToString(a.packed()) + `");</script>`)
 }
 
 // packed is the bundle gzipped (deterministic: no name, no time).

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"encoding/base64"
 	"fmt"
 	"html/template"
 	"io"
@@ -63,12 +62,10 @@ type page struct {
 	Env      []kv
 	Phases   []findings.PhaseStatus
 	Sections []section
-	// Packed is the statement that holds the echarts bundle, gzipped and
-	// base64-encoded; empty when the page loads echarts from the CDN.
-	Packed  template.JS
-	CDN     string
-	CDNNote string
-	Partial string
+	Echarts  template.HTML // asset.script
+	CDN      string
+	CDNNote  string
+	Partial  string
 	// RunTitle heads the closing table of parameters ("The run").
 	RunTitle string
 }
@@ -120,9 +117,8 @@ func buildPage(f *findings.Findings, a asset) page {
 // useAsset inlines the verified echarts build (checkJS), packed, so the
 // page works offline, or names the CDN it loads it from instead.
 func (p *page) useAsset(a asset) {
-	if a.js != nil {
-		p.Packed = template.JS(`window.bystanderEcharts = "` + base64.StdEncoding.EncodeToString(a.packed()) + `";`)
-	} else {
+	p.Echarts = a.script()
+	if a.js == nil {
 		p.CDN, p.CDNNote = echartsCDN, a.note
 	}
 }
@@ -174,23 +170,12 @@ td,th{border:1px solid #ddd;padding:.25em .5em;text-align:left;vertical-align:to
 <table class="kv">{{range .Params}}<tr><td>{{.K}}</td><td>{{.V}}</td></tr>{{end}}{{range .Env}}<tr><td>{{.K}}</td><td>{{.V}}</td></tr>{{end}}</table>
 {{if .Phases}}<h2>Phases</h2>
 <table><tr><th>phase</th><th>status</th></tr>{{range .Phases}}<tr><td>{{.Phase}}</td><td>{{.Status}}{{range .Problems}}<br>{{.}}{{end}}</td></tr>{{end}}</table>{{end}}
-{{if .Packed}}<script>{{.Packed}}</script>{{else}}<script src="{{.CDN}}"></script>{{end}}
+{{.Echarts}}
 <script>
 (function () {
   "use strict";
-  // echarts comes packed (gzip, base64) to keep the page small: unpack it
-  // with the browser's own DecompressionStream, run it, then draw every
-  // chart at once, in page order, so a screenshot, a print or a quick
-  // scroll finds them all drawn.
-  function unpack(b64) {
-    if (typeof DecompressionStream === "undefined") {
-      return Promise.reject(new Error("this browser has no DecompressionStream, so the inlined echarts cannot be unpacked: open the page in a current browser"));
-    }
-    var bin = Uint8Array.from(atob(b64), function (c) { return c.charCodeAt(0); });
-    return new Response(new Blob([bin]).stream().pipeThrough(new DecompressionStream("gzip"))).text().then(function (js) {
-      (0, eval)(js);
-    });
-  }
+  // Once echarts is there, draw every chart at once, in page order, so a
+  // screenshot, a print or a quick scroll finds them all drawn.
   function drawAll() {
     performance.mark("echarts loaded");
     if (typeof echarts === "undefined") { return; }
@@ -204,17 +189,13 @@ td,th{border:1px solid #ddd;padding:.25em .5em;text-align:left;vertical-align:to
     window.bystanderAllDrawnMs = performance.now();
   }
   window.bystanderDrawAll = drawAll;
-  if (window.bystanderEcharts) {
-    unpack(window.bystanderEcharts).then(drawAll, function (e) {
-      var p = document.createElement("p");
-      p.className = "note";
-      p.textContent = "The charts cannot be drawn: " + e.message;
-      document.body.insertBefore(p, document.body.firstChild);
-      console.error(e);
-    });
-  } else {
-    drawAll();
-  }
+  window.bystanderEcharts().then(drawAll, function (e) {
+    var p = document.createElement("p");
+    p.className = "note";
+    p.textContent = "The charts cannot be drawn: " + e.message;
+    document.body.insertBefore(p, document.body.firstChild);
+    console.error(e);
+  });
 })();
 </script>
 <p class="caption">Made by bystander's report from {{.Run.Schema}} results; the measurements are in the run directory beside this file.</p>

@@ -147,7 +147,7 @@ func TestSelfContained(t *testing.T) {
 	if m := external.FindString(page); m != "" || strings.Contains(page, "<script src") {
 		t.Errorf("inlined page loads %q", m)
 	}
-	if !strings.Contains(page, `window.bystanderEcharts = "`+base64.StdEncoding.EncodeToString(stub.packed())+`"`) {
+	if !strings.Contains(page, `("`+base64.StdEncoding.EncodeToString(stub.packed())+`")`) {
 		t.Error("echarts is not inlined")
 	}
 	page = renderString(t, testRun, run, asset{note: "npm is not installed"})

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"encoding/base64"
 	"fmt"
 	"html/template"
 )
@@ -12,15 +11,11 @@ import (
 // keyboard. It carries the same packed echarts as the report, so it works
 // with no network at all.
 type stagePage struct {
-	Packed template.JS
-	CDN    string
+	Echarts template.HTML // asset.script
 }
 
 func writeStagePage(a asset) ([]byte, error) {
-	p := stagePage{CDN: echartsCDN}
-	if a.js != nil {
-		p.Packed = template.JS(`window.bystanderEcharts = "` + base64.StdEncoding.EncodeToString(a.packed()) + `";`)
-	}
+	p := stagePage{Echarts: a.script()}
 	var b bytes.Buffer
 	if err := stageTpl.Execute(&b, p); err != nil {
 		return nil, fmt.Errorf("report: %w", err)
@@ -64,7 +59,7 @@ footer{padding:.6% 3% 1.6% 3%;font-size:22px;color:var(--dim);display:flex;justi
 <section class="screen" id="s5"><div class="chart" id="c5"></div></section>
 <footer><span>Space or &rarr; next &middot; P pause &middot; R repeat &middot; T theme</span><span id="state">waiting</span></footer>
 </div>
-{{if .Packed}}<script>{{.Packed}}</script>{{else}}<script src="{{.CDN}}"></script>{{end}}
+{{.Echarts}}
 <script>
 (function () {
   "use strict";
@@ -286,16 +281,7 @@ footer{padding:.6% 3% 1.6% 3%;font-size:22px;color:var(--dim);display:flex;justi
       render();
     };
   }
-  function unpack(b64) {
-    if (typeof DecompressionStream === "undefined") { return Promise.reject(new Error("this browser has no DecompressionStream: the inlined echarts cannot be unpacked")); }
-    var bin = Uint8Array.from(atob(b64), function (c) { return c.charCodeAt(0); });
-    return new Response(new Blob([bin]).stream().pipeThrough(new DecompressionStream("gzip"))).text().then(function (js) { (0, eval)(js); });
-  }
-  if (window.bystanderEcharts) {
-    unpack(window.bystanderEcharts).then(start, function (e) { document.getElementById("headline").textContent = e.message; console.error(e); });
-  } else {
-    start();
-  }
+  window.bystanderEcharts().then(start, function (e) { document.getElementById("headline").textContent = e.message; console.error(e); });
 })();
 </script>
 </body>
