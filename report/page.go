@@ -100,6 +100,9 @@ func buildPage(f *findings.Findings, a asset) page {
 		{"pinned to CPU sets", fmt.Sprint(rp.Pin)},
 		{"command", "./run.sh " + strings.Join(rp.Args, " ")},
 	}
+	if fp.Stage {
+		p.Params = append(p.Params, kv{"the stage (--stage)", findings.OnStage})
+	}
 	m := run.Manifest
 	p.Env = []kv{
 		{"started", m.StartUTC}, {"ended", m.EndUTC}, {"git commit", m.GitCommit}, {"Go", m.GoVersion},

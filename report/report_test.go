@@ -334,3 +334,20 @@ func TestCompareCommand(t *testing.T) {
 		}
 	}
 }
+
+// TestStageRun: a run given on stage says so among its parameters; the
+// same run without the stage does not.
+func TestStageRun(t *testing.T) {
+	run := readTestRun(t)
+	plain := renderString(t, testRun, run, stub)
+	run.Params.Stage = true
+	staged := renderString(t, testRun, run, stub)
+	for _, want := range []string{"the stage (--stage)", findings.OnStage} {
+		if !strings.Contains(staged, want) {
+			t.Errorf("the stage run's page lacks %q", want)
+		}
+		if strings.Contains(plain, want) {
+			t.Errorf("the page of a run without the stage says %q", want)
+		}
+	}
+}

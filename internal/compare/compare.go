@@ -328,6 +328,7 @@ func differ(a, b *results.Run) []string {
 	d("offload workers", pa.OffloadWorkers, pb.OffloadWorkers)
 	d("probe interval", ns(pa.ProbeEveryNs), ns(pb.ProbeEveryNs))
 	d("repetitions", pa.Repeat, pb.Repeat)
+	d("given on stage (--stage)", pa.Stage, pb.Stage)
 	d("pinned", pa.Pin, pb.Pin)
 	d("targets", targets(pa.Targets), targets(pb.Targets))
 	d("cores", a.Manifest.Cores, b.Manifest.Cores)

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/bystander-kit/bystander/internal/findings"
+	"github.com/bystander-kit/bystander/internal/results"
 )
 
 // Real runs kept by the report's tests.
@@ -142,5 +143,17 @@ func TestRefused(t *testing.T) {
 	}
 	if _, err := Runs(defaultRun, t.TempDir()); err == nil || !strings.Contains(err.Error(), "B (") {
 		t.Fatalf("not a run: %v", err)
+	}
+}
+
+// A run given on stage against one without: said among the differences,
+// since a browser on the machine may have shared the CPU.
+func TestStageDiffers(t *testing.T) {
+	on, off := &results.Run{Params: results.RunParams{Stage: true}}, &results.Run{}
+	if d := strings.Join(differ(on, off), "\n"); !strings.Contains(d, "given on stage (--stage): true vs false") {
+		t.Errorf("differences: %q", d)
+	}
+	if d := differ(off, off); len(d) != 0 {
+		t.Errorf("two runs without the stage differ: %q", d)
 	}
 }

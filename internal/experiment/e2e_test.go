@@ -95,6 +95,9 @@ func TestQuickRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	noOrphans(t, run)
+	if run.Params.Stage {
+		t.Error("a run without --stage says it was given on stage")
+	}
 	if run.Partial || run.Manifest.EndUnixNs <= run.Manifest.StartUnixNs || run.Manifest.GoVersion == "" || run.Manifest.Cores < 1 {
 		t.Fatalf("manifest %+v partial %v", run.Manifest, run.Partial)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/chromedp/chromedp/kb"
 
 	"github.com/bystander-kit/bystander/internal/browsertest"
+	"github.com/bystander-kit/bystander/internal/findings"
 	"github.com/bystander-kit/bystander/internal/results"
 	"github.com/bystander-kit/bystander/internal/wiretest"
 )
@@ -129,6 +130,12 @@ func TestStage(t *testing.T) {
 	run, err := results.ReadRun(dir)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if !run.Params.Stage {
+		t.Error("run.json does not say the run was given on stage")
+	}
+	if summary, err := os.ReadFile(filepath.Join(dir, "summary.txt")); err != nil || !strings.Contains(string(summary), findings.OnStage) {
+		t.Errorf("the tables do not say the run was given on stage (%v)", err)
 	}
 	for _, m := range run.Measurements {
 		if m.Status != "ok" {

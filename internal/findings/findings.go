@@ -45,11 +45,16 @@ type Params struct {
 	Duration, Warmup                 time.Duration
 	BlockMode                        string
 	SweepEndpoint                    string // /slow, or /offload
+	Stage                            bool   // measured on stage (run.sh --stage)
 	Loops, Slots, OffloadWorkers     int
 	StallConns, TraceCallers, Repeat int
 	TraceConns                       int
 	Conc                             []int
 }
+
+// OnStage is what a run given on stage says of its figures, once, in the
+// tables and on the page.
+const OnStage = "Given on stage (--stage): a browser drew the live page meanwhile; on this machine it shares the CPU, which can lower figures not held at a ceiling (measured: within their run-to-run noise; docs/measurements.md)"
 
 // CeilingPerS is workers / block in requests per second.
 func CeilingPerS(workers int, block time.Duration) float64 {
@@ -187,7 +192,7 @@ func paramsOf(p results.RunParams) Params {
 		Block: time.Duration(p.BlockNs), StallBlock: time.Duration(p.StallBlockNs), Delay: time.Duration(p.AsyncDelayNs),
 		ProbeInterval: time.Duration(p.ProbeEveryNs), StallInterval: time.Duration(p.StallIntervalNs),
 		Duration: time.Duration(p.DurationNs), Warmup: time.Duration(p.WarmupNs), BlockMode: p.BlockMode, SweepEndpoint: cmp.Or(p.SweepEndpoint, "/slow"),
-		Loops: p.Loops, Slots: p.PoolSlots, OffloadWorkers: p.OffloadWorkers, StallConns: p.StallConns,
+		Stage: p.Stage, Loops: p.Loops, Slots: p.PoolSlots, OffloadWorkers: p.OffloadWorkers, StallConns: p.StallConns,
 		TraceCallers: p.TraceCallers, TraceConns: p.TraceConns, Repeat: p.Repeat, Conc: slices.Clone(p.Conc),
 	}
 }

@@ -38,6 +38,9 @@ func (f *Findings) WriteTables(w io.Writer) {
 	if run.Partial {
 		fmt.Fprintf(w, "\nPARTIAL RUN: %s\n", run.PartialReason)
 	}
+	if p.Stage {
+		fmt.Fprintf(w, "\n%s.\n", OnStage)
+	}
 	if len(f.Sweep) > 0 {
 		fmt.Fprintf(w, "\n%s throughput against the ceiling (block %s, %s mode; ceiling = workers / block)\n", p.SweepEndpoint, p.Block, p.BlockMode)
 		tw := table(w, "callers", "server", "req/s", "ceiling", "% of ceiling", "bound", "% of bound", "Little's law")

@@ -57,3 +57,22 @@ func TestTablesOfRepeats(t *testing.T) {
 		t.Fatal("Median")
 	}
 }
+
+// TestTablesOnStage: a run given on stage says so once, above its tables;
+// a run without the stage does not.
+func TestTablesOnStage(t *testing.T) {
+	run, err := results.ReadRun(realRun)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var plain, staged strings.Builder
+	Compute(realRun, run).WriteTables(&plain)
+	run.Params.Stage = true
+	Compute(realRun, run).WriteTables(&staged)
+	if strings.Contains(plain.String(), OnStage) {
+		t.Error("a run without the stage says it was given on stage")
+	}
+	if n := strings.Count(staged.String(), OnStage); n != 1 {
+		t.Errorf("a run given on stage says so %d times, want once:\n%s", n, staged.String())
+	}
+}
