@@ -150,4 +150,11 @@ func TestRunRoundTrip(t *testing.T) {
 	if r, err := DecodeRun([]byte(`{"schema":"bystander.run/v3","measurements":[{"id":"x","server":{"name":"pool","kind":"pool"}}]}`)); err != nil || r.Measurements[0].Server.External {
 		t.Errorf("a v3 run: %v", err)
 	}
+	// v5 only added the optional stage: a v4 run reads as it is, not on stage.
+	if r, err := DecodeRun([]byte(`{"schema":"bystander.run/v4","params":{"sweep_endpoint":"/slow"}}`)); err != nil || r.Params.Stage {
+		t.Errorf("a v4 run: %v", err)
+	}
+	if r, err := DecodeRun([]byte(`{"schema":"` + RunSchema + `","params":{"stage":true}}`)); err != nil || !r.Params.Stage {
+		t.Errorf("a stage run: %v", err)
+	}
 }

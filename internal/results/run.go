@@ -23,10 +23,12 @@ import (
 // whether it is external, where it is and its PID when known, a cost says
 // when the server's own share was not measured, and the params list the
 // targets; every field added is optional, so a v3 run reads as v4 as it is.
-const RunSchema = "bystander.run/v4"
+// v5 (from v4): the params say whether the run was given on stage (Stage,
+// optional), so a v3 or v4 run reads as it is, as a run without the stage.
+const RunSchema = "bystander.run/v5"
 
 // readableRunSchemas are the older run indexes DecodeRun reads as they are.
-var readableRunSchemas = []string{"bystander.run/v3"}
+var readableRunSchemas = []string{"bystander.run/v3", "bystander.run/v4"}
 
 // Run is run.json: the index of a run directory, written first and updated
 // after every measurement, so an interrupted run still says what it did.
