@@ -73,7 +73,7 @@ footer{padding:.6% 3% 1.6% 3%;font-size:22px;color:var(--dim);display:flex;justi
   // A screen is drawn again only when something it shows changed (or its
   // time window slides), so the page costs the measuring machine little.
   // Charts redraw at most every 2 s: a browser on the machine that
-  // measures takes CPU from whatever is CPU-bound there, and the charts'
+  // measures takes CPU from the measurement, and the charts'
   // redraws were a third of what the page cost (docs/measurements.md). The
   // headline's number and the grid of screen 4 follow every frame.
   var dirty = {1: true, 2: true, 3: true, 4: true, 5: true}, lastShown = -1, lastProbeT = -1e9, lastLagT = -1e9, shown = {}, drawnAt = -1e9;
