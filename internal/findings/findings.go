@@ -54,7 +54,7 @@ type Params struct {
 
 // OnStage is what a run given on stage says of its figures, once, in the
 // tables and on the page.
-const OnStage = "Given on stage (--stage): a browser drew the live page meanwhile; on this machine it shares the CPU, which can lower figures not held at a ceiling (measured: within their run-to-run noise; docs/measurements.md)"
+const OnStage = "Given on stage (--stage): the live page was served meanwhile; a browser showing it on this machine shares the CPU, which can lower figures not held at a ceiling (measured: within their run-to-run noise; docs/measurements.md)"
 
 // CeilingPerS is workers / block in requests per second.
 func CeilingPerS(workers int, block time.Duration) float64 {

@@ -79,8 +79,8 @@ type RunParams struct {
 	// SweepEndpoint is what the sweep loaded: /slow, or /offload (the fix);
 	// empty in runs before v4, which loaded /slow.
 	SweepEndpoint string `json:"sweep_endpoint,omitempty"`
-	// Stage is true when the run was given as a talk (run.sh --stage): a
-	// browser drew its live page meanwhile, perhaps on this machine.
+	// Stage is true when the run was given as a talk (run.sh --stage): its
+	// live page was served meanwhile, to a browser perhaps on this machine.
 	Stage bool `json:"stage,omitempty"`
 }
 
