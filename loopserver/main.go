@@ -58,8 +58,8 @@ func mainExit(args []string, stdout, stderr io.Writer) int {
 			if o.Admin != "" {
 				side = fmt.Sprintf("admin http://%s/stats", adminAddr)
 			}
-			fmt.Fprintf(stdout, "loopserver: listening on http://%s (engine %s, %d loops, block %s %s, delay %s); %s\n",
-				addr, o.engine, o.loops, o.Block, o.BlockMode, o.Delay, side)
+			o.Announce(stdout, stderr, fmt.Sprintf("loopserver: listening on http://%s (engine %s, %d loops, block %s %s, delay %s); %s",
+				addr, o.engine, o.loops, o.Block, o.BlockMode, o.Delay, side), addr, adminAddr, "loop", o.loops)
 		})
 		if err != nil {
 			fmt.Fprintln(stderr, err)

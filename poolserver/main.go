@@ -37,8 +37,8 @@ func mainExit(args []string, stdout, stderr io.Writer) int {
 			if o.slots == 0 {
 				pool = "no pool (unbounded)"
 			}
-			fmt.Fprintf(stdout, "poolserver: listening on http://%s (%s, block %s %s, delay %s); %s\n",
-				addr, pool, o.Block, o.BlockMode, o.Delay, side)
+			o.Announce(stdout, stderr, fmt.Sprintf("poolserver: listening on http://%s (%s, block %s %s, delay %s); %s",
+				addr, pool, o.Block, o.BlockMode, o.Delay, side), addr, adminAddr, "pool", o.slots)
 		})
 		if err != nil {
 			fmt.Fprintln(stderr, err)

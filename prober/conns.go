@@ -3,9 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
-	"github.com/bystander-kit/bystander/internal/live"
 	"sync"
 	"time"
+
+	"github.com/bystander-kit/bystander/internal/live"
 
 	"github.com/bystander-kit/bystander/internal/client"
 	"github.com/bystander-kit/bystander/internal/results"

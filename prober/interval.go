@@ -9,6 +9,7 @@ import (
 
 	"github.com/bystander-kit/bystander/internal/hist"
 	"github.com/bystander-kit/bystander/internal/proc"
+	"github.com/bystander-kit/bystander/internal/ready"
 	"github.com/bystander-kit/bystander/internal/results"
 )
 
@@ -24,8 +25,8 @@ func runInterval(ctx context.Context, o options) (*results.Result, error) {
 	}
 	defer done()
 	if o.readyFile != "" {
-		if err := writeReady(o.readyFile, fmt.Sprintf("prober: ready: %d connection(s) open", len(pcs))); err != nil {
-			return nil, err
+		if err := ready.Write(o.readyFile, ready.File{Conns: len(pcs), Line: fmt.Sprintf("prober: ready: %d connection(s) open", len(pcs))}); err != nil {
+			return nil, fmt.Errorf("prober: --ready-file: %w", err)
 		}
 	}
 	start, _ := o.startAt.Begin(ctx)

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -14,6 +12,7 @@ import (
 	"github.com/bystander-kit/bystander/internal/findings"
 	"github.com/bystander-kit/bystander/internal/hist"
 	"github.com/bystander-kit/bystander/internal/proc"
+	"github.com/bystander-kit/bystander/internal/ready"
 	"github.com/bystander-kit/bystander/internal/results"
 )
 
@@ -65,8 +64,9 @@ func runPerConn(ctx context.Context, o options, stdout io.Writer) (*results.Resu
 		baseline.Round(time.Microsecond), threshold.Round(time.Microsecond))
 	fmt.Fprintln(stdout, line)
 	if o.readyFile != "" {
-		if err := writeReady(o.readyFile, line); err != nil {
-			return nil, err
+		f := ready.File{Conns: len(pcs), Spread: strings.Join(parts, ", "), BaselineUs: float64(baseline) / 1e3, Line: line}
+		if err := ready.Write(o.readyFile, f); err != nil {
+			return nil, fmt.Errorf("prober: --ready-file: %w", err)
 		}
 	}
 
@@ -108,24 +108,3 @@ func runPerConn(ctx context.Context, o options, stdout io.Writer) (*results.Resu
 // baselineRequests is how many requests each connection makes while it
 // is placed: the first learns its loop, the rest the unblocked baseline.
 const baselineRequests = 6
-
-// writeReady writes the ready line through a rename, so a watcher never
-// reads half of it.
-func writeReady(path, line string) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".ready-*")
-	if err != nil {
-		return fmt.Errorf("prober: --ready-file: %w", err)
-	}
-	_, werr := tmp.WriteString(line + "\n")
-	if cerr := tmp.Close(); werr == nil {
-		werr = cerr
-	}
-	if werr == nil {
-		werr = os.Rename(tmp.Name(), path)
-	}
-	if werr != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("prober: --ready-file: %w", werr)
-	}
-	return nil
-}

@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/bystander-kit/bystander/internal/files"
 	"github.com/evanw/esbuild/pkg/api"
 )
 
@@ -194,8 +195,7 @@ func fetch(path string, log io.Writer) ([]byte, error) {
 		return nil, err
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err == nil {
-		_ = os.WriteFile(path+".tmp", js, 0o644)
-		_ = os.Rename(path+".tmp", path)
+		_ = files.WriteAtomic(path, js, 0o644) // a cache: the next run fetches again without it
 	}
 	return js, nil
 }

@@ -10,6 +10,7 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"flag"
 	"fmt"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/bystander-kit/bystander/internal/cli"
 	"github.com/bystander-kit/bystander/internal/compare"
+	"github.com/bystander-kit/bystander/internal/files"
 	"github.com/bystander-kit/bystander/internal/findings"
 )
 
@@ -106,26 +108,16 @@ func mainExit(args []string, stdout, stderr io.Writer) int {
 // writeOut writes a page to out through a rename, so a reader never sees
 // half a page.
 func writeOut(out string, p page, stdout, stderr io.Writer) int {
-	tmp, err := os.CreateTemp(filepath.Dir(out), ".report-*.html")
-	if err != nil {
+	var buf bytes.Buffer
+	if err := writePage(&buf, p); err != nil {
 		fmt.Fprintf(stderr, "report: %v\n", err)
 		return 1
 	}
-	_ = tmp.Chmod(0o644)
-	werr := writePage(tmp, p)
-	if cerr := tmp.Close(); werr == nil {
-		werr = cerr
-	}
-	if werr == nil {
-		werr = os.Rename(tmp.Name(), out)
-	}
-	if werr != nil {
-		os.Remove(tmp.Name())
-		fmt.Fprintf(stderr, "report: %v\n", werr)
+	if err := files.WriteAtomic(out, buf.Bytes(), 0o644); err != nil {
+		fmt.Fprintf(stderr, "report: %v\n", err)
 		return 1
 	}
-	st, _ := os.Stat(out)
-	fmt.Fprintf(stdout, "report: wrote %s (%d KB)\n", out, st.Size()/1024)
+	fmt.Fprintf(stdout, "report: wrote %s (%d KB)\n", out, buf.Len()/1024)
 	return 0
 }
 

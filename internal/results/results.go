@@ -8,7 +8,6 @@ package results
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -17,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bystander-kit/bystander/internal/files"
 	"github.com/bystander-kit/bystander/internal/hist"
 )
 
@@ -291,20 +291,8 @@ func Write(path string, r *Result) error {
 	if err != nil {
 		return fmt.Errorf("results: %w", err)
 	}
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, ".result-*.json")
-	if err != nil {
-		return fmt.Errorf("results: %w", err)
-	}
-	_, werr := f.Write(append(b, '\n'))
-	cerr := f.Close()
-	if err := errors.Join(werr, cerr); err != nil {
-		os.Remove(f.Name())
+	if err := files.WriteAtomic(path, append(b, '\n'), 0o644); err != nil {
 		return fmt.Errorf("results: writing %s: %w", path, err)
-	}
-	if err := os.Rename(f.Name(), path); err != nil {
-		os.Remove(f.Name())
-		return fmt.Errorf("results: %w", err)
 	}
 	return nil
 }

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/bystander-kit/bystander/internal/files"
 )
 
 // RunSchema names the run index format. v2 (from v1): the block mode, the
@@ -188,11 +190,7 @@ func writeJSON(path string, v any) error {
 	if err != nil {
 		return err
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
+	return files.WriteAtomic(path, append(b, '\n'), 0o644)
 }
 
 // ReadRun reads a run directory's index.

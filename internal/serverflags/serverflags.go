@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"strconv"
 	"strings"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/bystander-kit/bystander/internal/block"
 	"github.com/bystander-kit/bystander/internal/protocol"
+	"github.com/bystander-kit/bystander/internal/ready"
 )
 
 // Common are the flags both servers share.
@@ -35,6 +37,9 @@ type Common struct {
 	IdleTimeout   time.Duration
 	HeaderTimeout time.Duration
 	BodyTimeout   time.Duration
+	// ReadyFile, when set, gets the server's ready file (internal/ready)
+	// once it accepts connections: where it listens and its PID.
+	ReadyFile string
 }
 
 // Defaults returns the shared defaults with the given addresses.
@@ -60,6 +65,23 @@ func (c *Common) Register(fs *flag.FlagSet) {
 	fs.DurationVar(&c.IdleTimeout, "idle-timeout", c.IdleTimeout, "close a keep-alive connection idle this long between requests (0: never)")
 	fs.DurationVar(&c.HeaderTimeout, "header-timeout", c.HeaderTimeout, "close a connection whose request line and headers take longer than this to arrive (0: never)")
 	fs.DurationVar(&c.BodyTimeout, "body-timeout", c.BodyTimeout, "close a connection whose promised request body takes longer than this to arrive (0: never)")
+	fs.StringVar(&c.ReadyFile, "ready-file", c.ReadyFile, "once it accepts connections, write where it listens, its admin listener and PID to this file as JSON ("+ready.Schema+"; the kit waits for it)")
+}
+
+// Announce says the server is ready: line on stdout, and the ready file
+// when --ready-file is set. kind is loop or pool, workers its loops or slots.
+func (c *Common) Announce(stdout, stderr io.Writer, line string, addr, admin net.Addr, kind string, workers int) {
+	fmt.Fprintln(stdout, line)
+	if c.ReadyFile == "" {
+		return
+	}
+	f := ready.File{Addr: addr.String(), Kind: kind, Workers: workers, Line: line}
+	if c.Admin != "" {
+		f.Admin = admin.String()
+	}
+	if err := ready.Write(c.ReadyFile, f); err != nil {
+		fmt.Fprintf(stderr, "--ready-file: %v\n", err)
+	}
 }
 
 // Bounds on what an operator may ask for: a server that takes seconds and
