@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bystander-kit/bystander/examples/java"
 	"github.com/bystander-kit/bystander/internal/block"
 	"github.com/bystander-kit/bystander/internal/cli"
 	"github.com/bystander-kit/bystander/internal/findings"
@@ -143,7 +144,8 @@ func ParseFlags(args []string, stderr io.Writer, now time.Time) (Options, error)
 	fs.DurationVar(&o.Duration, "duration", o.Duration, "measured time of each measurement")
 	fs.DurationVar(&o.Warmup, "warmup", o.Warmup, "warm-up before each measurement")
 	fs.Var(listFlag{dst: &o.Engines}, "engines", "loop server engines: gnet, evio or gnet,evio")
-	fs.Var(listFlag{dst: &o.Servers, allowEmpty: true}, "servers", "the kit's servers: loop, pool, loop,pool, or none (--servers=) to measure only --target servers")
+	fs.Var(listFlag{dst: &o.Servers, allowEmpty: true}, "servers", "servers the kit starts, any of "+strings.Join(kitServerNames(), ",")+
+		" (netty and tomcat, the published experiment's own, need Java: "+java.Install+"),\nor none (--servers=) to measure only --target servers")
 	fs.Var(targetsFlag{&o.Targets}, "target", "measure a server you started, `NAME=URL[,loops=N|,workers=N][,offload=N][,pid=N]` (repeatable): URL is its base\n"+
 		"(http://127.0.0.1:8090); loops or workers are learned from X-Loop when not given; offload= is its /offload pool's\n"+
 		"workers; pid= gives its CPU and context switches from /proc. Checked first (prober --mode check)")
@@ -264,8 +266,8 @@ func (o *Options) validate() error {
 		}
 	}
 	for _, s := range o.Servers {
-		if s != "loop" && s != "pool" {
-			return bad("--servers: %q is not a server (want loop, pool)", s)
+		if !slices.Contains(kitServerNames(), s) {
+			return bad("--servers: %q is not a server (want any of %s)", s, strings.Join(kitServerNames(), ", "))
 		}
 	}
 	if len(o.Servers) == 0 && len(o.Targets) == 0 {
@@ -339,13 +341,21 @@ const traceConnsPerLoop = 3
 
 func (o Options) servers(block time.Duration) []Server {
 	var out []Server
-	for _, s := range o.Servers {
-		if s == "loop" {
+	for _, k := range kitServers { // in the catalogue's order, whatever --servers' order
+		if !slices.Contains(o.Servers, k.name) {
+			continue
+		}
+		switch k.name {
+		case "loop":
 			for _, e := range o.Engines {
 				out = append(out, Server{Name: "loop-" + e, Kind: "loop", Engine: e, Workers: o.Loops, BlockNs: int64(block)})
 			}
-		} else {
+		case "pool":
 			out = append(out, Server{Name: "pool", Kind: "pool", Workers: o.Slots, BlockNs: int64(block)})
+		case "netty":
+			out = append(out, Server{Name: "netty", Kind: "loop", Engine: "netty", Workers: o.Loops, BlockNs: int64(block)})
+		case "tomcat":
+			out = append(out, Server{Name: "tomcat", Kind: "pool", Engine: "tomcat", Workers: o.Slots, BlockNs: int64(block)})
 		}
 	}
 	for _, t := range o.Targets {
@@ -404,13 +414,14 @@ func BuildPlan(o Options) Plan {
 			}
 		case "offload":
 			for _, s := range o.servers(o.Block) {
+				// Every step id names its server, so two servers of one kind
+				// keep their files and rows apart.
+				variants := []struct{ name, endpoint string }{{"pool", "/slow"}}
 				if s.Kind == "loop" {
-					add(Step{ID: "offload-" + s.Name + "-blocking", Phase: phase, Server: s, Endpoint: "/slow", Conc: maxConc, Variant: "blocking",
-						Duration: o.Duration, Warmup: o.Warmup})
-					add(Step{ID: "offload-" + s.Name + "-offloaded", Phase: phase, Server: s, Endpoint: "/offload", Conc: maxConc, Variant: "offloaded",
-						Duration: o.Duration, Warmup: o.Warmup})
-				} else {
-					add(Step{ID: "offload-pool", Phase: phase, Server: s, Endpoint: "/slow", Conc: maxConc, Variant: "pool",
+					variants = []struct{ name, endpoint string }{{"blocking", "/slow"}, {"offloaded", "/offload"}}
+				}
+				for _, v := range variants {
+					add(Step{ID: "offload-" + s.Name + "-" + v.name, Phase: phase, Server: s, Endpoint: v.endpoint, Conc: maxConc, Variant: v.name,
 						Duration: o.Duration, Warmup: o.Warmup})
 				}
 			}

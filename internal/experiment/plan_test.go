@@ -33,7 +33,9 @@ func TestPlan(t *testing.T) {
 		{"stall", []string{"--phases", "stall"},
 			[]string{"stall-loop-gnet-k0", "stall-loop-gnet-k1", "stall-loop-gnet-k2", "stall-loop-gnet-k3", "stall-loop-gnet-k4", "stall-pool-k0", "stall-pool-k4"}},
 		{"offload at the highest concurrency", []string{"--phases", "offload", "--conc", "16,64,4"},
-			[]string{"offload-loop-gnet-blocking", "offload-loop-gnet-offloaded", "offload-pool"}},
+			[]string{"offload-loop-gnet-blocking", "offload-loop-gnet-offloaded", "offload-pool-pool"}},
+		{"the published experiment's servers, in the catalogue's order", []string{"--phases", "sweep,offload", "--conc", "8", "--servers", "tomcat,netty,pool"},
+			[]string{"sweep-pool-c8", "sweep-netty-c8", "sweep-tomcat-c8", "offload-pool-pool", "offload-netty-blocking", "offload-netty-offloaded", "offload-tomcat-pool"}},
 		{"trace and cliff", []string{"--phases", "trace,cliff"},
 			[]string{"trace-loop-gnet", "trace-pool", "cliff-pool-64pct", "cliff-pool-100pct", "cliff-pool-150pct"}},
 		{"no pool, no cliff", []string{"--phases", "cliff,sweep", "--servers", "loop", "--conc", "4"},
@@ -120,11 +122,51 @@ func TestPlanDetails(t *testing.T) {
 	}
 }
 
+// TestStepIDsUnique: every step of every server, the kit's and targets of
+// each kind beside them, has its own id, so no two measurements share a
+// file or a row (a pool-kind target beside the pool once shared
+// "offload-pool").
+func TestStepIDsUnique(t *testing.T) {
+	o, err := ParseFlags([]string{"--servers", "loop,pool,netty,tomcat", "--engines", "gnet,evio",
+		"--target", "mypool=http://127.0.0.1:1,workers=50", "--target", "myloop=http://127.0.0.1:2,loops=2", "--target", "other=http://127.0.0.1:3"}, io.Discard, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range o.Targets { // as resolve would
+		tg := &o.Targets[i]
+		tg.Server = Server{Name: tg.Name, External: true, Kind: "other"}
+		switch {
+		case tg.Workers > 0:
+			tg.Server.Kind, tg.Server.Workers = "pool", tg.Workers
+		case tg.Loops > 0:
+			tg.Server.Kind, tg.Server.Workers = "loop", tg.Loops
+		}
+	}
+	seen := map[string]bool{}
+	servers := map[string]map[string]bool{}
+	for _, s := range BuildPlan(o).Steps {
+		if seen[s.ID] {
+			t.Errorf("step id %s twice", s.ID)
+		}
+		seen[s.ID] = true
+		if !strings.Contains(s.ID, "-"+s.Server.Name+"-") && !strings.HasSuffix(s.ID, "-"+s.Server.Name) {
+			t.Errorf("step id %s does not name its server %s", s.ID, s.Server.Name)
+		}
+		if servers[s.Phase] == nil {
+			servers[s.Phase] = map[string]bool{}
+		}
+		servers[s.Phase][s.Server.Name] = true
+	}
+	if len(servers["offload"]) != 8 || len(servers["cliff"]) != 3 {
+		t.Errorf("offload measures %v, cliff %v", servers["offload"], servers["cliff"])
+	}
+}
+
 func TestBadFlags(t *testing.T) {
 	for _, args := range [][]string{
 		{"--block=0"}, {"--block=-5ms"}, {"--block=fast"}, {"--block=11s"},
 		{"--conc=4,x"}, {"--conc=0"}, {"--conc="}, {"--conc=4,4"},
-		{"--engines=netty"}, {"--servers=loop,tomcat"}, {"--phases=sweep,nap"}, {"--phases="},
+		{"--engines=netty"}, {"--servers=loop,jetty"}, {"--phases=sweep,nap"}, {"--phases="},
 		{"--duration=100ms"}, {"--warmup=-1s"}, {"--repeat=0"}, {"--repeat=21"},
 		{"--stall-block=0s"}, {"extra"}, {"--nope"},
 		{"--block-mode=nap"}, {"--loops=0"}, {"--loops=65"}, {"--slots=0"}, {"--delay=-1ms"}, {"--probe-interval=0s"},

@@ -1,7 +1,6 @@
 package experiment
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -11,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,6 +17,7 @@ import (
 	"time"
 
 	"github.com/bystander-kit/bystander/internal/client"
+	"github.com/bystander-kit/bystander/internal/ready"
 )
 
 // tail keeps the last bytes written to it: a child's stderr, to show when
@@ -109,6 +108,8 @@ func (c *child) exitErr() error {
 // procs starts and tracks every child of the run.
 type procs struct {
 	bin        string
+	readyDir   string // where the servers' ready files go
+	serial     int    // numbers the ready files
 	pin        bool
 	serverCPUs string
 	genCPUs    string
@@ -231,10 +232,9 @@ func (s *server) stop(sig os.Signal, grace time.Duration) {
 	}
 }
 
-var listening = regexp.MustCompile(`listening on http://(\S+) .*admin http://(\S+)/stats`)
-
-// startServer starts a server on free loopback ports and waits until it
-// answers /fast; a --target is already running and is only looked up.
+// startServer starts a server on free loopback ports, waits for its ready
+// file and until it answers /fast, and warms a Java server up; a --target
+// is already running and is only looked up.
 func (p *procs) startServer(ctx context.Context, s Server, o Options) (*server, error) {
 	if s.External {
 		for _, t := range o.Targets {
@@ -248,47 +248,31 @@ func (p *procs) startServer(ctx context.Context, s Server, o Options) (*server, 
 		}
 		return nil, fmt.Errorf("no --target named %s", s.Name)
 	}
-	name, args := "loopserver", []string{"--engine", s.Engine, "--loops", strconv.Itoa(s.Workers)}
-	if s.Kind == "pool" {
-		name, args = "poolserver", []string{"--slots", strconv.Itoa(s.Workers)}
-	}
-	args = append(args, "--addr", "127.0.0.1:0", "--admin", "127.0.0.1:0", "--block", time.Duration(s.BlockNs).String(),
-		"--block-mode", o.BlockMode, "--delay", o.Delay.String(), "--offload-workers", strconv.Itoa(o.Slots))
-	pr, pw := io.Pipe()
-	c, err := p.start("server", name, pw, args...)
+	p.mu.Lock()
+	p.serial++
+	readyFile := filepath.Join(p.readyDir, fmt.Sprintf("%s.%d.ready", s.Name, p.serial))
+	p.mu.Unlock()
+	defer os.Remove(readyFile)
+	name, args := serverCommand(s, o, readyFile)
+	c, err := p.start("server", name, nil, args...)
 	if err != nil {
 		return nil, err
 	}
-	lines := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(pr)
-		first := true
-		for sc.Scan() {
-			if first {
-				lines <- sc.Text()
-				first = false
-			}
-		}
-	}()
-	go func() { <-c.done; pw.Close() }()
-	var line string
-	select {
-	case line = <-lines:
-	case <-c.done:
+	fail := func(format string, a ...any) (*server, error) {
+		c.stop(syscall.SIGTERM, time.Second)
+		return nil, fmt.Errorf(format, a...)
+	}
+	// A JVM takes a second or two to start: the limit is generous.
+	rf, err := ready.Wait(ctx, readyFile, c.done, 30*time.Second)
+	switch {
+	case errors.Is(err, ready.ErrEnded):
 		return nil, fmt.Errorf("%s %s exited at start: %w", name, strings.Join(args, " "), c.exitErr())
-	case <-time.After(10 * time.Second):
-		c.stop(syscall.SIGTERM, time.Second)
-		return nil, fmt.Errorf("%s did not say it listens within 10 s", name)
-	case <-ctx.Done():
-		c.stop(syscall.SIGTERM, time.Second)
-		return nil, ctx.Err()
+	case ctx.Err() != nil:
+		return fail("%w", ctx.Err())
+	case err != nil:
+		return fail("%s did not say it listens: %v", name, err)
 	}
-	m := listening.FindStringSubmatch(line)
-	if m == nil {
-		c.stop(syscall.SIGTERM, time.Second)
-		return nil, fmt.Errorf("%s said %q, not where it listens", name, line)
-	}
-	srv := &server{child: c, addr: m[1], admin: m[2], kind: s.Kind}
+	srv := &server{child: c, addr: rf.Addr, admin: rf.Admin, kind: s.Kind}
 	// It listens; wait until it answers.
 	probe := client.New(srv.addr, "/fast", time.Second)
 	defer probe.Close()
@@ -297,10 +281,14 @@ func (p *procs) startServer(ctx context.Context, s Server, o Options) (*server, 
 		if err := probe.Do(&r); err == nil {
 			break
 		} else if i > 50 || !c.alive() {
-			c.stop(syscall.SIGTERM, time.Second)
-			return nil, fmt.Errorf("%s on %s does not answer /fast: %v", name, srv.addr, err)
+			return fail("%s on %s does not answer /fast: %v", name, srv.addr, err)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+	if jvmServer(s) {
+		if err := warm(ctx, srv.addr, o.jvmWarmup()); err != nil && ctx.Err() == nil {
+			return fail("%s: %v", name, err)
+		}
 	}
 	return srv, nil
 }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/bystander-kit/bystander/internal/findings"
+	"github.com/bystander-kit/bystander/internal/ready"
 	"github.com/bystander-kit/bystander/internal/results"
 )
 
@@ -61,6 +62,17 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) int {
 			return 2
 		}
 	}
+	if err := buildJava(ctx, o, func(s string) { fmt.Fprintln(stdout, s) }); err != nil {
+		fmt.Fprintln(stderr, err)
+		return 2
+	}
+	rdir, cleanReady, err := readyDir()
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 2
+	}
+	defer cleanReady()
+	procs.readyDir = rdir
 	if err := prepareOut(o.Out, o.Overwrite); err != nil {
 		fmt.Fprintln(stderr, err)
 		return 2
@@ -336,7 +348,7 @@ func (r *runner) load(ctx context.Context, srv *server, s Step, rel func(string)
 	// are, so the dealing is the same in every run: round-robin puts it
 	// beside one caller's, as the published experiment's bystander was.
 	waitReady(ctx, pr, ready, at)
-	lgArgs, stopLoad := r.liveArgs(s, "load", []string{"--target", "http://" + srv.addr + s.Endpoint, "--conc", strconv.Itoa(s.Conc),
+	lgArgs, stopLoad := r.liveArgs(s, "load", []string{"--target", "http://" + srv.addr + asked(s.Endpoint, time.Duration(s.Server.BlockNs)), "--conc", strconv.Itoa(s.Conc),
 		"--duration", s.Duration.String(), "--warmup", s.Warmup.String(), "--start-at", startAt, "--quiet", "--out", filepath.Join(r.dir, rel("load"))})
 	defer stopLoad()
 	lg, err := r.procs.start("gen", "loadgen", nil, lgArgs...)
@@ -407,7 +419,7 @@ func (r *runner) stall(ctx context.Context, srv *server, s Step, rel func(string
 	defer os.Remove(ready)
 	tap := tapLag(ctx, srv, s.Warmup+s.Duration+time.Minute, r.lagEvent(s.Server.Name))
 	defer tap.stop()
-	pcArgs, stopConns := r.liveArgs(s, "conns", []string{"--mode", "perconn", "--target", "http://" + srv.addr + "/async",
+	pcArgs, stopConns := r.liveArgs(s, "conns", []string{"--mode", "perconn", "--target", "http://" + srv.addr + asked("/async", r.o.Delay),
 		"--conns", strconv.Itoa(stallConnsPerLoop * r.o.loopsOf(s.Server)), "--interval", stallInterval.String(), "--block", time.Duration(s.Server.BlockNs).String(),
 		"--duration", s.Duration.String(), "--warmup", s.Warmup.String(), "--ready-file", ready,
 		"--out", filepath.Join(r.dir, rel("perconn"))})
@@ -426,7 +438,7 @@ func (r *runner) stall(ctx context.Context, srv *server, s Step, rel func(string
 	var blockers *child
 	began := time.Now()
 	if s.K > 0 {
-		blockers, err = r.procs.start("gen", "loadgen", nil, "--target", "http://"+srv.addr+"/slow", "--conc", strconv.Itoa(s.K),
+		blockers, err = r.procs.start("gen", "loadgen", nil, "--target", "http://"+srv.addr+asked("/slow", time.Duration(s.Server.BlockNs)), "--conc", strconv.Itoa(s.K),
 			"--duration", (s.Warmup + s.Duration + 300*time.Millisecond).String(), "--warmup", "0s", "--quiet",
 			"--out", filepath.Join(r.dir, rel("load")))
 		if err != nil {
@@ -456,13 +468,13 @@ func (r *runner) stall(ctx context.Context, srv *server, s Step, rel func(string
 
 // trace takes /async apart while 8 callers block on /slow.
 func (r *runner) trace(ctx context.Context, srv *server, s Step, rel func(string) string, m *results.Measurement) error {
-	lg, err := r.procs.start("gen", "loadgen", nil, "--target", "http://"+srv.addr+"/slow", "--conc", strconv.Itoa(s.Conc),
+	lg, err := r.procs.start("gen", "loadgen", nil, "--target", "http://"+srv.addr+asked("/slow", time.Duration(s.Server.BlockNs)), "--conc", strconv.Itoa(s.Conc),
 		"--duration", (s.Warmup + s.Duration + 300*time.Millisecond).String(), "--warmup", "0s", "--quiet",
 		"--out", filepath.Join(r.dir, rel("load")))
 	if err != nil {
 		return err
 	}
-	pr, err := r.procs.start("gen", "prober", nil, "--mode", "trace", "--target", "http://"+srv.addr+"/async",
+	pr, err := r.procs.start("gen", "prober", nil, "--mode", "trace", "--target", "http://"+srv.addr+asked("/async", r.o.Delay),
 		"--conns", strconv.Itoa(traceConnsPerLoop*r.o.loopsOf(s.Server)), "--delay", r.o.Delay.String(), "--duration", s.Duration.String(), "--warmup", s.Warmup.String(), "--out", filepath.Join(r.dir, rel("trace")))
 	if err != nil {
 		lg.stop(os.Interrupt, 3*time.Second)
@@ -478,15 +490,23 @@ func (r *runner) trace(ctx context.Context, srv *server, s Step, rel func(string
 	return errors.Join(errP, errL)
 }
 
-// waitReady waits until c wrote its ready file, has ended, or until by.
-func waitReady(ctx context.Context, c *child, ready string, by time.Time) bool {
-	for time.Now().Before(by) && ctx.Err() == nil && c.alive() {
-		if _, err := os.Stat(ready); err == nil {
-			return true
-		}
-		time.Sleep(2 * time.Millisecond)
+// asked is the request target that asks a server for the step's block
+// (/slow, /offload) or delay (/async): every server, the kit's or a
+// --target, blocks or waits what the run says, whatever its own default.
+func asked(endpoint string, d time.Duration) string {
+	switch endpoint {
+	case "/slow", "/offload":
+		return endpoint + "?block=" + d.String()
+	case "/async":
+		return endpoint + "?delay=" + d.String()
 	}
-	return false
+	return endpoint
+}
+
+// waitReady waits until c wrote its ready file, has ended, or until by.
+func waitReady(ctx context.Context, c *child, path string, by time.Time) bool {
+	_, err := ready.Wait(ctx, path, c.done, time.Until(by))
+	return err == nil
 }
 
 func sleepUntil(ctx context.Context, t time.Time) bool {

@@ -97,9 +97,6 @@ func parseTarget(v string) (Target, error) {
 	return t, nil
 }
 
-// kitNames are the names of the kit's own servers: a target may not take one.
-var kitNames = []string{"loop-gnet", "loop-evio", "pool"}
-
 // validateTargets checks what can be known before anything runs.
 func (o *Options) validateTargets() error {
 	seen := map[string]bool{}

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Builds the published experiment's own servers, Netty and Tomcat, from Debian's packages only:
+#   apt-get install -y openjdk-17-jdk-headless libnetty-java libtomcat10-java
+#   examples/java/build.sh [OUT]        (default OUT: examples/java/build)
+# OUT gets the classes, and two launchers, OUT/nettyserver and OUT/tomcatserver, that exec java with the
+# classpath (so the launcher's PID is the server's). No Maven or Gradle: javac over the jars in /usr/share/java.
+set -euo pipefail
+src=$(cd "$(dirname "$0")" && pwd)
+out=${1:-$src/build}
+jars=${BYSTANDER_JAVA_JARS:-/usr/share/java}
+need() { command -v "$1" >/dev/null 2>&1 || { echo "build.sh: $1 is missing: apt-get install -y openjdk-17-jdk-headless" >&2; exit 3; }; }
+need javac
+need java
+netty=(netty-common netty-buffer netty-resolver netty-transport netty-codec netty-codec-http)
+tomcat=(tomcat10-servlet-api tomcat10-annotations-api tomcat10-el-api tomcat10-jaspic-api tomcat10-api tomcat10-juli
+  tomcat10-util tomcat10-util-scan tomcat10-coyote tomcat10-catalina)
+cp=""
+for j in "${netty[@]}" "${tomcat[@]}"; do
+  if [ ! -f "$jars/$j.jar" ]; then
+    echo "build.sh: $jars/$j.jar is missing: apt-get install -y libnetty-java libtomcat10-java" >&2
+    exit 3
+  fi
+  cp="$cp${cp:+:}$jars/$j.jar"
+done
+mkdir -p "$out/classes"
+javac -Xlint:deprecation -encoding UTF-8 --release 17 -d "$out/classes" -cp "$cp" "$src"/*.java
+for s in NettyServer:nettyserver TomcatServer:tomcatserver; do
+  cls=${s%%:*} name=${s##*:}
+  printf '#!/bin/sh\nexec java -cp "%s:%s" bystander.%s "$@"\n' "$out/classes" "$cp" "$cls" > "$out/$name.tmp"
+  chmod +x "$out/$name.tmp"
+  mv "$out/$name.tmp" "$out/$name"
+done
+echo "build.sh: built $out/nettyserver and $out/tomcatserver"

@@ -1,0 +1,113 @@
+// Package java carries the published Netty-vs-Tomcat experiment's own
+// servers, a Netty 4.1 server (NettyServer.java) and an embedded Tomcat 10.1
+// server (TomcatServer.java), both speaking the endpoint protocol, with the
+// script that builds them from Debian's packages only (build.sh: javac over
+// the jars in /usr/share/java, no Maven or Gradle). The sources are embedded,
+// so the kit builds them wherever it runs, once per change of the sources.
+package java
+
+import (
+	"context"
+	"crypto/sha256"
+	"embed"
+	"encoding/hex"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+)
+
+//go:embed *.java build.sh
+var sources embed.FS
+
+// Install is the one command that installs what the servers need.
+const Install = "apt-get install -y openjdk-17-jdk-headless libnetty-java libtomcat10-java"
+
+// Jars is where Debian's packages put the jars (BYSTANDER_JAVA_JARS moves it).
+func Jars() string {
+	if d := os.Getenv("BYSTANDER_JAVA_JARS"); d != "" {
+		return d
+	}
+	return "/usr/share/java"
+}
+
+// Missing says what is missing to build and run the servers, or "".
+func Missing() string {
+	var miss []string
+	for _, c := range []string{"java", "javac"} {
+		if _, err := exec.LookPath(c); err != nil {
+			miss = append(miss, c)
+		}
+	}
+	for _, j := range []string{"netty-codec-http", "tomcat10-catalina"} {
+		if _, err := os.Stat(filepath.Join(Jars(), j+".jar")); err != nil {
+			miss = append(miss, filepath.Join(Jars(), j+".jar"))
+		}
+	}
+	if len(miss) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%s missing: %s", strings.Join(miss, ", "), Install)
+}
+
+// Launchers are the programs Build makes in its directory, by server.
+var Launchers = map[string]string{"netty": "nettyserver", "tomcat": "tomcatserver"}
+
+// Build builds the servers into dir (dir/nettyserver and dir/tomcatserver,
+// each exec'ing java, so its PID is the server's) unless dir already holds
+// a build of these sources. It returns whether it compiled.
+func Build(ctx context.Context, dir string) (bool, error) {
+	if m := Missing(); m != "" {
+		return false, fmt.Errorf("java: %s", m)
+	}
+	h := sha256.New()
+	err := fs.WalkDir(sources, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := sources.ReadFile(p)
+		fmt.Fprintf(h, "%s %d\n", p, len(b))
+		h.Write(b)
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("java: %w", err)
+	}
+	stamp := hex.EncodeToString(h.Sum(nil)) + " " + Jars() + "\n"
+	if b, err := os.ReadFile(filepath.Join(dir, "stamp")); err == nil && string(b) == stamp && built(dir) {
+		return false, nil
+	}
+	src := filepath.Join(dir, "src")
+	if err := os.RemoveAll(src); err != nil {
+		return false, fmt.Errorf("java: %w", err)
+	}
+	if err := os.MkdirAll(src, 0o755); err != nil {
+		return false, fmt.Errorf("java: %w", err)
+	}
+	if err := os.CopyFS(src, sources); err != nil {
+		return false, fmt.Errorf("java: %w", err)
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return false, fmt.Errorf("java: %w", err)
+	}
+	cmd := exec.CommandContext(ctx, "bash", filepath.Join(src, "build.sh"), abs)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return false, fmt.Errorf("java: build.sh: %v\n%s", err, strings.TrimSpace(string(out)))
+	}
+	if !built(dir) {
+		return false, fmt.Errorf("java: build.sh made no launchers in %s", dir)
+	}
+	return true, os.WriteFile(filepath.Join(dir, "stamp"), []byte(stamp), 0o644)
+}
+
+func built(dir string) bool {
+	for _, l := range Launchers {
+		if fi, err := os.Stat(filepath.Join(dir, l)); err != nil || fi.Mode()&0o111 == 0 {
+			return false
+		}
+	}
+	return true
+}

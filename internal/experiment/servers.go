@@ -1,0 +1,150 @@
+package experiment
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/bystander-kit/bystander/examples/java"
+	"github.com/bystander-kit/bystander/internal/client"
+)
+
+// kitServer is a server the kit starts itself, named in --servers.
+type kitServer struct {
+	name, about string
+	// jvm: a Java server, built from examples/java and warmed up after
+	// every start.
+	jvm bool
+}
+
+// kitServers are --servers' names, in the order a plan measures them.
+var kitServers = []kitServer{
+	{name: "loop", about: "the kit's event-loop server, one per --engines (gnet, evio)"},
+	{name: "pool", about: "the kit's pool of --slots worker slots"},
+	{name: "netty", about: "the published experiment's Netty 4.1 server: --loops NioEventLoopGroup loops, Thread.sleep on the loop", jvm: true},
+	{name: "tomcat", about: "the published experiment's embedded Tomcat 10.1: --slots request threads", jvm: true},
+}
+
+func kitServerNames() []string {
+	var out []string
+	for _, k := range kitServers {
+		out = append(out, k.name)
+	}
+	return out
+}
+
+// kitNames are the names the kit's servers take in a run: a target may
+// not take one.
+var kitNames = []string{"loop-gnet", "loop-evio", "pool", "netty", "tomcat"}
+
+// jvmServer says whether the server is one of the Java servers.
+func jvmServer(s Server) bool { return s.Engine == "netty" || s.Engine == "tomcat" }
+
+// usesJava says whether the run starts a Java server.
+func (o Options) usesJava() bool {
+	for _, s := range o.Servers {
+		if s == "netty" || s == "tomcat" {
+			return true
+		}
+	}
+	return false
+}
+
+// JVMWarmup is how long a Java server is loaded on every endpoint after it
+// starts and before it is measured: a JVM interprets code at first and
+// compiles what runs hot (its JIT), so its first seconds are several times
+// slower. Measured here (docs/measurements.md): Netty's /fast went from 14k
+// to 58k req/s over its first 4 s of load, Tomcat's from 12k to 44k.
+const JVMWarmup = 4 * time.Second
+
+// jvmWarmup is the warm-up of this run: half of JVMWarmup with --quick.
+func (o Options) jvmWarmup() time.Duration {
+	if o.Quick {
+		return JVMWarmup / 2
+	}
+	return JVMWarmup
+}
+
+// buildJava builds the Java servers into the kit's bin directory when the
+// run starts one: once per change of their sources.
+func buildJava(ctx context.Context, o Options, w func(string)) error {
+	if !o.usesJava() {
+		return nil
+	}
+	if m := java.Missing(); m != "" {
+		return fmt.Errorf("run.sh: --servers %s needs Java and the published experiment's libraries from Debian's packages; %s", strings.Join(o.Servers, ","), m)
+	}
+	w("building the Java servers (examples/java/build.sh, javac over Debian's jars) ...")
+	if _, err := java.Build(ctx, filepath.Join(o.Bin, "java")); err != nil {
+		return fmt.Errorf("run.sh: %w", err)
+	}
+	return nil
+}
+
+// serverCommand is the program and arguments that start s on free
+// loopback ports, told the run's block and delay as its defaults (every
+// request also asks for them), writing readyFile once it listens.
+func serverCommand(s Server, o Options, readyFile string) (string, []string) {
+	common := []string{"--addr", "127.0.0.1:0", "--ready-file", readyFile, "--block", time.Duration(s.BlockNs).String(),
+		"--delay", o.Delay.String(), "--offload-workers", strconv.Itoa(o.Slots)}
+	goServer := append(common, "--admin", "127.0.0.1:0", "--block-mode", o.BlockMode)
+	switch s.Engine {
+	case "netty":
+		return filepath.Join("java", java.Launchers["netty"]), append(common, "--loops", strconv.Itoa(s.Workers))
+	case "tomcat":
+		return filepath.Join("java", java.Launchers["tomcat"]), append(common, "--threads", strconv.Itoa(s.Workers))
+	case "gnet", "evio":
+		return "loopserver", append(goServer, "--engine", s.Engine, "--loops", strconv.Itoa(s.Workers))
+	}
+	return "poolserver", append(goServer, "--slots", strconv.Itoa(s.Workers))
+}
+
+// warm loads every endpoint of a freshly started Java server for d, four
+// connections each, so that what is measured runs compiled code.
+func warm(ctx context.Context, addr string, d time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	targets := []string{"/fast", "/slow?block=0s", "/async?delay=0s", "/offload?block=0s"}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var firstErr error
+	for _, t := range targets {
+		for range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				c := client.New(addr, t, 5*time.Second)
+				defer c.Close()
+				stop := context.AfterFunc(ctx, c.Interrupt)
+				defer stop()
+				var r client.Response
+				for ctx.Err() == nil {
+					if err := c.Do(&r); err != nil && ctx.Err() == nil {
+						mu.Lock()
+						if firstErr == nil {
+							firstErr = fmt.Errorf("warming %s up: %s: %w", addr, t, err)
+						}
+						mu.Unlock()
+						return
+					}
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	return firstErr
+}
+
+// readyDir holds the run's servers' ready files, removed when the run ends.
+func readyDir() (string, func(), error) {
+	d, err := os.MkdirTemp("", "bystander-ready-")
+	if err != nil {
+		return "", nil, fmt.Errorf("run.sh: %w", err)
+	}
+	return d, func() { os.RemoveAll(d) }, nil
+}
