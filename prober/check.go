@@ -11,7 +11,9 @@ import (
 )
 
 // runCheck is --mode check: the conformance table, the JSON with --out,
-// and exit status 0 only when every required check passed.
+// and exit status 0 when every required check passed, 1 when one failed or
+// is missing, 3 when none did but some could not be judged (the machine
+// was too busy to tell).
 func runCheck(ctx context.Context, o options, stdout, stderr io.Writer) int {
 	t, err := client.ParseTarget(o.target, o.allowRemote)
 	if err != nil {
@@ -31,8 +33,11 @@ func runCheck(ctx context.Context, o options, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "prober: interrupted: the check is incomplete")
 		return 130
 	}
-	if !rep.OK() {
+	switch {
+	case rep.Failed():
 		return 1
+	case rep.Unjudged():
+		return 3
 	}
 	return 0
 }

@@ -15,8 +15,10 @@
 // trace: takes /async requests apart into accepted, continuation lateness
 // and return, from the protocol's timing headers.
 // check: checks that the server at --target (its base URL) speaks the
-// protocol, as a table of PASS / FAIL / MISSING / SKIP with a reason each;
-// exits 0 only when every required check passes:
+// protocol, as a table of PASS / FAIL / MISSING / SKIP / BUSY with a reason
+// each; exits 0 when every required check passes, 1 when one fails or is
+// missing, 3 when none does but a timing check could not be judged (BUSY:
+// the machine was too busy to tell):
 //
 //	prober --mode check --target http://127.0.0.1:8081 [--loops 4] [--out check.json]
 package main
@@ -110,7 +112,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.allowRemote, "allow-remote", false, "allow a target that is not a loopback address")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: prober --mode interval|perconn|trace --target URL [flags]\n       prober --mode check --target http://HOST:PORT [--loops N] [--out FILE]\n\n"+
-			"Measures what a bystander sees while a server is loaded; with --mode check, checks that a\nserver speaks the endpoint protocol (exit status 0 only when every required check passes).\n\nFlags:\n")
+			"Measures what a bystander sees while a server is loaded; with --mode check, checks that a\nserver speaks the endpoint protocol (exit status 0 when every required check passes, 1 when one\nfails or is missing, 3 when none does but the machine was too busy to judge a timing check).\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	if err := cli.Parse(fs, args, stderr); err != nil {

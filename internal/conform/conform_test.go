@@ -76,6 +76,38 @@ func TestBrokenServers(t *testing.T) {
 	}
 }
 
+// timing are the checks decided on time, which a busy machine can leave
+// undecided.
+var timing = map[string]bool{CheckSlowHoldsLoop: true, CheckAsyncFreesLoop: true, CheckOffloadFrees: true}
+
+// TestCloseAfterError: closing the connection after a 400, 404 or
+// 405, as Tomcat and httpd always do, is allowed (the published
+// experiment's Tomcat failed the check for it).
+func TestCloseAfterError(t *testing.T) {
+	r := Run(context.Background(), fakeServer(t, 2, closeOnError), Options{})
+	if got := r.Get(CheckErrors); got.Status != Pass || !r.OK() {
+		t.Fatalf("%s %s:\n%s", got.Status, got.Reason, describe(r))
+	}
+}
+
+// TestTooBusyToJudge: a timing a busy machine could have made, neither
+// what a free loop nor what a held one does, is judged again, then said
+// to be too busy to judge with its figures; never a FAIL, and the check as
+// a whole does not fail for it.
+func TestTooBusyToJudge(t *testing.T) {
+	r := Run(context.Background(), fakeServer(t, 2, asyncAmbiguous), Options{})
+	got := r.Get(CheckAsyncFreesLoop)
+	if got.Status != Busy || !strings.Contains(got.Reason, "machine too busy to judge") || !strings.Contains(got.Reason, "3 samples") {
+		t.Fatalf("%s %s, want %s after 3 samples:\n%s", got.Status, got.Reason, Busy, describe(r))
+	}
+	if !r.OK() || r.Failed() || !r.Unjudged() {
+		t.Errorf("OK %v failed %v unjudged %v:\n%s", r.OK(), r.Failed(), r.Unjudged(), describe(r))
+	}
+	if !strings.Contains(describe(r), "could not be judged") {
+		t.Errorf("the table does not say a check could not be judged:\n%s", describe(r))
+	}
+}
+
 // A server said to have loops but answering without X-Loop fails; one not
 // said to have any is taken as a pool and its loop checks are skipped.
 func TestNoLoops(t *testing.T) {
@@ -102,14 +134,15 @@ func TestNoLoops(t *testing.T) {
 }
 
 // The kit's own loop server passes on both engines, and the loops it
-// learns are the server's.
+// learns are the server's. On a machine too busy to tell, a timing check
+// may say so; it never fails the kit's own servers.
 func TestKitLoopServer(t *testing.T) {
 	for _, engine := range []string{"gnet", "evio"} {
 		t.Run(engine, func(t *testing.T) {
 			addr, _ := wiretest.StartServer(t, "../../loopserver", "--engine", engine, "--loops", "3")
 			r := Run(context.Background(), addr, Options{})
 			for _, c := range r.Checks {
-				if c.Status != Pass {
+				if c.Status != Pass && !(c.Status == Busy && timing[c.ID]) {
 					t.Errorf("%s: %s %s", c.ID, c.Status, c.Reason)
 				}
 			}

@@ -23,6 +23,8 @@ const (
 	closeEvery             // Connection: close on every answer
 	slowOffLoop            // /slow blocks without holding its loop
 	offloadHoldsLoop       // /offload blocks on the loop
+	closeOnError           // closes the connection after every 4xx, as Tomcat and httpd do (allowed)
+	asyncAmbiguous         // a second /async on a busy loop answers half a delay after the first: neither free nor held
 )
 
 // fakeServer speaks the protocol with loops: each connection belongs to a
@@ -31,6 +33,7 @@ const (
 // gets exactly one thing wrong: f.
 func fakeServer(t *testing.T, loops int, f fault) string {
 	t.Helper()
+	asyncOn := make([]int, loops) // /async in flight per loop, under the loop's lock
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -51,14 +54,14 @@ func fakeServer(t *testing.T, loops int, f fault) string {
 			go func() {
 				defer wg.Done()
 				go func() { <-done; nc.Close() }()
-				serveFake(nc, i%loops, &locks[i%loops], loops, f)
+				serveFake(nc, i%loops, &locks[i%loops], &asyncOn[i%loops], loops, f)
 			}()
 		}
 	}()
 	return ln.Addr().String()
 }
 
-func serveFake(nc net.Conn, loop int, mu *sync.Mutex, loops int, f fault) {
+func serveFake(nc net.Conn, loop int, mu *sync.Mutex, asyncOn *int, loops int, f fault) {
 	defer nc.Close()
 	br := bufio.NewReader(nc)
 	for {
@@ -120,6 +123,10 @@ func serveFake(nc net.Conn, loop int, mu *sync.Mutex, loops int, f fault) {
 				status, body = 400, "bad delay\n"
 				break
 			}
+			if f == asyncAmbiguous && *asyncOn > 0 {
+				d += d / 2 // what a badly disturbed machine could do, or a loop half-held
+			}
+			*asyncOn++
 			if f != asyncBlocks {
 				mu.Unlock()
 			}
@@ -127,6 +134,7 @@ func serveFake(nc net.Conn, loop int, mu *sync.Mutex, loops int, f fault) {
 			if f != asyncBlocks {
 				mu.Lock()
 			}
+			*asyncOn--
 			h["X-Continuation-Start"], h["X-Continuation-Loop"] = time.Now().UnixNano(), cont
 			body = "async\n"
 		default:
@@ -137,13 +145,14 @@ func serveFake(nc net.Conn, loop int, mu *sync.Mutex, loops int, f fault) {
 		for k, v := range h {
 			sb.WriteString(k + ": " + strconv.FormatInt(v, 10) + "\r\n")
 		}
-		if f == closeEvery {
+		closes := f == closeEvery || (f == closeOnError && status >= 400)
+		if closes {
 			sb.WriteString("Connection: close\r\n")
 		}
 		sb.WriteString("\r\n" + body)
 		_, err = nc.Write([]byte(sb.String()))
 		mu.Unlock()
-		if err != nil || f == closeEvery {
+		if err != nil || closes {
 			return
 		}
 	}

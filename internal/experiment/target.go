@@ -145,7 +145,7 @@ func resolve(ctx context.Context, o *Options, w io.Writer) error {
 		t.Skips = map[string]string{}
 		for _, ph := range o.Phases {
 			for _, c := range rep.Checks {
-				if !slices.Contains(c.Needs, ph) || c.Status == conform.Pass || c.Status == conform.Skip {
+				if !slices.Contains(c.Needs, ph) || (c.Status != conform.Fail && c.Status != conform.Missing) {
 					continue
 				}
 				why := fmt.Sprintf("check %s %s: %s", c.ID, c.Status, c.Reason)
@@ -190,7 +190,11 @@ func resolve(ctx context.Context, o *Options, w io.Writer) error {
 			s.Facts += "; offload pool size unknown (offload=N sets it)"
 		}
 		t.Server = s
-		fmt.Fprintf(w, "  %s: every check its phases need passed; %s\n", t.Name, s.Facts)
+		checked := "every check passed"
+		if np := rep.NotPassed(); len(np) > 0 {
+			checked = fmt.Sprintf("%d of %d checks did not pass, none that refuses it:\n    %s\n ", len(np), len(rep.Checks), strings.Join(np, "\n    "))
+		}
+		fmt.Fprintf(w, "  %s: %s; %s\n", t.Name, checked, s.Facts)
 		for _, ph := range o.Phases {
 			if why := t.Skips[ph]; why != "" {
 				fmt.Fprintf(w, "  %s: the %s phase skips it: %s\n", t.Name, ph, why)
