@@ -72,6 +72,8 @@ func TestBoundOf(t *testing.T) {
 			notMeasured(cost(0, 0.2, 1.2)), "workers", 0.988, false, true, nil, "1 loop / 5.2ms measured block"},
 		{"external without pid, machine full: CPU, said so", results.Step{Server: other, Conc: 256}, load(25000, 10240*time.Microsecond, ms5),
 			notMeasured(cost(0, 0.6, 1.95)), "cpu", 0, false, true, []string{"workers not known"}, "the server's own share is not measured"},
+		{"a server that blocked its own default, not what was asked: said", results.Step{Server: loop, Conc: 64}, load(194, 330*time.Millisecond, 20600*time.Microsecond),
+			cost(0.1, 0.05, 0.2), "workers", 0, false, true, []string{"the server blocked 20.6ms where 5ms was asked (+312%)"}, "4 loops / 20.6ms measured block"},
 		{"external offloaded: its own offload pool, not --slots", results.Step{Server: node, Conc: 64, Variant: "offloaded", Endpoint: "/offload"}, load(6300, 10150*time.Microsecond, ms5),
 			notMeasured(cost(0, 0.3, 1.0)), "workers", 0.984, false, true, nil, "32 offload workers / 5ms"},
 	} {
@@ -99,6 +101,35 @@ func TestBoundOf(t *testing.T) {
 	}
 	if BoundOf(results.Step{}, nil, nil, 200) != nil {
 		t.Error("a bound without a load")
+	}
+}
+
+// TestBlockOff: a measured block within 10 % of the asked one is not
+// remarked; beyond, in either direction, it is, with the figures.
+func TestBlockOff(t *testing.T) {
+	for _, tc := range []struct {
+		asked    time.Duration
+		measured float64
+		want     string
+	}{
+		{5 * time.Millisecond, 5.4e6, ""}, {5 * time.Millisecond, 4.6e6, ""}, {5 * time.Millisecond, 0, ""}, {0, 5e6, ""},
+		{5 * time.Millisecond, 5.6e6, "the server blocked 5.6ms where 5ms was asked (+12%)"},
+		{100 * time.Millisecond, 5.1e6, "the server blocked 5.1ms where 100ms was asked (-95%)"},
+	} {
+		if got := BlockOff(tc.asked, tc.measured); got != tc.want {
+			t.Errorf("BlockOff(%s, %.0f) = %q, want %q", tc.asked, tc.measured, got, tc.want)
+		}
+	}
+	r := LoadRow{Group: &Group{Step: results.Step{Server: results.Server{BlockNs: 5e6}}}, MeasuredBlock: Figure{5.05e6}}
+	if got := r.BlockedText(); got != "5.05ms" {
+		t.Errorf("BlockedText %q", got)
+	}
+	r.MeasuredBlock = Figure{20.6e6}
+	if got := r.BlockedText(); got != "20.6ms (+312% of the 5ms asked)" {
+		t.Errorf("BlockedText %q", got)
+	}
+	if got := (LoadRow{Group: r.Group}).BlockedText(); got != "not said" {
+		t.Errorf("BlockedText %q", got)
 	}
 }
 

@@ -24,6 +24,25 @@ const SharedAbove = 0.1
 // from 1 on a closed-loop row.
 const LittleTolerance = 0.01
 
+// BlockTolerance is how far a server's measured block (X-Blocked-Ns) may
+// be from the block the run asked it for before its row says so: a server
+// that ignores ?block= or blocks far longer is not measured on the run's
+// call.
+const BlockTolerance = 0.10
+
+// BlockOff says how far measured (ns, the server's X-Blocked-Ns) is from
+// the asked block when it is more than BlockTolerance off, else "".
+func BlockOff(asked time.Duration, measuredNs float64) string {
+	if asked <= 0 || measuredNs <= 0 {
+		return ""
+	}
+	r := measuredNs/float64(asked) - 1
+	if math.Abs(r) <= BlockTolerance {
+		return ""
+	}
+	return fmt.Sprintf("the server blocked %s where %s was asked (%+.0f%%)", round(time.Duration(measuredNs)), asked, 100*r)
+}
+
 // Bound says what limits one measurement's throughput, decided from the
 // measured ceilings and the measured use of the machine.
 type Bound struct {
@@ -171,6 +190,9 @@ func BoundOf(s results.Step, lr *results.Result, c *results.ServerCost, offloadW
 			cause = fmt.Sprintf("the client's turnaround or the server's own cost (%s)", cpu)
 		}
 		b.Text = fmt.Sprintf("no ceiling near: %.0f%% of the lowest (%s, %.0f req/s); likely %s", 100*b.Share, lowName, lowest, cause)
+	}
+	if off := BlockOff(nominal, l.MeanBlockedNs); b.BlockMeasured && off != "" {
+		b.Notes = append(b.Notes, off)
 	}
 	if b.Shared {
 		b.Notes = append(b.Notes, fmt.Sprintf("machine shared: %.0f%% used by other processes", 100*b.OtherCores/cores))
@@ -323,6 +345,22 @@ func (r LoadRow) BoundShare() Figure {
 		}
 	}
 	return f
+}
+
+// BlockedText is the row's measured block (the median of the servers'
+// X-Blocked-Ns), with how far it is from the asked block when more than
+// BlockTolerance; "not said" when the server sent none.
+func (r LoadRow) BlockedText() string {
+	if !r.MeasuredBlock.OK() {
+		return "not said"
+	}
+	m := r.MeasuredBlock.Median()
+	s := round(time.Duration(m)).String()
+	asked := time.Duration(r.Step.Server.BlockNs)
+	if BlockOff(asked, m) != "" {
+		s += fmt.Sprintf(" (%+.0f%% of the %s asked)", 100*(m/float64(asked)-1), asked)
+	}
+	return s
 }
 
 // Kind is the first repetition's bound kind, "-" without one.

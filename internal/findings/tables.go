@@ -43,10 +43,10 @@ func (f *Findings) WriteTables(w io.Writer) {
 	}
 	if len(f.Sweep) > 0 {
 		fmt.Fprintf(w, "\n%s throughput against the ceiling (block %s, %s mode; ceiling = workers / block)\n", p.SweepEndpoint, p.Block, p.BlockMode)
-		tw := table(w, "callers", "server", "req/s", "ceiling", "% of ceiling", "bound", "% of bound", "Little's law")
+		tw := table(w, "callers", "server", "req/s", "ceiling", "% of ceiling", "bound", "% of bound", "Little's law", "blocked")
 		for _, r := range f.Sweep {
 			if !r.OK() {
-				fmt.Fprintf(tw, "%d\t%s\t%s\t\t\t\t\t\n", r.Step.Conc, r.Step.Server.Name, r.Short())
+				fmt.Fprintf(tw, "%d\t%s\t%s\t\t\t\t\t\t\n", r.Step.Conc, r.Step.Server.Name, r.Short())
 				continue
 			}
 			var pct Figure
@@ -64,8 +64,8 @@ func (f *Findings) WriteTables(w io.Writer) {
 					little += " (off)"
 				}
 			}
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Step.Conc, r.Step.Server.Name, num(r.Throughput, "%.0f"), ceiling,
-				num(pct, "%.0f%%"), r.Kind(), num(r.BoundShare(), "%.0f%%"), little)
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Step.Conc, r.Step.Server.Name, num(r.Throughput, "%.0f"), ceiling,
+				num(pct, "%.0f%%"), r.Kind(), num(r.BoundShare(), "%.0f%%"), little, r.BlockedText())
 		}
 		tw.Flush()
 		fmt.Fprintf(w, "\n/fast bystander meanwhile (one connection, a probe due every %s over the load's measured window;\n"+
