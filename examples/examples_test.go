@@ -6,9 +6,14 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"sync"
 	"testing"
+	"time"
 
+	"github.com/bystander-kit/bystander/examples/java"
 	"github.com/bystander-kit/bystander/internal/conform"
+	"github.com/bystander-kit/bystander/internal/ready"
 	"github.com/bystander-kit/bystander/internal/wiretest"
 )
 
@@ -61,6 +66,105 @@ func badFlags(t *testing.T, interp, script string) {
 		out, err := exec.Command(interp, append([]string{script}, args...)...).CombinedOutput()
 		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 || len(out) == 0 {
 			t.Errorf("%v: %v, %q; want exit 2 with a reason", args, err, out)
+		}
+	}
+}
+
+// The timing checks a busy machine can leave undecided (BUSY): never a
+// failure of the server.
+var timing = map[string]bool{conform.CheckSlowHoldsLoop: true, conform.CheckAsyncFreesLoop: true, conform.CheckOffloadFrees: true}
+
+var (
+	javaOnce sync.Once
+	javaDir  string
+	javaErr  error
+)
+
+// javaServers builds the published experiment's servers once per test
+// binary, or skips outside CI when Java or the libraries are missing (CI
+// installs them, so there a missing one fails).
+func javaServers(t *testing.T) string {
+	t.Helper()
+	if m := java.Missing(); m != "" {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("%s: .ci/run installs them", m)
+		}
+		t.Skipf("%s; CI installs them", m)
+	}
+	javaOnce.Do(func() {
+		javaDir, javaErr = os.MkdirTemp("", "bystander-java")
+		if javaErr == nil {
+			_, javaErr = java.Build(context.Background(), javaDir)
+		}
+	})
+	if javaErr != nil {
+		t.Fatal(javaErr)
+	}
+	return javaDir
+}
+
+// startJava starts one of them on a free port and waits for its ready file.
+func startJava(t *testing.T, name string, args ...string) ready.File {
+	t.Helper()
+	rf := filepath.Join(t.TempDir(), "ready")
+	cmd := exec.Command(filepath.Join(javaServers(t), java.Launchers[name]), append([]string{"--addr", "127.0.0.1:0", "--ready-file", rf}, args...)...)
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ended := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(ended) }()
+	t.Cleanup(func() { _ = cmd.Process.Signal(os.Interrupt); <-ended })
+	f, err := ready.Wait(context.Background(), rf, ended, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.PID != cmd.Process.Pid {
+		t.Errorf("ready file PID %d, the launcher's %d: the launcher must exec java", f.PID, cmd.Process.Pid)
+	}
+	return f
+}
+
+// TestNettyConforms: the published experiment's Netty server passes every
+// check, with the loops it was given, learned from X-Loop.
+func TestNettyConforms(t *testing.T) {
+	f := startJava(t, "netty", "--loops", "3")
+	r := conform.Run(context.Background(), f.Addr, conform.Options{})
+	for _, c := range r.Checks {
+		if c.Status != conform.Pass && !(c.Status == conform.Busy && timing[c.ID]) {
+			t.Errorf("%s: %s %s", c.ID, c.Status, c.Reason)
+		}
+	}
+	if r.Loops != 3 || f.Kind != "loop" || f.Workers != 3 {
+		t.Errorf("loops %d, ready %+v; want 3 loops", r.Loops, f)
+	}
+}
+
+// TestTomcatConforms: the published experiment's Tomcat passes as a pool
+// (no X-Loop, so the loop checks do not apply); it closes the connection
+// after a 400, which the protocol allows.
+func TestTomcatConforms(t *testing.T) {
+	f := startJava(t, "tomcat", "--threads", "20")
+	r := conform.Run(context.Background(), f.Addr, conform.Options{})
+	for _, c := range r.Checks {
+		if c.Status != conform.Pass && c.Status != conform.Skip {
+			t.Errorf("%s: %s %s", c.ID, c.Status, c.Reason)
+		}
+	}
+	if !r.OK() || r.Loops != 0 || f.Kind != "pool" || f.Workers != 20 {
+		t.Errorf("OK %v loops %d, ready %+v; want a pool of 20", r.OK(), r.Loops, f)
+	}
+}
+
+// TestJavaFlags: bad flags are refused with a clear line and status 2.
+func TestJavaFlags(t *testing.T) {
+	dir := javaServers(t)
+	for _, name := range []string{"netty", "tomcat"} {
+		for _, args := range [][]string{{"--block", "5"}, {"--delay", "11s"}, {"--offload-workers", "0"}, {"--addr", "nowhere"}, {"--what", "x"}, {"--loops"}} {
+			out, err := exec.Command(filepath.Join(dir, java.Launchers[name]), args...).CombinedOutput()
+			if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 || len(out) == 0 {
+				t.Errorf("%s %v: %v, %q; want exit 2 with a reason", name, args, err, out)
+			}
 		}
 	}
 }

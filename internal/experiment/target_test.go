@@ -86,7 +86,10 @@ func TestTargetNode(t *testing.T) {
 	}
 	addr := wiretest.FreeAddr(t)
 	cmd := wiretest.Start(t, node, "../../examples/node/server.js", "--addr", addr, "--offload-workers", "8")
-	out, run, stdout := runTargets(t, "--phases", "sweep,stall,offload,trace", "--target", fmt.Sprintf("node=http://%s,offload=8,pid=%d", addr, cmd.Process.Pid))
+	// Node's own default block and delay are 5ms: the run asks for others,
+	// and every request must carry them.
+	out, run, stdout := runTargets(t, "--phases", "sweep,stall,offload,trace", "--block", "20ms", "--stall-block", "60ms",
+		"--target", fmt.Sprintf("node=http://%s,offload=8,pid=%d", addr, cmd.Process.Pid))
 	for _, m := range run.Measurements {
 		if m.Status != "ok" {
 			t.Errorf("%s: %s: %s", m.ID, m.Status, m.Reason)
@@ -121,8 +124,21 @@ func TestTargetNode(t *testing.T) {
 			t.Errorf("%s: none of the connections on the blocked loop stalled", r.Step.ID)
 		}
 	}
-	if len(f.Sweep) != 1 || f.Sweep[0].NominalCeiling != 200 {
-		t.Errorf("sweep: ceiling %v, want 1 loop / 5ms = 200", f.Sweep)
+	if len(f.Sweep) != 1 || f.Sweep[0].NominalCeiling != 50 {
+		t.Errorf("sweep: ceiling %v, want 1 loop / 20ms = 50", f.Sweep)
+	}
+	// What the server says it blocked: the run's block in the sweep and
+	// offload, the stall block in the stall and trace phases.
+	for _, g := range f.Groups {
+		want := 20 * time.Millisecond
+		if g.Step.Phase == "stall" || g.Step.Phase == "trace" {
+			want = 60 * time.Millisecond
+		}
+		for _, lr := range g.Load {
+			if got := time.Duration(lr.Load.MeanBlockedNs); lr.Load.BlockedSamples == 0 || got < want || got > want*11/10 {
+				t.Errorf("%s: the server blocked %s (X-Blocked-Ns, %d samples), want the %s asked", g.Step.ID, got, lr.Load.BlockedSamples, want)
+			}
+		}
 	}
 	for _, want := range []string{"checking node at http://" + addr, "target node at http://" + addr, "1 loop (learned: distinct X-Loop values)", " of 3 ", "node"} {
 		if !strings.Contains(stdout.String(), want) {
