@@ -53,6 +53,32 @@ func costSection(f *findings.Findings) section {
 	return sec
 }
 
+// publishedSection sets this run beside the published experiment, as the
+// terminal does.
+func publishedSection(f *findings.Findings) section {
+	sec := section{ID: "published", Title: "9. This run beside the published Netty-vs-Tomcat experiment",
+		Caption: "Each figure the publication gives, beside this run's measurement of the same thing: the same kind of server with the same workers " +
+			"and the same block; each throughput with its share of its own ceiling (workers / block). Where a condition differs, the row says so. " +
+			"Of the conditions: " + f.PublishedHeading() + "."}
+	rows := f.Published()
+	if len(rows) == 0 {
+		sec.Missing = findings.PublishedNone
+		return sec
+	}
+	sec.Grid = &grid{Head: []string{"figure", "server", "this run", "of its ceiling", "published", "of its ceiling", "differs"}}
+	for _, r := range rows {
+		sec.Grid.Rows = append(sec.Grid.Rows, []string{r.What, r.Server, r.This, dashed(r.ThisShare), r.Published, dashed(r.PubShare), dashed(r.Differs)})
+	}
+	return sec
+}
+
+func dashed(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
 // page is everything the template needs.
 type page struct {
 	Title    string
@@ -112,7 +138,7 @@ func buildPage(f *findings.Findings, a asset) page {
 	p.Sections = append(p.Sections, lagCharts(f, "sweep", "3b", "during the sweep")...)
 	p.Sections = append(p.Sections, stallCharts(f)...)
 	p.Sections = append(p.Sections, lagCharts(f, "stall", "4b", "while k loops were kept blocked")...)
-	p.Sections = append(p.Sections, offloadChart(f), traceChart(f), cliffChart(f), costSection(f))
+	p.Sections = append(p.Sections, offloadChart(f), traceChart(f), cliffChart(f), costSection(f), publishedSection(f))
 	p.useAsset(a)
 	return p
 }

@@ -135,6 +135,8 @@ func (f *Findings) WriteTables(w io.Writer) {
 		})
 	}
 
+	f.writePublished(w)
+
 	fmt.Fprintf(w, "\nCost per request and what bounds each row (server from /proc over the measured window)\n")
 	tw := table(w, "measurement", "server CPU us", "ctx switches", "threads", "peak RSS", "generator CPU us", "bound")
 	for _, r := range f.Cost {
@@ -162,6 +164,28 @@ func (f *Findings) WriteTables(w io.Writer) {
 	if len(f.NotMeasured) > 0 {
 		fmt.Fprintf(w, "\nNot measured:\n  %s\n", strings.Join(f.NotMeasured, "\n  "))
 	}
+}
+
+// writePublished prints this run beside the published experiment.
+func (f *Findings) writePublished(w io.Writer) {
+	rows := f.Published()
+	fmt.Fprintf(w, "\nThis run beside the published Netty-vs-Tomcat experiment (%s)\n", f.PublishedHeading())
+	if len(rows) == 0 {
+		fmt.Fprintf(w, "  %s\n", PublishedNone)
+		return
+	}
+	tw := table(w, "figure", "server", "this run", "of its ceiling", "published", "of its ceiling", "differs")
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.What, r.Server, r.This, dash(r.ThisShare), r.Published, dash(r.PubShare), dash(r.Differs))
+	}
+	tw.Flush()
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }
 
 // bystanderTable prints the /fast prober's figures for rows of a phase;

@@ -76,3 +76,56 @@ func TestTablesOnStage(t *testing.T) {
 		t.Errorf("a run given on stage says so %d times, want once:\n%s", n, staged.String())
 	}
 }
+
+// TestPublished: a default run's figures are set beside the published
+// ones they correspond to, each with its share of its own ceiling; a run
+// on other workers and blocks matches none and says why.
+func TestPublished(t *testing.T) {
+	f, err := Read(realRun)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]PublishedRow{}
+	for _, r := range f.Published() {
+		got[r.What+" | "+r.Server] = r
+	}
+	for key, want := range map[string][2]string{
+		"stalled with 1 of 4 loops blocked | loop-gnet":             {"3 of 12", "3 of 12"},
+		"stalled with 4 of 4 loops blocked | loop-gnet":             {"12 of 12", "12 of 12"},
+		"/slow throughput, 5ms block | loop-gnet":                   {"", "549 req/s"},
+		"/slow throughput at 300 callers, 100ms block | pool":       {"", "1,880 req/s"},
+		"/async before its handler ran, every loop blocked (range)": {"", ""},
+	} {
+		r, ok := got[key]
+		if strings.HasSuffix(key, "(range)") {
+			r, ok = got[key+" | loop-gnet"]
+		}
+		if !ok {
+			t.Errorf("no row %q in %v", key, got)
+			continue
+		}
+		if want[0] != "" && r.This != want[0] || want[1] != "" && r.Published != want[1] {
+			t.Errorf("%s: this %q published %q, want %q %q", key, r.This, r.Published, want[0], want[1])
+		}
+	}
+	if r := got["/slow throughput, 5ms block | loop-gnet"]; r.PubShare != "69% of 800" || !strings.HasSuffix(r.ThisShare, "% of 800") || !strings.Contains(r.Differs, "callers") {
+		t.Errorf("shares and differences: %+v", r)
+	}
+	var sb strings.Builder
+	f.WriteTables(&sb)
+	if !strings.Contains(sb.String(), "This run beside the published Netty-vs-Tomcat experiment") {
+		t.Error("the tables lack the published comparison")
+	}
+	c, err := Read("../../report/testdata/custom-run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rows := c.Published(); len(rows) != 0 {
+		t.Errorf("a run on 3 loops, 40 slots and an 8ms block matched %v", rows)
+	}
+	sb.Reset()
+	c.WriteTables(&sb)
+	if !strings.Contains(sb.String(), PublishedNone) {
+		t.Error("the tables do not say why nothing matched")
+	}
+}

@@ -1,0 +1,272 @@
+package findings
+
+import (
+	"fmt"
+	"time"
+)
+
+// The published Netty-vs-Tomcat experiment this kit reproduces: Netty with
+// 4 event loops, Tomcat with 200 threads, on its authors' machine. Its
+// figures, as published, each with the conditions it states; a run's
+// figure is set beside one only where the run measured the same thing
+// (the server's kind and workers, the block), and every condition that
+// differs is said.
+const (
+	PublishedLoops   = 4
+	PublishedThreads = 200
+	// PublishedMachine is all the publication says of where it ran.
+	PublishedMachine = "the authors' machine (its cores not stated)"
+)
+
+// PublishedRow is one published figure beside this run's.
+type PublishedRow struct {
+	What      string // the figure: "/slow, 5ms block, on 4 event loops"
+	Server    string // this run's server
+	This      string // this run's figure, "781 req/s"
+	ThisShare string // its share of its own ceiling, "98% of 800", or ""
+	Published string
+	PubShare  string
+	Differs   string // the conditions that differ, or ""
+}
+
+// published is one figure of the publication and how this run matches it.
+type published struct {
+	what    string
+	kind    string        // loop or pool
+	block   time.Duration // the blocking call it was measured with
+	callers int           // 0: not stated
+	value   string
+	ceiling float64 // its own ceiling, req/s; 0 when it has none
+	perS    float64 // the figure in req/s when it is a throughput
+	phase   string
+	conc    int // the run's row at this many callers (0: the highest)
+	k       int // stall: loops blocked
+	variant string
+}
+
+func reqs(v float64) string { return fmt.Sprintf("%s req/s", thousands(v)) }
+
+// thousands writes a whole number with commas, as the publication does.
+func thousands(v float64) string {
+	n := int64(v + 0.5)
+	s := fmt.Sprint(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
+
+var publishedFigures = []published{
+	{what: "/slow throughput, 5ms block", kind: "loop", block: 5 * time.Millisecond, value: "549 req/s", perS: 549, ceiling: 800, phase: "sweep"},
+	{what: "/slow throughput, 5ms block", kind: "pool", block: 5 * time.Millisecond, value: "17,189 req/s", perS: 17189, ceiling: 40000, phase: "sweep"},
+	{what: "/fast p50 beside /slow, 5ms block", kind: "loop", block: 5 * time.Millisecond, value: "217 ms", phase: "sweep-fast"},
+	{what: "/fast p50 beside /slow, 5ms block", kind: "pool", block: 5 * time.Millisecond, value: "0 ms", phase: "sweep-fast"},
+	{what: "stalled with 1 of 4 loops blocked", kind: "loop", value: "3 of 12", phase: "stall", k: 1},
+	{what: "stalled with 2 of 4 loops blocked", kind: "loop", value: "6 of 12", phase: "stall", k: 2},
+	{what: "stalled with 3 of 4 loops blocked", kind: "loop", value: "9 of 12", phase: "stall", k: 3},
+	{what: "stalled with 4 of 4 loops blocked", kind: "loop", value: "12 of 12", phase: "stall", k: 4},
+	{what: "a stalled connection's wait, each request from its send", kind: "loop", value: "150-225 ms (others: 7 ms)", phase: "stall-wait"},
+	{what: "/offload throughput, 5ms block (the fix)", kind: "loop", block: 5 * time.Millisecond, callers: 128, value: "18,311 req/s", perS: 18311, phase: "offload", variant: "offloaded"},
+	{what: "/fast p50 beside /offload, 5ms block", kind: "loop", block: 5 * time.Millisecond, callers: 128, value: "0 ms", phase: "offload-fast", variant: "offloaded"},
+	{what: "/slow throughput, 100ms block", kind: "loop", block: 100 * time.Millisecond, value: "37 req/s", perS: 37, ceiling: 40, phase: "trace"},
+	{what: "/slow throughput at 128 callers, 100ms block", kind: "pool", block: 100 * time.Millisecond, callers: 128, value: "1,192 req/s", perS: 1192, ceiling: 2000, phase: "cliff", conc: 128},
+	{what: "/slow throughput at 200 callers, 100ms block", kind: "pool", block: 100 * time.Millisecond, callers: 200, value: "1,859 req/s", perS: 1859, ceiling: 2000, phase: "cliff", conc: 200},
+	{what: "/slow throughput at 300 callers, 100ms block", kind: "pool", block: 100 * time.Millisecond, callers: 300, value: "1,880 req/s", perS: 1880, ceiling: 2000, phase: "cliff", conc: 300},
+	{what: "/fast p95 at 128 callers, 100ms block", kind: "pool", block: 100 * time.Millisecond, callers: 128, value: "1 ms", phase: "cliff-fast", conc: 128},
+	{what: "/fast p95 at 200 callers, 100ms block", kind: "pool", block: 100 * time.Millisecond, callers: 200, value: "45 ms", phase: "cliff-fast", conc: 200},
+	{what: "/fast p95 at 300 callers, 100ms block", kind: "pool", block: 100 * time.Millisecond, callers: 300, value: "57 ms", phase: "cliff-fast", conc: 300},
+	{what: "/async in all while every loop is blocked (range)", kind: "loop", value: "252-306 ms", phase: "trace-total"},
+	{what: "/async before its handler ran, every loop blocked (range)", kind: "loop", value: "139-200 ms", phase: "trace-accepted"},
+}
+
+// PublishedHeading says what the publication measured on and where this
+// run did, for the heading of the comparison.
+func (f *Findings) PublishedHeading() string {
+	return fmt.Sprintf("the published run: Netty on %d event loops and Tomcat on %d threads, on %s; this run: %d cores, %s",
+		PublishedLoops, PublishedThreads, PublishedMachine, f.Run.Manifest.Cores, f.Run.Manifest.CPUModel)
+}
+
+// PublishedNone says why no row matched.
+const PublishedNone = "no measurement of this run matches a published one: those were made on 4 event loops and 200 threads, with 5ms and 100ms blocks"
+
+// Published sets the run's figures beside the published experiment's,
+// where the run measured the same kind of server with the same workers
+// (4 loops, 200 threads) and the same block.
+func (f *Findings) Published() []PublishedRow {
+	var out []PublishedRow
+	for _, p := range publishedFigures {
+		out = append(out, f.matches(p)...)
+	}
+	return out
+}
+
+// workersMatch: the run's server has the publication's workers.
+func workersMatch(kind string, workers int) bool {
+	return (kind == "loop" && workers == PublishedLoops) || (kind == "pool" && workers == PublishedThreads)
+}
+
+func (f *Findings) matches(p published) []PublishedRow {
+	var out []PublishedRow
+	row := func(server string, conc int, this string, perS, ceiling float64) {
+		r := PublishedRow{What: p.what, Server: server, This: this, Published: p.value}
+		if p.ceiling > 0 {
+			r.PubShare = fmt.Sprintf("%.0f%% of %s", 100*p.perS/p.ceiling, thousands(p.ceiling))
+		}
+		if ceiling > 0 && perS > 0 {
+			r.ThisShare = fmt.Sprintf("%.0f%% of %s", 100*perS/ceiling, thousands(ceiling))
+		}
+		switch {
+		case p.callers == 0 && conc > 0:
+			r.Differs = fmt.Sprintf("callers: %d here, not published", conc)
+		case p.callers > 0 && conc > 0 && conc != p.callers:
+			r.Differs = fmt.Sprintf("callers: %d here, %d published", conc, p.callers)
+		}
+		out = append(out, r)
+	}
+	maxConc := 0
+	if len(f.Params.Conc) > 0 {
+		maxConc = f.Params.Conc[0]
+		for _, c := range f.Params.Conc {
+			maxConc = max(maxConc, c)
+		}
+	}
+	matchServer := func(s stepServer) bool {
+		return s.kind == p.kind && workersMatch(s.kind, s.workers) && (p.block == 0 || s.block == p.block)
+	}
+	switch p.phase {
+	case "sweep", "sweep-fast":
+		for _, r := range f.Sweep {
+			if !r.OK() || r.Step.Conc != maxConc || r.Step.Endpoint != "/slow" || !matchServer(serverOf(r.Group)) {
+				continue
+			}
+			if p.phase == "sweep" {
+				row(r.Step.Server.Name, r.Step.Conc, reqs(r.Throughput.Median()), r.Throughput.Median(), r.NominalCeiling)
+			} else if r.Fast.P50.OK() {
+				row(r.Step.Server.Name, r.Step.Conc, fastText(r.LoadRow, r.Fast.P50), 0, 0)
+			}
+		}
+	case "stall":
+		for _, r := range f.Stall {
+			s := serverOf(r.Group)
+			if r.Step.K != p.k || !r.Stalled.OK() || s.kind != "loop" || s.workers != PublishedLoops || r.Conns.Median() != 3*PublishedLoops {
+				continue
+			}
+			row(r.Step.Server.Name, 0, fmt.Sprintf("%.0f of %.0f", r.Stalled.Median(), r.Conns.Median()), 0, 0)
+		}
+	case "stall-wait":
+		// Over k = 1..loops, per server: the range of the stalled
+		// connections' p50 from send, beside the others' at k = 0.
+		type waits struct {
+			stalled Figure
+			others  float64
+		}
+		byServer := map[string]*waits{}
+		var order []string
+		for _, r := range f.Stall {
+			s := serverOf(r.Group)
+			if s.kind != "loop" || s.workers != PublishedLoops {
+				continue
+			}
+			w := byServer[r.Step.Server.Name]
+			if w == nil {
+				w = &waits{}
+				byServer[r.Step.Server.Name] = w
+				order = append(order, r.Step.Server.Name)
+			}
+			if r.StalledSendP50.OK() {
+				w.stalled = append(w.stalled, r.StalledSendP50.Median())
+			}
+			if r.Step.K == 0 && r.OthersP50.OK() {
+				w.others = r.OthersP50.Median()
+			}
+		}
+		for _, name := range order {
+			w := byServer[name]
+			if !w.stalled.OK() {
+				continue
+			}
+			lo, hi := w.stalled.Spread()
+			row(name, 0, fmt.Sprintf("%.0f-%.0f ms (others: %.1f ms)", lo/1e3, hi/1e3, w.others/1e3), 0, 0)
+		}
+	case "offload", "offload-fast":
+		for _, r := range f.Offload {
+			if !r.OK() || r.Step.Variant != p.variant || !matchServer(serverOf(r.Group)) {
+				continue
+			}
+			if p.phase == "offload" {
+				var ceiling float64
+				if b := r.Bound(); b != nil {
+					ceiling = b.NominalCeiling
+				}
+				row(r.Step.Server.Name, r.Step.Conc, reqs(r.Throughput.Median()), r.Throughput.Median(), ceiling)
+			} else if r.Fast.P50.OK() {
+				row(r.Step.Server.Name, r.Step.Conc, fastText(r, r.Fast.P50), 0, 0)
+			}
+		}
+	case "cliff", "cliff-fast":
+		for _, r := range f.Cliff {
+			if !r.OK() || r.Step.Conc != p.conc || !matchServer(serverOf(r.Group)) {
+				continue
+			}
+			if p.phase == "cliff" {
+				row(r.Step.Server.Name, r.Step.Conc, reqs(r.Throughput.Median()), r.Throughput.Median(), CeilingPerS(r.Step.Server.Workers, time.Duration(r.Step.Server.BlockNs)))
+			} else if r.Fast.P95.OK() {
+				row(r.Step.Server.Name, r.Step.Conc, fastText(r, r.Fast.P95), 0, 0)
+			}
+		}
+	case "trace", "trace-total", "trace-accepted":
+		for _, r := range f.Trace {
+			if !matchServer(serverOf(r.Group)) {
+				continue
+			}
+			switch p.phase {
+			case "trace":
+				var tput Figure
+				for _, l := range r.Load {
+					if l.Load != nil {
+						tput = append(tput, l.Load.ThroughputPerS)
+					}
+				}
+				if tput.OK() {
+					row(r.Step.Server.Name, r.Step.Conc, reqs(tput.Median()), tput.Median(), CeilingPerS(r.Step.Server.Workers, time.Duration(r.Step.Server.BlockNs)))
+				}
+			case "trace-total":
+				if r.Total.N.OK() {
+					row(r.Step.Server.Name, r.Step.Conc, spanText(r.Total), 0, 0)
+				}
+			case "trace-accepted":
+				if r.Accepted.N.OK() {
+					row(r.Step.Server.Name, r.Step.Conc, spanText(r.Accepted), 0, 0)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// stepServer is what a published figure is matched on.
+type stepServer struct {
+	kind    string
+	workers int
+	block   time.Duration
+}
+
+func serverOf(g *Group) stepServer {
+	return stepServer{kind: g.Step.Server.Kind, workers: g.Step.Server.Workers, block: time.Duration(g.Step.Server.BlockNs)}
+}
+
+// fastText is a bystander percentile in ms, marked as a lower bound when
+// the bystander saturated.
+func fastText(r LoadRow, v Figure) string {
+	s := fmt.Sprintf("%.1f ms", v.Median()/1e3)
+	if r.Fast.Saturated {
+		s = "at least " + s + " (saturated)"
+	}
+	return s
+}
+
+// spanText is a trace span's p50 to p99 in ms, beside the publication's
+// range.
+func spanText(s Span) string {
+	return fmt.Sprintf("%.0f-%.0f ms (p50-p99)", s.P50.Median()/1e3, s.P99.Median()/1e3)
+}
