@@ -3,6 +3,7 @@ package findings
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 )
@@ -70,8 +71,8 @@ func (f *Findings) WriteTables(w io.Writer) {
 		tw.Flush()
 		fmt.Fprintf(w, "\n/fast bystander meanwhile (one connection, a probe due every %s over the load's measured window;\n"+
 			"\"from due\" counts the wait of probes held up behind an earlier one, \"from send\" does not)\n", p.ProbeInterval)
-		bystanderTable(w, "callers", f.Sweep, func(r SweepRow) (string, string, LoadRow) {
-			return fmt.Sprint(r.Step.Conc), r.Step.Server.Name, r.LoadRow
+		bystanderTable(w, "callers", false, f.Sweep, func(r SweepRow) (string, LoadRow) {
+			return fmt.Sprint(r.Step.Conc), r.LoadRow
 		})
 	}
 
@@ -129,9 +130,9 @@ func (f *Findings) WriteTables(w io.Writer) {
 	}
 
 	if len(f.Cliff) > 0 {
-		fmt.Fprintf(w, "\nThe pool's cliff: %d slots, block %s, /fast probed every %s meanwhile\n", p.Slots, p.StallBlock, p.ProbeInterval)
-		bystanderTable(w, "callers (of slots)", f.Cliff, func(r LoadRow) (string, string, LoadRow) {
-			return fmt.Sprintf("%d (%s)", r.Step.Conc, r.Step.Variant), fmt.Sprintf("%s req/s", num(r.Throughput, "%.0f")), r
+		fmt.Fprintf(w, "\nThe pools' cliff: callers at shares of each pool's slots, block %s, /fast probed every %s meanwhile\n", p.StallBlock, p.ProbeInterval)
+		bystanderTable(w, "callers (of slots)", true, f.Cliff, func(r LoadRow) (string, LoadRow) {
+			return fmt.Sprintf("%d (%s of %d)", r.Step.Conc, r.Step.Variant, r.Step.Server.Workers), r
 		})
 	}
 
@@ -189,12 +190,21 @@ func dash(s string) string {
 }
 
 // bystanderTable prints the /fast prober's figures for rows of a phase;
-// label gives each row's first two cells and its load row.
-func bystanderTable[R any](w io.Writer, first string, rows []R, label func(R) (string, string, LoadRow)) {
-	tw := table(w, first, "", "p50 from due", "p95", "p99", "p50 from send", "p95", "answered of due")
+// label gives each row's first cell and its load row; withTput adds the
+// load's throughput after the server.
+func bystanderTable[R any](w io.Writer, first string, withTput bool, rows []R, label func(R) (string, LoadRow)) {
+	cols := []string{first, "server", "p50 from due", "p95", "p99", "p50 from send", "p95", "answered of due"}
+	if withTput {
+		cols = slices.Insert(cols, 2, "req/s")
+	}
+	tw := table(w, cols...)
 	var said []LoadRow // rows with something to say in words
 	for _, row := range rows {
-		a, b, r := label(row)
+		a, r := label(row)
+		b := r.Step.Server.Name
+		if withTput {
+			b += "\t" + num(r.Throughput, "%.0f")
+		}
 		if !r.OK() {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t\t\t\t\t\n", a, b, r.Short())
 			continue

@@ -21,7 +21,7 @@ func TestTables(t *testing.T) {
 	for _, want := range []string{
 		"/slow throughput against the ceiling (block 5ms, syscall mode", "loop-gnet", "workers", "callers",
 		"Stalled connections", "12 of 12  12", "Blocking on the loop vs offloaded vs the pool",
-		"taken apart", "The pool's cliff", "300 (150%)", "Cost per request", "SATURATED", "grows without bound",
+		"taken apart", "The pools' cliff", "300 (150% of 200)", "Cost per request", "SATURATED", "grows without bound",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the tables lack %q:\n%s", want, out)
