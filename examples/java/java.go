@@ -62,21 +62,11 @@ func Build(ctx context.Context, dir string) (bool, error) {
 	if m := Missing(); m != "" {
 		return false, fmt.Errorf("java: %s", m)
 	}
-	h := sha256.New()
-	err := fs.WalkDir(sources, ".", func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := sources.ReadFile(p)
-		fmt.Fprintf(h, "%s %d\n", p, len(b))
-		h.Write(b)
-		return err
-	})
+	stamp, err := stampOf()
 	if err != nil {
-		return false, fmt.Errorf("java: %w", err)
+		return false, err
 	}
-	stamp := hex.EncodeToString(h.Sum(nil)) + " " + Jars() + "\n"
-	if b, err := os.ReadFile(filepath.Join(dir, "stamp")); err == nil && string(b) == stamp && built(dir) {
+	if UpToDate(dir) {
 		return false, nil
 	}
 	src := filepath.Join(dir, "src")
@@ -101,6 +91,34 @@ func Build(ctx context.Context, dir string) (bool, error) {
 		return false, fmt.Errorf("java: build.sh made no launchers in %s", dir)
 	}
 	return true, os.WriteFile(filepath.Join(dir, "stamp"), []byte(stamp), 0o644)
+}
+
+// stampOf names a build: the sources' hash and where the jars were.
+func stampOf() (string, error) {
+	h := sha256.New()
+	err := fs.WalkDir(sources, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := sources.ReadFile(p)
+		fmt.Fprintf(h, "%s %d\n", p, len(b))
+		h.Write(b)
+		return err
+	})
+	if err != nil {
+		return "", fmt.Errorf("java: %w", err)
+	}
+	return hex.EncodeToString(h.Sum(nil)) + " " + Jars() + "\n", nil
+}
+
+// UpToDate says whether dir holds a build of these sources.
+func UpToDate(dir string) bool {
+	stamp, err := stampOf()
+	if err != nil {
+		return false
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "stamp"))
+	return err == nil && string(b) == stamp && built(dir)
 }
 
 func built(dir string) bool {

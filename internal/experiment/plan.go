@@ -64,6 +64,9 @@ type Options struct {
 	Auto      bool
 	Replay    string
 	StageAddr string
+	// JVMWarmup is how long a Java server is loaded after each start,
+	// before it is measured (its JIT compiles what runs hot).
+	JVMWarmup time.Duration
 	Bin       string // where the kit's binaries are
 	Args      []string
 }
@@ -161,6 +164,7 @@ func ParseFlags(args []string, stderr io.Writer, now time.Time) (Options, error)
 	fs.BoolVar(&o.Auto, "auto", false, "with --stage: advance the screens by themselves (rehearsals, tests)")
 	fs.StringVar(&o.Replay, "replay", "", "with --stage: play the stage recorded in this run directory at its real pace, without servers")
 	fs.StringVar(&o.StageAddr, "stage-addr", "127.0.0.1:8300", "with --stage: where to serve the page (a loopback address; port 0 picks one)")
+	fs.DurationVar(&o.JVMWarmup, "jvm-warmup", JVMWarmup, "how long a Java server (netty, tomcat) is loaded on every endpoint after each start, before it is measured:\na JVM compiles the code that runs hot, and its first seconds are several times slower (half with --quick)")
 	fs.StringVar(&o.Bin, "bin", o.Bin, "directory holding the kit's binaries")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), `Usage: ./run.sh [flags]
@@ -190,6 +194,9 @@ Flags:
 		}
 		if !set["warmup"] {
 			o.Warmup = 300 * time.Millisecond
+		}
+		if !set["jvm-warmup"] {
+			o.JVMWarmup /= 2
 		}
 	}
 	if o.Stage && !set["phases"] {
@@ -245,6 +252,8 @@ func (o *Options) validate() error {
 		return bad("--probe-interval %s: want 1ms to 10s", o.ProbeInterval)
 	case o.TraceCallers < 1 || o.TraceCallers > 10000:
 		return bad("--trace-callers %d: want 1 to 10000", o.TraceCallers)
+	case o.JVMWarmup < 0 || o.JVMWarmup > 10*time.Minute:
+		return bad("--jvm-warmup %s: want 0 to 10m", o.JVMWarmup)
 	}
 	switch {
 	case !o.Stage && (o.Auto || o.Replay != "" || o.StageAddr != "127.0.0.1:8300"):
@@ -454,15 +463,27 @@ func BuildPlan(o Options) Plan {
 }
 
 // startCost is the time a step spends outside its measurement: starting
-// and stopping processes, placing connections.
-const startCost = 700 * time.Millisecond
+// and stopping processes, placing connections; jvmStart what a JVM adds.
+const (
+	startCost = 700 * time.Millisecond
+	jvmStart  = 1500 * time.Millisecond
+)
+
+// cost is how long one step should take.
+func (p Plan) cost(s Step) time.Duration {
+	d := s.Warmup + s.Duration + startCost
+	if jvmServer(s.Server) {
+		d += jvmStart + p.Options.JVMWarmup
+	}
+	return d
+}
 
 // Expected is how long the plan should take.
 func (p Plan) Expected() time.Duration {
 	var d time.Duration
 	for _, s := range p.Steps {
 		if p.Skips[s.ID] == "" {
-			d += s.Warmup + s.Duration + startCost
+			d += p.cost(s)
 		}
 	}
 	return d * time.Duration(p.Options.Repeat)
@@ -482,13 +503,17 @@ func (p Plan) Describe(w io.Writer) {
 	for _, t := range o.Targets {
 		fmt.Fprintf(w, "  target %s at %s: %s\n", t.Name, t.URL, t.Server.Facts)
 	}
+	if o.usesJava() {
+		fmt.Fprintf(w, "  the Java servers block with Thread.sleep (not --block-mode), and are loaded on every endpoint for %s after each\n"+
+			"  start, before they are measured: a JVM compiles the code that runs hot, and its first seconds are several times slower (--jvm-warmup)\n", o.JVMWarmup)
+	}
 	for _, phase := range allPhases {
 		var n int
 		var d time.Duration
 		for _, s := range p.Steps {
 			if s.Phase == phase && p.Skips[s.ID] == "" {
 				n++
-				d += s.Warmup + s.Duration + startCost
+				d += p.cost(s)
 			}
 		}
 		if n > 0 {

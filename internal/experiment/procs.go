@@ -286,7 +286,7 @@ func (p *procs) startServer(ctx context.Context, s Server, o Options) (*server, 
 		time.Sleep(20 * time.Millisecond)
 	}
 	if jvmServer(s) {
-		if err := warm(ctx, srv.addr, o.jvmWarmup()); err != nil && ctx.Err() == nil {
+		if err := warm(ctx, srv.addr, o.JVMWarmup); err != nil && ctx.Err() == nil {
 			return fail("%s: %v", name, err)
 		}
 	}

@@ -56,19 +56,12 @@ func (o Options) usesJava() bool {
 }
 
 // JVMWarmup is how long a Java server is loaded on every endpoint after it
-// starts and before it is measured: a JVM interprets code at first and
-// compiles what runs hot (its JIT), so its first seconds are several times
-// slower. Measured here (docs/measurements.md): Netty's /fast went from 14k
-// to 58k req/s over its first 4 s of load, Tomcat's from 12k to 44k.
+// starts and before it is measured (--jvm-warmup): a JVM interprets code at
+// first and compiles what runs hot (its JIT), so its first seconds are
+// several times slower. Measured here (docs/measurements.md): Netty's /fast
+// went from 14k to 58k req/s over its first 4 s of load, Tomcat's from 12k
+// to 44k.
 const JVMWarmup = 4 * time.Second
-
-// jvmWarmup is the warm-up of this run: half of JVMWarmup with --quick.
-func (o Options) jvmWarmup() time.Duration {
-	if o.Quick {
-		return JVMWarmup / 2
-	}
-	return JVMWarmup
-}
 
 // buildJava builds the Java servers into the kit's bin directory when the
 // run starts one: once per change of their sources.
@@ -79,8 +72,11 @@ func buildJava(ctx context.Context, o Options, w func(string)) error {
 	if m := java.Missing(); m != "" {
 		return fmt.Errorf("run.sh: --servers %s needs Java and the published experiment's libraries from Debian's packages; %s", strings.Join(o.Servers, ","), m)
 	}
-	w("building the Java servers (examples/java/build.sh, javac over Debian's jars) ...")
-	if _, err := java.Build(ctx, filepath.Join(o.Bin, "java")); err != nil {
+	dir := filepath.Join(o.Bin, "java")
+	if !java.UpToDate(dir) {
+		w("building the Java servers (examples/java/build.sh: javac over Debian's jars, once per change of their sources) ...")
+	}
+	if _, err := java.Build(ctx, dir); err != nil {
 		return fmt.Errorf("run.sh: %w", err)
 	}
 	return nil

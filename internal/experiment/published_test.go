@@ -1,0 +1,116 @@
+package experiment
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bystander-kit/bystander/examples/java"
+	"github.com/bystander-kit/bystander/internal/findings"
+	"github.com/bystander-kit/bystander/internal/results"
+)
+
+// needJava skips outside CI when Java or the libraries are missing; CI
+// installs them, so there it fails.
+func needJava(t *testing.T) {
+	t.Helper()
+	if m := java.Missing(); m != "" {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("%s: .ci/run installs them", m)
+		}
+		t.Skipf("%s; CI installs them", m)
+	}
+}
+
+// TestPublishedServers: the published experiment on its own servers,
+// started by the kit like its own: Netty stalls exactly the connections on
+// its blocked loops, Tomcat none; two pool-kind servers (the kit's pool
+// and Tomcat) keep their offload rows and files apart; every Java server
+// is warmed up and stopped, nothing is left running.
+func TestPublishedServers(t *testing.T) {
+	needJava(t)
+	bin := kit(t)
+	out := filepath.Join(t.TempDir(), "run")
+	o, err := ParseFlags([]string{"--quick", "--phases", "stall,offload", "--servers", "pool,netty,tomcat", "--conc", "16",
+		"--jvm-warmup", "300ms", // what is asserted does not depend on the JIT
+		"--out", out, "--bin", bin}, os.Stderr, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stdout bytes.Buffer
+	if code := Run(context.Background(), o, &stdout, &stdout); code != 0 {
+		t.Fatalf("exit %d\n%s", code, stdout.String())
+	}
+	run, err := results.ReadRun(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	noOrphans(t, run)
+	files := map[string]string{}
+	for _, m := range run.Measurements {
+		if m.Status != "ok" {
+			t.Errorf("%s: %s: %s", m.ID, m.Status, m.Reason)
+		}
+		for _, f := range []string{m.LoadFile, m.ProbeFile, m.PerConnFile} {
+			if f == "" {
+				continue
+			}
+			if other, ok := files[f]; ok {
+				t.Errorf("%s and %s share %s", m.ID, other, f)
+			}
+			files[f] = m.ID
+		}
+	}
+	f := findings.Compute(out, run)
+	pools := map[string]bool{}
+	for _, r := range f.Offload {
+		if r.Step.Variant == "pool" && r.OK() {
+			pools[r.Step.Server.Name] = true
+		}
+	}
+	if !pools["pool"] || !pools["tomcat"] {
+		t.Errorf("offload rows of the two pools: %v", pools)
+	}
+	for _, r := range f.Stall {
+		want := 3 * r.Step.K
+		if r.Step.Server.Kind == "pool" {
+			want = 0
+		}
+		if r.Step.Server.Name == "netty" && r.Step.Server.Workers != 4 {
+			t.Errorf("netty with %d loops", r.Step.Server.Workers)
+		}
+		if !r.Match || r.Stalled.Median() != float64(want) {
+			t.Errorf("%s: stalled %v, expected %v (match %v), want %d", r.Step.ID, r.Stalled, r.Expected, r.Match, want)
+		}
+	}
+	for _, want := range []string{"Thread.sleep", "offload-tomcat-pool", "This run beside the published"} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("the terminal lacks %q", want)
+		}
+	}
+}
+
+// TestNoJava: without the Java packages, --servers=netty is refused before
+// anything runs, with the one command that installs them.
+func TestNoJava(t *testing.T) {
+	t.Setenv("BYSTANDER_JAVA_JARS", t.TempDir())
+	out := filepath.Join(t.TempDir(), "run")
+	o, err := ParseFlags([]string{"--servers", "loop,netty", "--out", out, "--bin", kit(t)}, os.Stderr, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	if code := Run(context.Background(), o, &stdout, &stderr); code != 2 {
+		t.Fatalf("exit %d, want 2\n%s%s", code, stdout.String(), stderr.String())
+	}
+	if !strings.Contains(stderr.String(), java.Install) {
+		t.Errorf("the refusal does not give the command that installs Java:\n%s", stderr.String())
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Error("a refused run left its directory behind")
+	}
+}
