@@ -100,7 +100,7 @@ func interruptedReason(ctx context.Context, start time.Time, d time.Duration) st
 func params(o options) results.Params {
 	return results.Params{
 		Target: o.target, Conns: o.conns, DurationNs: int64(o.duration), WarmupNs: int64(o.warmup),
-		TimeoutNs: int64(o.timeout), IntervalNs: int64(o.interval), StallThresholdNs: int64(o.stallThreshold),
+		TimeoutNs: int64(o.timeout), IntervalNs: int64(o.interval),
 		DelayNs: int64(o.delay), StallBlockNs: int64(o.block), StartAtUnixNs: o.startAt.UnixNs(), Args: o.args,
 	}
 }

@@ -40,7 +40,7 @@ func runInterval(ctx context.Context, o options) (*results.Result, error) {
 	pr := &results.Probe{WindowNs: int64(o.duration), Timeline: []results.ProbePoint{}}
 	forEach(pcs, func(p *probeConn) {
 		phase := time.Duration(int64(o.interval) * int64(p.id) / int64(o.conns))
-		s := probeSchedule(ctx, p, start, from, end, phase, o.interval)
+		s := probeSchedule(ctx, p, start, from, end, phase, o.interval, 0)
 		mu.Lock()
 		defer mu.Unlock()
 		corrected.Merge(s.corrected)

@@ -38,6 +38,7 @@ import (
 	"github.com/bystander-kit/bystander/internal/conform"
 	"github.com/bystander-kit/bystander/internal/live"
 	"github.com/bystander-kit/bystander/internal/results"
+	"github.com/bystander-kit/bystander/internal/stall"
 )
 
 const (
@@ -46,24 +47,23 @@ const (
 )
 
 type options struct {
-	mode           string
-	target         string
-	conns          int
-	interval       time.Duration
-	duration       time.Duration
-	warmup         time.Duration
-	timeout        time.Duration
-	stallThreshold time.Duration
-	block          time.Duration
-	delay          time.Duration
-	startAt        cli.StartAt
-	readyFile      string
-	out            string
-	allowRemote    bool
-	loops          int
-	liveOut        string
-	live           *live.Writer
-	args           []string
+	mode        string
+	target      string
+	conns       int
+	interval    time.Duration
+	duration    time.Duration
+	warmup      time.Duration
+	timeout     time.Duration
+	block       time.Duration
+	delay       time.Duration
+	startAt     cli.StartAt
+	readyFile   string
+	out         string
+	allowRemote bool
+	loops       int
+	liveOut     string
+	live        *live.Writer
+	args        []string
 }
 
 func main() { os.Exit(mainExit(os.Args[1:], os.Stdout, os.Stderr)) }
@@ -102,10 +102,9 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.duration, "duration", 8*time.Second, "how long to probe (at most 1h)")
 	fs.DurationVar(&o.warmup, "warmup", 0, "time after the start before the window (added to --duration); interval mode sends nothing meanwhile")
 	fs.DurationVar(&o.timeout, "timeout", 10*time.Second, "per-request timeout")
-	fs.DurationVar(&o.stallThreshold, "stall-threshold", 0, "perconn: a connection whose p50 from due exceeds this stalled (default: the unblocked baseline + half of --block, or + 50ms without --block)")
-	fs.DurationVar(&o.block, "block", 0, "perconn: the blocking call that may hold the loops, to derive the stall threshold from")
+	fs.DurationVar(&o.block, "block", 0, "perconn: the blocking call that may hold the loops, which the stall verdict is judged against (recorded in the result)")
 	fs.Var(&o.startAt, "start-at", "start the run's clock (warm-up first) at this RFC 3339 time, within a minute of now, to share a window with loadgen (default: once connected)")
-	fs.DurationVar(&o.delay, "delay", 0, "trace: the server's /async delay (default: ?delay= of the target, else 5ms)")
+	fs.DurationVar(&o.delay, "delay", 0, "trace and perconn: the /async delay the target asks for, taken from what the server made each probe wait (default: ?delay= of the target, else 5ms)")
 	fs.StringVar(&o.liveOut, "live-out", "", "interval and perconn: append each probe (connection, loop, latency from due) as a JSON line to this file as it comes back (for run.sh --stage)")
 	fs.StringVar(&o.readyFile, "ready-file", "", "perconn: write this file once the connections are open and placed; interval: once they are open")
 	fs.StringVar(&o.out, "out", "", "write the result as JSON (schema "+results.Schema+"; check: "+conform.Schema+") to this file")
@@ -172,8 +171,6 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		return o, fmt.Errorf("prober: --warmup %s: want 0 to 10m", o.warmup)
 	case o.timeout <= 0:
 		return o, fmt.Errorf("prober: --timeout %s: want a positive duration", o.timeout)
-	case o.stallThreshold < 0:
-		return o, fmt.Errorf("prober: --stall-threshold %s: want a positive duration (or 0: derived)", o.stallThreshold)
 	case o.block < 0:
 		return o, fmt.Errorf("prober: --block %s: want 0 or more", o.block)
 	case o.delay < 0:
@@ -190,7 +187,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 			return o, fmt.Errorf("prober: --out: %w", err)
 		}
 	}
-	if o.mode == "trace" && !set["delay"] {
+	if (o.mode == "trace" || o.mode == "perconn") && !set["delay"] {
 		o.delay = 5 * time.Millisecond
 		if u, err := url.Parse(o.target); err == nil {
 			if d, err := time.ParseDuration(u.Query().Get("delay")); err == nil {
@@ -227,14 +224,19 @@ func summary(w io.Writer, r *results.Result) {
 		fmt.Fprintf(w, "prober: send lag behind due time    p50 %s p99 %s max %s\n", us(p.SendLag.P50Us), us(p.SendLag.P99Us), us(p.SendLag.MaxUs))
 	case r.PerConn != nil:
 		p := r.PerConn
-		fmt.Fprintf(w, "prober: stalled %d of %d (%s: over %s)\n", p.Stalled, len(p.Conns), p.StallRule, time.Duration(p.StallThresholdNs))
-		for _, c := range p.Conns {
+		v := stall.Judge(stall.From(p), time.Duration(r.Params.StallBlockNs))
+		if v.Judged {
+			fmt.Fprintf(w, "prober: stalled %d of %d (%s; here %s)\n", v.Count, len(p.Conns), stall.Rule, v.Threshold)
+		} else {
+			fmt.Fprintf(w, "prober: %s\n", v.Why)
+		}
+		for i, c := range p.Conns {
 			mark := ""
-			if c.Stalled {
+			if v.Stalled[i] {
 				mark = "  STALLED"
 			}
-			fmt.Fprintf(w, "prober:   conn %2d loop %2d: p50 %9s p95 %9s max %9s, %d of %d due answered, %d censored%s\n", c.Conn, c.Loop,
-				us(c.Latency.P50Us), us(c.Latency.P95Us), us(c.Latency.MaxUs), c.Samples, c.Due, c.Censored, mark)
+			fmt.Fprintf(w, "prober:   conn %2d loop %2d: server wait p50 %9s, from due p50 %9s p95 %9s max %9s, %d of %d due answered, %d censored%s\n", c.Conn, c.Loop,
+				us(c.ServerWait.P50Us), us(c.Latency.P50Us), us(c.Latency.P95Us), us(c.Latency.MaxUs), c.Samples, c.Due, c.Censored, mark)
 		}
 	case r.Trace != nil:
 		t := r.Trace

@@ -18,8 +18,28 @@ const lateAfter = time.Millisecond
 type schedule struct {
 	points                      []results.ProbePoint
 	corrected, uncorrected, lag *hist.H
-	due, answered, failed       int64
-	censored, late              int64
+	// serverWait is what the server made each answered probe wait, from
+	// its own timestamps (see serverWait).
+	serverWait            *hist.H
+	due, answered, failed int64
+	censored, late        int64
+}
+
+// serverWait is what the server made one request wait, from its own
+// timestamps on the machine's one clock: from the send to X-Handler-Start
+// (the request waited to be read and handled), plus how late the
+// continuation ran after the delay it was asked for (X-Continuation-Start -
+// X-Handler-Start - delay). Neither the prober's lateness in sending nor
+// its reading of the answer counts. False without X-Handler-Start.
+func serverWait(r *client.Response, sent time.Time, delay time.Duration) (time.Duration, bool) {
+	if r.HandlerStart <= 0 {
+		return 0, false
+	}
+	w := time.Duration(r.HandlerStart - sent.UnixNano())
+	if r.ContinuationStart > 0 {
+		w += max(0, time.Duration(r.ContinuationStart-r.HandlerStart)-delay)
+	}
+	return max(w, 0), true
 }
 
 // liveLine is one --live-out line: a probe on a connection (and its loop)
@@ -45,8 +65,8 @@ type liveLine struct {
 // censored: it counts in corrected at its wait so far, end - due, a lower
 // bound, so a saturated bystander's percentiles are never those of the
 // lucky few that got through.
-func probeSchedule(ctx context.Context, p *probeConn, t0, from, end time.Time, phase, interval time.Duration) *schedule {
-	s := &schedule{corrected: hist.New(), uncorrected: hist.New(), lag: hist.New()}
+func probeSchedule(ctx context.Context, p *probeConn, t0, from, end time.Time, phase, interval, delay time.Duration) *schedule {
+	s := &schedule{corrected: hist.New(), uncorrected: hist.New(), lag: hist.New(), serverWait: hist.New()}
 	k := 0
 	if first := t0.Add(phase); first.Before(from) {
 		k = int((from.Sub(first) + interval - 1) / interval)
@@ -97,6 +117,9 @@ func probeSchedule(ctx context.Context, p *probeConn, t0, from, end time.Time, p
 			s.answered++
 			s.corrected.Record(fin.Sub(due))
 			s.uncorrected.Record(fin.Sub(sent))
+			if w, ok := serverWait(&r, sent, delay); ok {
+				s.serverWait.Record(w)
+			}
 		}
 		s.points = append(s.points, pt)
 	}

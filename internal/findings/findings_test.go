@@ -157,25 +157,11 @@ func TestSaturated(t *testing.T) {
 	}
 }
 
-// TestStallThreshold: half the block above the baseline; a connection
-// with no answer stalled.
-func TestStallThreshold(t *testing.T) {
-	th, rule := StallThreshold(5500*time.Microsecond, 15*time.Millisecond)
-	if th != 13*time.Millisecond || !strings.Contains(rule, "half the 15ms block") {
-		t.Errorf("%s %q", th, rule)
-	}
-	if th, _ := StallThreshold(5*time.Millisecond, 0); th != 55*time.Millisecond {
-		t.Errorf("without a block: %s", th)
-	}
-	if !Stalled(0, 0, th) || Stalled(10, 6*time.Millisecond, th) || !Stalled(10, 200*time.Millisecond, th) {
-		t.Error("Stalled")
-	}
-}
-
-func conn(id, loop int, p50 time.Duration, stalled bool) results.ConnStat {
+// conn is a connection whose server made its probes wait wait.
+func conn(id, loop int, wait time.Duration) results.ConnStat {
 	h := hist.New()
-	h.Record(p50)
-	return results.ConnStat{Conn: id, Loop: loop, Due: 10, Samples: 10, Latency: h.Summary(), Stalled: stalled}
+	h.Record(wait)
+	return results.ConnStat{Conn: id, Loop: loop, Due: 10, Samples: 10, Latency: h.Summary(), ServerWait: h.Summary()}
 }
 
 // TestStallExpected: the expected stalls are the connections on the loops
@@ -184,13 +170,7 @@ func conn(id, loop int, p50 time.Duration, stalled bool) results.ConnStat {
 func TestStallExpected(t *testing.T) {
 	ms := func(d int) time.Duration { return time.Duration(d) * time.Millisecond }
 	perconn := func(cs ...results.ConnStat) *results.Result {
-		n := 0
-		for _, c := range cs {
-			if c.Stalled {
-				n++
-			}
-		}
-		return &results.Result{PerConn: &results.PerConn{Conns: cs, Stalled: n, StallThresholdNs: 55e6}}
+		return &results.Result{PerConn: &results.PerConn{Conns: cs}}
 	}
 	blockers := func(loops ...int) *results.Result {
 		l := &results.Load{}
@@ -199,15 +179,15 @@ func TestStallExpected(t *testing.T) {
 		}
 		return &results.Result{Load: l}
 	}
-	step := results.Step{ID: "stall-loop-gnet-k1", Phase: "stall", K: 1, Server: results.Server{Kind: "loop"}}
+	step := results.Step{ID: "stall-loop-gnet-k1", Phase: "stall", K: 1, Server: results.Server{Kind: "loop", BlockNs: 100e6}}
 	// The blocker landed on loop 2, not loop 0: its connections stalled.
-	g := &Group{Step: step, Reps: []Rep{{Conns: perconn(conn(0, 0, ms(5), false), conn(1, 2, ms(200), true), conn(2, 1, ms(5), false)), Load: blockers(2)}}}
+	g := &Group{Step: step, Reps: []Rep{{Conns: perconn(conn(0, 0, ms(1)), conn(1, 2, ms(150)), conn(2, 1, ms(1))), Load: blockers(2)}}}
 	r := stallRow(g)
 	if !r.Match || r.Expected.Median() != 1 || r.Stalled.Median() != 1 || len(r.BlockedLoops) != 1 || r.BlockedLoops[0] != 2 || r.Cells[1].Loop != 2 || !r.Cells[1].OnBlockedLoop {
 		t.Fatalf("%+v", r)
 	}
 	// A healthy connection called stalled, or a stalled one on a free loop: no match.
-	g.Reps[0].Conns = perconn(conn(0, 0, ms(200), true), conn(1, 2, ms(200), true), conn(2, 1, ms(5), false))
+	g.Reps[0].Conns = perconn(conn(0, 0, ms(150)), conn(1, 2, ms(150)), conn(2, 1, ms(1)))
 	if r := stallRow(g); r.Match || r.Stalled.Median() != 2 || r.Expected.Median() != 1 {
 		t.Fatalf("%+v", r)
 	}

@@ -1,40 +1,14 @@
 package findings
 
 import (
-	"fmt"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/bystander-kit/bystander/internal/results"
+	"github.com/bystander-kit/bystander/internal/stall"
 )
-
-// DefaultStallMargin is how far above the unblocked baseline a connection's
-// median must be to count as stalled when the blocking call is not known.
-const DefaultStallMargin = 50 * time.Millisecond
-
-// StallThreshold is the latency (from due time) above which a connection's
-// median says it stalled: the unblocked baseline plus half the blocking
-// call. A probe that arrives at a random moment on a loop kept blocked
-// waits on average half a block for the handler alone, and an /async
-// continuation waits again, so a stalled connection's median sits at one
-// block or more, a healthy one near the baseline; half a block above the
-// baseline lies between them whatever the block. Without a known block the
-// margin is DefaultStallMargin. The rule is returned in words for the
-// results.
-func StallThreshold(baseline, block time.Duration) (time.Duration, string) {
-	if block <= 0 {
-		return baseline + DefaultStallMargin, fmt.Sprintf("p50 from due above the unblocked baseline (%s) + %s", round(baseline), DefaultStallMargin)
-	}
-	return baseline + block/2, fmt.Sprintf("p50 from due above the unblocked baseline (%s) + half the %s block", round(baseline), block)
-}
-
-// Stalled says whether a connection stalled: it got no answer at all, or
-// its median latency from due exceeded the threshold.
-func Stalled(answered int64, p50 time.Duration, threshold time.Duration) bool {
-	return answered == 0 || p50 > threshold
-}
 
 func round(d time.Duration) time.Duration {
 	switch {
@@ -73,6 +47,9 @@ type StallRow struct {
 	// those on the loops the blockers' requests were answered on.
 	Match bool
 	Rule  string
+	// BlockerBlock is the blockers' measured block (their X-Blocked-Ns),
+	// ns, one per repetition that has it: what the verdict is judged against.
+	BlockerBlock Figure
 	// The first repetition's loops blocked and connections.
 	BlockedLoops []int
 	Cells        []StallCell
@@ -104,12 +81,18 @@ func stallRow(g *Group) StallRow {
 				}
 			}
 		}
+		block := time.Duration(g.Step.Server.BlockNs)
+		if rep.Load != nil && rep.Load.Load != nil && rep.Load.Load.BlockedSamples > 0 {
+			block = time.Duration(rep.Load.Load.MeanBlockedNs)
+			r.BlockerBlock = append(r.BlockerBlock, rep.Load.Load.MeanBlockedNs)
+		}
+		v := stall.Judge(stall.From(pc), block)
 		var cells []StallCell
 		var s, h, ss []float64
-		expected := 0
-		for _, c := range pc.Conns {
+		expected, nStalled := 0, 0
+		for i, c := range pc.Conns {
 			cell := StallCell{Conn: c.Conn, Loop: c.Loop, P50Us: c.Latency.P50Us, SendP50Us: c.FromSend.P50Us, Answered: c.Samples, Due: c.Due,
-				Stalled: c.Stalled, OnBlockedLoop: c.Loop >= 0 && blocked[c.Loop], CensoredProbes: c.Censored}
+				Stalled: v.Stalled[i], OnBlockedLoop: c.Loop >= 0 && blocked[c.Loop], CensoredProbes: c.Censored}
 			cells = append(cells, cell)
 			if cell.OnBlockedLoop {
 				expected++
@@ -117,7 +100,8 @@ func stallRow(g *Group) StallRow {
 			if cell.Stalled != cell.OnBlockedLoop {
 				r.Match = false
 			}
-			if c.Stalled {
+			if cell.Stalled {
+				nStalled++
 				s = append(s, c.Latency.P50Us)
 				if c.FromSend.Count > 0 {
 					ss = append(ss, c.FromSend.P50Us)
@@ -148,15 +132,15 @@ func stallRow(g *Group) StallRow {
 			r.Expected = append(r.Expected, float64(expected))
 		}
 		if r.Cells == nil {
-			r.Cells, r.Rule = cells, pc.StallRule
+			r.Cells, r.Rule = cells, stall.Rule
 			for l := range blocked {
 				r.BlockedLoops = append(r.BlockedLoops, l)
 			}
 			slices.Sort(r.BlockedLoops)
 		}
-		r.Stalled = append(r.Stalled, float64(pc.Stalled))
+		r.Stalled = append(r.Stalled, float64(nStalled))
 		r.Conns = append(r.Conns, float64(len(pc.Conns)))
-		r.ThresholdUs = append(r.ThresholdUs, float64(pc.StallThresholdNs)/1e3)
+		r.ThresholdUs = append(r.ThresholdUs, float64(v.Threshold)/1e3)
 		r.BaselineUs = append(r.BaselineUs, pc.BaselineUs)
 		if len(s) > 0 {
 			r.StalledP50 = append(r.StalledP50, results.Median(s))

@@ -19,6 +19,10 @@ type Usage struct {
 	VolCtxSw    int64 `json:"voluntary_ctx_switches"`
 	InvolCtxSw  int64 `json:"involuntary_ctx_switches"`
 	MaxRSSBytes int64 `json:"max_rss_bytes"`
+	// RunqWaitNs is how long the process's threads waited, runnable, for a
+	// CPU (the second field of /proc/PID/task/*/schedstat, summed): what a
+	// busy machine costs a process that wants to run. Read by Of only.
+	RunqWaitNs int64 `json:"runq_wait_ns,omitempty"`
 }
 
 // CPUNs is user plus system CPU time in nanoseconds.
@@ -43,9 +47,9 @@ func Self() Usage {
 const clockTicks = 100
 
 // Of reads another process's usage from /proc: CPU time of all its threads
-// (utime+stime of /proc/PID/stat), context switches summed over its threads
-// (/proc/PID/task/*/status), and its peak RSS (VmHWM). Threads is how many it
-// has now.
+// (utime+stime of /proc/PID/stat), context switches and run-queue waits
+// summed over its threads (/proc/PID/task/*/status and schedstat), and its
+// peak RSS (VmHWM). Threads is how many it has now.
 func Of(pid int) (Usage, int, error) {
 	var u Usage
 	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
@@ -75,6 +79,12 @@ func Of(pid int) (Usage, int, error) {
 		}
 		u.VolCtxSw += statusField(b, "voluntary_ctxt_switches:")
 		u.InvolCtxSw += statusField(b, "nonvoluntary_ctxt_switches:")
+		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/schedstat", pid, t.Name())); err == nil {
+			if f := strings.Fields(string(b)); len(f) >= 2 {
+				v, _ := strconv.ParseInt(f[1], 10, 64)
+				u.RunqWaitNs += v
+			}
+		}
 	}
 	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid)); err == nil {
 		u.MaxRSSBytes = statusField(b, "VmHWM:") * 1024

@@ -2,6 +2,8 @@ package proc
 
 import (
 	"os"
+	"runtime"
+	"sync"
 	"testing"
 	"time"
 )
@@ -45,5 +47,36 @@ func TestMachineBusy(t *testing.T) {
 	// One spinning goroutine on a machine of n CPUs: at least most of 1/n.
 	if busy <= 0 || busy > 1 {
 		t.Fatalf("busy %v", busy)
+	}
+}
+
+// TestRunqWait: threads that want more CPU than the machine has wait in
+// its run queue, and Of counts that wait over all of them.
+func TestRunqWait(t *testing.T) {
+	n := 3 * runtime.NumCPU()
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(n))
+	before, _, err := Of(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	stop := time.Now().Add(300 * time.Millisecond)
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			runtime.LockOSThread()
+			for time.Now().Before(stop) {
+			}
+		}()
+	}
+	wg.Wait()
+	after, _, err := Of(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// n threads on NumCPU cores for 300 ms: about 200 ms of waiting each.
+	if w := time.Duration(after.RunqWaitNs - before.RunqWaitNs); w < 100*time.Millisecond {
+		t.Fatalf("%d spinning threads on %d cores waited %s in the run queue in all", n, runtime.NumCPU(), w)
 	}
 }

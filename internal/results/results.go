@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -29,7 +30,18 @@ import (
 // per-connection prober probes on a fixed schedule and keeps each
 // connection's histogram (ConnStat.Latency); every histogram carries its
 // HdrHistogram encoding (hist.Percentiles.HDR).
-const Schema = "bystander.results/v2"
+//
+// v3 (from v2): the per-connection prober records what the server made
+// each probe wait, from the server's own timestamps (ConnStat.ServerWait),
+// how late each probe was sent (ConnStat.SendLate), and how its placing
+// requests went; it no longer decides which connections stalled (the stall
+// package does, from these, wherever a verdict is shown). Every field added
+// is optional and the verdict fields stay readable, so a v2 result reads as
+// it is.
+const Schema = "bystander.results/v3"
+
+// readableSchemas are the older result formats Decode reads as they are.
+var readableSchemas = []string{"bystander.results/v2"}
 
 // MaxSeriesPoints bounds the time series a program writes where a run could
 // make them grow without bound (loadgen's per-second series, the trace's
@@ -199,24 +211,41 @@ type ConnStat struct {
 	// FromSend is from each answered probe's send: what one request
 	// waited, without the queue of probes behind it.
 	FromSend hist.Percentiles `json:"latency_from_send"`
-	Stalled  bool             `json:"stalled"`
+	// ServerWait is what the server made each answered probe wait, from
+	// its own timestamps: from the send to X-Handler-Start (accepted), plus
+	// how late its continuation ran (X-Continuation-Start - X-Handler-Start
+	// - the delay), so neither the prober's lateness nor its reading of the
+	// answer counts. Empty in v2, or when the server sends no
+	// X-Handler-Start. SendLate is how long after its due time each probe
+	// was sent: what the prober's side (or the machine) added.
+	ServerWait hist.Percentiles `json:"server_wait,omitzero"`
+	SendLate   hist.Percentiles `json:"send_late,omitzero"`
+	// Stalled is a v2 prober's own verdict, read from old files and not
+	// used: the stall package judges from the figures above.
+	Stalled bool `json:"stalled,omitempty"`
 }
 
 // PerConn is the per-connection prober's result.
 type PerConn struct {
 	// IntervalNs is each connection's probe schedule (0: back-to-back).
 	IntervalNs int64 `json:"interval_ns"`
-	// BaselineUs is the median latency of the placing requests, before
-	// anything was blocked.
-	BaselineUs float64 `json:"baseline_us"`
-	// A connection stalled when its p50 from due exceeded StallThresholdNs,
-	// or when it got no answer at all; StallRule says how the threshold was
-	// chosen.
-	StallThresholdNs int64       `json:"stall_threshold_ns"`
-	StallRule        string      `json:"stall_rule"`
-	Spread           []LoopCount `json:"spread"`
-	Conns            []ConnStat  `json:"conns"`
-	Stalled          int         `json:"stalled"`
+	// DelayNs is the /async delay the probes asked for (their ?delay=).
+	DelayNs int64 `json:"delay_ns,omitempty"`
+	// BaselineUs is the median latency of the placing requests (all
+	// connections at once, a few each), measured under whatever load the
+	// server had then; QuickestPlacingUs is the quickest of them: a
+	// baseline far above it was measured under load.
+	BaselineUs        float64 `json:"baseline_us"`
+	QuickestPlacingUs float64 `json:"quickest_placing_us,omitempty"`
+	// PlacedConcurrently: the placing requests went out on every connection
+	// at once (v3); a v2 prober placed them one connection after another.
+	PlacedConcurrently bool        `json:"placed_concurrently,omitempty"`
+	Spread             []LoopCount `json:"spread"`
+	Conns              []ConnStat  `json:"conns"`
+	// A v2 prober's own verdict, read from old files and not used.
+	StallThresholdNs int64  `json:"stall_threshold_ns,omitempty"`
+	StallRule        string `json:"stall_rule,omitempty"`
+	Stalled          int    `json:"stalled,omitempty"`
 }
 
 // TraceSample is one /async request taken apart; us, times since the run's start.
@@ -314,8 +343,8 @@ func Decode(b []byte) (*Result, error) {
 	if err := dec.Decode(&r); err != nil {
 		return nil, fmt.Errorf("results: %w", err)
 	}
-	if r.Schema != Schema {
-		return nil, fmt.Errorf("results: schema %q, this program reads %q", r.Schema, Schema)
+	if r.Schema != Schema && !slices.Contains(readableSchemas, r.Schema) {
+		return nil, fmt.Errorf("results: schema %q, this program reads %q and %s", r.Schema, Schema, strings.Join(readableSchemas, ", "))
 	}
 	return &r, nil
 }

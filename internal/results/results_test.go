@@ -26,8 +26,8 @@ func full() *Result {
 		BlockedSamples: 10, MeanQueuedNs: 3, WarmupRequests: 2, Dials: 8, BehindSchedule: 1}
 	r.Probe = &Probe{WindowNs: 5e9, Due: 4, Completed: 2, Failed: 1, Censored: 1, Late: 1, Corrected: p, Uncorrected: p, SendLag: p,
 		Conns: []ConnLoop{{0, 2}}, Timeline: []ProbePoint{{0, 2, 1, 2, 3, 200, "", false}, {0, 2, 4, 5, 6, 0, "reset", false}, {0, 2, 7, 0, 9, 0, "", true}}}
-	r.PerConn = &PerConn{IntervalNs: 1e7, BaselineUs: 5500, StallThresholdNs: 5e7, StallRule: "rule", Spread: []LoopCount{{0, 3}},
-		Conns: []ConnStat{{0, 0, 10, 9, 1, 1, p, p, true}}, Stalled: 1}
+	r.PerConn = &PerConn{IntervalNs: 1e7, DelayNs: 5e6, BaselineUs: 5500, QuickestPlacingUs: 300, PlacedConcurrently: true, Spread: []LoopCount{{0, 3}},
+		Conns: []ConnStat{{Conn: 0, Loop: 0, Due: 10, Samples: 9, Censored: 1, Errors: 1, Latency: p, FromSend: p, ServerWait: p, SendLate: p}}}
 	r.Trace = &Trace{Samples: []TraceSample{{0, 1, 2, 3, 4, 5, 6, 7, 8}}, SamplesDropped: 1, Accepted: p, Lateness: p, Return: p, Total: p}
 	r.Finish(start.Add(6*time.Second), "interrupted")
 	return r
@@ -50,7 +50,7 @@ func TestRoundTrip(t *testing.T) {
 		t.Fatalf("partial/end: %+v", got)
 	}
 	b, _ := os.ReadFile(path)
-	for _, field := range []string{`"schema": "bystander.results/v2"`, `"hdr_base64"`, `"p99_9_us"`, `"duration_ns"`, `"throughput_per_s"`, `"cpu_model"`} {
+	for _, field := range []string{`"schema": "bystander.results/v3"`, `"hdr_base64"`, `"server_wait"`, `"send_late"`, `"p99_9_us"`, `"duration_ns"`, `"throughput_per_s"`, `"cpu_model"`} {
 		if !strings.Contains(string(b), field) {
 			t.Errorf("the file lacks %s", field)
 		}
@@ -63,13 +63,28 @@ func TestRoundTrip(t *testing.T) {
 
 func TestDecodeRefuses(t *testing.T) {
 	for name, doc := range map[string]string{
-		"other version": `{"schema":"bystander.results/v0"}`,
-		"unknown field": `{"schema":"bystander.results/v2","surprise":1}`,
+		"other version": `{"schema":"bystander.results/v1"}`,
+		"unknown field": `{"schema":"bystander.results/v3","surprise":1}`,
 		"not json":      `results`,
 	} {
 		if _, err := Decode([]byte(doc)); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
+	}
+}
+
+// TestReadsV2: a v2 per-connection result (its prober's own verdict
+// inside) reads as it is; the verdict fields are kept, not used.
+func TestReadsV2(t *testing.T) {
+	doc := `{"schema":"bystander.results/v2","tool":"prober","mode":"perconn","partial":false,"start_unix_ns":1,"end_unix_ns":2,"start_utc":"","end_utc":"",
+"params":{"target":"t","conns":1,"duration_ns":1,"warmup_ns":0,"timeout_ns":1,"stall_threshold_ns":5,"args":[]},"env":{"go_version":"","gomaxprocs":1,"num_cpu":1,"cpu_model":"","kernel":"","os":"","arch":""},
+"errors":[],"generator":{"cpu_ns":0,"cpu_us_per_request":0,"requests":0},
+"perconn":{"interval_ns":1,"baseline_us":5,"stall_threshold_ns":55,"stall_rule":"r","spread":[],"conns":[{"conn":0,"loop":0,"due":1,"samples":1,"censored":0,"errors":0,
+"latency":{"count":1,"min_us":1,"mean_us":1,"p50_us":1,"p90_us":1,"p95_us":1,"p99_us":1,"p99_9_us":1,"max_us":1},
+"latency_from_send":{"count":1,"min_us":1,"mean_us":1,"p50_us":1,"p90_us":1,"p95_us":1,"p99_us":1,"p99_9_us":1,"max_us":1},"stalled":true}],"stalled":1}}`
+	r, err := Decode([]byte(doc))
+	if err != nil || r.PerConn == nil || r.PerConn.Conns[0].ServerWait.Count != 0 {
+		t.Fatalf("%v %+v", err, r)
 	}
 }
 
