@@ -114,6 +114,7 @@ func run(ctx context.Context, o options, progress func(elapsed, total time.Durat
 		Target: o.target, Conns: o.conc, DurationNs: int64(o.duration), WarmupNs: int64(o.warmup),
 		TimeoutNs: int64(o.timeout), RatePerS: o.rate, StartAtUnixNs: o.startAt.UnixNs(), Args: o.args,
 	})
+	res.StartLateNs = int64(o.startAt.Late(start))
 
 	runCtx, cancel := context.WithDeadline(ctx, ck.end)
 	defer cancel()

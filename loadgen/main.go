@@ -64,6 +64,9 @@ func mainExit(args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 		summary(stdout, o, res)
+		if l := res.LateLine(); l != "" {
+			fmt.Fprintln(stderr, l)
+		}
 		return results.WriteExit(o.out, res, stdout, stderr)
 	})
 }

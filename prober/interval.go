@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/bystander-kit/bystander/internal/hist"
+	"github.com/bystander-kit/bystander/internal/pace"
 	"github.com/bystander-kit/bystander/internal/proc"
 	"github.com/bystander-kit/bystander/internal/ready"
 	"github.com/bystander-kit/bystander/internal/results"
@@ -33,6 +34,7 @@ func runInterval(ctx context.Context, o options) (*results.Result, error) {
 	from := start.Add(o.warmup)
 	end := from.Add(o.duration)
 	res := results.New("prober", "interval", start, params(o))
+	res.StartLateNs = int64(o.startAt.Late(start))
 	cpu0 := proc.Self()
 
 	var mu sync.Mutex
@@ -40,7 +42,7 @@ func runInterval(ctx context.Context, o options) (*results.Result, error) {
 	pr := &results.Probe{WindowNs: int64(o.duration), Timeline: []results.ProbePoint{}}
 	forEach(pcs, func(p *probeConn) {
 		phase := time.Duration(int64(o.interval) * int64(p.id) / int64(o.conns))
-		s := probeSchedule(ctx, p, start, from, end, phase, o.interval, 0)
+		s := probeSchedule(ctx, p, start, from, end, phase, o.interval, 0, pace.Until)
 		mu.Lock()
 		defer mu.Unlock()
 		corrected.Merge(s.corrected)

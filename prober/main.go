@@ -86,6 +86,9 @@ func mainExit(args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 		summary(stdout, res)
+		if l := res.LateLine(); l != "" {
+			fmt.Fprintln(stderr, l)
+		}
 		return results.WriteExit(o.out, res, stdout, stderr)
 	})
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/bystander-kit/bystander/internal/client"
 	"github.com/bystander-kit/bystander/internal/hist"
+	"github.com/bystander-kit/bystander/internal/pace"
 	"github.com/bystander-kit/bystander/internal/proc"
 	"github.com/bystander-kit/bystander/internal/ready"
 	"github.com/bystander-kit/bystander/internal/results"
@@ -69,7 +70,7 @@ func runPerConn(ctx context.Context, o options, stdout io.Writer) (*results.Resu
 	scheds := make([]*schedule, len(pcs))
 	forEach(pcs, func(p *probeConn) {
 		phase := time.Duration(int64(o.interval) * int64(p.id) / int64(len(pcs)))
-		scheds[p.id] = probeSchedule(ctx, p, start, from, end, phase, o.interval, o.delay)
+		scheds[p.id] = probeSchedule(ctx, p, start, from, end, phase, o.interval, o.delay, pace.Sleep)
 	})
 	pc := &results.PerConn{IntervalNs: int64(o.interval), DelayNs: int64(o.delay), BaselineUs: float64(baseline) / 1e3,
 		QuickestPlacingUs: float64(quickest) / 1e3, PlacedConcurrently: true, Spread: sp}

@@ -46,6 +46,7 @@ func costSection(f *findings.Findings) section {
 		}
 		sec.Table.Rows = append(sec.Table.Rows, row)
 	}
+	sec.Notes = append(sec.Notes, f.Noticed...)
 	if len(sec.Table.Rows) == 0 {
 		sec.Missing = "no load measurement completed"
 		sec.Table = nil

@@ -94,6 +94,16 @@ func (s StartAt) Begin(ctx context.Context) (time.Time, bool) {
 	}
 }
 
+// Late is how long after the given moment the clock really started (0
+// when none was given or it started on time): a tool that could not be
+// ready in time starts its clock, and its window, that much later.
+func (s StartAt) Late(start time.Time) time.Duration {
+	if s.T.IsZero() || !start.After(s.T) {
+		return 0
+	}
+	return start.Sub(s.T)
+}
+
 // UnixNs is the moment in Unix nanoseconds, 0 when none was given.
 func (s StartAt) UnixNs() int64 {
 	if s.T.IsZero() {

@@ -241,7 +241,7 @@ func toMs(us findings.Figure) findings.Figure {
 func serverCPU(g *findings.Group) findings.Figure {
 	var out findings.Figure
 	for _, rep := range g.Reps {
-		if c := rep.M.Cost; c != nil && !c.ServerNotMeasured {
+		if c := rep.Cost; c != nil && !c.ServerNotMeasured {
 			out = append(out, c.ServerCPUUsPerRequest)
 		}
 	}

@@ -8,46 +8,46 @@ import (
 )
 
 // sample is one reading, at one instant, of what the server, the load
-// generator, the prober and the whole machine had used.
+// generator, the prober and the whole machine had used; a process not
+// known (pid 0) or gone reads as absent.
 type sample struct {
-	server, gen, prober proc.Usage
-	threads             int
+	at                  time.Time
+	server, gen, prober *reading
 	machine             proc.Machine
 }
 
+type reading struct {
+	u       proc.Usage
+	threads int
+}
+
+func readProc(pid int) *reading {
+	if pid <= 0 {
+		return nil
+	}
+	u, threads, err := proc.Of(pid)
+	if err != nil {
+		return nil
+	}
+	return &reading{u: u, threads: threads}
+}
+
 func takeSample(server, gen, prober int) sample {
-	var s sample
-	s.server, s.threads, _ = proc.Of(server)
-	s.gen, _, _ = proc.Of(gen)
-	s.prober, _, _ = proc.Of(prober)
+	s := sample{at: time.Now(), server: readProc(server), gen: readProc(gen), prober: readProc(prober)}
 	s.machine, _ = proc.ReadMachine()
 	return s
 }
 
-// cost is what the server cost per request over the window between two
-// samples, with what the generators and the rest of the machine used
-// meanwhile (internal/findings decides from it what bounds the row).
-// Without the server's process (a --target without pid=), its own figures
-// are left out and the cost says so.
-func cost(lr *results.Result, s0, s1 sample, cores int, window time.Duration, serverKnown bool) *results.ServerCost {
-	l := lr.Load
-	reqs := l.ThroughputPerS * window.Seconds()
-	coresOf := func(a, b proc.Usage) float64 { return float64(b.CPUNs()-a.CPUNs()) / float64(window) }
-	busy := s1.machine.BusySince(s0.machine)
-	c := &results.ServerCost{
-		Requests: int64(reqs), Threads: s1.threads, PeakRSSBytes: s1.server.MaxRSSBytes,
-		MeasuredBlockNs: l.MeanBlockedNs, ThroughputPerS: l.ThroughputPerS,
-		ServerCores: coresOf(s0.server, s1.server), GeneratorCores: coresOf(s0.gen, s1.gen), ProberCores: coresOf(s0.prober, s1.prober),
-		GeneratorCPUUsPerReq: lr.Generator.CPUUsPerRequest,
-		MachineBusy:          busy, MachineCores: busy * float64(cores), Cores: cores,
+// useOf is what was used between two samples, raw: internal/findings
+// derives the per-request and per-core figures from it.
+func useOf(s0, s1 sample, cores int) *results.Use {
+	delta := func(a, b *reading) *results.ProcUse {
+		if a == nil || b == nil {
+			return nil
+		}
+		return &results.ProcUse{CPUNs: b.u.CPUNs() - a.u.CPUNs(), VolCtxSw: b.u.VolCtxSw - a.u.VolCtxSw, InvolCtxSw: b.u.InvolCtxSw - a.u.InvolCtxSw,
+			RunqWaitNs: max(0, b.u.RunqWaitNs-a.u.RunqWaitNs), Threads: b.threads, PeakRSSBytes: b.u.MaxRSSBytes}
 	}
-	if !serverKnown {
-		c.ServerNotMeasured, c.ServerCores, c.Threads, c.PeakRSSBytes = true, 0, 0, 0
-		return c
-	}
-	if reqs > 0 {
-		c.ServerCPUUsPerRequest = float64(s1.server.CPUNs()-s0.server.CPUNs()) / 1e3 / reqs
-		c.CtxSwitchesPerRequest = float64(s1.server.VolCtxSw+s1.server.InvolCtxSw-s0.server.VolCtxSw-s0.server.InvolCtxSw) / reqs
-	}
-	return c
+	return &results.Use{WindowNs: int64(s1.at.Sub(s0.at)), Cores: cores, MachineBusy: s1.machine.BusySince(s0.machine),
+		Server: delta(s0.server, s1.server), Generator: delta(s0.gen, s1.gen), Prober: delta(s0.prober, s1.prober)}
 }

@@ -69,13 +69,14 @@ func (p *progress) begin(s Step, rep int) {
 	}
 }
 
-func (p *progress) end(m results.Measurement) {
+// end says a measurement ended; tput is its throughput (0: none to say).
+func (p *progress) end(m results.Measurement, tput float64) {
 	p.done++
 	p.left -= m.Warmup + m.Duration + startCost
 	if p.left < 0 {
 		p.left = 0
 	}
-	line := fmt.Sprintf("[%d/%d %s] %s: %s", p.done, p.total, m.Phase, label(m.Step, m.Repeat), outcome(m))
+	line := fmt.Sprintf("[%d/%d %s] %s: %s", p.done, p.total, m.Phase, label(m.Step, m.Repeat), outcome(m, tput))
 	if p.tty && p.bar != nil {
 		_ = p.bar.Add(1)
 		if m.Status != "ok" {
@@ -109,12 +110,12 @@ func label(s Step, rep int) string {
 	return l
 }
 
-func outcome(m results.Measurement) string {
+func outcome(m results.Measurement, tput float64) string {
 	if m.Status != "ok" {
 		return m.Status + ": " + m.Reason
 	}
-	if m.Cost != nil {
-		return fmt.Sprintf("%.0f req/s", m.Cost.ThroughputPerS)
+	if tput > 0 && m.Phase != "stall" && m.Phase != "trace" {
+		return fmt.Sprintf("%.0f req/s", tput)
 	}
 	return "ok"
 }

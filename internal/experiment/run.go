@@ -130,7 +130,7 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) int {
 			r.prog.begin(step, rep)
 			m := r.step(ctx, step, rep)
 			r.set(i, func(mm *results.Measurement) { *mm = m })
-			r.prog.end(m)
+			r.prog.end(m, r.throughput(m))
 			r.save()
 			i++
 		}
@@ -264,7 +264,7 @@ func (r *runner) step(ctx context.Context, s Step, rep int) results.Measurement 
 	m := results.Measurement{Step: s, Repeat: rep, Status: "ok"}
 	fail := func(format string, a ...any) results.Measurement {
 		m.Status, m.Reason = "failed", fmt.Sprintf(format, a...)
-		m.Cost = nil // not a figure of a server that was working
+		m.Use = nil // not a figure of a server that was working
 		if ctx.Err() != nil {
 			m.Status, m.Reason = "failed", "interrupted: "+m.Reason
 		}
@@ -356,7 +356,8 @@ func (r *runner) load(ctx context.Context, srv *server, s Step, rel func(string)
 		pr.stop(os.Interrupt, 3*time.Second)
 		return err
 	}
-	// The server's cost over most of the measured window.
+	// What the processes and the machine used over most of the measured
+	// window, read from /proc.
 	from, to := at.Add(s.Warmup+100*time.Millisecond), at.Add(total-50*time.Millisecond)
 	var s0, s1 sample
 	pids := func() (int, int, int) { return srv.pid(), lg.cmd.Process.Pid, pr.cmd.Process.Pid }
@@ -400,8 +401,13 @@ func (r *runner) load(ctx context.Context, srv *server, s Step, rel func(string)
 	if err != nil {
 		return err
 	}
-	if sampled && lr.Load != nil {
-		m.Cost = cost(lr, s0, s1, runtime.NumCPU(), to.Sub(from), srv.pid() > 0)
+	// A tool that started its clock late measured a window the /proc
+	// readings (taken by the clock it was given) do not cover: the figures
+	// it measured stand, the cost is not claimed.
+	late := lateNotes(lr, m.ProbeFile, r.dir)
+	m.Notes = append(m.Notes, late...)
+	if sampled && lr.Load != nil && len(late) == 0 {
+		m.Use = useOf(s0, s1, runtime.NumCPU())
 	}
 	if n := results.TotalErrors(lr.Errors); n > 0 && lr.Load != nil && n*10 > lr.Load.Requests {
 		return fmt.Errorf("loadgen: %s (of %d requests)", results.ErrorsLine(lr.Errors), lr.Load.Requests)
@@ -437,6 +443,9 @@ func (r *runner) stall(ctx context.Context, srv *server, s Step, rel func(string
 	}
 	var blockers *child
 	began := time.Now()
+	// The prober's clock starts as it says it is ready; what the machine
+	// and the processes used is read over most of its window.
+	from, to := began.Add(s.Warmup+100*time.Millisecond), began.Add(s.Warmup+s.Duration-50*time.Millisecond)
 	if s.K > 0 {
 		blockers, err = r.procs.start("gen", "loadgen", nil, "--target", "http://"+srv.addr+asked("/slow", time.Duration(s.Server.BlockNs)), "--conc", strconv.Itoa(s.K),
 			"--duration", (s.Warmup + s.Duration + 300*time.Millisecond).String(), "--warmup", "0s", "--quiet",
@@ -444,6 +453,21 @@ func (r *runner) stall(ctx context.Context, srv *server, s Step, rel func(string
 		if err != nil {
 			pr.stop(os.Interrupt, 3*time.Second)
 			return err
+		}
+	}
+	var s0, s1 sample
+	pids := func() (int, int, int) {
+		b := 0
+		if blockers != nil {
+			b = blockers.cmd.Process.Pid
+		}
+		return srv.pid(), b, pr.cmd.Process.Pid
+	}
+	if sleepUntil(ctx, from) {
+		s0 = takeSample(pids())
+		if sleepUntil(ctx, to) {
+			s1 = takeSample(pids())
+			m.Use = useOf(s0, s1, runtime.NumCPU())
 		}
 	}
 	errP := r.tool(ctx, pr, s.Warmup+s.Duration+30*time.Second)
@@ -488,6 +512,34 @@ func (r *runner) trace(ctx context.Context, srv *server, s Step, rel func(string
 		}
 	}
 	return errors.Join(errP, errL)
+}
+
+// lateNotes says which of a load's tools started their clock late (their
+// StartLateNs past MaxWindowOffset): the load, and the bystander prober of
+// probeFile when there is one.
+func lateNotes(lr *results.Result, probeFile, dir string) []string {
+	var out []string
+	if lr.StartLateNs > int64(findings.MaxWindowOffset) {
+		out = append(out, lr.LateLine()+"; /proc not read for it")
+	}
+	if probeFile != "" {
+		if pr, err := results.Read(filepath.Join(dir, probeFile)); err == nil && pr.StartLateNs > int64(findings.MaxWindowOffset) {
+			out = append(out, pr.LateLine()+"; /proc not read for it")
+		}
+	}
+	return out
+}
+
+// throughput is what the measurement's load result says, 0 without one.
+func (r *runner) throughput(m results.Measurement) float64 {
+	if m.LoadFile == "" {
+		return 0
+	}
+	lr, err := results.Read(filepath.Join(r.dir, m.LoadFile))
+	if err != nil || lr.Load == nil {
+		return 0
+	}
+	return lr.Load.ThroughputPerS
 }
 
 // asked is the request target that asks a server for the step's block

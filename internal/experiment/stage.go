@@ -195,7 +195,7 @@ func (r *runner) runStage(ctx context.Context, stdout, stderr io.Writer) (func()
 			r.stepEvent(s, "start", nil)
 			r.prog.begin(s, rep)
 			m := r.step(ctx, s, rep)
-			r.prog.end(m)
+			r.prog.end(m, r.throughput(m))
 			if rep == 1 {
 				r.set(index[s.ID], func(mm *results.Measurement) { *mm = m })
 			} else {

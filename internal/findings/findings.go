@@ -83,6 +83,8 @@ type Rep struct {
 	M                         results.Measurement
 	Load, Probe, Conns, Trace *results.Result
 	Lag                       *results.LagTrace
+	// Cost is the measurement's per-request cost (CostOf), nil without one.
+	Cost *results.ServerCost
 }
 
 // OK reports whether any repetition left a result.
@@ -135,6 +137,9 @@ type Findings struct {
 	LagRows []LagRow
 	// NotMeasured lists every measurement that did not succeed, with why.
 	NotMeasured []string
+	// Noticed lists what the orchestrator noticed about a measurement that
+	// did (a tool that started late, /proc not read), with its id.
+	Noticed []string
 }
 
 // Of returns the groups of a phase.
@@ -182,6 +187,9 @@ func Compute(dir string, run *results.Run) *Findings {
 	for _, m := range run.Measurements {
 		if m.Status != "ok" {
 			f.NotMeasured = append(f.NotMeasured, fmt.Sprintf("%s (rep %d): %s: %s", m.ID, m.Repeat, m.Status, m.Reason))
+		}
+		for _, n := range m.Notes {
+			f.Noticed = append(f.Noticed, fmt.Sprintf("%s (rep %d): %s", m.ID, m.Repeat, n))
 		}
 	}
 	return f
@@ -234,6 +242,7 @@ func groups(dir string, run *results.Run) []*Group {
 		rep.Probe = read(m.ProbeFile, &g.Probe)
 		rep.Conns = read(m.PerConnFile, &g.Conns)
 		rep.Trace = read(m.TraceFile, &g.Trace)
+		rep.Cost = CostOf(m, rep.Load)
 		if m.LagFile != "" {
 			t, err := results.ReadLag(filepath.Join(dir, m.LagFile))
 			if err != nil && g.Why == "" {

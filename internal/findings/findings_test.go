@@ -219,3 +219,31 @@ func TestMisalignedWindow(t *testing.T) {
 		}
 	}
 }
+
+// TestCostOf: a v6 measurement's cost is derived from /proc's raw figures
+// over the load's; a v5 one is read as stored; a server without its
+// process says its own figures are not measured.
+func TestCostOf(t *testing.T) {
+	lr := load(1000, 5*time.Millisecond, 5*time.Millisecond)
+	lr.Generator.CPUUsPerRequest = 12
+	m := results.Measurement{Use: &results.Use{WindowNs: 2e9, Cores: 2, MachineBusy: 0.5,
+		Server:    &results.ProcUse{CPUNs: 1e8, VolCtxSw: 3000, InvolCtxSw: 1000, Threads: 14, PeakRSSBytes: 13 << 20},
+		Generator: &results.ProcUse{CPUNs: 2e8}, Prober: &results.ProcUse{CPUNs: 2e7}}}
+	c := CostOf(m, lr)
+	// 1000 req/s over 2 s: 2000 requests; 100 ms of server CPU: 50 us each.
+	if c.Requests != 2000 || c.ServerCPUUsPerRequest != 50 || c.CtxSwitchesPerRequest != 2 || c.ServerCores != 0.05 || c.GeneratorCores != 0.1 ||
+		c.ProberCores != 0.01 || c.MachineCores != 1 || c.Threads != 14 || c.GeneratorCPUUsPerReq != 12 || c.ServerNotMeasured {
+		t.Fatalf("%+v", c)
+	}
+	m.Use.Server = nil
+	if c := CostOf(m, lr); !c.ServerNotMeasured || c.ServerCPUUsPerRequest != 0 {
+		t.Fatalf("without the server's process: %+v", c)
+	}
+	stored := &results.ServerCost{ServerCPUUsPerRequest: 7}
+	if c := CostOf(results.Measurement{Cost: stored}, lr); c != stored {
+		t.Fatalf("a v5 cost: %+v", c)
+	}
+	if CostOf(m, nil) != nil {
+		t.Error("a cost without a load")
+	}
+}

@@ -386,7 +386,7 @@ func loadRow(g *Group, p Params) LoadRow {
 		return x.Load.MeanBlockedNs, true
 	})
 	for _, rep := range g.Reps {
-		if b := BoundOf(rep.M.Step, rep.Load, rep.M.Cost, p.OffloadWorkers); b != nil {
+		if b := BoundOf(rep.M.Step, rep.Load, rep.Cost, p.OffloadWorkers); b != nil {
 			r.Bounds = append(r.Bounds, b)
 		}
 		if rep.Load != nil && rep.Probe != nil && r.Fast.Misaligned == "" {
@@ -410,15 +410,53 @@ type CostRow struct {
 	Bound      *Bound
 }
 
+// CostOf is a measurement's per-request cost: derived from what its
+// processes and the machine used (Use, a v6 run) over the load's figures,
+// or as a v3-v5 run stored it. Nil without a load or a reading of /proc.
+// Without the server's process (a --target without pid=) its own figures
+// are left out and the cost says so.
+func CostOf(m results.Measurement, lr *results.Result) *results.ServerCost {
+	if m.Use == nil {
+		return m.Cost
+	}
+	if lr == nil || lr.Load == nil || m.Use.WindowNs <= 0 {
+		return nil
+	}
+	u, l := m.Use, lr.Load
+	reqs := l.ThroughputPerS * time.Duration(u.WindowNs).Seconds()
+	coresOf := func(p *results.ProcUse) float64 {
+		if p == nil {
+			return 0
+		}
+		return float64(p.CPUNs) / float64(u.WindowNs)
+	}
+	c := &results.ServerCost{Requests: int64(reqs), MeasuredBlockNs: l.MeanBlockedNs, ThroughputPerS: l.ThroughputPerS,
+		ServerCores: coresOf(u.Server), GeneratorCores: coresOf(u.Generator), ProberCores: coresOf(u.Prober),
+		GeneratorCPUUsPerReq: lr.Generator.CPUUsPerRequest, MachineBusy: u.MachineBusy, MachineCores: u.MachineBusy * float64(u.Cores), Cores: u.Cores}
+	if u.Server == nil {
+		c.ServerNotMeasured = true
+		return c
+	}
+	c.Threads, c.PeakRSSBytes = u.Server.Threads, u.Server.PeakRSSBytes
+	if reqs > 0 {
+		c.ServerCPUUsPerRequest = float64(u.Server.CPUNs) / 1e3 / reqs
+		c.CtxSwitchesPerRequest = float64(u.Server.VolCtxSw+u.Server.InvolCtxSw) / reqs
+	}
+	return c
+}
+
 func costRows(gs []*Group, p Params) []CostRow {
 	var out []CostRow
 	for _, g := range gs {
+		if g.Step.Phase == "stall" {
+			continue // its load is the blockers: what the server did is not theirs per request
+		}
 		for _, rep := range g.Reps {
-			if rep.M.Cost == nil {
+			if rep.Cost == nil {
 				continue
 			}
-			out = append(out, CostRow{ID: rep.M.ID, Server: rep.M.Server.Name, Repeat: rep.M.Repeat, Cost: rep.M.Cost,
-				Bound: BoundOf(rep.M.Step, rep.Load, rep.M.Cost, p.OffloadWorkers)})
+			out = append(out, CostRow{ID: rep.M.ID, Server: rep.M.Server.Name, Repeat: rep.M.Repeat, Cost: rep.Cost,
+				Bound: BoundOf(rep.M.Step, rep.Load, rep.Cost, p.OffloadWorkers)})
 		}
 	}
 	return out

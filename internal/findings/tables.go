@@ -162,6 +162,9 @@ func (f *Findings) WriteTables(w io.Writer) {
 	if len(f.Cost) == 0 {
 		fmt.Fprintln(w, "  (no load measurement completed)")
 	}
+	if len(f.Noticed) > 0 {
+		fmt.Fprintf(w, "\nNoticed while measuring:\n  %s\n", strings.Join(f.Noticed, "\n  "))
+	}
 	if len(f.NotMeasured) > 0 {
 		fmt.Fprintf(w, "\nNot measured:\n  %s\n", strings.Join(f.NotMeasured, "\n  "))
 	}

@@ -31,7 +31,8 @@ import (
 // connection's histogram (ConnStat.Latency); every histogram carries its
 // HdrHistogram encoding (hist.Percentiles.HDR).
 //
-// v3 (from v2): the per-connection prober records what the server made
+// v3 (from v2): a tool says how late its clock started after --start-at
+// (StartLateNs); the per-connection prober records what the server made
 // each probe wait, from the server's own timestamps (ConnStat.ServerWait),
 // how late each probe was sent (ConnStat.SendLate), and how its placing
 // requests went; it no longer decides which connections stalled (the stall
@@ -59,7 +60,10 @@ type Result struct {
 	EndUnixNs     int64  `json:"end_unix_ns"`
 	StartUTC      string `json:"start_utc"`
 	EndUTC        string `json:"end_utc"`
-	Params        Params `json:"params"`
+	// StartLateNs is how long after its --start-at the tool's clock
+	// started (v3): it was not ready in time, and its window began late.
+	StartLateNs int64  `json:"start_late_ns,omitempty"`
+	Params      Params `json:"params"`
 	Env           Env    `json:"env"`
 	// Errors counts failed requests by kind, in client.Kinds order.
 	Errors []ErrorCount `json:"errors"`
@@ -347,6 +351,16 @@ func Decode(b []byte) (*Result, error) {
 		return nil, fmt.Errorf("results: schema %q, this program reads %q and %s", r.Schema, Schema, strings.Join(readableSchemas, ", "))
 	}
 	return &r, nil
+}
+
+// LateLine says, when the tool's clock started over a millisecond after
+// its --start-at, how late; "" otherwise.
+func (r *Result) LateLine() string {
+	if r.StartLateNs <= int64(time.Millisecond) {
+		return ""
+	}
+	return fmt.Sprintf("%s: started %s after --start-at (it was not ready in time): its window began that much later",
+		r.Tool, time.Duration(r.StartLateNs).Round(time.Millisecond))
 }
 
 // ErrorsLine is "none" or the non-zero counts, "reset 3, timeout 1".

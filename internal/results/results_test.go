@@ -136,9 +136,9 @@ func TestRunRoundTrip(t *testing.T) {
 		Manifest: Manifest{GitCommit: "abc", GoVersion: "go1.26", Kernel: "6", CPUModel: "cpu", Cores: 2, StartUnixNs: 1, EndUnixNs: 2,
 			StartUTC: "a", EndUTC: "b", ExpectedNs: 3},
 		Measurements: []Measurement{{Step: step, Repeat: 1, Status: "ok", LoadFile: "sweep/a.load.json", ProbeFile: "sweep/a.fast.json",
-			Cost: &ServerCost{Requests: 10, ServerCPUUsPerRequest: 1, CtxSwitchesPerRequest: 2, Threads: 3, PeakRSSBytes: 4, ServerCores: 0.5,
-				GeneratorCPUUsPerReq: 6, GeneratorCores: 0.1, ProberCores: 0.01, MachineCores: 0.9, Cores: 2, MachineBusy: 0.45,
-				MeasuredBlockNs: 5.1e6, ThroughputPerS: 700}}},
+			Use: &Use{WindowNs: 4e9, Cores: 2, MachineBusy: 0.45, Server: &ProcUse{CPUNs: 1e9, VolCtxSw: 10, InvolCtxSw: 2, RunqWaitNs: 3e6, Threads: 9, PeakRSSBytes: 4e6},
+				Generator: &ProcUse{CPUNs: 2e8}, Prober: &ProcUse{CPUNs: 1e7}},
+			Notes: []string{"prober: started 20ms after --start-at"}}},
 		Processes: []Process{{PID: 7, Name: "poolserver"}},
 		Report:    "report.html",
 	}
@@ -171,5 +171,11 @@ func TestRunRoundTrip(t *testing.T) {
 	}
 	if r, err := DecodeRun([]byte(`{"schema":"` + RunSchema + `","params":{"stage":true}}`)); err != nil || !r.Params.Stage {
 		t.Errorf("a stage run: %v", err)
+	}
+	// v6 keeps /proc's raw figures (use) instead of the cost: a v5 run
+	// reads as it is, its cost as stored.
+	if r, err := DecodeRun([]byte(`{"schema":"bystander.run/v5","measurements":[{"id":"x","cost":{"server_cpu_us_per_request":12}}]}`)); err != nil ||
+		r.Measurements[0].Cost == nil || r.Measurements[0].Cost.ServerCPUUsPerRequest != 12 || r.Measurements[0].Use != nil {
+		t.Errorf("a v5 run: %v", err)
 	}
 }

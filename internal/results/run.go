@@ -27,10 +27,16 @@ import (
 // targets; every field added is optional, so a v3 run reads as v4 as it is.
 // v5 (from v4): the params say whether the run was given on stage (Stage,
 // optional), so a v3 or v4 run reads as it is, as a run without the stage.
-const RunSchema = "bystander.run/v5"
+// v6 (from v5): a measurement keeps what its processes and the machine used
+// over its measured window as read from /proc (Use: CPU, context switches,
+// run-queue waits, threads, memory, the machine's busy share), for stall
+// measurements too, instead of per-request figures (Cost): internal/findings
+// derives those, once; and what the orchestrator noticed (Notes). A v3-v5
+// run reads as it is, its Cost as stored.
+const RunSchema = "bystander.run/v6"
 
 // readableRunSchemas are the older run indexes DecodeRun reads as they are.
-var readableRunSchemas = []string{"bystander.run/v3", "bystander.run/v4"}
+var readableRunSchemas = []string{"bystander.run/v3", "bystander.run/v4", "bystander.run/v5"}
 
 // Run is run.json: the index of a run directory, written first and updated
 // after every measurement, so an interrupted run still says what it did.
@@ -112,7 +118,42 @@ type Measurement struct {
 	PerConnFile string      `json:"perconn_file,omitempty"`
 	TraceFile   string      `json:"trace_file,omitempty"`
 	LagFile     string      `json:"lag_file,omitempty"`
-	Cost        *ServerCost `json:"cost,omitempty"`
+	// Use is what the measurement's processes and the machine used over
+	// its measured window (v6); nil when it was not read.
+	Use *Use `json:"use,omitempty"`
+	// Cost is a v3-v5 run's per-request figures, read as stored; a v6 run
+	// keeps Use instead and internal/findings derives them.
+	Cost *ServerCost `json:"cost,omitempty"`
+	// Notes are what the orchestrator noticed about the measurement (a
+	// tool that started late, /proc not read), said beside its figures.
+	Notes []string `json:"notes,omitempty"`
+}
+
+// Use is what a measurement's processes and the whole machine used between
+// two readings of /proc taken inside its measured window.
+type Use struct {
+	WindowNs int64 `json:"window_ns"`
+	Cores    int   `json:"cores"`
+	// MachineBusy is the share of all the machine's cores that were busy
+	// (/proc/stat), every process counted.
+	MachineBusy float64 `json:"machine_busy"`
+	// Server is nil when the server's process is not known (a --target
+	// without pid=, or remote); Generator is the load generator (or the
+	// blockers of a stall measurement), Prober the prober; nil when absent.
+	Server    *ProcUse `json:"server,omitempty"`
+	Generator *ProcUse `json:"generator,omitempty"`
+	Prober    *ProcUse `json:"prober,omitempty"`
+}
+
+// ProcUse is what one process used over the window: deltas, but Threads
+// (at the end) and PeakRSSBytes (its high-water mark).
+type ProcUse struct {
+	CPUNs        int64 `json:"cpu_ns"`
+	VolCtxSw     int64 `json:"voluntary_ctx_switches"`
+	InvolCtxSw   int64 `json:"involuntary_ctx_switches"`
+	RunqWaitNs   int64 `json:"runq_wait_ns"`
+	Threads      int   `json:"threads"`
+	PeakRSSBytes int64 `json:"peak_rss_bytes"`
 }
 
 // ServerCost is what the server cost during the measured window, from /proc.
