@@ -227,9 +227,9 @@ func summary(w io.Writer, r *results.Result) {
 		fmt.Fprintf(w, "prober: send lag behind due time    p50 %s p99 %s max %s\n", us(p.SendLag.P50Us), us(p.SendLag.P99Us), us(p.SendLag.MaxUs))
 	case r.PerConn != nil:
 		p := r.PerConn
-		v := stall.Judge(stall.From(p), time.Duration(r.Params.StallBlockNs))
+		v := stall.Judge(stall.From(p), time.Duration(r.Params.StallBlockNs), stall.Machine{})
 		if v.Judged {
-			fmt.Fprintf(w, "prober: stalled %d of %d (%s; here %s)\n", v.Count, len(p.Conns), stall.Rule, v.Threshold)
+			fmt.Fprintf(w, "prober: stalled %d of %d (%s; here from %s)\n", v.Count, len(p.Conns), stall.Rule, v.Above)
 		} else {
 			fmt.Fprintf(w, "prober: %s\n", v.Why)
 		}

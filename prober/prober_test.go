@@ -277,7 +277,7 @@ func TestPerConnStall(t *testing.T) {
 				t.Fatal(r.err)
 			}
 			pc := r.res.PerConn
-			v := stall.Judge(stall.From(pc), 100*time.Millisecond)
+			v := stall.Judge(stall.From(pc), 100*time.Millisecond, stall.Machine{})
 			var stalled, want []int
 			for i, c := range pc.Conns {
 				if v.Stalled[i] {

@@ -15,6 +15,7 @@ import (
 	"github.com/go-echarts/go-echarts/v2/render"
 
 	"github.com/bystander-kit/bystander/internal/findings"
+	"github.com/bystander-kit/bystander/internal/stall"
 )
 
 // maxPoints bounds every series the page draws.
@@ -383,8 +384,8 @@ func stallCharts(f *findings.Findings) []section {
 		sec := section{ID: id, Title: fmt.Sprintf("4. Who stalls: %d connections by blocked loops, %s", conns, name),
 			Caption: fmt.Sprintf("%d keep-alive connections called /async (a %s wait that blocks nothing), %d on each of the %d loops, each with a call due every %s; "+
 				"then k further callers kept k loops busy with back-to-back %s /slow calls. Each row is a place on a loop, each cell the connection that sat there in that measurement, "+
-				"coloured by its median /async latency from due (the tooltip adds one request's wait, from its send: from due, a stalled connection's calls queue behind each other for as long as the run lasts). "+
-				"A connection stalled when that median was above the unblocked baseline plus half the block, or it got no answer. "+
+				"coloured by the median of what the server made its calls wait, from the server's own timestamps (the tooltip adds the wait from due, in which a stalled connection's calls queue behind each other for as long as the run lasts). "+
+				"The rule: "+stall.Rule+". "+
 				"Only the connections that share a blocked loop stall, whatever they ask for: expected is how many sat on the loops the blockers' calls were answered on.",
 				conns, p.Delay, conns/max(loops, 1), loops, p.StallInterval, p.StallBlock)}
 		switch srv := mine[0].Step.Server; {
@@ -392,9 +393,8 @@ func stallCharts(f *findings.Findings) []section {
 			sec.Caption = fmt.Sprintf("The same %d /async connections against the pool, with as many %s /slow callers as loops were blocked: with %d slots, nobody waits.",
 				p.StallConns, p.StallBlock, p.Slots)
 		case srv.Kind != "loop":
-			sec.Caption = fmt.Sprintf("%d /async connections against %s (no event loops: %s), with 0 and then %d back-to-back %s /slow callers: "+
-				"a connection stalled when its median /async latency from due was above the unblocked baseline plus half the block.",
-				p.StallConns, name, srv.Facts, p.Loops, p.StallBlock)
+			sec.Caption = fmt.Sprintf("%d /async connections against %s (no event loops: %s), with 0 and then %d back-to-back %s /slow callers. The rule: %s.",
+				p.StallConns, name, srv.Facts, p.Loops, p.StallBlock, stall.Rule)
 		}
 		// Rows: the places on each loop, as many as the fullest loop had.
 		perLoop := map[int]int{}
@@ -429,17 +429,26 @@ func stallCharts(f *findings.Findings) []section {
 			if r.Cells == nil {
 				continue
 			}
-			mark := ""
-			if !r.Match {
-				mark = " NOT the expected ones"
+			label := fmt.Sprintf("k=%d: stalled %s (expected %s)", r.Step.K, r.StalledText(), findings.JoinFigure(r.Expected))
+			switch {
+			case r.Judged == 0:
+				label = fmt.Sprintf("k=%d: %s", r.Step.K, stall.TooBusy)
+			case !r.Match:
+				label += " NOT the expected ones"
 			}
-			xcats = append(xcats, fmt.Sprintf("k=%d: stalled %.0f of %d (expected %.0f)%s", r.Step.K, r.Stalled[0], len(r.Cells), r.Expected.Median(), mark))
+			xcats = append(xcats, label)
+			for _, u := range r.Unjudged {
+				sec.Notes = append(sec.Notes, fmt.Sprintf("k=%d: %s", r.Step.K, u))
+			}
+			for _, m := range r.Mismatch {
+				sec.Notes = append(sec.Notes, fmt.Sprintf("k=%d, not exactly those: %s", r.Step.K, m))
+			}
 			n := map[int]int{}
 			for _, c := range r.Cells {
 				y := row[[2]int{c.Loop, n[c.Loop]}]
 				n[c.Loop]++
-				data = append(data, opts.HeatMapData{Name: fmt.Sprintf("conn %d on loop %d, %d of %d answered; p50 from send %.1f ms", c.Conn, c.Loop, c.Answered, c.Due, c.SendP50Us/1e3),
-					Value: [3]any{col, y, round(c.P50Us/1e3, 1)}})
+				data = append(data, opts.HeatMapData{Name: fmt.Sprintf("conn %d on loop %d, %d of %d answered; p50 from due %.1f ms, from send %.1f ms", c.Conn, c.Loop, c.Answered, c.Due, c.P50Us/1e3, c.SendP50Us/1e3),
+					Value: [3]any{col, y, round(c.WaitUs/1e3, 1)}})
 			}
 			col++
 		}
@@ -453,10 +462,10 @@ func stallCharts(f *findings.Findings) []section {
 			charts.WithXAxisOpts(opts.XAxis{Type: "category", Data: xcats, AxisLabel: &opts.AxisLabel{Interval: "0", Rotate: 12}}),
 			charts.WithYAxisOpts(opts.YAxis{Type: "category", Data: ylabels}),
 			charts.WithVisualMapOpts(opts.VisualMap{Calculable: opts.Bool(true), Min: 0, Max: float32(2 * p.StallBlock.Seconds() * 1e3),
-				Text: []string{"ms (p50 from due)", ""}, Orient: "horizontal", Left: "center", Top: "top",
+				Text: []string{"ms the server made it wait (p50)", ""}, Orient: "horizontal", Left: "center", Top: "top",
 				InRange: &opts.VisualMapInRange{Color: []string{"#f7fbff", "#fdae6b", "#e6550d", "#7f2704"}}}),
 		)...)
-		hm.AddSeries("median /async latency from due, ms", data, charts.WithLabelOpts(opts.Label{Show: opts.Bool(true)}))
+		hm.AddSeries("median wait the server made, ms", data, charts.WithLabelOpts(opts.Label{Show: opts.Bool(true)}))
 		sec.Element, sec.Script = snippet(hm)
 		out = append(out, sec)
 	}

@@ -191,10 +191,44 @@ func TestStallExpected(t *testing.T) {
 	if r := stallRow(g); r.Match || r.Stalled.Median() != 2 || r.Expected.Median() != 1 {
 		t.Fatalf("%+v", r)
 	}
+	if r := stallRow(g); len(r.Mismatch) != 1 || !strings.Contains(r.Mismatch[0], "connection 0 (loop 0) stalled, though no blocker was on its loop: the server made it wait 150ms") {
+		t.Fatalf("the mismatch is not said: %q", r.Mismatch)
+	}
 	// Without the blockers' result nothing is expected for k > 0: no match claimed.
 	g.Reps[0].Load = nil
-	if r := stallRow(g); r.Match || r.Expected.OK() {
+	if r := stallRow(g); r.Match || r.Expected.OK() || len(r.Mismatch) != 1 {
 		t.Fatalf("%+v", r)
+	}
+}
+
+// TestStallTooBusy: a repetition the rule cannot judge is never counted:
+// the row says so with the figure, in the tables; with a judged one beside
+// it, the count is of the judged one and says how many were judged.
+func TestStallTooBusy(t *testing.T) {
+	ms := func(d int) time.Duration { return time.Duration(d) * time.Millisecond }
+	step := results.Step{ID: "stall-loop-gnet-k1", Phase: "stall", K: 1, Server: results.Server{Name: "loop-gnet", Kind: "loop", BlockNs: 40e6}}
+	blockers := &results.Result{Load: &results.Load{RequestsPerLoop: []results.LoopCount{{Loop: 0, Count: 20}}, MeanBlockedNs: 40.1e6, BlockedSamples: 20}}
+	busy := &results.Use{WindowNs: 1e9, Cores: 2, MachineBusy: 1, Server: &results.ProcUse{CPUNs: 1e8, RunqWaitNs: 2e9}, Prober: &results.ProcUse{CPUNs: 1e8}}
+	unclear := Rep{M: results.Measurement{Step: step, Repeat: 1, Use: busy}, Load: blockers,
+		Conns: &results.Result{PerConn: &results.PerConn{Conns: []results.ConnStat{conn(0, 0, ms(75)), conn(1, 1, ms(14)), conn(2, 2, ms(1))}}}}
+	g := &Group{Step: step, Reps: []Rep{unclear}}
+	r := stallRow(g)
+	if r.Judged != 0 || r.Stalled.OK() || r.StalledText() != "machine too busy to judge" || r.MatchText() != "-" || len(r.Unjudged) != 1 ||
+		!strings.Contains(r.Unjudged[0], "connection 1 (loop 1) waited 14ms") || !strings.Contains(r.Unjudged[0], "100% busy (90% by other processes)") ||
+		!strings.Contains(r.MachineText(), "shared: 90% others") {
+		t.Fatalf("%+v\n%s", r, r.Unjudged)
+	}
+	judged := unclear
+	judged.M.Repeat = 2
+	judged.Conns = &results.Result{PerConn: &results.PerConn{Conns: []results.ConnStat{conn(0, 0, ms(75)), conn(1, 1, ms(1)), conn(2, 2, ms(1))}}}
+	g.Reps = append(g.Reps, judged)
+	if r := stallRow(g); r.Judged != 1 || r.StalledText() != "1 of 3 (1 of 2 repetitions judged)" || !r.Match {
+		t.Fatalf("%q match %v", r.StalledText(), r.Match)
+	}
+	var sb strings.Builder
+	(&Findings{Run: &results.Run{}, Stall: []StallRow{stallRow(&Group{Step: step, Reps: []Rep{unclear}})}}).WriteTables(&sb)
+	if !strings.Contains(sb.String(), "k=1 loop-gnet: machine too busy to judge: connection 1 (loop 1) waited 14ms") {
+		t.Errorf("the tables do not say why:\n%s", sb.String())
 	}
 }
 

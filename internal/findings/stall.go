@@ -1,6 +1,7 @@
 package findings
 
 import (
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -23,9 +24,12 @@ func round(d time.Duration) time.Duration {
 // StallCell is one connection of one stall measurement, on the loop it
 // was dealt to in that measurement.
 type StallCell struct {
-	Conn, Loop     int
-	P50Us          float64 // from due
-	SendP50Us      float64 // from send
+	Conn, Loop int
+	P50Us      float64 // from due
+	SendP50Us  float64 // from send
+	// WaitUs is the median of what the server made it wait (the figure the
+	// stall rule judges).
+	WaitUs         float64
 	Answered, Due  int64
 	Stalled        bool
 	OnBlockedLoop  bool // its loop is one the blockers' requests were answered on
@@ -35,21 +39,39 @@ type StallCell struct {
 // StallRow is one k of the stall phase over its repetitions.
 type StallRow struct {
 	*Group
+	// Stalled, Expected and the waits are of the repetitions the rule
+	// could judge; Conns of every one.
 	Stalled, Expected, Conns Figure
 	// Medians over the stalled and the other connections of their p50
-	// from due, in us, one per repetition.
+	// from due, in us, one per judged repetition.
 	StalledP50, OthersP50 Figure
 	// StalledSendP50 is the same for the stalled connections timed from
 	// each probe's send: one request's wait, without the queue behind it.
-	StalledSendP50          Figure
-	ThresholdUs, BaselineUs Figure
-	// Match: in every repetition the stalled connections were exactly
-	// those on the loops the blockers' requests were answered on.
-	Match bool
-	Rule  string
+	StalledSendP50 Figure
+	// StalledWait and OthersWait are the medians of what the server made
+	// the stalled and the other connections wait, in us: the rule's figure.
+	StalledWait, OthersWait Figure
+	BaselineUs              Figure
+	// Above is where the rule put a stall (half the block), us.
+	Above Figure
+	// Match: in every judged repetition the stalled connections were
+	// exactly those on the loops the blockers' requests were answered on;
+	// Mismatch says where not, connection by connection.
+	Match    bool
+	Mismatch []string
+	// Judged counts the repetitions the rule could judge; Unjudged gives
+	// why each other one could not ("machine too busy to judge: ...").
+	Judged   int
+	Unjudged []string
+	Rule     string
 	// BlockerBlock is the blockers' measured block (their X-Blocked-Ns),
-	// ns, one per repetition that has it: what the verdict is judged against.
+	// ns, one per repetition that has it: what the verdict is judged
+	// against; BlockOff says when it was over BlockTolerance off the asked one.
 	BlockerBlock Figure
+	BlockOff     string
+	// MachineBusy and MachineOthers are the shares of the machine busy, and
+	// busy with other processes than the kit's, over each window (/proc).
+	MachineBusy, MachineOthers Figure
 	// The first repetition's loops blocked and connections.
 	BlockedLoops []int
 	Cells        []StallCell
@@ -63,8 +85,27 @@ type StallRow struct {
 	DetectorMatch bool
 }
 
+// machineOf is what the machine did over a stall measurement's window.
+func machineOf(u *results.Use) stall.Machine {
+	if u == nil || u.WindowNs <= 0 || u.Cores <= 0 {
+		return stall.Machine{}
+	}
+	w := float64(u.WindowNs)
+	var kit float64
+	for _, p := range []*results.ProcUse{u.Server, u.Generator, u.Prober} {
+		if p != nil {
+			kit += float64(p.CPUNs) / w
+		}
+	}
+	m := stall.Machine{Known: true, Busy: u.MachineBusy, Others: max(0, u.MachineBusy-kit/float64(u.Cores))}
+	if u.Server != nil {
+		m.ServerRunq = float64(u.Server.RunqWaitNs) / w
+	}
+	return m
+}
+
 func stallRow(g *Group) StallRow {
-	r := StallRow{Group: g, Match: true, DetectorMatch: true}
+	r := StallRow{Group: g, Match: true, DetectorMatch: true, Rule: stall.Rule}
 	for _, rep := range g.Reps {
 		if rep.Conns == nil || rep.Conns.PerConn == nil {
 			continue
@@ -73,6 +114,7 @@ func stallRow(g *Group) StallRow {
 		// Where the blockers' requests were answered, from their X-Loop.
 		blocked := map[int]bool{}
 		known := g.Step.K == 0
+		block := time.Duration(g.Step.Server.BlockNs)
 		if rep.Load != nil && rep.Load.Load != nil {
 			known = true
 			for _, lc := range rep.Load.Load.RequestsPerLoop {
@@ -80,34 +122,51 @@ func stallRow(g *Group) StallRow {
 					blocked[lc.Loop] = true
 				}
 			}
+			if rep.Load.Load.BlockedSamples > 0 {
+				block = time.Duration(rep.Load.Load.MeanBlockedNs)
+				r.BlockerBlock = append(r.BlockerBlock, rep.Load.Load.MeanBlockedNs)
+				if off := BlockOff(time.Duration(g.Step.Server.BlockNs), rep.Load.Load.MeanBlockedNs); off != "" && r.BlockOff == "" {
+					r.BlockOff = off
+				}
+			}
 		}
-		block := time.Duration(g.Step.Server.BlockNs)
-		if rep.Load != nil && rep.Load.Load != nil && rep.Load.Load.BlockedSamples > 0 {
-			block = time.Duration(rep.Load.Load.MeanBlockedNs)
-			r.BlockerBlock = append(r.BlockerBlock, rep.Load.Load.MeanBlockedNs)
+		m := machineOf(rep.M.Use)
+		if m.Known {
+			r.MachineBusy = append(r.MachineBusy, m.Busy)
+			r.MachineOthers = append(r.MachineOthers, m.Others)
 		}
-		v := stall.Judge(stall.From(pc), block)
+		conns := stall.From(pc)
+		v := stall.Judge(conns, block, m)
+		r.Conns = append(r.Conns, float64(len(pc.Conns)))
+		r.BaselineUs = append(r.BaselineUs, pc.BaselineUs)
 		var cells []StallCell
-		var s, h, ss []float64
+		var s, h, ss, sw, hw []float64
 		expected, nStalled := 0, 0
+		var wrong []string
 		for i, c := range pc.Conns {
-			cell := StallCell{Conn: c.Conn, Loop: c.Loop, P50Us: c.Latency.P50Us, SendP50Us: c.FromSend.P50Us, Answered: c.Samples, Due: c.Due,
-				Stalled: v.Stalled[i], OnBlockedLoop: c.Loop >= 0 && blocked[c.Loop], CensoredProbes: c.Censored}
+			cell := StallCell{Conn: c.Conn, Loop: c.Loop, P50Us: c.Latency.P50Us, SendP50Us: c.FromSend.P50Us, WaitUs: float64(conns[i].Wait) / 1e3,
+				Answered: c.Samples, Due: c.Due, Stalled: v.Stalled[i], OnBlockedLoop: c.Loop >= 0 && blocked[c.Loop], CensoredProbes: c.Censored}
 			cells = append(cells, cell)
 			if cell.OnBlockedLoop {
 				expected++
 			}
 			if cell.Stalled != cell.OnBlockedLoop {
-				r.Match = false
+				how := "stalled, though no blocker was on its loop"
+				if !cell.Stalled {
+					how = "did not stall, though its loop was blocked"
+				}
+				wrong = append(wrong, fmt.Sprintf("connection %d (loop %d) %s: the server made it wait %s", c.Conn, c.Loop, how, round(conns[i].Wait)))
 			}
 			if cell.Stalled {
 				nStalled++
 				s = append(s, c.Latency.P50Us)
+				sw = append(sw, cell.WaitUs)
 				if c.FromSend.Count > 0 {
 					ss = append(ss, c.FromSend.P50Us)
 				}
 			} else {
 				h = append(h, c.Latency.P50Us)
+				hw = append(hw, cell.WaitUs)
 			}
 		}
 		if rep.Lag != nil {
@@ -126,27 +185,42 @@ func stallRow(g *Group) StallRow {
 				}
 			}
 		}
-		if !known {
-			r.Match = false
-		} else {
-			r.Expected = append(r.Expected, float64(expected))
-		}
 		if r.Cells == nil {
-			r.Cells, r.Rule = cells, stall.Rule
+			r.Cells = cells
 			for l := range blocked {
 				r.BlockedLoops = append(r.BlockedLoops, l)
 			}
 			slices.Sort(r.BlockedLoops)
 		}
+		if !v.Judged {
+			why := v.Why
+			if g.Step.Server.Kind != "" && len(g.Reps) > 1 {
+				why = fmt.Sprintf("repetition %d: %s", rep.M.Repeat, why)
+			}
+			r.Unjudged = append(r.Unjudged, why)
+			continue
+		}
+		r.Judged++
+		r.Above = append(r.Above, float64(v.Above)/1e3)
+		switch {
+		case !known:
+			r.Match = false
+			r.Mismatch = append(r.Mismatch, "the blockers left no result, so which loops they held is not known")
+		default:
+			r.Expected = append(r.Expected, float64(expected))
+			if len(wrong) > 0 {
+				r.Match = false
+				r.Mismatch = append(r.Mismatch, wrong...)
+			}
+		}
 		r.Stalled = append(r.Stalled, float64(nStalled))
-		r.Conns = append(r.Conns, float64(len(pc.Conns)))
-		r.ThresholdUs = append(r.ThresholdUs, float64(v.Threshold)/1e3)
-		r.BaselineUs = append(r.BaselineUs, pc.BaselineUs)
 		if len(s) > 0 {
 			r.StalledP50 = append(r.StalledP50, results.Median(s))
+			r.StalledWait = append(r.StalledWait, results.Median(sw))
 		}
 		if len(h) > 0 {
 			r.OthersP50 = append(r.OthersP50, results.Median(h))
+			r.OthersWait = append(r.OthersWait, results.Median(hw))
 		}
 		if len(ss) > 0 {
 			r.StalledSendP50 = append(r.StalledSendP50, results.Median(ss))
@@ -159,6 +233,46 @@ func stallRow(g *Group) StallRow {
 		r.DetectorMatch = false
 	}
 	return r
+}
+
+// StalledText is the stalled column: "3 of 12", or the words of a row the
+// rule could not judge, with how many repetitions it did judge.
+func (r StallRow) StalledText() string {
+	switch {
+	case !r.Stalled.OK() && len(r.Unjudged) > 0:
+		return stall.TooBusy
+	case !r.Stalled.OK():
+		return ""
+	}
+	s := num(r.Stalled, "%.0f") + fmt.Sprintf(" of %.0f", r.Conns.Median())
+	if len(r.Unjudged) > 0 {
+		s += fmt.Sprintf(" (%d of %d repetitions judged)", r.Judged, r.Judged+len(r.Unjudged))
+	}
+	return s
+}
+
+// MatchText is the "exactly those" column: yes, NO (the rows below say
+// why), or "-" for a row not judged.
+func (r StallRow) MatchText() string {
+	switch {
+	case r.Judged == 0:
+		return "-"
+	case r.Match:
+		return "yes"
+	}
+	return "NO"
+}
+
+// MachineText is the machine column: how busy it was, and by whom.
+func (r StallRow) MachineText() string {
+	if !r.MachineBusy.OK() {
+		return "not read"
+	}
+	s := fmt.Sprintf("%.0f%% busy", 100*r.MachineBusy.Median())
+	if o := r.MachineOthers.Median(); o >= SharedAbove {
+		s += fmt.Sprintf(", shared: %.0f%% others", 100*o)
+	}
+	return s
 }
 
 // DetectorText is the detector's column: the loops it saw blocked in

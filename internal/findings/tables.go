@@ -6,6 +6,9 @@ import (
 	"slices"
 	"strings"
 	"text/tabwriter"
+	"time"
+
+	"github.com/bystander-kit/bystander/internal/stall"
 )
 
 // num formats the median of v with the spread when there are several.
@@ -20,6 +23,9 @@ func num(v Figure, format string) string {
 	}
 	return s
 }
+
+// JoinFigure is a figure's median, with its spread when it has several.
+func JoinFigure(v Figure) string { return num(v, "%.0f") }
 
 // ms formats a figure in us as milliseconds.
 func ms(v Figure) string {
@@ -77,27 +83,37 @@ func (f *Findings) WriteTables(w io.Writer) {
 	}
 
 	if len(f.Stall) > 0 {
-		fmt.Fprintf(w, "\nStalled connections: %d /async connections per loop (the kit's servers: %d), each probed every %s from due; k loops kept blocked by %s calls (pool: k callers)\n",
+		fmt.Fprintf(w, "\nStalled connections: %d /async connections per loop (the kit's servers: %d), each probed every %s; k loops kept blocked by %s calls (pool: k callers)\n",
 			p.StallConns/max(p.Loops, 1), p.StallConns, p.StallInterval, p.StallBlock)
-		tw := table(w, "k", "server", "stalled", "expected", "exactly those", "p50 stalled", "(from send)", "p50 others", "stalled above", "loops blocked (server's detector)")
+		tw := table(w, "k", "server", "stalled", "expected", "exactly those", "server made stalled wait", "others", "(stalled, from due)", "blockers' call", "machine", "loops blocked (server's detector)")
+		var said []string
 		for _, r := range f.Stall {
-			if !r.Stalled.OK() {
-				fmt.Fprintf(tw, "%d\t%s\t%s\t\t\t\t\t\t\t\n", r.Step.K, r.Step.Server.Name, r.Short())
+			name := fmt.Sprintf("k=%d %s", r.Step.K, r.Step.Server.Name)
+			for _, u := range r.Unjudged {
+				said = append(said, name+": "+u)
+			}
+			for _, m := range r.Mismatch {
+				said = append(said, name+": not exactly those: "+m)
+			}
+			if r.BlockOff != "" {
+				said = append(said, name+": "+r.BlockOff)
+			}
+			if !r.Stalled.OK() && len(r.Unjudged) == 0 {
+				fmt.Fprintf(tw, "%d\t%s\t%s\t\t\t\t\t\t\t\t\n", r.Step.K, r.Step.Server.Name, r.Short())
 				continue
 			}
-			match := "yes"
-			if !r.Match {
-				match = "NO"
-			}
-			fmt.Fprintf(tw, "%d\t%s\t%s of %s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Step.K, r.Step.Server.Name, num(r.Stalled, "%.0f"), num(r.Conns, "%.0f"), num(r.Expected, "%.0f"), match,
-				ms(r.StalledP50), ms(r.StalledSendP50), ms(r.OthersP50), ms(r.ThresholdUs), r.DetectorText())
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Step.K, r.Step.Server.Name, r.StalledText(), num(r.Expected, "%.0f"), r.MatchText(),
+				ms(r.StalledWait), ms(r.OthersWait), ms(r.StalledP50), ms(r.BlockerBlock.us()), r.MachineText(), r.DetectorText())
 		}
 		tw.Flush()
-		fmt.Fprintln(w, "  expected: the connections on the loops the blockers' requests were answered on (their X-Loop);\n"+
-			"  loops blocked: the loops the server's own detector saw held in /slow over the window, and whether they are\n"+
-			"  exactly the blockers' loops in every repetition;\n"+
-			"  stalled: p50 from due above the unblocked baseline + half the block, or no answer at all; from due, a stalled\n"+
-			"  connection's probes queue behind each other for as long as the run lasts; from send is one request's wait")
+		fmt.Fprintf(w, "  stalled: %s (here %s of the %s call);\n"+
+			"  expected: the connections on the loops the blockers' requests were answered on (their X-Loop);\n"+
+			"  from due: a stalled connection's probes queue behind each other for as long as the run lasts;\n"+
+			"  loops blocked: the loops the server's own detector saw held in /slow, and whether exactly the blockers' loops\n",
+			stall.Rule, round(time.Duration(f.stallAbove().Median()*1e3)), p.StallBlock)
+		for _, l := range said {
+			fmt.Fprintf(w, "  %s\n", l)
+		}
 	}
 
 	if len(f.Offload) > 0 {
@@ -168,6 +184,15 @@ func (f *Findings) WriteTables(w io.Writer) {
 	if len(f.NotMeasured) > 0 {
 		fmt.Fprintf(w, "\nNot measured:\n  %s\n", strings.Join(f.NotMeasured, "\n  "))
 	}
+}
+
+// stallAbove is where the rule put a stall in the stall rows, us.
+func (f *Findings) stallAbove() Figure {
+	var out Figure
+	for _, r := range f.Stall {
+		out = append(out, r.Above...)
+	}
+	return out
 }
 
 // writePublished prints this run beside the published experiment.

@@ -64,7 +64,7 @@ type Result struct {
 	// started (v3): it was not ready in time, and its window began late.
 	StartLateNs int64  `json:"start_late_ns,omitempty"`
 	Params      Params `json:"params"`
-	Env           Env    `json:"env"`
+	Env         Env    `json:"env"`
 	// Errors counts failed requests by kind, in client.Kinds order.
 	Errors []ErrorCount `json:"errors"`
 	// Generator is what the measuring program itself cost.

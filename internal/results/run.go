@@ -113,11 +113,11 @@ type Measurement struct {
 	Status string `json:"status"` // pending | ok | failed | skipped
 	Reason string `json:"reason,omitempty"`
 	// Files, relative to the run directory; empty when not produced.
-	LoadFile    string      `json:"load_file,omitempty"`
-	ProbeFile   string      `json:"probe_file,omitempty"`
-	PerConnFile string      `json:"perconn_file,omitempty"`
-	TraceFile   string      `json:"trace_file,omitempty"`
-	LagFile     string      `json:"lag_file,omitempty"`
+	LoadFile    string `json:"load_file,omitempty"`
+	ProbeFile   string `json:"probe_file,omitempty"`
+	PerConnFile string `json:"perconn_file,omitempty"`
+	TraceFile   string `json:"trace_file,omitempty"`
+	LagFile     string `json:"lag_file,omitempty"`
 	// Use is what the measurement's processes and the machine used over
 	// its measured window (v6); nil when it was not read.
 	Use *Use `json:"use,omitempty"`

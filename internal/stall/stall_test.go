@@ -1,0 +1,113 @@
+package stall
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bystander-kit/bystander/internal/hist"
+	"github.com/bystander-kit/bystander/internal/results"
+)
+
+const ms = time.Millisecond
+
+// conns are 12 connections, 3 per loop, dealt round-robin (connection i
+// on loop i%4), with the given wait by loop.
+func conns(waits ...time.Duration) []Conn {
+	var out []Conn
+	for i := range 12 {
+		out = append(out, Conn{ID: i, Loop: i % 4, Due: 100, Answered: 100, Wait: waits[i%4], FromServer: true})
+	}
+	return out
+}
+
+func TestJudge(t *testing.T) {
+	busy := Machine{Known: true, Busy: 1, Others: 0.9, ServerRunq: 2}
+	for _, tc := range []struct {
+		name   string
+		conns  []Conn
+		block  time.Duration
+		count  int
+		judged bool
+		why    []string
+	}{
+		{"quiet, one loop held", conns(75*ms, 200*time.Microsecond, 200*time.Microsecond, 300*time.Microsecond), 40 * ms, 3, true, nil},
+		{"24 neighbours, as measured: free loops up to 6.1 ms, held from 35.2", conns(35200*time.Microsecond, 6100*time.Microsecond, 36*ms, ms), 40 * ms, 6, true, nil},
+		{"every loop held", conns(95*ms, 96*ms, 200*ms, 95*ms), 100 * ms, 12, true, nil},
+		{"a free loop's connections waited between a quarter and half the block", conns(ms, 14*ms, ms, ms), 40 * ms, 0, false,
+			[]string{TooBusy, "connection 1 (loop 1) waited 14ms", "the 10ms under which", "the 20ms from which", "40ms block", "100% busy", "2.0 of the server's threads"}},
+		{"a block too short for the machine: every wait unclear", conns(2*ms, 2*ms, 2*ms, 2*ms), 5 * ms, 0, false, []string{TooBusy, "a quarter and half of the 5ms block"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v := Judge(tc.conns, tc.block, busy)
+			if v.Judged != tc.judged || (tc.judged && v.Count != tc.count) {
+				t.Fatalf("judged %v count %d, want %v %d: %s", v.Judged, v.Count, tc.judged, tc.count, v.Why)
+			}
+			for _, w := range tc.why {
+				if !strings.Contains(v.Why, w) {
+					t.Errorf("why %q lacks %q", v.Why, w)
+				}
+			}
+			if tc.judged && v.Why != "" {
+				t.Errorf("a judged verdict says %q", v.Why)
+			}
+		})
+	}
+}
+
+// Stalls come in whole loops: one connection of a loop far above half the
+// block and its neighbours far below cannot both be right.
+func TestJudgeSplitLoop(t *testing.T) {
+	c := conns(75*ms, ms, ms, ms)
+	c[4].Wait = 2 * ms // loop 0's second connection
+	v := Judge(c, 40*ms, Machine{})
+	if v.Judged || !strings.Contains(v.Why, "loop 0 (waits 75ms, 2ms, 75ms)") || !strings.Contains(v.Why, "disagree") {
+		t.Fatalf("%+v", v)
+	}
+	// Without loops (a pool), connections are independent.
+	for i := range c {
+		c[i].Loop = -1
+	}
+	if v := Judge(c, 40*ms, Machine{}); !v.Judged || v.Count != 2 {
+		t.Fatalf("pool: %+v", v)
+	}
+}
+
+// A connection that got no answer at all stalled, whatever its wait.
+func TestJudgeNoAnswer(t *testing.T) {
+	c := conns(ms, ms, ms, ms)
+	for i := 0; i < 12; i += 4 {
+		c[i].Answered, c[i].Wait = 0, 0
+	}
+	if v := Judge(c, 4*time.Second, Machine{}); !v.Judged || v.Count != 3 || !v.Stalled[0] || v.Stalled[1] {
+		t.Fatalf("%+v", v)
+	}
+}
+
+// From reads the server's waits; a v2 result (no server wait) falls back
+// to the wait from the send, less the delay.
+func TestFrom(t *testing.T) {
+	h := func(d time.Duration) hist.Percentiles {
+		x := hist.New()
+		x.Record(d)
+		return x.Summary()
+	}
+	pc := &results.PerConn{DelayNs: int64(5 * ms), Conns: []results.ConnStat{
+		{Conn: 0, Loop: 1, Due: 10, Samples: 10, ServerWait: h(40 * ms), FromSend: h(90 * ms), SendLate: h(2 * ms)},
+		{Conn: 1, Loop: 2, Due: 10, Samples: 10, FromSend: h(90 * ms)},
+	}}
+	c := From(pc)
+	near := func(d, want time.Duration) bool { return d >= want && d < want+want/500 } // HdrHistogram: 3 digits
+	if !near(c[0].Wait, 40*ms) || !c[0].FromServer || !near(c[0].SendLate, 2*ms) || !near(c[1].Wait, 85*ms) || c[1].FromServer {
+		t.Fatalf("%+v", c)
+	}
+}
+
+func TestBaselineText(t *testing.T) {
+	if s := BaselineText(300*time.Microsecond, 200*time.Microsecond); strings.Contains(s, "under load") {
+		t.Errorf("%q", s)
+	}
+	if s := BaselineText(203*ms, 250*time.Microsecond); !strings.Contains(s, "measured under load: the quickest placing request took 250µs") {
+		t.Errorf("%q", s)
+	}
+}
