@@ -24,7 +24,7 @@ const (
 	slowOffLoop            // /slow blocks without holding its loop
 	offloadHoldsLoop       // /offload blocks on the loop
 	closeOnError           // closes the connection after every 4xx, as Tomcat and httpd do (allowed)
-	asyncAmbiguous         // a second /async on a busy loop answers half a delay after the first: neither free nor held
+	asyncAmbiguous         // /async holds its loop for half the delay: a request beside it waits half a delay, neither free nor held
 )
 
 // fakeServer speaks the protocol with loops: each connection belongs to a
@@ -33,7 +33,6 @@ const (
 // gets exactly one thing wrong: f.
 func fakeServer(t *testing.T, loops int, f fault) string {
 	t.Helper()
-	asyncOn := make([]int, loops) // /async in flight per loop, under the loop's lock
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -54,14 +53,14 @@ func fakeServer(t *testing.T, loops int, f fault) string {
 			go func() {
 				defer wg.Done()
 				go func() { <-done; nc.Close() }()
-				serveFake(nc, i%loops, &locks[i%loops], &asyncOn[i%loops], loops, f)
+				serveFake(nc, i%loops, &locks[i%loops], loops, f)
 			}()
 		}
 	}()
 	return ln.Addr().String()
 }
 
-func serveFake(nc net.Conn, loop int, mu *sync.Mutex, asyncOn *int, loops int, f fault) {
+func serveFake(nc net.Conn, loop int, mu *sync.Mutex, loops int, f fault) {
 	defer nc.Close()
 	br := bufio.NewReader(nc)
 	for {
@@ -123,10 +122,10 @@ func serveFake(nc net.Conn, loop int, mu *sync.Mutex, asyncOn *int, loops int, f
 				status, body = 400, "bad delay\n"
 				break
 			}
-			if f == asyncAmbiguous && *asyncOn > 0 {
-				d += d / 2 // what a badly disturbed machine could do, or a loop half-held
+			if f == asyncAmbiguous {
+				time.Sleep(d / 2) // what a badly disturbed machine might do to a loop, or a loop half-held
+				d -= d / 2
 			}
-			*asyncOn++
 			if f != asyncBlocks {
 				mu.Unlock()
 			}
@@ -134,7 +133,6 @@ func serveFake(nc net.Conn, loop int, mu *sync.Mutex, asyncOn *int, loops int, f
 			if f != asyncBlocks {
 				mu.Lock()
 			}
-			*asyncOn--
 			h["X-Continuation-Start"], h["X-Continuation-Loop"] = time.Now().UnixNano(), cont
 			body = "async\n"
 		default:

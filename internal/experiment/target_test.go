@@ -112,18 +112,15 @@ func TestTargetNode(t *testing.T) {
 		t.Fatalf("stall rows %d, want k = 0 and 1", len(f.Stall))
 	}
 	// The phase places 3 connections on Node's one loop and expects all 3
-	// to stall when it is blocked (their X-Loop). How many do is Node's
-	// figure, not an invariant: on a machine busy enough to slow the
-	// blocker's turnaround, Node answers /async in the gaps (one CI run
-	// beside two busy loops: 2 of 3). That the blocked loop shows at all is.
+	// to stall when it is blocked (their X-Loop), now that Node is asked
+	// for the stall block (it once blocked its own 5ms default, and its
+	// stall count came out 2 of 3 in one CI run).
 	for _, r := range f.Stall {
-		if want := 3 * r.Step.K; r.Conns.Median() != 3 || r.Expected.Median() != float64(want) {
-			t.Errorf("%s: %v connections, %v expected to stall, want 3 and %d", r.Step.ID, r.Conns, r.Expected, want)
-		}
-		if r.Step.K == 1 && r.Stalled.Median() < 1 {
-			t.Errorf("%s: none of the connections on the blocked loop stalled", r.Step.ID)
+		if r.Conns.Median() != 3 {
+			t.Errorf("%s: %v connections, want 3", r.Step.ID, r.Conns)
 		}
 	}
+	exactOrTooBusy(t, f)
 	if len(f.Sweep) != 1 || f.Sweep[0].NominalCeiling != 50 {
 		t.Errorf("sweep: ceiling %v, want 1 loop / 20ms = 50", f.Sweep)
 	}
