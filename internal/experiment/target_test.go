@@ -149,11 +149,19 @@ func TestTargetNode(t *testing.T) {
 // without pid= the server's cost says "not measured (external)".
 func TestTargetWithoutFacts(t *testing.T) {
 	addr, _ := wiretest.StartServer(t, "../../poolserver")
-	_, run, stdout := runTargets(t, "--phases", "sweep,cliff", "--target", "mine=http://"+addr)
+	out, run, stdout := runTargets(t, "--phases", "sweep,cliff", "--target", "mine=http://"+addr)
 	if len(run.Measurements) != 1 || run.Measurements[0].Status != "ok" || run.Measurements[0].Server.Kind != "other" {
 		t.Fatalf("measurements %+v", run.Measurements)
 	}
-	if c := run.Measurements[0].Cost; c == nil || !c.ServerNotMeasured || c.ServerCPUUsPerRequest != 0 {
+	m := run.Measurements[0]
+	if m.Use == nil || m.Use.Server != nil {
+		t.Fatalf("/proc readings %+v: want the machine's, not the server's (no pid=)", m.Use)
+	}
+	lr, err := results.Read(filepath.Join(out, m.LoadFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := findings.CostOf(m, lr); c == nil || !c.ServerNotMeasured || c.ServerCPUUsPerRequest != 0 {
 		t.Fatalf("cost %+v", c)
 	}
 	for _, want := range []string{"not measured (external)", "give workers=N", "no X-Loop", "unknown"} {
