@@ -15,6 +15,7 @@ import (
 	"github.com/go-echarts/go-echarts/v2/render"
 
 	"github.com/bystander-kit/bystander/internal/findings"
+	"github.com/bystander-kit/bystander/internal/htmlsafe"
 	"github.com/bystander-kit/bystander/internal/stall"
 )
 
@@ -50,8 +51,14 @@ func snippet(r render.Renderer) (template.HTML, template.HTML) {
 	if id == nil {
 		panic("report: a chart snippet without an id")
 	}
-	// go-echarts output: the element, and option JSON it escaped itself.
-	return template.HTML(s.Element), template.HTML("<script>bystanderCharts.push({id: \"" + id[1] + "\", draw: function () {" + body + "}});</script>")
+	// go-echarts writes the options' JSON unescaped (JSONNotEscaped), and
+	// server names come from a run directory, perhaps a stranger's: every
+	// string in the script is escaped so that none can end it.
+	safe, err := htmlsafe.ScriptStrings(body)
+	if err != nil {
+		panic("report: a chart's script: " + err.Error())
+	}
+	return template.HTML(s.Element), template.HTML("<script>bystanderCharts.push({id: \"" + id[1] + "\", draw: function () {" + safe + "}});</script>")
 }
 
 var chartID = regexp.MustCompile(`id="([A-Za-z0-9_]+)"`)

@@ -1,0 +1,79 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/bystander-kit/bystander/internal/browsertest"
+	"github.com/bystander-kit/bystander/internal/findings"
+	"github.com/bystander-kit/bystander/internal/results"
+)
+
+// evil is what a stranger's run directory might name a server: markup and
+// script for every place a name can land (HTML text, an attribute, a
+// string inside the charts' script).
+const evil = `</script><script>window.pwned=1</script><img src=x onerror="window.pwned=2">'"&` + "\u2028"
+
+// hostileRun is the default test run with every server named evil.
+func hostileRun(t *testing.T) *results.Run {
+	t.Helper()
+	run := readTestRun(t)
+	for i := range run.Measurements {
+		run.Measurements[i].Server.Name = evil + run.Measurements[i].Server.Name
+	}
+	return run
+}
+
+// TestNothingFromARunIsCode: a run whose server names are markup and
+// script renders a page in which they are text: no script element or
+// attribute comes of them.
+func TestNothingFromARunIsCode(t *testing.T) {
+	page := renderString(t, testRun, hostileRun(t), stub)
+	for _, bad := range []string{"<script>window.pwned", `<img src=x`, "onerror=\"window.pwned"} {
+		if strings.Contains(page, bad) {
+			i := strings.Index(page, bad)
+			t.Errorf("the page carries %q as markup: ...%s...", bad, page[max(0, i-120):min(len(page), i+120)])
+		}
+	}
+	// Every script element the page has is the kit's own: as many as an
+	// honest run gives.
+	honest := renderString(t, testRun, readTestRun(t), stub)
+	if a, b := strings.Count(page, "<script"), strings.Count(honest, "<script"); a != b {
+		t.Errorf("%d script elements, an honest run has %d", a, b)
+	}
+}
+
+// TestHostileInBrowser: in a real browser, the hostile run's page draws
+// every chart and runs nothing of the names.
+func TestHostileInBrowser(t *testing.T) {
+	chrome, a := browsertest.Chromium(t), inlined(t)
+	out := filepath.Join(t.TempDir(), "report.html")
+	f, err := os.Create(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := writePage(f, buildPage(findings.Compute(testRun, hostileRun(t)), a)); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	ctx, problems := browsertest.Open(t, chrome, 1300, 3000)
+	if err := chromedp.Do(ctx, chromedp.Navigate("file://"+out), chromedp.WaitReady("#cost")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool]("window.bystanderAllDrawnMs > 0", chromedp.WithPollingInterval(10*time.Millisecond))); err != nil {
+		t.Fatalf("the charts were not drawn: %v; the page said: %q", err, problems())
+	}
+	time.Sleep(200 * time.Millisecond) // an onerror would have fired by now
+	pwned, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`window.pwned !== undefined`))
+	if err != nil || pwned {
+		t.Fatalf("a name from the run directory ran as code (window.pwned set): %v", err)
+	}
+	if p := problems(); len(p) > 0 {
+		t.Errorf("the page said: %q", p)
+	}
+}
