@@ -8,8 +8,11 @@ package files
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
 )
 
 // WriteAtomic writes data to path through a temporary file in the same
@@ -30,4 +33,60 @@ func WriteAtomic(path string, data []byte, perm os.FileMode) error {
 		return fmt.Errorf("files: %w", err)
 	}
 	return nil
+}
+
+// ReadIn reads the file rel names inside dir, as a run directory names its
+// files: rel must be relative, stay inside dir once cleaned and once every
+// symlink is resolved, name a regular file (not a FIFO, a device or a
+// directory: those are refused before they are opened, so nothing blocks),
+// and hold at most limit bytes. A run directory may come from a stranger:
+// anything else is refused at once, saying why.
+func ReadIn(dir, rel string, limit int64) ([]byte, error) {
+	switch {
+	case rel == "":
+		return nil, errors.New("files: an empty file name")
+	case filepath.IsAbs(rel):
+		return nil, fmt.Errorf("files: %q is absolute: a run directory names its files relative to itself", rel)
+	}
+	clean := filepath.Clean(rel)
+	if clean == ".." || strings.HasPrefix(clean, ".."+string(filepath.Separator)) {
+		return nil, fmt.Errorf("files: %q leads outside the run directory", rel)
+	}
+	root, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return nil, fmt.Errorf("files: %w", err)
+	}
+	path, err := filepath.EvalSymlinks(filepath.Join(root, clean))
+	if err != nil {
+		return nil, fmt.Errorf("files: %q: %w", rel, err)
+	}
+	if r, err := filepath.Rel(root, path); err != nil || r == ".." || strings.HasPrefix(r, ".."+string(filepath.Separator)) {
+		return nil, fmt.Errorf("files: %q leads outside the run directory (to %s)", rel, path)
+	}
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return nil, fmt.Errorf("files: %q: %w", rel, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("files: %q is not a regular file (%s)", rel, fi.Mode().Type())
+	}
+	if fi.Size() > limit {
+		return nil, fmt.Errorf("files: %q is %d bytes, over the %d a run directory's file may hold", rel, fi.Size(), limit)
+	}
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, fmt.Errorf("files: %q: %w", rel, err)
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("files: %q is not a regular file", rel)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("files: %q: %w", rel, err)
+	}
+	if int64(len(b)) > limit {
+		return nil, fmt.Errorf("files: %q grew over the %d bytes a run directory's file may hold", rel, limit)
+	}
+	return b, nil
 }

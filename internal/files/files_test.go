@@ -3,7 +3,10 @@ package files
 import (
 	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 func TestWriteAtomic(t *testing.T) {
@@ -28,5 +31,57 @@ func TestWriteAtomic(t *testing.T) {
 	// A directory that does not exist: an error, nothing written.
 	if err := WriteAtomic(filepath.Join(dir, "no", "x"), nil, 0o644); err == nil {
 		t.Error("wrote into a missing directory")
+	}
+}
+
+// TestReadIn: a file a run directory names is read only when it is a
+// regular file inside the directory, after cleaning and symlinks, and no
+// larger than the cap; anything else is refused at once, with why.
+func TestReadIn(t *testing.T) {
+	outside := t.TempDir()
+	if err := os.WriteFile(filepath.Join(outside, "secret"), []byte("secret"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.MkdirAll(filepath.Join(dir, "sweep"), 0o755))
+	must(os.WriteFile(filepath.Join(dir, "sweep", "a.json"), []byte("{}"), 0o644))
+	must(os.WriteFile(filepath.Join(dir, "big.json"), make([]byte, 2048), 0o644))
+	must(os.Symlink(filepath.Join(outside, "secret"), filepath.Join(dir, "link-out")))
+	must(os.Symlink("sweep/a.json", filepath.Join(dir, "link-in")))
+	must(os.Symlink("/dev/zero", filepath.Join(dir, "zero")))
+	must(syscall.Mkfifo(filepath.Join(dir, "fifo"), 0o644))
+
+	if b, err := ReadIn(dir, "sweep/a.json", 1024); err != nil || string(b) != "{}" {
+		t.Fatalf("%q %v", b, err)
+	}
+	if b, err := ReadIn(dir, "link-in", 1024); err != nil || string(b) != "{}" {
+		t.Fatalf("a link inside the directory: %q %v", b, err)
+	}
+	for rel, why := range map[string]string{
+		"../" + filepath.Base(outside) + "/secret": "outside",
+		"sweep/../../x":                  "outside",
+		filepath.Join(outside, "secret"): "absolute",
+		"link-out":                       "outside",
+		"zero":                           "outside",
+		"fifo":                           "not a regular file",
+		"sweep":                          "not a regular file",
+		"big.json":                       "over",
+		"missing.json":                   "no such file",
+		"":                               "empty",
+	} {
+		start := time.Now()
+		_, err := ReadIn(dir, rel, 1024)
+		if err == nil || !strings.Contains(err.Error(), why) {
+			t.Errorf("%q: %v, want an error saying %q", rel, err, why)
+		}
+		if time.Since(start) > time.Second {
+			t.Errorf("%q took %s: a refusal must be at once", rel, time.Since(start))
+		}
 	}
 }

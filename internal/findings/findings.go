@@ -10,7 +10,6 @@ package findings
 import (
 	"cmp"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -236,7 +235,7 @@ func groups(dir string, run *results.Run) []*Group {
 			if rel == "" {
 				return nil
 			}
-			r, err := results.Read(filepath.Join(dir, rel))
+			r, err := results.ReadResultIn(dir, rel)
 			if err != nil {
 				if g.Why == "" {
 					g.Why = fmt.Sprintf("unreadable: %v", err)
@@ -253,7 +252,7 @@ func groups(dir string, run *results.Run) []*Group {
 		rep.Trace = read(m.TraceFile, &g.Trace)
 		rep.Cost = CostOf(m, rep.Load)
 		if m.LagFile != "" {
-			t, err := results.ReadLag(filepath.Join(dir, m.LagFile))
+			t, err := results.ReadLagIn(dir, m.LagFile)
 			if err != nil && g.Why == "" {
 				g.Why = fmt.Sprintf("unreadable: %v", err)
 			}

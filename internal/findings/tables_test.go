@@ -1,8 +1,14 @@
 package findings
 
 import (
+	"encoding/json"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/bystander-kit/bystander/internal/results"
 )
@@ -127,5 +133,100 @@ func TestPublished(t *testing.T) {
 	c.WriteTables(&sb)
 	if !strings.Contains(sb.String(), PublishedNone) {
 		t.Error("the tables do not say why nothing matched")
+	}
+}
+
+// TestHostileRunDir: a run directory is a stranger's input. A file it
+// names outside itself, a device, a FIFO, or one over the cap is refused
+// at once with the field and the reason, and the rest of the run is read.
+func TestHostileRunDir(t *testing.T) {
+	src, err := results.ReadRun(realRun)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	// The run's own files, copied.
+	err = filepath.WalkDir(realRun, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(realRun, p)
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, rel)), 0o755); err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dir, rel), b, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(dir, "fifo.json"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	big, err := os.Create(filepath.Join(dir, "big.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := big.Truncate(results.MaxFileBytes + 1); err != nil {
+		t.Fatal(err)
+	}
+	big.Close()
+	hostile := map[string]string{
+		"../../../../../dev/zero": "outside",
+		"/etc/passwd":             "absolute",
+		"fifo.json":               "not a regular file",
+		"big.json":                "over",
+	}
+	i := 0
+	for name, why := range hostile {
+		src.Measurements[i].LoadFile = name
+		hostile[name] = src.Measurements[i].ID + "|" + why
+		i++
+	}
+	b, _ := json.Marshal(src)
+	if err := os.WriteFile(filepath.Join(dir, "run.json"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan *Findings, 1)
+	go func() {
+		f, err := Read(dir)
+		if err != nil {
+			t.Error(err)
+		}
+		done <- f
+	}()
+	var f *Findings
+	select {
+	case f = <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("reading the run directory hangs")
+	}
+	if f == nil {
+		return
+	}
+	for name, want := range hostile {
+		id, why, _ := strings.Cut(want, "|")
+		found := false
+		for _, g := range f.Groups {
+			if g.Step.ID == id && strings.Contains(g.Why, why) {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("%s named %q: not refused with %q", id, name, why)
+		}
+	}
+	if len(f.Sweep) == 0 || !f.Sweep[len(f.Sweep)-1].Throughput.OK() {
+		t.Error("the rest of the run was not read")
+	}
+	// A run.json over its cap is refused before it is read.
+	if err := os.Truncate(filepath.Join(dir, "run.json"), results.MaxRunBytes+1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Read(dir); err == nil || !strings.Contains(err.Error(), "over") {
+		t.Errorf("a run.json over the cap: %v", err)
 	}
 }

@@ -1,10 +1,7 @@
 package results
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
-	"os"
 
 	"github.com/bystander-kit/bystander/internal/lag"
 )
@@ -36,21 +33,15 @@ func (t *LagTrace) InWindow() []lag.Event {
 	return out
 }
 
-// ReadLag reads a loop-lag file and refuses unknown fields and other
-// schema versions.
-func ReadLag(path string) (*LagTrace, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("results: %w", err)
-	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
+// ReadLagIn reads the loop-lag file rel names in run directory dir,
+// confined and capped, strictly, and refuses other schema versions.
+func ReadLagIn(dir, rel string) (*LagTrace, error) {
 	var t LagTrace
-	if err := dec.Decode(&t); err != nil {
-		return nil, fmt.Errorf("results: %s: %w", path, err)
+	if err := ReadIn(dir, rel, MaxFileBytes, &t); err != nil {
+		return nil, err
 	}
 	if t.Schema != LagSchema {
-		return nil, fmt.Errorf("results: %s: schema %q, this program reads %q", path, t.Schema, LagSchema)
+		return nil, fmt.Errorf("results: %s: schema %q, this program reads %q", rel, t.Schema, LagSchema)
 	}
 	return &t, nil
 }

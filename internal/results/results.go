@@ -6,7 +6,6 @@
 package results
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -330,21 +329,31 @@ func Write(path string, r *Result) error {
 	return nil
 }
 
-// Read reads and checks a result file.
+// Read reads and checks a result file the kit itself just wrote (the
+// orchestrator); a run directory's files are read with ReadResultIn.
 func Read(path string) (*Result, error) {
-	b, err := os.ReadFile(path)
+	return ReadResultIn(filepath.Dir(path), filepath.Base(path))
+}
+
+// ReadResultIn reads the result file rel names in run directory dir:
+// confined to it, capped (MaxFileBytes), strictly decoded.
+func ReadResultIn(dir, rel string) (*Result, error) {
+	b, err := files.ReadIn(dir, rel, MaxFileBytes)
 	if err != nil {
 		return nil, fmt.Errorf("results: %w", err)
 	}
-	return Decode(b)
+	r, err := Decode(b)
+	if err != nil {
+		return nil, fmt.Errorf("%w (in %s)", err, rel)
+	}
+	return r, nil
 }
 
-// Decode parses a result and refuses unknown fields and other schema versions.
+// Decode parses a result strictly (see decodeStrict) and refuses other
+// schema versions.
 func Decode(b []byte) (*Result, error) {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
 	var r Result
-	if err := dec.Decode(&r); err != nil {
+	if err := decodeStrict(b, &r); err != nil {
 		return nil, fmt.Errorf("results: %w", err)
 	}
 	if r.Schema != Schema && !slices.Contains(readableSchemas, r.Schema) {

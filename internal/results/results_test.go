@@ -179,3 +179,36 @@ func TestRunRoundTrip(t *testing.T) {
 		t.Errorf("a v5 run: %v", err)
 	}
 }
+
+// TestStrict: run.json and results are read as the README promises:
+// nothing after the value, keys spelled exactly, no negative count or
+// duration (a loop may be -1: none).
+func TestStrict(t *testing.T) {
+	for name, doc := range map[string]string{
+		"trailing garbage":       `{"schema":"bystander.run/v6"} <script>`,
+		"a second value":         `{"schema":"bystander.run/v6"}{"schema":"bystander.run/v6"}`,
+		"a key in capitals":      `{"SCHEMA":"bystander.run/v6"}`,
+		"a key in another case":  `{"schema":"bystander.run/v6","params":{"Block_NS":5}}`,
+		"a negative block":       `{"schema":"bystander.run/v6","params":{"block_ns":-5}}`,
+		"a negative repetition":  `{"schema":"bystander.run/v6","measurements":[{"id":"x","repeat":-1}]}`,
+		"a negative use":         `{"schema":"bystander.run/v6","measurements":[{"id":"x","use":{"window_ns":-1}}]}`,
+		"a negative in a nested": `{"schema":"bystander.run/v6","measurements":[{"id":"x","server":{"workers":-4}}]}`,
+	} {
+		if _, err := DecodeRun([]byte(doc)); err == nil {
+			t.Errorf("%s: accepted", name)
+		} else {
+			t.Logf("%s: %v", name, err)
+		}
+	}
+	if _, err := Decode([]byte(`{"schema":"bystander.results/v3","perconn":{"interval_ns":1,"baseline_us":1,"spread":[],"conns":[{"conn":0,"loop":-1,"due":-3}]}}`)); err == nil ||
+		!strings.Contains(err.Error(), "perconn.conns[0].due") {
+		t.Errorf("a negative count in a result: %v", err)
+	}
+	if _, err := Decode([]byte(`{"schema":"bystander.results/v3","perconn":{"interval_ns":1,"baseline_us":1,"spread":[],"conns":[{"conn":0,"loop":-1,"due":3}]}}`)); err != nil {
+		t.Errorf("a connection without a loop (-1): %v", err)
+	}
+	// Whitespace after the value is no data.
+	if _, err := DecodeRun([]byte("{\"schema\":\"bystander.run/v6\"}\n\n")); err != nil {
+		t.Errorf("a trailing newline: %v", err)
+	}
+}

@@ -1,10 +1,8 @@
 package results
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -234,22 +232,21 @@ func writeJSON(path string, v any) error {
 	return files.WriteAtomic(path, append(b, '\n'), 0o644)
 }
 
-// ReadRun reads a run directory's index.
+// ReadRun reads a run directory's index: confined, capped (MaxRunBytes),
+// strictly decoded.
 func ReadRun(dir string) (*Run, error) {
-	b, err := os.ReadFile(filepath.Join(dir, "run.json"))
+	b, err := files.ReadIn(dir, "run.json", MaxRunBytes)
 	if err != nil {
 		return nil, fmt.Errorf("results: %w", err)
 	}
 	return DecodeRun(b)
 }
 
-// DecodeRun parses run.json and refuses unknown fields and other schema
-// versions, as Decode does for a result.
+// DecodeRun parses run.json strictly (see decodeStrict) and refuses other
+// schema versions, as Decode does for a result.
 func DecodeRun(b []byte) (*Run, error) {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
 	var r Run
-	if err := dec.Decode(&r); err != nil {
+	if err := decodeStrict(b, &r); err != nil {
 		return nil, fmt.Errorf("results: run.json: %w", err)
 	}
 	if r.Schema != RunSchema && !slices.Contains(readableRunSchemas, r.Schema) {
