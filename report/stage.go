@@ -256,6 +256,7 @@ footer{padding:.6% 3% 1.6% 3%;font-size:22px;color:var(--dim);display:flex;justi
   function key(k) {
     var x = new XMLHttpRequest();
     x.open("POST", "/control");
+    x.setRequestHeader("X-Bystander-Stage", "1"); // the stage takes keys only with it: no other site's page can send it unasked
     x.send(k);
   }
   document.addEventListener("keydown", function (e) {

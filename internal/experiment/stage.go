@@ -105,6 +105,7 @@ func openStage(ctx context.Context, o Options, h *stage.Hub, stdout io.Writer) e
 	if err != nil {
 		return err
 	}
+	h.Allow(addr)
 	url := "http://" + addr + "/"
 	fmt.Fprintf(stdout, "stage: %s  (Space or Right: next, P: pause, R: repeat, T: theme)\n", url)
 	if o.Open {

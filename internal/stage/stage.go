@@ -49,6 +49,44 @@ type Hub struct {
 	rec     *os.File
 	control chan string
 	page    []byte
+	hosts   map[string]bool // the Host values the page may be reached at (Allow)
+}
+
+// ControlHeader is the header the stage's page sends with every key: a
+// request carrying it is not a "simple" one, so a browser asks the stage
+// first (a CORS preflight, which it does not grant) before another site's
+// page may send it; a form or a text/plain POST from elsewhere cannot.
+const ControlHeader = "X-Bystander-Stage"
+
+// Allow says where the page is served (its loopback address): the keys
+// are taken only from requests for that host and port (as 127.0.0.1,
+// localhost or ::1), from the page's own origin when the browser says one.
+func (h *Hub) Allow(addr string) {
+	_, port, err := net.SplitHostPort(addr)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.hosts = map[string]bool{addr: true}
+	if err == nil {
+		for _, host := range []string{"127.0.0.1", "localhost", "[::1]"} {
+			h.hosts[host+":"+port] = true
+		}
+	}
+}
+
+// ownPage says why a key cannot be taken from r, or "".
+func (h *Hub) ownPage(r *http.Request) string {
+	h.mu.Lock()
+	ok := h.hosts[r.Host]
+	h.mu.Unlock()
+	switch {
+	case !ok:
+		return fmt.Sprintf("Host %q is not the stage's address", r.Host)
+	case r.Header.Get("Origin") != "" && r.Header.Get("Origin") != "http://"+r.Host:
+		return fmt.Sprintf("Origin %q is not the stage's page", r.Header.Get("Origin"))
+	case r.Header.Get(ControlHeader) == "":
+		return "a key needs the " + ControlHeader + " header the stage's page sends"
+	}
+	return ""
 }
 
 // NewHub records to path ("" records nothing) and serves page at "/".
@@ -177,6 +215,10 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "/control":
 		if r.Method != http.MethodPost {
 			http.Error(w, "POST next, pause or repeat", http.StatusMethodNotAllowed)
+			return
+		}
+		if why := h.ownPage(r); why != "" {
+			http.Error(w, "stage: "+why, http.StatusForbidden)
 			return
 		}
 		b, _ := io.ReadAll(io.LimitReader(r.Body, 64))

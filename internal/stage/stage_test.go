@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -72,18 +73,81 @@ func TestHub(t *testing.T) {
 	if err != nil || resp.StatusCode != 200 {
 		t.Fatalf("page: %v", err)
 	}
+	h.Allow(srv.Listener.Addr().String())
 	for _, tc := range []struct {
 		body string
 		want int
 	}{{"next", 204}, {"pause", 204}, {"jump", 400}} {
-		resp, err := http.Post(srv.URL+"/control", "text/plain", strings.NewReader(tc.body))
-		if err != nil || resp.StatusCode != tc.want {
-			t.Fatalf("POST %s: %v %d", tc.body, err, resp.StatusCode)
+		if code := post(t, srv.URL+"/control", tc.body, "", "", true); code != tc.want {
+			t.Fatalf("POST %s: %d", tc.body, code)
 		}
 	}
 	// The keys arrive in the order they were pressed; a refused one not at all.
 	if a, b := <-h.Control(), <-h.Control(); a != "next" || b != "pause" || len(h.Control()) != 0 {
 		t.Fatalf("control %q then %q, %d more", a, b, len(h.Control()))
+	}
+}
+
+// post sends a key as a page would: host and origin override the request's
+// own when given; page says whether it carries the stage page's header.
+func post(t *testing.T, url, body, host, origin string, page bool) int {
+	t.Helper()
+	req, err := http.NewRequest("POST", url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "text/plain")
+	if host != "" {
+		req.Host = host
+	}
+	if origin != "" {
+		req.Header.Set("Origin", origin)
+	}
+	if page {
+		req.Header.Set(ControlHeader, "1")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// TestControlOwnPageOnly: the keys are taken only from the stage's own
+// page: a request for another Host (DNS rebinding), from another Origin,
+// or without the page's header (a simple cross-site form or text/plain
+// POST, which needs no preflight) is refused and moves nothing.
+func TestControlOwnPageOnly(t *testing.T) {
+	h, err := NewHub("", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	addr := srv.Listener.Addr().String()
+	_, port, _ := net.SplitHostPort(addr)
+	h.Allow(addr)
+	for _, tc := range []struct {
+		name         string
+		host, origin string
+		page         bool
+		want         int
+	}{
+		{"the page itself", "", "http://" + addr, true, 204},
+		{"the page, no Origin sent", "", "", true, 204},
+		{"the page, as localhost", "localhost:" + port, "http://localhost:" + port, true, 204},
+		{"another site's page", "", "http://evil.example", true, 403},
+		{"a rebound name", "evil.example:" + port, "http://evil.example:" + port, true, 403},
+		{"a simple POST without the header", "", "", false, 403},
+		{"another port", "127.0.0.1:1", "", true, 403},
+	} {
+		if got := post(t, srv.URL+"/control", "next", tc.host, tc.origin, tc.page); got != tc.want {
+			t.Errorf("%s: %d, want %d", tc.name, got, tc.want)
+		}
+	}
+	if n := len(h.Control()); n != 3 {
+		t.Errorf("%d keys taken, want the 3 from the page", n)
 	}
 }
 
