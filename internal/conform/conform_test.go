@@ -1,10 +1,17 @@
 package conform
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/bystander-kit/bystander/internal/wiretest"
 )
@@ -163,5 +170,88 @@ func TestNothingListens(t *testing.T) {
 	r := Run(context.Background(), wiretest.FreeAddr(t), Options{})
 	if r.OK() || r.Get(CheckFast).Status != Fail || !strings.Contains(r.Get(CheckFast).Reason, "connecting") {
 		t.Fatalf("%s", describe(r))
+	}
+}
+
+// hostileServer answers every request with what f writes, on raw
+// connections, until the test ends.
+func hostileServer(t *testing.T, f func(nc net.Conn)) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			nc, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer nc.Close()
+				br := bufio.NewReader(nc)
+				for {
+					if _, err := http.ReadRequest(br); err != nil {
+						return
+					}
+					f(nc)
+				}
+			}()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+// TestHostileAnswers: a server's answer is a stranger's bytes. Headers
+// that never end, too many header lines and a body far over what the
+// protocol's one-line bodies need are refused with a reason, read no
+// further than a cap and in bounded time, never taken as a pass.
+func TestHostileAnswers(t *testing.T) {
+	endless := func(nc net.Conn) {
+		_, _ = io.WriteString(nc, "HTTP/1.1 200 OK\r\n")
+		line := []byte("X-Filler: " + strings.Repeat("a", 1000) + "\r\n")
+		for range 1 << 20 { // 1 GB of headers, if anyone read them
+			if _, err := nc.Write(line); err != nil {
+				return
+			}
+		}
+	}
+	manyLines := func(nc net.Conn) {
+		var b strings.Builder
+		b.WriteString("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n")
+		for i := range 500 {
+			fmt.Fprintf(&b, "X-%d: 1\r\n", i)
+		}
+		b.WriteString("\r\nfast\n")
+		_, _ = io.WriteString(nc, b.String())
+	}
+	hugeBody := func(nc net.Conn) {
+		fmt.Fprintf(nc, "HTTP/1.1 200 OK\r\nContent-Length: %d\r\nX-Handler-Start: %d\r\n\r\n", 1<<30, time.Now().UnixNano())
+		chunk := make([]byte, 64<<10)
+		for range 1 << 14 {
+			if _, err := nc.Write(chunk); err != nil {
+				return
+			}
+		}
+	}
+	for name, f := range map[string]func(net.Conn){"endless headers": endless, "500 header lines": manyLines, "a 1 GB body": hugeBody} {
+		t.Run(name, func(t *testing.T) {
+			var before runtime.MemStats
+			runtime.ReadMemStats(&before)
+			start := time.Now()
+			r := Run(context.Background(), hostileServer(t, f), Options{Timeout: 2 * time.Second})
+			var after runtime.MemStats
+			runtime.ReadMemStats(&after)
+			if r.OK() || r.Get(CheckFast).Status != Fail || !strings.Contains(r.Get(CheckFast).Reason, "over") {
+				t.Errorf("fast: %s %s", r.Get(CheckFast).Status, r.Get(CheckFast).Reason)
+			}
+			if d := time.Since(start); d > 10*time.Second {
+				t.Errorf("the check took %s", d)
+			}
+			if grew := int64(after.TotalAlloc) - int64(before.TotalAlloc); grew > 64<<20 {
+				t.Errorf("the check allocated %d MB reading it", grew>>20)
+			}
+		})
 	}
 }
