@@ -2,6 +2,11 @@ package lag
 
 import (
 	"bytes"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -257,5 +262,86 @@ func TestDozeAndNudge(t *testing.T) {
 	}
 	if poked.Load() == 0 {
 		t.Error("no beat was ever handed over")
+	}
+}
+
+// TestStreamsThatDoNotRead: clients that open /lag and never read hold no
+// slot for long: a stream whose client has not taken what it was sent
+// for StallLimit (its receive window has not reopened, or a write waited
+// that long) is closed and its slot freed, so a 17th client is served; a
+// client that reads is not closed.
+func TestStreamsThatDoNotRead(t *testing.T) {
+	// 64 loops: each event is some 8 KB, so what a client can buffer fills
+	// in a few seconds (with 4 loops, the time is measured in
+	// docs/measurements.md).
+	r := newRig(64, time.Millisecond, time.Millisecond)
+	srv := httptest.NewServer(Handler(r.m))
+	defer srv.Close()
+	addr := srv.Listener.Addr().String()
+	open := func() net.Conn {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// A client that will never read, with the buffers the system gives.
+		if _, err := io.WriteString(c, "GET /lag?every=100ms HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	var stuck []net.Conn
+	for range MaxStreams - 1 { // and one that reads: every slot taken
+		stuck = append(stuck, open())
+	}
+	defer func() {
+		for _, c := range stuck {
+			c.Close()
+		}
+	}()
+	// A client that reads, beside them, for longer than they are given.
+	readDone := make(chan error, 1)
+	go func() {
+		time.Sleep(100 * time.Millisecond)
+		resp, err := http.Get(srv.URL + "/lag?every=100ms&for=" + (StallLimit + 3*time.Second).String())
+		if err == nil {
+			_, err = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				err = fmt.Errorf("status %d", resp.StatusCode)
+			}
+		}
+		readDone <- err
+	}()
+	time.Sleep(400 * time.Millisecond) // every slot is taken
+	resp, err := http.Get(srv.URL + "/lag?for=200ms")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("a stream beside %d: %d, want 503", MaxStreams, resp.StatusCode)
+	}
+	start := time.Now()
+	for {
+		resp, err := http.Get(srv.URL + "/lag?for=300ms")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			if !bytes.Contains(b, []byte(`"loops"`)) {
+				t.Fatalf("the stream served holds no event: %q", b)
+			}
+			t.Logf("a slot was free %s after %d streams stopped reading", time.Since(start).Round(100*time.Millisecond), MaxStreams-1)
+			break
+		}
+		if time.Since(start) > 3*StallLimit {
+			t.Fatalf("no slot was freed within %s of %d streams that do not read", time.Since(start), MaxStreams-1)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if err := <-readDone; err != nil {
+		t.Fatalf("the client that reads: %v", err)
 	}
 }
