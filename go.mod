@@ -44,3 +44,7 @@ require (
 )
 
 tool honnef.co/go/tools/cmd/staticcheck
+
+// evio v1.0.8 closes its listener's descriptor twice on stop; the kit
+// carries the one-line fix (third_party/evio/README.md).
+replace github.com/tidwall/evio => ./third_party/evio
