@@ -28,10 +28,13 @@ import (
 // private directory that nothing connects to.
 type gnetEngine struct {
 	gnet.BuiltinEventEngine
-	s     *server
-	eng   gnet.Engine
-	ln    net.Listener
-	ready func(net.Addr)
+	s   *server
+	eng gnet.Engine // set by OnBoot, before booted is closed
+	// booted is closed once gnet has booted and eng is set: only then can
+	// the engine be stopped (a server stopped earlier waits for it).
+	booted chan struct{}
+	ln     net.Listener
+	ready  func(net.Addr)
 	// slots holds one token per connection accepted and handed to gnet but
 	// not yet opened on a loop, and bounds how many are under way at once:
 	// gnet takes a connection by duplicating its descriptor, so each one
@@ -64,6 +67,7 @@ func (e *gnetEngine) serve(ctx context.Context, s *server, addr string, ready fu
 	defer os.RemoveAll(dir)
 	e.acceptErr = make(chan error, 1)
 	e.slots = make(chan struct{}, handoverSlots(s))
+	e.booted = make(chan struct{})
 	done := make(chan struct{})
 	defer close(done)
 	go func() {
@@ -77,6 +81,11 @@ func (e *gnetEngine) serve(ctx context.Context, s *server, addr string, ready fu
 		}
 		s.stop()
 		ln.Close()
+		select {
+		case <-e.booted: // a stop before the boot waits for it: eng is set then
+		case <-done:
+			return
+		}
 		sctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 		defer cancel()
 		_ = e.eng.Stop(sctx)
@@ -169,6 +178,7 @@ func (l gnetLog) Fatalf(f string, a ...any) {
 
 func (e *gnetEngine) OnBoot(eng gnet.Engine) gnet.Action {
 	e.eng = eng
+	close(e.booted)
 	return gnet.None
 }
 

@@ -22,9 +22,10 @@ import (
 // dialled, so the engine's open callback knows it from a client's.
 type hearts struct {
 	pending atomic.Int32 // hearts dialled and not yet opened
-	mu      sync.Mutex
+	mu      sync.Mutex   // guards ports, fds and closed
 	ports   map[int]chan *loop
 	fds     []int // the client ends, closed when the server stops
+	closed  bool  // the server stopped: a heart dialled now is closed at once
 }
 
 // openHearts opens one heart per loop on the listener at addr, one after
@@ -43,7 +44,18 @@ func (s *server) openHearts(addr net.Addr) error {
 		if err != nil {
 			return fmt.Errorf("heartbeat: connection %d of %d: %w", i+1, s.opts.loops, err)
 		}
-		s.hearts.fds = append(s.hearts.fds, fd)
+		// openHearts runs beside the engine: the server may have stopped,
+		// and closed the hearts so far, meanwhile.
+		s.hearts.mu.Lock()
+		closed := s.hearts.closed
+		if !closed {
+			s.hearts.fds = append(s.hearts.fds, fd)
+		}
+		s.hearts.mu.Unlock()
+		if closed {
+			unix.Close(fd)
+			return nil // stopping: no heartbeat is missing from a server that is gone
+		}
 		select {
 		case l := <-ch:
 			if l.heart.Load() == nil {
@@ -130,12 +142,14 @@ func (s *server) closedHeart(c *conn) {
 	}
 }
 
-// closeHearts closes the hearts' client ends.
+// closeHearts closes the hearts' client ends, and any opened after.
 func (s *server) closeHearts() {
+	s.hearts.mu.Lock()
+	defer s.hearts.mu.Unlock()
 	for _, fd := range s.hearts.fds {
 		unix.Close(fd)
 	}
-	s.hearts.fds = nil
+	s.hearts.fds, s.hearts.closed = nil, true
 }
 
 // poke hands l its heartbeat through its heart (again: the one it was
