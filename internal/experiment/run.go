@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -73,10 +74,30 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) int {
 	}
 	defer cleanReady()
 	procs.readyDir = rdir
+	_, statErr := os.Stat(o.Out)
+	made := errors.Is(statErr, fs.ErrNotExist)
 	if err := prepareOut(o.Out, o.Overwrite); err != nil {
 		fmt.Fprintln(stderr, err)
 		return 2
 	}
+	// A run that fails before it measures anything (a refused --target, a
+	// stage whose address is taken) leaves nothing behind: the directory it
+	// made is removed, one given empty is emptied again.
+	measuring := false
+	defer func() {
+		if measuring {
+			return
+		}
+		if made {
+			os.RemoveAll(o.Out)
+			return
+		}
+		if es, err := os.ReadDir(o.Out); err == nil {
+			for _, e := range es {
+				os.RemoveAll(filepath.Join(o.Out, e.Name()))
+			}
+		}
+	}()
 	// Servers the user started are checked first: what they are decides
 	// the plan, and one that cannot be measured is refused before any load.
 	if err := resolve(ctx, &o, stdout); err != nil {
@@ -108,11 +129,13 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) int {
 
 	var stageDone func()
 	if o.Stage {
-		done, code := r.runStage(ctx, stdout, stderr)
+		done, code := r.runStage(ctx, stdout, stderr, func() { measuring = true })
 		if code != 0 {
 			return code
 		}
 		stageDone = done
+	} else {
+		measuring = true
 	}
 	i := 0
 	for rep := 1; rep <= o.Repeat && !o.Stage; rep++ {

@@ -3,6 +3,7 @@ package experiment
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/bystander-kit/bystander/internal/findings"
@@ -102,6 +104,9 @@ func stagePage(bin, dir string) ([]byte, error) {
 // openStage serves the page and says where.
 func openStage(ctx context.Context, o Options, h *stage.Hub, stdout io.Writer) error {
 	addr, err := stage.Serve(ctx, o.StageAddr, h)
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return fmt.Errorf("run.sh: the stage's address %s is taken (another stage still running?): give another with --stage-addr, or --stage-addr=127.0.0.1:0 to pick a free one", o.StageAddr)
+	}
 	if err != nil {
 		return err
 	}
@@ -116,7 +121,10 @@ func openStage(ctx context.Context, o Options, h *stage.Hub, stdout io.Writer) e
 
 // runStage runs the measurements screen by screen, as the presenter (or
 // --auto) asks, and returns what to do once the run is written up.
-func (r *runner) runStage(ctx context.Context, stdout, stderr io.Writer) (func(), int) {
+//
+// started is called once the page is served, before the first
+// measurement: a stage that cannot start leaves no run behind.
+func (r *runner) runStage(ctx context.Context, stdout, stderr io.Writer, started func()) (func(), int) {
 	page, err := stagePage(r.o.Bin, r.dir)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
@@ -133,6 +141,7 @@ func (r *runner) runStage(ctx context.Context, stdout, stderr io.Writer) (func()
 		fmt.Fprintln(stderr, err)
 		return nil, 2
 	}
+	started()
 	hubDone := make(chan struct{})
 	go func() { hub.Run(sctx); close(hubDone) }()
 	r.hub = hub

@@ -3,6 +3,7 @@ package experiment
 import (
 	"bytes"
 	"context"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -223,5 +224,42 @@ func TestScreens(t *testing.T) {
 	}
 	if !slices.Equal(per[5], []string{"offload-loop-gnet-offloaded", "offload-loop-evio-offloaded"}) {
 		t.Errorf("screen 5: %v", per[5])
+	}
+}
+
+// TestStageAddrTaken: a stage whose address is taken fails before it
+// measures, says which flag moves it, and leaves no run directory behind
+// (nor touches one that was there, empty, before).
+func TestStageAddrTaken(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	for _, existed := range []bool{false, true} {
+		out := filepath.Join(t.TempDir(), "run")
+		if existed {
+			if err := os.Mkdir(out, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		o, err := ParseFlags([]string{"--stage", "--auto", "--quick", "--stage-addr", ln.Addr().String(), "--out", out, "--bin", kit(t)}, os.Stderr, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var stdout, stderr bytes.Buffer
+		if code := Run(context.Background(), o, &stdout, &stderr); code != 2 {
+			t.Fatalf("exit %d, want 2\n%s%s", code, stdout.String(), stderr.String())
+		}
+		if !strings.Contains(stderr.String(), "--stage-addr") || !strings.Contains(stderr.String(), "taken") {
+			t.Errorf("the error does not name the fix:\n%s", stderr.String())
+		}
+		es, err := os.ReadDir(out)
+		switch {
+		case !existed && err == nil:
+			t.Errorf("a stage that could not start left %s behind (%d entries)", out, len(es))
+		case existed && (err != nil || len(es) != 0):
+			t.Errorf("the empty --out given: %v, %d entries left in it", err, len(es))
+		}
 	}
 }
