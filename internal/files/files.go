@@ -42,6 +42,25 @@ func WriteAtomic(path string, data []byte, perm os.FileMode) error {
 // and hold at most limit bytes. A run directory may come from a stranger:
 // anything else is refused at once, saying why.
 func ReadIn(dir, rel string, limit int64) ([]byte, error) {
+	f, err := OpenIn(dir, rel, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("files: %q: %w", rel, err)
+	}
+	if int64(len(b)) > limit {
+		return nil, fmt.Errorf("files: %q grew over the %d bytes a run directory's file may hold", rel, limit)
+	}
+	return b, nil
+}
+
+// OpenIn opens the file rel names inside dir for reading, with ReadIn's
+// checks (relative, inside, regular, at most limit bytes now); the caller
+// reads it as a stream, and bounds what it reads.
+func OpenIn(dir, rel string, limit int64) (*os.File, error) {
 	switch {
 	case rel == "":
 		return nil, errors.New("files: an empty file name")
@@ -77,16 +96,9 @@ func ReadIn(dir, rel string, limit int64) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("files: %q: %w", rel, err)
 	}
-	defer f.Close()
 	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		f.Close()
 		return nil, fmt.Errorf("files: %q is not a regular file", rel)
 	}
-	b, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, fmt.Errorf("files: %q: %w", rel, err)
-	}
-	if int64(len(b)) > limit {
-		return nil, fmt.Errorf("files: %q grew over the %d bytes a run directory's file may hold", rel, limit)
-	}
-	return b, nil
+	return f, nil
 }

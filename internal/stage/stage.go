@@ -16,9 +16,12 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/bystander-kit/bystander/internal/files"
 )
 
 // Every is how often a frame goes out, with whatever it holds (an empty
@@ -307,47 +310,50 @@ func Serve(ctx context.Context, addr string, h http.Handler) (string, error) {
 // ErrNoFrames: a replay file without a frame.
 var ErrNoFrames = errors.New("stage: the recording holds no frame")
 
+// A recording may come from a stranger: it is read as it is played, a line
+// at most MaxLine bytes, the file at most MaxRecording.
+const (
+	MaxLine      = 1 << 20
+	MaxRecording = 512 << 20
+)
+
 // Replay reads a recording (stage.ndjson) and sends its frames through h
-// at their recorded pace, from the first; "pause" on the control channel
-// stops and restarts the clock. It returns when the last frame is sent.
+// at their recorded pace, from the first, as it reads them; "pause" on the
+// control channel stops and restarts the clock. It returns when the last
+// frame is sent.
 func Replay(ctx context.Context, path string, h *Hub) (int, error) {
-	f, err := os.Open(path)
+	f, err := files.OpenIn(filepath.Dir(path), filepath.Base(path), MaxRecording)
 	if err != nil {
 		return 0, fmt.Errorf("stage: --replay: %w", err)
 	}
 	defer f.Close()
-	var frames []Frame
 	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	sc.Buffer(make([]byte, 64<<10), MaxLine)
+	n := 0
+	var first int64
+	begin := time.Now()
+	var paused time.Duration
 	for sc.Scan() {
 		var fr Frame
 		if err := json.Unmarshal(sc.Bytes(), &fr); err != nil {
-			return 0, fmt.Errorf("stage: --replay %s: line %d: %w", path, len(frames)+1, err)
+			return n, fmt.Errorf("stage: --replay %s: line %d: %w", path, n+1, err)
 		}
-		frames = append(frames, fr)
-	}
-	if err := sc.Err(); err != nil {
-		return 0, fmt.Errorf("stage: --replay: %w", err)
-	}
-	if len(frames) == 0 {
-		return 0, ErrNoFrames
-	}
-	begin := time.Now()
-	var paused time.Duration
-	for _, fr := range frames {
+		if n == 0 {
+			first = fr.T
+		}
 		for {
-			wait := time.Duration(fr.T-frames[0].T)*time.Millisecond + paused - time.Since(begin)
+			wait := time.Duration(fr.T-first)*time.Millisecond + paused - time.Since(begin)
 			if wait <= 0 {
 				break
 			}
 			select {
 			case <-ctx.Done():
-				return 0, ctx.Err()
+				return n, ctx.Err()
 			case key := <-h.control:
 				if key == "pause" {
 					at := time.Now()
 					if !waitKey(ctx, h.control, "pause") {
-						return 0, ctx.Err()
+						return n, ctx.Err()
 					}
 					paused += time.Since(at)
 				}
@@ -355,8 +361,18 @@ func Replay(ctx context.Context, path string, h *Hub) (int, error) {
 			}
 		}
 		h.send(fr)
+		n++
 	}
-	return len(frames), nil
+	if err := sc.Err(); err != nil {
+		if errors.Is(err, bufio.ErrTooLong) {
+			return n, fmt.Errorf("stage: --replay %s: line %d is over %d bytes: not a recording of the kit's", path, n+1, MaxLine)
+		}
+		return n, fmt.Errorf("stage: --replay: %w", err)
+	}
+	if n == 0 {
+		return 0, ErrNoFrames
+	}
+	return n, nil
 }
 
 // waitKey waits for key on c.

@@ -9,7 +9,9 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -180,6 +182,62 @@ func TestReplay(t *testing.T) {
 	_ = os.WriteFile(rec, nil, 0o644)
 	if _, err := Replay(context.Background(), rec, h); err != ErrNoFrames {
 		t.Fatalf("empty recording: %v", err)
+	}
+}
+
+// TestReplayBounded: a recording is a stranger's file: it is played as it
+// is read, never held whole, a line over MaxLine is refused with its
+// number, and a FIFO in its place is refused at once, not waited on.
+func TestReplayBounded(t *testing.T) {
+	dir := t.TempDir()
+	rec := filepath.Join(dir, "stage.ndjson")
+	// 2,000 frames of 20 KiB each (40 MB), all due at once.
+	f, err := os.Create(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pad := strings.Repeat("x", 20<<10)
+	for i := range 2000 {
+		b, _ := json.Marshal(Frame{Seq: int64(i), T: 0, Events: []Event{{"k": "note", "pad": pad}}})
+		f.Write(append(b, '\n'))
+	}
+	f.Close()
+	h, _ := NewHub("", nil)
+	var before runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	n, err := Replay(context.Background(), rec, h)
+	if err != nil || n != 2000 {
+		t.Fatalf("%d %v", n, err)
+	}
+	var after runtime.MemStats
+	runtime.ReadMemStats(&after)
+	// The hub keeps the frames' bytes for a page that opens late (40 MB);
+	// decoding every frame first into maps took ten times the file.
+	if grew := int64(after.HeapAlloc) - int64(before.HeapAlloc); grew > 120<<20 {
+		t.Errorf("replaying a 40 MB recording grew the heap by %d MB", grew>>20)
+	}
+	long := filepath.Join(dir, "long.ndjson")
+	b, _ := json.Marshal(Frame{Seq: 0, T: 0, Events: []Event{{"k": "note", "pad": strings.Repeat("y", MaxLine)}}})
+	if err := os.WriteFile(long, append(b, '\n'), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Replay(context.Background(), long, h); err == nil || !strings.Contains(err.Error(), "line 1") {
+		t.Errorf("a line over the cap: %v", err)
+	}
+	fifo := filepath.Join(dir, "fifo.ndjson")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { _, err := Replay(context.Background(), fifo, h); done <- err }()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "not a regular file") {
+			t.Errorf("a FIFO: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a FIFO in the recording's place hangs the replay")
 	}
 }
 
