@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	_ "embed"
 	"fmt"
 	"html/template"
 )
@@ -12,10 +13,11 @@ import (
 // with no network at all.
 type stagePage struct {
 	Echarts template.HTML // asset.script
+	Script  template.JS   // stage.js
 }
 
 func writeStagePage(a asset) ([]byte, error) {
-	p := stagePage{Echarts: a.script()}
+	p := stagePage{Echarts: a.script(), Script: template.JS(stageJS)}
 	var b bytes.Buffer
 	if err := stageTpl.Execute(&b, p); err != nil {
 		return nil, fmt.Errorf("report: %w", err)
@@ -23,270 +25,13 @@ func writeStagePage(a asset) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-var stageTpl = template.Must(template.New("stage").Parse(`<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<title>bystander on stage</title>
-<link rel="icon" href="data:,">
-<style>
-:root{--bg:#ffffff;--fg:#111111;--dim:#555555;--accent:#c62828;--ok:#1b5e20;--cell:#e8e8e8;--lit:#c62828}
-.dark{--bg:#0b0b0b;--fg:#f5f5f5;--dim:#b0b0b0;--accent:#ff6e6e;--ok:#7ee787;--cell:#262626;--lit:#ff5252}
-html,body{margin:0;height:100%;background:var(--bg);color:var(--fg);font-family:system-ui,"Segoe UI",sans-serif;overflow:hidden}
-#stage{position:absolute;left:50%;top:50%;transform:translate(-50%,-50%);width:min(100vw,177.78vh);height:min(56.25vw,100vh);display:flex;flex-direction:column}
-header{padding:2.2% 3% 0 3%}
-#where{font-size:24px;color:var(--dim);letter-spacing:.04em}
-#headline{font-size:40px;font-weight:600;line-height:1.2;margin:.3em 0 0 0;min-height:2.4em}
-#headline b{font-size:56px;color:var(--accent)}
-.screen{flex:1;display:none;padding:0 3%}
-.screen.on{display:block}
-.chart{width:100%;height:100%}
-#grid{display:grid;gap:14px;height:86%;margin-top:1%}
-.cell{background:var(--cell);border-radius:10px;display:flex;align-items:center;justify-content:center;font-size:34px;font-weight:600;color:var(--dim)}
-.cell.lit{background:var(--lit);color:#fff}
-.looplabel{display:flex;align-items:center;font-size:28px;color:var(--dim)}
-footer{padding:.6% 3% 1.6% 3%;font-size:22px;color:var(--dim);display:flex;justify-content:space-between}
-#state{color:var(--accent);font-weight:600}
-</style>
-</head>
-<body>
-<div id="stage">
-<header><div id="where"></div><h1 id="headline">Press Space to begin.</h1></header>
-<section class="screen" id="s1"><div class="chart" id="c1"></div></section>
-<section class="screen" id="s2"><div class="chart" id="c2"></div></section>
-<section class="screen" id="s3"><div class="chart" id="c3"></div></section>
-<section class="screen" id="s4"><div id="grid"></div></section>
-<section class="screen" id="s5"><div class="chart" id="c5"></div></section>
-<footer><span>Space or &rarr; next &middot; P pause &middot; R repeat &middot; T theme</span><span id="state">waiting</span></footer>
-</div>
-{{.Echarts}}
-<script>
-(function () {
-  "use strict";
-  var S = {info: null, screen: 0, state: "waiting", steps: {}, order: [], probes: [], lag: [], conns: {}, stallStep: "", t: 0, done: false, report: ""};
-  var titles = ["", "1. Throughput against the ceiling", "2. The bystander", "3. The loops, from inside", "4. Who stalls", "5. The fix"];
-  window.stageState = S;
-  window.stageFrames = 0;
-  window.stageDrawn = {};
-  window.stageHeadlines = ["", "", "", "", "", ""];
-  var charts = {};
-  // A screen is drawn again only when something it shows changed (or its
-  // time window slides), so the page costs the measuring machine little.
-  // Charts redraw at most every 2 s: a browser on the machine that
-  // measures takes CPU from the measurement, and the charts'
-  // redraws were a third of what the page cost (docs/measurements.md). The
-  // headline's number and the grid of screen 4 follow every frame.
-  var dirty = {1: true, 2: true, 3: true, 4: true, 5: true}, lastShown = -1, lastProbeT = -1e9, lastLagT = -1e9, shown = {}, drawnAt = -1e9;
-  var redrawEvery = 2000, canvasScreens = {1: true, 2: true, 3: true, 5: true};
-  var marks = {hello: [1, 2, 3, 4, 5], step: [1, 4, 5], tp: [1, 5], probe: [2], lag: [3], conn: [4]};
-  var dark = /theme=dark/.test(location.search);
-  document.documentElement.classList.toggle("dark", dark);
+// The page's HTML and its script are files of their own, embedded, so they
+// can be read, linted and diffed as what they are.
+var (
+	//go:embed stage.html
+	stageHTML string
+	//go:embed stage.js
+	stageJS string
 
-  function fmt(v, d) { return v === undefined || v === null || isNaN(v) ? "-" : Number(v).toLocaleString("en-US", {maximumFractionDigits: d || 0}); }
-  function median(a) { if (!a.length) { return NaN; } var s = a.slice().sort(function (x, y) { return x - y; }); var m = s.length >> 1; return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2; }
-  function stepOf(id) { return S.steps[id] || (S.steps[id] = {id: id}); }
-  function isLoop(name) { return S.info && S.info.servers_kind && S.info.servers_kind[name] === "loop"; }
-
-  function apply(ev) {
-    (marks[ev.k] || []).forEach(function (n) { dirty[n] = true; });
-    switch (ev.k) {
-    case "hello": S.info = ev; break;
-    case "screen": S.screen = ev.screen; break;
-    case "state": S.state = ev.state; break;
-    case "step":
-      var st = stepOf(ev.id);
-      Object.keys(ev).forEach(function (k) { st[k] = ev[k]; });
-      if (S.order.indexOf(ev.id) < 0) { S.order.push(ev.id); }
-      break;
-    case "tp": stepOf(ev.id).rps_live = ev.rps; break;
-    case "probe": S.probes.push({t: S.t, server: ev.server, ms: ev.ms}); lastProbeT = S.t; break;
-    case "conn":
-      // A new stall step's grid replaces the last once its first probes
-      // are back, so the audience never looks at an empty grid.
-      if (ev.id !== S.stallStep) { S.stallStep = ev.id; S.conns = {}; }
-      S.conns[ev.conn] = {loop: ev.loop, ms: ev.ms};
-      break;
-    case "lag": S.lag.push({t: ev.at !== undefined ? ev.at : S.t, loop: ev.loop, ms: ev.ms, blocked: ev.blocked}); lastLagT = S.t; break;
-    case "done": S.done = true; S.report = ev.report || ""; break;
-    }
-  }
-
-  function rps(st) { return st.rps !== undefined ? st.rps : st.rps_live; }
-
-  // The headlines carry the live number; computed for every screen at
-  // every frame, the same from a recording as live.
-  function headlines() {
-    var h = ["", "", "", "", "", ""];
-    var sweep = S.order.map(function (id) { return S.steps[id]; }).filter(function (s) { return s.phase === "sweep" && rps(s) !== undefined; });
-    if (sweep.length) {
-      var last = sweep[sweep.length - 1];
-      h[1] = last.server + " at " + last.conc + " callers: <b>" + fmt(rps(last)) + "</b> req/s, ceiling " + fmt(last.ceiling) + " (" + last.workers + " workers / " + S.info.block_ms + " ms)";
-    }
-    var byServer = {};
-    S.probes.forEach(function (p) { if (p.t >= S.t - 30000) { (byServer[p.server] = byServer[p.server] || []).push(p.ms); } });
-    var names = Object.keys(byServer).sort();
-    if (names.length) {
-      h[2] = "/fast waited " + names.map(function (n) { return "<b>" + fmt(median(byServer[n]), 1) + " ms</b> on " + n; }).join(", ") + " (median, last 30 s)";
-    }
-    var recent = S.lag.filter(function (e) { return e.t >= S.t - 2000; });
-    if (recent.length) {
-      var worst = recent.reduce(function (a, b) { return b.ms > a.ms ? b : a; });
-      var others = recent.filter(function (e) { return e.loop !== worst.loop; }).reduce(function (a, e) { return Math.max(a, e.ms); }, 0);
-      h[3] = "loop <b>" + worst.loop + "</b> held up to <b>" + fmt(worst.ms, 1) + " ms</b>; the other loops " + fmt(others, 1) + " ms (last 2 s)";
-    }
-    if (S.stallStep) {
-      var ss = S.steps[S.stallStep], n = 0, tot = 0;
-      Object.keys(S.conns).forEach(function (c) { tot++; if (S.conns[c].ms > S.info.stall_threshold_ms) { n++; } });
-      h[4] = ss.server + ", k = <b>" + ss.kk + "</b> blocked: <b>" + n + " of " + Math.max(tot, S.info.stall_conns) + "</b> connections stalled";
-    }
-    var off = S.order.map(function (id) { return S.steps[id]; }).filter(function (s) { return s.phase === "offload" && s.rps !== undefined; });
-    var blocking = off.filter(function (s) { return s.variant === "blocking"; })[0], offloaded = off.filter(function (s) { return s.variant === "offloaded"; })[0];
-    if (offloaded && blocking) {
-      h[5] = "offloaded: <b>" + fmt(offloaded.rps) + "</b> req/s, <b>" + fmt(offloaded.rps / blocking.rps, 1) + "&times;</b> blocking; /fast " + fmt(offloaded.fast_p50_ms, 1) + " ms";
-    } else if (off.length) {
-      h[5] = off.map(function (s) { return s.variant + " " + fmt(s.rps) + " req/s"; }).join(", ");
-    }
-    return h;
-  }
-
-  function chart(id) {
-    if (!charts[id]) { charts[id] = echarts.init(document.getElementById(id), dark ? "dark" : null, {renderer: "canvas"}); }
-    return charts[id];
-  }
-  var big = {fontSize: 22};
-  function axis(type, name) { return {type: type, name: name, nameTextStyle: big, axisLabel: big, nameLocation: "middle", nameGap: 48}; }
-
-  function draw1() {
-    var series = [], servers = {};
-    S.order.forEach(function (id) { var s = S.steps[id]; if (s.phase === "sweep" && rps(s) !== undefined) { (servers[s.server] = servers[s.server] || []).push([s.conc, Math.max(1, Math.round(rps(s)))]); } });
-    var lo = Math.min.apply(null, S.info.conc), hi = Math.max.apply(null, S.info.conc);
-    Object.keys(servers).sort().forEach(function (n, i) {
-      series.push({name: n, type: "line", data: servers[n], symbolSize: 16, lineStyle: {width: 5},
-        label: {show: true, fontSize: 22, position: i % 2 ? "bottom" : "top", formatter: function (p) { return fmt(p.value[1]); }}});
-      var c = S.info.ceiling[n];
-      if (c) { series.push({name: "ceiling " + n, type: "line", data: [[lo, c], [hi, c]], symbol: "none", lineStyle: {type: "dashed", width: 3}}); }
-    });
-    chart("c1").setOption({animation: false, backgroundColor: "transparent", textStyle: big, legend: {bottom: 0, textStyle: big}, grid: {left: 110, right: 40, top: 30, bottom: 110},
-      xAxis: axis("log", "callers"), yAxis: axis("log", "req/s"), series: series}, {replaceMerge: ["series"]});
-    return series.length > 0;
-  }
-  function draw2() {
-    var by = {};
-    S.probes.forEach(function (p) { if (p.t >= S.t - 30000) { (by[p.server] = by[p.server] || []).push([(p.t - S.t) / 1000, Math.max(p.ms, 0.01)]); } });
-    var series = Object.keys(by).sort().map(function (n) { return {name: n, type: "scatter", symbolSize: 10, data: by[n]}; });
-    chart("c2").setOption({animation: false, backgroundColor: "transparent", textStyle: big, legend: {bottom: 0, textStyle: big}, grid: {left: 110, right: 40, top: 30, bottom: 110},
-      xAxis: Object.assign(axis("value", "seconds ago"), {min: -30, max: 0}), yAxis: axis("log", "/fast latency from due, ms"), series: series}, {replaceMerge: ["series"]});
-    return series.length > 0;
-  }
-  function draw3() {
-    var loops = S.info.loops, cols = 100, data = [];
-    S.lag.forEach(function (e) {
-      var x = Math.floor((e.t - (S.t - 10000)) / 100);
-      if (x >= 0 && x < cols) { data.push([x, e.loop, Math.round(e.ms * 10) / 10]); }
-    });
-    var cats = []; for (var i = 0; i < cols; i++) { cats.push(((i - cols) / 10).toFixed(1)); }
-    var ys = []; for (var l = 0; l < loops; l++) { ys.push("loop " + l); }
-    chart("c3").setOption({animation: false, backgroundColor: "transparent", textStyle: big, grid: {left: 130, right: 40, top: 70, bottom: 80},
-      xAxis: {type: "category", data: cats, name: "seconds ago", nameLocation: "middle", nameGap: 48, nameTextStyle: big, axisLabel: {fontSize: 18, interval: 19}},
-      yAxis: {type: "category", data: ys, axisLabel: big},
-      visualMap: {type: "piecewise", orient: "horizontal", left: "center", top: 0, textStyle: big, dimension: 2,
-        pieces: [{lt: 1, label: "< 1 ms", color: "#d9f0d3"}, {gte: 1, lt: 4, label: "1-4 ms", color: "#fee08b"}, {gte: 4, lt: 20, label: "4-20 ms", color: "#fdae61"},
-          {gte: 20, lt: 100, label: "20-100 ms", color: "#f46d43"}, {gte: 100, label: ">= 100 ms", color: "#a50026"}]},
-      series: [{type: "heatmap", data: data}]}, {replaceMerge: ["series"]});
-    return data.length > 0;
-  }
-  function draw4() {
-    var g = document.getElementById("grid"), loops = S.info.loops, per = S.info.stall_conns / Math.max(loops, 1);
-    g.style.gridTemplateColumns = "160px repeat(" + per + ", 1fr)";
-    var rows = {}, loopless = S.stallStep && S.info.servers_kind[S.steps[S.stallStep].server] !== "loop";
-    Object.keys(S.conns).sort(function (a, b) { return a - b; }).forEach(function (c, i) {
-      var x = S.conns[c], row = loopless ? Math.floor(i / per) : x.loop;
-      (rows[row] = rows[row] || []).push({conn: +c, ms: x.ms});
-    });
-    var html = "";
-    for (var l = 0; l < loops; l++) {
-      html += '<div class="looplabel">' + (loopless ? "conns" : "loop " + l) + "</div>";
-      var r = (rows[l] || []).sort(function (a, b) { return a.conn - b.conn; });
-      for (var i = 0; i < per; i++) {
-        var c = r[i];
-        html += c ? '<div class="cell' + (c.ms > S.info.stall_threshold_ms ? " lit" : "") + '">#' + c.conn + " " + fmt(c.ms) + " ms</div>" : '<div class="cell">-</div>';
-      }
-    }
-    g.innerHTML = html;
-    return Object.keys(S.conns).length > 0;
-  }
-  function draw5() {
-    var off = S.order.map(function (id) { return S.steps[id]; }).filter(function (s) { return s.phase === "offload" && rps(s) !== undefined; });
-    chart("c5").setOption({animation: false, backgroundColor: "transparent", textStyle: big, grid: {left: 110, right: 40, top: 60, bottom: 80},
-      xAxis: {type: "category", data: off.map(function (s) { return s.variant + " (" + s.server + " " + s.endpoint + ")"; }), axisLabel: {fontSize: 22, interval: 0}},
-      yAxis: axis("value", "req/s"),
-      series: [{type: "bar", data: off.map(function (s) { return Math.round(rps(s)); }), barWidth: "40%",
-        label: {show: true, position: "top", fontSize: 28, lineHeight: 36, formatter: function (p) { var s = off[p.dataIndex]; return fmt(p.value) + " req/s" + (s.fast_p50_ms !== undefined ? "\n/fast " + fmt(s.fast_p50_ms, 1) + " ms" : ""); }}}]}, {replaceMerge: ["series"]});
-    return off.length > 0;
-  }
-  var draws = [null, draw1, draw2, draw3, draw4, draw5];
-
-  function text(id, v, html) {
-    if (shown[id] === v) { return; }
-    shown[id] = v;
-    if (html) { document.getElementById(id).innerHTML = v; } else { document.getElementById(id).textContent = v; }
-  }
-  function render() {
-    window.stageHeadlines = headlines();
-    var n = S.screen;
-    if (S.t - lastProbeT < 30000) { dirty[2] = true; } // the window slides
-    if (S.t - lastLagT < 10000) { dirty[3] = true; }
-    if (n !== lastShown) {
-      for (var i = 1; i <= 5; i++) { document.getElementById("s" + i).classList.toggle("on", i === n); }
-      Object.keys(charts).forEach(function (id) { charts[id].resize(); });
-    }
-    text("where", n ? titles[n] + "  (" + n + " of 5)" : "bystander: what one blocking call does to everyone else");
-    text("state", S.done ? "done" + (S.report ? ": report " + S.report : "") : S.state);
-    if (n && S.info && typeof echarts !== "undefined") {
-      text("headline", window.stageHeadlines[n] || titles[n] + ": measuring ...", true);
-      if ((dirty[n] && (!canvasScreens[n] || S.t - drawnAt >= redrawEvery)) || n !== lastShown || S.done) {
-        dirty[n] = false;
-        drawnAt = S.t;
-        if (draws[n]()) { window.stageDrawn[n] = true; }
-      }
-    }
-    lastShown = n;
-  }
-
-  function key(k) {
-    var x = new XMLHttpRequest();
-    x.open("POST", "/control");
-    x.setRequestHeader("X-Bystander-Stage", "1"); // the stage takes keys only with it: no other site's page can send it unasked
-    x.send(k);
-  }
-  document.addEventListener("keydown", function (e) {
-    if (e.key === " " || e.key === "ArrowRight") { e.preventDefault(); key("next"); }
-    else if (e.key === "p" || e.key === "P") { key("pause"); }
-    else if (e.key === "r" || e.key === "R") { key("repeat"); }
-    else if (e.key === "t" || e.key === "T") {
-      dark = !dark;
-      document.documentElement.classList.toggle("dark", dark);
-      Object.keys(charts).forEach(function (id) { charts[id].dispose(); delete charts[id]; });
-      lastShown = -1;
-      render();
-    }
-  });
-  window.addEventListener("resize", function () { Object.keys(charts).forEach(function (id) { charts[id].resize(); }); });
-
-  function start() {
-    var es = new EventSource("/events");
-    es.onmessage = function (m) {
-      var f = JSON.parse(m.data);
-      S.t = f.t;
-      f.events.forEach(apply);
-      window.stageFrames++;
-      window.stageLastT = f.t;
-      render();
-    };
-  }
-  window.bystanderEcharts().then(start, function (e) { document.getElementById("headline").textContent = e.message; console.error(e); });
-})();
-</script>
-</body>
-</html>
-`))
+	stageTpl = template.Must(template.New("stage").Parse(stageHTML))
+)
