@@ -185,7 +185,7 @@ func TestCompareInBrowser(t *testing.T) {
 			t.Errorf("%s: series %q, want A's /slow and B's /offload", id, names)
 		}
 	}
-	if !strings.Contains(strings.Join(got["cmp_throughput"].Series, "|"), "B ceiling loop-gnet: 200 workers") {
+	if !strings.Contains(strings.Join(got["cmp_throughput"].Series, "|"), "B ceiling loop-gnet: 200 offload workers / 5ms") {
 		t.Errorf("the throughput overlay lacks B's ceiling: %q", got["cmp_throughput"].Series)
 	}
 	for _, p := range problems() {

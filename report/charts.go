@@ -8,7 +8,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/go-echarts/go-echarts/v2/charts"
 	"github.com/go-echarts/go-echarts/v2/opts"
@@ -113,13 +112,19 @@ func loadGroup(r findings.LoadRow) *findings.Group   { return r.Group }
 // 1. /slow throughput against concurrency, with the ceilings.
 func throughputChart(f *findings.Findings) section {
 	p := f.Params
+	var ceilings []string
+	for _, sv := range f.Servers {
+		if c := sv.CeilingText(); c != "" && slices.Contains(sv.Phases, "sweep") {
+			ceilings = append(ceilings, sv.Name+": "+c)
+		}
+	}
 	sec := section{ID: "throughput", Title: fmt.Sprintf("1. %s throughput against concurrency, with the ceilings", p.SweepEndpoint),
 		Caption: fmt.Sprintf("Each server was driven with %s callers on %s, each call blocking for %s (%s mode). "+
-			"A server cannot beat its workers divided by the block (dashed: %d loops / %s = %.0f req/s, %d slots = %.0f req/s; thin dashed: from the block the servers measured), "+
+			"A server cannot beat its workers divided by the block (dashed: %s; thin dashed: from the block the servers measured), "+
 			"nor its callers divided by the block (dotted: Little's law, one request per caller per block). "+
-			"The labels give each point's share of the ceiling that binds it, decided from the measured ceilings and the machine's measured use. "+
-			"The event loops flatten at their ceiling however many callers come; the pool keeps climbing with them.",
-			findings.JoinInts(p.Conc, ", "), p.SweepEndpoint, p.Block, p.BlockMode, p.Loops, p.Block, findings.CeilingPerS(p.Loops, p.Block), p.Slots, findings.CeilingPerS(p.Slots, p.Block))}
+			"The labels give each point's share of the ceiling that binds it, decided from the measured ceilings and the machine's measured use. ",
+			findings.JoinInts(p.Conc, ", "), p.SweepEndpoint, p.Block, p.BlockMode, orNone(strings.Join(ceilings, ", "), "no server's workers are known")) +
+			claims(f, findings.ClaimLoopsFlatten, findings.ClaimPoolClimbs)}
 	if p.SweepEndpoint == "/offload" {
 		sec.Caption = fmt.Sprintf("This run's sweep loaded /offload, the fix: the same blocking call made on an offload pool of %d workers, the answer written back by the loop; "+
 			"the loop server's ceiling is then that pool's workers / block. ", p.OffloadWorkers) + sec.Caption
@@ -144,14 +149,11 @@ func throughputChart(f *findings.Findings) section {
 	lo, hi := float64(concs[0]), float64(concs[len(concs)-1])
 	for si, name := range serverNames(ok, sweepGroup) {
 		var data []opts.LineData
-		var block findings.Figure
-		var workers int
+		sv := f.Server(name)
 		for _, r := range ok {
 			if r.Step.Server.Name != name {
 				continue
 			}
-			workers = findings.WorkersOf(r.Step, p.OffloadWorkers)
-			block = append(block, r.MeasuredBlock...)
 			label := ""
 			if b := r.Bound(); b != nil {
 				label = b.Kind
@@ -167,25 +169,22 @@ func throughputChart(f *findings.Findings) section {
 		}
 		line.AddSeries(name, data, charts.WithLabelOpts(opts.Label{Show: opts.Bool(true), Formatter: "{b}", Position: pos}),
 			charts.WithLineChartOpts(opts.LineChart{ShowSymbol: opts.Bool(true)}))
-		if workers == 0 {
+		if sv.NominalCeiling == 0 {
 			sec.Notes = append(sec.Notes, fmt.Sprintf("%s: workers not known (give loops= or workers= with --target), so no ceiling is drawn for it", name))
 			continue
 		}
-		nominal := findings.CeilingPerS(workers, p.Block)
-		line.AddSeries(fmt.Sprintf("ceiling %s: %d workers / %s", name, workers, p.Block),
-			[]opts.LineData{{Value: []any{lo, round(nominal, 1)}}, {Value: []any{hi, round(nominal, 1)}}},
+		line.AddSeries(fmt.Sprintf("ceiling %s: %s", name, sv.CeilingText()),
+			[]opts.LineData{{Value: []any{lo, round(sv.NominalCeiling, 1)}}, {Value: []any{hi, round(sv.NominalCeiling, 1)}}},
 			charts.WithLineStyleOpts(opts.LineStyle{Type: "dashed", Width: 2}), charts.WithLineChartOpts(opts.LineChart{ShowSymbol: opts.Bool(false)}))
-		if block.OK() {
-			mb := time.Duration(block.Median())
-			measured := findings.CeilingPerS(workers, mb)
-			line.AddSeries(fmt.Sprintf("ceiling %s: %d workers / measured %.2f ms", name, workers, float64(mb)/1e6),
-				[]opts.LineData{{Value: []any{lo, round(measured, 1)}}, {Value: []any{hi, round(measured, 1)}}},
+		if sv.MeasuredCeiling > 0 {
+			line.AddSeries(fmt.Sprintf("ceiling %s: %d workers / measured %.2f ms", name, sv.SweepWorkers, float64(sv.MeasuredBlock)/1e6),
+				[]opts.LineData{{Value: []any{lo, round(sv.MeasuredCeiling, 1)}}, {Value: []any{hi, round(sv.MeasuredCeiling, 1)}}},
 				charts.WithLineStyleOpts(opts.LineStyle{Type: "dashed", Width: 1}), charts.WithLineChartOpts(opts.LineChart{ShowSymbol: opts.Bool(false)}))
 		}
 	}
 	var little []opts.LineData
-	for _, c := range concs {
-		little = append(little, opts.LineData{Value: []any{c, round(findings.CeilingPerS(c, p.Block), 1)}})
+	for _, c := range f.CallersCeilings() {
+		little = append(little, opts.LineData{Value: []any{c[0], round(c[1], 1)}})
 	}
 	line.AddSeries("callers / block (Little's law)", little,
 		charts.WithLineStyleOpts(opts.LineStyle{Type: "dotted", Width: 2}), charts.WithLineChartOpts(opts.LineChart{ShowSymbol: opts.Bool(false)}))
@@ -196,6 +195,26 @@ func throughputChart(f *findings.Findings) section {
 	}
 	sec.Element, sec.Script = snippet(line)
 	return sec
+}
+
+// claims is what the page says of the claims with ids: each claim with its
+// figures where it held, that it did not hold where it did not.
+func claims(f *findings.Findings, ids ...string) string {
+	var out []string
+	for _, id := range ids {
+		if s := f.Claim(id).Sentence(); s != "" {
+			out = append(out, s)
+		}
+	}
+	return strings.Join(out, " ")
+}
+
+// orNone is s, or none when s is empty.
+func orNone(s, none string) string {
+	if s == "" {
+		return none
+	}
+	return s
 }
 
 // saturationNotes says in words which bystanders saturated or were censored.
@@ -228,7 +247,7 @@ func bystanderChart(f *findings.Findings) section {
 	p := f.Params
 	sec := section{ID: "bystander", Title: "2. The bystander: /fast latency while /slow is loaded",
 		Caption: fmt.Sprintf("While the callers loaded /slow, one connection had a /fast probe due every %s, over the same measured window. /fast does nothing, "+
-			"so its latency is pure waiting: on the loop server it waits behind the blocked loop it shares, on the pool it finds a free slot. "+
+			"so its latency is pure waiting. "+claims(f, findings.ClaimBystanderWaits)+" "+
 			"Solid lines time each probe from when it was due, so a probe held up behind an earlier one counts its whole wait, and a probe still unanswered when the window ended counts at its wait so far; "+
 			"dashed lines time from the send, as a prober that ignores the queue would (the published experiment's figure is of that kind). "+
 			"The tooltip gives the probes answered out of those due.", p.ProbeInterval)}
@@ -298,7 +317,7 @@ func bystanderChart(f *findings.Findings) section {
 func timelineChart(f *findings.Findings) section {
 	sec := section{ID: "timeline", Title: "3. /fast latency over time, as it happened",
 		Caption: "Every /fast probe of every sweep run, by the moment it was due, timed from then: the stalls show where they happened. " +
-			"On the loop server the probes queue behind each other once one is held up, so the line climbs; on the pool it stays flat. " +
+			claims(f, findings.ClaimQueueGrows) + " " +
 			"Probes still unanswered when the window ended are drawn as open circles at their wait so far (the true wait was longer), failed ones as crosses. " +
 			fmt.Sprintf("The results keep every probe; a series longer than %d points is drawn with the highest point of each stretch, so no spike is lost.", maxPoints)}
 	line := charts.NewLine()
@@ -392,13 +411,12 @@ func stallCharts(f *findings.Findings) []section {
 			Caption: fmt.Sprintf("%d keep-alive connections called /async (a %s wait that blocks nothing), %d on each of the %d loops, each with a call due every %s; "+
 				"then k further callers kept k loops busy with back-to-back %s /slow calls. Each row is a place on a loop, each cell the connection that sat there in that measurement, "+
 				"coloured by the median of what the server made its calls wait, from the server's own timestamps (the tooltip adds the wait from due, in which a stalled connection's calls queue behind each other for as long as the run lasts). "+
-				"The rule: "+stall.Rule+". "+
-				"Only the connections that share a blocked loop stall, whatever they ask for: expected is how many sat on the loops the blockers' calls were answered on.",
+				"The rule: "+stall.Rule+". Expected is how many sat on the loops the blockers' calls were answered on. "+claims(f, findings.ClaimWholeLoops),
 				conns, p.Delay, conns/max(loops, 1), loops, p.StallInterval, p.StallBlock)}
 		switch srv := mine[0].Step.Server; {
 		case srv.Kind == "pool" && !srv.External:
-			sec.Caption = fmt.Sprintf("The same %d /async connections against the pool, with as many %s /slow callers as loops were blocked: with %d slots, nobody waits.",
-				p.StallConns, p.StallBlock, p.Slots)
+			sec.Caption = fmt.Sprintf("The same %d /async connections against the pool, with as many %s /slow callers as loops were blocked. %s",
+				p.StallConns, p.StallBlock, claims(f, findings.ClaimPoolNoStall))
 		case srv.Kind != "loop":
 			sec.Caption = fmt.Sprintf("%d /async connections against %s (no event loops: %s), with 0 and then %d back-to-back %s /slow callers. The rule: %s.",
 				p.StallConns, name, srv.Facts, p.Loops, p.StallBlock, stall.Rule)
@@ -486,9 +504,10 @@ func stallCharts(f *findings.Findings) []section {
 func offloadChart(f *findings.Findings) section {
 	p := f.Params
 	sec := section{ID: "offload", Title: "5. Blocking on the loop, offloaded, or on the pool",
-		Caption: fmt.Sprintf("The same %s blocking call at the highest concurrency three ways: on the %d event loops, handed to a %d-worker pool with the answer going back through the loop, and on the %d-slot pool server. "+
-			"Bars are throughput (left axis); the lines are the /fast bystander's p50 and p95 from due meanwhile (right axis, log). Moving the call off the loop buys back both.",
-			p.Block, p.Loops, p.OffloadWorkers, p.Slots)}
+		Caption: fmt.Sprintf("The same %s blocking call at the highest concurrency three ways: /slow on each loop server's loops, /offload handed from them to an offload pool "+
+			"with the answer going back through the loop, and /slow on each pool. "+
+			"Bars are throughput (left axis); the lines are the /fast bystander's p50 and p95 from due meanwhile (right axis, log). %s",
+			p.Block, claims(f, findings.ClaimOffloadHelps))}
 	var ok []findings.LoadRow
 	for _, r := range f.Offload {
 		if r.Throughput.OK() {
@@ -538,8 +557,8 @@ func traceChart(f *findings.Findings) section {
 		Caption: fmt.Sprintf("Sample /async requests (delay %s) taken apart on %d connections per loop while %d callers blocked on /slow (%s), as a trace viewer would: "+
 			"accepted (sent until the handler ran), the scheduled delay, continuation lateness (how late the continuation ran after the delay), "+
 			"and return (continuation until the answer arrived); together they are the request's whole time. %d requests per server are drawn, evenly spread over the window, "+
-			"of the samples measured (%s). On the loop server the request waits to be accepted and its continuation waits again behind the blocked loop; on the pool both are immediate.",
-			p.Delay, p.TraceConns/max(p.Loops, 1), p.TraceCallers, p.StallBlock, findings.WaterfallSamples, strings.Join(counts, ", "))}
+			"of the samples measured (%s). %s",
+			p.Delay, p.TraceConns/max(p.Loops, 1), p.TraceCallers, p.StallBlock, findings.WaterfallSamples, strings.Join(counts, ", "), claims(f, findings.ClaimTraceTwice))}
 	var cats []string
 	spans := map[string][]opts.BarData{}
 	order := []string{"accepted", "delay", "continuation lateness", "return"}
@@ -580,9 +599,8 @@ func traceChart(f *findings.Findings) section {
 func cliffChart(f *findings.Findings) section {
 	p := f.Params
 	sec := section{ID: "cliff", Title: "7. The pool's cliff",
-		Caption: fmt.Sprintf("The pool forgives blocking only while it has free slots. With callers at 64%%, 100%% and 150%% of its %d slots (each blocking %s), "+
-			"the /fast bystander (a probe due every %s, timed from due) goes from no wait to waiting in the queue behind the blocked slots: past its size, a pool is a loop too.",
-			p.Slots, p.StallBlock, p.ProbeInterval)}
+		Caption: fmt.Sprintf("Each pool with callers at %s of its slots, each blocking %s, and the /fast bystander (a probe due every %s, timed from due) meanwhile. %s",
+			findings.CliffSharesText(), p.StallBlock, p.ProbeInterval, claims(f, findings.ClaimCliff))}
 	var cats []string
 	var p50, p95, p99 []opts.BarData
 	var ok []findings.LoadRow

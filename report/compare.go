@@ -126,12 +126,12 @@ func overlay(c *compare.Comparison, id, title, unit, caption string, v func(find
 		}
 		for _, name := range serverNames(f.Sweep, sweepGroup) {
 			var data []opts.LineData
-			workers, endpoint := 0, ""
+			endpoint := ""
 			for _, r := range f.Sweep {
 				if r.Step.Server.Name != name {
 					continue
 				}
-				workers, endpoint = findings.WorkersOf(r.Step, f.Params.OffloadWorkers), r.Step.Endpoint
+				endpoint = r.Step.Endpoint
 				if y, ok := v(r); ok {
 					data = append(data, opts.LineData{Value: []any{r.Step.Conc, round(y, 3)}})
 				}
@@ -142,9 +142,9 @@ func overlay(c *compare.Comparison, id, title, unit, caption string, v func(find
 			drawn++
 			line.AddSeries(fmt.Sprintf("%s: %s %s", run, name, endpoint), data, charts.WithLineStyleOpts(opts.LineStyle{Type: style, Width: 2}),
 				charts.WithLineChartOpts(opts.LineChart{ShowSymbol: opts.Bool(true)}))
-			if ceilings && workers > 0 {
-				ceil := findings.CeilingPerS(workers, f.Params.Block)
-				line.AddSeries(fmt.Sprintf("%s ceiling %s: %d workers / %s", run, name, workers, f.Params.Block),
+			if sv := f.Server(name); ceilings && sv.NominalCeiling > 0 {
+				ceil := sv.NominalCeiling
+				line.AddSeries(fmt.Sprintf("%s ceiling %s: %s", run, name, sv.CeilingText()),
 					[]opts.LineData{{Value: []any{lo, round(ceil, 1)}}, {Value: []any{hi, round(ceil, 1)}}},
 					charts.WithLineStyleOpts(opts.LineStyle{Type: "dashed", Width: 1}), charts.WithLineChartOpts(opts.LineChart{ShowSymbol: opts.Bool(false)}))
 			}

@@ -53,7 +53,7 @@ func lagCharts(f *findings.Findings, phase, number, what string) []section {
 			Caption: fmt.Sprintf("Seen from inside the server: every %s each loop is handed a heartbeat, and its lag is how long it waited to run. "+
 				"Each row is one loop in one measurement, each cell a %.1f s stretch of the measured window, coloured by the largest lag in it, in ms "+
 				"(a beat still waiting at the stretch's end counts at its wait so far). "+
-				"A loop held by a blocking call shows dark for as long as it is held; the others stay pale. "+
+				claims(f, findings.ClaimLagShows)+" "+
 				"The server's detector counts a block when a loop is held past %s; the tooltip gives the share of the stretch it was held and by which route.",
 				every, float64(mine[0].WindowNs)/1e9, warn)}
 		var ylabels, xcats []string

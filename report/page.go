@@ -102,10 +102,7 @@ type kv struct{ K, V string }
 func buildPage(f *findings.Findings, a asset) page {
 	run, fp := f.Run, f.Params
 	p := page{Title: "bystander: what one blocking call does to everyone else", Run: run, Phases: f.Phases}
-	p.Lead = fmt.Sprintf("A %s blocking call is harmless on a %d-slot pool and ruinous on %d event loops: throughput is capped at "+
-		"workers / block (%d / %s = %.0f req/s against %d / %s = %.0f), and every connection that shares a blocked loop waits, whatever it asks for. "+
-		"These are this run's measurements, with real servers on loopback; every figure says what bounds it.",
-		fp.Block, fp.Slots, fp.Loops, fp.Loops, fp.Block, findings.CeilingPerS(fp.Loops, fp.Block), fp.Slots, fp.Block, findings.CeilingPerS(fp.Slots, fp.Block))
+	p.Lead = f.Lead()
 	if run.Partial {
 		p.Partial = run.PartialReason
 	}

@@ -443,7 +443,7 @@ func BuildPlan(o Options) Plan {
 				if s.Kind != "pool" {
 					continue
 				}
-				for _, pct := range []int{64, 100, 150} {
+				for _, pct := range findings.CliffShares {
 					add(Step{ID: fmt.Sprintf("cliff-%s-%dpct", s.Name, pct), Phase: phase, Server: s, Endpoint: "/slow",
 						Conc: max(1, s.Workers*pct/100), Variant: fmt.Sprintf("%d%%", pct), Duration: o.Duration, Warmup: o.Warmup})
 				}
@@ -537,7 +537,7 @@ func (o Options) story(phase string) string {
 	case "trace":
 		return fmt.Sprintf("/async taken apart while %d callers block on /slow", o.TraceCallers)
 	case "cliff":
-		return fmt.Sprintf("the pool with callers at 64 %%, 100 %% and 150 %% of its %d slots, /fast probed meanwhile", o.Slots)
+		return fmt.Sprintf("each pool with callers at %s of its slots, /fast probed meanwhile", findings.CliffSharesText())
 	}
 	return ""
 }

@@ -143,6 +143,10 @@ type Findings struct {
 	// LagRows are what the loop servers' own heartbeats and detectors said
 	// over each measured window, where they streamed it.
 	LagRows []LagRow
+	// Servers are the servers measured, with their sweep's ceilings;
+	// Claims the story's claims, each checked on the data.
+	Servers []ServerSummary
+	Claims  []Claim
 	// NotMeasured lists every measurement that did not succeed, with why.
 	NotMeasured []string
 	// Noticed lists what the orchestrator noticed about a measurement that
@@ -192,6 +196,8 @@ func Compute(dir string, run *results.Run) *Findings {
 	}
 	f.Cost = costRows(f.Groups, f.Params)
 	f.LagRows = lagRows(f.Groups)
+	f.Servers = serverSummaries(f)
+	f.Claims = claims(f)
 	for _, m := range run.Measurements {
 		if m.Status != "ok" {
 			f.NotMeasured = append(f.NotMeasured, fmt.Sprintf("%s (rep %d): %s: %s", m.ID, m.Repeat, m.Status, m.Reason))

@@ -1,0 +1,471 @@
+package findings
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// ServerSummary is one server as the run measured it: what it is, and
+// the ceilings of its sweep, computed once for every page that draws them.
+type ServerSummary struct {
+	Name, Kind string
+	External   bool
+	// Workers are its loops or slots (0: not known); SweepWorkers those
+	// the sweep's endpoint blocks on (an /offload sweep: the offload pool).
+	Workers, SweepWorkers int
+	// Block is the sweep's asked block; NominalCeiling SweepWorkers / Block;
+	// MeasuredBlock the median of what the server said it blocked (0: it
+	// did not say) and MeasuredCeiling SweepWorkers / MeasuredBlock.
+	Block                           time.Duration
+	NominalCeiling, MeasuredCeiling float64
+	MeasuredBlock                   time.Duration
+	Phases                          []string
+}
+
+// WorkersText is "4 loops", "200 slots", "1 loop", or "workers unknown".
+func (s ServerSummary) WorkersText() string {
+	switch {
+	case s.Workers == 0:
+		return "workers unknown"
+	case s.Kind == "loop" && s.Workers == 1:
+		return "1 event loop"
+	case s.Kind == "loop":
+		return fmt.Sprintf("%d event loops", s.Workers)
+	}
+	return fmt.Sprintf("%d slots", s.Workers)
+}
+
+// CeilingText is the nominal ceiling in words, "4 loops / 5ms = 800 req/s",
+// or "" when the workers are not known.
+func (s ServerSummary) CeilingText() string {
+	if s.NominalCeiling == 0 {
+		return ""
+	}
+	noun := "slot"
+	if s.Kind == "loop" {
+		noun = "loop"
+	}
+	if s.SweepWorkers != s.Workers {
+		noun = "offload worker"
+	}
+	if s.SweepWorkers != 1 {
+		noun += "s"
+	}
+	return fmt.Sprintf("%d %s / %s = %s req/s", s.SweepWorkers, noun, s.Block, thousands(s.NominalCeiling))
+}
+
+func serverSummaries(f *Findings) []ServerSummary {
+	var out []ServerSummary
+	index := map[string]int{}
+	for _, g := range f.Groups {
+		s := g.Step.Server
+		i, ok := index[s.Name]
+		if !ok {
+			i = len(out)
+			index[s.Name] = i
+			out = append(out, ServerSummary{Name: s.Name, Kind: s.Kind, External: s.External, Workers: s.Workers})
+		}
+		if !slices.Contains(out[i].Phases, g.Step.Phase) {
+			out[i].Phases = append(out[i].Phases, g.Step.Phase)
+		}
+	}
+	for i := range out {
+		var block Figure
+		for _, r := range f.Sweep {
+			if r.Step.Server.Name != out[i].Name {
+				continue
+			}
+			out[i].Block = time.Duration(r.Step.Server.BlockNs)
+			out[i].SweepWorkers = WorkersOf(r.Step, f.Params.OffloadWorkers)
+			block = append(block, r.MeasuredBlock...)
+		}
+		out[i].NominalCeiling = CeilingPerS(out[i].SweepWorkers, out[i].Block)
+		if block.OK() {
+			out[i].MeasuredBlock = time.Duration(block.Median())
+			out[i].MeasuredCeiling = CeilingPerS(out[i].SweepWorkers, out[i].MeasuredBlock)
+		}
+	}
+	return out
+}
+
+// Server is the summary of the server named name (its zero value when the
+// run did not measure it).
+func (f *Findings) Server(name string) ServerSummary {
+	for _, s := range f.Servers {
+		if s.Name == name {
+			return s
+		}
+	}
+	return ServerSummary{}
+}
+
+// CallersCeilings are callers / the sweep's block, Little's law, for each
+// of the run's concurrencies in order.
+func (f *Findings) CallersCeilings() [][2]float64 {
+	concs := slices.Clone(f.Params.Conc)
+	slices.Sort(concs)
+	var out [][2]float64
+	for _, c := range concs {
+		out = append(out, [2]float64{float64(c), CeilingPerS(c, f.Params.Block)})
+	}
+	return out
+}
+
+// Claim is one of the story's claims, checked on the run's data.
+type Claim struct {
+	ID string
+	// Known: the run measured what the claim is about; Held: it held.
+	Known, Held bool
+	// Text is the claim in words; Figure the figures that decided, said
+	// whether it held or not.
+	Text, Figure string
+}
+
+// Sentence is what a page says of the claim: the claim with its figures
+// when it held, that it did not hold with its figures when it did not,
+// and nothing when the run did not measure it.
+func (c Claim) Sentence() string {
+	switch {
+	case !c.Known:
+		return ""
+	case c.Held:
+		return fmt.Sprintf("%s (%s).", c.Text, c.Figure)
+	}
+	return fmt.Sprintf("The story says %s; it did not hold in this run: %s.", lowerFirst(c.Text), c.Figure)
+}
+
+func lowerFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToLower(s[:1]) + s[1:]
+}
+
+// The claims the pages state, by ID.
+const (
+	ClaimLoopsFlatten   = "loops-flatten"
+	ClaimPoolClimbs     = "pool-climbs"
+	ClaimBystanderWaits = "bystander-waits"
+	ClaimQueueGrows     = "queue-grows"
+	ClaimWholeLoops     = "whole-loops"
+	ClaimPoolNoStall    = "pool-no-stall"
+	ClaimOffloadHelps   = "offload-helps"
+	ClaimTraceTwice     = "trace-twice"
+	ClaimCliff          = "cliff"
+	ClaimLagShows       = "lag-shows"
+)
+
+// Claim returns the claim with id (a zero, unknown one when there is none).
+func (f *Findings) Claim(id string) Claim {
+	for _, c := range f.Claims {
+		if c.ID == id {
+			return c
+		}
+	}
+	return Claim{ID: id}
+}
+
+// highest is each server's sweep row at its highest concurrency, and its
+// lowest, in the order the servers were measured.
+func highest(rows []SweepRow, kind string) (hi, lo []SweepRow) {
+	byName := map[string][2]int{}
+	var names []string
+	for i, r := range rows {
+		if !r.Throughput.OK() || r.Step.Server.Kind != kind {
+			continue
+		}
+		x, ok := byName[r.Step.Server.Name]
+		if !ok {
+			names = append(names, r.Step.Server.Name)
+			x = [2]int{i, i}
+		}
+		if r.Step.Conc > rows[x[0]].Step.Conc {
+			x[0] = i
+		}
+		if r.Step.Conc < rows[x[1]].Step.Conc {
+			x[1] = i
+		}
+		byName[r.Step.Server.Name] = x
+	}
+	for _, n := range names {
+		hi = append(hi, rows[byName[n][0]])
+		lo = append(lo, rows[byName[n][1]])
+	}
+	return hi, lo
+}
+
+// claims checks each of the story's claims on the run.
+func claims(f *Findings) []Claim {
+	var out []Claim
+	loopsHi, _ := highest(f.Sweep, "loop")
+	poolsHi, poolsLo := highest(f.Sweep, "pool")
+	slowSweep := f.Params.SweepEndpoint == "/slow"
+
+	// The event loops flatten at their ceiling.
+	c := Claim{ID: ClaimLoopsFlatten, Text: "The event loops flatten at their ceiling however many callers come"}
+	if slowSweep && len(loopsHi) > 0 {
+		c.Known, c.Held = true, true
+		var figs []string
+		for _, r := range loopsHi {
+			share := 0.0
+			if r.NominalCeiling > 0 {
+				share = r.Throughput.Median() / r.NominalCeiling
+			}
+			figs = append(figs, fmt.Sprintf("%s %s req/s at %d callers, %.0f%% of %s", r.Step.Server.Name, thousands(r.Throughput.Median()), r.Step.Conc, 100*share, f.Server(r.Step.Server.Name).CeilingText()))
+			if r.Kind() != "workers" {
+				c.Held = false
+			}
+		}
+		c.Figure = strings.Join(figs, "; ")
+	}
+	out = append(out, c)
+
+	// The pool climbs with the callers.
+	c = Claim{ID: ClaimPoolClimbs, Text: "The pool keeps climbing with the callers"}
+	if slowSweep && len(poolsHi) > 0 {
+		c.Held = true
+		var figs []string
+		for i, r := range poolsHi {
+			lo := poolsLo[i]
+			if r.Step.Conc == lo.Step.Conc {
+				continue // one concurrency: nothing to climb
+			}
+			c.Known = true
+			figs = append(figs, fmt.Sprintf("%s from %s req/s at %d callers to %s at %d", r.Step.Server.Name, thousands(lo.Throughput.Median()), lo.Step.Conc,
+				thousands(r.Throughput.Median()), r.Step.Conc))
+			if r.Throughput.Median() < 1.5*lo.Throughput.Median() || r.Kind() == "workers" {
+				c.Held = false
+			}
+		}
+		c.Figure = strings.Join(figs, "; ")
+	}
+	out = append(out, c)
+
+	// The bystander waits beside the loops, not beside the pool.
+	c = Claim{ID: ClaimBystanderWaits, Text: "The /fast bystander waits behind the blocked loop it shares, and finds a free slot on the pool"}
+	c2 := Claim{ID: ClaimQueueGrows, Text: "Beside the loops the probes queue behind each other once one is held up; beside the pool they do not"}
+	if slowSweep && len(loopsHi) > 0 && len(poolsHi) > 0 {
+		c.Known, c.Held, c2.Known, c2.Held = true, true, true, true
+		var figs, figs2 []string
+		for _, r := range append(slices.Clone(loopsHi), poolsHi...) {
+			if !r.Fast.P50.OK() {
+				c.Held, c2.Held = false, false
+				continue
+			}
+			figs = append(figs, fmt.Sprintf("%s %s at %d callers", r.Step.Server.Name, fastText(r.LoadRow, r.Fast.P50), r.Step.Conc))
+			figs2 = append(figs2, fmt.Sprintf("%s answered %.0f of %.0f due probes", r.Step.Server.Name, r.Fast.Answered.Median(), r.Fast.Due.Median()))
+		}
+		for _, l := range loopsHi {
+			for _, p := range poolsHi {
+				if !(l.Fast.P50.Median() >= 10*p.Fast.P50.Median() && l.Fast.P50.Median() >= 1000) { // 10 times, and a millisecond
+					c.Held = false
+				}
+				if !l.Fast.Saturated || p.Fast.Saturated {
+					c2.Held = false
+				}
+			}
+		}
+		c.Figure = "/fast p50 from due: " + strings.Join(figs, ", ")
+		c2.Figure = strings.Join(figs2, "; ")
+	}
+	out = append(out, c, c2)
+
+	// Stalls come in whole loops; the pool stalls nobody.
+	c = Claim{ID: ClaimWholeLoops, Text: "Only the connections that share a blocked loop stall, whatever they ask for"}
+	c2 = Claim{ID: ClaimPoolNoStall, Text: "With free slots, the pool stalls nobody"}
+	var loopRows, poolRows []string
+	c.Held, c2.Held = true, true
+	for _, r := range f.Stall {
+		if r.Judged == 0 {
+			continue
+		}
+		switch r.Step.Server.Kind {
+		case "loop":
+			c.Known = true
+			loopRows = append(loopRows, fmt.Sprintf("k=%d %s %s", r.Step.K, r.Step.Server.Name, r.StalledText()))
+			if !r.Match {
+				c.Held = false
+			}
+		case "pool":
+			c2.Known = true
+			poolRows = append(poolRows, fmt.Sprintf("%s with %d callers: %s stalled", r.Step.Server.Name, r.Step.K, r.StalledText()))
+			if r.Stalled.Median() != 0 {
+				c2.Held = false
+			}
+		}
+	}
+	c.Figure = "stalled, exactly the connections on the blockers' loops: " + strings.Join(loopRows, ", ")
+	if !c.Held {
+		c.Figure = "stalled: " + strings.Join(loopRows, ", ") + "; not all of them on the blockers' loops"
+	}
+	c2.Figure = strings.Join(poolRows, ", ")
+	out = append(out, c, c2)
+
+	// The fix: offloading buys back throughput and the bystander.
+	c = Claim{ID: ClaimOffloadHelps, Text: "Moving the call off the loop buys back both the throughput and the bystander"}
+	blocking, offloaded := map[string]LoadRow{}, map[string]LoadRow{}
+	var offNames []string
+	for _, r := range f.Offload {
+		if !r.Throughput.OK() {
+			continue
+		}
+		switch r.Step.Variant {
+		case "blocking":
+			blocking[r.Step.Server.Name] = r
+		case "offloaded":
+			offloaded[r.Step.Server.Name] = r
+			offNames = append(offNames, r.Step.Server.Name)
+		}
+	}
+	c.Held = true
+	var figs []string
+	for _, n := range offNames {
+		b, ok := blocking[n]
+		if !ok || !b.Fast.P50.OK() {
+			continue
+		}
+		o := offloaded[n]
+		c.Known = true
+		figs = append(figs, fmt.Sprintf("%s %s req/s offloaded against %s blocking, /fast %s against %s", n, thousands(o.Throughput.Median()),
+			thousands(b.Throughput.Median()), fastText(o, o.Fast.P50), fastText(b, b.Fast.P50)))
+		if o.Throughput.Median() < 2*b.Throughput.Median() || o.Fast.P50.Median()*10 > b.Fast.P50.Median() {
+			c.Held = false
+		}
+	}
+	c.Figure = strings.Join(figs, "; ")
+	out = append(out, c)
+
+	// The /async trace: waiting twice on the loops, not on the pool.
+	c = Claim{ID: ClaimTraceTwice, Text: "On the loops a request waits to be accepted and its continuation waits again behind the blocked loop; on the pool both are immediate"}
+	var loopsT, poolsT []TraceRow
+	for _, r := range f.Trace {
+		if !r.Total.N.OK() {
+			continue
+		}
+		switch r.Step.Server.Kind {
+		case "loop":
+			loopsT = append(loopsT, r)
+		case "pool":
+			poolsT = append(poolsT, r)
+		}
+	}
+	if len(loopsT) > 0 && len(poolsT) > 0 {
+		c.Known, c.Held = true, true
+		figs = nil
+		for _, r := range append(loopsT, poolsT...) {
+			block := float64(r.Step.Server.BlockNs) / 1e3 // us
+			acc, late := r.Accepted.P50.Median(), r.Lateness.P50.Median()
+			figs = append(figs, fmt.Sprintf("%s accepted %.1f ms, continuation late %.1f ms", r.Step.Server.Name, acc/1e3, late/1e3))
+			loop := r.Step.Server.Kind == "loop"
+			if loop && (acc < block/4 || late < block/4) || !loop && (acc >= block/10 || late >= block/10) {
+				c.Held = false
+			}
+		}
+		c.Figure = "p50: " + strings.Join(figs, "; ")
+	}
+	out = append(out, c)
+
+	// The pool's cliff: no wait while it has free slots, the queue past them.
+	c = Claim{ID: ClaimCliff, Text: "The pool forgives blocking only while it has free slots: past its size the bystander waits in the queue, as beside a loop"}
+	byPool := map[string][]LoadRow{}
+	var pools []string
+	for _, r := range f.Cliff {
+		if !r.Fast.P50.OK() {
+			continue
+		}
+		if byPool[r.Step.Server.Name] == nil {
+			pools = append(pools, r.Step.Server.Name)
+		}
+		byPool[r.Step.Server.Name] = append(byPool[r.Step.Server.Name], r)
+	}
+	c.Held = true
+	figs = nil
+	for _, n := range pools {
+		rs := byPool[n]
+		if len(rs) < 2 {
+			continue
+		}
+		c.Known = true
+		first, last := rs[0], rs[len(rs)-1]
+		var parts []string
+		for _, r := range rs {
+			parts = append(parts, fmt.Sprintf("%s at %d callers", fastText(r, r.Fast.P50), r.Step.Conc))
+		}
+		figs = append(figs, fmt.Sprintf("%s (%d slots): /fast p50 %s", n, first.Step.Server.Workers, strings.Join(parts, ", ")))
+		if last.Step.Conc <= first.Step.Server.Workers || last.Fast.P50.Median() < 10*first.Fast.P50.Median() || last.Fast.P50.Median() < 10e3 {
+			c.Held = false
+		}
+	}
+	c.Figure = strings.Join(figs, "; ")
+	out = append(out, c)
+
+	// The loops' own lag shows the held loop.
+	c = Claim{ID: ClaimLagShows, Text: "A loop held by a blocking call shows as held for as long as it is held; the others do not"}
+	c.Held = true
+	var lagRows []string
+	for _, r := range f.Stall {
+		if r.DetectorReps == 0 {
+			continue
+		}
+		c.Known = true
+		lagRows = append(lagRows, fmt.Sprintf("k=%d %s: %s", r.Step.K, r.Step.Server.Name, r.DetectorText()))
+		if !r.DetectorMatch {
+			c.Held = false
+		}
+	}
+	c.Figure = "the server's detector saw " + strings.Join(lagRows, ", ")
+	out = append(out, c)
+	for i := range out {
+		out[i].Held = out[i].Held && out[i].Known // a claim not measured is not one that held
+	}
+	return out
+}
+
+// Lead is the report's opening sentence, from the servers the run
+// measured: the story's claim where a loop server and a pool were both
+// measured and it held, else what the run measured; and a claim that did
+// not hold, said so.
+func (f *Findings) Lead() string {
+	loops, _ := highest(f.Sweep, "loop")
+	pools, _ := highest(f.Sweep, "pool")
+	flatten, climbs := f.Claim(ClaimLoopsFlatten), f.Claim(ClaimPoolClimbs)
+	tail := " These are this run's measurements, with real servers on loopback; every figure says what bounds it."
+	// With one concurrency there is no climbing to see: the pool's claim
+	// then stands on its not being held to its workers.
+	poolFine := climbs.Held || !climbs.Known && len(pools) > 0 && pools[0].Kind() != "workers"
+	if len(loops) > 0 && len(pools) > 0 && flatten.Held && poolFine {
+		l, p := f.Server(loops[0].Step.Server.Name), f.Server(pools[0].Step.Server.Name)
+		return fmt.Sprintf("A %s blocking call is harmless on %s's %s and ruinous on %s's %s: throughput is capped at workers / block (%s against %s), "+
+			"and every connection that shares a blocked loop waits, whatever it asks for.", l.Block, p.Name, p.WorkersText(), l.Name, l.WorkersText(),
+			l.CeilingText(), p.CeilingText()) + tail
+	}
+	var measured []string
+	for _, s := range f.Servers {
+		w := s.WorkersText()
+		if c := s.CeilingText(); c != "" {
+			w += ", ceiling " + c
+		}
+		measured = append(measured, fmt.Sprintf("%s (%s)", s.Name, w))
+	}
+	lead := "This run measured " + strings.Join(measured, ", ") + "."
+	for _, c := range []Claim{flatten, climbs} {
+		if c.Known && !c.Held {
+			lead += " " + c.Sentence()
+		}
+	}
+	return lead + tail
+}
+
+// CliffShares are the cliff phase's callers, in percent of a pool's slots.
+var CliffShares = []int{64, 100, 150}
+
+// CliffSharesText is "64 %, 100 % and 150 %".
+func CliffSharesText() string {
+	var parts []string
+	for _, c := range CliffShares {
+		parts = append(parts, fmt.Sprintf("%d %%", c))
+	}
+	return strings.Join(parts[:len(parts)-1], ", ") + " and " + parts[len(parts)-1]
+}
