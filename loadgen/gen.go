@@ -10,6 +10,7 @@ import (
 
 	"github.com/bystander-kit/bystander/internal/client"
 	"github.com/bystander-kit/bystander/internal/hist"
+	"github.com/bystander-kit/bystander/internal/live"
 	"github.com/bystander-kit/bystander/internal/pace"
 	"github.com/bystander-kit/bystander/internal/proc"
 	"github.com/bystander-kit/bystander/internal/results"
@@ -39,14 +40,6 @@ type worker struct {
 // clock is the run's timeline.
 type clock struct {
 	start, measure, end time.Time
-}
-
-// liveLine is one --live-out line: requests answered since the clock
-// started (warm-up included), Ms after it; End on the last.
-type liveLine struct {
-	Ms       int64 `json:"ms"`
-	Answered int64 `json:"answered"`
-	End      bool  `json:"end,omitempty"`
 }
 
 // second is the per-second series, shared by the workers.
@@ -150,7 +143,7 @@ func run(ctx context.Context, o options, progress func(elapsed, total time.Durat
 		// The stage's live throughput: answered requests so far, 4 times a
 		// second, from the clock's start.
 		go pace.Every(runCtx.Done(), 250*time.Millisecond, func(now time.Time) {
-			o.live.Write(liveLine{Ms: now.Sub(ck.start).Milliseconds(), Answered: secs.all.Load()})
+			o.live.Write(live.Load{Ms: now.Sub(ck.start).Milliseconds(), Answered: secs.all.Load()})
 		})
 	}
 	if progress != nil {
@@ -190,7 +183,7 @@ func run(ctx context.Context, o options, progress func(elapsed, total time.Durat
 	if progress != nil {
 		progress(measured, o.duration, res.Load.Requests)
 	}
-	o.live.Write(liveLine{Ms: end.Sub(ck.start).Milliseconds(), Answered: secs.all.Load(), End: true})
+	o.live.Write(live.Load{Ms: end.Sub(ck.start).Milliseconds(), Answered: secs.all.Load(), End: true})
 	res.Finish(end, reason)
 	return res, nil
 }

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bystander-kit/bystander/internal/live"
 	"github.com/bystander-kit/bystander/internal/results"
 	"github.com/bystander-kit/bystander/internal/wiretest"
 )
@@ -283,9 +284,9 @@ func TestLiveOut(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-	var prev liveLine
+	var prev live.Load
 	for i, l := range lines {
-		var v liveLine
+		var v live.Load
 		if err := json.Unmarshal([]byte(l), &v); err != nil {
 			t.Fatalf("line %d: %v", i, err)
 		}

@@ -447,7 +447,7 @@ func TestLiveOut(t *testing.T) {
 	if int64(len(lines)) != res.Probe.Completed+res.Probe.Failed || len(lines) < 10 {
 		t.Fatalf("%d lines, %d answered and %d failed", len(lines), res.Probe.Completed, res.Probe.Failed)
 	}
-	var l liveLine
+	var l live.Probe
 	if err := json.Unmarshal([]byte(lines[0]), &l); err != nil || l.Ms <= 0 || l.Failed {
 		t.Fatalf("%q: %+v %v", lines[0], l, err)
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/bystander-kit/bystander/internal/client"
 	"github.com/bystander-kit/bystander/internal/hist"
+	"github.com/bystander-kit/bystander/internal/live"
 	"github.com/bystander-kit/bystander/internal/results"
 )
 
@@ -39,16 +40,6 @@ func serverWait(r *client.Response, sent time.Time, delay time.Duration) (time.D
 		w += max(0, time.Duration(r.ContinuationStart-r.HandlerStart)-delay)
 	}
 	return max(w, 0), true
-}
-
-// liveLine is one --live-out line: a probe on a connection (and its loop)
-// answered (or failed) Ms after it was due, DueMs after the clock started.
-type liveLine struct {
-	Conn   int     `json:"conn"`
-	Loop   int     `json:"loop"`
-	DueMs  float64 `json:"due_ms"`
-	Ms     float64 `json:"ms"`
-	Failed bool    `json:"failed,omitempty"`
 }
 
 // probeSchedule probes one connection at t0 + phase + k x interval for
@@ -115,7 +106,11 @@ func probeSchedule(ctx context.Context, p *probeConn, t0, from, end time.Time, p
 		}
 		pt := results.ProbePoint{Conn: p.id, Loop: p.loop, DueUs: usSince(t0, due), SentUs: usSince(t0, sent),
 			DoneUs: usSince(t0, fin), Status: r.Status}
-		p.live.Write(liveLine{Conn: p.id, Loop: p.loop, DueMs: float64(due.Sub(t0)) / 1e6, Ms: float64(fin.Sub(due)) / 1e6, Failed: err != nil})
+		ln := live.Probe{Conn: p.id, Loop: p.loop, DueMs: float64(due.Sub(t0)) / 1e6, Ms: float64(fin.Sub(due)) / 1e6, Failed: err != nil}
+		if w, ok := serverWait(&r, sent, delay); ok && err == nil {
+			ln.WaitMs = float64(w) / 1e6
+		}
+		p.live.Write(ln)
 		if err != nil {
 			pt.Error = string(client.KindOf(err))
 			s.failed++

@@ -1,6 +1,6 @@
 (function () {
   "use strict";
-  var S = {info: null, screen: 0, state: "waiting", steps: {}, order: [], probes: [], lag: [], conns: {}, stallStep: "", t: 0, done: false, report: ""};
+  var S = {info: null, screen: 0, state: "waiting", steps: {}, order: [], probes: [], lag: [], conns: {}, verdicts: {}, stallStep: "", t: 0, done: false, report: "", dir: ""};
   var titles = ["", "1. Throughput against the ceiling", "2. The bystander", "3. The loops, from inside", "4. Who stalls", "5. The fix"];
   window.stageState = S;
   window.stageFrames = 0;
@@ -15,7 +15,7 @@
   // headline's number and the grid of screen 4 follow every frame.
   var dirty = {1: true, 2: true, 3: true, 4: true, 5: true}, lastShown = -1, lastProbeT = -1e9, lastLagT = -1e9, shown = {}, drawnAt = -1e9;
   var redrawEvery = 2000, canvasScreens = {1: true, 2: true, 3: true, 5: true};
-  var marks = {hello: [1, 2, 3, 4, 5], step: [1, 4, 5], tp: [1, 5], probe: [2], lag: [3], conn: [4]};
+  var marks = {hello: [1, 2, 3, 4, 5], step: [1, 2, 4, 5], tp: [1, 5], probe: [2], lag: [3], conn: [4], verdict: [4]};
   var dark = /theme=dark/.test(location.search);
   document.documentElement.classList.toggle("dark", dark);
 
@@ -34,21 +34,35 @@
       var st = stepOf(ev.id);
       Object.keys(ev).forEach(function (k) { st[k] = ev[k]; });
       if (S.order.indexOf(ev.id) < 0) { S.order.push(ev.id); }
+      // Its end carries the figures the tables and the report give.
+      if (ev.row) {
+        if (ev.row.rps !== undefined) { st.rps = ev.row.rps; }
+        if (ev.row.fast_p50_ms !== undefined) { st.fast_p50_ms = ev.row.fast_p50_ms; st.fast_at_least = !!ev.row.fast_at_least; }
+        if (ev.row.stall) { S.verdicts[ev.id] = ev.row.stall; }
+      }
       break;
     case "tp": stepOf(ev.id).rps_live = ev.rps; break;
-    case "probe": S.probes.push({t: S.t, server: ev.server, ms: ev.ms}); lastProbeT = S.t; break;
+    case "probe": S.probes.push({t: S.t, id: ev.id, server: ev.server, ms: ev.ms}); lastProbeT = S.t; break;
     case "conn":
       // A new stall step's grid replaces the last once its first probes
       // are back, so the audience never looks at an empty grid.
       if (ev.id !== S.stallStep) { S.stallStep = ev.id; S.conns = {}; }
-      S.conns[ev.conn] = {loop: ev.loop, ms: ev.ms};
+      S.conns[ev.conn] = {loop: ev.loop, ms: ev.ms, stalled: ev.stalled};
+      break;
+    case "verdict":
+      // The stall rule's verdict (internal/stall), live; a final one (the
+      // step's end, as the tables say it) is never replaced by a live one.
+      if (!(S.verdicts[ev.id] && S.verdicts[ev.id].final)) { S.verdicts[ev.id] = ev; }
       break;
     case "lag": S.lag.push({t: ev.at !== undefined ? ev.at : S.t, loop: ev.loop, ms: ev.ms, blocked: ev.blocked}); lastLagT = S.t; break;
-    case "done": S.done = true; S.report = ev.report || ""; break;
+    case "done": S.done = true; S.report = ev.report || ""; S.dir = ev.dir || ""; break;
     }
   }
 
   function rps(st) { return st.rps !== undefined ? st.rps : st.rps_live; }
+  // fastText is a step's /fast p50 as the tables give it: "at least" when
+  // the bystander saturated (its queue grew for as long as the run lasted).
+  function fastText(st) { return (st.fast_at_least ? "at least " : "") + fmt(st.fast_p50_ms, 1) + " ms"; }
 
   // The headlines carry the live number; computed for every screen at
   // every frame, the same from a recording as live. A headline is a list
@@ -62,13 +76,21 @@
       var last = sweep[sweep.length - 1];
       h[1] = [last.server + " at " + last.conc + " callers: ", b(fmt(rps(last))), " req/s, ceiling " + fmt(last.ceiling) + " (" + last.workers + " workers / " + S.info.block_ms + " ms)"];
     }
-    var byServer = {};
-    S.probes.forEach(function (p) { if (p.t >= S.t - 30000) { (byServer[p.server] = byServer[p.server] || []).push(p.ms); } });
-    var names = Object.keys(byServer).sort();
-    if (names.length) {
+    // Screen 2: each server's /slow at the highest concurrency; its /fast
+    // figure as the tables give it once the step ended, else the median of
+    // that step's own probes so far.
+    var two = S.order.map(function (id) { return S.steps[id]; }).filter(function (s) { return s.screen === 2; });
+    if (two.length) {
       h[2] = ["/fast waited "];
-      names.forEach(function (n, i) { h[2].push(b(fmt(median(byServer[n]), 1) + " ms"), " on " + n + (i < names.length - 1 ? ", " : "")); });
-      h[2].push(" (median, last 30 s)");
+      two.forEach(function (s, i) {
+        var v;
+        if (s.fast_p50_ms !== undefined) { v = fastText(s); } else {
+          var mine = S.probes.filter(function (p) { return p.id === s.id; }).map(function (p) { return p.ms; });
+          v = mine.length ? fmt(median(mine), 1) + " ms so far" : "-";
+        }
+        h[2].push(b(v), " on " + s.server + (i < two.length - 1 ? ", " : ""));
+      });
+      h[2].push(" (median from due, " + two[0].conc + " callers)");
     }
     var recent = S.lag.filter(function (e) { return e.t >= S.t - 2000; });
     if (recent.length) {
@@ -77,14 +99,19 @@
       h[3] = ["loop ", b(worst.loop), " held up to ", b(fmt(worst.ms, 1) + " ms"), "; the other loops " + fmt(others, 1) + " ms (last 2 s)"];
     }
     if (S.stallStep) {
-      var ss = S.steps[S.stallStep], n = 0, tot = 0;
-      Object.keys(S.conns).forEach(function (c) { tot++; if (S.conns[c].ms > S.info.stall_threshold_ms) { n++; } });
-      h[4] = [ss.server + ", k = ", b(ss.kk), " blocked: ", b(n + " of " + Math.max(tot, S.info.stall_conns)), " connections stalled"];
+      var ss = S.steps[S.stallStep], v = S.verdicts[S.stallStep];
+      if (!v) {
+        h[4] = [ss.server + ", k = ", b(ss.kk), " blocked: measuring ..."];
+      } else if (v.judged) {
+        h[4] = [ss.server + ", k = ", b(ss.kk), " blocked: ", b(v.stalled + " of " + v.conns), " connections stalled" + (v.final ? "" : " so far")];
+      } else {
+        h[4] = [ss.server + ", k = ", b(ss.kk), " blocked: ", b("machine too busy to judge")];
+      }
     }
     var off = S.order.map(function (id) { return S.steps[id]; }).filter(function (s) { return s.phase === "offload" && s.rps !== undefined; });
     var blocking = off.filter(function (s) { return s.variant === "blocking"; })[0], offloaded = off.filter(function (s) { return s.variant === "offloaded"; })[0];
     if (offloaded && blocking) {
-      h[5] = ["offloaded: ", b(fmt(offloaded.rps)), " req/s, ", b(fmt(offloaded.rps / blocking.rps, 1) + "\u00d7"), " blocking; /fast " + fmt(offloaded.fast_p50_ms, 1) + " ms"];
+      h[5] = ["offloaded: ", b(fmt(offloaded.rps)), " req/s, ", b(fmt(offloaded.rps / blocking.rps, 1) + "\u00d7"), " blocking; /fast " + fastText(offloaded)];
     } else if (off.length) {
       h[5] = [off.map(function (s) { return s.variant + " " + fmt(s.rps) + " req/s"; }).join(", ")];
     }
@@ -152,7 +179,7 @@
       var r = (rows[l] || []).sort(function (a, b) { return a.conn - b.conn; });
       for (var i = 0; i < per; i++) {
         var c = r[i];
-        cells.push(c ? div("cell" + (c.ms > S.info.stall_threshold_ms ? " lit" : ""), "#" + c.conn + " " + fmt(c.ms) + " ms") : div("cell", "-"));
+        cells.push(c ? div("cell" + (c.stalled ? " lit" : ""), "#" + c.conn + " " + fmt(c.ms) + " ms") : div("cell", "-"));
       }
     }
     g.replaceChildren.apply(g, cells);
@@ -164,7 +191,7 @@
       xAxis: {type: "category", data: off.map(function (s) { return s.variant + " (" + s.server + " " + s.endpoint + ")"; }), axisLabel: {fontSize: 22, interval: 0}},
       yAxis: axis("value", "req/s"),
       series: [{type: "bar", data: off.map(function (s) { return Math.round(rps(s)); }), barWidth: "40%",
-        label: {show: true, position: "top", fontSize: 28, lineHeight: 36, formatter: function (p) { var s = off[p.dataIndex]; return fmt(p.value) + " req/s" + (s.fast_p50_ms !== undefined ? "\n/fast " + fmt(s.fast_p50_ms, 1) + " ms" : ""); }}}]}, {replaceMerge: ["series"]});
+        label: {show: true, position: "top", fontSize: 28, lineHeight: 36, formatter: function (p) { var s = off[p.dataIndex]; return fmt(p.value) + " req/s" + (s.fast_p50_ms !== undefined ? "\n/fast " + fastText(s) : ""); }}}]}, {replaceMerge: ["series"]});
     return off.length > 0;
   }
   var draws = [null, draw1, draw2, draw3, draw4, draw5];
@@ -195,7 +222,7 @@
       Object.keys(charts).forEach(function (id) { charts[id].resize(); });
     }
     text("where", n ? titles[n] + "  (" + n + " of 5)" : "bystander: what one blocking call does to everyone else");
-    text("state", S.done ? "done" + (S.report ? ": report " + S.report : "") : S.state);
+    text("state", S.done ? "done" + (S.report ? ": the report is " + (S.dir ? S.dir + "/" : "") + S.report : "") : S.state);
     if (n && S.info && typeof echarts !== "undefined") {
       text("headline", hs[n].length ? hs[n] : titles[n] + ": measuring ...");
       if ((dirty[n] && (!canvasScreens[n] || S.t - drawnAt >= redrawEvery)) || n !== lastShown || S.done) {

@@ -33,24 +33,24 @@ func TestStageHostileNames(t *testing.T) {
 	defer cancel()
 	go hub.Run(ctx)
 	evil := `<img src=x onerror="window.pwned=1">`
-	hub.Add(stage.Event{"k": "hello", "loops": 2, "slots": 20, "block_ms": 5, "stall_block_ms": 100, "conc": []int{4}, "stall_conns": 6,
-		"servers_kind": map[string]string{evil: "loop"}, "ceiling": map[string]float64{evil: 400}, "stall_threshold_ms": 50, "engines": []string{evil}})
-	hub.Add(stage.Event{"k": "step", "id": "sweep-x", "phase": "sweep", "server": evil, "conc": 4, "kk": 0, "variant": evil, "endpoint": "/slow",
-		"state": "done", "screen": 1, "workers": 2, "ceiling": 400, "rps": 390.0})
-	hub.Add(stage.Event{"k": "probe", "server": evil, "ms": 3.5})
-	hub.Add(stage.Event{"k": "step", "id": "stall-x", "phase": "stall", "server": evil, "conc": 1, "kk": 1, "variant": "", "endpoint": "/slow",
-		"state": "running", "screen": 4, "workers": 2, "ceiling": 10})
-	hub.Add(stage.Event{"k": "conn", "id": "stall-x", "conn": 0, "loop": 0, "ms": 120.0})
-	hub.Add(stage.Event{"k": "step", "id": "off-x", "phase": "offload", "server": evil, "conc": 4, "kk": 0, "variant": "blocking", "endpoint": "/slow",
-		"state": "done", "screen": 2, "workers": 2, "ceiling": 400, "rps": 390.0})
-	hub.Add(stage.Event{"k": "step", "id": "off-y", "phase": "offload", "server": evil, "conc": 4, "kk": 0, "variant": "offloaded", "endpoint": "/offload",
-		"state": "done", "screen": 5, "workers": 20, "ceiling": 4000, "rps": 3900.0})
+	hub.Add(stage.Hello{Loops: 2, Slots: 20, BlockMs: 5, StallBlockMs: 100, Conc: []int{4}, StallConns: 6,
+		ServersKind: map[string]string{evil: "loop"}, Ceiling: map[string]float64{evil: 400}, Engines: []string{evil}, Rule: evil})
+	hub.Add(stage.Step{ID: "sweep-x", Phase: "sweep", Server: evil, Conc: 4, Variant: evil, Endpoint: "/slow", State: "end", Screen: 1, Workers: 2, Ceiling: 400,
+		Row: &stage.StepRow{RPS: 390}})
+	hub.Add(stage.Probe{ID: "off-x", Server: evil, Ms: 3.5})
+	hub.Add(stage.Step{ID: "stall-x", Phase: "stall", Server: evil, Conc: 1, K: 1, Endpoint: "/slow", State: "start", Screen: 4, Workers: 2, Ceiling: 10})
+	hub.Add(stage.Conn{ID: "stall-x", Conn: 0, Loop: 0, Ms: 120, Stalled: true})
+	hub.Add(stage.Verdict{ID: "stall-x", Judged: false, Conns: 6, Why: evil})
+	hub.Add(stage.Step{ID: "off-x", Phase: "offload", Server: evil, Conc: 4, Variant: "blocking", Endpoint: "/slow", State: "end", Screen: 2, Workers: 2, Ceiling: 400,
+		Row: &stage.StepRow{RPS: 390, FastP50Ms: 500, FastAtLeast: true}})
+	hub.Add(stage.Step{ID: "off-y", Phase: "offload", Server: evil, Conc: 4, Variant: "offloaded", Endpoint: "/offload", State: "end", Screen: 5, Workers: 20, Ceiling: 4000,
+		Row: &stage.StepRow{RPS: 3900, FastP50Ms: 0.3}})
 	bctx, problems := browsertest.Open(t, chrome, 1600, 900)
 	if err := chromedp.Do(bctx, chromedp.Navigate(srv.URL+"/"), chromedp.WaitReady("#stage")); err != nil {
 		t.Fatal(err)
 	}
 	for _, n := range []int{1, 2, 4, 5} {
-		hub.Add(stage.Event{"k": "screen", "screen": n})
+		hub.Add(stage.Screen{Screen: n})
 		want := "window.stageState.screen === " + string(rune('0'+n)) + " && document.getElementById('headline').textContent.indexOf('onerror') >= 0"
 		if n == 5 { // the fix's headline names no server; its chart draws them on a canvas
 			want = "window.stageState.screen === 5 && window.stageDrawn[5] === true"

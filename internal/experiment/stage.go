@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -19,6 +20,7 @@ import (
 	"github.com/bystander-kit/bystander/internal/live"
 	"github.com/bystander-kit/bystander/internal/results"
 	"github.com/bystander-kit/bystander/internal/stage"
+	"github.com/bystander-kit/bystander/internal/stall"
 )
 
 // stagePhases are what the stage measures; its screens show them in the
@@ -164,7 +166,7 @@ func (r *runner) runStage(ctx context.Context, stdout, stderr io.Writer, started
 		index[m.ID] = i
 	}
 	reps := map[string]int{}
-	state := func(s string) { hub.Add(stage.Event{"k": "state", "state": s}) }
+	state := func(s string) { hub.Add(stage.State{State: s}) }
 	screen := 0
 	if r.o.Auto {
 		ctl.take("next")
@@ -187,7 +189,7 @@ func (r *runner) runStage(ctx context.Context, stdout, stderr io.Writer, started
 			break
 		}
 		screen = want
-		hub.Add(stage.Event{"k": "screen", "screen": screen})
+		hub.Add(stage.Screen{Screen: screen})
 		for _, s := range r.plan.Steps {
 			if screenOf(s) != screen || ctx.Err() != nil {
 				continue
@@ -236,7 +238,7 @@ func (r *runner) runStage(ctx context.Context, stdout, stderr io.Writer, started
 		}
 	}
 	return func() {
-		hub.Add(stage.Event{"k": "done", "report": r.run.Report})
+		hub.Add(stage.Done{Report: r.run.Report, Dir: r.dir})
 		if !r.o.Auto && ctx.Err() == nil {
 			fmt.Fprintln(stdout, "stage: done; the page stays up until Ctrl-C (10 minutes at most)")
 			select {
@@ -252,43 +254,73 @@ func (r *runner) runStage(ctx context.Context, stdout, stderr io.Writer, started
 	}, 0
 }
 
-// hello tells the page the run's shape: what the ceilings and the
-// thresholds are.
-func (r *runner) hello() stage.Event {
+// hello tells the page the run's shape: what the ceilings are, and the
+// stall rule in words.
+func (r *runner) hello() stage.Hello {
 	o := r.o
-	kinds, ceil := map[string]string{}, map[string]float64{}
+	h := stage.Hello{Loops: o.Loops, Slots: o.Slots, BlockMs: ms(o.Block), StallBlockMs: ms(o.StallBlock), Conc: o.Conc,
+		ServersKind: map[string]string{}, Ceiling: map[string]float64{}, StallConns: stallConnsPerLoop * o.Loops, Engines: o.Engines, Rule: stall.Rule}
 	for _, s := range r.plan.Steps {
-		kinds[s.Server.Name] = s.Server.Kind
+		h.ServersKind[s.Server.Name] = s.Server.Kind
 		if s.Phase == "sweep" {
-			ceil[s.Server.Name] = findings.CeilingPerS(findings.WorkersOf(s, o.Slots), o.Block)
+			h.Ceiling[s.Server.Name] = findings.CeilingPerS(findings.WorkersOf(s, o.Slots), time.Duration(s.Server.BlockNs))
 		}
 	}
-	return stage.Event{"k": "hello", "loops": o.Loops, "slots": o.Slots, "block_ms": ms(o.Block), "stall_block_ms": ms(o.StallBlock),
-		"conc": o.Conc, "servers_kind": kinds, "ceiling": ceil, "stall_conns": stallConnsPerLoop * o.Loops,
-		"stall_threshold_ms": ms(o.StallBlock / 2), "engines": o.Engines}
+	return h
 }
 
 func ms(d time.Duration) float64 { return float64(d) / 1e6 }
 
-// stepEvent says a step began or ended, with its figures when it ended.
+// stepEvent says a step began or ended; at its end, with its figures as
+// internal/findings computes them for the tables and the report.
 func (r *runner) stepEvent(s Step, state string, m *results.Measurement) {
-	ev := stage.Event{"k": "step", "id": s.ID, "phase": s.Phase, "server": s.Server.Name, "conc": s.Conc, "kk": s.K, "variant": s.Variant,
-		"endpoint": s.Endpoint, "state": state, "screen": screenOf(s),
-		"workers": findings.WorkersOf(s, r.o.Slots), "ceiling": findings.CeilingPerS(findings.WorkersOf(s, r.o.Slots), time.Duration(s.Server.BlockNs))}
+	ev := stage.Step{ID: s.ID, Phase: s.Phase, Server: s.Server.Name, Conc: s.Conc, K: s.K, Variant: s.Variant,
+		Endpoint: s.Endpoint, State: state, Screen: screenOf(s),
+		Workers: findings.WorkersOf(s, r.o.Slots), Ceiling: findings.CeilingPerS(findings.WorkersOf(s, r.o.Slots), time.Duration(s.Server.BlockNs))}
 	if m != nil {
-		ev["status"] = m.Status
-		if m.LoadFile != "" {
-			if lr, err := results.Read(filepath.Join(r.dir, m.LoadFile)); err == nil && lr.Load != nil && s.Phase != "stall" {
-				ev["rps"] = lr.Load.ThroughputPerS
-			}
-		}
-		if m.ProbeFile != "" {
-			if pr, err := results.Read(filepath.Join(r.dir, m.ProbeFile)); err == nil && pr.Probe != nil {
-				ev["fast_p50_ms"] = pr.Probe.Corrected.P50Us / 1e3
-			}
+		ev.Status = m.Status
+		if m.Status == "ok" {
+			ev.Row = r.stepRow(*m)
 		}
 	}
 	r.hub.Add(ev)
+}
+
+// stepRow is a finished measurement's row, from internal/findings: the
+// figures the tables and the report give for it.
+func (r *runner) stepRow(m results.Measurement) *stage.StepRow {
+	r.mu.Lock()
+	one := &results.Run{Schema: results.RunSchema, Params: r.run.Params, Manifest: r.run.Manifest, Measurements: []results.Measurement{m}}
+	r.mu.Unlock()
+	f := findings.Compute(r.dir, one)
+	row := &stage.StepRow{}
+	load := func(l findings.LoadRow) {
+		row.RPS = l.Throughput.Median()
+		if l.Fast.P50.OK() {
+			row.FastP50Ms, row.FastAtLeast = l.Fast.P50.Median()/1e3, l.Fast.Saturated || l.Fast.CensoredText() != ""
+		}
+	}
+	switch {
+	case len(f.Sweep) == 1:
+		load(f.Sweep[0].LoadRow)
+	case len(f.Offload) == 1:
+		load(f.Offload[0])
+	case len(f.Stall) == 1:
+		row.Stall = verdictOf(m.ID, f.Stall[0])
+	}
+	return row
+}
+
+// verdictOf is a stall row's verdict for the stage: the count the tables
+// give, or why it could not be judged.
+func verdictOf(id string, st findings.StallRow) *stage.Verdict {
+	v := &stage.Verdict{ID: id, Final: true, Judged: st.Judged > 0, Conns: int(st.Conns.Median())}
+	if v.Judged {
+		v.Stalled = int(st.Stalled.Median())
+	} else if len(st.Unjudged) > 0 {
+		v.Why = st.Unjudged[0]
+	}
+	return v
 }
 
 // tapLive tails a tool's --live-out file into the stage while a step
@@ -316,49 +348,104 @@ func (r *runner) liveArgs(s Step, kind string, args []string) ([]string, func())
 	args = append(args, "--live-out", path)
 	switch kind {
 	case "load":
-		var hist []struct{ ms, n int64 }
+		var hist []live.Load
 		return args, r.tapLive(path, func(line []byte) {
-			var v struct {
-				Ms       int64 `json:"ms"`
-				Answered int64 `json:"answered"`
-			}
+			var v live.Load
 			if json.Unmarshal(line, &v) != nil {
 				return
 			}
-			hist = append(hist, struct{ ms, n int64 }{v.Ms, v.Answered})
+			hist = append(hist, v)
 			// The rate over the last second (or since the start).
 			first := hist[0]
 			for _, h := range hist {
-				if h.ms >= v.Ms-1000 {
+				if h.Ms >= v.Ms-1000 {
 					first = h
 					break
 				}
 			}
-			if v.Ms > first.ms {
-				r.hub.Add(stage.Event{"k": "tp", "id": s.ID, "rps": float64(v.Answered-first.n) * 1000 / float64(v.Ms-first.ms)})
+			if v.Ms > first.Ms {
+				r.hub.Add(stage.Throughput{ID: s.ID, RPS: float64(v.Answered-first.Answered) * 1000 / float64(v.Ms-first.Ms)})
 			}
 		})
 	case "fast":
 		return args, r.tapLive(path, func(line []byte) {
-			var v struct {
-				Ms     float64 `json:"ms"`
-				Failed bool    `json:"failed"`
-			}
+			var v live.Probe
 			if json.Unmarshal(line, &v) == nil && !v.Failed {
-				r.hub.Add(stage.Event{"k": "probe", "id": s.ID, "server": s.Server.Name, "ms": v.Ms})
+				r.hub.Add(stage.Probe{ID: s.ID, Server: s.Server.Name, Ms: v.Ms})
 			}
 		})
-	default: // perconn
+	default: // perconn: the stall rule, live, on what each connection saw so far
+		judge := newLiveJudge(s)
 		return args, r.tapLive(path, func(line []byte) {
-			var v struct {
-				Conn, Loop int
-				Ms         float64
+			var v live.Probe
+			if json.Unmarshal(line, &v) != nil {
+				return
 			}
-			if json.Unmarshal(line, &v) == nil {
-				r.hub.AddMax(fmt.Sprintf("conn/%s/%d", s.ID, v.Conn), stage.Event{"k": "conn", "id": s.ID, "conn": v.Conn, "loop": v.Loop, "ms": v.Ms}, "ms")
+			stalled, verdict := judge.add(v)
+			r.hub.AddMax(fmt.Sprintf("conn/%s/%d", s.ID, v.Conn), stage.Conn{ID: s.ID, Conn: v.Conn, Loop: v.Loop, Ms: v.Ms, Stalled: stalled}, v.Ms)
+			if verdict != nil {
+				r.hub.Add(*verdict)
 			}
 		})
 	}
+}
+
+// liveJudge keeps what each connection of a stall measurement has seen
+// and applies the stall rule to it, as the tables will to the whole.
+type liveJudge struct {
+	s     Step
+	conns map[int]*liveConn
+	order []int
+	last  time.Time
+	v     stall.Verdict
+}
+
+type liveConn struct {
+	loop          int
+	waits         []time.Duration
+	due, answered int64
+}
+
+func newLiveJudge(s Step) *liveJudge { return &liveJudge{s: s, conns: map[int]*liveConn{}} }
+
+// add takes a probe; it returns whether the probe's connection stalled as
+// the rule last judged, and a verdict at most every 250 ms.
+func (j *liveJudge) add(p live.Probe) (bool, *stage.Verdict) {
+	c := j.conns[p.Conn]
+	if c == nil {
+		c = &liveConn{}
+		j.conns[p.Conn] = c
+		j.order = append(j.order, p.Conn)
+		slices.Sort(j.order)
+	}
+	c.loop = p.Loop
+	c.due++
+	if !p.Failed {
+		c.answered++
+		c.waits = append(c.waits, time.Duration(p.WaitMs*1e6))
+	}
+	var out *stage.Verdict
+	if now := time.Now(); now.Sub(j.last) >= stage.Every {
+		j.last = now
+		var conns []stall.Conn
+		for _, id := range j.order {
+			k := j.conns[id]
+			conns = append(conns, stall.Conn{ID: id, Loop: k.loop, Due: k.due, Answered: k.answered, Wait: medianDuration(k.waits), FromServer: true})
+		}
+		j.v = stall.Judge(conns, time.Duration(j.s.Server.BlockNs), stall.Machine{})
+		out = &stage.Verdict{ID: j.s.ID, Judged: j.v.Judged, Stalled: j.v.Count, Conns: len(conns), Why: j.v.Why}
+	}
+	i := slices.Index(j.order, p.Conn)
+	return i < len(j.v.Stalled) && j.v.Stalled[i], out
+}
+
+func medianDuration(d []time.Duration) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[len(s)/2]
 }
 
 // lagEvent gives the stage each loop's largest lag in a /lag event.
@@ -369,7 +456,7 @@ func (r *runner) lagEvent(server string) func(lag.Event) {
 	return func(ev lag.Event) {
 		at := r.hub.Ms(time.Unix(0, ev.TimeNs)) // the window's end, on the stage's clock
 		for _, l := range ev.Loops {
-			r.hub.Add(stage.Event{"k": "lag", "server": server, "loop": l.Loop, "ms": float64(l.LagMaxNs) / 1e6, "blocked": l.BlockedNow, "at": at})
+			r.hub.Add(stage.Lag{Server: server, Loop: l.Loop, Ms: float64(l.LagMaxNs) / 1e6, Blocked: l.BlockedNow, At: at})
 		}
 	}
 }

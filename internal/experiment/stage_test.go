@@ -146,6 +146,33 @@ func TestStage(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "report.html")); err != nil {
 		t.Error("no report written at the end")
 	}
+	// The page's stalled counts are the report's: one rule, judged on the
+	// same data (the step's end carries findings' row).
+	type verdict struct {
+		Judged  bool
+		Stalled int
+		Final   bool
+	}
+	onPage, err := chromedp.Run(bctx, chromedp.Evaluate[map[string]verdict](`window.stageState.verdicts`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := findings.Read(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.Stall) == 0 {
+		t.Fatal("no stall rows")
+	}
+	for _, row := range f.Stall {
+		v, ok := onPage[row.Step.ID]
+		switch {
+		case !ok || !v.Final:
+			t.Errorf("%s: the page holds no final verdict: %+v", row.Step.ID, v)
+		case v.Judged != (row.Judged > 0) || v.Judged && v.Stalled != int(row.Stalled.Median()):
+			t.Errorf("%s: the page says %+v, the report %s", row.Step.ID, v, row.StalledText())
+		}
+	}
 
 	// The recording, replayed on the same page without servers.
 	raddr := wiretest.FreeAddr(t)

@@ -103,3 +103,24 @@ func Tail(ctx context.Context, path string, every time.Duration, fn func(line []
 		}
 	}
 }
+
+// Probe is one --live-out line of a prober: a probe on a connection (and
+// its loop) answered, or failed, Ms after it was due, DueMs after the
+// clock started; WaitMs is what the server made it wait, from its own
+// timestamps (results.ConnStat.ServerWait), when it said.
+type Probe struct {
+	Conn   int     `json:"conn"`
+	Loop   int     `json:"loop"`
+	DueMs  float64 `json:"due_ms"`
+	Ms     float64 `json:"ms"`
+	WaitMs float64 `json:"wait_ms,omitempty"`
+	Failed bool    `json:"failed,omitempty"`
+}
+
+// Load is one --live-out line of loadgen: requests answered since the
+// clock started (warm-up included), Ms after it; End on the last line.
+type Load struct {
+	Ms       int64 `json:"ms"`
+	Answered int64 `json:"answered"`
+	End      bool  `json:"end,omitempty"`
+}

@@ -17,6 +17,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -28,15 +29,13 @@ import (
 // frame still says the stage is alive).
 const Every = 250 * time.Millisecond
 
-// Event is one thing seen; "k" says what kind.
-type Event map[string]any
-
-// Frame is what the page gets at each tick: the events since the last,
-// T ms after the stage began.
+// Frame is what the page gets at each tick: the events since the last
+// (each a JSON object whose "k" names its kind, events.go), T ms after the
+// stage began.
 type Frame struct {
-	Seq    int64   `json:"seq"`
-	T      int64   `json:"t"`
-	Events []Event `json:"events"`
+	Seq    int64             `json:"seq"`
+	T      int64             `json:"t"`
+	Events []json.RawMessage `json:"events"`
 }
 
 // Hub gathers events into frames, sends them to every page and records
@@ -45,8 +44,9 @@ type Hub struct {
 	mu      sync.Mutex
 	start   time.Time
 	seq     int64
-	pending []Event
-	maxed   map[string]int // key -> index in pending (AddMax)
+	pending []json.RawMessage
+	maxed   map[string]int     // key -> index in pending (AddMax)
+	maxv    map[string]float64 // key -> the value of the event kept
 	frames  [][]byte
 	clients map[chan []byte]bool
 	rec     *os.File
@@ -94,10 +94,14 @@ func (h *Hub) ownPage(r *http.Request) string {
 
 // NewHub records to path ("" records nothing) and serves page at "/".
 func NewHub(path string, page []byte) (*Hub, error) {
-	h := &Hub{start: time.Now(), maxed: map[string]int{}, clients: map[chan []byte]bool{}, control: make(chan string, 16), page: page}
+	h := &Hub{start: time.Now(), maxed: map[string]int{}, maxv: map[string]float64{}, clients: map[chan []byte]bool{}, control: make(chan string, 16), page: page}
 	if path != "" {
 		f, err := os.Create(path)
 		if err != nil {
+			return nil, fmt.Errorf("stage: %w", err)
+		}
+		if _, err := fmt.Fprintf(f, "{\"schema\":%q}\n", Schema); err != nil {
+			f.Close()
 			return nil, fmt.Errorf("stage: %w", err)
 		}
 		h.rec = f
@@ -107,37 +111,33 @@ func NewHub(path string, page []byte) (*Hub, error) {
 
 // Add queues an event for the next frame.
 func (h *Hub) Add(ev Event) {
+	b, err := encode(ev)
+	if err != nil {
+		return
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.pending = append(h.pending, ev)
+	h.pending = append(h.pending, b)
 }
 
 // AddMax queues ev for the next frame unless an event with the same key
-// and a larger field is already queued: many probes a frame on one
+// and a larger value is already queued: many probes a frame on one
 // connection go out as the slowest.
-func (h *Hub) AddMax(key string, ev Event, field string) {
+func (h *Hub) AddMax(key string, ev Event, value float64) {
+	b, err := encode(ev)
+	if err != nil {
+		return
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if i, ok := h.maxed[key]; ok {
-		if a, b := num(h.pending[i][field]), num(ev[field]); b > a {
-			h.pending[i] = ev
+		if value > h.maxv[key] {
+			h.pending[i], h.maxv[key] = b, value
 		}
 		return
 	}
-	h.maxed[key] = len(h.pending)
-	h.pending = append(h.pending, ev)
-}
-
-func num(v any) float64 {
-	switch x := v.(type) {
-	case float64:
-		return x
-	case int:
-		return float64(x)
-	case int64:
-		return float64(x)
-	}
-	return 0
+	h.maxed[key], h.maxv[key] = len(h.pending), value
+	h.pending = append(h.pending, b)
 }
 
 // Ms is t in the stage's clock: ms since it began, as frames count.
@@ -151,10 +151,10 @@ func (h *Hub) Flush() {
 	h.mu.Lock()
 	f := Frame{Seq: h.seq, T: time.Since(h.start).Milliseconds(), Events: h.pending}
 	if f.Events == nil {
-		f.Events = []Event{}
+		f.Events = []json.RawMessage{}
 	}
 	h.seq++
-	h.pending, h.maxed = nil, map[string]int{}
+	h.pending, h.maxed, h.maxv = nil, map[string]int{}, map[string]float64{}
 	h.mu.Unlock()
 	h.send(f)
 }
@@ -329,6 +329,18 @@ func Replay(ctx context.Context, path string, h *Hub) (int, error) {
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 64<<10), MaxLine)
+	var head struct {
+		Schema string `json:"schema"`
+	}
+	if !sc.Scan() {
+		if err := sc.Err(); err != nil {
+			return 0, fmt.Errorf("stage: --replay: %w", err)
+		}
+		return 0, ErrNoFrames
+	}
+	if err := json.Unmarshal(sc.Bytes(), &head); err != nil || head.Schema != Schema {
+		return 0, fmt.Errorf("stage: --replay %s: its first line is not %s's: a recording made before it, or not one of the kit's (record it again with ./run.sh --stage)", path, Schema)
+	}
 	n := 0
 	var first int64
 	begin := time.Now()
@@ -336,7 +348,15 @@ func Replay(ctx context.Context, path string, h *Hub) (int, error) {
 	for sc.Scan() {
 		var fr Frame
 		if err := json.Unmarshal(sc.Bytes(), &fr); err != nil {
-			return n, fmt.Errorf("stage: --replay %s: line %d: %w", path, n+1, err)
+			return n, fmt.Errorf("stage: --replay %s: line %d: %w", path, n+2, err)
+		}
+		for _, ev := range fr.Events {
+			var k struct {
+				K string `json:"k"`
+			}
+			if json.Unmarshal(ev, &k) != nil || !slices.Contains(Kinds, k.K) {
+				return n, fmt.Errorf("stage: --replay %s: line %d: an event of a kind this page cannot play (%.60s)", path, n+2, ev)
+			}
 		}
 		if n == 0 {
 			first = fr.T
@@ -365,7 +385,7 @@ func Replay(ctx context.Context, path string, h *Hub) (int, error) {
 	}
 	if err := sc.Err(); err != nil {
 		if errors.Is(err, bufio.ErrTooLong) {
-			return n, fmt.Errorf("stage: --replay %s: line %d is over %d bytes: not a recording of the kit's", path, n+1, MaxLine)
+			return n, fmt.Errorf("stage: --replay %s: line %d is over %d bytes: not a recording of the kit's", path, n+2, MaxLine)
 		}
 		return n, fmt.Errorf("stage: --replay: %w", err)
 	}

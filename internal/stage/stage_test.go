@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -53,23 +54,28 @@ func TestHub(t *testing.T) {
 	}
 	srv := httptest.NewServer(h)
 	defer srv.Close()
-	h.Add(Event{"k": "hello"})
+	h.Add(Hello{Loops: 4})
 	for _, ms := range []float64{3, 9, 4} {
-		h.AddMax("conn/1", Event{"k": "conn", "ms": ms}, "ms")
+		h.AddMax("conn/1", Conn{Conn: 1, Ms: ms}, ms)
 	}
-	h.AddMax("conn/2", Event{"k": "conn", "ms": 1.0}, "ms")
+	h.AddMax("conn/2", Conn{Conn: 2, Ms: 1.0}, 1.0)
 	h.Flush()
 	h.Flush() // an empty frame still goes out
 	got := frames(t, srv.URL+"/events", 2)
-	if len(got) != 2 || len(got[0].Events) != 3 || got[0].Events[1]["ms"] != 9.0 || len(got[1].Events) != 0 || got[1].Seq != 1 {
+	if len(got) != 2 || len(got[0].Events) != 3 || len(got[1].Events) != 0 || got[1].Seq != 1 {
 		t.Fatalf("frames %+v", got)
+	}
+	var first Conn
+	if err := json.Unmarshal(got[0].Events[1], &first); err != nil || first.Ms != 9 || !strings.HasPrefix(string(got[0].Events[1]), `{"k":"conn",`) ||
+		string(got[0].Events[0]) != `{"k":"hello","loops":4,"slots":0,"block_ms":0,"stall_block_ms":0,"conc":null,"servers_kind":null,"ceiling":null,"stall_conns":0,"engines":null,"rule":""}` {
+		t.Fatalf("events %s", got[0].Events)
 	}
 	if err := h.Close(); err != nil {
 		t.Fatal(err)
 	}
 	b, _ := os.ReadFile(rec)
-	if n := strings.Count(string(b), "\n"); n != 2 {
-		t.Fatalf("%d frames recorded, want 2", n)
+	if n := strings.Count(string(b), "\n"); n != 3 || !strings.HasPrefix(string(b), `{"schema":"`+Schema+`"}`+"\n") {
+		t.Fatalf("recording %q: want the schema line and 2 frames", b)
 	}
 	resp, err := http.Get(srv.URL + "/")
 	if err != nil || resp.StatusCode != 200 {
@@ -158,10 +164,11 @@ func TestReplay(t *testing.T) {
 	rec := filepath.Join(t.TempDir(), "stage.ndjson")
 	var lines []string
 	for i, t := range []int64{250, 500, 750} {
-		b, _ := json.Marshal(Frame{Seq: int64(i), T: t, Events: []Event{{"k": "tp", "rps": float64(i)}}})
+		ev, _ := encode(Throughput{ID: "x", RPS: float64(i)})
+		b, _ := json.Marshal(Frame{Seq: int64(i), T: t, Events: []json.RawMessage{ev}})
 		lines = append(lines, string(b))
 	}
-	if err := os.WriteFile(rec, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+	if err := os.WriteFile(rec, []byte(`{"schema":"`+Schema+`"}`+"\n"+strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	h, _ := NewHub("", nil)
@@ -183,6 +190,16 @@ func TestReplay(t *testing.T) {
 	if _, err := Replay(context.Background(), rec, h); err != ErrNoFrames {
 		t.Fatalf("empty recording: %v", err)
 	}
+	// A recording without the schema line, or with an event the page
+	// cannot play, is refused with why.
+	_ = os.WriteFile(rec, []byte(lines[0]+"\n"), 0o644)
+	if _, err := Replay(context.Background(), rec, h); err == nil || !strings.Contains(err.Error(), Schema) {
+		t.Fatalf("no schema line: %v", err)
+	}
+	_ = os.WriteFile(rec, []byte(`{"schema":"`+Schema+`"}`+"\n"+`{"seq":0,"t":0,"events":[{"k":"launch"}]}`+"\n"), 0o644)
+	if _, err := Replay(context.Background(), rec, h); err == nil || !strings.Contains(err.Error(), "cannot play") {
+		t.Fatalf("an unknown event: %v", err)
+	}
 }
 
 // TestReplayBounded: a recording is a stranger's file: it is played as it
@@ -197,8 +214,10 @@ func TestReplayBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	pad := strings.Repeat("x", 20<<10)
+	fmt.Fprintf(f, "{\"schema\":%q}\n", Schema)
 	for i := range 2000 {
-		b, _ := json.Marshal(Frame{Seq: int64(i), T: 0, Events: []Event{{"k": "note", "pad": pad}}})
+		ev, _ := encode(State{State: pad})
+		b, _ := json.Marshal(Frame{Seq: int64(i), T: 0, Events: []json.RawMessage{ev}})
 		f.Write(append(b, '\n'))
 	}
 	f.Close()
@@ -218,11 +237,12 @@ func TestReplayBounded(t *testing.T) {
 		t.Errorf("replaying a 40 MB recording grew the heap by %d MB", grew>>20)
 	}
 	long := filepath.Join(dir, "long.ndjson")
-	b, _ := json.Marshal(Frame{Seq: 0, T: 0, Events: []Event{{"k": "note", "pad": strings.Repeat("y", MaxLine)}}})
-	if err := os.WriteFile(long, append(b, '\n'), 0o644); err != nil {
+	ev, _ := encode(State{State: strings.Repeat("y", MaxLine)})
+	b, _ := json.Marshal(Frame{Seq: 0, T: 0, Events: []json.RawMessage{ev}})
+	if err := os.WriteFile(long, append([]byte(`{"schema":"`+Schema+`"}`+"\n"), append(b, '\n')...), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Replay(context.Background(), long, h); err == nil || !strings.Contains(err.Error(), "line 1") {
+	if _, err := Replay(context.Background(), long, h); err == nil || !strings.Contains(err.Error(), "line 2") {
 		t.Errorf("a line over the cap: %v", err)
 	}
 	fifo := filepath.Join(dir, "fifo.ndjson")
