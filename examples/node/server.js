@@ -14,9 +14,10 @@
 const http = require('node:http');
 const { Worker } = require('node:worker_threads');
 
-const usage = `Usage: node examples/node/server.js [--addr HOST:PORT] [--block D] [--delay D] [--offload-workers N]
+const usage = `Usage: node examples/node/server.js [--addr HOST:PORT] [--block D] [--delay D] [--offload-workers N] [--ready-file F]
 
   --addr             where to listen (default 127.0.0.1:8090; port 0 picks a free one)
+  --ready-file       once it listens, write where and its PID to this file as JSON (the kit's ready file)
   --block            the blocking call of /slow and /offload (default 5ms)
   --delay            the /async delay (default 5ms)
   --offload-workers  worker threads /offload blocks on (default 32)
@@ -41,7 +42,7 @@ function parseDuration(s) {
 }
 
 const maxNs = 10e9;
-const opts = { addr: '127.0.0.1:8090', block: 5e6, delay: 5e6, workers: 32 };
+const opts = { addr: '127.0.0.1:8090', block: 5e6, delay: 5e6, workers: 32, readyFile: '' };
 const argv = process.argv.slice(2);
 for (let i = 0; i < argv.length; i++) {
   let [name, value] = argv[i].split(/=(.*)/s);
@@ -50,6 +51,7 @@ for (let i = 0; i < argv.length; i++) {
   const bad = (why) => { console.error(`server.js: ${name} ${value}: ${why} (see --help)`); process.exit(2); };
   switch (name) {
     case '--addr': opts.addr = value; break;
+    case '--ready-file': if (!value) bad('want a file name'); opts.readyFile = value; break;
     case '--block': case '--delay': {
       const d = parseDuration(value);
       if (d === null || d > maxNs) bad('want a Go duration from 0 to 10s');
@@ -190,6 +192,13 @@ server.on('error', (err) => { console.error(`server.js: ${err.message}`); proces
 server.listen(port, host, () => {
   const a = server.address();
   const shown = a.family === 'IPv6' ? `[${a.address}]:${a.port}` : `${a.address}:${a.port}`;
-  console.log(`server.js: listening on http://${shown} (1 event loop, pid ${process.pid}, block ${opts.block / 1e6}ms, ${opts.workers} offload workers)`);
+  const line = `server.js: listening on http://${shown} (1 event loop, pid ${process.pid}, block ${opts.block / 1e6}ms, ${opts.workers} offload workers)`;
+  console.log(line);
+  if (opts.readyFile) {
+    // The kit's ready file (bystander.ready/v1), written whole through a rename.
+    const fs = require('node:fs');
+    fs.writeFileSync(opts.readyFile + '.tmp', JSON.stringify({ schema: 'bystander.ready/v1', addr: shown, pid: process.pid, kind: 'loop', workers: 1, line }));
+    fs.renameSync(opts.readyFile + '.tmp', opts.readyFile);
+  }
 });
 for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => { server.close(); server.closeAllConnections(); process.exit(0); });

@@ -6,7 +6,7 @@ the thread, as a synchronous driver call does inside a coroutine); /async
 awaits asyncio.sleep; /offload runs the same blocking call on a thread pool
 (loop.run_in_executor) and answers from the loop. Only the standard library.
 
-    python3 examples/python/server.py --addr 127.0.0.1:8091 [--block 5ms] [--delay 5ms] [--offload-workers 32]
+    python3 examples/python/server.py --addr 127.0.0.1:8091 [--block 5ms] [--delay 5ms] [--offload-workers 32] [--ready-file F]
 
 It prints "listening on http://ADDR" when it accepts connections and ends on
 SIGINT or SIGTERM.
@@ -15,6 +15,8 @@ SIGINT or SIGTERM.
 import argparse
 import asyncio
 import concurrent.futures
+import json
+import os
 import re
 import signal
 import sys
@@ -190,8 +192,15 @@ async def main(opts):
     for sig in (signal.SIGINT, signal.SIGTERM):
         asyncio.get_running_loop().add_signal_handler(sig, stop.set)
     a = server.sockets[0].getsockname()
-    print(f"server.py: listening on http://{a[0]}:{a[1]} (1 event loop, asyncio, block {opts.block / 1e6}ms, "
-          f"{opts.offload_workers} offload workers)", flush=True)
+    line = (f"server.py: listening on http://{a[0]}:{a[1]} (1 event loop, asyncio, block {opts.block / 1e6}ms, "
+            f"{opts.offload_workers} offload workers)")
+    print(line, flush=True)
+    if opts.ready_file:
+        # The kit's ready file (bystander.ready/v1), written whole through a rename.
+        tmp = opts.ready_file + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump({"schema": "bystander.ready/v1", "addr": f"{a[0]}:{a[1]}", "pid": os.getpid(), "kind": "loop", "workers": 1, "line": line}, f)
+        os.replace(tmp, opts.ready_file)
     async with server:
         await stop.wait()
     srv.pool.shutdown(wait=False, cancel_futures=True)
@@ -203,4 +212,5 @@ if __name__ == "__main__":
     p.add_argument("--block", type=duration_arg, default=5_000_000, help="the blocking call of /slow and /offload (default 5ms)")
     p.add_argument("--delay", type=duration_arg, default=5_000_000, help="the /async delay (default 5ms)")
     p.add_argument("--offload-workers", type=workers_arg, default=32, help="threads /offload blocks on (default 32)")
+    p.add_argument("--ready-file", default="", help="once it listens, write where and its PID to this file as JSON (the kit's ready file)")
     asyncio.run(main(p.parse_args()))

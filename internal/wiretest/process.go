@@ -1,15 +1,18 @@
 package wiretest
 
 import (
-	"bufio"
+	"context"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/bystander-kit/bystander/internal/ready"
 )
 
 var builds sync.Map // package dir -> *built
@@ -59,11 +62,14 @@ func FreeAddr(t testing.TB) string {
 	return ln.Addr().String()
 }
 
-// Start runs a server binary and waits for its "listening on" line. The
-// process is interrupted and waited for when the test ends.
+// Start runs a server (a binary, or an interpreter and its script) with
+// --ready-file and waits for its ready file (internal/ready): the kit's
+// servers and its examples in other runtimes all write one. The process
+// is interrupted and waited for when the test ends.
 func Start(t testing.TB, bin string, args ...string) *exec.Cmd {
 	t.Helper()
-	cmd := exec.Command(bin, args...)
+	rf := filepath.Join(t.TempDir(), "ready")
+	cmd := exec.Command(bin, append(args, "--ready-file", rf)...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -78,9 +84,12 @@ func Start(t testing.TB, bin string, args ...string) *exec.Cmd {
 			_ = cmd.Wait()
 		}
 	})
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil || !strings.Contains(line, "listening on") {
-		t.Fatalf("%s did not start: %q %v", filepath.Base(bin), line, err)
+	// Its stdout ends when it exits: that, not a Wait the test may want to
+	// make itself, says a server ended before it was ready.
+	ended := make(chan struct{})
+	go func() { _, _ = io.Copy(io.Discard, out); close(ended) }()
+	if _, err := ready.Wait(context.Background(), rf, ended, time.Minute); err != nil {
+		t.Fatalf("%s did not start: %v", filepath.Base(bin), err)
 	}
 	return cmd
 }
