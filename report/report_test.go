@@ -22,11 +22,11 @@ var update = flag.Bool("update", false, "rewrite testdata/report.golden.html")
 // stub stands in for echarts in tests that look at the page, not a browser.
 var stub = asset{js: []byte("/* echarts stub for tests */ var echarts = {};")}
 
-const testRun = "testdata/run" // a real default run of ./run.sh, report.html left out
+const testRun = "../internal/findings/testdata/run" // a real default run of ./run.sh, report.html left out
 
 // customRun is a real --quick run with a value other than the default for
 // every parameter a caption states (see internal/experiment's customArgs).
-const customRun = "testdata/custom-run"
+const customRun = "../internal/findings/testdata/custom-run"
 
 func readTestRun(t *testing.T) *results.Run {
 	t.Helper()
@@ -274,11 +274,11 @@ func TestCaptionsFromTheRun(t *testing.T) {
 
 // nodeRun is a real --quick run of the Node.js example alone (--servers=
 // --target node=URL,offload=32, no pid=).
-const nodeRun = "testdata/node-run"
+const nodeRun = "../internal/findings/testdata/node-run"
 
 // offloadRun is a real --quick run of the loop server's sweep alone with
 // --sweep-endpoint=/offload, to compare with testRun's /slow.
-const offloadRun = "testdata/offload-run"
+const offloadRun = "../internal/findings/testdata/offload-run"
 
 // TestExternalRun: a server the user started is shown like the kit's, with
 // its name, its own loops in the stall chart, and its cost said to be not

@@ -11,10 +11,10 @@ import (
 
 // Real runs kept by the report's tests.
 const (
-	defaultRun = "../../report/testdata/run"        // a default ./run.sh
-	customRun  = "../../report/testdata/custom-run" // --quick with other values of every parameter
-	nodeRun    = "../../report/testdata/node-run"   // the Node.js example alone (--servers= --target)
-	offloadRun = "../../report/testdata/offload-run"
+	defaultRun = "../findings/testdata/run"        // a default ./run.sh
+	customRun  = "../findings/testdata/custom-run" // --quick with other values of every parameter
+	nodeRun    = "../findings/testdata/node-run"   // the Node.js example alone (--servers= --target)
+	offloadRun = "../findings/testdata/offload-run"
 )
 
 // TestTest: the U test across repetitions, benchstat's way.

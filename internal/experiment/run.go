@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/bystander-kit/bystander/internal/files"
 	"github.com/bystander-kit/bystander/internal/findings"
 	"github.com/bystander-kit/bystander/internal/ready"
 	"github.com/bystander-kit/bystander/internal/results"
@@ -173,9 +174,11 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) int {
 	r.save()
 
 	var sb strings.Builder
-	findings.Compute(r.dir, r.run).WriteTables(&sb)
+	fd := findings.Compute(r.dir, r.run)
+	fd.WriteTables(&sb)
 	fmt.Fprint(stdout, sb.String())
-	_ = os.WriteFile(filepath.Join(r.dir, "summary.txt"), []byte(sb.String()), 0o644)
+	_ = files.WriteAtomic(filepath.Join(r.dir, "summary.txt"), []byte(sb.String()), 0o644)
+	_ = files.WriteAtomic(filepath.Join(r.dir, "findings.json"), fd.FaceJSON(), 0o644)
 	fmt.Fprintf(stdout, "\nresults: %s\n", r.dir)
 	if r.run.Report != "" {
 		fmt.Fprintf(stdout, "report:  %s\n", filepath.Join(r.dir, r.run.Report))

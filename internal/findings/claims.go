@@ -10,18 +10,21 @@ import (
 // ServerSummary is one server as the run measured it: what it is, and
 // the ceilings of its sweep, computed once for every page that draws them.
 type ServerSummary struct {
-	Name, Kind string
-	External   bool
+	Name     string `json:"name"`
+	Kind     string `json:"kind"`
+	External bool   `json:"external,omitempty"`
 	// Workers are its loops or slots (0: not known); SweepWorkers those
 	// the sweep's endpoint blocks on (an /offload sweep: the offload pool).
-	Workers, SweepWorkers int
+	Workers      int `json:"workers"`
+	SweepWorkers int `json:"sweep_workers"`
 	// Block is the sweep's asked block; NominalCeiling SweepWorkers / Block;
 	// MeasuredBlock the median of what the server said it blocked (0: it
 	// did not say) and MeasuredCeiling SweepWorkers / MeasuredBlock.
-	Block                           time.Duration
-	NominalCeiling, MeasuredCeiling float64
-	MeasuredBlock                   time.Duration
-	Phases                          []string
+	Block           time.Duration `json:"block_ns"`
+	NominalCeiling  float64       `json:"nominal_ceiling_per_s"`
+	MeasuredCeiling float64       `json:"measured_ceiling_per_s"`
+	MeasuredBlock   time.Duration `json:"measured_block_ns"`
+	Phases          []string      `json:"phases"`
 }
 
 // WorkersText is "4 loops", "200 slots", "1 loop", or "workers unknown".
@@ -115,12 +118,14 @@ func (f *Findings) CallersCeilings() [][2]float64 {
 
 // Claim is one of the story's claims, checked on the run's data.
 type Claim struct {
-	ID string
+	ID string `json:"id"`
 	// Known: the run measured what the claim is about; Held: it held.
-	Known, Held bool
+	Known bool `json:"known"`
+	Held  bool `json:"held"`
 	// Text is the claim in words; Figure the figures that decided, said
 	// whether it held or not.
-	Text, Figure string
+	Text   string `json:"text"`
+	Figure string `json:"figure"`
 }
 
 // Sentence is what a page says of the claim: the claim with its figures

@@ -20,13 +20,13 @@ const (
 
 // PublishedRow is one published figure beside this run's.
 type PublishedRow struct {
-	What      string // the figure: "/slow, 5ms block, on 4 event loops"
-	Server    string // this run's server
-	This      string // this run's figure, "781 req/s"
-	ThisShare string // its share of its own ceiling, "98% of 800", or ""
-	Published string
-	PubShare  string
-	Differs   string // the conditions that differ, or ""
+	What      string `json:"what"`       // the figure: "/slow, 5ms block, on 4 event loops"
+	Server    string `json:"server"`     // this run's server
+	This      string `json:"this_run"`   // this run's figure, "781 req/s"
+	ThisShare string `json:"this_share"` // its share of its own ceiling, "98% of 800", or ""
+	Published string `json:"published"`
+	PubShare  string `json:"published_share"`
+	Differs   string `json:"differs"` // the conditions that differ, or ""
 }
 
 // published is one figure of the publication and how this run matches it.

@@ -14,7 +14,7 @@ import (
 )
 
 // realRun is a default run of ./run.sh kept by the report's tests.
-const realRun = "../../report/testdata/run"
+const realRun = "testdata/run"
 
 func TestTables(t *testing.T) {
 	f, err := Read(realRun)
@@ -122,7 +122,7 @@ func TestPublished(t *testing.T) {
 	if !strings.Contains(sb.String(), "This run beside the published Netty-vs-Tomcat experiment") {
 		t.Error("the tables lack the published comparison")
 	}
-	c, err := Read("../../report/testdata/custom-run")
+	c, err := Read("testdata/custom-run")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -247,7 +247,7 @@ func TestClaims(t *testing.T) {
 	if lead := f.Lead(); !strings.HasPrefix(lead, "A 5ms blocking call is harmless on pool's 200 slots and ruinous on loop-gnet's 4 event loops") {
 		t.Errorf("lead %q", lead)
 	}
-	node, err := Read("../../report/testdata/node-run")
+	node, err := Read("testdata/node-run")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,158 @@
+package findings
+
+import (
+	"encoding/json"
+	"math"
+)
+
+// FaceSchema names the JSON face of a run's findings (findings.json).
+const FaceSchema = "bystander.findings/v1"
+
+// Face is the findings as JSON: the figures and the words of every row,
+// as the tables and the report give them, for a reader that wants them
+// without the kit, and for goldens where the figures are computed. It is
+// derived from the run directory; the directory stays the record.
+type Face struct {
+	Schema      string          `json:"schema"`
+	Lead        string          `json:"lead"`
+	Claims      []Claim         `json:"claims"`
+	Servers     []ServerSummary `json:"servers"`
+	Sweep       []FaceLoad      `json:"sweep"`
+	Stall       []FaceStall     `json:"stall"`
+	Offload     []FaceLoad      `json:"offload"`
+	Trace       []FaceTrace     `json:"trace"`
+	Cliff       []FaceLoad      `json:"cliff"`
+	Cost        []FaceCost      `json:"cost"`
+	Published   []PublishedRow  `json:"published"`
+	NotMeasured []string        `json:"not_measured"`
+	Noticed     []string        `json:"noticed"`
+}
+
+// FaceFigure is a figure over the repetitions: median, smallest, largest.
+type FaceFigure struct {
+	Median float64 `json:"median"`
+	Min    float64 `json:"min"`
+	Max    float64 `json:"max"`
+	N      int     `json:"n"`
+}
+
+func face(v Figure, scale float64) *FaceFigure {
+	if !v.OK() {
+		return nil
+	}
+	lo, hi := v.Spread()
+	r := func(x float64) float64 { return math.Round(x*scale*1000) / 1000 }
+	return &FaceFigure{Median: r(v.Median()), Min: r(lo), Max: r(hi), N: len(v)}
+}
+
+// FaceLoad is a load row (sweep, offload, cliff).
+type FaceLoad struct {
+	ID        string      `json:"id"`
+	Server    string      `json:"server"`
+	Endpoint  string      `json:"endpoint"`
+	Variant   string      `json:"variant,omitempty"`
+	Callers   int         `json:"callers"`
+	ReqPerS   *FaceFigure `json:"req_per_s"`
+	Blocked   string      `json:"blocked"`
+	Bound     string      `json:"bound"`
+	BoundText string      `json:"bound_text"`
+	FastP50Ms *FaceFigure `json:"fast_p50_ms"`
+	FastP99Ms *FaceFigure `json:"fast_p99_ms"`
+	Saturated string      `json:"saturated,omitempty"`
+	Why       string      `json:"why,omitempty"`
+}
+
+// FaceStall is a stall row.
+type FaceStall struct {
+	ID            string      `json:"id"`
+	Server        string      `json:"server"`
+	K             int         `json:"k"`
+	Stalled       string      `json:"stalled"`
+	Expected      string      `json:"expected"`
+	Exactly       string      `json:"exactly_those"`
+	StalledWaitMs *FaceFigure `json:"stalled_wait_ms"`
+	OthersWaitMs  *FaceFigure `json:"others_wait_ms"`
+	Machine       string      `json:"machine"`
+	Detector      string      `json:"detector"`
+	Mismatch      []string    `json:"mismatch,omitempty"`
+	Unjudged      []string    `json:"unjudged,omitempty"`
+	BlockOff      string      `json:"block_off,omitempty"`
+	Why           string      `json:"why,omitempty"`
+}
+
+// FaceTrace is a trace row.
+type FaceTrace struct {
+	ID         string      `json:"id"`
+	Server     string      `json:"server"`
+	AcceptedMs *FaceFigure `json:"accepted_ms"`
+	LatenessMs *FaceFigure `json:"lateness_ms"`
+	ReturnMs   *FaceFigure `json:"return_ms"`
+	TotalP50Ms *FaceFigure `json:"total_p50_ms"`
+	TotalP99Ms *FaceFigure `json:"total_p99_ms"`
+	Samples    *FaceFigure `json:"samples"`
+}
+
+// FaceCost is one measurement's cost and bound.
+type FaceCost struct {
+	ID             string  `json:"id"`
+	Server         string  `json:"server"`
+	Repeat         int     `json:"repeat"`
+	ServerCPUUs    float64 `json:"server_cpu_us_per_request"`
+	CtxSwitches    float64 `json:"ctx_switches_per_request"`
+	NotMeasured    bool    `json:"server_not_measured,omitempty"`
+	GeneratorCPUUs float64 `json:"generator_cpu_us_per_request"`
+	Bound          string  `json:"bound"`
+}
+
+func faceLoad(r LoadRow) FaceLoad {
+	l := FaceLoad{ID: r.Step.ID, Server: r.Step.Server.Name, Endpoint: r.Step.Endpoint, Variant: r.Step.Variant, Callers: r.Step.Conc,
+		ReqPerS: face(r.Throughput, 1), Blocked: r.BlockedText(), Bound: r.Kind(), FastP50Ms: face(r.Fast.P50, 1e-3), FastP99Ms: face(r.Fast.P99, 1e-3),
+		Saturated: r.Fast.SaturatedWhy}
+	if b := r.Bound(); b != nil {
+		l.BoundText = b.Line()
+	}
+	if !r.OK() {
+		l.Why = r.Why
+	}
+	return l
+}
+
+// Face computes the JSON face of f.
+func (f *Findings) Face() Face {
+	x := Face{Schema: FaceSchema, Lead: f.Lead(), Claims: f.Claims, Servers: f.Servers, Published: f.Published(),
+		NotMeasured: f.NotMeasured, Noticed: f.Noticed}
+	for _, r := range f.Sweep {
+		x.Sweep = append(x.Sweep, faceLoad(r.LoadRow))
+	}
+	for _, r := range f.Offload {
+		x.Offload = append(x.Offload, faceLoad(r))
+	}
+	for _, r := range f.Cliff {
+		x.Cliff = append(x.Cliff, faceLoad(r))
+	}
+	for _, r := range f.Stall {
+		s := FaceStall{ID: r.Step.ID, Server: r.Step.Server.Name, K: r.Step.K, Stalled: r.StalledText(), Expected: num(r.Expected, "%.0f"),
+			Exactly: r.MatchText(), StalledWaitMs: face(r.StalledWait, 1e-3), OthersWaitMs: face(r.OthersWait, 1e-3), Machine: r.MachineText(),
+			Detector: r.DetectorText(), Mismatch: r.Mismatch, Unjudged: r.Unjudged, BlockOff: r.BlockOff}
+		if !r.OK() {
+			s.Why = r.Why
+		}
+		x.Stall = append(x.Stall, s)
+	}
+	for _, r := range f.Trace {
+		x.Trace = append(x.Trace, FaceTrace{ID: r.Step.ID, Server: r.Step.Server.Name, AcceptedMs: face(r.Accepted.P50, 1e-3), LatenessMs: face(r.Lateness.P50, 1e-3),
+			ReturnMs: face(r.Return.P50, 1e-3), TotalP50Ms: face(r.Total.P50, 1e-3), TotalP99Ms: face(r.Total.P99, 1e-3), Samples: face(r.Total.N, 1)})
+	}
+	for _, c := range f.Cost {
+		x.Cost = append(x.Cost, FaceCost{ID: c.ID, Server: c.Server, Repeat: c.Repeat, ServerCPUUs: math.Round(c.Cost.ServerCPUUsPerRequest*10) / 10,
+			CtxSwitches: math.Round(c.Cost.CtxSwitchesPerRequest*100) / 100, NotMeasured: c.Cost.ServerNotMeasured,
+			GeneratorCPUUs: math.Round(c.Cost.GeneratorCPUUsPerReq*10) / 10, Bound: c.Bound.Line()})
+	}
+	return x
+}
+
+// FaceJSON is the face as findings.json holds it.
+func (f *Findings) FaceJSON() []byte {
+	b, _ := json.MarshalIndent(f.Face(), "", "  ")
+	return append(b, '\n')
+}

@@ -1,0 +1,70 @@
+package findings
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite the goldens (tables.golden, findings.golden.json) of the test runs")
+
+// goldenRuns are real runs of the kit: a default run (v3), one with other
+// values of every parameter (v3), the Node.js example alone (v4), an
+// /offload sweep (v4), and a --quick run of every phase (v6, with the
+// servers' own waits and /proc's raw figures).
+var goldenRuns = []string{"run", "custom-run", "node-run", "offload-run", "quick-run"}
+
+// TestGoldens: the tables and the JSON face of each test run are what was
+// reviewed; go test ./internal/findings -run TestGoldens -update rewrites
+// them after a reviewed change.
+func TestGoldens(t *testing.T) {
+	for _, name := range goldenRuns {
+		t.Run(name, func(t *testing.T) {
+			dir := filepath.Join("testdata", name)
+			f, err := Read(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var tables bytes.Buffer
+			f.WriteTables(&tables)
+			for file, got := range map[string][]byte{"tables.golden": tables.Bytes(), "findings.golden.json": f.FaceJSON()} {
+				path := filepath.Join(dir, file)
+				if *update {
+					if err := os.WriteFile(path, got, 0o644); err != nil {
+						t.Fatal(err)
+					}
+					continue
+				}
+				want, err := os.ReadFile(path)
+				if err != nil {
+					t.Fatalf("%v (go test ./internal/findings -run TestGoldens -update writes it)", err)
+				}
+				if !bytes.Equal(got, want) {
+					t.Errorf("%s differs from what was reviewed; if the change is intended, rerun with -update and review the diff:\n%s", path, firstDiff(string(want), string(got)))
+				}
+			}
+		})
+	}
+}
+
+// firstDiff shows the first line that differs.
+func firstDiff(a, b string) string {
+	al, bl := strings.Split(a, "\n"), strings.Split(b, "\n")
+	for i := range max(len(al), len(bl)) {
+		var x, y string
+		if i < len(al) {
+			x = al[i]
+		}
+		if i < len(bl) {
+			y = bl[i]
+		}
+		if x != y {
+			return "line " + strconv.Itoa(i+1) + ":\n- " + x + "\n+ " + y
+		}
+	}
+	return ""
+}
