@@ -263,7 +263,7 @@ func (r *runner) hello() stage.Hello {
 	for _, s := range r.plan.Steps {
 		h.ServersKind[s.Server.Name] = s.Server.Kind
 		if s.Phase == "sweep" {
-			h.Ceiling[s.Server.Name] = findings.CeilingPerS(findings.WorkersOf(s, o.Slots), time.Duration(s.Server.BlockNs))
+			_, h.Ceiling[s.Server.Name] = findings.StepCeiling(s, o.Slots)
 		}
 	}
 	return h
@@ -274,9 +274,9 @@ func ms(d time.Duration) float64 { return float64(d) / 1e6 }
 // stepEvent says a step began or ended; at its end, with its figures as
 // internal/findings computes them for the tables and the report.
 func (r *runner) stepEvent(s Step, state string, m *results.Measurement) {
+	workers, ceiling := findings.StepCeiling(s, r.o.Slots)
 	ev := stage.Step{ID: s.ID, Phase: s.Phase, Server: s.Server.Name, Conc: s.Conc, K: s.K, Variant: s.Variant,
-		Endpoint: s.Endpoint, State: state, Screen: screenOf(s),
-		Workers: findings.WorkersOf(s, r.o.Slots), Ceiling: findings.CeilingPerS(findings.WorkersOf(s, r.o.Slots), time.Duration(s.Server.BlockNs))}
+		Endpoint: s.Endpoint, State: state, Screen: screenOf(s), Workers: workers, Ceiling: ceiling}
 	if m != nil {
 		ev.Status = m.Status
 		if m.Status == "ok" {

@@ -88,6 +88,13 @@ func WorkersOf(s results.Step, offloadWorkers int) int {
 	return offloadWorkers
 }
 
+// StepCeiling is the workers a step's blocking call can run on and their
+// ceiling, workers / the asked block, in req/s (0 when not known).
+func StepCeiling(s results.Step, offloadWorkers int) (int, float64) {
+	w := WorkersOf(s, offloadWorkers)
+	return w, CeilingPerS(w, time.Duration(s.Server.BlockNs))
+}
+
 // BoundOf decides what bounds a measurement from its load result and the
 // server's cost; offloadWorkers is the pool /offload blocks on.
 func BoundOf(s results.Step, lr *results.Result, c *results.ServerCost, offloadWorkers int) *Bound {

@@ -1,0 +1,53 @@
+package findings
+
+import (
+	"encoding/json"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// TestLayers: the house keeps its layers, and nothing imports upward: a
+// program (loadgen, loopserver, poolserver, prober, report) imports only
+// internal packages; an internal package imports only internal packages
+// and examples/java (the published experiment's servers, embedded: a leaf
+// that imports nothing of the kit); no package imports a program. (Go
+// itself refuses an import cycle.)
+func TestLayers(t *testing.T) {
+	out, err := exec.Command("go", "list", "-json=ImportPath,Imports", "github.com/bystander-kit/bystander/...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	const mod = "github.com/bystander-kit/bystander/"
+	programs := map[string]bool{"loadgen": true, "loopserver": true, "poolserver": true, "prober": true, "report": true}
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	n := 0
+	for dec.More() {
+		var p struct {
+			ImportPath string
+			Imports    []string
+		}
+		if err := dec.Decode(&p); err != nil {
+			t.Fatal(err)
+		}
+		n++
+		self := strings.TrimPrefix(p.ImportPath, mod)
+		for _, imp := range p.Imports {
+			dep, ok := strings.CutPrefix(imp, mod)
+			if !ok {
+				continue
+			}
+			switch {
+			case programs[dep]:
+				t.Errorf("%s imports the program %s", self, dep)
+			case self == "examples/java":
+				t.Errorf("examples/java imports %s: it must stay a leaf", dep)
+			case !strings.HasPrefix(dep, "internal/") && dep != "examples/java":
+				t.Errorf("%s imports %s, which is neither internal nor examples/java", self, dep)
+			}
+		}
+	}
+	if n < 20 {
+		t.Fatalf("go list found %d packages", n)
+	}
+}
