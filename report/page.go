@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	_ "embed"
 	"fmt"
 	"html/template"
 	"io"
@@ -95,6 +96,8 @@ type page struct {
 	Partial  string
 	// RunTitle heads the closing table of parameters ("The run").
 	RunTitle string
+	// Script is the page's drawing script (page.js).
+	Script template.JS
 }
 
 type kv struct{ K, V string }
@@ -157,81 +160,20 @@ var blockModeNote = map[string]string{
 	"spin":    " (a CPU-bound handler: the thread burns a core)",
 }
 
-var tpl = template.Must(template.New("page").Parse(`<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>{{.Title}}</title>
-<style>
-body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:0 auto;max-width:1100px;padding:1.5em;color:#222;line-height:1.45}
-h1{font-size:1.6em;margin-bottom:.2em}h2{font-size:1.2em;margin-top:2em;border-bottom:1px solid #ddd}
-.caption{color:#444;max-width:60em}.missing{background:#fff4e5;border:1px solid #f0b36b;padding:1em}
-.note{background:#fdecea;border:1px solid #e57373;padding:.8em}table{border-collapse:collapse;font-size:.9em}
-td,th{border:1px solid #ddd;padding:.25em .5em;text-align:left;vertical-align:top}th{background:#f4f4f4}
-.kv td:first-child{color:#666}.flag{background:#fdecea}.container{width:100%}
-</style>
-<script>window.bystanderCharts = [];</script>
-</head>
-<body>
-<h1>{{.Title}}</h1>
-<p class="caption">{{.Lead}}</p>
-{{if .CDNNote}}<p class="note">echarts could not be inlined ({{.CDNNote}}): this page loads it from {{.CDN}} and needs the network to draw its charts.</p>{{end}}
-{{if .Partial}}<p class="note">This run was cut short ({{.Partial}}): what was measured before is shown; the rest is marked.</p>{{end}}
-<p class="caption">The charts come first (each saves itself as a PNG from its top-right icon, for slides); <a href="#h_run">the run's parameters, environment and phases</a> are at the end.</p>
-{{range .Sections}}
-<h2 id="h_{{.ID}}">{{.Title}}</h2>
-<p class="caption">{{.Caption}}</p>
-{{range .Notes}}<p class="note">{{.}}</p>
-{{end}}{{if .Missing}}<p class="missing" id="missing_{{.ID}}">Not drawn: {{.Missing}}.</p>
-{{else if .Grid}}<table id="{{.ID}}"><tr>{{range .Grid.Head}}<th>{{.}}</th>{{end}}</tr>
-{{range .Grid.Rows}}<tr>{{range .}}<td>{{.}}</td>{{end}}</tr>
-{{end}}</table>
-{{else if .Table}}<table id="{{.ID}}"><tr><th>measurement</th><th>server CPU us/req</th><th>context switches/req</th><th>threads</th><th>peak RSS</th><th>generator CPU us/req</th><th>bound</th></tr>
-{{range .Table.Rows}}<tr{{if .Flagged}} class="flag"{{end}}><td>{{.ID}}</td><td>{{.CPU}}</td><td>{{.CtxSw}}</td><td>{{.Threads}}</td><td>{{.RSS}}</td><td>{{.Gen}}</td><td>{{if .Flagged}}FLAGGED: {{end}}{{.Bound}}</td></tr>
-{{end}}</table>
-{{else}}{{.Element}}
-{{.Script}}
-{{end}}{{end}}
-<h2 id="h_run">{{or .RunTitle "The run"}}</h2>
-<table class="kv">{{range .Params}}<tr><td>{{.K}}</td><td>{{.V}}</td></tr>{{end}}{{range .Env}}<tr><td>{{.K}}</td><td>{{.V}}</td></tr>{{end}}</table>
-{{if .Phases}}<h2>Phases</h2>
-<table><tr><th>phase</th><th>status</th></tr>{{range .Phases}}<tr><td>{{.Phase}}</td><td>{{.Status}}{{range .Problems}}<br>{{.}}{{end}}</td></tr>{{end}}</table>{{end}}
-{{.Echarts}}
-<script>
-(function () {
-  "use strict";
-  // Once echarts is there, draw every chart at once, in page order, so a
-  // screenshot, a print or a quick scroll finds them all drawn.
-  function drawAll() {
-    performance.mark("echarts loaded");
-    if (typeof echarts === "undefined") { return; }
-    window.bystanderCharts.forEach(function (c) {
-      if (c.drawn) { return; }
-      c.drawn = true;
-      c.draw();
-      performance.mark("drawn " + c.id);
-      if (!window.bystanderFirstDrawnMs) { window.bystanderFirstDrawnMs = performance.now(); }
-    });
-    window.bystanderAllDrawnMs = performance.now();
-  }
-  window.bystanderDrawAll = drawAll;
-  window.bystanderEcharts().then(drawAll, function (e) {
-    var p = document.createElement("p");
-    p.className = "note";
-    p.textContent = "The charts cannot be drawn: " + e.message;
-    document.body.insertBefore(p, document.body.firstChild);
-    console.error(e);
-  });
-})();
-</script>
-<p class="caption">Made by bystander's report from {{.Run.Schema}} results; the measurements are in the run directory beside this file.</p>
-</body>
-</html>
-`))
+// The page's HTML and its drawing script are files of their own,
+// embedded, so they can be read, linted and diffed as what they are.
+var (
+	//go:embed page.html
+	pageHTML string
+	//go:embed page.js
+	pageJS string
+
+	tpl = template.Must(template.New("page").Parse(pageHTML))
+)
 
 // writePage writes the page.
 func writePage(w io.Writer, p page) error {
+	p.Script = template.JS(pageJS)
 	var buf bytes.Buffer
 	if err := tpl.Execute(&buf, p); err != nil {
 		return fmt.Errorf("report: %w", err)
