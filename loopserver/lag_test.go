@@ -5,13 +5,14 @@ import (
 
 	"bufio"
 	"encoding/json"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 	"net/http"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 
 	"github.com/bystander-kit/bystander/internal/lag"
 	"github.com/bystander-kit/bystander/internal/protocol"
