@@ -51,6 +51,8 @@ func TestBoundOf(t *testing.T) {
 			cost(0.3, 0.1, 0.45), "none", 0, false, true, nil, "a request took 6.4ms on average against the 5ms block"},
 		{"no ceiling near: the client's turnaround", results.Step{Server: pool, Conc: 64}, load(10000, ms5, ms5), cost(0.3, 0.1, 0.45),
 			"none", 0, false, false, []string{"Little's law off by 21."}, "the callers spent 22% of the window between requests"},
+		{"Little's law off the other way: more in flight than callers", results.Step{Server: pool, Conc: 64}, load(12000, 6*time.Millisecond, ms5), cost(0.7, 0.4, 1.2),
+			"callers", 0, false, false, []string{"Little's law off by 12.5%: throughput x mean latency / callers = 1.125, more requests in flight than callers"}, "64 callers / 5ms"},
 		{"CPU: the kit uses the machine", results.Step{Server: pool, Conc: 256}, load(25000, 10240*time.Microsecond, ms5), cost(1.3, 0.6, 1.95),
 			"cpu", 0, false, true, nil, "the kit's processes use 1.90 of 2 cores"},
 		{"the generator: not the server's figure", results.Step{Server: pool, Conc: 256}, load(25000, 10240*time.Microsecond, ms5), cost(0.8, 1.0, 1.95),
