@@ -12,6 +12,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"regexp"
 	"strings"
 	"syscall"
 	"time"
@@ -45,9 +46,53 @@ func Parse(fs *flag.FlagSet, args []string, stderr io.Writer) error {
 		fmt.Fprint(stderr, usage.String())
 		return err
 	case err != nil:
-		return fmt.Errorf("%s: %v (see --help)", fs.Name(), err)
+		return fmt.Errorf("%s: %s (see --help)", fs.Name(), say(fs, err))
 	}
 	return nil
+}
+
+var (
+	badValue  = regexp.MustCompile(`^invalid value ("[^"]*") for flag -([\w-]+): (.*)$`)
+	undefined = regexp.MustCompile(`^flag provided but not defined: -+([\w-]+)$`)
+	noArg     = regexp.MustCompile(`^flag needs an argument: -+([\w-]+)$`)
+)
+
+// say rewords the flag package's errors as the README speaks: flags with
+// two dashes, and for a value that does not parse, the form it wants.
+func say(fs *flag.FlagSet, err error) string {
+	msg := err.Error()
+	if m := badValue.FindStringSubmatch(msg); m != nil {
+		why := m[3]
+		if why == "parse error" {
+			why = "want " + wants(fs.Lookup(m[2]))
+		}
+		return fmt.Sprintf("--%s %s: %s", m[2], m[1], why)
+	}
+	if m := undefined.FindStringSubmatch(msg); m != nil {
+		return fmt.Sprintf("--%s is not defined", m[1])
+	}
+	if m := noArg.FindStringSubmatch(msg); m != nil {
+		return fmt.Sprintf("--%s needs a value", m[1])
+	}
+	return msg
+}
+
+// wants says what form a flag's value takes.
+func wants(f *flag.Flag) string {
+	if f == nil {
+		return "another value"
+	}
+	switch fmt.Sprintf("%T", f.Value) {
+	case "*flag.durationValue":
+		return "a Go duration such as 5ms, 250us or 1.5s"
+	case "*flag.intValue", "*flag.int64Value", "*flag.uintValue", "*flag.uint64Value":
+		return "a whole number"
+	case "*flag.float64Value":
+		return "a number"
+	case "*flag.boolValue":
+		return "true or false"
+	}
+	return "another value"
 }
 
 // StartAt is the --start-at flag of the measuring tools: the wall-clock

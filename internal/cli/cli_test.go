@@ -33,6 +33,37 @@ func TestParse(t *testing.T) {
 	}
 }
 
+// TestParseSaysFlagsAsTheREADME: errors name flags with two dashes, as
+// the README and --help do, and a duration or number that does not parse
+// says what form it wants.
+func TestParseSaysFlagsAsTheREADME(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"--block=abc"}, []string{"--block", `"abc"`, "a Go duration such as 5ms"}},
+		{[]string{"--loops=four"}, []string{"--loops", `"four"`, "a whole number"}},
+		{[]string{"--nope"}, []string{"--nope", "not defined"}},
+		{[]string{"--block"}, []string{"--block", "needs a value"}},
+	} {
+		fs := flag.NewFlagSet("run.sh", flag.ContinueOnError)
+		fs.Duration("block", time.Millisecond, "")
+		fs.Int("loops", 4, "")
+		err := Parse(fs, tc.args, &strings.Builder{})
+		if err == nil {
+			t.Fatalf("%v accepted", tc.args)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%v: %q lacks %q", tc.args, err, w)
+			}
+		}
+		if strings.Contains(err.Error(), " -block") || strings.Contains(err.Error(), " -loops") || strings.Contains(err.Error(), "parse error") {
+			t.Errorf("%v: %q names a flag with one dash or says only 'parse error'", tc.args, err)
+		}
+	}
+}
+
 func TestStartAt(t *testing.T) {
 	var s StartAt
 	if err := s.Set("soon"); err == nil {

@@ -492,8 +492,8 @@ func (p Plan) Expected() time.Duration {
 // Describe prints the plan.
 func (p Plan) Describe(w io.Writer) {
 	o := p.Options
-	fmt.Fprintf(w, "bystander: %d measurements x %d repetition(s), expected %s; results in %s\n",
-		len(p.Steps), o.Repeat, p.Expected().Round(time.Second), o.Out)
+	fmt.Fprintf(w, "bystander: %s x %s, expected %s; results in %s\n",
+		plural(len(p.Steps), "measurement"), plural(o.Repeat, "repetition"), p.Expected().Round(time.Second), o.Out)
 	if len(o.Servers) > 0 {
 		fmt.Fprintf(w, "  servers %s (engines %s; %d loops, %d slots); block %s for sweep and offload, %s for stall, trace and cliff, mode %s\n",
 			strings.Join(o.Servers, ","), strings.Join(o.Engines, ","), o.Loops, o.Slots, o.Block, o.StallBlock, o.BlockMode)
@@ -517,7 +517,7 @@ func (p Plan) Describe(w io.Writer) {
 			}
 		}
 		if n > 0 {
-			fmt.Fprintf(w, "  %-8s %2d measurements, about %s: %s\n", phase, n, d.Round(time.Second), o.story(phase))
+			fmt.Fprintf(w, "  %-8s %15s, about %s: %s\n", phase, plural(n, "measurement"), d.Round(time.Second), o.story(phase))
 		}
 	}
 }

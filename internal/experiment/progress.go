@@ -100,7 +100,10 @@ func label(s Step, rep int) string {
 	case "stall":
 		l += fmt.Sprintf(" k=%d", s.K)
 	case "offload":
-		l += " " + s.Variant + " " + s.Endpoint
+		l += " " + s.Endpoint
+		if s.Variant != "pool" { // a pool's /slow is the variant it names
+			l += " (" + s.Variant + ")"
+		}
 	default:
 		l += fmt.Sprintf(" %d callers", s.Conc)
 	}

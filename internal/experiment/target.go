@@ -2,6 +2,7 @@ package experiment
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -12,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/bystander-kit/bystander/internal/client"
@@ -132,6 +134,14 @@ func (o *Options) validateTargets() error {
 func resolve(ctx context.Context, o *Options, w io.Writer) error {
 	for i := range o.Targets {
 		t := &o.Targets[i]
+		c, err := net.DialTimeout("tcp", t.Addr, 5*time.Second)
+		if errors.Is(err, syscall.ECONNREFUSED) {
+			return fmt.Errorf("run.sh: --target %s: nothing is listening at %s (connection refused): start the server first, or check the URL", t.Name, t.Addr)
+		}
+		if err != nil {
+			return fmt.Errorf("run.sh: --target %s: cannot connect to %s: %v", t.Name, t.Addr, err)
+		}
+		c.Close()
 		fmt.Fprintf(w, "checking %s at %s (prober --mode check) ...\n", t.Name, t.URL)
 		rep := conform.Run(ctx, t.Addr, conform.Options{Loops: t.Loops})
 		if ctx.Err() != nil {
@@ -141,7 +151,9 @@ func resolve(ctx context.Context, o *Options, w io.Writer) error {
 		if err := os.WriteFile(filepath.Join(o.Out, "check-"+t.Name+".json"), rep.JSON(), 0o644); err != nil {
 			return fmt.Errorf("run.sh: %v", err)
 		}
+		// Each failing check once, with every planned phase that needs it.
 		var refused []string
+		needs := map[string][]string{}
 		t.Skips = map[string]string{}
 		for _, ph := range o.Phases {
 			for _, c := range rep.Checks {
@@ -150,7 +162,10 @@ func resolve(ctx context.Context, o *Options, w io.Writer) error {
 				}
 				why := fmt.Sprintf("check %s %s: %s", c.ID, c.Status, c.Reason)
 				if c.Status == conform.Fail {
-					refused = append(refused, fmt.Sprintf("%s (needed by %s)", why, ph))
+					if needs[why] == nil {
+						refused = append(refused, why)
+					}
+					needs[why] = append(needs[why], ph)
 				} else if t.Skips[ph] == "" {
 					t.Skips[ph] = why
 				}
@@ -158,8 +173,9 @@ func resolve(ctx context.Context, o *Options, w io.Writer) error {
 		}
 		if len(refused) > 0 {
 			rep.Write(w)
-			slices.Sort(refused)
-			refused = slices.Compact(refused)
+			for i, why := range refused {
+				refused[i] = fmt.Sprintf("%s (needed by %s)", why, strings.Join(needs[why], ", "))
+			}
 			return fmt.Errorf("run.sh: --target %s does not speak the protocol where the phases need it:\n  %s\n"+
 				"fix the server (docs/protocol.md), or leave those phases out with --phases", t.Name, strings.Join(refused, "\n  "))
 		}
@@ -229,10 +245,13 @@ func targetServers(ts []Target) []results.Server {
 	return out
 }
 
-// plural is "1 loop", "4 loops".
+// plural is "1 loop", "4 loops", "2 entries".
 func plural(n int, noun string) string {
 	if n == 1 {
 		return "1 " + noun
+	}
+	if strings.HasSuffix(noun, "y") {
+		return fmt.Sprintf("%d %sies", n, strings.TrimSuffix(noun, "y"))
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
 }

@@ -230,3 +230,20 @@ func TestTargetDies(t *testing.T) {
 		t.Errorf("the tables do not say what was not measured:\n%s", stdout.String())
 	}
 }
+
+// TestTargetNothingListens: a target where nothing listens is refused in
+// one line that says so, not with a refused connection per phase.
+func TestTargetNothingListens(t *testing.T) {
+	addr := wiretest.FreeAddr(t)
+	o, err := ParseFlags([]string{"--quick", "--servers=", "--target", "x=http://" + addr, "--out", filepath.Join(t.TempDir(), "run"), "--bin", kit(t)}, os.Stderr, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	if code := Run(context.Background(), o, &stdout, &stderr); code != 2 {
+		t.Fatalf("exit %d, want 2\n%s%s", code, stdout.String(), stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "nothing is listening at "+addr) || strings.Count(stderr.String(), "refused") > 1 || strings.Contains(stderr.String(), "leave those phases out") {
+		t.Errorf("the refusal:\n%s", stderr.String())
+	}
+}
