@@ -43,7 +43,7 @@ func Parse(fs *flag.FlagSet, args []string, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	switch {
 	case errors.Is(err, flag.ErrHelp):
-		fmt.Fprint(stderr, usage.String())
+		fmt.Fprint(stderr, helpFlag.ReplaceAllString(usage.String(), "$1--$2"))
 		return err
 	case err != nil:
 		return fmt.Errorf("%s: %s (see --help)", fs.Name(), say(fs, err))
@@ -52,6 +52,9 @@ func Parse(fs *flag.FlagSet, args []string, stderr io.Writer) error {
 }
 
 var (
+	// helpFlag is a flag as the flag package's usage lists it, "  -block":
+	// the help says it with two dashes, as the README and the errors do.
+	helpFlag  = regexp.MustCompile(`(?m)^(  )-(\w)`)
 	badValue  = regexp.MustCompile(`^invalid value ("[^"]*") for flag -([\w-]+): (.*)$`)
 	undefined = regexp.MustCompile(`^flag provided but not defined: -+([\w-]+)$`)
 	noArg     = regexp.MustCompile(`^flag needs an argument: -+([\w-]+)$`)

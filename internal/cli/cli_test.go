@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"flag"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -81,5 +82,25 @@ func TestStartAt(t *testing.T) {
 	}
 	if (StartAt{}).UnixNs() != 0 || s.UnixNs() != at.UnixNano() {
 		t.Error("UnixNs")
+	}
+}
+
+// TestHelpSaysFlagsAsTheREADME: --help lists every flag with two dashes.
+func TestHelpSaysFlagsAsTheREADME(t *testing.T) {
+	fs := flag.NewFlagSet("run.sh", flag.ContinueOnError)
+	fs.Duration("block", time.Millisecond, "how long the call blocks")
+	fs.Bool("x", false, "a one-letter flag")
+	fs.Usage = func() { fmt.Fprintln(fs.Output(), "Usage: run.sh [flags]"); fs.PrintDefaults() }
+	var out strings.Builder
+	if err := Parse(fs, []string{"--help"}, &out); !errors.Is(err, flag.ErrHelp) {
+		t.Fatalf("--help: %v", err)
+	}
+	for _, w := range []string{"\n  --block duration\n", "\n  --x\t", "how long the call blocks"} {
+		if !strings.Contains(out.String(), w) {
+			t.Errorf("help lacks %q:\n%s", w, out.String())
+		}
+	}
+	if strings.Contains(out.String(), "\n  -block") {
+		t.Errorf("help names a flag with one dash:\n%s", out.String())
 	}
 }
