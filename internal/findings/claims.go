@@ -56,7 +56,22 @@ func (s ServerSummary) CeilingText() string {
 	if s.SweepWorkers != 1 {
 		noun += "s"
 	}
-	return fmt.Sprintf("%d %s / %s = %s req/s", s.SweepWorkers, noun, s.Block, thousands(s.NominalCeiling))
+	return fmt.Sprintf("%d %s / %s = %s req/s", s.SweepWorkers, noun, s.Block, Thousands(s.NominalCeiling))
+}
+
+// MeasuredApart is how far the ceiling from the measured block must be
+// from the asked block's for the pages to draw and label it on its own:
+// nearer, they say it in the nominal ceiling's label.
+const MeasuredApart = 0.10
+
+// MeasuredFar: the server's ceiling from the block it measured is
+// MeasuredApart or more from the one from the asked block.
+func (s ServerSummary) MeasuredFar() bool {
+	if s.MeasuredCeiling == 0 || s.NominalCeiling == 0 {
+		return false
+	}
+	d := s.MeasuredCeiling/s.NominalCeiling - 1
+	return d >= MeasuredApart || d <= -MeasuredApart
 }
 
 func serverSummaries(f *Findings) []ServerSummary {
@@ -218,7 +233,7 @@ func claims(f *Findings) []Claim {
 			if r.NominalCeiling > 0 {
 				share = r.Throughput.Median() / r.NominalCeiling
 			}
-			figs = append(figs, fmt.Sprintf("%s %s req/s at %d callers, %.0f%% of %s", r.Step.Server.Name, thousands(r.Throughput.Median()), r.Step.Conc, 100*share, f.Server(r.Step.Server.Name).CeilingText()))
+			figs = append(figs, fmt.Sprintf("%s %s req/s at %d callers, %.0f%% of %s", r.Step.Server.Name, Thousands(r.Throughput.Median()), r.Step.Conc, 100*share, f.Server(r.Step.Server.Name).CeilingText()))
 			if r.Kind() != "workers" {
 				c.Held = false
 			}
@@ -238,8 +253,8 @@ func claims(f *Findings) []Claim {
 				continue // one concurrency: nothing to climb
 			}
 			c.Known = true
-			figs = append(figs, fmt.Sprintf("%s from %s req/s at %d callers to %s at %d", r.Step.Server.Name, thousands(lo.Throughput.Median()), lo.Step.Conc,
-				thousands(r.Throughput.Median()), r.Step.Conc))
+			figs = append(figs, fmt.Sprintf("%s from %s req/s at %d callers to %s at %d", r.Step.Server.Name, Thousands(lo.Throughput.Median()), lo.Step.Conc,
+				Thousands(r.Throughput.Median()), r.Step.Conc))
 			if r.Throughput.Median() < 1.5*lo.Throughput.Median() || r.Kind() == "workers" {
 				c.Held = false
 			}
@@ -333,8 +348,8 @@ func claims(f *Findings) []Claim {
 		}
 		o := offloaded[n]
 		c.Known = true
-		figs = append(figs, fmt.Sprintf("%s %s req/s offloaded against %s blocking, /fast %s against %s", n, thousands(o.Throughput.Median()),
-			thousands(b.Throughput.Median()), fastText(o, o.Fast.P50), fastText(b, b.Fast.P50)))
+		figs = append(figs, fmt.Sprintf("%s %s req/s offloaded against %s blocking, /fast %s against %s", n, Thousands(o.Throughput.Median()),
+			Thousands(b.Throughput.Median()), fastText(o, o.Fast.P50), fastText(b, b.Fast.P50)))
 		if o.Throughput.Median() < 2*b.Throughput.Median() || o.Fast.P50.Median()*10 > b.Fast.P50.Median() {
 			c.Held = false
 		}
@@ -473,4 +488,36 @@ func CliffSharesText() string {
 		parts = append(parts, fmt.Sprintf("%d %%", c))
 	}
 	return strings.Join(parts[:len(parts)-1], ", ") + " and " + parts[len(parts)-1]
+}
+
+// SharedText says whether other processes used the machine while the run
+// measured, from each load's and each stall measurement's reading of
+// /proc: "other processes used 10 % or more of the machine during 3 of 14
+// measurements (up to 34 %)", or "" when none did (or none was read).
+func (f *Findings) SharedText() string {
+	n, of, most := 0, 0, 0.0
+	cores := float64(f.Run.Manifest.Cores)
+	for _, r := range f.Cost {
+		if r.Bound == nil || cores == 0 || r.Cost == nil || r.Cost.ServerNotMeasured {
+			continue
+		}
+		of++
+		if r.Bound.Shared {
+			n++
+			most = max(most, r.Bound.OtherCores/cores)
+		}
+	}
+	for _, r := range f.Stall {
+		for _, o := range r.MachineOthers {
+			of++
+			if o >= SharedAbove {
+				n++
+				most = max(most, o)
+			}
+		}
+	}
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("other processes used %.0f %% or more of the machine during %d of %d measurements (up to %.0f %%)", 100*SharedAbove, n, of, 100*most)
 }

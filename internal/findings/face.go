@@ -15,6 +15,8 @@ const FaceSchema = "bystander.findings/v1"
 type Face struct {
 	Schema      string          `json:"schema"`
 	Lead        string          `json:"lead"`
+	Headline    Headline        `json:"headline"`
+	Shared      string          `json:"shared,omitempty"`
 	Claims      []Claim         `json:"claims"`
 	Servers     []ServerSummary `json:"servers"`
 	Sweep       []FaceLoad      `json:"sweep"`
@@ -119,7 +121,7 @@ func faceLoad(r LoadRow) FaceLoad {
 
 // Face computes the JSON face of f.
 func (f *Findings) Face() Face {
-	x := Face{Schema: FaceSchema, Lead: f.Lead(), Claims: f.Claims, Servers: f.Servers, Published: f.Published(),
+	x := Face{Schema: FaceSchema, Lead: f.Lead(), Headline: f.Headline(), Shared: f.SharedText(), Claims: f.Claims, Servers: f.Servers, Published: f.Published(),
 		NotMeasured: f.NotMeasured, Noticed: f.Noticed}
 	for _, r := range f.Sweep {
 		x.Sweep = append(x.Sweep, faceLoad(r.LoadRow))

@@ -44,10 +44,10 @@ type published struct {
 	variant string
 }
 
-func reqs(v float64) string { return fmt.Sprintf("%s req/s", thousands(v)) }
+func reqs(v float64) string { return fmt.Sprintf("%s req/s", Thousands(v)) }
 
-// thousands writes a whole number with commas, as the publication does.
-func thousands(v float64) string {
+// Thousands writes a whole number with commas, as the publication does.
+func Thousands(v float64) string {
 	n := int64(v + 0.5)
 	s := fmt.Sprint(n)
 	for i := len(s) - 3; i > 0; i -= 3 {
@@ -56,17 +56,24 @@ func thousands(v float64) string {
 	return s
 }
 
+// The rows the headline sets beside its figures.
+const (
+	publishedSweep     = "/slow throughput, 5ms block"
+	publishedSweepFast = "/fast p50 beside /slow, 5ms block"
+	publishedOffload   = "/offload throughput, 5ms block (the fix)"
+)
+
 var publishedFigures = []published{
-	{what: "/slow throughput, 5ms block", kind: "loop", block: 5 * time.Millisecond, value: "549 req/s", perS: 549, ceiling: 800, phase: "sweep"},
-	{what: "/slow throughput, 5ms block", kind: "pool", block: 5 * time.Millisecond, value: "17,189 req/s", perS: 17189, ceiling: 40000, phase: "sweep"},
-	{what: "/fast p50 beside /slow, 5ms block", kind: "loop", block: 5 * time.Millisecond, value: "217 ms", phase: "sweep-fast"},
-	{what: "/fast p50 beside /slow, 5ms block", kind: "pool", block: 5 * time.Millisecond, value: "0 ms", phase: "sweep-fast"},
+	{what: publishedSweep, kind: "loop", block: 5 * time.Millisecond, value: "549 req/s", perS: 549, ceiling: 800, phase: "sweep"},
+	{what: publishedSweep, kind: "pool", block: 5 * time.Millisecond, value: "17,189 req/s", perS: 17189, ceiling: 40000, phase: "sweep"},
+	{what: publishedSweepFast, kind: "loop", block: 5 * time.Millisecond, value: "217 ms", phase: "sweep-fast"},
+	{what: publishedSweepFast, kind: "pool", block: 5 * time.Millisecond, value: "0 ms", phase: "sweep-fast"},
 	{what: "stalled with 1 of 4 loops blocked", kind: "loop", value: "3 of 12", phase: "stall", k: 1},
 	{what: "stalled with 2 of 4 loops blocked", kind: "loop", value: "6 of 12", phase: "stall", k: 2},
 	{what: "stalled with 3 of 4 loops blocked", kind: "loop", value: "9 of 12", phase: "stall", k: 3},
 	{what: "stalled with 4 of 4 loops blocked", kind: "loop", value: "12 of 12", phase: "stall", k: 4},
 	{what: "a stalled connection's wait, each request from its send", kind: "loop", value: "150-225 ms (others: 7 ms)", phase: "stall-wait"},
-	{what: "/offload throughput, 5ms block (the fix)", kind: "loop", block: 5 * time.Millisecond, callers: 128, value: "18,311 req/s", perS: 18311, phase: "offload", variant: "offloaded"},
+	{what: publishedOffload, kind: "loop", block: 5 * time.Millisecond, callers: 128, value: "18,311 req/s", perS: 18311, phase: "offload", variant: "offloaded"},
 	{what: "/fast p50 beside /offload, 5ms block", kind: "loop", block: 5 * time.Millisecond, callers: 128, value: "0 ms", phase: "offload-fast", variant: "offloaded"},
 	{what: "/slow throughput, 100ms block", kind: "loop", block: 100 * time.Millisecond, value: "37 req/s", perS: 37, ceiling: 40, phase: "trace"},
 	{what: "/slow throughput at 128 callers, 100ms block", kind: "pool", block: 100 * time.Millisecond, callers: 128, value: "1,192 req/s", perS: 1192, ceiling: 2000, phase: "cliff", conc: 128},
@@ -110,10 +117,10 @@ func (f *Findings) matches(p published) []PublishedRow {
 	row := func(server string, conc int, this string, perS, ceiling float64) {
 		r := PublishedRow{What: p.what, Server: server, This: this, Published: p.value}
 		if p.ceiling > 0 {
-			r.PubShare = fmt.Sprintf("%.0f%% of %s", 100*p.perS/p.ceiling, thousands(p.ceiling))
+			r.PubShare = fmt.Sprintf("%.0f%% of %s", 100*p.perS/p.ceiling, Thousands(p.ceiling))
 		}
 		if ceiling > 0 && perS > 0 {
-			r.ThisShare = fmt.Sprintf("%.0f%% of %s", 100*perS/ceiling, thousands(ceiling))
+			r.ThisShare = fmt.Sprintf("%.0f%% of %s", 100*perS/ceiling, Thousands(ceiling))
 		}
 		switch {
 		case p.callers == 0 && conc > 0:
