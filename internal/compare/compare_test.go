@@ -1,6 +1,7 @@
 package compare
 
 import (
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -75,7 +76,7 @@ func TestSameRun(t *testing.T) {
 		}
 	}
 	var sb strings.Builder
-	c.Write(&sb)
+	c.Write(&sb, true)
 	for _, want := range []string{"the runs have the same parameters", "sweep loop-gnet 64 callers", "/slow throughput (req/s)", "stalled connections", "no test (n=1+1)"} {
 		if !strings.Contains(sb.String(), want) {
 			t.Errorf("the table lacks %q:\n%s", want, sb.String())
@@ -155,5 +156,83 @@ func TestStageDiffers(t *testing.T) {
 	}
 	if d := differ(off, off); len(d) != 0 {
 		t.Errorf("two runs without the stage differ: %q", d)
+	}
+}
+
+// TestSplit: the changes that matter come first, tested ones before
+// untested, the largest first; the rest is folded unless all is asked.
+func TestSplit(t *testing.T) {
+	c, err := Runs(defaultRun, offloadRun)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, rest := c.Split()
+	if len(first) == 0 || len(rest) == 0 {
+		t.Fatalf("first %d, rest %d: want both", len(first), len(rest))
+	}
+	for i, ch := range first {
+		if !ch.Matters() || ch.Cell.Tested || math.Abs(ch.Cell.Delta) < UntestedShown {
+			t.Errorf("first[%d] %s %s: %+.1f%% tested %v", i, ch.Row.Key, ch.Cell.Metric, ch.Cell.Delta, ch.Cell.Tested)
+		}
+		if i > 0 && math.Abs(ch.Cell.Delta) > math.Abs(first[i-1].Cell.Delta) {
+			t.Errorf("first[%d] %+.1f%% after %+.1f%%: not the largest first", i, ch.Cell.Delta, first[i-1].Cell.Delta)
+		}
+	}
+	for _, ch := range rest {
+		if ch.Matters() {
+			t.Errorf("rest holds %s %s %+.1f%%", ch.Row.Key, ch.Cell.Metric, ch.Cell.Delta)
+		}
+	}
+	var folded, whole strings.Builder
+	c.Write(&folded, false)
+	c.Write(&whole, true)
+	if want := fmt.Sprintf("%d other figures", len(rest)); !strings.Contains(folded.String(), want) || strings.Count(folded.String(), "\n") >= strings.Count(whole.String(), "\n") {
+		t.Errorf("folded output lacks %q or is not shorter:\n%s", want, folded.String())
+	}
+	// The first figure printed is the largest change.
+	top := first[0].Cells()
+	i := strings.Index(folded.String(), top[0]+"  ")
+	if i < 0 || i > strings.Index(folded.String(), "other figures") {
+		t.Errorf("the largest change %q is not printed first:\n%s", top[0], folded.String())
+	}
+
+	// A tested significant change comes before an untested larger one,
+	// and a tested change that is not significant is folded however large.
+	sig := Change{Cell: Cell{Tested: true, Significant: true, Delta: 5}}
+	untested := Change{Cell: Cell{Delta: 80}}
+	notSig := Change{Cell: Cell{Tested: true, Delta: 90}}
+	small := Change{Cell: Cell{Delta: 3}}
+	cmp := &Comparison{Rows: []Row{{Key: "x", Cells: []Cell{small.Cell, untested.Cell, notSig.Cell, sig.Cell}}}}
+	first, rest = cmp.Split()
+	if len(first) != 2 || first[0].Cell.Delta != 5 || first[1].Cell.Delta != 80 || len(rest) != 2 {
+		t.Errorf("first %+v rest %+v", first, rest)
+	}
+}
+
+// TestSharedMachine: a run measured beside other processes is said so,
+// with how many of its measurements were.
+func TestSharedMachine(t *testing.T) {
+	c, err := Runs(customRun, customRun)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := c.Shared(); len(s) != 0 {
+		t.Fatalf("a run on a quiet machine said shared: %q", s)
+	}
+	f := c.A
+	if len(f.Cost) == 0 {
+		t.Fatal("no cost rows")
+	}
+	b := *f.Cost[0].Bound
+	b.Shared, b.OtherCores = true, 0.5*float64(f.Run.Manifest.Cores)
+	f.Cost[0].Bound = &b
+	got := c.Shared()
+	if len(got) != 1 || !strings.HasPrefix(got[0], "A: other processes used 10 % or more of the machine during 1 of ") || !strings.HasSuffix(got[0], "(up to 50 %)") {
+		t.Errorf("shared: %q", got)
+	}
+	var sb strings.Builder
+	c.Write(&sb, false)
+	if !strings.Contains(sb.String(), "shared machine, A: ") || strings.Contains(sb.String(), "shared machine, B") {
+		t.Errorf("the table does not say it (or says it of B):\n%s", sb.String())
 	}
 }
