@@ -1,8 +1,11 @@
 package main
 
 import (
+	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -28,29 +31,37 @@ func inlined(t *testing.T) asset {
 }
 
 // TestInBrowser opens a report of a real run in headless chromium with the
-// network closed: it must draw every chart from the inlined echarts, ask
-// for nothing but file: and data: URLs, and log no error.
+// network closed, at 1300 px wide and on a 1600x900 projector page: it
+// must draw every chart from the inlined echarts, ask for nothing but
+// file: and data: URLs, and log no error; every legend whole, every
+// ceiling labelled on its line, the headline card's numbers those of the
+// tables; and it writes a screenshot of every chart for a person to look at.
 func TestInBrowser(t *testing.T) {
 	chrome, a := browsertest.Chromium(t), inlined(t)
 	run := readTestRun(t)
+	f := findings.Compute(testRun, run)
 	out := filepath.Join(t.TempDir(), "report.html")
-	f, err := os.Create(out)
-	if err != nil {
+	var buf bytes.Buffer
+	if err := writePage(&buf, buildPage(f, a)); err != nil {
 		t.Fatal(err)
 	}
-	if err := writePage(f, buildPage(findings.Compute(testRun, run), a)); err != nil {
+	if err := os.WriteFile(out, buf.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	f.Close()
-	st, _ := os.Stat(out)
-	t.Logf("report of a default run: %d KB", st.Size()/1024)
-	if st.Size() > 700*1000 {
-		t.Errorf("report is %d bytes, over 700 KB", st.Size())
+	t.Logf("report of a default run: %d KB", buf.Len()/1024)
+	if buf.Len() > 700*1000 {
+		t.Errorf("report is %d bytes, over 700 KB", buf.Len())
 	}
+	shots := browsertest.ShotsDir(t)
+	for _, size := range [][2]int{{1300, 9000}, {1600, 900}} {
+		t.Run(fmt.Sprintf("%dx%d", size[0], size[1]), func(t *testing.T) {
+			checkReport(t, chrome, out, f, size[0], size[1], shots)
+		})
+	}
+}
 
-	// The height of a full-page screenshot: every chart must be drawn in
-	// it without scrolling or printing.
-	ctx, problems := browsertest.Open(t, chrome, 1300, 9000)
+func checkReport(t *testing.T, chrome, out string, f *findings.Findings, w, h int, shots string) {
+	ctx, problems := browsertest.Open(t, chrome, w, h)
 	start := time.Now()
 	if err := chromedp.Do(ctx, chromedp.Navigate("file://"+out), chromedp.WaitReady("#cost")); err != nil {
 		t.Fatal(err)
@@ -79,53 +90,13 @@ func TestInBrowser(t *testing.T) {
 	if len(blank) > 0 {
 		t.Errorf("chart containers with nothing drawn at load: %v", blank)
 	}
-	// Every chart: an echarts instance with series that have data.
-	type drawn struct {
-		Charts  map[string]struct{ Series, Empty int }
-		XType   string
-		Ceiling []float64
-		Painted bool
-		DrawnMs float64
-	}
-	const js = `(() => {
-	  let out = {Charts: {}, XType: "", Ceiling: [], Painted: false, DrawnMs: window.bystanderAllDrawnMs};
-	  for (const el of document.querySelectorAll('.item')) {
-	    const inst = echarts.getInstanceByDom(el);
-	    if (!inst) { out.Charts[el.id] = {Series: -1, Empty: 0}; continue; }
-	    const series = inst.getOption().series;
-	    out.Charts[el.id] = {Series: series.length, Empty: series.filter(s => !s.data || s.data.length === 0).length};
-	  }
-	  const tp = echarts.getInstanceByDom(document.getElementById('throughput'));
-	  out.XType = tp.getOption().xAxis[0].type;
-	  const ceiling = tp.getOption().series.find(s => s.name.startsWith('ceiling loop-'));
-	  if (ceiling) {
-	    const p = tp.convertToPixel({seriesName: ceiling.name}, ceiling.data[0].value || ceiling.data[0]);
-	    const q = tp.convertToPixel({seriesName: ceiling.name}, ceiling.data[1].value || ceiling.data[1]);
-	    out.Ceiling = [p[0], p[1], q[0], q[1]];
-	    const canvas = document.getElementById('throughput').querySelector('canvas');
-	    const ctx = canvas.getContext('2d');
-	    const dpr = canvas.width / canvas.clientWidth;
-	    const y = Math.round(p[1] * dpr);
-	    for (let x = Math.round((p[0] + (q[0] - p[0]) * 0.3) * dpr); x < (p[0] + (q[0] - p[0]) * 0.3 + 40) * dpr; x++) {
-	      const d = ctx.getImageData(x, y, 1, 1).data;
-	      if (d[3] > 0 && (d[0] < 230 || d[1] < 230 || d[2] < 230)) { out.Painted = true; break; }
-	    }
-	  }
-	  return out;
-	})()`
-	check, err := chromedp.Run(ctx, chromedp.Evaluate[drawn](js))
+	layout, err := chromedp.Run(ctx, chromedp.Evaluate[map[string]browsertest.ChartLayout](browsertest.ChartLayoutJS))
 	if err != nil {
 		t.Fatal(err)
 	}
-	// From navigation start to the first frame after every chart was set up.
-	marks, _ := chromedp.Run(ctx, chromedp.Evaluate[[]map[string]any](`performance.getEntriesByType('mark').map(m => ({name: m.name, ms: Math.round(m.startTime)}))`))
-	// Timings for the note (docs/measurements.md), not assertions: the page's
-	// clock starts at navigation.
-	t.Logf("every chart drawn %.0f ms after navigation (%s with the test's polling); marks %v",
-		check.DrawnMs, time.Since(start).Round(time.Millisecond), marks)
 	want := []string{"throughput", "bystander", "timeline", "lag_sweep_loop_gnet", "stall_loop_gnet", "stall_pool", "lag_stall_loop_gnet", "offload", "trace", "cliff"}
 	for _, id := range want {
-		c, ok := check.Charts[id]
+		c, ok := layout[id]
 		switch {
 		case !ok:
 			t.Errorf("chart %s is not on the page", id)
@@ -135,14 +106,150 @@ func TestInBrowser(t *testing.T) {
 			t.Errorf("chart %s has %d empty series", id, c.Empty)
 		}
 	}
-	if len(check.Charts) != len(want) {
-		t.Errorf("charts on the page: %v", check.Charts)
+	if len(layout) != len(want) {
+		t.Errorf("charts on the page: %v", layout)
+	}
+	browsertest.CheckLegends(t, layout)
+	for _, id := range []string{"throughput", "bystander", "timeline", "offload", "trace", "cliff"} {
+		if layout[id].Legend == "" {
+			t.Errorf("%s: no legend", id)
+		}
+	}
+
+	// The ceilings: each labelled on its line, and the loops' drawn where
+	// its value is.
+	type ceilings struct {
+		XType   string
+		Labels  []string
+		Line    []float64
+		Painted bool
+		Bars    []float64 // the cliff's: the axis's start and its smallest bar
+	}
+	check, err := chromedp.Run(ctx, chromedp.Evaluate[ceilings](`(() => {
+	  const out = {XType: "", Labels: [], Line: [], Painted: false, Bars: []};
+	  const tp = echarts.getInstanceByDom(document.getElementById('throughput'));
+	  const opt = tp.getOption();
+	  out.XType = opt.xAxis[0].type;
+	  for (const s of opt.series) {
+	    for (const d of s.data) {
+	      if (d && d.name && d.name.startsWith('ceiling of') && s.label && s.label.show) { out.Labels.push(d.name); }
+	    }
+	  }
+	  const loops = opt.series.find(s => s.data.length === 2 && s.data[1].name && s.data[1].name.startsWith('ceiling of loop-gnet'));
+	  if (loops) {
+	    const p = tp.convertToPixel({seriesName: loops.name}, loops.data[0].value);
+	    const q = tp.convertToPixel({seriesName: loops.name}, loops.data[1].value);
+	    out.Line = [p[0], p[1], q[0], q[1]];
+	    const canvas = document.getElementById('throughput').querySelector('canvas');
+	    const ctx = canvas.getContext('2d');
+	    const dpr = canvas.width / canvas.clientWidth;
+	    const y = Math.round(p[1] * dpr);
+	    for (let x = Math.round((p[0] + (q[0] - p[0]) * 0.3) * dpr); x < (p[0] + (q[0] - p[0]) * 0.3 + 40) * dpr; x++) {
+	      const d = ctx.getImageData(x, y, 1, 1).data;
+	      if (d[3] > 0 && (d[0] < 230 || d[1] < 230 || d[2] < 230)) { out.Painted = true; break; }
+	    }
+	  }
+	  const cl = echarts.getInstanceByDom(document.getElementById('cliff'));
+	  const y = cl.getModel().getComponent('yAxis').axis;
+	  let smallest = Infinity;
+	  for (const s of cl.getOption().series) { for (const d of s.data) { smallest = Math.min(smallest, d.value); } }
+	  out.Bars = [y.scale.getExtent()[0], smallest, cl.getModel().getComponent('yAxis').get('startValue') || 1];
+	  return out;
+	})()`))
+	if err != nil {
+		t.Fatal(err)
 	}
 	if check.XType != "log" {
 		t.Errorf("throughput x axis is %q, want log", check.XType)
 	}
-	if len(check.Ceiling) != 4 || !check.Painted {
-		t.Errorf("the ceiling line is not drawn where it should be: %v painted %v", check.Ceiling, check.Painted)
+	for _, sv := range f.Servers {
+		if sv.CeilingText() == "" || !slices.Contains(sv.Phases, "sweep") {
+			continue
+		}
+		found := false
+		for _, l := range check.Labels {
+			found = found || strings.Contains(l, sv.CeilingText()) && strings.Contains(l, sv.Name)
+		}
+		if !found {
+			t.Errorf("no label on the chart says %s's ceiling %q: %q", sv.Name, sv.CeilingText(), check.Labels)
+		}
+	}
+	if len(check.Line) != 4 || !check.Painted {
+		t.Errorf("the loops' ceiling is not drawn where it should be: %v painted %v", check.Line, check.Painted)
+	}
+	// Bars on a log axis start below the smallest: the axis, and the value
+	// the bars rise from (echarts: 1, unless the axis's startValue says).
+	if b := check.Bars; len(b) != 3 || b[0] > b[1] || b[2] > b[1] {
+		t.Errorf("the cliff's bars: axis from %v, bars from %v, the smallest bar %v: a bar hangs from the axis", b[0], b[2], b[1])
+	}
+
+	// The headline card: its numbers are the findings' (which are the
+	// tables', internal/findings), and the same as the published
+	// comparison's table on the same page.
+	type tile struct{ Server, Throughput, Fast, PubThroughput string }
+	type card struct {
+		Tiles     []tile
+		Published [][]string
+		Stalled   map[string]string
+	}
+	got, err := chromedp.Run(ctx, chromedp.Evaluate[card](`(() => {
+	  const text = (el, sel) => { const e = el.querySelector(sel); return e ? e.textContent : ""; };
+	  const out = {Tiles: [], Published: [], Stalled: {}};
+	  for (const el of document.querySelectorAll('#headline .tile')) {
+	    out.Tiles.push({Server: el.dataset.server, Throughput: text(el, '[data-figure=throughput]'), Fast: text(el, '[data-figure=fast]'),
+	      PubThroughput: text(el, '[data-figure=published-throughput]')});
+	  }
+	  for (const el of document.querySelectorAll('#headline .line')) {
+	    const s = el.querySelector('[data-figure=stalled]');
+	    if (s) { out.Stalled[el.dataset.server] = s.textContent; }
+	  }
+	  for (const tr of document.querySelectorAll('#published tr')) { out.Published.push([...tr.querySelectorAll('td')].map(td => td.textContent)); }
+	  return out;
+	})()`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hl := f.Headline()
+	if len(got.Tiles) != len(hl.Servers) || len(hl.Servers) == 0 {
+		t.Errorf("the card shows %d servers, the findings %d", len(got.Tiles), len(hl.Servers))
+	}
+	for i, s := range hl.Servers {
+		if i >= len(got.Tiles) {
+			break
+		}
+		g := got.Tiles[i]
+		if g.Server != s.Name || g.Throughput != s.Throughput || g.Fast != s.Fast || g.PubThroughput != s.PublishedThroughput {
+			t.Errorf("card tile %+v, findings %+v", g, s)
+		}
+		matched := false
+		for _, row := range got.Published {
+			if len(row) > 2 && row[0] == "/slow throughput, 5ms block" && row[1] == s.Name {
+				matched = true
+				if row[2] != g.Throughput {
+					t.Errorf("%s: the card says %q, the published comparison %q", s.Name, g.Throughput, row[2])
+				}
+			}
+		}
+		if !matched && s.PublishedThroughput != "" {
+			t.Errorf("%s: the card gives a published figure the comparison's table has no row for", s.Name)
+		}
+	}
+	for _, st := range hl.Stalls {
+		if got.Stalled[st.Name] != st.Line() {
+			t.Errorf("%s: the card says stalled %q, the findings %q", st.Name, got.Stalled[st.Name], st.Line())
+		}
+	}
+
+	// From navigation start to the first frame after every chart was set up.
+	marks, _ := chromedp.Run(ctx, chromedp.Evaluate[[]map[string]any](`performance.getEntriesByType('mark').map(m => ({name: m.name, ms: Math.round(m.startTime)}))`))
+	// Timings for the note (docs/measurements.md), not assertions.
+	t.Logf("every chart drawn, %s with the test's polling; marks %v", time.Since(start).Round(time.Millisecond), marks)
+
+	// A screenshot of the card and of every chart, for a person to look at.
+	name := fmt.Sprintf("report-%dx%d", w, h)
+	browsertest.Shot(t, ctx, shots, "#headline", name+"-headline")
+	for _, id := range want {
+		browsertest.Shot(t, ctx, shots, "#"+id, name+"-"+id)
 	}
 	for _, p := range problems() {
 		t.Error(p)
@@ -151,7 +258,9 @@ func TestInBrowser(t *testing.T) {
 
 // TestCompareInBrowser: the comparison page of two real runs draws both
 // overlays with A's and B's series from the inlined echarts, with the
-// network closed and no error.
+// network closed and no error: each server in one hue in both runs, every
+// legend whole, each ceiling labelled on its line, the changes that matter
+// in a table of their own and the rest folded; at 1300 px and 1600x900.
 func TestCompareInBrowser(t *testing.T) {
 	chrome := browsertest.Chromium(t)
 	inlined(t) // mainExit inlines the same cached asset
@@ -160,35 +269,89 @@ func TestCompareInBrowser(t *testing.T) {
 	if rc := mainExit([]string{"--compare", testRun, offloadRun, "--out", out}, &stdout, &stderr); rc != 0 {
 		t.Fatalf("exit %d: %s", rc, stderr.String())
 	}
-	ctx, problems := browsertest.Open(t, chrome, 1200, 900)
-	if err := chromedp.Do(ctx, chromedp.Navigate("file://"+out), chromedp.WaitReady("#cmp_table")); err != nil {
-		t.Fatal(err)
-	}
-	type chart struct{ Series []string }
-	if _, err := chromedp.Run(ctx, chromedp.Poll[bool]("window.bystanderAllDrawnMs > 0", chromedp.WithPollingInterval(10*time.Millisecond))); err != nil {
-		t.Fatalf("the charts were not drawn: %v; the page said: %q", err, problems())
-	}
-	got, err := chromedp.Run(ctx, chromedp.Evaluate[map[string]chart](`(() => {
-	  const out = {};
-	  for (const id of ['cmp_throughput', 'cmp_fast']) {
-	    const inst = echarts.getInstanceByDom(document.getElementById(id));
-	    out[id] = {Series: inst ? inst.getOption().series.filter(s => s.data && s.data.length > 0).map(s => s.name) : []};
-	  }
-	  return out;
-	})()`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, id := range []string{"cmp_throughput", "cmp_fast"} {
-		names := strings.Join(got[id].Series, "|")
-		if !strings.Contains(names, "A: loop-gnet /slow") || !strings.Contains(names, "B: loop-gnet /offload") {
-			t.Errorf("%s: series %q, want A's /slow and B's /offload", id, names)
-		}
-	}
-	if !strings.Contains(strings.Join(got["cmp_throughput"].Series, "|"), "B ceiling loop-gnet: 200 offload workers / 5ms") {
-		t.Errorf("the throughput overlay lacks B's ceiling: %q", got["cmp_throughput"].Series)
-	}
-	for _, p := range problems() {
-		t.Error(p)
+	shots := browsertest.ShotsDir(t)
+	for _, size := range [][2]int{{1300, 3000}, {1600, 900}} {
+		t.Run(fmt.Sprintf("%dx%d", size[0], size[1]), func(t *testing.T) {
+			ctx, problems := browsertest.Open(t, chrome, size[0], size[1])
+			if err := chromedp.Do(ctx, chromedp.Navigate("file://"+out), chromedp.WaitReady("#cmp_table")); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := chromedp.Run(ctx, chromedp.Poll[bool]("window.bystanderAllDrawnMs > 0", chromedp.WithPollingInterval(10*time.Millisecond))); err != nil {
+				t.Fatalf("the charts were not drawn: %v; the page said: %q", err, problems())
+			}
+			type series struct {
+				Name, Color, Type string
+				Ceiling           bool
+			}
+			type chart struct {
+				Series []series
+				Labels []string
+			}
+			type pageCheck struct {
+				Charts              map[string]chart
+				FirstRows, RestRows int
+				RestOpen            bool
+			}
+			got, err := chromedp.Run(ctx, chromedp.Evaluate[pageCheck](`(() => {
+			  const out = {Charts: {}, FirstRows: document.querySelectorAll('#cmp_table tr').length - 1,
+			    RestRows: document.querySelectorAll('#cmp_rest tr').length - 1, RestOpen: !!document.querySelector('details[open]')};
+			  for (const id of ['cmp_throughput', 'cmp_fast']) {
+			    const inst = echarts.getInstanceByDom(document.getElementById(id));
+			    const c = {Series: [], Labels: []};
+			    for (const s of (inst ? inst.getOption().series : [])) {
+			      if (!s.data || !s.data.length) { continue; }
+			      const ceiling = s.data.some(d => d && d.name && d.name.startsWith('ceiling of'));
+			      c.Series.push({Name: s.name, Color: (s.itemStyle || {}).color || "", Type: (s.lineStyle || {}).type || "solid", Ceiling: ceiling});
+			      for (const d of s.data) { if (d && d.name && d.name.startsWith('ceiling of') && s.label && s.label.show) { c.Labels.push(d.name); } }
+			    }
+			    out.Charts[id] = c;
+			  }
+			  return out;
+			})()`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, id := range []string{"cmp_throughput", "cmp_fast"} {
+				var names []string
+				hue := map[string]string{}
+				for _, s := range got.Charts[id].Series {
+					names = append(names, s.Name)
+					// "A: loop-gnet /slow" and "B: loop-gnet /offload": one hue,
+					// A solid and B dashed.
+					run, rest, _ := strings.Cut(s.Name, ": ")
+					server, _, _ := strings.Cut(rest, " ")
+					if h, ok := hue[server]; ok && h != s.Color {
+						t.Errorf("%s: %s is %s here and %s elsewhere", id, server, s.Color, h)
+					}
+					hue[server] = s.Color
+					if want := map[string]string{"A": "solid", "B": "dashed"}[run]; !s.Ceiling && s.Type != want {
+						t.Errorf("%s: %s drawn %s, want %s", id, s.Name, s.Type, want)
+					}
+				}
+				joined := strings.Join(names, "|")
+				if !strings.Contains(joined, "A: loop-gnet /slow") || !strings.Contains(joined, "B: loop-gnet /offload") {
+					t.Errorf("%s: series %q, want A's /slow and B's /offload", id, joined)
+				}
+			}
+			labels := strings.Join(got.Charts["cmp_throughput"].Labels, "|")
+			if !strings.Contains(labels, "B loop-gnet: 200 offload workers / 5ms") || !strings.Contains(labels, "A loop-gnet") || !strings.Contains(labels, "4 loops / 5ms = 800 req/s") {
+				t.Errorf("the throughput overlay's ceiling labels: %q", labels)
+			}
+			if got.FirstRows <= 0 || got.RestRows <= 0 || got.RestOpen {
+				t.Errorf("changes that matter: %d rows; the rest: %d rows, open %v: want both, the rest folded", got.FirstRows, got.RestRows, got.RestOpen)
+			}
+			layout, err := chromedp.Run(ctx, chromedp.Evaluate[map[string]browsertest.ChartLayout](browsertest.ChartLayoutJS))
+			if err != nil {
+				t.Fatal(err)
+			}
+			browsertest.CheckLegends(t, layout)
+			name := fmt.Sprintf("compare-%dx%d", size[0], size[1])
+			for _, id := range []string{"cmp_throughput", "cmp_fast", "cmp_table"} {
+				browsertest.Shot(t, ctx, shots, "#"+id, name+"-"+id)
+			}
+			for _, p := range problems() {
+				t.Error(p)
+			}
+		})
 	}
 }

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"html/template"
+	"math"
 	"regexp"
 	"slices"
 	"sort"
@@ -15,6 +17,7 @@ import (
 
 	"github.com/bystander-kit/bystander/internal/findings"
 	"github.com/bystander-kit/bystander/internal/htmlsafe"
+	"github.com/bystander-kit/bystander/internal/palette"
 	"github.com/bystander-kit/bystander/internal/stall"
 )
 
@@ -31,6 +34,8 @@ type section struct {
 	Script  template.HTML
 	Table   *costTable
 	Grid    *grid // a plain table (the comparison)
+	// Fold, when set, folds the table under a line that says this.
+	Fold    string
 	Missing string
 	// Notes are said in words under the chart: saturation, censoring.
 	Notes []string
@@ -39,7 +44,10 @@ type section struct {
 // snippet renders a chart as its element and a script that registers the
 // chart's drawing with the page instead of drawing at once: the page draws
 // each chart as it nears the screen, so a long report opens at once.
-func snippet(r render.Renderer) (template.HTML, template.HTML) {
+//
+// A patch, when given, is set on the chart after its options: options
+// go-echarts has no field for (a log axis's startValue), as JSON.
+func snippet(r render.Renderer, patch ...any) (template.HTML, template.HTML) {
 	s := r.RenderSnippet()
 	body := s.Script
 	if i := strings.Index(body, ">"); i >= 0 && strings.HasPrefix(strings.TrimSpace(body), "<script") {
@@ -57,27 +65,17 @@ func snippet(r render.Renderer) (template.HTML, template.HTML) {
 	if err != nil {
 		panic("report: a chart's script: " + err.Error())
 	}
+	for _, p := range patch {
+		js, err := json.Marshal(p)
+		if err != nil || !strings.Contains(safe, "let goecharts_"+id[1]+" = ") {
+			panic(fmt.Sprintf("report: a patch of chart %s: %v", id[1], err))
+		}
+		safe += "\ngoecharts_" + id[1] + ".setOption(" + string(js) + ");"
+	}
 	return template.HTML(s.Element), template.HTML("<script>bystanderCharts.push({id: \"" + id[1] + "\", draw: function () {" + safe + "}});</script>")
 }
 
 var chartID = regexp.MustCompile(`id="([A-Za-z0-9_]+)"`)
-
-// initOpts sizes a chart and gives it echarts' toolbox with one tool:
-// save the chart as a PNG named after it, for slides.
-func initOpts(id string, height int) charts.GlobalOpts {
-	return func(bc *charts.BaseConfiguration) {
-		charts.WithInitializationOpts(opts.Initialization{ChartID: id, Width: "100%", Height: fmt.Sprintf("%dpx", height)})(bc)
-		charts.WithToolboxOpts(opts.Toolbox{Show: opts.Bool(true), Right: "1%", Feature: &opts.ToolBoxFeature{
-			SaveAsImage: &opts.ToolBoxFeatureSaveAsImage{Show: opts.Bool(true), Type: "png", Name: "bystander-" + id, Title: "save as PNG"}}})(bc)
-	}
-}
-
-var common = []charts.GlobalOpts{
-	charts.WithAnimation(false),
-	charts.WithTooltipOpts(opts.Tooltip{Show: opts.Bool(true), Trigger: "item"}),
-	charts.WithLegendOpts(opts.Legend{Show: opts.Bool(true), Top: "bottom", Type: "scroll"}),
-	charts.WithGridOpts(opts.Grid{Left: "8%", Right: "6%", Bottom: "18%", ContainLabel: opts.Bool(true)}),
-}
 
 // ms is a median in us as milliseconds for a log axis (never 0).
 func ms(f findings.Figure) float64 { return max(round(f.Median()/1e3, 3), 0.001) }
@@ -120,9 +118,10 @@ func throughputChart(f *findings.Findings) section {
 	}
 	sec := section{ID: "throughput", Title: fmt.Sprintf("1. %s throughput against concurrency, with the ceilings", p.SweepEndpoint),
 		Caption: fmt.Sprintf("Each server was driven with %s callers on %s, each call blocking for %s (%s mode). "+
-			"A server cannot beat its workers divided by the block (dashed: %s; thin dashed: from the block the servers measured), "+
+			"A server cannot beat its workers divided by the block (dashed, in the server's colour and labelled on the line: %s; thin dashed: from the block the servers measured), "+
 			"nor its callers divided by the block (dotted: Little's law, one request per caller per block). "+
-			"The labels give each point's share of the ceiling that binds it, decided from the measured ceilings and the machine's measured use. ",
+			"The labels give each point's share of the ceiling that binds it, decided from the measured ceilings and the machine's measured use "+
+			"(points that lie together share one label; the tooltip gives each). ",
 			findings.JoinInts(p.Conc, ", "), p.SweepEndpoint, p.Block, p.BlockMode, orNone(strings.Join(ceilings, ", "), "no server's workers are known")) +
 			claims(f, findings.ClaimLoopsFlatten, findings.ClaimPoolClimbs)}
 	if p.SweepEndpoint == "/offload" {
@@ -139,55 +138,42 @@ func throughputChart(f *findings.Findings) section {
 		sec.Missing = findings.Missing(groupsOf(f.Sweep, sweepGroup), "sweep")
 		return sec
 	}
+	hue := hues(f)
+	names := serverNames(ok, sweepGroup)
 	line := charts.NewLine()
-	line.SetGlobalOptions(append(slices.Clone(common), initOpts(sec.ID, 460),
+	line.SetGlobalOptions(append(frame(sec.ID, 400, append(slices.Clone(names), littleName)),
 		charts.WithXAxisOpts(opts.XAxis{Type: "log", Name: "callers", NameLocation: "middle", NameGap: 28}),
 		charts.WithYAxisOpts(opts.YAxis{Type: "log", Name: "req/s"}),
 	)...)
 	concs := slices.Clone(p.Conc)
 	sort.Ints(concs)
 	lo, hi := float64(concs[0]), float64(concs[len(concs)-1])
-	for si, name := range serverNames(ok, sweepGroup) {
+	pointLabels := boundLabels(ok, func(r findings.SweepRow) string { return labelPosition(f.Server(r.Step.Server.Name).Kind) })
+	for _, name := range names {
 		var data []opts.LineData
 		sv := f.Server(name)
-		for _, r := range ok {
+		for i, r := range ok {
 			if r.Step.Server.Name != name {
 				continue
 			}
-			label := ""
-			if b := r.Bound(); b != nil {
-				label = b.Kind
-				if sh := r.BoundShare(); sh.OK() {
-					label = fmt.Sprintf("%.0f%% of %s", sh.Median(), b.Kind)
-				}
-			}
-			data = append(data, opts.LineData{Name: label, Value: []any{r.Step.Conc, round(r.Throughput.Median(), 1)}})
+			data = append(data, opts.LineData{Name: boundLabel(r), Value: []any{r.Step.Conc, round(r.Throughput.Median(), 1), pointLabels[i]}})
 		}
-		pos := "top" // alternate so two servers' labels at the same point do not overlap
-		if si%2 == 1 {
-			pos = "bottom"
-		}
-		line.AddSeries(name, data, charts.WithLabelOpts(opts.Label{Show: opts.Bool(true), Formatter: "{b}", Position: pos}),
-			charts.WithLineChartOpts(opts.LineChart{ShowSymbol: opts.Bool(true)}))
+		line.AddSeries(name, data, append(colored(hue[name], opts.LineStyle{Width: 3}),
+			charts.WithLabelOpts(opts.Label{Show: opts.Bool(true), Formatter: "{@[2]}", Position: labelPosition(sv.Kind)}),
+			charts.WithLineChartOpts(opts.LineChart{ShowSymbol: opts.Bool(true), SymbolSize: 8}))...)
 		if sv.NominalCeiling == 0 {
 			sec.Notes = append(sec.Notes, fmt.Sprintf("%s: workers not known (give loops= or workers= with --target), so no ceiling is drawn for it", name))
-			continue
 		}
-		line.AddSeries(fmt.Sprintf("ceiling %s: %s", name, sv.CeilingText()),
-			[]opts.LineData{{Value: []any{lo, round(sv.NominalCeiling, 1)}}, {Value: []any{hi, round(sv.NominalCeiling, 1)}}},
-			charts.WithLineStyleOpts(opts.LineStyle{Type: "dashed", Width: 2}), charts.WithLineChartOpts(opts.LineChart{ShowSymbol: opts.Bool(false)}))
-		if sv.MeasuredCeiling > 0 {
-			line.AddSeries(fmt.Sprintf("ceiling %s: %d workers / measured %.2f ms", name, sv.SweepWorkers, float64(sv.MeasuredBlock)/1e6),
-				[]opts.LineData{{Value: []any{lo, round(sv.MeasuredCeiling, 1)}}, {Value: []any{hi, round(sv.MeasuredCeiling, 1)}}},
-				charts.WithLineStyleOpts(opts.LineStyle{Type: "dashed", Width: 1}), charts.WithLineChartOpts(opts.LineChart{ShowSymbol: opts.Bool(false)}))
-		}
+	}
+	for _, c := range ceilingLabels(f, names) {
+		ceilingSeries(line, c.Server, c.Label, hue[c.Server], lo, hi, c.Value, c.Measured)
 	}
 	var little []opts.LineData
 	for _, c := range f.CallersCeilings() {
 		little = append(little, opts.LineData{Value: []any{c[0], round(c[1], 1)}})
 	}
-	line.AddSeries("callers / block (Little's law)", little,
-		charts.WithLineStyleOpts(opts.LineStyle{Type: "dotted", Width: 2}), charts.WithLineChartOpts(opts.LineChart{ShowSymbol: opts.Bool(false)}))
+	line.AddSeries(littleName, little, append(colored(palette.Neutral, opts.LineStyle{Type: "dotted", Width: 2}),
+		charts.WithLineChartOpts(opts.LineChart{ShowSymbol: opts.Bool(false)}))...)
 	for _, r := range ok {
 		if b := r.Bound(); b != nil && len(b.Notes) > 0 {
 			sec.Notes = append(sec.Notes, fmt.Sprintf("%s, %d callers: %s", r.Step.Server.Name, r.Step.Conc, strings.Join(b.Notes, "; ")))
@@ -195,6 +181,98 @@ func throughputChart(f *findings.Findings) section {
 	}
 	sec.Element, sec.Script = snippet(line)
 	return sec
+}
+
+// labelPosition is where a server's point labels go: a loop server's
+// points lie under its ceiling, whose label is above the line, so theirs
+// go below; the others' above.
+func labelPosition(kind string) string {
+	if kind == "loop" {
+		return "bottom"
+	}
+	return "top"
+}
+
+// boundLabel is a point's share of the ceiling that binds it, "98% of
+// workers", or the bound's kind alone.
+func boundLabel(r findings.SweepRow) string {
+	b := r.Bound()
+	if b == nil {
+		return ""
+	}
+	if sh := r.BoundShare(); sh.OK() {
+		return fmt.Sprintf("%.0f%% of %s", sh.Median(), b.Kind)
+	}
+	return b.Kind
+}
+
+// nearLabels is how close two points' throughputs must be (as a ratio)
+// for their labels, on the same side, to be one.
+const nearLabels = 1.3
+
+// boundLabels gives each row the label drawn at its point: rows at the
+// same callers whose labels go on the same side (pos) and whose
+// throughputs are within nearLabels share one label, on the first of
+// them ("98% of workers", "97-98% of callers"), so no two are drawn on
+// each other; the others' labels are empty, their figures in the tooltip.
+func boundLabels(rows []findings.SweepRow, pos func(findings.SweepRow) string) []string {
+	out := make([]string, len(rows))
+	done := make([]bool, len(rows))
+	for i, r := range rows {
+		if done[i] {
+			continue
+		}
+		type share struct {
+			kind string
+			pct  []float64
+		}
+		var kinds []*share
+		add := func(x findings.SweepRow) {
+			b := x.Bound()
+			if b == nil {
+				return
+			}
+			var k *share
+			for _, s := range kinds {
+				if s.kind == b.Kind {
+					k = s
+				}
+			}
+			if k == nil {
+				k = &share{kind: b.Kind}
+				kinds = append(kinds, k)
+			}
+			if sh := x.BoundShare(); sh.OK() {
+				k.pct = append(k.pct, sh.Median())
+			}
+		}
+		add(r)
+		v := r.Throughput.Median()
+		for j := i + 1; j < len(rows); j++ {
+			x := rows[j]
+			w := x.Throughput.Median()
+			if done[j] || x.Step.Conc != r.Step.Conc || pos(x) != pos(r) || max(v, w) > nearLabels*min(v, w) {
+				continue
+			}
+			done[j] = true
+			add(x)
+		}
+		var parts []string
+		for _, k := range kinds {
+			if len(k.pct) == 0 {
+				parts = append(parts, k.kind)
+				continue
+			}
+			lo, hi := slices.Min(k.pct), slices.Max(k.pct)
+			if fmt.Sprintf("%.0f", lo) == fmt.Sprintf("%.0f", hi) {
+				parts = append(parts, fmt.Sprintf("%.0f%% of %s", lo, k.kind))
+			} else {
+				parts = append(parts, fmt.Sprintf("%.0f-%.0f%% of %s", lo, hi, k.kind))
+			}
+		}
+		out[i] = strings.Join(parts, ", ")
+	}
+	return out
 }
 
 // claims is what the page says of the claims with ids: each claim with its
@@ -268,43 +346,65 @@ func bystanderChart(f *findings.Findings) section {
 	for _, c := range concs {
 		cats = append(cats, strconv.Itoa(c))
 	}
+	// One hue per server; the percentile is the line's style, and the
+	// figure from the send (which hides the queue) a triangle on its own,
+	// so that where it equals the figure from due it is still seen. The
+	// legend names the servers, then the styles in grey.
+	hue := hues(f)
+	names := serverNames(ok, loadGroup)
+	type style struct {
+		name  string
+		v     func(findings.Bystander) findings.Figure
+		line  opts.LineStyle
+		shape string
+		size  int
+	}
+	styles := []style{
+		{"p50 from due", func(b findings.Bystander) findings.Figure { return b.P50 }, opts.LineStyle{Width: 3}, "circle", 7},
+		{"p95 from due", func(b findings.Bystander) findings.Figure { return b.P95 }, opts.LineStyle{Width: 2, Type: "dashed"}, "circle", 7},
+		{"p99 from due", func(b findings.Bystander) findings.Figure { return b.P99 }, opts.LineStyle{Width: 2, Type: "dotted"}, "circle", 7},
+		{"p50 from send", func(b findings.Bystander) findings.Figure { return b.SendP50 }, opts.LineStyle{Width: 0, Opacity: opts.Float(0)}, "triangle", 13},
+	}
+	legend := slices.Clone(names)
+	for _, st := range styles {
+		legend = append(legend, st.name)
+	}
 	line := charts.NewLine()
-	line.SetGlobalOptions(append(slices.Clone(common), initOpts(sec.ID, 440),
+	line.SetGlobalOptions(append(frame(sec.ID, 380, legend),
 		charts.WithXAxisOpts(opts.XAxis{Type: "category", Name: "callers on /slow", NameLocation: "middle", NameGap: 28}),
 		charts.WithYAxisOpts(opts.YAxis{Type: "log", Name: "/fast latency, ms"}),
 	)...)
 	line.SetXAxis(cats)
-	for _, name := range serverNames(ok, loadGroup) {
-		for _, q := range []struct {
-			name string
-			v    func(findings.Bystander) findings.Figure
-			send bool
-		}{{"p50 from due", func(b findings.Bystander) findings.Figure { return b.P50 }, false},
-			{"p95 from due", func(b findings.Bystander) findings.Figure { return b.P95 }, false},
-			{"p99 from due", func(b findings.Bystander) findings.Figure { return b.P99 }, false},
-			{"p50 from send", func(b findings.Bystander) findings.Figure { return b.SendP50 }, true}} {
+	for _, name := range names {
+		for _, st := range styles {
 			data := make([]opts.LineData, len(concs))
 			for i := range data {
 				data[i] = opts.LineData{Value: "-"}
 			}
 			for _, r := range ok {
 				i := slices.Index(concs, r.Step.Conc)
-				v := q.v(r.Fast)
+				v := st.v(r.Fast)
 				if r.Step.Server.Name != name || i < 0 || !v.OK() {
 					continue
 				}
-				label := fmt.Sprintf("%.0f of %.0f probes answered", r.Fast.Answered.Median(), r.Fast.Due.Median())
+				label := fmt.Sprintf("%s: %.0f of %.0f probes answered", st.name, r.Fast.Answered.Median(), r.Fast.Due.Median())
 				if r.Fast.Saturated {
 					label += ": SATURATED"
 				}
 				data[i] = opts.LineData{Name: label, Value: ms(v)}
 			}
-			o := []charts.SeriesOpts{charts.WithLineChartOpts(opts.LineChart{ShowSymbol: opts.Bool(true)})}
-			if q.send {
-				o = append(o, charts.WithLineStyleOpts(opts.LineStyle{Type: "dashed"}))
-			}
-			line.AddSeries(name+" "+q.name, data, o...)
+			line.AddSeries(name, data, append(colored(hue[name], st.line),
+				charts.WithLineChartOpts(opts.LineChart{ShowSymbol: opts.Bool(true), Symbol: st.shape, SymbolSize: st.size}))...)
 		}
+	}
+	// The key: each style once, in grey, with no point of its own.
+	for _, st := range styles {
+		none := make([]opts.LineData, len(concs))
+		for i := range none {
+			none[i] = opts.LineData{Value: "-"}
+		}
+		line.AddSeries(st.name, none, append(colored(palette.Neutral, st.line),
+			charts.WithLineChartOpts(opts.LineChart{ShowSymbol: opts.Bool(true), Symbol: st.shape, SymbolSize: st.size}))...)
 	}
 	sec.Notes = saturationNotes(ok, func(r findings.LoadRow) string {
 		return fmt.Sprintf("%s at %d callers", r.Step.Server.Name, r.Step.Conc)
@@ -320,12 +420,18 @@ func timelineChart(f *findings.Findings) section {
 			claims(f, findings.ClaimQueueGrows) + " " +
 			"Probes still unanswered when the window ended are drawn as open circles at their wait so far (the true wait was longer), failed ones as crosses. " +
 			fmt.Sprintf("The results keep every probe; a series longer than %d points is drawn with the highest point of each stretch, so no spike is lost.", maxPoints)}
+	hue := hues(f)
+	// Each server in its hue, the fewer callers the paler.
+	concs := slices.Clone(f.Params.Conc)
+	sort.Ints(concs)
+	tint := func(conc int) float64 {
+		if len(concs) < 2 {
+			return 0
+		}
+		return 0.55 * float64(len(concs)-1-slices.Index(concs, conc)) / float64(len(concs)-1)
+	}
+	var legend []string
 	line := charts.NewLine()
-	line.SetGlobalOptions(append(slices.Clone(common), initOpts(sec.ID, 440),
-		charts.WithXAxisOpts(opts.XAxis{Type: "value", Name: "seconds since the load began", NameLocation: "middle", NameGap: 28}),
-		charts.WithYAxisOpts(opts.YAxis{Type: "log", Name: "/fast latency from due, ms"}),
-		charts.WithDataZoomOpts(opts.DataZoom{Type: "inside", XAxisIndex: []int{0}}),
-	)...)
 	n := 0
 	var censored, failed []opts.ScatterData
 	for _, r := range f.Sweep {
@@ -352,8 +458,10 @@ func timelineChart(f *findings.Findings) section {
 		for i, q := range pts {
 			data[i] = opts.LineData{Value: []any{round(q.X, 3), round(q.Y, 3)}}
 		}
-		line.AddSeries(fmt.Sprintf("%s, %d callers", r.Step.Server.Name, r.Step.Conc), data,
-			charts.WithLineChartOpts(opts.LineChart{ShowSymbol: opts.Bool(false)}))
+		name := fmt.Sprintf("%s, %d callers", r.Step.Server.Name, r.Step.Conc)
+		legend = append(legend, name)
+		line.AddSeries(name, data, append(colored(palette.Tint(hue[r.Step.Server.Name], tint(r.Step.Conc)), opts.LineStyle{Width: 1.5}),
+			charts.WithLineChartOpts(opts.LineChart{ShowSymbol: opts.Bool(false)}))...)
 		n++
 	}
 	if n == 0 {
@@ -363,18 +471,27 @@ func timelineChart(f *findings.Findings) section {
 	if len(censored)+len(failed) > 0 {
 		sc := charts.NewScatter()
 		if len(censored) > 0 {
-			sc.AddSeries("unanswered when the window ended (a lower bound)", limitScatter(censored),
+			legend = append(legend, censoredName)
+			sc.AddSeries(censoredName, limitScatter(censored),
 				charts.WithItemStyleOpts(opts.ItemStyle{Color: "transparent", BorderColor: "#b30000", BorderWidth: 1.5}))
 		}
 		if len(failed) > 0 {
+			legend = append(legend, "failed")
 			sc.AddSeries("failed", limitScatter(failed), charts.WithScatterChartOpts(opts.ScatterChart{Symbol: "triangle"}),
 				charts.WithItemStyleOpts(opts.ItemStyle{Color: "#000000"}))
 		}
 		line.Overlap(sc)
 	}
+	line.SetGlobalOptions(append(frame(sec.ID, 380, legend),
+		charts.WithXAxisOpts(opts.XAxis{Type: "value", Name: "seconds since the load began", NameLocation: "middle", NameGap: 28}),
+		charts.WithYAxisOpts(opts.YAxis{Type: "log", Name: "/fast latency from due, ms"}),
+		charts.WithDataZoomOpts(opts.DataZoom{Type: "inside", XAxisIndex: []int{0}}),
+	)...)
 	sec.Element, sec.Script = snippet(line)
 	return sec
 }
+
+const censoredName = "unanswered when the window ended (a lower bound)"
 
 // limitScatter keeps at most maxPoints points, evenly spread.
 func limitScatter(d []opts.ScatterData) []opts.ScatterData {
@@ -483,7 +600,7 @@ func stallCharts(f *findings.Findings) []section {
 			continue
 		}
 		hm := charts.NewHeatMap()
-		hm.SetGlobalOptions(append(slices.Clone(common), initOpts(id, 120+30*len(ylabels)),
+		hm.SetGlobalOptions(append(frame(id, 70+30*len(ylabels), nil),
 			charts.WithXAxisOpts(opts.XAxis{Type: "category", Data: xcats, AxisLabel: &opts.AxisLabel{Interval: "0", Rotate: 12}}),
 			charts.WithYAxisOpts(opts.YAxis{Type: "category", Data: ylabels}),
 			charts.WithVisualMapOpts(opts.VisualMap{Calculable: opts.Bool(true), Min: 0, Max: float32(2 * p.StallBlock.Seconds() * 1e3),
@@ -518,29 +635,39 @@ func offloadChart(f *findings.Findings) section {
 		sec.Missing = findings.Missing(groupsOf(f.Offload, loadGroup), "offload")
 		return sec
 	}
+	// Each bar in its server's hue, offloaded paler; the bystander's
+	// lines in greys, as they are no server's.
+	hue := hues(f)
 	var cats []string
 	var tp []opts.BarData
 	var p50, p95 []opts.LineData
 	for _, r := range ok {
-		cats = append(cats, fmt.Sprintf("%s (%s %s)", r.Step.Variant, r.Step.Server.Name, r.Step.Endpoint))
-		tp = append(tp, opts.BarData{Value: round(r.Throughput.Median(), 1)})
+		cats = append(cats, fmt.Sprintf("%s\n%s %s", r.Step.Variant, r.Step.Server.Name, r.Step.Endpoint))
+		c := hue[r.Step.Server.Name]
+		if r.Step.Variant == "offloaded" {
+			c = palette.Tint(c, 0.45)
+		}
+		tp = append(tp, opts.BarData{Value: round(r.Throughput.Median(), 0), ItemStyle: &opts.ItemStyle{Color: c}})
 		p50 = append(p50, opts.LineData{Value: ms(r.Fast.P50)})
 		p95 = append(p95, opts.LineData{Value: ms(r.Fast.P95)})
 	}
+	const tpName, p50Name, p95Name = "/slow throughput, req/s (bars, in each server's hue)", "/fast p50 from due, ms", "/fast p95 from due, ms"
 	bar := charts.NewBar()
-	bar.SetGlobalOptions(append(slices.Clone(common), initOpts(sec.ID, 420),
-		charts.WithXAxisOpts(opts.XAxis{Type: "category"}),
+	bar.SetGlobalOptions(append(frame(sec.ID, 360, []string{tpName, p50Name, p95Name}),
+		charts.WithXAxisOpts(opts.XAxis{Type: "category", AxisLabel: &opts.AxisLabel{Interval: "0"}}),
 		charts.WithYAxisOpts(opts.YAxis{Type: "value", Name: "req/s"}),
 	)...)
 	bar.SetXAxis(cats)
 	bar.ExtendYAxis(opts.YAxis{Type: "log", Name: "/fast ms", Position: "right"})
-	bar.AddSeries("/slow throughput, req/s", tp, charts.WithLabelOpts(opts.Label{Show: opts.Bool(true), Position: "top"}))
+	bar.AddSeries(tpName, tp, charts.WithLabelOpts(opts.Label{Show: opts.Bool(true), Position: "top"}),
+		charts.WithItemStyleOpts(opts.ItemStyle{Color: palette.Tint(palette.Neutral, 0.3)}))
 	l := charts.NewLine()
-	l.AddSeries("/fast p50 from due, ms", p50, charts.WithLineChartOpts(opts.LineChart{YAxisIndex: 1}))
-	l.AddSeries("/fast p95 from due, ms", p95, charts.WithLineChartOpts(opts.LineChart{YAxisIndex: 1}))
+	l.AddSeries(p50Name, p50, append(colored("#333333", opts.LineStyle{Width: 2}), charts.WithLineChartOpts(opts.LineChart{YAxisIndex: 1, SymbolSize: 9}))...)
+	l.AddSeries(p95Name, p95, append(colored("#333333", opts.LineStyle{Width: 2, Type: "dashed"}),
+		charts.WithLineChartOpts(opts.LineChart{YAxisIndex: 1, Symbol: "triangle", SymbolSize: 9}))...)
 	bar.Overlap(l)
 	sec.Notes = saturationNotes(ok, func(r findings.LoadRow) string { return r.Step.Variant + " (" + r.Step.Server.Name + ")" })
-	sec.Element, sec.Script = snippet(bar)
+	sec.Element, sec.Script = snippet(bar, map[string]any{"xAxis": []map[string]any{{"axisLabel": map[string]any{"lineHeight": 16}}}})
 	return sec
 }
 
@@ -581,12 +708,14 @@ func traceChart(f *findings.Findings) section {
 		return sec
 	}
 	bar := charts.NewBar()
-	bar.SetGlobalOptions(append(slices.Clone(common), initOpts(sec.ID, 40+26*len(cats)+80),
+	bar.SetGlobalOptions(append(frame(sec.ID, 40+26*len(cats), order),
 		charts.WithXAxisOpts(opts.XAxis{Type: "value", Name: "ms", NameLocation: "middle", NameGap: 26}),
 		charts.WithYAxisOpts(opts.YAxis{Type: "category", Data: cats, Inverse: opts.Bool(true)}),
 		charts.WithTooltipOpts(opts.Tooltip{Show: opts.Bool(true), Trigger: "axis"}),
 	)...)
-	colors := map[string]string{"accepted": "#3182bd", "delay": "#c6dbef", "continuation lateness": "#e6550d", "return": "#31a354"}
+	// Spans, not servers: greys and a purple, so no span looks like a
+	// server's hue.
+	colors := map[string]string{"accepted": "#969696", "delay": "#e0e0e0", "continuation lateness": "#6a3d9a", "return": "#525252"}
 	for _, name := range order {
 		bar.AddSeries(name, spans[name], charts.WithBarChartOpts(opts.BarChart{Stack: "total"}),
 			charts.WithItemStyleOpts(opts.ItemStyle{Color: colors[name]}))
@@ -601,35 +730,56 @@ func cliffChart(f *findings.Findings) section {
 	sec := section{ID: "cliff", Title: "7. The pool's cliff",
 		Caption: fmt.Sprintf("Each pool with callers at %s of its slots, each blocking %s, and the /fast bystander (a probe due every %s, timed from due) meanwhile. %s",
 			findings.CliffSharesText(), p.StallBlock, p.ProbeInterval, claims(f, findings.ClaimCliff))}
+	// Each bar in its pool's hue, p50 palest; the legend's greys say which
+	// shade is which percentile. The log axis starts at the power of ten
+	// below the smallest bar, so every bar stands up from the axis.
+	hue := hues(f)
+	shades := []float64{0.6, 0.3, 0}
 	var cats []string
-	var p50, p95, p99 []opts.BarData
+	bars := make([][]opts.BarData, 3)
 	var ok []findings.LoadRow
+	smallest := math.Inf(1)
 	for _, r := range f.Cliff {
 		if !r.Fast.P50.OK() {
 			continue
 		}
 		ok = append(ok, r)
-		cats = append(cats, fmt.Sprintf("%d callers (%s)", r.Step.Conc, r.Step.Variant))
-		p50 = append(p50, opts.BarData{Value: ms(r.Fast.P50)})
-		p95 = append(p95, opts.BarData{Value: ms(r.Fast.P95)})
-		p99 = append(p99, opts.BarData{Value: ms(r.Fast.P99)})
+		cats = append(cats, fmt.Sprintf("%s, %d callers (%s)", r.Step.Server.Name, r.Step.Conc, r.Step.Variant))
+		for i, v := range []findings.Figure{r.Fast.P50, r.Fast.P95, r.Fast.P99} {
+			bars[i] = append(bars[i], opts.BarData{Value: ms(v), ItemStyle: &opts.ItemStyle{Color: palette.Tint(hue[r.Step.Server.Name], shades[i])}})
+			smallest = min(smallest, ms(v))
+		}
 	}
 	if len(cats) == 0 {
 		sec.Missing = findings.Missing(groupsOf(f.Cliff, loadGroup), "cliff")
 		return sec
 	}
+	names := []string{"p50", "p95", "p99"}
 	bar := charts.NewBar()
-	bar.SetGlobalOptions(append(slices.Clone(common), initOpts(sec.ID, 400),
-		charts.WithXAxisOpts(opts.XAxis{Type: "category"}),
-		charts.WithYAxisOpts(opts.YAxis{Type: "log", Name: "/fast latency from due, ms"}),
+	bar.SetGlobalOptions(append(frame(sec.ID, 340, names),
+		charts.WithXAxisOpts(opts.XAxis{Type: "category", AxisLabel: &opts.AxisLabel{Interval: "0"}}),
+		charts.WithYAxisOpts(opts.YAxis{Type: "log", Name: "/fast latency from due, ms", Min: logFloor(smallest)}),
 	)...)
 	bar.SetXAxis(cats)
-	bar.AddSeries("p50", p50)
-	bar.AddSeries("p95", p95)
-	bar.AddSeries("p99", p99)
-	sec.Notes = saturationNotes(ok, func(r findings.LoadRow) string { return fmt.Sprintf("%d callers", r.Step.Conc) })
-	sec.Element, sec.Script = snippet(bar)
+	for i, n := range names {
+		bar.AddSeries(n, bars[i], charts.WithItemStyleOpts(opts.ItemStyle{Color: palette.Tint("#000000", 0.25+shades[i]*0.9)}))
+	}
+	sec.Notes = saturationNotes(ok, func(r findings.LoadRow) string {
+		return fmt.Sprintf("%s at %d callers", r.Step.Server.Name, r.Step.Conc)
+	})
+	// echarts starts a bar on a log axis at 1 unless the axis says
+	// otherwise (startValue): below 1 ms a bar would hang from it.
+	sec.Element, sec.Script = snippet(bar, map[string]any{"yAxis": []map[string]any{{"startValue": logFloor(smallest)}}})
 	return sec
+}
+
+// logFloor is the power of ten at or below v: where a log axis starts so
+// that a bar of v stands up from it.
+func logFloor(v float64) float64 {
+	if v <= 0 || math.IsInf(v, 0) || math.IsNaN(v) {
+		return 0.001
+	}
+	return math.Pow(10, math.Floor(math.Log10(v)))
 }
 
 func sanitize(s string) string {

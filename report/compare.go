@@ -54,45 +54,48 @@ func comparePage(c *compare.Comparison, a asset) page {
 		p.Params = []kv{{"parameters", "the same in both runs, on the same machine and commit"}}
 	}
 	p.Sections = append(p.Sections, overlay(c, "cmp_throughput", "1. Throughput against concurrency, A and B, with both runs' ceilings", "req/s",
-		"The sweep's throughput of each server in A (solid) and B (dashed) on the same axes, with each run's ceiling: workers / requested block (thin dashed). "+
+		"The sweep's throughput of each server in A (solid) and B (dashed), each server in its one colour, on the same axes, with each run's ceilings, workers / requested block, "+
+			"dashed and labelled on the line (one line for the servers of both runs that share a ceiling). "+
 			"Where B loaded another endpoint than A (--sweep-endpoint), the series names say so.",
 		func(r findings.SweepRow) (float64, bool) { return r.Throughput.Median(), r.Throughput.OK() }, true))
 	p.Sections = append(p.Sections, overlay(c, "cmp_fast", "2. The /fast bystander's p50 from due, A and B", "ms",
 		"What the one /fast connection waited meanwhile, from each probe's due time, at each concurrency of the sweep, A solid, B dashed, on a log axis.",
 		func(r findings.SweepRow) (float64, bool) { return max(r.Fast.P50.Median()/1e3, 0.001), r.Fast.P50.OK() }, false))
-	g := &grid{Head: []string{"measurement", "figure", "A", "B", "B vs A", "test"}}
-	for _, r := range c.Rows {
-		for i, cell := range r.Cells {
-			name := ""
-			if i == 0 {
-				name = r.Key
-				if strings.Contains(r.Endpoint, "->") {
-					name += " (" + r.Endpoint + ")"
-				}
-			}
-			unit := cell.Metric
-			if cell.Unit != "" {
-				unit += " (" + cell.Unit + ")"
-			}
-			g.Rows = append(g.Rows, []string{name, unit, fmt3(cell.CenterA, cell.A), fmt3(cell.CenterB, cell.B), cell.Verdict(), cell.PText()})
-		}
+	p.Warnings = c.Shared()
+	for i, w := range p.Warnings {
+		p.Warnings[i] = "Measured on a shared machine, " + w + ": its figures may be slower for it, not for what it measured."
 	}
-	sec := section{ID: "cmp_table", Title: "3. Every figure of every measurement both runs made", Grid: g,
-		Caption: "Medians over each run's repetitions, with the range in brackets when there are several."}
-	if len(c.Only) > 0 {
-		sec.Notes = append(sec.Notes, "Not compared, made in one run only: "+strings.Join(c.Only, "; "))
+	first, rest := c.Split()
+	head := []string{"measurement", "figure", "A", "B", "B vs A", "test"}
+	g := &grid{Head: head}
+	for _, ch := range first {
+		g.Rows = append(g.Rows, ch.Cells())
+	}
+	sec := section{ID: "cmp_table", Title: "3. The changes that matter", Grid: g,
+		Caption: "Of every figure both runs measured, the changes that matter, the largest first: " + compare.FirstHeading + ". " +
+			"Medians over each run's repetitions, with the range in brackets when there are several."}
+	if len(first) == 0 {
+		sec.Grid, sec.Missing = nil, "no figure changed significantly, nor by "+fmt.Sprintf("%.0f %%", compare.UntestedShown)+" or more untested"
+	}
+	p.Sections = append(p.Sections, sec)
+	rg := &grid{Head: head}
+	key := ""
+	for _, ch := range rest {
+		cells := ch.Cells()
+		if cells[0] == key {
+			cells[0] = ""
+		} else {
+			key = cells[0]
+		}
+		rg.Rows = append(rg.Rows, cells)
+	}
+	sec = section{ID: "cmp_rest", Title: fmt.Sprintf("4. The other %d figures", len(rest)), Grid: rg, Fold: fmt.Sprintf("show the %d figures with %s", len(rest), compare.RestHeading),
+		Caption: "Every other figure of every measurement both runs made, folded: " + compare.RestHeading + "."}
+	if len(rest) == 0 {
+		sec.Grid, sec.Fold, sec.Missing = nil, "", "every figure is among the changes above"
 	}
 	p.Sections = append(p.Sections, sec)
 	return p
-}
-
-func fmt3(center float64, v findings.Figure) string {
-	s := fmt.Sprintf("%.4g", center)
-	if len(v) > 1 {
-		lo, hi := v.Spread()
-		s += fmt.Sprintf(" [%.4g-%.4g]", lo, hi)
-	}
-	return s
 }
 
 // overlay draws one sweep figure of both runs against callers; ceilings
@@ -100,10 +103,6 @@ func fmt3(center float64, v findings.Figure) string {
 func overlay(c *compare.Comparison, id, title, unit, caption string, v func(findings.SweepRow) (float64, bool), ceilings bool) section {
 	sec := section{ID: id, Title: title, Caption: caption}
 	line := charts.NewLine()
-	line.SetGlobalOptions(append(slices.Clone(common), initOpts(id, 480),
-		charts.WithXAxisOpts(opts.XAxis{Type: "log", Name: "callers", NameLocation: "middle", NameGap: 28}),
-		charts.WithYAxisOpts(opts.YAxis{Type: "log", Name: unit}),
-	)...)
 	var concs []int
 	for _, f := range []*findings.Findings{c.A, c.B} {
 		for _, r := range f.Sweep {
@@ -118,12 +117,24 @@ func overlay(c *compare.Comparison, id, title, unit, caption string, v func(find
 	}
 	sort.Ints(concs)
 	lo, hi := float64(concs[0]), float64(concs[len(concs)-1])
+	// A server has one hue in both runs: A solid, B dashed.
+	hue := hues(c.A, c.B)
 	drawn := 0
+	var legend []string
+	type shared struct {
+		value       float64
+		series, hue string
+		who         []string
+	}
+	ceils := map[string]*shared{}
+	var ceilOrder []string
 	for ri, f := range []*findings.Findings{c.A, c.B} {
-		run, style := "A", "solid"
+		run, style := "A", ""
 		if ri == 1 {
 			run, style = "B", "dashed"
 		}
+		seriesOf := map[string]string{}
+		var names []string
 		for _, name := range serverNames(f.Sweep, sweepGroup) {
 			var data []opts.LineData
 			endpoint := ""
@@ -140,16 +151,41 @@ func overlay(c *compare.Comparison, id, title, unit, caption string, v func(find
 				continue
 			}
 			drawn++
-			line.AddSeries(fmt.Sprintf("%s: %s %s", run, name, endpoint), data, charts.WithLineStyleOpts(opts.LineStyle{Type: style, Width: 2}),
-				charts.WithLineChartOpts(opts.LineChart{ShowSymbol: opts.Bool(true)}))
-			if sv := f.Server(name); ceilings && sv.NominalCeiling > 0 {
-				ceil := sv.NominalCeiling
-				line.AddSeries(fmt.Sprintf("%s ceiling %s: %s", run, name, sv.CeilingText()),
-					[]opts.LineData{{Value: []any{lo, round(ceil, 1)}}, {Value: []any{hi, round(ceil, 1)}}},
-					charts.WithLineStyleOpts(opts.LineStyle{Type: "dashed", Width: 1}), charts.WithLineChartOpts(opts.LineChart{ShowSymbol: opts.Bool(false)}))
+			series := fmt.Sprintf("%s: %s %s", run, name, endpoint)
+			seriesOf[name] = series
+			names = append(names, name)
+			legend = append(legend, series)
+			line.AddSeries(series, data, append(colored(hue[name], opts.LineStyle{Type: style, Width: 3}),
+				charts.WithLineChartOpts(opts.LineChart{ShowSymbol: opts.Bool(true), SymbolSize: 8}))...)
+		}
+		if !ceilings {
+			continue
+		}
+		// One line and one label per ceiling, however many servers of
+		// either run share it: "ceiling of A loop-gnet, B loop-gnet: ...".
+		for _, name := range names {
+			sv := f.Server(name)
+			text := sv.CeilingText()
+			if text == "" {
+				continue
 			}
+			cl := ceils[text]
+			if cl == nil {
+				cl = &shared{value: sv.NominalCeiling, series: seriesOf[name], hue: hue[name]}
+				ceils[text] = cl
+				ceilOrder = append(ceilOrder, text)
+			}
+			cl.who = append(cl.who, run+" "+name)
 		}
 	}
+	for _, text := range ceilOrder {
+		cl := ceils[text]
+		ceilingSeries(line, cl.series, fmt.Sprintf("ceiling of %s: %s", strings.Join(cl.who, ", "), text), cl.hue, lo, hi, cl.value, false)
+	}
+	line.SetGlobalOptions(append(frame(id, 400, legend),
+		charts.WithXAxisOpts(opts.XAxis{Type: "log", Name: "callers", NameLocation: "middle", NameGap: 28}),
+		charts.WithYAxisOpts(opts.YAxis{Type: "log", Name: unit}),
+	)...)
 	if drawn == 0 {
 		sec.Missing = "no sweep measurement succeeded in either run"
 		return sec

@@ -95,11 +95,10 @@ func lagCharts(f *findings.Findings, phase, number, what string) []section {
 			data[i].Value = v
 		}
 		hm := charts.NewHeatMap()
-		hm.SetGlobalOptions(append(slices.Clone(common), initOpts(id, 120+22*len(ylabels)),
+		hm.SetGlobalOptions(append(frame(id, 70+22*len(ylabels), nil),
 			charts.WithXAxisOpts(opts.XAxis{Type: "category", Data: xcats, Name: "into the measured window", NameLocation: "middle", NameGap: 28}),
 			charts.WithYAxisOpts(opts.YAxis{Type: "category", Data: ylabels}),
 			charts.WithVisualMapOpts(opts.VisualMap{Type: "piecewise", Pieces: lagPieces, Orient: "horizontal", Left: "center", Top: "top"}),
-			charts.WithLegendOpts(opts.Legend{Show: opts.Bool(false)}),
 		)...)
 		hm.AddSeries("largest heartbeat lag, ms", data)
 		sec.Element, sec.Script = snippet(hm)

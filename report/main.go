@@ -39,12 +39,14 @@ func mainExit(args []string, stdout, stderr io.Writer) int {
 	echarts := fs.String("echarts", "", "use this echarts.min.js (5.6.0, checked) instead of the cache")
 	offline := fs.Bool("offline", false, "never fetch echarts; without a cached copy the page uses a CDN")
 	fetchOnly := fs.Bool("fetch", false, "fetch and check echarts into the cache, then exit")
+	all := fs.Bool("all", false, "with --compare: print every figure, not only the changes that matter")
 	stageOut := fs.String("stage-page", "", "write the live page of run.sh --stage (echarts inlined as in the report) to this file, then exit")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: report --in RUN_DIR [--out FILE]\n       report --compare RUN_A RUN_B [--out FILE]\n\n"+
+		fmt.Fprintf(fs.Output(), "Usage: report --in RUN_DIR [--out FILE]\n       report --compare RUN_A RUN_B [--out FILE] [--all]\n\n"+
 			"Writes one self-contained HTML report of a bystander run. With --compare, prints two runs side by side\n"+
 			"as benchstat does (every figure of every measurement both made, the change, and its significance across\n"+
-			"repetitions) and, with --out, writes the comparison as an HTML page with both runs on the same axes.\n\nFlags:\n")
+			"repetitions; the changes that matter first, the rest with --all) and, with --out, writes the comparison\n"+
+			"as an HTML page with both runs on the same axes.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	if err := cli.Parse(fs, args, stderr); err != nil {
@@ -84,7 +86,7 @@ func mainExit(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, "report: --compare RUN_A RUN_B takes no --in and nothing else; see --help")
 			return 2
 		}
-		return compareExit(runA, runB, *out, *echarts, *offline, stdout, stderr)
+		return compareExit(runA, runB, *out, *echarts, *offline, *all, stdout, stderr)
 	}
 	if *in == "" || fs.NArg() > 0 {
 		fmt.Fprintln(stderr, "report: give the run directory with --in (and nothing else); see --help")
@@ -123,13 +125,13 @@ func writeOut(out string, p page, stdout, stderr io.Writer) int {
 
 // compareExit is --compare: the table on stdout, the page with --out;
 // runs that cannot be compared are refused with why (status 1).
-func compareExit(runA, runB, out, echarts string, offline bool, stdout, stderr io.Writer) int {
+func compareExit(runA, runB, out, echarts string, offline, all bool, stdout, stderr io.Writer) int {
 	c, err := compare.Runs(runA, runB)
 	if err != nil {
 		fmt.Fprintf(stderr, "report: %v\n", err)
 		return 1
 	}
-	c.Write(stdout)
+	c.Write(stdout, all)
 	if out == "" {
 		return 0
 	}

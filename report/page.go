@@ -98,6 +98,12 @@ type page struct {
 	RunTitle string
 	// Script is the page's drawing script (page.js).
 	Script template.JS
+	// Headline is the result at one glance, at the top; Hue each
+	// server's colour.
+	Headline *findings.Headline
+	Hue      map[string]string
+	// Warnings are said once, in one box, at the top.
+	Warnings []string
 }
 
 type kv struct{ K, V string }
@@ -106,6 +112,10 @@ func buildPage(f *findings.Findings, a asset) page {
 	run, fp := f.Run, f.Params
 	p := page{Title: "bystander: what one blocking call does to everyone else", Run: run, Phases: f.Phases}
 	p.Lead = f.Lead()
+	if h := f.Headline(); len(h.Servers)+len(h.Stalls)+len(h.Fixes) > 0 {
+		p.Headline = &h
+	}
+	p.Hue = hues(f)
 	if run.Partial {
 		p.Partial = run.PartialReason
 	}

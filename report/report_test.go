@@ -93,7 +93,7 @@ func TestEveryChart(t *testing.T) {
 		}
 	}
 	page := renderString(t, testRun, run, stub)
-	for _, want := range []string{`"type":"log"`, "ceiling loop-gnet: 4 loops / 5ms = 800 req/s", "Little", "stalled 3 of 12 (expected 3)", "workers: 4 loops",
+	for _, want := range []string{`"type":"log"`, "ceiling of loop-gnet: 4 loops / 5ms = 800 req/s", "Little", `id="headline"`, `data-figure="throughput"`, "stalled 3 of 12 (expected 3)", "workers: 4 loops",
 		"SATURATED", "grows without bound", "p50 from send", "loop 0 #3", "unanswered when the window ended",
 		"k=4, loop 3 (held in /slow)", "largest heartbeat lag"} {
 		if !strings.Contains(page, want) {
@@ -299,7 +299,7 @@ func TestExternalRun(t *testing.T) {
 		}
 	}
 	page := renderString(t, nodeRun, run, stub)
-	for _, want := range []string{"ceiling node: 1 loop / 5ms = 200 req/s", "Who stalls: 3 connections by blocked loops, node", "3 on each of the 1 loops",
+	for _, want := range []string{"ceiling of node: 1 loop / 5ms = 200 req/s", "Who stalls: 3 connections by blocked loops, node", "3 on each of the 1 loops",
 		"not measured (external)", "no pid="} {
 		if !strings.Contains(page, want) {
 			t.Errorf("the page lacks %q", want)

@@ -1,0 +1,105 @@
+package browsertest
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+)
+
+var logged sync.Once
+
+// ShotsDir is where the browser tests write their screenshots, for a
+// person to look at: $BYSTANDER_SHOTS when set (docs/screenshots.md), else
+// a directory of the test's own.
+func ShotsDir(t *testing.T) string {
+	t.Helper()
+	dir := os.Getenv("BYSTANDER_SHOTS")
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	logged.Do(func() { t.Logf("screenshots in %s (BYSTANDER_SHOTS=DIR keeps them)", dir) })
+	return dir
+}
+
+// Shot writes a PNG of the element sel (a CSS selector) to dir/name.png.
+func Shot(t *testing.T, ctx context.Context, dir, sel, name string) {
+	t.Helper()
+	if err := chromedp.Do(ctx, chromedp.ScrollIntoView(chromedp.CSS(sel))); err != nil {
+		t.Errorf("scrolling to %s: %v", sel, err)
+		return
+	}
+	png, err := chromedp.Run(ctx, chromedp.Screenshot(chromedp.CSS(sel)))
+	if err != nil {
+		t.Errorf("screenshot of %s: %v", sel, err)
+		return
+	}
+	if err := os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644); err != nil {
+		t.Error(err)
+	}
+}
+
+// ChartLayout is, for every echarts chart of a page (by its element's
+// id), how it is laid out: its legend's type, whether shown, and its box
+// beside the plot's, in the chart's pixels.
+type ChartLayout struct {
+	Series, Empty int
+	Legend        string // "plain", "scroll", or "" when there is none
+	LegendItems   int
+	LegendBox     [4]float64 // x, y, width, height
+	Grid          [4]float64
+	Width, Height float64
+}
+
+// ChartLayoutJS evaluates to a map of ChartLayout by element id, over
+// every element of class item (go-echarts' chart containers).
+const ChartLayoutJS = `(() => {
+  const out = {};
+  for (const el of document.querySelectorAll('.item')) {
+    const inst = echarts.getInstanceByDom(el);
+    if (!inst) { out[el.id] = {Series: -1}; continue; }
+    const series = inst.getOption().series;
+    const o = {Series: series.length, Empty: series.filter(s => !s.data || s.data.length === 0).length, Legend: "", LegendItems: 0,
+      LegendBox: [0, 0, 0, 0], Grid: [0, 0, 0, 0], Width: inst.getWidth(), Height: inst.getHeight()};
+    const lm = inst.getModel().getComponent('legend');
+    if (lm && lm.get('show')) {
+      const g = inst.getViewOfComponentModel(lm).group;
+      const r = g.getBoundingRect().clone();
+      g.updateTransform();
+      if (g.transform) { r.applyTransform(g.transform); }
+      o.Legend = lm.get('type') || 'plain';
+      o.LegendItems = lm.getData().length;
+      o.LegendBox = [r.x, r.y, r.width, r.height];
+    }
+    const gm = inst.getModel().getComponent('grid');
+    if (gm && gm.coordinateSystem) { const r = gm.coordinateSystem.getRect(); o.Grid = [r.x, r.y, r.width, r.height]; }
+    out[el.id] = o;
+  }
+  return out;
+})()`
+
+// CheckLegends fails for a chart whose legend is paginated, leaves the
+// chart, or lies on its plot or the x axis's name below it.
+func CheckLegends(t *testing.T, charts map[string]ChartLayout) {
+	t.Helper()
+	for id, c := range charts {
+		if c.Legend == "" {
+			continue
+		}
+		lb, g := c.LegendBox, c.Grid
+		switch {
+		case c.Legend != "plain":
+			t.Errorf("%s: a %s legend (paginated), want plain and whole", id, c.Legend)
+		case lb[0] < 0 || lb[1] < 0 || lb[0]+lb[2] > c.Width+1 || lb[1]+lb[3] > c.Height+1:
+			t.Errorf("%s: the legend %v leaves the chart (%.0fx%.0f)", id, lb, c.Width, c.Height)
+		case g[3] > 0 && lb[1] < g[1]+g[3]+20:
+			t.Errorf("%s: the legend (top %.0f) lies on the plot or its axis (plot bottom %.0f)", id, lb[1], g[1]+g[3])
+		}
+	}
+}
