@@ -645,7 +645,7 @@ func offloadChart(f *findings.Findings) section {
 		cats = append(cats, fmt.Sprintf("%s\n%s %s", r.Step.Variant, r.Step.Server.Name, r.Step.Endpoint))
 		c := hue[r.Step.Server.Name]
 		if r.Step.Variant == "offloaded" {
-			c = palette.Tint(c, 0.45)
+			c = palette.Tint(c, palette.Pale)
 		}
 		tp = append(tp, opts.BarData{Value: round(r.Throughput.Median(), 0), ItemStyle: &opts.ItemStyle{Color: c}})
 		p50 = append(p50, opts.LineData{Value: ms(r.Fast.P50)})

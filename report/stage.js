@@ -1,6 +1,6 @@
 (function () {
   "use strict";
-  var S = {info: null, screen: 0, state: "waiting", steps: {}, order: [], probes: [], lag: [], conns: {}, verdicts: {}, stallStep: "", t: 0, done: false, report: "", dir: ""};
+  var S = {info: null, screen: 0, screenAt: 0, state: "waiting", steps: {}, order: [], probes: [], lag: [], conns: {}, verdicts: {}, stallStep: "", t: 0, done: false, report: "", dir: ""};
   var titles = ["", "1. Throughput against the ceiling", "2. The bystander", "3. The loops, from inside", "4. Who stalls", "5. The fix"];
   window.stageState = S;
   window.stageFrames = 0;
@@ -23,12 +23,15 @@
   function median(a) { if (!a.length) { return NaN; } var s = a.slice().sort(function (x, y) { return x - y; }); var m = s.length >> 1; return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2; }
   function stepOf(id) { return S.steps[id] || (S.steps[id] = {id: id}); }
   function isLoop(name) { return S.info && S.info.servers_kind && S.info.servers_kind[name] === "loop"; }
+  // Each server's hue, the report's (internal/palette).
+  function hue(name) { return (S.info && S.info.colors && S.info.colors[name]) || "#888888"; }
+  function pale(name) { return (S.info && S.info.pale && S.info.pale[name]) || hue(name); }
 
   function apply(ev) {
     (marks[ev.k] || []).forEach(function (n) { dirty[n] = true; });
     switch (ev.k) {
     case "hello": S.info = ev; break;
-    case "screen": S.screen = ev.screen; break;
+    case "screen": S.screen = ev.screen; S.screenAt = S.t; break;
     case "state": S.state = ev.state; break;
     case "step":
       var st = stepOf(ev.id);
@@ -74,7 +77,8 @@
     var sweep = S.order.map(function (id) { return S.steps[id]; }).filter(function (s) { return s.phase === "sweep" && rps(s) !== undefined; });
     if (sweep.length) {
       var last = sweep[sweep.length - 1];
-      h[1] = [last.server + " at " + last.conc + " callers: ", b(fmt(rps(last))), " req/s, ceiling " + fmt(last.ceiling) + " (" + last.workers + " workers / " + S.info.block_ms + " ms)"];
+      var ct = S.info.ceiling_text && S.info.ceiling_text[last.server];
+      h[1] = [last.server + " at " + last.conc + " callers: ", b(fmt(rps(last))), " req/s; ceiling " + (ct || fmt(last.ceiling) + " (" + last.workers + " workers / " + S.info.block_ms + " ms)")];
     }
     // Screen 2: each server's /slow at the highest concurrency; its /fast
     // figure as the tables give it once the step ended, else the median of
@@ -92,11 +96,17 @@
       });
       h[2].push(" (median from due, " + two[0].conc + " callers)");
     }
-    var recent = S.lag.filter(function (e) { return e.t >= S.t - 2000; });
+    // Screen 3 speaks of what happened since it opened, never of the
+    // screens before it.
+    var recent = S.lag.filter(function (e) { return e.t >= Math.max(S.t - 2000, lagFrom()); });
     if (recent.length) {
       var worst = recent.reduce(function (a, b) { return b.ms > a.ms ? b : a; });
       var others = recent.filter(function (e) { return e.loop !== worst.loop; }).reduce(function (a, e) { return Math.max(a, e.ms); }, 0);
       h[3] = ["loop ", b(worst.loop), " held up to ", b(fmt(worst.ms, 1) + " ms"), "; the other loops " + fmt(others, 1) + " ms (last 2 s)"];
+      // A beat can wait behind more than one call: say how many, so that
+      // 200 ms held with a 100 ms block needs no question.
+      var calls = Math.round(worst.ms / S.info.stall_block_ms);
+      if (calls >= 2) { h[3].push(": a beat waited behind " + calls + " back-to-back " + fmt(S.info.stall_block_ms) + " ms calls"); }
     }
     if (S.stallStep) {
       var ss = S.steps[S.stallStep], v = S.verdicts[S.stallStep];
@@ -118,38 +128,66 @@
     return h;
   }
 
+  // lagFrom is when screen 3's lanes begin: when it opened (or the start).
+  function lagFrom() { return S.screen === 3 ? S.screenAt : -Infinity; }
+
   function chart(id) {
     if (!charts[id]) { charts[id] = echarts.init(document.getElementById(id), dark ? "dark" : null, {renderer: "canvas"}); }
     return charts[id];
   }
   var big = {fontSize: 22};
-  function axis(type, name) { return {type: type, name: name, nameTextStyle: big, axisLabel: big, nameLocation: "middle", nameGap: 48}; }
+  function axis(type, name, gap) { return {type: type, name: name, nameTextStyle: big, axisLabel: big, nameLocation: "middle", nameGap: gap || 48}; }
 
   function draw1() {
-    var series = [], servers = {};
+    var series = [], servers = {}, names = [];
     S.order.forEach(function (id) { var s = S.steps[id]; if (s.phase === "sweep" && rps(s) !== undefined) { (servers[s.server] = servers[s.server] || []).push([s.conc, Math.max(1, Math.round(rps(s)))]); } });
+    S.order.forEach(function (id) { var s = S.steps[id]; if (servers[s.server] && names.indexOf(s.server) < 0) { names.push(s.server); } });
     var lo = Math.min.apply(null, S.info.conc), hi = Math.max.apply(null, S.info.conc);
-    Object.keys(servers).sort().forEach(function (n, i) {
-      series.push({name: n, type: "line", data: servers[n], symbolSize: 16, lineStyle: {width: 5},
-        label: {show: true, fontSize: 22, position: i % 2 ? "bottom" : "top", formatter: function (p) { return fmt(p.value[1]); }}});
-      var c = S.info.ceiling[n];
-      if (c) { series.push({name: "ceiling " + n, type: "line", data: [[lo, c], [hi, c]], symbol: "none", lineStyle: {type: "dashed", width: 3}}); }
+    // A loop server's labels go below its points (its ceiling's label is
+    // above the line), the others' above; at the same callers, labels on
+    // one side within 30 % of each other are one, so none covers another.
+    var shown = {};
+    names.forEach(function (n) {
+      var side = isLoop(n) ? "bottom" : "top";
+      var data = servers[n].map(function (p) {
+        var key = side + p[0], first = (shown[key] || []).every(function (v) { return Math.max(v, p[1]) > 1.3 * Math.min(v, p[1]); });
+        (shown[key] = shown[key] || []).push(p[1]);
+        return {value: p, label: {show: first}};
+      });
+      series.push({name: n, type: "line", data: data, symbolSize: 16, lineStyle: {width: 5, color: hue(n)}, itemStyle: {color: hue(n)},
+        label: {show: true, fontSize: 22, position: side, formatter: function (p) { return fmt(p.value[1]); }}});
     });
-    chart("c1").setOption({animation: false, backgroundColor: "transparent", textStyle: big, legend: {bottom: 0, textStyle: big}, grid: {left: 110, right: 40, top: 30, bottom: 110},
-      xAxis: axis("log", "callers"), yAxis: axis("log", "req/s"), series: series}, {replaceMerge: ["series"]});
+    // Each ceiling on its own line, labelled on it in its server's hue;
+    // servers that share one share the line and the label.
+    var ceilings = {}, order = [];
+    names.forEach(function (n) {
+      var t = S.info.ceiling_text && S.info.ceiling_text[n];
+      if (!t) { return; }
+      if (!ceilings[t]) { ceilings[t] = {names: [], value: S.info.ceiling[n], hue: hue(n)}; order.push(t); }
+      ceilings[t].names.push(n);
+    });
+    order.forEach(function (t) {
+      var c = ceilings[t];
+      series.push({name: c.names[0], type: "line", data: [[lo, c.value], {value: [hi, c.value], label: {show: true}}], symbol: "circle", symbolSize: 1,
+        lineStyle: {type: "dashed", width: 3, color: c.hue}, itemStyle: {color: c.hue},
+        label: {show: false, position: "top", align: "right", fontSize: 22, fontWeight: "bold", color: c.hue, formatter: "ceiling of " + c.names.join(", ") + ": " + t}});
+    });
+    chart("c1").setOption({animation: false, backgroundColor: "transparent", textStyle: big, legend: {bottom: 0, textStyle: big, data: names}, grid: {left: 130, right: 40, top: 40, bottom: 110},
+      xAxis: axis("log", "callers"), yAxis: axis("log", "req/s", 80), series: series}, {replaceMerge: ["series"]});
     return series.length > 0;
   }
   function draw2() {
     var by = {};
     S.probes.forEach(function (p) { if (p.t >= S.t - 30000) { (by[p.server] = by[p.server] || []).push([(p.t - S.t) / 1000, Math.max(p.ms, 0.01)]); } });
-    var series = Object.keys(by).sort().map(function (n) { return {name: n, type: "scatter", symbolSize: 10, data: by[n]}; });
-    chart("c2").setOption({animation: false, backgroundColor: "transparent", textStyle: big, legend: {bottom: 0, textStyle: big}, grid: {left: 110, right: 40, top: 30, bottom: 110},
-      xAxis: Object.assign(axis("value", "seconds ago"), {min: -30, max: 0}), yAxis: axis("log", "/fast latency from due, ms"), series: series}, {replaceMerge: ["series"]});
+    var series = Object.keys(by).sort().map(function (n) { return {name: n, type: "scatter", symbolSize: 10, data: by[n], itemStyle: {color: hue(n)}}; });
+    chart("c2").setOption({animation: false, backgroundColor: "transparent", textStyle: big, legend: {bottom: 0, textStyle: big}, grid: {left: 130, right: 40, top: 30, bottom: 110},
+      xAxis: Object.assign(axis("value", "seconds ago"), {min: -30, max: 0}), yAxis: axis("log", "/fast latency from due, ms", 80), series: series}, {replaceMerge: ["series"]});
     return series.length > 0;
   }
   function draw3() {
     var loops = S.info.loops, cols = 100, data = [];
     S.lag.forEach(function (e) {
+      if (e.t < lagFrom()) { return; }
       var x = Math.floor((e.t - (S.t - 10000)) / 100);
       if (x >= 0 && x < cols) { data.push([x, e.loop, Math.round(e.ms * 10) / 10]); }
     });
@@ -170,7 +208,7 @@
     var rows = {}, loopless = S.stallStep && S.info.servers_kind[S.steps[S.stallStep].server] !== "loop";
     Object.keys(S.conns).sort(function (a, b) { return a - b; }).forEach(function (c, i) {
       var x = S.conns[c], row = loopless ? Math.floor(i / per) : x.loop;
-      (rows[row] = rows[row] || []).push({conn: +c, ms: x.ms});
+      (rows[row] = rows[row] || []).push({conn: +c, ms: x.ms, stalled: x.stalled});
     });
     var cells = [];
     function div(cls, text) { var d = document.createElement("div"); d.className = cls; d.textContent = text; return d; }
@@ -187,10 +225,11 @@
   }
   function draw5() {
     var off = S.order.map(function (id) { return S.steps[id]; }).filter(function (s) { return s.phase === "offload" && rps(s) !== undefined; });
-    chart("c5").setOption({animation: false, backgroundColor: "transparent", textStyle: big, grid: {left: 110, right: 40, top: 60, bottom: 80},
-      xAxis: {type: "category", data: off.map(function (s) { return s.variant + " (" + s.server + " " + s.endpoint + ")"; }), axisLabel: {fontSize: 22, interval: 0}},
-      yAxis: axis("value", "req/s"),
-      series: [{type: "bar", data: off.map(function (s) { return Math.round(rps(s)); }), barWidth: "40%",
+    chart("c5").setOption({animation: false, backgroundColor: "transparent", textStyle: big, grid: {left: 150, right: 40, top: 110, bottom: 100},
+      xAxis: {type: "category", data: off.map(function (s) { return s.variant + "\n" + s.server + " " + s.endpoint; }), axisLabel: {fontSize: 22, lineHeight: 30, interval: 0}},
+      yAxis: axis("value", "req/s", 100),
+      // Each bar in its server's hue; offloaded, paler.
+      series: [{type: "bar", data: off.map(function (s) { return {value: Math.round(rps(s)), itemStyle: {color: s.variant === "offloaded" ? pale(s.server) : hue(s.server)}}; }), barWidth: "40%",
         label: {show: true, position: "top", fontSize: 28, lineHeight: 36, formatter: function (p) { var s = off[p.dataIndex]; return fmt(p.value) + " req/s" + (s.fast_p50_ms !== undefined ? "\n/fast " + fastText(s) : ""); }}}]}, {replaceMerge: ["series"]});
     return off.length > 0;
   }

@@ -87,6 +87,11 @@ func Open(t *testing.T, chrome string, width, height int) (context.Context, func
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The page gets exactly width x height: a headless window's size
+	// includes what the browser keeps for itself.
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(int64(width), int64(height))); err != nil {
+		t.Fatal(err)
+	}
 	return ctx, func() []string {
 		mu.Lock()
 		defer mu.Unlock()

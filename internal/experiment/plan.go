@@ -60,8 +60,10 @@ type Options struct {
 	// Stage serves the live page (run.sh --stage); Auto advances its
 	// screens by itself; Replay plays a recorded run's stage instead of
 	// measuring; StageAddr is where the page is served.
-	Stage     bool
-	Auto      bool
+	Stage bool
+	Auto  bool
+	// AutoWait is how long --auto waits for a page before it starts.
+	AutoWait  time.Duration
 	Replay    string
 	StageAddr string
 	// JVMWarmup is how long a Java server is loaded after each start,
@@ -161,7 +163,8 @@ func ParseFlags(args []string, stderr io.Writer, now time.Time) (Options, error)
 	fs.BoolVar(&o.Quick, "quick", false, "short durations, for a first look")
 	fs.BoolVar(&o.Open, "open", false, "open the report when done (with --stage: open the stage page at once)")
 	fs.BoolVar(&o.Stage, "stage", false, "give the talk: serve a live page of the experiment (5 screens, driven from the keyboard) and measure as it asks")
-	fs.BoolVar(&o.Auto, "auto", false, "with --stage: advance the screens by themselves (rehearsals, tests)")
+	fs.BoolVar(&o.Auto, "auto", false, "with --stage: advance the screens by themselves once a page is open (rehearsals, tests), and exit at the end")
+	fs.DurationVar(&o.AutoWait, "auto-wait", AutoWait, "with --auto: how long to wait for a page to open before measuring without one (0: do not wait)")
 	fs.StringVar(&o.Replay, "replay", "", "with --stage: play the stage recorded in this run directory at its real pace, without servers")
 	fs.StringVar(&o.StageAddr, "stage-addr", "127.0.0.1:8300", "with --stage: where to serve the page (a loopback address; port 0 picks one)")
 	fs.DurationVar(&o.JVMWarmup, "jvm-warmup", JVMWarmup, "how long a Java server (netty, tomcat) is loaded on every endpoint after each start, before it is measured:\na JVM compiles the code that runs hot, and its first seconds are several times slower (half with --quick)")
@@ -256,6 +259,10 @@ func (o *Options) validate() error {
 		return bad("--jvm-warmup %s: want 0 to 10m", o.JVMWarmup)
 	}
 	switch {
+	case o.AutoWait < 0:
+		return bad(fmt.Sprintf("--auto-wait %s: want a duration of 0 or more", o.AutoWait))
+	case o.AutoWait != AutoWait && !o.Auto:
+		return bad("--auto-wait goes with --auto")
 	case !o.Stage && (o.Auto || o.Replay != "" || o.StageAddr != "127.0.0.1:8300"):
 		return bad("--auto, --replay and --stage-addr go with --stage")
 	case o.Stage && o.Repeat > 1:

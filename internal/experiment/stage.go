@@ -18,6 +18,7 @@ import (
 	"github.com/bystander-kit/bystander/internal/findings"
 	"github.com/bystander-kit/bystander/internal/lag"
 	"github.com/bystander-kit/bystander/internal/live"
+	"github.com/bystander-kit/bystander/internal/palette"
 	"github.com/bystander-kit/bystander/internal/results"
 	"github.com/bystander-kit/bystander/internal/stage"
 	"github.com/bystander-kit/bystander/internal/stall"
@@ -121,6 +122,33 @@ func openStage(ctx context.Context, o Options, h *stage.Hub, stdout io.Writer) e
 	return nil
 }
 
+// AutoWait is how long --auto waits for a page to open before it starts
+// without one; autoSettle the beat a page that opened gets before the
+// first measurement, so that none runs beside a browser still starting.
+const (
+	AutoWait   = time.Minute
+	autoSettle = time.Second
+)
+
+// waitForPage is --auto's start: it waits for a page (--auto-wait) and
+// says so, and says when none came.
+func waitForPage(ctx context.Context, o Options, hub *stage.Hub, stdout io.Writer) {
+	if !o.Auto || o.AutoWait <= 0 {
+		return
+	}
+	fmt.Fprintf(stdout, "stage: --auto starts once a page is open (waiting %s at most)\n", o.AutoWait)
+	if hub.WaitPage(ctx, o.AutoWait) {
+		select {
+		case <-ctx.Done():
+		case <-time.After(autoSettle):
+		}
+		return
+	}
+	if ctx.Err() == nil {
+		fmt.Fprintf(stdout, "stage: no page opened within %s: starting without one (--auto-wait sets how long)\n", o.AutoWait)
+	}
+}
+
 // runStage runs the measurements screen by screen, as the presenter (or
 // --auto) asks, and returns what to do once the run is written up.
 //
@@ -148,6 +176,7 @@ func (r *runner) runStage(ctx context.Context, stdout, stderr io.Writer, started
 	go func() { hub.Run(sctx); close(hubDone) }()
 	r.hub = hub
 	hub.Add(r.hello())
+	waitForPage(ctx, r.o, hub, stdout)
 
 	ctl := &stageControl{wake: make(chan struct{}, 1)}
 	go func() {
@@ -259,12 +288,20 @@ func (r *runner) runStage(ctx context.Context, stdout, stderr io.Writer, started
 func (r *runner) hello() stage.Hello {
 	o := r.o
 	h := stage.Hello{Loops: o.Loops, Slots: o.Slots, BlockMs: ms(o.Block), StallBlockMs: ms(o.StallBlock), Conc: o.Conc,
-		ServersKind: map[string]string{}, Ceiling: map[string]float64{}, StallConns: stallConnsPerLoop * o.Loops, Engines: o.Engines, Rule: stall.Rule}
+		ServersKind: map[string]string{}, Ceiling: map[string]float64{}, CeilingText: map[string]string{}, StallConns: stallConnsPerLoop * o.Loops,
+		Engines: o.Engines, Rule: stall.Rule}
+	var servers []palette.Server
 	for _, s := range r.plan.Steps {
 		h.ServersKind[s.Server.Name] = s.Server.Kind
+		servers = append(servers, palette.Server{Name: s.Server.Name, Kind: s.Server.Kind})
 		if s.Phase == "sweep" {
 			_, h.Ceiling[s.Server.Name] = findings.StepCeiling(s, o.Slots)
+			h.CeilingText[s.Server.Name] = findings.StepCeilingText(s, o.Slots)
 		}
+	}
+	h.Colors, h.Pale = palette.Of(servers), map[string]string{}
+	for name, c := range h.Colors {
+		h.Pale[name] = palette.Tint(c, palette.Pale)
 	}
 	return h
 }
@@ -491,6 +528,7 @@ func runReplay(ctx context.Context, o Options, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, err)
 		return 2
 	}
+	waitForPage(ctx, o, hub, stdout)
 	fmt.Fprintf(stdout, "stage: replaying %s at its real pace (P pauses)\n", rec)
 	n, err := stage.Replay(ctx, rec, hub)
 	if err != nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/bystander-kit/bystander/internal/browsertest"
 	"github.com/bystander-kit/bystander/internal/findings"
 	"github.com/bystander-kit/bystander/internal/results"
+	"github.com/bystander-kit/bystander/internal/stage"
 	"github.com/bystander-kit/bystander/internal/wiretest"
 )
 
@@ -200,6 +201,39 @@ func TestStage(t *testing.T) {
 	}
 }
 
+// TestAutoWaitsForAPage: --auto starts once a page has opened the frames,
+// and says so when none opened in time, then starts without one.
+func TestAutoWaitsForAPage(t *testing.T) {
+	bin := kit(t)
+	dir := t.TempDir()
+	rec := "{\"schema\":\"" + stage.Schema + "\"}\n{\"seq\":1,\"t\":0,\"events\":[{\"k\":\"state\",\"state\":\"waiting\"}]}\n"
+	if err := os.WriteFile(filepath.Join(dir, "stage.ndjson"), []byte(rec), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// No page: it says so after --auto-wait, and plays all the same.
+	addr := wiretest.FreeAddr(t)
+	code, out := startRun(t, context.Background(), "--stage", "--replay", dir, "--auto", "--auto-wait", "300ms", "--stage-addr", addr, "--bin", bin)
+	if c := <-code; c != 0 || !strings.Contains(out.String(), "no page opened within 300ms") || !strings.Contains(out.String(), "replayed 1 frames") {
+		t.Fatalf("exit %d\n%s", c, out.String())
+	}
+	// A page that opens the frames late: nothing is played before it.
+	addr = wiretest.FreeAddr(t)
+	code, out = startRun(t, context.Background(), "--stage", "--replay", dir, "--auto", "--auto-wait", "1m", "--stage-addr", addr, "--bin", bin)
+	served(t, addr, out)
+	time.Sleep(500 * time.Millisecond)
+	if strings.Contains(out.String(), "replaying") {
+		t.Fatalf("the replay began before any page opened:\n%s", out.String())
+	}
+	resp, err := http.Get("http://" + addr + "/events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if c := <-code; c != 0 || strings.Contains(out.String(), "no page opened") || !strings.Contains(out.String(), "replayed 1 frames") {
+		t.Fatalf("exit %d\n%s", c, out.String())
+	}
+}
+
 func TestStageFlags(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
@@ -209,6 +243,9 @@ func TestStageFlags(t *testing.T) {
 		{[]string{"--stage", "--auto", "--open", "--stage-addr", "127.0.0.1:0"}, ""},
 		{[]string{"--stage", "--replay", "results/x"}, ""},
 		{[]string{"--auto"}, "go with --stage"},
+		{[]string{"--stage", "--auto-wait", "5s"}, "goes with --auto"},
+		{[]string{"--stage", "--auto", "--auto-wait", "-1s"}, "0 or more"},
+		{[]string{"--stage", "--auto", "--auto-wait", "0"}, ""},
 		{[]string{"--replay", "x"}, "go with --stage"},
 		{[]string{"--stage-addr", "127.0.0.1:1"}, "go with --stage"},
 		{[]string{"--stage", "--repeat", "2"}, "repeat a screen with R"},

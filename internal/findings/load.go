@@ -95,6 +95,13 @@ func StepCeiling(s results.Step, offloadWorkers int) (int, float64) {
 	return w, CeilingPerS(w, time.Duration(s.Server.BlockNs))
 }
 
+// StepCeilingText is a step's ceiling in words, as the pages label it:
+// "4 loops / 5ms = 800 req/s", or "" when its workers are not known.
+func StepCeilingText(s results.Step, offloadWorkers int) string {
+	w, c := StepCeiling(s, offloadWorkers)
+	return ServerSummary{Kind: s.Server.Kind, Workers: s.Server.Workers, SweepWorkers: w, Block: time.Duration(s.Server.BlockNs), NominalCeiling: c}.CeilingText()
+}
+
 // BoundOf decides what bounds a measurement from its load result and the
 // server's cost; offloadWorkers is the pool /offload blocks on.
 func BoundOf(s results.Step, lr *results.Result, c *results.ServerCost, offloadWorkers int) *Bound {

@@ -19,6 +19,9 @@ var (
 	Neutral = "#888888"
 )
 
+// Pale is how much paler a server's offloaded variant is drawn (Tint).
+const Pale = 0.45
+
 // Server is what a hue is chosen by.
 type Server struct{ Name, Kind string }
 

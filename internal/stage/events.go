@@ -23,8 +23,14 @@ type Hello struct {
 	Conc         []int              `json:"conc"`
 	ServersKind  map[string]string  `json:"servers_kind"`
 	Ceiling      map[string]float64 `json:"ceiling"`
-	StallConns   int                `json:"stall_conns"`
-	Engines      []string           `json:"engines"`
+	// CeilingText is each ceiling in words, as the report labels it;
+	// Colors each server's hue, the report's (internal/palette); Pale
+	// the same, paler (its offloaded variant).
+	CeilingText map[string]string `json:"ceiling_text"`
+	Colors      map[string]string `json:"colors"`
+	Pale        map[string]string `json:"pale"`
+	StallConns  int               `json:"stall_conns"`
+	Engines     []string          `json:"engines"`
 	// Rule is the stall rule in words (internal/stall).
 	Rule string `json:"rule"`
 }

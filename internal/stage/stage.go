@@ -53,6 +53,8 @@ type Hub struct {
 	control chan string
 	page    []byte
 	hosts   map[string]bool // the Host values the page may be reached at (Allow)
+	// connected is closed when the first page opens the frames.
+	connected chan struct{}
 }
 
 // ControlHeader is the header the stage's page sends with every key: a
@@ -94,7 +96,8 @@ func (h *Hub) ownPage(r *http.Request) string {
 
 // NewHub records to path ("" records nothing) and serves page at "/".
 func NewHub(path string, page []byte) (*Hub, error) {
-	h := &Hub{start: time.Now(), maxed: map[string]int{}, maxv: map[string]float64{}, clients: map[chan []byte]bool{}, control: make(chan string, 16), page: page}
+	h := &Hub{start: time.Now(), maxed: map[string]int{}, maxv: map[string]float64{}, clients: map[chan []byte]bool{}, control: make(chan string, 16), page: page,
+		connected: make(chan struct{})}
 	if path != "" {
 		f, err := os.Create(path)
 		if err != nil {
@@ -194,6 +197,20 @@ func (h *Hub) Run(ctx context.Context) {
 	}
 }
 
+// WaitPage waits until a page has opened the frames (its echarts loaded:
+// the page opens them only then), for d at most; it says whether one did.
+func (h *Hub) WaitPage(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-h.connected:
+		return true
+	case <-ctx.Done():
+	case <-t.C:
+	}
+	return false
+}
+
 // Close ends the recording.
 func (h *Hub) Close() error {
 	h.mu.Lock()
@@ -252,6 +269,11 @@ func (h *Hub) events(w http.ResponseWriter, r *http.Request) {
 	h.mu.Lock()
 	past := append([][]byte(nil), h.frames...)
 	h.clients[c] = true
+	select {
+	case <-h.connected:
+	default:
+		close(h.connected)
+	}
 	h.mu.Unlock()
 	defer func() {
 		h.mu.Lock()
@@ -322,6 +344,51 @@ const (
 // control channel stops and restarts the clock. It returns when the last
 // frame is sent.
 func Replay(ctx context.Context, path string, h *Hub) (int, error) {
+	return ReplayWith(ctx, path, h, ReplayOptions{})
+}
+
+// ReplayOptions change how a recording is played: Instant sends every
+// frame at once, unpaced; Until, when set, stops before the first frame it
+// holds true for (a screenshot of how a screen ended).
+type ReplayOptions struct {
+	Instant bool
+	Until   func(Frame) bool
+}
+
+// EndOf is an Until that stops a replay where screen n ended: before the
+// frame that opens a later screen. With loopsOnly, a stall screen ends
+// before the first stall measurement of a server without loops (the
+// loops' grid is the one that tells the story).
+func EndOf(n int, loopsOnly bool) func(Frame) bool {
+	kinds := map[string]string{}
+	return func(f Frame) bool {
+		for _, ev := range f.Events {
+			var e struct {
+				K           string            `json:"k"`
+				Screen      int               `json:"screen"`
+				ServersKind map[string]string `json:"servers_kind"`
+				Phase       string            `json:"phase"`
+				Server      string            `json:"server"`
+				State       string            `json:"state"`
+			}
+			if json.Unmarshal(ev, &e) != nil {
+				continue
+			}
+			switch {
+			case e.K == "hello":
+				kinds = e.ServersKind
+			case e.K == "screen" && e.Screen > n:
+				return true
+			case loopsOnly && e.K == "step" && e.Phase == "stall" && e.State == "start" && kinds[e.Server] != "loop":
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// ReplayWith is Replay as o says.
+func ReplayWith(ctx context.Context, path string, h *Hub, o ReplayOptions) (int, error) {
 	f, err := files.OpenIn(filepath.Dir(path), filepath.Base(path), MaxRecording)
 	if err != nil {
 		return 0, fmt.Errorf("stage: --replay: %w", err)
@@ -358,10 +425,13 @@ func Replay(ctx context.Context, path string, h *Hub) (int, error) {
 				return n, fmt.Errorf("stage: --replay %s: line %d: an event of a kind this page cannot play (%.60s)", path, n+2, ev)
 			}
 		}
+		if o.Until != nil && o.Until(fr) {
+			break
+		}
 		if n == 0 {
 			first = fr.T
 		}
-		for {
+		for !o.Instant {
 			wait := time.Duration(fr.T-first)*time.Millisecond + paused - time.Since(begin)
 			if wait <= 0 {
 				break

@@ -67,7 +67,7 @@ func TestHub(t *testing.T) {
 	}
 	var first Conn
 	if err := json.Unmarshal(got[0].Events[1], &first); err != nil || first.Ms != 9 || !strings.HasPrefix(string(got[0].Events[1]), `{"k":"conn",`) ||
-		string(got[0].Events[0]) != `{"k":"hello","loops":4,"slots":0,"block_ms":0,"stall_block_ms":0,"conc":null,"servers_kind":null,"ceiling":null,"stall_conns":0,"engines":null,"rule":""}` {
+		string(got[0].Events[0]) != `{"k":"hello","loops":4,"slots":0,"block_ms":0,"stall_block_ms":0,"conc":null,"servers_kind":null,"ceiling":null,"ceiling_text":null,"colors":null,"pale":null,"stall_conns":0,"engines":null,"rule":""}` {
 		t.Fatalf("events %s", got[0].Events)
 	}
 	if err := h.Close(); err != nil {
@@ -270,5 +270,31 @@ func TestServeLoopbackOnly(t *testing.T) {
 	}
 	if addr, err := Serve(ctx, "127.0.0.1:0", http.NotFoundHandler()); err != nil || !strings.HasPrefix(addr, "127.0.0.1:") {
 		t.Fatalf("%q %v", addr, err)
+	}
+}
+
+// TestReplayWith: Instant sends every frame at once; Until stops before
+// the first frame it holds true for.
+func TestReplayWith(t *testing.T) {
+	dir := t.TempDir()
+	rec := "{\"schema\":\"" + Schema + "\"}\n"
+	for i := range 5 {
+		rec += fmt.Sprintf("{\"seq\":%d,\"t\":%d,\"events\":[{\"k\":\"screen\",\"screen\":%d}]}\n", i, 1000*i, i)
+	}
+	path := filepath.Join(dir, "stage.ndjson")
+	if err := os.WriteFile(path, []byte(rec), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h, err := NewHub("", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	n, err := ReplayWith(context.Background(), path, h, ReplayOptions{Instant: true, Until: func(f Frame) bool { return f.Seq == 3 }})
+	if err != nil || n != 3 || len(h.frames) != 3 {
+		t.Fatalf("%d frames sent, %d kept, %v; want 3", n, len(h.frames), err)
+	}
+	if d := time.Since(start); d > 2*time.Second { // paced, it would take 2 s
+		t.Errorf("an instant replay took %s", d)
 	}
 }
