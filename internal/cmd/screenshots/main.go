@@ -1,0 +1,245 @@
+// Command screenshots makes the pictures under docs/screenshots again, as
+// a reader of the README sees them: the report of a real run
+// (internal/findings/testdata/run) on a page 1300 px wide, and each screen
+// of the stage, replayed from a real recording
+// (internal/stage/testdata/quick-stage), on a 1600x900 projector page, light
+// and dark. It needs Debian's chromium and the report's echarts (fetched
+// and checked once, as the report does).
+//
+//	go run ./internal/cmd/screenshots [--out docs/screenshots]
+//
+// Run it from the repository's root.
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"image"
+	"image/color"
+	"image/draw"
+	"image/png"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/bystander-kit/bystander/internal/stage"
+)
+
+const (
+	reportRun = "internal/findings/testdata/run"
+	recording = "internal/stage/testdata/quick-stage/stage.ndjson"
+)
+
+func main() {
+	out := flag.String("out", "docs/screenshots", "directory to write the PNGs to")
+	timeout := flag.Duration("timeout", 3*time.Minute, "give up after this long")
+	flag.Usage = func() {
+		fmt.Fprintf(flag.CommandLine.Output(), "Usage: go run ./internal/cmd/screenshots [--out DIR]\n\n"+
+			"Makes the README's screenshots again: the report of %s at 1300 px,\n"+
+			"each stage screen of %s at 1600x900, light and dark.\n\nFlags:\n", reportRun, recording)
+		flag.PrintDefaults()
+	}
+	flag.Parse()
+	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+	defer cancel()
+	if err := run(ctx, *out); err != nil {
+		fmt.Fprintln(os.Stderr, "screenshots:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, out string) error {
+	if _, err := os.Stat("go.mod"); err != nil {
+		return errors.New("run it from the repository's root (where go.mod is)")
+	}
+	chrome := ""
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			chrome = p
+			break
+		}
+	}
+	if chrome == "" {
+		return errors.New("no chromium on PATH: sudo apt-get install chromium")
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.MkdirTemp("", "bystander-screenshots")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	report := filepath.Join(tmp, "report")
+	for _, args := range [][]string{
+		{"go", "build", "-o", report, "./report"},
+		{report, "--fetch"},
+		{report, "--in", reportRun, "--out", filepath.Join(tmp, "report.html")},
+		{report, "--stage-page", filepath.Join(tmp, "stage.html")},
+	} {
+		if b, err := exec.CommandContext(ctx, args[0], args[1:]...).CombinedOutput(); err != nil {
+			return fmt.Errorf("%s: %v\n%s", filepath.Base(args[0]), err, b)
+		}
+	}
+	page, err := os.ReadFile(filepath.Join(tmp, "stage.html"))
+	if err != nil {
+		return err
+	}
+
+	// The report, 1300 px wide: its top (the headline card and the first
+	// chart), and who stalls.
+	bctx, done := browser(ctx, chrome, 1300, 1500)
+	defer done()
+	if err := chromedp.Do(bctx, chromedp.Navigate("file://"+filepath.Join(tmp, "report.html"))); err != nil {
+		return err
+	}
+	if _, err := chromedp.Run(bctx, chromedp.Poll[bool]("window.bystanderAllDrawnMs > 0", chromedp.WithPollingInterval(50*time.Millisecond))); err != nil {
+		return fmt.Errorf("the report's charts were not drawn: %w", err)
+	}
+	shot, err := chromedp.Run(bctx, chromedp.CaptureScreenshot())
+	if err != nil {
+		return err
+	}
+	if err := save(out, "report-1300.png", shot); err != nil {
+		return err
+	}
+	if err := chromedp.Do(bctx, chromedp.ScrollIntoView(chromedp.CSS("#h_stall_loop_gnet"))); err != nil {
+		return err
+	}
+	if shot, err = chromedp.Run(bctx, chromedp.CaptureScreenshot()); err != nil {
+		return err
+	}
+	if err := save(out, "report-1300-stall.png", shot); err != nil {
+		return err
+	}
+
+	// The stage: each screen as it ended, light and dark.
+	for n := 1; n <= 5; n++ {
+		if err := stageShots(ctx, chrome, page, n, out); err != nil {
+			return fmt.Errorf("stage screen %d: %w", n, err)
+		}
+	}
+	return nil
+}
+
+// stageShots serves the recording up to the end of screen n and takes the
+// page in both themes.
+func stageShots(ctx context.Context, chrome string, page []byte, n int, out string) error {
+	hub, err := stage.NewHub("", page)
+	if err != nil {
+		return err
+	}
+	// Each screen as it ended; screen 4 as the loop servers' stalls ended,
+	// before the pool's (the story is in the loops' grid).
+	frames, err := stage.ReplayWith(ctx, recording, hub, stage.ReplayOptions{Instant: true, Until: stage.EndOf(n, n == 4)})
+	if err != nil {
+		return err
+	}
+	sctx, stop := context.WithCancel(ctx)
+	defer stop()
+	addr, err := stage.Serve(sctx, "127.0.0.1:0", hub)
+	if err != nil {
+		return err
+	}
+	hub.Allow(addr)
+	bctx, done := browser(ctx, chrome, 1600, 900)
+	defer done()
+	if err := chromedp.Do(bctx, chromedp.Navigate("http://"+addr+"/")); err != nil {
+		return err
+	}
+	ready := fmt.Sprintf("window.stageFrames >= %d && window.stageDrawn[%d] === true", frames, n)
+	if _, err := chromedp.Run(bctx, chromedp.Poll[bool](ready, chromedp.WithPollingInterval(50*time.Millisecond))); err != nil {
+		return fmt.Errorf("the page did not draw it: %w", err)
+	}
+	// T switches the theme and draws the screen again, with every frame
+	// in: dark, then light again.
+	for _, theme := range []string{"dark", "light"} {
+		if err := chromedp.Do(bctx, chromedp.KeyEvent("t")); err != nil {
+			return err
+		}
+		time.Sleep(300 * time.Millisecond) // a frame of the browser's
+		shot, err := chromedp.Run(bctx, chromedp.CaptureScreenshot())
+		if err != nil {
+			return err
+		}
+		if err := save(out, fmt.Sprintf("stage-%d-%s.png", n, theme), shot); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// paletted is img in its 256 most frequent colours, each other pixel in
+// the nearest of them: the pages' flat colours are kept exactly, the
+// anti-aliased edges of text come near, and the file is a third the size.
+func paletted(img image.Image) image.Image {
+	count := map[color.RGBA]int{}
+	b := img.Bounds()
+	for y := b.Min.Y; y < b.Max.Y; y++ {
+		for x := b.Min.X; x < b.Max.X; x++ {
+			count[color.RGBAModel.Convert(img.At(x, y)).(color.RGBA)]++
+		}
+	}
+	colors := make([]color.RGBA, 0, len(count))
+	for c := range count {
+		colors = append(colors, c)
+	}
+	sort.Slice(colors, func(i, j int) bool {
+		if count[colors[i]] != count[colors[j]] {
+			return count[colors[i]] > count[colors[j]]
+		}
+		a, c := colors[i], colors[j]
+		return uint32(a.R)<<24|uint32(a.G)<<16|uint32(a.B)<<8|uint32(a.A) < uint32(c.R)<<24|uint32(c.G)<<16|uint32(c.B)<<8|uint32(c.A)
+	})
+	pal := make(color.Palette, 0, 256)
+	for _, c := range colors[:min(256, len(colors))] {
+		pal = append(pal, c)
+	}
+	out := image.NewPaletted(b, pal)
+	draw.Draw(out, b, img, b.Min, draw.Src)
+	return out
+}
+
+func browser(ctx context.Context, chrome string, w, h int) (context.Context, func()) {
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(chrome), chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.Flag("hide-scrollbars", true),
+		chromedp.WindowSize(w, h),
+	)
+	actx, cancelA := chromedp.NewExecAllocator(ctx, opts...)
+	bctx, cancelB := chromedp.NewContext(actx)
+	// The page gets exactly w x h: a headless window's size includes what
+	// the browser keeps for itself.
+	_ = chromedp.Do(bctx, chromedp.EmulateViewport(int64(w), int64(h)))
+	return bctx, func() { cancelB(); cancelA() }
+}
+
+// save writes a screenshot again with the best compression, so the
+// pictures the repository keeps stay small.
+func save(dir, name string, shot []byte) error {
+	img, err := png.Decode(bytes.NewReader(shot))
+	if err != nil {
+		return err
+	}
+	var buf bytes.Buffer
+	if err := (&png.Encoder{CompressionLevel: png.BestCompression}).Encode(&buf, paletted(img)); err != nil {
+		return err
+	}
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, buf.Bytes(), 0o644); err != nil {
+		return err
+	}
+	fmt.Printf("%s (%d KB)\n", p, buf.Len()/1024)
+	return nil
+}
