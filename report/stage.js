@@ -13,7 +13,7 @@
   // measures takes CPU from the measurement, and the charts'
   // redraws were a third of what the page cost (docs/measurements.md). The
   // headline's number and the grid of screen 4 follow every frame.
-  var dirty = {1: true, 2: true, 3: true, 4: true, 5: true}, lastShown = -1, lastProbeT = -1e9, lastLagT = -1e9, shown = {}, drawnAt = -1e9;
+  var dirty = {1: true, 2: true, 3: true, 4: true, 5: true}, lastShown = -1, lastProbeT = -1e9, lastLagT = -1e9, shown = {}, drawnAt = -1e9, empty = {};
   var redrawEvery = 2000, canvasScreens = {1: true, 2: true, 3: true, 5: true};
   var marks = {hello: [1, 2, 3, 4, 5], step: [1, 2, 4, 5], tp: [1, 5], probe: [2], lag: [3], conn: [4], verdict: [4]};
   var dark = /theme=dark/.test(location.search);
@@ -264,10 +264,13 @@
     text("state", S.done ? "done" + (S.report ? ": the report is " + (S.dir ? S.dir + "/" : "") + S.report : "") : S.state);
     if (n && S.info && typeof echarts !== "undefined") {
       text("headline", hs[n].length ? hs[n] : titles[n] + ": measuring ...");
-      if ((dirty[n] && (!canvasScreens[n] || S.t - drawnAt >= redrawEvery)) || n !== lastShown || S.done) {
+      // A screen drawn empty (screen 3 just opened) is drawn again as
+      // soon as something comes, not 2 s later.
+      if ((dirty[n] && (!canvasScreens[n] || empty[n] || S.t - drawnAt >= redrawEvery)) || n !== lastShown || S.done) {
         dirty[n] = false;
         drawnAt = S.t;
-        if (draws[n]()) { window.stageDrawn[n] = true; }
+        empty[n] = !draws[n]();
+        if (!empty[n]) { window.stageDrawn[n] = true; }
       }
     }
     lastShown = n;
