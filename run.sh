@@ -8,6 +8,6 @@ if ! command -v go >/dev/null 2>&1; then
   exit 2
 fi
 mkdir -p bin
-go build -o bin/ ./loopserver ./poolserver ./loadgen ./prober ./internal/cmd/experiment
+go build -o bin/ ./loopserver ./poolserver ./goserver ./loadgen ./prober ./internal/cmd/experiment
 [ -d report ] && go build -o bin/ ./report
 exec bin/experiment --bin bin "$@"

@@ -15,11 +15,11 @@ import (
 	"golang.org/x/sync/semaphore"
 
 	"github.com/bystander-kit/bystander/internal/admin"
-	"github.com/bystander-kit/bystander/internal/block"
 	"github.com/bystander-kit/bystander/internal/h1"
 	"github.com/bystander-kit/bystander/internal/offload"
 	"github.com/bystander-kit/bystander/internal/proc"
 	"github.com/bystander-kit/bystander/internal/protocol"
+	"github.com/bystander-kit/bystander/internal/routes"
 	"github.com/bystander-kit/bystander/internal/serverflags"
 )
 
@@ -89,18 +89,21 @@ type server struct {
 	opts    options
 	slots   *slots
 	pool    *offload.Pool
+	routes  *routes.Server
 	started time.Time
 	byRoute [protocol.Offload + 1]atomic.Int64 // indexed by protocol.Route
 	refused atomic.Int64
 }
 
 func newServer(o options) *server {
-	return &server{
+	s := &server{
 		opts:    o,
 		slots:   newSlots(o.slots),
 		pool:    offload.New(o.OffloadWorkers, o.OffloadQueue),
 		started: time.Now(),
 	}
+	s.routes = &routes.Server{Block: o.Block, Delay: o.Delay, MaxBlock: o.MaxBlock, Mode: o.BlockMode, Pool: s.pool}
+	return s
 }
 
 // refusal is what net/http lets through but the protocol refuses, with the
@@ -141,85 +144,28 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		return // the client is gone
 	}
-	held := true
-	defer func() {
-		if held {
-			s.slots.release()
-		}
-	}()
 	start := time.Now()
+	s.byRoute[protocol.RouteOf([]byte(r.URL.Path))].Add(1)
+	a := s.routes.Serve(ctx, []byte(r.Method), []byte(r.URL.Path), []byte(r.URL.RawQuery), start, slot{s.slots})
+	if a.Gone {
+		return // the slot was given back while it waited
+	}
+	defer s.slots.release()
 	h := w.Header()
-	h[protocol.HeaderHandlerStart] = []string{strconv.FormatInt(start.UnixNano(), 10)}
 	h[protocol.HeaderQueuedNs] = []string{strconv.FormatInt(int64(queued), 10)}
+	for _, x := range a.Headers {
+		h[x.Name] = []string{strconv.FormatInt(x.Value, 10)}
+	}
+	writeText(w, a.Status, a.Body)
+}
 
-	route := protocol.RouteOf([]byte(r.URL.Path))
-	s.byRoute[route].Add(1)
-	switch {
-	case r.Method != http.MethodGet && r.Method != http.MethodHead:
-		writeText(w, 405, protocol.ReasonMethod)
-		return
-	case route == protocol.Unknown:
-		writeText(w, 404, protocol.ReasonNotFound)
-		return
-	}
-	p, err := protocol.ParseQuery([]byte(r.URL.RawQuery), s.opts.MaxBlock)
-	if err != nil {
-		writeText(w, 400, err.Error()+"\n")
-		return
-	}
-	blockFor := s.opts.Block
-	if p.HasBlock {
-		blockFor = p.Block
-	}
-	switch route {
-	case protocol.Fast:
-		writeText(w, 200, protocol.BodyFast)
-		return
-	case protocol.Slow:
-		blocked := block.For(s.opts.BlockMode, blockFor)
-		h[protocol.HeaderBlockedNs] = []string{strconv.FormatInt(int64(blocked), 10)}
-		writeText(w, 200, protocol.BodySlow)
-		return
-	}
+// slot is a worker slot as internal/routes gives it back and takes it again.
+type slot struct{ s *slots }
 
-	// /async and /offload give the slot back while they wait, and take one
-	// again, queueing like any other work, to write the answer.
-	var wait <-chan time.Time
-	var blocked chan int64
-	if route == protocol.Async {
-		d := s.opts.Delay
-		if p.HasDelay {
-			d = p.Delay
-		}
-		t := time.NewTimer(d)
-		defer t.Stop()
-		wait = t.C
-	} else {
-		blocked = make(chan int64, 1)
-		mode := s.opts.BlockMode
-		if err := s.pool.Submit(func() { blocked <- int64(block.For(mode, blockFor)) }); err != nil {
-			writeText(w, 503, protocol.ReasonQueueFull)
-			return
-		}
-	}
-	held = false
-	s.slots.release()
-	var blockedNs int64
-	select {
-	case <-wait:
-	case blockedNs = <-blocked:
-	case <-ctx.Done():
-		return
-	}
-	if _, err := s.slots.acquire(ctx); err != nil {
-		return
-	}
-	held = true
-	h[protocol.HeaderContinuationStart] = []string{strconv.FormatInt(time.Now().UnixNano(), 10)}
-	if route == protocol.Offload {
-		h[protocol.HeaderBlockedNs] = []string{strconv.FormatInt(blockedNs, 10)}
-	}
-	writeText(w, 200, route.Body())
+func (x slot) Release() { x.s.release() }
+func (x slot) Acquire(ctx context.Context) error {
+	_, err := x.s.acquire(ctx)
+	return err
 }
 
 // refuse answers as the loop server's decoder does (status, one-line reason,

@@ -161,8 +161,8 @@ func throughputChart(f *findings.Findings) section {
 		line.AddSeries(name, data, append(colored(hue[name], opts.LineStyle{Width: 3}),
 			charts.WithLabelOpts(opts.Label{Show: opts.Bool(true), Formatter: "{@[2]}", Position: labelPosition(sv.Kind)}),
 			charts.WithLineChartOpts(opts.LineChart{ShowSymbol: opts.Bool(true), SymbolSize: 8}))...)
-		if sv.NominalCeiling == 0 {
-			sec.Notes = append(sec.Notes, fmt.Sprintf("%s: workers not known (give loops= or workers= with --target), so no ceiling is drawn for it", name))
+		if why := sv.NoCeilingText(); why != "" {
+			sec.Notes = append(sec.Notes, name+": "+why)
 		}
 	}
 	for _, c := range ceilingLabels(f, names) {

@@ -34,7 +34,7 @@ func kit(t *testing.T) string {
 		if binErr != nil {
 			return
 		}
-		cmd := exec.Command("go", "build", "-o", binDir+"/", "./loopserver", "./poolserver", "./loadgen", "./prober", "./report", "./internal/cmd/experiment", "./internal/cmd/noisy")
+		cmd := exec.Command("go", "build", "-o", binDir+"/", "./loopserver", "./poolserver", "./goserver", "./loadgen", "./prober", "./report", "./internal/cmd/experiment", "./internal/cmd/noisy")
 		cmd.Dir = "../.."
 		if out, err := cmd.CombinedOutput(); err != nil {
 			binErr = fmt.Errorf("go build: %v\n%s", err, out)

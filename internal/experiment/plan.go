@@ -372,6 +372,8 @@ func (o Options) servers(block time.Duration) []Server {
 			out = append(out, Server{Name: "netty", Kind: "loop", Engine: "netty", Workers: o.Loops, BlockNs: int64(block)})
 		case "tomcat":
 			out = append(out, Server{Name: "tomcat", Kind: "pool", Engine: "tomcat", Workers: o.Slots, BlockNs: int64(block)})
+		case "nethttp", "fasthttp", "netpoll":
+			out = append(out, Server{Name: k.name, Kind: "goroutine", Engine: k.name, BlockNs: int64(block)})
 		}
 	}
 	for _, t := range o.Targets {
@@ -447,12 +449,19 @@ func BuildPlan(o Options) Plan {
 			}
 		case "cliff":
 			for _, s := range o.servers(o.StallBlock) {
-				if s.Kind != "pool" {
+				// A pool at shares of its slots; a server with no declared
+				// pool (a goroutine per connection or request) at the same
+				// callers as the run's pool, to see whether it has one.
+				size := s.Workers
+				switch {
+				case s.Kind == "goroutine":
+					size = o.Slots
+				case s.Kind != "pool":
 					continue
 				}
 				for _, pct := range findings.CliffShares {
 					add(Step{ID: fmt.Sprintf("cliff-%s-%dpct", s.Name, pct), Phase: phase, Server: s, Endpoint: "/slow",
-						Conc: max(1, s.Workers*pct/100), Variant: fmt.Sprintf("%d%%", pct), Duration: o.Duration, Warmup: o.Warmup})
+						Conc: max(1, size*pct/100), Variant: fmt.Sprintf("%d%%", pct), Duration: o.Duration, Warmup: o.Warmup})
 				}
 			}
 		}
@@ -500,7 +509,7 @@ func (p Plan) Expected() time.Duration {
 func (p Plan) Describe(w io.Writer) {
 	o := p.Options
 	fmt.Fprintf(w, "bystander: %s x %s, expected %s; results in %s\n",
-		plural(len(p.Steps), "measurement"), plural(o.Repeat, "repetition"), p.Expected().Round(time.Second), o.Out)
+		findings.Plural(len(p.Steps), "measurement"), findings.Plural(o.Repeat, "repetition"), p.Expected().Round(time.Second), o.Out)
 	if len(o.Servers) > 0 {
 		fmt.Fprintf(w, "  servers %s (engines %s; %d loops, %d slots); block %s for sweep and offload, %s for stall, trace and cliff, mode %s\n",
 			strings.Join(o.Servers, ","), strings.Join(o.Engines, ","), o.Loops, o.Slots, o.Block, o.StallBlock, o.BlockMode)
@@ -524,7 +533,7 @@ func (p Plan) Describe(w io.Writer) {
 			}
 		}
 		if n > 0 {
-			fmt.Fprintf(w, "  %-8s %15s, about %s: %s\n", phase, plural(n, "measurement"), d.Round(time.Second), o.story(phase))
+			fmt.Fprintf(w, "  %-8s %15s, about %s: %s\n", phase, findings.Plural(n, "measurement"), d.Round(time.Second), o.story(phase))
 		}
 	}
 }

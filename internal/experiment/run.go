@@ -242,7 +242,7 @@ func prepareOut(dir string, overwrite bool) error {
 	case err != nil:
 		return fmt.Errorf("run.sh: --out %s: %v", dir, err)
 	case len(entries) > 0 && !overwrite:
-		return fmt.Errorf("run.sh: --out %s is not empty (%s): give a new or empty directory, or --overwrite to clear an earlier run there", dir, plural(len(entries), "entry"))
+		return fmt.Errorf("run.sh: --out %s is not empty (%s): give a new or empty directory, or --overwrite to clear an earlier run there", dir, findings.Plural(len(entries), "entry"))
 	case len(entries) > 0:
 		if _, err := os.Stat(filepath.Join(dir, "run.json")); err != nil {
 			return fmt.Errorf("run.sh: --out %s holds no run.json, so it is not an earlier run: not cleared; give a new or empty directory", dir)

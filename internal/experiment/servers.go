@@ -28,6 +28,9 @@ var kitServers = []kitServer{
 	{name: "pool", about: "the kit's pool of --slots worker slots"},
 	{name: "netty", about: "the published experiment's Netty 4.1 server: --loops NioEventLoopGroup loops, Thread.sleep on the loop", jvm: true},
 	{name: "tomcat", about: "the published experiment's embedded Tomcat 10.1: --slots request threads", jvm: true},
+	{name: "nethttp", about: "Go's net/http as it comes: a goroutine per connection, no pool (the pool server with --slots 0)"},
+	{name: "fasthttp", about: "valyala/fasthttp with its default worker pool (a worker goroutine per connection, up to 256 Ki)"},
+	{name: "netpoll", about: "cloudwego/netpoll: event loops that hand each connection's requests to a goroutine of its pool"},
 }
 
 func kitServerNames() []string {
@@ -40,7 +43,7 @@ func kitServerNames() []string {
 
 // kitNames are the names the kit's servers take in a run: a target may
 // not take one.
-var kitNames = []string{"loop-gnet", "loop-evio", "pool", "netty", "tomcat"}
+var kitNames = []string{"loop-gnet", "loop-evio", "loop-nbio", "pool", "netty", "tomcat", "nethttp", "fasthttp", "netpoll"}
 
 // jvmServer says whether the server is one of the Java servers.
 func jvmServer(s Server) bool { return s.Engine == "netty" || s.Engine == "tomcat" }
@@ -94,8 +97,12 @@ func serverCommand(s Server, o Options, readyFile string) (string, []string) {
 		return filepath.Join("java", java.Launchers["netty"]), append(common, "--loops", strconv.Itoa(s.Workers))
 	case "tomcat":
 		return filepath.Join("java", java.Launchers["tomcat"]), append(common, "--threads", strconv.Itoa(s.Workers))
-	case "gnet", "evio":
+	case "gnet", "evio", "nbio":
 		return "loopserver", append(goServer, "--engine", s.Engine, "--loops", strconv.Itoa(s.Workers))
+	case "nethttp":
+		return "poolserver", append(goServer, "--slots", "0")
+	case "fasthttp", "netpoll":
+		return "goserver", append(goServer, "--engine", s.Engine)
 	}
 	return "poolserver", append(goServer, "--slots", strconv.Itoa(s.Workers))
 }

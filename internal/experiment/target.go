@@ -18,6 +18,7 @@ import (
 
 	"github.com/bystander-kit/bystander/internal/client"
 	"github.com/bystander-kit/bystander/internal/conform"
+	"github.com/bystander-kit/bystander/internal/findings"
 	"github.com/bystander-kit/bystander/internal/results"
 )
 
@@ -183,11 +184,11 @@ func resolve(ctx context.Context, o *Options, w io.Writer) error {
 			BlockNs: int64(o.Block)}
 		switch {
 		case t.Loops > 0:
-			s.Kind, s.Workers, s.Facts = "loop", t.Loops, fmt.Sprintf("%s (given, and seen in X-Loop)", plural(t.Loops, "loop"))
+			s.Kind, s.Workers, s.Facts = "loop", t.Loops, fmt.Sprintf("%s (given, and seen in X-Loop)", findings.Plural(t.Loops, "loop"))
 		case t.Workers > 0:
 			s.Kind, s.Workers, s.Facts = "pool", t.Workers, fmt.Sprintf("%d workers (given)", t.Workers)
 		case rep.Loops > 0:
-			s.Kind, s.Workers, s.Facts = "loop", rep.Loops, fmt.Sprintf("%s (learned: distinct X-Loop values)", plural(rep.Loops, "loop"))
+			s.Kind, s.Workers, s.Facts = "loop", rep.Loops, fmt.Sprintf("%s (learned: distinct X-Loop values)", findings.Plural(rep.Loops, "loop"))
 		default:
 			s.Kind, s.Facts = "other", "no X-Loop and no workers= given: workers unknown"
 			if slices.Contains(o.Phases, "cliff") {
@@ -243,15 +244,4 @@ func targetServers(ts []Target) []results.Server {
 		out = append(out, t.Server)
 	}
 	return out
-}
-
-// plural is "1 loop", "4 loops", "2 entries".
-func plural(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	if strings.HasSuffix(noun, "y") {
-		return fmt.Sprintf("%d %sies", n, strings.TrimSuffix(noun, "y"))
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
 }

@@ -30,6 +30,8 @@ type ServerSummary struct {
 // WorkersText is "4 loops", "200 slots", "1 loop", or "workers unknown".
 func (s ServerSummary) WorkersText() string {
 	switch {
+	case s.Kind == "goroutine":
+		return "a goroutine per connection or request"
 	case s.Workers == 0:
 		return "workers unknown"
 	case s.Kind == "loop" && s.Workers == 1:
@@ -38,6 +40,17 @@ func (s ServerSummary) WorkersText() string {
 		return fmt.Sprintf("%d event loops", s.Workers)
 	}
 	return fmt.Sprintf("%d slots", s.Workers)
+}
+
+// NoCeilingText says why a server has no ceiling drawn ("" when it has one).
+func (s ServerSummary) NoCeilingText() string {
+	switch {
+	case s.NominalCeiling > 0:
+		return ""
+	case s.Kind == "goroutine":
+		return "no pool declared (a goroutine per connection or request), so no workers ceiling: what it does with a blocking call is measured (its classification)"
+	}
+	return "workers not known (give loops= or workers= with --target), so no ceiling is drawn for it"
 }
 
 // CeilingText is the nominal ceiling in words, "4 loops / 5ms = 800 req/s",

@@ -19,6 +19,7 @@ type Face struct {
 	Shared      string          `json:"shared,omitempty"`
 	Claims      []Claim         `json:"claims"`
 	Servers     []ServerSummary `json:"servers"`
+	Classes     []Class         `json:"classes"`
 	Sweep       []FaceLoad      `json:"sweep"`
 	Stall       []FaceStall     `json:"stall"`
 	Offload     []FaceLoad      `json:"offload"`
@@ -121,7 +122,7 @@ func faceLoad(r LoadRow) FaceLoad {
 
 // Face computes the JSON face of f.
 func (f *Findings) Face() Face {
-	x := Face{Schema: FaceSchema, Lead: f.Lead(), Headline: f.Headline(), Shared: f.SharedText(), Claims: f.Claims, Servers: f.Servers, Published: f.Published(),
+	x := Face{Schema: FaceSchema, Lead: f.Lead(), Headline: f.Headline(), Shared: f.SharedText(), Classes: f.Classes(), Claims: f.Claims, Servers: f.Servers, Published: f.Published(),
 		NotMeasured: f.NotMeasured, Noticed: f.Noticed}
 	for _, r := range f.Sweep {
 		x.Sweep = append(x.Sweep, faceLoad(r.LoadRow))

@@ -125,7 +125,7 @@ func BoundOf(s results.Step, lr *results.Result, c *results.ServerCost, offloadW
 		workers = WorkersOf(s, offloadWorkers)
 		what = fmt.Sprintf("%d offload workers", workers)
 	}
-	if workers == 0 {
+	if workers == 0 && s.Server.Kind != "goroutine" { // a goroutine server has none to know: its classification says what holds it
 		b.Notes = append(b.Notes, "workers not known (a --target without loops=, workers= or offload=): no workers ceiling")
 	}
 	b.NominalCeiling = CeilingPerS(workers, nominal)

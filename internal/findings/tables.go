@@ -146,12 +146,16 @@ func (f *Findings) WriteTables(w io.Writer) {
 	}
 
 	if len(f.Cliff) > 0 {
-		fmt.Fprintf(w, "\nThe pools' cliff: callers at shares of each pool's slots, block %s, /fast probed every %s meanwhile\n", p.StallBlock, p.ProbeInterval)
+		fmt.Fprintf(w, "\nThe pools' cliff: callers at shares of each pool's slots (a server with no pool: at the run's pool's), block %s, /fast probed every %s meanwhile\n", p.StallBlock, p.ProbeInterval)
 		bystanderTable(w, "callers (of slots)", true, f.Cliff, func(r LoadRow) (string, LoadRow) {
+			if r.Step.Server.Workers == 0 { // no pool declared: at the callers of the run's pool
+				return fmt.Sprint(r.Step.Conc), r
+			}
 			return fmt.Sprintf("%d (%s of %d)", r.Step.Conc, r.Step.Variant, r.Step.Server.Workers), r
 		})
 	}
 
+	f.writeClasses(w)
 	f.writePublished(w)
 
 	fmt.Fprintf(w, "\nCost per request and what bounds each row (server from /proc over the measured window)\n")
@@ -184,6 +188,27 @@ func (f *Findings) WriteTables(w io.Writer) {
 	if len(f.NotMeasured) > 0 {
 		fmt.Fprintf(w, "\nNot measured:\n  %s\n", strings.Join(f.NotMeasured, "\n  "))
 	}
+}
+
+// writeClasses prints what each server did with a blocking call.
+func (f *Findings) writeClasses(w io.Writer) {
+	cs := f.Classes()
+	if len(cs) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\nWhat each server does with a blocking call, from this run's measurements\n(%s)\n", ClassesText)
+	tw := table(w, "server", "class", "what the run showed")
+	for _, c := range cs {
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", c.Server, c.Class, c.Text)
+		if c.Sweep != "" {
+			line := "/slow " + c.Sweep
+			if c.Fast != "" {
+				line += "; /fast p50 " + c.Fast
+			}
+			fmt.Fprintf(tw, "\t\t%s\n", line)
+		}
+	}
+	tw.Flush()
 }
 
 // stallAbove is where the rule put a stall in the stall rows, us.

@@ -1,0 +1,5 @@
+package main
+
+import "runtime"
+
+func goroutines() int { return runtime.NumGoroutine() }

@@ -1,0 +1,260 @@
+package findings
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+)
+
+// What a server did with a blocking call, as the run measured it, not as
+// its documentation says: its stall phase (did k blockers stall the
+// connections that share a loop with them?), its cliff (does its
+// throughput stop growing with the callers at some size?) and the threads
+// it held meanwhile (/proc).
+const (
+	ClassLoop     = "loop"     // k blocked loops stalled exactly their connections
+	ClassPool     = "pool"     // forgives up to a measured number of blocked callers, then queues
+	ClassThreads  = "threads"  // forgives every caller measured, an OS thread held per blocked request
+	ClassForgives = "forgives" // forgives every caller measured, without a thread each (the goroutine parks)
+	ClassUnknown  = "unknown"  // the run cannot say (not measured, too busy to judge, or not by whole loops)
+)
+
+// Class is one server's classification, with the figures that decided it.
+type Class struct {
+	Server string `json:"server"`
+	Class  string `json:"class"`
+	// Text is the classification in words, with its figures.
+	Text string `json:"text"`
+	// Stalled is the stall phase by k, "0, 3, 6, 9, 12 of 12" (StallLine).
+	Stalled string `json:"stalled,omitempty"`
+	// Loops is how many loops the server's X-Loop named in the stall phase.
+	Loops int `json:"loops,omitempty"`
+	// Size is the pool's size as measured (0: no pool found, or not measured):
+	// the cliff's throughput times its measured block, at its most.
+	Size int `json:"size,omitempty"`
+	// Callers and Threads are the cliff's most callers and the server's
+	// threads then.
+	Callers int `json:"callers,omitempty"`
+	Threads int `json:"threads,omitempty"`
+	// Sweep is its /slow at the sweep's most callers and what bound it;
+	// Fast the /fast bystander's p50 from due meanwhile.
+	Sweep string `json:"sweep,omitempty"`
+	Fast  string `json:"fast,omitempty"`
+}
+
+// PoolBelow: a server whose cliff served fewer than this share of its
+// callers at once (throughput x block) has a pool of that size.
+const PoolBelow = 0.9
+
+// ThreadsPerCaller: a server that forgave every caller holds an OS thread
+// per blocked request when its threads reach this share of the callers.
+const ThreadsPerCaller = 0.9
+
+// Classes classifies every server the run measured, in its order.
+func (f *Findings) Classes() []Class {
+	var out []Class
+	for _, sv := range f.Servers {
+		out = append(out, f.classify(sv))
+	}
+	return out
+}
+
+func (f *Findings) classify(sv ServerSummary) Class {
+	c := Class{Server: sv.Name, Class: ClassUnknown}
+	// The sweep at its most callers, and the bystander beside it.
+	var top *SweepRow
+	for i, r := range f.Sweep {
+		if r.Step.Server.Name == sv.Name && r.Throughput.OK() && (top == nil || r.Step.Conc > top.Step.Conc) {
+			top = &f.Sweep[i]
+		}
+	}
+	if top != nil {
+		c.Sweep = fmt.Sprintf("%s at %d callers", reqs(top.Throughput.Median()), top.Step.Conc)
+		if b := top.Bound(); b != nil {
+			c.Sweep += ", " + boundShort(b, top.Step.Conc)
+		}
+		if top.Fast.P50.OK() {
+			c.Fast = fastText(top.LoadRow, top.Fast.P50)
+		}
+	}
+
+	// The stall phase: whole loops, or nobody.
+	var rows []StallRow
+	for _, r := range f.Stall {
+		if r.Step.Server.Name == sv.Name {
+			rows = append(rows, r)
+		}
+	}
+	stalls, judged, exact, blockers := false, 0, true, 0
+	loops := map[int]bool{}
+	hs := HeadlineStall{}
+	for _, r := range rows {
+		for _, cell := range r.Cells {
+			if cell.Loop >= 0 {
+				loops[cell.Loop] = true
+			}
+		}
+		if r.Step.K == 0 {
+			continue
+		}
+		text := r.StalledText()
+		if text == "" {
+			text = r.Short()
+		}
+		hs.Stalled = append(hs.Stalled, text)
+		if r.Judged == 0 {
+			continue
+		}
+		judged++
+		blockers = max(blockers, r.Step.K)
+		if r.Stalled.Median() > 0 {
+			stalls = true
+		}
+		if !r.Match {
+			exact = false
+		}
+	}
+	c.Loops = len(loops)
+	if len(hs.Stalled) > 0 {
+		c.Stalled = hs.Line()
+		if sv.Kind != "loop" {
+			c.Stalled = fmt.Sprintf("%s with %d blocking callers", c.Stalled, blockers)
+		}
+	}
+	switch {
+	case len(rows) == 0:
+		c.Text = "not classified: the stall phase was not measured"
+		return c
+	case judged == 0:
+		c.Text = "not classified: " + stallTooBusy(rows)
+		return c
+	case stalls && exact && c.Loops > 0:
+		c.Class = ClassLoop
+		c.Text = fmt.Sprintf("a loop server: k blocked loops stalled exactly the connections on them (%s; %s, from X-Loop)", c.Stalled, Plural(c.Loops, "loop"))
+		return c
+	case stalls:
+		c.Text = "not classified: its stalls are not whole loops (" + c.Stalled + ")"
+		return c
+	}
+
+	// Nobody stalled: how many blocked callers does it forgive?
+	var cliff []LoadRow
+	for _, r := range f.Cliff {
+		if r.Step.Server.Name == sv.Name && r.Throughput.OK() {
+			cliff = append(cliff, r)
+		}
+	}
+	if len(cliff) == 0 {
+		c.Class = ClassForgives
+		c.Text = fmt.Sprintf("forgives the %d blocking callers of the stall phase (nobody stalled); how many more it forgives was not measured (no cliff)", blockers)
+		if sv.Kind == "pool" && sv.Workers > 0 {
+			c.Text += fmt.Sprintf("; it says it has %d slots", sv.Workers)
+		}
+		return c
+	}
+	busiest, at := 0.0, cliff[0]
+	for _, r := range cliff {
+		block := time.Duration(r.Step.Server.BlockNs)
+		if b := r.Bound(); b != nil && b.MeasuredBlock > 0 {
+			block = b.MeasuredBlock
+		}
+		served := r.Throughput.Median() * block.Seconds() // callers served at once (Little's law)
+		if served > busiest {
+			busiest = served
+		}
+		if r.Step.Conc > at.Step.Conc {
+			at = r
+		}
+	}
+	c.Callers = at.Step.Conc
+	c.Threads = f.threadsOf(at.Step.ID)
+	if busiest < PoolBelow*float64(c.Callers) {
+		c.Class, c.Size = ClassPool, int(math.Round(busiest))
+		c.Text = fmt.Sprintf("a pool of %d: forgives up to %d blocked callers, then queues (at most %d served at once over the cliff's %s callers: its throughput x the measured block)",
+			c.Size, c.Size, c.Size, cliffCallers(cliff))
+		if sv.Kind == "pool" && sv.Workers > 0 && sv.Workers != c.Size {
+			c.Text += fmt.Sprintf("; it says it has %d slots", sv.Workers)
+		}
+		return c
+	}
+	if c.Threads >= int(ThreadsPerCaller*float64(c.Callers)) {
+		c.Class = ClassThreads
+		c.Text = fmt.Sprintf("forgives: one OS thread per blocked request (%d threads at %d callers; no pool up to %d callers)", c.Threads, c.Callers, c.Callers)
+		return c
+	}
+	c.Class = ClassForgives
+	c.Text = fmt.Sprintf("forgives every caller measured (no pool up to %d callers), without a thread each (%d threads at %d callers)", c.Callers, c.Threads, c.Callers)
+	return c
+}
+
+// threadsOf is the most threads the server had at the end of any
+// repetition of the measurement id (/proc), 0 when not read.
+func (f *Findings) threadsOf(id string) int {
+	n := 0
+	for _, r := range f.Cost {
+		if r.ID == id && r.Cost != nil && !r.Cost.ServerNotMeasured {
+			n = max(n, r.Cost.Threads)
+		}
+	}
+	return n
+}
+
+func cliffCallers(rows []LoadRow) string {
+	var cs []int
+	for _, r := range rows {
+		if !slices.Contains(cs, r.Step.Conc) {
+			cs = append(cs, r.Step.Conc)
+		}
+	}
+	slices.Sort(cs)
+	return JoinInts(cs, ", ")
+}
+
+// stallTooBusy says why no stall measurement could be judged.
+func stallTooBusy(rows []StallRow) string {
+	for _, r := range rows {
+		if len(r.Unjudged) > 0 {
+			return r.Unjudged[0]
+		}
+		if r.Why != "" {
+			return r.Why
+		}
+	}
+	return "no stall measurement could be judged"
+}
+
+// boundShort is a bound in a few words: "99% of its workers' 788",
+// "97% of its 64 callers' 12,405 (Little's law)".
+func boundShort(b *Bound, callers int) string {
+	switch b.Kind {
+	case "workers":
+		return fmt.Sprintf("%.0f%% of its workers' %s", 100*b.Share, Thousands(b.WorkersCeiling))
+	case "callers":
+		return fmt.Sprintf("%.0f%% of its %d callers' %s (Little's law)", 100*b.Share, callers, Thousands(b.CallersCeiling))
+	case "cpu":
+		return "held by the CPU"
+	case "generator":
+		return "held by the load generator"
+	}
+	return "near no ceiling"
+}
+
+// ClassesText is the classification table's heading words.
+var ClassesText = strings.Join([]string{
+	"a loop server when k blockers stalled exactly the connections on their k loops",
+	fmt.Sprintf("a pool of N when its cliff served at most N callers at once, under %.0f %% of them", 100*PoolBelow),
+	fmt.Sprintf("one OS thread per blocked request when it served every caller and held %.0f %% as many threads or more", 100*ThreadsPerCaller),
+}, "; ")
+
+// Plural is "1 loop", "4 loops", "2 entries".
+func Plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	if strings.HasSuffix(noun, "y") {
+		return fmt.Sprintf("%d %sies", n, strings.TrimSuffix(noun, "y"))
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}

@@ -1,0 +1,118 @@
+package findings
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestClasses: on real runs, the loop servers are loops (exactly 3k of
+// 12), the pool a pool of its 200 slots, measured from its cliff.
+func TestClasses(t *testing.T) {
+	f, err := Read(realRun)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]Class{}
+	for _, c := range f.Classes() {
+		got[c.Server] = c
+	}
+	if c := got["loop-gnet"]; c.Class != ClassLoop || c.Loops != 4 || c.Stalled != "3, 6, 9, 12 of 12" {
+		t.Errorf("loop-gnet: %+v", c)
+	}
+	if c := got["pool"]; c.Class != ClassPool || c.Size != 200 || c.Callers != 300 || !strings.Contains(c.Text, "a pool of 200") {
+		t.Errorf("pool: %+v", c)
+	}
+	node, err := Read("testdata/node-run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := node.Classes()[0]; c.Class != ClassLoop || c.Loops != 1 || !strings.Contains(c.Text, "1 loop,") {
+		t.Errorf("node: %+v", c)
+	}
+}
+
+// TestClassBoundaries: the same pool's rows, changed where each rule
+// decides: a cliff that served every caller is no pool; with a thread per
+// caller it holds one per blocked request, without, it parks them; a
+// stall that is not whole loops, or not judged, is not classified.
+func TestClassBoundaries(t *testing.T) {
+	read := func() *Findings {
+		f, err := Read(realRun)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	pool := func(f *Findings) Class {
+		for _, sv := range f.Servers {
+			if sv.Name == "pool" {
+				return f.classify(sv)
+			}
+		}
+		t.Fatal("no pool")
+		return Class{}
+	}
+	// Every caller served at once: scale each cliff row's throughput to
+	// its callers / block.
+	servedAll := func(f *Findings) {
+		for i, r := range f.Cliff {
+			if r.Step.Server.Name != "pool" {
+				continue
+			}
+			block := r.Bound().MeasuredBlock.Seconds()
+			f.Cliff[i].Throughput = Figure{float64(r.Step.Conc) / block}
+		}
+	}
+	threads := func(f *Findings, n int) {
+		for i, r := range f.Cost {
+			if strings.HasPrefix(r.ID, "cliff-pool-") {
+				c := *r.Cost
+				c.Threads = n
+				f.Cost[i].Cost = &c
+			}
+		}
+	}
+
+	f := read()
+	servedAll(f)
+	threads(f, 305)
+	if c := pool(f); c.Class != ClassThreads || c.Threads != 305 || c.Callers != 300 {
+		t.Errorf("every caller served, 305 threads at 300 callers: %+v", c)
+	}
+	f = read()
+	servedAll(f)
+	threads(f, 269) // under 90 % of 300
+	if c := pool(f); c.Class != ClassForgives {
+		t.Errorf("every caller served, 269 threads at 300 callers: %+v", c)
+	}
+	f = read()
+	threads(f, 305)
+	if c := pool(f); c.Class != ClassPool || c.Size != 200 {
+		t.Errorf("a plateau at 200 stays a pool of 200 whatever its threads: %+v", c)
+	}
+
+	// A stall where the blockers' loops were not exactly those stalled.
+	f = read()
+	for i, r := range f.Stall {
+		if r.Step.Server.Name == "loop-gnet" && r.Step.K == 2 {
+			f.Stall[i].Match = false
+		}
+	}
+	for _, sv := range f.Servers {
+		if sv.Name == "loop-gnet" {
+			if c := f.classify(sv); c.Class != ClassUnknown || !strings.Contains(c.Text, "not whole loops") {
+				t.Errorf("stalls not by whole loops: %+v", c)
+			}
+		}
+	}
+	// No stall measurement judged.
+	f = read()
+	for i, r := range f.Stall {
+		if r.Step.Server.Name == "pool" {
+			f.Stall[i].Judged, f.Stall[i].Unjudged = 0, []string{"machine too busy to judge: test"}
+		}
+	}
+	if c := pool(f); c.Class != ClassUnknown || !strings.Contains(c.Text, "too busy") {
+		t.Errorf("nothing judged: %+v", c)
+	}
+}
