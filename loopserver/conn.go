@@ -48,6 +48,12 @@ type conn struct {
 	// orphan (descriptor + 1) once the engine has let go.
 	dupFD  int
 	orphan atomic.Int64
+
+	// published: made on the goroutine that accepted it (nbio), then
+	// handed to its loop through the kernel; the loop's first look at it
+	// reads this, so that what the accepting goroutine wrote is seen (the
+	// race detector knows no other edge between the two).
+	published atomic.Bool
 }
 
 // setPending marks whether a continuation is outstanding.
@@ -89,7 +95,12 @@ func connCap() (nofile, maxConns int64) {
 // when the server holds as many as its cap: the engine then closes it at
 // once, and the refusals are logged once a second.
 func (s *server) opened(remote net.Addr, handle any) *conn {
-	if c := s.openedHeart(remote, handle); c != nil {
+	return s.openedOn(remote, handle, nil)
+}
+
+// openedOn is opened on loop l, or on the calling loop when l is nil.
+func (s *server) openedOn(remote net.Addr, handle any, l *loop) *conn {
+	if c := s.openedHeart(remote, handle, l); c != nil {
 		return c
 	}
 	if s.open.Add(1) > s.maxConns {
@@ -97,7 +108,9 @@ func (s *server) opened(remote net.Addr, handle any) *conn {
 		s.refuse()
 		return nil
 	}
-	l := s.loops.register()
+	if l == nil {
+		l = s.loops.register()
+	}
 	l.connsOpen.Add(1)
 	l.connsTotal.Add(1)
 	c := &conn{loop: l, handle: handle}

@@ -26,13 +26,32 @@ type hearts struct {
 	ports   map[int]chan *loop
 	fds     []int // the client ends, closed when the server stops
 	closed  bool  // the server stopped: a heart dialled now is closed at once
+	// byLoop is each loop's heart's client end, by loop index: writing a
+	// byte to it wakes the loop (nbio's continuations ride on it).
+	byLoop map[int]int
+	// always: open the hearts even without heartbeats (--lag-interval 0),
+	// as the engine's way onto its loops.
+	always bool
+}
+
+// wake writes a byte to loop index's heart, which wakes that loop; false
+// when it has none (or the server stopped).
+func (s *server) wake(index int) bool {
+	s.hearts.mu.Lock()
+	defer s.hearts.mu.Unlock()
+	fd, ok := s.hearts.byLoop[index]
+	if !ok || s.hearts.closed {
+		return false
+	}
+	_, err := unix.Write(fd, []byte{1})
+	return err == nil
 }
 
 // openHearts opens one heart per loop on the listener at addr, one after
 // another, each once the last is open. It returns an error when a loop got
 // none (the server then runs without heartbeats on that loop).
 func (s *server) openHearts(addr net.Addr) error {
-	if s.opts.lagInterval <= 0 {
+	if s.opts.lagInterval <= 0 && !s.hearts.always {
 		return nil
 	}
 	to, ok := addr.(*net.TCPAddr)
@@ -61,6 +80,11 @@ func (s *server) openHearts(addr net.Addr) error {
 			if l.heart.Load() == nil {
 				return fmt.Errorf("heartbeat: connection %d landed on loop %d, which already had one", i+1, l.index)
 			}
+			s.hearts.mu.Lock()
+			if !s.hearts.closed {
+				s.hearts.byLoop[l.index] = fd
+			}
+			s.hearts.mu.Unlock()
 		case <-time.After(5 * time.Second):
 			return fmt.Errorf("heartbeat: connection %d of %d was not opened by the engine within 5s", i+1, s.opts.loops)
 		}
@@ -109,9 +133,20 @@ func (s *server) dialHeart(to *net.TCPAddr) (int, chan *loop, error) {
 	return fd, ch, nil
 }
 
-// openedHeart returns the heart that remote is, registered on the calling
-// loop, or nil when remote is a client.
-func (s *server) openedHeart(remote net.Addr, handle any) *conn {
+// isHeart says whether remote is a heart being dialled.
+func (s *server) isHeart(remote net.Addr) bool {
+	a, ok := remote.(*net.TCPAddr)
+	if !ok || s.hearts.pending.Load() == 0 {
+		return false
+	}
+	s.hearts.mu.Lock()
+	defer s.hearts.mu.Unlock()
+	return s.hearts.ports[a.Port] != nil
+}
+
+// openedHeart returns the heart that remote is, registered on loop l (nil:
+// the calling loop), or nil when remote is a client.
+func (s *server) openedHeart(remote net.Addr, handle any, l *loop) *conn {
 	if s.hearts.pending.Load() == 0 {
 		return nil
 	}
@@ -127,7 +162,9 @@ func (s *server) openedHeart(remote net.Addr, handle any) *conn {
 		return nil
 	}
 	s.hearts.pending.Add(-1)
-	l := s.loops.register()
+	if l == nil {
+		l = s.loops.register()
+	}
 	c := &conn{loop: l, heart: true, handle: handle}
 	l.heart.CompareAndSwap(nil, c)
 	ch <- l

@@ -25,7 +25,7 @@ import (
 func TestHearts(t *testing.T) {
 	for _, eng := range engines {
 		t.Run(eng, func(t *testing.T) {
-			t.Parallel()
+			parallel(t, eng)
 			s := start(t, eng, nil)
 			deadline := time.Now().Add(10 * time.Second)
 			for {

@@ -18,7 +18,7 @@ import (
 // monitor read them from other goroutines.
 type loop struct {
 	index int
-	gid   uint64 // the goroutine that runs the loop
+	gid   atomic.Uint64 // the goroutine that runs the loop (0: not seen yet, nbio)
 
 	connsOpen  atomic.Int64
 	connsTotal atomic.Int64
@@ -78,7 +78,7 @@ func newLoopSet(lock bool) *loopSet {
 func (ls *loopSet) lookup() *loop {
 	id := goid()
 	for _, l := range *ls.loops.Load() {
-		if l.gid == id {
+		if l.gid.Load() == id {
 			return l
 		}
 	}
@@ -97,7 +97,15 @@ func (ls *loopSet) register() *loop {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
 	old := *ls.loops.Load()
-	l := &loop{index: len(old), gid: goid(), scratch: make([]byte, 0, 4096), lag: lag.NewLoop(len(old))}
+	l := ls.add(len(old))
+	l.gid.Store(goid())
+	return l
+}
+
+// add appends loop index (the next) under ls.mu.
+func (ls *loopSet) add(index int) *loop {
+	old := *ls.loops.Load()
+	l := &loop{index: index, scratch: make([]byte, 0, 4096), lag: lag.NewLoop(index)}
 	next := append(append(make([]*loop, 0, len(old)+1), old...), l)
 	lags := make([]*lag.Loop, len(next))
 	for i, n := range next {
@@ -106,6 +114,27 @@ func (ls *loopSet) register() *loop {
 	ls.lags.Store(&lags)
 	ls.loops.Store(&next)
 	return l
+}
+
+// at returns loop index, making loops up to it: for an engine that knows
+// which loop a connection is dealt to before that loop runs (nbio deals a
+// connection to poller fd % pollers from the accepting goroutine). The
+// loop learns its goroutine when it first runs (bind).
+func (ls *loopSet) at(index int) *loop {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	for len(*ls.loops.Load()) <= index {
+		ls.add(len(*ls.loops.Load()))
+	}
+	return (*ls.loops.Load())[index]
+}
+
+// bind says, from l's own goroutine, that it runs l (the engine locks
+// that goroutine to its thread itself: nbio's LockPoller).
+func (ls *loopSet) bind(l *loop) {
+	if l.gid.Load() == 0 {
+		l.gid.Store(goid())
+	}
 }
 
 // lagLoops lists every loop's lag monitor, for lag.Monitor.

@@ -74,7 +74,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs := flag.NewFlagSet("loopserver", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	o.Register(fs)
-	fs.StringVar(&o.engine, "engine", "gnet", "event-loop library: gnet or evio")
+	fs.StringVar(&o.engine, "engine", "gnet", "event-loop library: gnet, evio or nbio")
 	fs.IntVar(&o.loops, "loops", 4, "number of event loops")
 	fs.DurationVar(&o.blockWarn, "block-warn", time.Millisecond, "blocked-loop detector: a loop held longer than this, inside one request or with its heartbeat waiting, is a block, counted per loop and route on /stats and logged (one line a second per loop at most; 0 disables)")
 	fs.DurationVar(&o.lagInterval, "lag-interval", time.Millisecond, "hand every loop a heartbeat this often and measure its lag (when it ran less when it was handed over; /stats and the /lag stream); 0 disables")
@@ -94,8 +94,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 
 func (o *options) validate() error {
 	switch {
-	case o.engine != "gnet" && o.engine != "evio":
-		return fmt.Errorf("loopserver: --engine %q: want gnet or evio", o.engine)
+	case o.engine != "gnet" && o.engine != "evio" && o.engine != "nbio":
+		return fmt.Errorf("loopserver: --engine %q: want gnet, evio or nbio", o.engine)
 	case o.loops < 1 || o.loops > 256:
 		return fmt.Errorf("loopserver: --loops %d: want 1 to 256", o.loops)
 	case o.blockWarn < 0 || o.blockWarn > time.Hour:
@@ -122,8 +122,11 @@ func run(ctx context.Context, o options, ready func(addr, admin net.Addr)) error
 	}
 	defer s.pool.Close()
 	var eng engine = &gnetEngine{}
-	if o.engine == "evio" {
+	switch o.engine {
+	case "evio":
 		eng = &evioEngine{}
+	case "nbio":
+		eng = &nbioEngine{}
 	}
 	s.eng = eng
 

@@ -118,6 +118,12 @@ func (s *server) answerOrphan(c *conn) bool {
 	defer syscall.Close(fd)
 	c.keepAlive = false
 	out, _ := s.finish(c, nil)
+	writeFD(fd, out)
+	return true
+}
+
+// writeFD writes out to the descriptor fd, a second at most.
+func writeFD(fd int, out []byte) {
 	deadline := time.Now().Add(time.Second)
 	for len(out) > 0 && time.Now().Before(deadline) {
 		n, err := syscall.Write(fd, out)
@@ -126,11 +132,10 @@ func (s *server) answerOrphan(c *conn) bool {
 			continue
 		}
 		if err != nil || n <= 0 {
-			break
+			return
 		}
 		out = out[n:]
 	}
-	return true
 }
 
 // finish writes the answer of c's outstanding request. It runs on the loop

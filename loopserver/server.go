@@ -67,7 +67,7 @@ func newServer(o options) *server {
 	}
 	s.nofile, s.maxConns = connCap()
 	s.maxConns = max(s.maxConns-int64(2*o.loops), 1) // the hearts' two ends
-	s.hearts.ports = map[int]chan *loop{}
+	s.hearts.ports, s.hearts.byLoop = map[int]chan *loop{}, map[int]int{}
 	s.mon = lag.New(lag.Options{Interval: o.lagInterval, Warn: o.blockWarn, Log: o.log, Name: "loopserver", Repeat: o.engine == "evio"},
 		s.loops.lagLoops, s.poke)
 	return s

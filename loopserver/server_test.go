@@ -20,7 +20,7 @@ import (
 	"github.com/bystander-kit/bystander/internal/wiretest"
 )
 
-var engines = []string{"gnet", "evio"}
+var engines = []string{"gnet", "evio", "nbio"}
 
 type testServer struct {
 	addr, admin string
@@ -88,7 +88,7 @@ func start(t *testing.T, engine string, tweak func(*options)) *testServer {
 func TestEndpoints(t *testing.T) {
 	for _, eng := range engines {
 		t.Run(eng, func(t *testing.T) {
-			t.Parallel()
+			parallel(t, eng)
 			wiretest.CheckEndpoints(t, start(t, eng, nil).addr, 4)
 		})
 	}
@@ -98,7 +98,7 @@ func TestEndpoints(t *testing.T) {
 func TestSpread(t *testing.T) {
 	for _, eng := range engines {
 		t.Run(eng, func(t *testing.T) {
-			t.Parallel()
+			parallel(t, eng)
 			s := start(t, eng, nil)
 			for round := 0; round < 2; round++ {
 				conns := make([]*wiretest.Conn, 12)
@@ -158,7 +158,7 @@ func TestContinuationOnOwningLoop(t *testing.T) {
 	for _, eng := range engines {
 		for _, lock := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/lock-threads=%v", eng, lock), func(t *testing.T) {
-				t.Parallel()
+				parallel(t, eng)
 				s := start(t, eng, func(o *options) { o.lockThreads = lock })
 				var wg sync.WaitGroup
 				for range 8 {
@@ -283,7 +283,7 @@ func stallRound(t *testing.T, probes []*wiretest.Conn, blockers map[int64]*wiret
 func TestPipelining(t *testing.T) {
 	for _, eng := range engines {
 		t.Run(eng, func(t *testing.T) {
-			t.Parallel()
+			parallel(t, eng)
 			s := start(t, eng, nil)
 			c := wiretest.Dial(t, s.addr)
 			targets := []string{"/async?delay=30ms", "/fast", "/offload?block=10ms", "/slow?block=1ms", "/fast"}
@@ -311,7 +311,7 @@ func TestPipelining(t *testing.T) {
 func TestConnectionHandling(t *testing.T) {
 	for _, eng := range engines {
 		t.Run(eng, func(t *testing.T) {
-			t.Parallel()
+			parallel(t, eng)
 			s := start(t, eng, nil)
 			for _, tc := range []struct {
 				name, req string
@@ -342,7 +342,7 @@ func TestConnectionHandling(t *testing.T) {
 func TestMalformed(t *testing.T) {
 	for _, eng := range engines {
 		t.Run(eng, func(t *testing.T) {
-			t.Parallel()
+			parallel(t, eng)
 			wiretest.CheckRefusals(t, start(t, eng, nil).addr, nil)
 		})
 	}
@@ -355,7 +355,7 @@ func TestMalformed(t *testing.T) {
 func TestBlockDetector(t *testing.T) {
 	for _, eng := range engines {
 		t.Run(eng, func(t *testing.T) {
-			t.Parallel()
+			parallel(t, eng)
 			s := start(t, eng, func(o *options) { o.blockWarn = 50 * time.Millisecond })
 			c := wiretest.Dial(t, s.addr)
 			own := c.MustGet("/fast").Int(protocol.HeaderLoop)
@@ -484,5 +484,15 @@ func TestFlags(t *testing.T) {
 		if (err == nil) != tc.ok {
 			t.Errorf("%v: err %v, want ok=%v", tc.args, err, tc.ok)
 		}
+	}
+}
+
+// parallel runs the test beside the other engines' unless eng is nbio:
+// nbio deals a connection to poller fd % pollers, and the kit deals
+// round-robin by choosing that descriptor (nbio.go), which descriptors
+// opened meanwhile by other servers in the same process would disturb.
+func parallel(t *testing.T, eng string) {
+	if eng != "nbio" {
+		t.Parallel()
 	}
 }

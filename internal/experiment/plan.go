@@ -148,7 +148,7 @@ func ParseFlags(args []string, stderr io.Writer, now time.Time) (Options, error)
 	fs.Var(intsFlag{&o.Conc}, "conc", "concurrencies for the sweep; the highest is used for offload")
 	fs.DurationVar(&o.Duration, "duration", o.Duration, "measured time of each measurement")
 	fs.DurationVar(&o.Warmup, "warmup", o.Warmup, "warm-up before each measurement")
-	fs.Var(listFlag{dst: &o.Engines}, "engines", "loop server engines: gnet, evio or gnet,evio")
+	fs.Var(listFlag{dst: &o.Engines}, "engines", "loop server engines, any of "+strings.Join(LoopEngines, ",")+" (the loop server's --engine)")
 	fs.Var(listFlag{dst: &o.Servers, allowEmpty: true}, "servers", "servers the kit starts, any of "+strings.Join(kitServerNames(), ",")+
 		" (netty and tomcat, the published experiment's own, need Java: "+java.Install+"),\nor none (--servers=) to measure only --target servers")
 	fs.Var(targetsFlag{&o.Targets}, "target", "measure a server you started, `NAME=URL[,loops=N|,workers=N][,offload=N][,pid=N]` (repeatable): URL is its base\n"+
@@ -277,8 +277,8 @@ func (o *Options) validate() error {
 		return bad("--block-mode %q: want syscall, sleep or spin", o.BlockMode)
 	}
 	for _, e := range o.Engines {
-		if e != "gnet" && e != "evio" {
-			return bad("--engines: %q is not an engine (want gnet, evio)", e)
+		if !slices.Contains(LoopEngines, e) {
+			return bad("--engines: %q is not an engine (want %s)", e, strings.Join(LoopEngines, ", "))
 		}
 	}
 	for _, s := range o.Servers {

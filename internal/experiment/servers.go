@@ -24,7 +24,7 @@ type kitServer struct {
 
 // kitServers are --servers' names, in the order a plan measures them.
 var kitServers = []kitServer{
-	{name: "loop", about: "the kit's event-loop server, one per --engines (gnet, evio)"},
+	{name: "loop", about: "the kit's event-loop server, one per --engines (gnet, evio, nbio)"},
 	{name: "pool", about: "the kit's pool of --slots worker slots"},
 	{name: "netty", about: "the published experiment's Netty 4.1 server: --loops NioEventLoopGroup loops, Thread.sleep on the loop", jvm: true},
 	{name: "tomcat", about: "the published experiment's embedded Tomcat 10.1: --slots request threads", jvm: true},
@@ -32,6 +32,9 @@ var kitServers = []kitServer{
 	{name: "fasthttp", about: "valyala/fasthttp with its default worker pool (a worker goroutine per connection, up to 256 Ki)"},
 	{name: "netpoll", about: "cloudwego/netpoll: event loops that hand each connection's requests to a goroutine of its pool"},
 }
+
+// LoopEngines are the loop server's engines, --engines' names.
+var LoopEngines = []string{"gnet", "evio", "nbio"}
 
 func kitServerNames() []string {
 	var out []string
