@@ -94,7 +94,7 @@ func checkReport(t *testing.T, chrome, out string, f *findings.Findings, w, h in
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"throughput", "bystander", "timeline", "lag_sweep_loop_gnet", "stall_loop_gnet", "stall_pool", "lag_stall_loop_gnet", "offload", "trace", "cliff"}
+	want := []string{"throughput", "bystander", "timeline", "lag_sweep_loop_gnet", "stall_loop_gnet", "stall_pool", "lag_stall_loop_gnet", "offload", "trace", "cliff", "classes_chart"}
 	for _, id := range want {
 		c, ok := layout[id]
 		switch {
@@ -110,7 +110,7 @@ func checkReport(t *testing.T, chrome, out string, f *findings.Findings, w, h in
 		t.Errorf("charts on the page: %v", layout)
 	}
 	browsertest.CheckLegends(t, layout)
-	for _, id := range []string{"throughput", "bystander", "timeline", "offload", "trace", "cliff"} {
+	for _, id := range []string{"throughput", "bystander", "timeline", "offload", "trace", "cliff", "classes_chart"} {
 		if layout[id].Legend == "" {
 			t.Errorf("%s: no legend", id)
 		}

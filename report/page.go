@@ -149,7 +149,7 @@ func buildPage(f *findings.Findings, a asset) page {
 	p.Sections = append(p.Sections, lagCharts(f, "sweep", "3b", "during the sweep")...)
 	p.Sections = append(p.Sections, stallCharts(f)...)
 	p.Sections = append(p.Sections, lagCharts(f, "stall", "4b", "while k loops were kept blocked")...)
-	p.Sections = append(p.Sections, offloadChart(f), traceChart(f), cliffChart(f), costSection(f), publishedSection(f))
+	p.Sections = append(p.Sections, offloadChart(f), traceChart(f), cliffChart(f), costSection(f), publishedSection(f), classesSection(f))
 	p.useAsset(a)
 	return p
 }

@@ -87,7 +87,7 @@ func TestEveryChart(t *testing.T) {
 			t.Errorf("%s: no chart element or script", s.ID)
 		}
 	}
-	for _, id := range []string{"throughput", "bystander", "timeline", "lag_sweep_loop_gnet", "stall_loop_gnet", "stall_pool", "lag_stall_loop_gnet", "offload", "trace", "cliff", "cost", "published"} {
+	for _, id := range []string{"throughput", "bystander", "timeline", "lag_sweep_loop_gnet", "stall_loop_gnet", "stall_pool", "lag_stall_loop_gnet", "offload", "trace", "cliff", "cost", "published", "classes"} {
 		if !ids[id] {
 			t.Errorf("no section %s", id)
 		}

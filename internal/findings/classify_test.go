@@ -22,6 +22,43 @@ func TestClasses(t *testing.T) {
 	if c := got["pool"]; c.Class != ClassPool || c.Size != 200 || c.Callers != 300 || !strings.Contains(c.Text, "a pool of 200") {
 		t.Errorf("pool: %+v", c)
 	}
+	// Every Go server the kit starts, measured in one run
+	// (./run.sh --servers=loop,pool,nethttp,fasthttp,netpoll
+	// --engines=gnet,evio,nbio --quick --phases=sweep,stall,cliff): the
+	// three loop engines stall exactly 3k of 12; the others stall nobody,
+	// the pool with its 200 slots measured, the goroutine servers with a
+	// thread per blocked request.
+	eng, err := Read("testdata/engines-run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"loop-gnet": ClassLoop, "loop-evio": ClassLoop, "loop-nbio": ClassLoop, "pool": ClassPool,
+		"nethttp": ClassThreads, "fasthttp": ClassThreads, "netpoll": ClassThreads}
+	seen := 0
+	for _, c := range eng.Classes() {
+		seen++
+		if c.Class != want[c.Server] {
+			t.Errorf("%s: %s (%s), want %s", c.Server, c.Class, c.Text, want[c.Server])
+		}
+		switch c.Class {
+		case ClassLoop:
+			if c.Stalled != "3, 6, 9, 12 of 12" || c.Loops != 4 {
+				t.Errorf("%s: %+v", c.Server, c)
+			}
+		case ClassPool:
+			if c.Size != 200 {
+				t.Errorf("%s: size %d, want 200", c.Server, c.Size)
+			}
+		case ClassThreads:
+			if c.Threads < c.Callers || !strings.HasPrefix(c.Stalled, "0 of 12") {
+				t.Errorf("%s: %+v", c.Server, c)
+			}
+		}
+	}
+	if seen != len(want) {
+		t.Errorf("%d servers classified, want %d", seen, len(want))
+	}
+
 	node, err := Read("testdata/node-run")
 	if err != nil {
 		t.Fatal(err)

@@ -14,9 +14,11 @@ var update = flag.Bool("update", false, "rewrite the goldens (tables.golden, fin
 
 // goldenRuns are real runs of the kit: a default run (v3), one with other
 // values of every parameter (v3), the Node.js example alone (v4), an
-// /offload sweep (v4), and a --quick run of every phase (v6, with the
-// servers' own waits and /proc's raw figures).
-var goldenRuns = []string{"run", "custom-run", "node-run", "offload-run", "quick-run"}
+// /offload sweep (v4), a --quick run of every phase (v6, with the
+// servers' own waits and /proc's raw figures), and a --quick run of every
+// Go server the kit starts (the three loop engines, the pool, net/http,
+// fasthttp, netpoll; sweep, stall and cliff).
+var goldenRuns = []string{"run", "custom-run", "node-run", "offload-run", "quick-run", "engines-run"}
 
 // TestGoldens: the tables and the JSON face of each test run are what was
 // reviewed; go test ./internal/findings -run TestGoldens -update rewrites

@@ -14,7 +14,7 @@ import (
 var (
 	Loops  = []string{"#d62728", "#f28e2b", "#b5177a", "#8c564b"}
 	Pools  = []string{"#1f77b4", "#2ca02c", "#17becf", "#6a51a3"}
-	Others = []string{"#7f7f7f", "#9467bd", "#bcbd22", "#525252"}
+	Others = []string{"#9467bd", "#bcbd22", "#8c6d31", "#7f7f7f"}
 	// Neutral draws what belongs to no server (Little's law, a key).
 	Neutral = "#888888"
 )
