@@ -25,8 +25,10 @@ import (
 // server.
 //
 // netpoll's own timeouts do not close a connection that sends nothing or
-// sends a request a byte at a time (WithIdleTimeout and WithReadTimeout
-// bound its blocking reads, which this engine does not make): the
+// sends a request a byte at a time: WithIdleTimeout, "sets the idle
+// timeout of connections", sets TCP keep-alive (v0.7.2
+// connection_impl.go:80-82, SetIdleTimeout calls SetKeepAlive), and
+// WithReadTimeout bounds the blocking reads this engine does not make. The
 // engine closes them itself, by the same rules as the kit's other servers.
 type netpollEngine struct {
 	conns sync.Map // *npConn -> struct{}

@@ -55,7 +55,8 @@ func BenchmarkSlow16(b *testing.B) {
 }
 
 // BenchmarkFastCPU measures the server's CPU per /fast request at 64
-// keep-alive connections for both engines and, where Debian's nginx is
+// keep-alive connections for every engine of the loop server and Go's
+// other servers (net/http, fasthttp, netpoll) and, where Debian's nginx is
 // installed, nginx on the same load with one worker (the reference the loop
 // server's target was set against: nginx 1.22 with one worker measured 10.0 us
 // per request, gnet 10.7-11.4, on this kind of 2-core machine) and with 4
@@ -84,6 +85,16 @@ func BenchmarkFastCPU(b *testing.B) {
 	// The loops not locked to their threads, for comparison.
 	addr, pid := spawn(b, "--engine", "gnet", "--lock-threads=false")
 	ts = append(ts, &target{name: "gnet-unlocked", addr: addr, pid: pid})
+	// Go's other servers: net/http (the pool server without its pool),
+	// fasthttp and netpoll (goserver).
+	for _, o := range []struct {
+		name, dir string
+		args      []string
+	}{{"nethttp", "../poolserver", []string{"--slots", "0"}}, {"fasthttp", "../goserver", []string{"--engine", "fasthttp"}},
+		{"netpoll", "../goserver", []string{"--engine", "netpoll"}}} {
+		addr, cmd := wiretest.StartServer(b, o.dir, o.args...)
+		ts = append(ts, &target{name: o.name, addr: addr, pid: cmd.Process.Pid})
+	}
 	b.ResetTimer()
 	for range 5 {
 		for _, t := range ts {
@@ -97,10 +108,16 @@ func BenchmarkFastCPU(b *testing.B) {
 		b.ReportMetric(results.Median(t.us), t.name+"_cpu_us/req")
 		b.Logf("%s: server CPU us/req per round %.1f; client %.1f", t.name, t.us, results.Median(t.gen))
 	}
-	if len(ts) >= 4 {
-		b.ReportMetric(results.Median(ts[0].us)/results.Median(ts[2].us), "gnet/nginx")
-		b.ReportMetric(results.Median(ts[0].us)/results.Median(ts[3].us), "gnet/nginx4w")
-		b.ReportMetric(results.Median(ts[1].us)/results.Median(ts[2].us), "evio/nginx")
+	us := map[string]float64{}
+	for _, t := range ts {
+		us[t.name] = results.Median(t.us)
+	}
+	if us["nginx"] > 0 { // every server against nginx with one worker
+		for _, t := range ts {
+			if t.name != "nginx" {
+				b.ReportMetric(us[t.name]/us["nginx"], t.name+"/nginx")
+			}
+		}
 	}
 	// The same comparison with Debian's wrk as the client (the load the
 	// reference figures above were taken with): the client's pattern changes how many
