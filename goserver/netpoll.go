@@ -14,6 +14,7 @@ import (
 	"github.com/bystander-kit/bystander/internal/h1"
 	"github.com/bystander-kit/bystander/internal/pace"
 	"github.com/bystander-kit/bystander/internal/protocol"
+	"github.com/bystander-kit/bystander/internal/serverflags"
 )
 
 // netpollEngine serves on cloudwego/netpoll as it comes: its pollers
@@ -162,30 +163,14 @@ func (s *server) netpoll(ctx context.Context, c netpoll.Connection, nc *npConn) 
 // requests, a request's line and headers, or its promised body; one being
 // answered is left alone. It runs until stop closes.
 func (e *netpollEngine) sweep(o options, stop <-chan struct{}) {
-	var shortest time.Duration
-	for _, d := range []time.Duration{o.IdleTimeout, o.HeaderTimeout, o.BodyTimeout} {
-		if d > 0 && (shortest == 0 || d < shortest) {
-			shortest = d
-		}
-	}
-	if shortest == 0 {
+	every := o.SweepEvery()
+	if every == 0 {
 		return
 	}
-	pace.Every(stop, min(max(shortest/4, 10*time.Millisecond), time.Second), func(now time.Time) {
-		at := now.UnixNano()
-		past := func(d time.Duration, since int64) bool { return d > 0 && at-since > int64(d) }
+	pace.Every(stop, every, func(now time.Time) {
 		e.conns.Range(func(k, _ any) bool {
 			nc := k.(*npConn)
-			if nc.owed.Load() {
-				return true
-			}
-			expired := false
-			if since := nc.partialSince.Load(); since != 0 {
-				expired = nc.headerDone.Load() && past(o.BodyTimeout, since) || !nc.headerDone.Load() && past(o.HeaderTimeout, since)
-			} else {
-				expired = past(o.IdleTimeout, nc.lastActive.Load())
-			}
-			if expired {
+			if !nc.owed.Load() && o.Past(now.UnixNano(), nc.lastActive.Load(), nc.partialSince.Load(), nc.headerDone.Load()) != serverflags.NotPast {
 				e.conns.Delete(nc)
 				_ = nc.c.Close()
 			}

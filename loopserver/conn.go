@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"net"
 	"sync/atomic"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/bystander-kit/bystander/internal/pace"
 	"github.com/bystander-kit/bystander/internal/protocol"
+	"github.com/bystander-kit/bystander/internal/serverflags"
 )
 
 // A connection's life on a loop: opened, capped, timed out, closed.
@@ -149,43 +151,63 @@ func (s *server) closedConn(c *conn) {
 // requests, a request's line and headers, or its promised body. A
 // connection owed an answer is left alone. It runs until stop closes.
 func (s *server) sweep(stop <-chan struct{}) {
-	o := s.opts
-	var shortest time.Duration
-	for _, d := range []time.Duration{o.IdleTimeout, o.HeaderTimeout, o.BodyTimeout} {
-		if d > 0 && (shortest == 0 || d < shortest) {
-			shortest = d
-		}
+	if every := s.opts.SweepEvery(); every > 0 {
+		pace.Every(stop, every, func(now time.Time) { s.expireAt(now.UnixNano()) })
 	}
-	if shortest == 0 {
-		return
-	}
-	pace.Every(stop, min(max(shortest/4, 10*time.Millisecond), time.Second), func(now time.Time) { s.expireAt(now.UnixNano()) })
 }
 
 // expireAt asks the loops to close the connections past a timeout at now.
 func (s *server) expireAt(now int64) {
-	o := s.opts
-	past := func(d time.Duration, since int64) bool { return d > 0 && now-since > int64(d) }
+	counts := map[serverflags.Timeout]*atomic.Int64{serverflags.IdlePast: &s.idleTO, serverflags.HeaderPast: &s.headerTO, serverflags.BodyPast: &s.bodyTO}
 	s.conns.Range(func(k, _ any) bool {
 		c := k.(*conn)
 		if c.owed.Load() || c.expired.Load() {
 			return true
 		}
-		var count *atomic.Int64
-		if since := c.partialSince.Load(); since != 0 {
-			if c.headerDone.Load() && past(o.BodyTimeout, since) {
-				count = &s.bodyTO
-			} else if !c.headerDone.Load() && past(o.HeaderTimeout, since) {
-				count = &s.headerTO
-			}
-		} else if past(o.IdleTimeout, c.lastActive.Load()) {
-			count = &s.idleTO
-		}
-		if count != nil {
-			count.Add(1)
+		if past := s.opts.Past(now, c.lastActive.Load(), c.partialSince.Load(), c.headerDone.Load()); past != serverflags.NotPast {
+			counts[past].Add(1)
 			c.expired.Store(true)
 			s.eng.expire(c)
 		}
 		return true
 	})
+}
+
+// acceptLoop takes the connections on ln and hands each to take until ln
+// closes, for an engine whose own acceptor cannot be trusted with a full
+// descriptor table (gnet, nbio). Past the cap (full) a client's connection
+// is closed at once, the server's own hearts excepted; out of descriptors
+// it waits, 5 ms doubling to 1 s, and tries again, as net/http does.
+func (s *server) acceptLoop(ln net.Listener, full func() bool, take func(net.Conn)) error {
+	var backoff time.Duration
+	var lastLog time.Time
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			if s.stopping.Load() || errors.Is(err, net.ErrClosed) {
+				return nil
+			}
+			if errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) || errors.Is(err, syscall.ENOBUFS) || errors.Is(err, syscall.ENOMEM) {
+				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+				if time.Since(lastLog) > time.Second {
+					lastLog = time.Now()
+					fmt.Fprintf(s.log, "loopserver: accept: %v; trying again in %s\n", err, backoff)
+				}
+				time.Sleep(backoff)
+				continue
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			return fmt.Errorf("accept: %w", err)
+		}
+		backoff = 0
+		if full() && !s.isHeart(c.RemoteAddr()) {
+			c.Close()
+			s.refuse()
+			continue
+		}
+		take(c)
+	}
 }

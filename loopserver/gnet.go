@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -107,46 +106,17 @@ func (e *gnetEngine) serve(ctx context.Context, s *server, addr string, ready fu
 }
 
 // accept takes the connections and hands them to gnet until the listener
-// closes. Past the cap a connection is closed at once; out of descriptors
-// it waits, 5 ms doubling to 1 s, and tries again.
+// closes (acceptLoop); a connection under way holds a slot until gnet has
+// opened it.
 func (e *gnetEngine) accept() {
-	var backoff time.Duration
-	var lastLog time.Time
-	for {
-		c, err := e.ln.Accept()
-		if err != nil {
-			if e.s.stopping.Load() || errors.Is(err, net.ErrClosed) {
-				return
-			}
-			if errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) || errors.Is(err, syscall.ENOBUFS) || errors.Is(err, syscall.ENOMEM) {
-				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
-				if time.Since(lastLog) > time.Second {
-					lastLog = time.Now()
-					fmt.Fprintf(e.s.log, "loopserver: accept: %v; trying again in %s\n", err, backoff)
-				}
-				time.Sleep(backoff)
-				continue
-			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				continue
-			}
-			e.acceptErr <- fmt.Errorf("accept: %w", err)
-			return
-		}
-		backoff = 0
-		if e.s.open.Load()+int64(len(e.slots)) >= e.s.maxConns {
-			c.Close()
-			e.s.refuse()
-			continue
-		}
+	err := e.s.acceptLoop(e.ln, func() bool { return e.s.open.Load()+int64(len(e.slots)) >= e.s.maxConns }, func(c net.Conn) {
 		e.slots <- struct{}{}
 		done := func() { <-e.slots }
 		res, err := e.eng.Register(gnet.NewNetConnContext(context.Background(), c))
 		if err != nil {
 			done()
 			c.Close()
-			continue
+			return
 		}
 		go func() {
 			// gnet sends the result once the loop has opened the
@@ -157,6 +127,9 @@ func (e *gnetEngine) accept() {
 			}
 			done()
 		}()
+	})
+	if err != nil {
+		e.acceptErr <- err
 	}
 }
 

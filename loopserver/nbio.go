@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"reflect"
@@ -108,39 +107,10 @@ func (e *nbioEngine) serve(ctx context.Context, s *server, addr string, ready fu
 }
 
 // accept takes the connections and hands them to nbio until the listener
-// closes. Past the cap a connection is closed at once; out of descriptors
-// it waits, 5 ms doubling to 1 s, and tries again. A heart is dealt to the
-// first loop that has none.
+// closes (acceptLoop); a heart is dealt to the first loop that has none.
 func (e *nbioEngine) accept() error {
-	var backoff time.Duration
-	var lastLog time.Time
-	for {
-		c, err := e.ln.Accept()
-		if err != nil {
-			if e.s.stopping.Load() || errors.Is(err, net.ErrClosed) {
-				return nil
-			}
-			if errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) || errors.Is(err, syscall.ENOBUFS) || errors.Is(err, syscall.ENOMEM) {
-				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
-				if time.Since(lastLog) > time.Second {
-					lastLog = time.Now()
-					fmt.Fprintf(e.s.log, "loopserver: accept: %v; trying again in %s\n", err, backoff)
-				}
-				time.Sleep(backoff)
-				continue
-			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				continue
-			}
-			return fmt.Errorf("accept: %w", err)
-		}
-		backoff = 0
-		if e.s.open.Load() >= e.s.maxConns && !e.s.isHeart(c.RemoteAddr()) {
-			c.Close()
-			e.s.refuse()
-			continue
-		}
+	full := func() bool { return e.s.open.Load() >= e.s.maxConns }
+	return e.s.acceptLoop(e.ln, full, func(c net.Conn) {
 		// Dealt round-robin, as gnet deals them (and nbio itself, by
 		// descriptor number, when nothing else opens or closes one in
 		// between); a heart to the first loop that has none.
@@ -151,14 +121,14 @@ func (e *nbioEngine) accept() error {
 			e.next = (e.next + 1) % e.s.opts.loops
 		}
 		pads := e.padFor(c, want)
-		_, err = e.g.AddConn(c) // closes c, keeping a duplicate of its descriptor
+		_, err := e.g.AddConn(c) // closes c, keeping a duplicate of its descriptor
 		for _, fd := range pads {
 			syscall.Close(fd)
 		}
 		if err != nil && !e.s.stopping.Load() {
 			fmt.Fprintf(e.s.log, "loopserver: nbio could not take a connection: %v\n", err)
 		}
-	}
+	})
 }
 
 // heartless is the first loop without a heart.

@@ -151,7 +151,7 @@ func TestQuickRun(t *testing.T) {
 	}
 	for _, want := range []string{"/slow throughput against the ceiling (block 8ms, sleep mode", "/fast bystander meanwhile", "a probe due every 30ms",
 		"Stalled connections: 3 /async connections per loop (the kit's servers: 9)", "9 of 9", "Blocking on the loop vs offloaded vs the pool (6 callers, block 8ms)",
-		"/async (delay 7ms) taken apart while 5 callers block on /slow (60ms)", "The pools' cliff: callers at shares of each pool's slots, block 60ms", "60 (150% of 40)", "Cost per request", "results: " + out} {
+		"/async (delay 7ms) taken apart while 5 callers block on /slow (60ms)", "The pools' cliff: callers at shares of each pool's slots (a server with no pool: at the run's pool's), block 60ms", "60 (150% of 40)", "Cost per request", "results: " + out} {
 		if !strings.Contains(stdout.String(), want) {
 			t.Errorf("the terminal lacks %q", want)
 		}

@@ -157,3 +157,46 @@ func ListenError(prog, addr string, err error) error {
 	}
 	return fmt.Errorf("%s: cannot listen on %s: %w", prog, addr, err)
 }
+
+// Timeout names the timeout a connection is past.
+type Timeout int
+
+// The timeouts, as Past says them.
+const (
+	NotPast Timeout = iota
+	IdlePast
+	HeaderPast
+	BodyPast
+)
+
+// Past says which timeout a connection is past at now (unix ns): with an
+// incomplete request buffered since partialSince, its line and headers
+// (all in when headerDone) or its promised body; else idle since
+// lastActive. A connection owed an answer is the caller's to spare.
+func (c *Common) Past(now, lastActive, partialSince int64, headerDone bool) Timeout {
+	past := func(d time.Duration, since int64) bool { return d > 0 && now-since > int64(d) }
+	switch {
+	case partialSince != 0 && headerDone && past(c.BodyTimeout, partialSince):
+		return BodyPast
+	case partialSince != 0 && !headerDone && past(c.HeaderTimeout, partialSince):
+		return HeaderPast
+	case partialSince == 0 && past(c.IdleTimeout, lastActive):
+		return IdlePast
+	}
+	return NotPast
+}
+
+// SweepEvery is how often a server looks for connections past a timeout:
+// a quarter of the shortest, 10 ms to 1 s; 0 when none is set.
+func (c *Common) SweepEvery() time.Duration {
+	var shortest time.Duration
+	for _, d := range []time.Duration{c.IdleTimeout, c.HeaderTimeout, c.BodyTimeout} {
+		if d > 0 && (shortest == 0 || d < shortest) {
+			shortest = d
+		}
+	}
+	if shortest == 0 {
+		return 0
+	}
+	return min(max(shortest/4, 10*time.Millisecond), time.Second)
+}

@@ -1,0 +1,40 @@
+package serverflags
+
+import (
+	"testing"
+	"time"
+)
+
+// TestPast: each timeout from its own moment, and none where none is set.
+func TestPast(t *testing.T) {
+	c := Common{IdleTimeout: time.Minute, HeaderTimeout: 10 * time.Second, BodyTimeout: 5 * time.Second}
+	ns := func(d time.Duration) int64 { return int64(d) }
+	for _, tc := range []struct {
+		name                     string
+		now, lastActive, partial int64
+		headerDone               bool
+		want                     Timeout
+	}{
+		{"idle, not yet", ns(time.Minute), 1, 0, false, NotPast},
+		{"idle", ns(time.Minute) + 2, 1, 0, false, IdlePast},
+		{"headers", ns(11 * time.Second), ns(11 * time.Second), 1, false, HeaderPast},
+		{"headers, not yet", ns(9 * time.Second), 1, 1, false, NotPast},
+		{"body", ns(6 * time.Second), ns(6 * time.Second), 1, true, BodyPast},
+		{"an incomplete request is not idle", ns(2 * time.Minute), 1, ns(2*time.Minute) - 1, false, NotPast},
+	} {
+		if got := c.Past(tc.now, tc.lastActive, tc.partial, tc.headerDone); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	if got := (&Common{}).Past(1<<62, 1, 0, false); got != NotPast {
+		t.Errorf("no timeout set: %v", got)
+	}
+	for _, tc := range []struct {
+		c    Common
+		want time.Duration
+	}{{Common{}, 0}, {c, time.Second}, {Common{IdleTimeout: 100 * time.Millisecond}, 25 * time.Millisecond}, {Common{BodyTimeout: time.Millisecond}, 10 * time.Millisecond}} {
+		if got := tc.c.SweepEvery(); got != tc.want {
+			t.Errorf("SweepEvery %+v: %s, want %s", tc.c, got, tc.want)
+		}
+	}
+}
