@@ -140,11 +140,11 @@ func TestNoLoops(t *testing.T) {
 	}
 }
 
-// The kit's own loop server passes on both engines, and the loops it
+// The kit's own loop server passes on every engine, and the loops it
 // learns are the server's. On a machine too busy to tell, a timing check
 // may say so; it never fails the kit's own servers.
 func TestKitLoopServer(t *testing.T) {
-	for _, engine := range []string{"gnet", "evio"} {
+	for _, engine := range []string{"gnet", "evio", "nbio"} {
 		t.Run(engine, func(t *testing.T) {
 			addr, _ := wiretest.StartServer(t, "../../loopserver", "--engine", engine, "--loops", "3")
 			r := Run(context.Background(), addr, Options{})
@@ -160,6 +160,36 @@ func TestKitLoopServer(t *testing.T) {
 			var back Report
 			if err := json.Unmarshal(r.JSON(), &back); err != nil || back.Schema != Schema || len(back.Checks) != len(r.Checks) {
 				t.Fatalf("JSON: %v %+v", err, back)
+			}
+		})
+	}
+}
+
+// The kit's goroutine servers (net/http as the pool server without its
+// pool, fasthttp and netpoll) pass every check a server without loops
+// must, and are taken for what they are: no X-Loop, so no loops.
+func TestKitGoServers(t *testing.T) {
+	servers := []struct {
+		name string
+		dir  string
+		args []string
+	}{
+		{"nethttp", "../../poolserver", []string{"--slots", "0"}},
+		{"fasthttp", "../../goserver", []string{"--engine", "fasthttp"}},
+		{"netpoll", "../../goserver", []string{"--engine", "netpoll"}},
+	}
+	for _, s := range servers {
+		t.Run(s.name, func(t *testing.T) {
+			addr, _ := wiretest.StartServer(t, s.dir, s.args...)
+			r := Run(context.Background(), addr, Options{})
+			if !r.OK() || r.Failed() || r.Loops != 0 {
+				t.Fatalf("OK %v failed %v loops %d:\n%s", r.OK(), r.Failed(), r.Loops, describe(r))
+			}
+			st := statuses(r)
+			for _, id := range []string{CheckFast, CheckSlow, CheckBlockedNs, CheckAsync, CheckOffload, CheckKeepAlive, CheckErrors} {
+				if st[id] != Pass {
+					t.Errorf("%s: %s, want PASS:\n%s", id, st[id], describe(r))
+				}
 			}
 		})
 	}
