@@ -1,6 +1,11 @@
 package main
 
 import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -9,6 +14,7 @@ import (
 
 	"github.com/tidwall/evio"
 
+	"github.com/bystander-kit/bystander/internal/serverflags"
 	"github.com/bystander-kit/bystander/internal/wiretest"
 )
 
@@ -78,4 +84,89 @@ func TestEvioClosesEachDescriptorOnce(t *testing.T) {
 	if n := stolen.Load(); n > 0 {
 		t.Fatalf("%d descriptors were closed under their owner while evio servers stopped", n)
 	}
+}
+
+// TestEvioStopsWhenStoppedAtStart: evio v1.0.8 waited for its first loop
+// to stop on a sync.Cond with no condition (waitForShutdown): a loop that
+// stopped before serve reached its Wait signalled nobody, and serve waited
+// forever, holding every loop's epoll and eventfd descriptors and its
+// listener. The loop server asks evio to stop from loop 0's ticker, so a
+// server stopped while it starts (a failed run, Ctrl-C during a start) hit
+// it whenever the ticker won the race: on a busy machine nearly every time.
+// Here evio servers are stopped as they start, several at once; every one
+// must let go of every descriptor it opened (the kit's patched copy of
+// evio waits on a flag: third_party/evio).
+func TestEvioStopsWhenStoppedAtStart(t *testing.T) {
+	fds := func() int {
+		es, _ := os.ReadDir("/proc/self/fd")
+		return len(es)
+	}
+	// Beside noisy neighbours (processes that run 2 ms and sleep 0.5 ms):
+	// a busy machine is where a starting server is preempted between its
+	// loops' start and its wait, so the race shows there.
+	noisy := exec.Command(wiretest.Build(t, "../internal/cmd/noisy"), "--procs", "4", "--for", "1m")
+	if err := noisy.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = noisy.Process.Signal(syscall.SIGTERM); _ = noisy.Wait() })
+	before := fds()
+	var wg sync.WaitGroup
+	var hung atomic.Int64
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 50 {
+				o := options{Common: serverflags.Defaults("127.0.0.1:0", ""), engine: "evio", loops: 16, blockWarn: time.Second,
+					lagInterval: time.Millisecond, lockThreads: true}
+				if err := o.validate(); err != nil {
+					t.Error(err)
+					return
+				}
+				log := &syncWriter{}
+				o.log = log
+				ctx, cancel := context.WithCancel(context.Background())
+				o.started = func(*server) {
+					// Stop as it starts, or a little after: the loops are
+					// being started meanwhile.
+					go func() { time.Sleep(time.Duration(i%5) * 200 * time.Microsecond); cancel() }()
+				}
+				if err := run(ctx, o, nil); err != nil {
+					t.Error(err)
+				}
+				if strings.Contains(log.String(), "still blocked") {
+					hung.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	// An engine that stopped closes what it opened; give a busy machine
+	// time, but one that never stops never does.
+	deadline := time.Now().Add(10 * time.Second)
+	for fds() > before+8 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if after := fds(); after > before+8 {
+		t.Errorf("%d descriptors open before, %d after 200 evio servers stopped as they started (%d not stopped within 0.9 s)", before, after, hung.Load())
+	}
+}
+
+// syncWriter is a log that goroutines may write while it is read (the
+// heartbeat's opener may still say something after run returned).
+type syncWriter struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncWriter) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

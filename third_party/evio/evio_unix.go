@@ -53,6 +53,7 @@ type server struct {
 	lns      []*listener        // all the listeners
 	wg       sync.WaitGroup     // loop close waitgroup
 	cond     *sync.Cond         // shutdown signaler
+	shutdown bool               // a loop stopped: guarded by cond.L
 	balance  LoadBalance        // load balancing method
 	accepted uintptr            // accept counter
 	tch      chan time.Duration // ticker channel
@@ -71,13 +72,16 @@ type loop struct {
 // waitForShutdown waits for a signal to shutdown
 func (s *server) waitForShutdown() {
 	s.cond.L.Lock()
-	s.cond.Wait()
+	for !s.shutdown {
+		s.cond.Wait()
+	}
 	s.cond.L.Unlock()
 }
 
 // signalShutdown signals a shutdown an begins server closing
 func (s *server) signalShutdown() {
 	s.cond.L.Lock()
+	s.shutdown = true
 	s.cond.Signal()
 	s.cond.L.Unlock()
 }
