@@ -41,17 +41,17 @@ func takeSample(server, gen, prober int) sample {
 // useOf is what was used between two samples, raw: internal/findings
 // derives the per-request and per-core figures from it.
 func useOf(s0, s1 sample, cores int) *results.Use {
-	// Context switches and run-queue waits are summed over the threads
-	// alive at each reading: a thread that ended in between takes its
-	// counts with it, and the sum can fall. Such a delta is 0 here, an
-	// undercount, never a negative figure (CPU time is the process's own,
-	// dead threads included).
+	// Context switches and run-queue waits are counted thread by thread
+	// (proc.Usage.Since): a thread that ended in between takes its counts
+	// with it, an undercount, never a negative figure. CPU time is the
+	// process's own, dead threads included.
 	delta := func(a, b *reading) *results.ProcUse {
 		if a == nil || b == nil {
 			return nil
 		}
-		return &results.ProcUse{CPUNs: max(0, b.u.CPUNs()-a.u.CPUNs()), VolCtxSw: max(0, b.u.VolCtxSw-a.u.VolCtxSw), InvolCtxSw: max(0, b.u.InvolCtxSw-a.u.InvolCtxSw),
-			RunqWaitNs: max(0, b.u.RunqWaitNs-a.u.RunqWaitNs), Threads: b.threads, PeakRSSBytes: b.u.MaxRSSBytes}
+		vol, invol, runq := b.u.Since(a.u)
+		return &results.ProcUse{CPUNs: max(0, b.u.CPUNs()-a.u.CPUNs()), VolCtxSw: vol, InvolCtxSw: invol,
+			RunqWaitNs: runq, Threads: b.threads, PeakRSSBytes: b.u.MaxRSSBytes}
 	}
 	return &results.Use{WindowNs: int64(s1.at.Sub(s0.at)), Cores: cores, MachineBusy: s1.machine.BusySince(s0.machine),
 		Server: delta(s0.server, s1.server), Generator: delta(s0.gen, s1.gen), Prober: delta(s0.prober, s1.prober)}

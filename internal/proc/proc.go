@@ -23,6 +23,38 @@ type Usage struct {
 	// CPU (the second field of /proc/PID/task/*/schedstat, summed): what a
 	// busy machine costs a process that wants to run. Read by Of only.
 	RunqWaitNs int64 `json:"runq_wait_ns,omitempty"`
+	// threads holds the per-thread counts behind the three sums above, by
+	// thread id, so that Since can take a delta thread by thread. Read by
+	// Of only; never written out.
+	threads map[string]threadCounts
+}
+
+type threadCounts struct{ vol, invol, runq int64 }
+
+// Since is what the process's threads did between an earlier reading and
+// this one (context switches and run-queue wait), taken thread by thread:
+// a thread alive at both readings counts its difference, one that began
+// in between counts all it has. One that ended in between counts nothing,
+// since the kernel keeps no counts for it: an undercount, never a fall (a
+// difference of the sums falls, or says nothing, when the threads that end
+// had waited as long as the ones that begin). Readings not made by Of
+// fall back to the difference of the sums, floored at 0.
+func (u Usage) Since(before Usage) (vol, invol, runqNs int64) {
+	if u.threads == nil || before.threads == nil {
+		return max(0, u.VolCtxSw-before.VolCtxSw), max(0, u.InvolCtxSw-before.InvolCtxSw), max(0, u.RunqWaitNs-before.RunqWaitNs)
+	}
+	for id, now := range u.threads {
+		then := before.threads[id] // zero for a thread that began in between
+		// A thread id reused by a new thread can read lower than its
+		// predecessor: count it from 0 then.
+		if now.vol < then.vol || now.invol < then.invol || now.runq < then.runq {
+			then = threadCounts{}
+		}
+		vol += now.vol - then.vol
+		invol += now.invol - then.invol
+		runqNs += now.runq - then.runq
+	}
+	return vol, invol, runqNs
 }
 
 // CPUNs is user plus system CPU time in nanoseconds.
@@ -48,8 +80,9 @@ const clockTicks = 100
 
 // Of reads another process's usage from /proc: CPU time of all its threads
 // (utime+stime of /proc/PID/stat), context switches and run-queue waits
-// summed over its threads (/proc/PID/task/*/status and schedstat), and its
-// peak RSS (VmHWM). Threads is how many it has now.
+// summed over its threads (/proc/PID/task/*/status and schedstat; kept per
+// thread too, for Since), and its peak RSS (VmHWM). Threads is how many it
+// has now.
 func Of(pid int) (Usage, int, error) {
 	var u Usage
 	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
@@ -72,19 +105,22 @@ func Of(pid int) (Usage, int, error) {
 	u.UserNs = ut * int64(time.Second) / clockTicks
 	u.SystemNs = st * int64(time.Second) / clockTicks
 	tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	u.threads = make(map[string]threadCounts, len(tasks))
 	for _, t := range tasks {
 		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/status", pid, t.Name()))
 		if err != nil {
 			continue // the thread ended meanwhile
 		}
-		u.VolCtxSw += statusField(b, "voluntary_ctxt_switches:")
-		u.InvolCtxSw += statusField(b, "nonvoluntary_ctxt_switches:")
+		c := threadCounts{vol: statusField(b, "voluntary_ctxt_switches:"), invol: statusField(b, "nonvoluntary_ctxt_switches:")}
 		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/schedstat", pid, t.Name())); err == nil {
 			if f := strings.Fields(string(b)); len(f) >= 2 {
-				v, _ := strconv.ParseInt(f[1], 10, 64)
-				u.RunqWaitNs += v
+				c.runq, _ = strconv.ParseInt(f[1], 10, 64)
 			}
 		}
+		u.threads[t.Name()] = c
+		u.VolCtxSw += c.vol
+		u.InvolCtxSw += c.invol
+		u.RunqWaitNs += c.runq
 	}
 	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid)); err == nil {
 		u.MaxRSSBytes = statusField(b, "VmHWM:") * 1024
