@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"os/exec"
@@ -123,7 +122,7 @@ func TestEvioStopsWhenStoppedAtStart(t *testing.T) {
 					t.Error(err)
 					return
 				}
-				log := &syncWriter{}
+				log := &wiretest.Buffer{}
 				o.log = log
 				ctx, cancel := context.WithCancel(context.Background())
 				o.started = func(*server) {
@@ -150,23 +149,4 @@ func TestEvioStopsWhenStoppedAtStart(t *testing.T) {
 	if after := fds(); after > before+8 {
 		t.Errorf("%d descriptors open before, %d after 200 evio servers stopped as they started (%d not stopped within 0.9 s)", before, after, hung.Load())
 	}
-}
-
-// syncWriter is a log that goroutines may write while it is read (the
-// heartbeat's opener may still say something after run returned).
-type syncWriter struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncWriter) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncWriter) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
