@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"os"
-	"os/exec"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -103,11 +102,7 @@ func TestEvioStopsWhenStoppedAtStart(t *testing.T) {
 	// Beside noisy neighbours (processes that run 2 ms and sleep 0.5 ms):
 	// a busy machine is where a starting server is preempted between its
 	// loops' start and its wait, so the race shows there.
-	noisy := exec.Command(wiretest.Build(t, "../internal/cmd/noisy"), "--procs", "4", "--for", "1m")
-	if err := noisy.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = noisy.Process.Signal(syscall.SIGTERM); _ = noisy.Wait() })
+	wiretest.Noisy(t, wiretest.Build(t, "../internal/cmd/noisy"), 4, time.Minute)
 	before := fds()
 	var wg sync.WaitGroup
 	var hung atomic.Int64

@@ -18,6 +18,7 @@ import (
 
 	"github.com/bystander-kit/bystander/internal/findings"
 	"github.com/bystander-kit/bystander/internal/results"
+	"github.com/bystander-kit/bystander/internal/wiretest"
 )
 
 var (
@@ -207,11 +208,7 @@ func exactOrTooBusy(t *testing.T, f *findings.Findings) {
 // anything.
 func TestStallBusyMachine(t *testing.T) {
 	bin := kit(t)
-	noisy := exec.Command(filepath.Join(bin, "noisy"), "--procs", "4", "--for", "2m")
-	if err := noisy.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = noisy.Process.Signal(syscall.SIGTERM); _ = noisy.Wait() })
+	wiretest.Noisy(t, filepath.Join(bin, "noisy"), 4, 2*time.Minute)
 	out := filepath.Join(t.TempDir(), "run")
 	o, err := ParseFlags([]string{"--quick", "--phases", "stall", "--servers", "loop,pool", "--stall-block", "40ms", "--out", out, "--bin", bin}, os.Stderr, time.Now())
 	if err != nil {

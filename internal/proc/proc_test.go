@@ -50,22 +50,13 @@ func TestMachineBusy(t *testing.T) {
 	}
 }
 
-// TestRunqWait: threads that want more CPU than the machine has wait in
-// its run queue, and Of counts that wait over all of them. The threads
-// live until the second reading: a thread that ends takes its counts with
-// it (a goroutine that ends locked ends its thread), which once made this
-// test read less than before.
-func TestRunqWait(t *testing.T) {
-	n := 3 * runtime.NumCPU()
-	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(n))
-	before, _, err := Of(os.Getpid())
-	if err != nil {
-		t.Fatal(err)
-	}
+// spin runs n threads that spin for d, each locked to its own OS thread,
+// and returns once they have spun; release lets them end (a goroutine that
+// ends locked ends its thread with it).
+func spin(n int, d time.Duration) (release func()) {
 	var spun sync.WaitGroup
-	release := make(chan struct{})
-	defer close(release)
-	stop := time.Now().Add(300 * time.Millisecond)
+	rel := make(chan struct{})
+	stop := time.Now().Add(d)
 	for range n {
 		spun.Add(1)
 		go func() {
@@ -73,16 +64,54 @@ func TestRunqWait(t *testing.T) {
 			for time.Now().Before(stop) {
 			}
 			spun.Done()
-			<-release
+			<-rel
 		}()
 	}
 	spun.Wait()
-	after, _, err := Of(os.Getpid())
+	return func() { close(rel) }
+}
+
+func read(t *testing.T) Usage {
+	t.Helper()
+	u, _, err := Of(os.Getpid())
 	if err != nil {
 		t.Fatal(err)
 	}
+	return u
+}
+
+// TestRunqWait: threads that want more CPU than the machine has wait in
+// its run queue, and Of counts that wait over all of them. The threads
+// live until the second reading: a thread that ends takes its counts with
+// it, which once made this test read less than before.
+func TestRunqWait(t *testing.T) {
+	n := 3 * runtime.NumCPU()
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(n))
+	before := read(t)
+	defer spin(n, 300*time.Millisecond)()
+	after := read(t)
 	// n threads on NumCPU cores for 300 ms: about 200 ms of waiting each.
 	if _, _, w := after.Since(before); time.Duration(w) < 100*time.Millisecond {
 		t.Fatalf("%d spinning threads on %d cores waited %s in the run queue in all", n, runtime.NumCPU(), time.Duration(w))
+	}
+}
+
+// TestSinceThreadsThatEnd: run-queue waits are counted thread by thread.
+// When threads that waited long before the window end in it, while new
+// ones wait as long within it, the process waited as long in the window:
+// the difference of the sums over the threads alive at each reading says
+// about nothing (or falls) there, and a floor at 0 hid the window's whole
+// wait (0 s and 12 ms where about 1.2 s was waited, before Since).
+func TestSinceThreadsThatEnd(t *testing.T) {
+	n := 3 * runtime.NumCPU()
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(n))
+	old := spin(n, 300*time.Millisecond) // waits before the window
+	before := read(t)
+	old()                                 // those threads end
+	defer spin(n, 300*time.Millisecond)() // new ones wait within it
+	after := read(t)
+	if _, _, w := after.Since(before); time.Duration(w) < 100*time.Millisecond {
+		t.Fatalf("%d threads spinning on %d cores in the window waited %s in the run queue in all (the sums: %s then %s)",
+			n, runtime.NumCPU(), time.Duration(w), time.Duration(before.RunqWaitNs), time.Duration(after.RunqWaitNs))
 	}
 }

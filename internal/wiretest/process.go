@@ -8,7 +8,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -102,4 +104,16 @@ func StartServer(t testing.TB, dir string, args ...string) (string, *exec.Cmd) {
 	addr := FreeAddr(t)
 	cmd := Start(t, Build(t, dir), append([]string{"--addr", addr, "--admin", ""}, args...)...)
 	return addr, cmd
+}
+
+// Noisy starts n of the kit's noisy neighbours (internal/cmd/noisy: each
+// runs 2 ms and sleeps 0.5 ms, as a browser or an IDE does) from the
+// binary noisy for up to d, and ends them when the test ends.
+func Noisy(t testing.TB, noisy string, n int, d time.Duration) {
+	t.Helper()
+	cmd := exec.Command(noisy, "--procs", strconv.Itoa(n), "--for", d.String())
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Signal(syscall.SIGTERM); _ = cmd.Wait() })
 }
