@@ -67,12 +67,7 @@ func main() { os.Exit(mainExit(os.Args[1:], os.Stdout, os.Stderr)) }
 func mainExit(args []string, stdout, stderr io.Writer) int {
 	return cli.Main(args, stderr, parseFlags, func(ctx context.Context, o options) int {
 		err := run(ctx, o, func(addr, adminAddr net.Addr) {
-			side := "admin off"
-			if o.Admin != "" {
-				side = fmt.Sprintf("admin http://%s/stats", adminAddr)
-			}
-			o.Announce(stdout, stderr, fmt.Sprintf("goserver: listening on http://%s (engine %s, block %s %s, delay %s); %s",
-				addr, o.engine, o.Block, o.BlockMode, o.Delay, side), addr, adminAddr, "goroutine", 0)
+			o.Announce(stdout, stderr, "goserver", "engine "+o.engine, addr, adminAddr, "goroutine", 0)
 		})
 		if err != nil {
 			fmt.Fprintln(stderr, err)

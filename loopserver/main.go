@@ -54,12 +54,7 @@ func main() { os.Exit(mainExit(os.Args[1:], os.Stdout, os.Stderr)) }
 func mainExit(args []string, stdout, stderr io.Writer) int {
 	return cli.Main(args, stderr, parseFlags, func(ctx context.Context, o options) int {
 		err := run(ctx, o, func(addr, adminAddr net.Addr) {
-			side := "admin off"
-			if o.Admin != "" {
-				side = fmt.Sprintf("admin http://%s/stats", adminAddr)
-			}
-			o.Announce(stdout, stderr, fmt.Sprintf("loopserver: listening on http://%s (engine %s, %d loops, block %s %s, delay %s); %s",
-				addr, o.engine, o.loops, o.Block, o.BlockMode, o.Delay, side), addr, adminAddr, "loop", o.loops)
+			o.Announce(stdout, stderr, "loopserver", fmt.Sprintf("engine %s, %d loops", o.engine, o.loops), addr, adminAddr, "loop", o.loops)
 		})
 		if err != nil {
 			fmt.Fprintln(stderr, err)

@@ -29,16 +29,11 @@ func main() { os.Exit(mainExit(os.Args[1:], os.Stdout, os.Stderr)) }
 func mainExit(args []string, stdout, stderr io.Writer) int {
 	return cli.Main(args, stderr, parseFlags, func(ctx context.Context, o options) int {
 		err := run(ctx, o, func(addr, adminAddr net.Addr) {
-			side := "admin off"
-			if o.Admin != "" {
-				side = fmt.Sprintf("admin http://%s/stats", adminAddr)
-			}
 			pool := fmt.Sprintf("%d slots", o.slots)
 			if o.slots == 0 {
 				pool = "no pool (unbounded)"
 			}
-			o.Announce(stdout, stderr, fmt.Sprintf("poolserver: listening on http://%s (%s, block %s %s, delay %s); %s",
-				addr, pool, o.Block, o.BlockMode, o.Delay, side), addr, adminAddr, "pool", o.slots)
+			o.Announce(stdout, stderr, "poolserver", pool, addr, adminAddr, "pool", o.slots)
 		})
 		if err != nil {
 			fmt.Fprintln(stderr, err)

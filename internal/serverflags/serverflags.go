@@ -68,9 +68,16 @@ func (c *Common) Register(fs *flag.FlagSet) {
 	fs.StringVar(&c.ReadyFile, "ready-file", c.ReadyFile, "once it accepts connections, write where it listens, its admin listener and PID to this file as JSON ("+ready.Schema+"; the kit waits for it)")
 }
 
-// Announce says the server is ready: line on stdout, and the ready file
-// when --ready-file is set. kind is loop or pool, workers its loops or slots.
-func (c *Common) Announce(stdout, stderr io.Writer, line string, addr, admin net.Addr, kind string, workers int) {
+// Announce says the server is ready: one line on stdout ("PROG: listening
+// on http://ADDR (WHAT, block ..., delay ...); admin ..."), and the ready
+// file when --ready-file is set. kind is loop, pool or goroutine, workers
+// its loops or slots.
+func (c *Common) Announce(stdout, stderr io.Writer, prog, what string, addr, admin net.Addr, kind string, workers int) {
+	side := "admin off"
+	if c.Admin != "" {
+		side = fmt.Sprintf("admin http://%s/stats", admin)
+	}
+	line := fmt.Sprintf("%s: listening on http://%s (%s, block %s %s, delay %s); %s", prog, addr, what, c.Block, c.BlockMode, c.Delay, side)
 	fmt.Fprintln(stdout, line)
 	if c.ReadyFile == "" {
 		return
