@@ -40,7 +40,9 @@ type nbioEngine struct {
 	g     *nbio.Engine
 	ln    net.Listener
 	boxes []mailbox
-	next  int // the loop the next client is dealt to
+	next  int // the loop after the last client dealt
+	// dealt counts the clients each loop was dealt (accept's goroutine only).
+	dealt []int64
 }
 
 // mailbox is one loop's queue of jobs to run on it.
@@ -54,6 +56,7 @@ func (e *nbioEngine) serve(ctx context.Context, s *server, addr string, ready fu
 	e.s = s
 	s.hearts.always = true // the hearts carry the continuations
 	e.boxes = make([]mailbox, s.opts.loops)
+	e.dealt = make([]int64, s.opts.loops)
 	for i := range s.opts.loops {
 		s.loops.at(i)
 	}
@@ -114,21 +117,44 @@ func (e *nbioEngine) accept() error {
 		// Dealt round-robin, as gnet deals them (and nbio itself, by
 		// descriptor number, when nothing else opens or closes one in
 		// between); a heart to the first loop that has none.
-		want := e.next
-		if e.s.isHeart(c.RemoteAddr()) {
+		heart := e.s.isHeart(c.RemoteAddr())
+		want := e.nextLoop()
+		if heart {
 			want = e.heartless()
-		} else {
-			e.next = (e.next + 1) % e.s.opts.loops
 		}
 		pads := e.padFor(c, want)
-		_, err := e.g.AddConn(c) // closes c, keeping a duplicate of its descriptor
+		nc, err := e.g.AddConn(c) // closes c, keeping a duplicate of its descriptor
 		for _, fd := range pads {
 			syscall.Close(fd)
 		}
 		if err != nil && !e.s.stopping.Load() {
 			fmt.Fprintf(e.s.log, "loopserver: nbio could not take a connection: %v\n", err)
 		}
+		if err == nil && !heart {
+			// Where it landed, which is want unless another descriptor
+			// of the process was opened or closed between the padding
+			// and nbio's duplicate: the next deals make up for it.
+			got := nc.Hash() % e.s.opts.loops
+			e.dealt[got]++
+			e.next = (got + 1) % e.s.opts.loops
+		}
 	})
+}
+
+// nextLoop is the loop the next client is dealt to: round-robin from the
+// last one dealt, skipping to the loop dealt the fewest, so that a
+// connection that landed elsewhere than it was dealt (see accept) is made
+// up for by the next ones, and any 4n connections after it still land
+// evenly once it is.
+func (e *nbioEngine) nextLoop() int {
+	best := e.next
+	for i := range e.s.opts.loops {
+		l := (e.next + i) % e.s.opts.loops
+		if e.dealt[l] < e.dealt[best] {
+			best = l
+		}
+	}
+	return best
 }
 
 // heartless is the first loop without a heart.

@@ -107,7 +107,24 @@ func TestSpread(t *testing.T) {
 					conns[i] = wiretest.Dial(t, s.addr)
 					counts[conns[i].MustGet("/fast").Int(protocol.HeaderLoop)]++
 				}
-				if !slices.Equal(counts, []int{3, 3, 3, 3}) {
+				if eng == "nbio" && !slices.Equal(counts, []int{3, 3, 3, 3}) {
+					// nbio takes its own duplicate of each descriptor, and
+					// another descriptor opened or closed in the process
+					// meanwhile can land one elsewhere: the next deals make
+					// up for it, so the loops are even again within a round.
+					t.Logf("round %d: 12 connections per loop %v; dealing on", round, counts)
+					for range 4 {
+						c := wiretest.Dial(t, s.addr)
+						conns = append(conns, c)
+						counts[c.MustGet("/fast").Int(protocol.HeaderLoop)]++
+						if n := len(conns); n%4 == 0 && slices.Equal(counts, []int{n / 4, n / 4, n / 4, n / 4}) {
+							break
+						}
+					}
+					if n := len(conns); n%4 != 0 || !slices.Equal(counts, []int{n / 4, n / 4, n / 4, n / 4}) {
+						t.Fatalf("round %d: %d connections per loop %v, not even again within 4 more", round, n, counts)
+					}
+				} else if !slices.Equal(counts, []int{3, 3, 3, 3}) {
 					t.Fatalf("round %d: 12 connections per loop %v, want 3 each", round, counts)
 				}
 				for _, c := range conns {
@@ -196,12 +213,7 @@ func TestStall(t *testing.T) {
 	for _, eng := range engines {
 		t.Run(eng, func(t *testing.T) {
 			s := start(t, eng, func(o *options) { o.blockWarn = 0 })
-			probes := make([]*wiretest.Conn, 12)
-			loopOf := make([]int64, 12)
-			for i := range probes {
-				probes[i] = wiretest.Dial(t, s.addr)
-				loopOf[i] = probes[i].MustGet("/async").Int(protocol.HeaderLoop)
-			}
+			probes, loopOf := placeByLoop(t, s.addr, 4, 3)
 			// One blocker connection per loop, opened before any loop blocks:
 			// a connection dealt to a blocked loop is not opened until it unblocks.
 			blockers := map[int64]*wiretest.Conn{}
@@ -231,6 +243,37 @@ func TestStall(t *testing.T) {
 			}
 		})
 	}
+}
+
+// placeByLoop opens connections until each of loops loops holds perLoop,
+// placed by the loop each one says it is on (X-Loop), as the experiment
+// places its probes: the test then does not depend on the deal being
+// exact (nbio's is not when another descriptor of the process is opened
+// or closed meanwhile; TestSpread checks the deal itself). Connections
+// over a loop's share are closed.
+func placeByLoop(t *testing.T, addr string, loops, perLoop int) ([]*wiretest.Conn, []int64) {
+	t.Helper()
+	var conns []*wiretest.Conn
+	var loopOf []int64
+	count := make([]int, loops)
+	for tries := 0; len(conns) < loops*perLoop; tries++ {
+		if tries == 10*loops*perLoop {
+			t.Fatalf("placing %d connections per loop: after %d dials the loops hold %v", perLoop, tries, count)
+		}
+		c := wiretest.Dial(t, addr)
+		l := c.MustGet("/async").Int(protocol.HeaderLoop)
+		if l < 0 || l >= int64(loops) {
+			t.Fatalf("a connection says it is on loop %d of %d", l, loops)
+		}
+		if count[l] == perLoop {
+			c.C.Close()
+			continue
+		}
+		count[l]++
+		conns = append(conns, c)
+		loopOf = append(loopOf, l)
+	}
+	return conns, loopOf
 }
 
 // stallRound keeps the blocked loops busy for a while and returns each
@@ -359,19 +402,30 @@ func TestBlockDetector(t *testing.T) {
 			s := start(t, eng, func(o *options) { o.blockWarn = 50 * time.Millisecond })
 			c := wiretest.Dial(t, s.addr)
 			own := c.MustGet("/fast").Int(protocol.HeaderLoop)
+			// The block is long enough that a busy machine cannot close
+			// the window in which the admin listener must answer: the test
+			// asks until it sees the loop held, and fails only if the
+			// block ended first.
+			const block = 2 * time.Second
 			done := make(chan wiretest.Answer, 1)
-			go func() { done <- c.MustGet("/slow?block=400ms") }()
+			go func() { done <- c.MustGet(fmt.Sprintf("/slow?block=%s", block)) }()
 			stream := make(chan []lag.Event, 1)
-			go func() { stream <- lagEvents(t, s, "/lag?for=600ms") }()
-			time.Sleep(150 * time.Millisecond)
-			st := stats(t, s) // answers while the loop is blocked
-			select {
-			case <-done:
-				t.Fatal("/slow answered before the admin listener did")
-			default:
+			go func() { stream <- lagEvents(t, s, fmt.Sprintf("/lag?for=%s", block+time.Second)) }()
+			var st Stats
+			for {
+				st = stats(t, s) // answers while the loop is blocked
+				select {
+				case <-done:
+					t.Fatalf("/slow (held %s) answered before the admin listener saw its loop held: loop %d %+v", block, own, st.Loops[own].Stats)
+				default:
+				}
+				if st.Loops[own].BlockedNow {
+					break
+				}
+				time.Sleep(10 * time.Millisecond)
 			}
-			if l := st.Loops[own]; !l.BlockedNow || l.BlocksByRoute["/slow"] != 1 {
-				t.Errorf("loop %d during the block: %+v, want blocked now, one block in /slow", own, l.Stats)
+			if l := st.Loops[own]; l.BlocksByRoute["/slow"] != 1 {
+				t.Errorf("loop %d during the block: %+v, want one block in /slow", own, l.Stats)
 			}
 			<-done
 			// The detector ends a block at its first tick after the
@@ -390,8 +444,8 @@ func TestBlockDetector(t *testing.T) {
 				}
 			}
 			l := st.Loops[own]
-			if l.BlockedNs < int64(400*time.Millisecond) || l.LongestBlockNs < int64(400*time.Millisecond) {
-				t.Errorf("blocked %d ns, longest %d ns, want >= 400ms", l.BlockedNs, l.LongestBlockNs)
+			if l.BlockedNs < int64(block) || l.LongestBlockNs < int64(block) {
+				t.Errorf("blocked %d ns, longest %d ns, want >= %s", l.BlockedNs, l.LongestBlockNs, block)
 			}
 			if l.LagMaxNs < int64(200*time.Millisecond) {
 				t.Errorf("loop %d's heartbeat lag max %d ns through a 400ms block", own, l.LagMaxNs)
@@ -399,7 +453,7 @@ func TestBlockDetector(t *testing.T) {
 			if st.Detection.Count < 1 || st.LagIntervalNs != int64(time.Millisecond) {
 				t.Errorf("detection %+v, interval %d", st.Detection, st.LagIntervalNs)
 			}
-			want := fmt.Sprintf("loop %d blocked 4", own)
+			want := fmt.Sprintf("loop %d blocked ", own)
 			if log := s.log.String(); strings.Count(log, "in /slow") != 1 || !strings.Contains(log, want) {
 				t.Errorf("detector log %q, want one line with %q and in /slow", log, want)
 			}
