@@ -100,6 +100,9 @@ func mainExit(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "report: %s is not a run directory: %v\n", *in, err)
 		return 1
 	}
+	for _, u := range f.Unread {
+		fmt.Fprintf(stderr, "report: %s\n", u)
+	}
 	a := loadAsset(*echarts, *offline, stderr)
 	if a.js == nil {
 		fmt.Fprintf(stderr, "report: echarts is not inlined (%s); the page loads it from %s and needs the network\n", a.note, echartsCDN)
@@ -130,6 +133,14 @@ func compareExit(runA, runB, out, echarts string, offline, all bool, stdout, std
 	if err != nil {
 		fmt.Fprintf(stderr, "report: %v\n", err)
 		return 1
+	}
+	for _, side := range []struct {
+		name string
+		f    *findings.Findings
+	}{{"A", c.A}, {"B", c.B}} {
+		for _, u := range side.f.Unread {
+			fmt.Fprintf(stderr, "report: %s: %s\n", side.name, u)
+		}
 	}
 	c.Write(stdout, all)
 	if out == "" {

@@ -39,6 +39,10 @@
       if (S.order.indexOf(ev.id) < 0) { S.order.push(ev.id); }
       // Its end carries the figures the tables and the report give.
       if (ev.row) {
+        if (ev.row.not_read) {
+          st.not_read = String(ev.row.not_read);
+          if (ev.phase === "stall") { S.verdicts[ev.id] = {id: ev.id, final: true, judged: false, not_read: st.not_read}; }
+        }
         if (ev.row.rps !== undefined) { st.rps = ev.row.rps; }
         if (ev.row.fast_p50_ms !== undefined) { st.fast_p50_ms = ev.row.fast_p50_ms; st.fast_at_least = !!ev.row.fast_at_least; }
         if (ev.row.stall) { S.verdicts[ev.id] = ev.row.stall; }
@@ -62,7 +66,9 @@
     }
   }
 
-  function rps(st) { return st.rps !== undefined ? st.rps : st.rps_live; }
+  // A step whose files were not read has no figure: not its live rate,
+  // not a 0.
+  function rps(st) { return st.not_read ? undefined : st.rps !== undefined ? st.rps : st.rps_live; }
   // fastText is a step's /fast p50 as the tables give it: "at least" when
   // the bystander saturated (its queue grew for as long as the run lasted).
   function fastText(st) { return (st.fast_at_least ? "at least " : "") + fmt(st.fast_p50_ms, 1) + " ms"; }
@@ -74,8 +80,11 @@
   function b(v) { return {b: String(v)}; }
   function headlines() {
     var h = [[], [], [], [], [], []];
-    var sweep = S.order.map(function (id) { return S.steps[id]; }).filter(function (s) { return s.phase === "sweep" && rps(s) !== undefined; });
-    if (sweep.length) {
+    var sweep = S.order.map(function (id) { return S.steps[id]; }).filter(function (s) { return s.phase === "sweep" && (rps(s) !== undefined || s.not_read); });
+    if (sweep.length && sweep[sweep.length - 1].not_read) {
+      var nr = sweep[sweep.length - 1];
+      h[1] = [nr.server + " at " + nr.conc + " callers: ", b("not read"), " (" + nr.not_read + ")"];
+    } else if (sweep.length) {
       var last = sweep[sweep.length - 1];
       var ct = S.info.ceiling_text && S.info.ceiling_text[last.server];
       h[1] = [last.server + " at " + last.conc + " callers: ", b(fmt(rps(last))), " req/s; ceiling " + (ct || fmt(last.ceiling) + " (" + last.workers + " workers / " + S.info.block_ms + " ms)")];
@@ -112,13 +121,15 @@
       var ss = S.steps[S.stallStep], v = S.verdicts[S.stallStep];
       if (!v) {
         h[4] = [ss.server + ", k = ", b(ss.kk), " blocked: measuring ..."];
+      } else if (v.not_read) {
+        h[4] = [ss.server + ", k = ", b(ss.kk), " blocked: ", b("not read"), " (" + v.not_read + ")"];
       } else if (v.judged) {
         h[4] = [ss.server + ", k = ", b(ss.kk), " blocked: ", b(v.stalled + " of " + v.conns), " connections stalled" + (v.final ? "" : " so far")];
       } else {
         h[4] = [ss.server + ", k = ", b(ss.kk), " blocked: ", b("machine too busy to judge")];
       }
     }
-    var off = S.order.map(function (id) { return S.steps[id]; }).filter(function (s) { return s.phase === "offload" && s.rps !== undefined; });
+    var off = S.order.map(function (id) { return S.steps[id]; }).filter(function (s) { return s.phase === "offload" && s.rps !== undefined && !s.not_read; });
     var blocking = off.filter(function (s) { return s.variant === "blocking"; })[0], offloaded = off.filter(function (s) { return s.variant === "offloaded"; })[0];
     if (offloaded && blocking) {
       h[5] = ["offloaded: ", b(fmt(offloaded.rps)), " req/s, ", b(fmt(offloaded.rps / blocking.rps, 1) + "\u00d7"), " blocking; /fast " + fastText(offloaded)];

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -75,6 +76,58 @@ func TestStageHostileNames(t *testing.T) {
 	for _, p := range problems() {
 		if !strings.Contains(p, "favicon") {
 			t.Error(p)
+		}
+	}
+}
+
+// TestStageNotRead: a step whose result file was not read (a recording
+// says so in its row) shows "not read" with why, on the sweep's and the
+// stall's screens: never its live rate, never a 0, never a guess.
+func TestStageNotRead(t *testing.T) {
+	chrome, a := browsertest.Chromium(t), inlined(t)
+	page, err := writeStagePage(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hub, err := stage.NewHub("", page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(hub)
+	t.Cleanup(srv.Close)
+	hub.Allow(srv.Listener.Addr().String())
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go hub.Run(ctx)
+	why := `sweep-loop-gnet-c4 (rep 1): not read: its load_file "../../etc/hostname" was not read`
+	hub.Add(stage.Hello{Loops: 4, Slots: 200, BlockMs: 5, StallBlockMs: 100, Conc: []int{4}, StallConns: 12,
+		ServersKind: map[string]string{"loop-gnet": "loop"}, Ceiling: map[string]float64{"loop-gnet": 800}, Engines: []string{"gnet"}, Rule: "r"})
+	hub.Add(stage.Step{ID: "sweep-loop-gnet-c4", Phase: "sweep", Server: "loop-gnet", Conc: 4, Endpoint: "/slow", State: "start", Screen: 1, Workers: 4, Ceiling: 800})
+	hub.Add(stage.Throughput{ID: "sweep-loop-gnet-c4", RPS: 777})
+	hub.Add(stage.Step{ID: "sweep-loop-gnet-c4", Phase: "sweep", Server: "loop-gnet", Conc: 4, Endpoint: "/slow", State: "end", Screen: 1, Workers: 4, Ceiling: 800,
+		Row: &stage.StepRow{NotRead: why}})
+	hub.Add(stage.Step{ID: "stall-loop-gnet-k1", Phase: "stall", Server: "loop-gnet", Conc: 1, K: 1, Endpoint: "/slow", State: "start", Screen: 4, Workers: 4, Ceiling: 40})
+	hub.Add(stage.Conn{ID: "stall-loop-gnet-k1", Conn: 0, Loop: 0, Ms: 120, Stalled: true})
+	hub.Add(stage.Verdict{ID: "stall-loop-gnet-k1", Judged: true, Stalled: 3, Conns: 12})
+	hub.Add(stage.Step{ID: "stall-loop-gnet-k1", Phase: "stall", Server: "loop-gnet", Conc: 1, K: 1, Endpoint: "/slow", State: "end", Screen: 4, Workers: 4, Ceiling: 40,
+		Row: &stage.StepRow{NotRead: "stall-loop-gnet-k1 (rep 1): not read: its perconn_file \"fifo.json\" was not read"}})
+	bctx, problems := browsertest.Open(t, chrome, 1600, 900)
+	if err := chromedp.Do(bctx, chromedp.Navigate(srv.URL+"/"), chromedp.WaitReady("#stage")); err != nil {
+		t.Fatal(err)
+	}
+	for _, sc := range []struct {
+		n    int
+		want string
+	}{{1, "hostname"}, {4, "fifo.json"}} {
+		hub.Add(stage.Screen{Screen: sc.n})
+		cond := fmt.Sprintf("window.stageState.screen === %d && document.getElementById('headline').textContent.indexOf(%q) >= 0", sc.n, sc.want)
+		if _, err := chromedp.Run(bctx, chromedp.Poll[bool](cond, chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(10*time.Second))); err != nil {
+			h, _ := chromedp.Run(bctx, chromedp.Evaluate[string](`document.getElementById('headline').textContent`))
+			t.Fatalf("screen %d does not say the step was not read (%v): %q; the page said %q", sc.n, err, h, problems())
+		}
+		h, _ := chromedp.Run(bctx, chromedp.Evaluate[string](`document.getElementById('headline').textContent`))
+		if !strings.Contains(h, "not read") || strings.Contains(h, "777") || strings.Contains(h, "3 of 12") {
+			t.Errorf("screen %d: %q", sc.n, h)
 		}
 	}
 }

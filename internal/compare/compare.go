@@ -124,19 +124,44 @@ func Runs(dirA, dirB string) (*Comparison, error) {
 		return nil, fmt.Errorf("compare: B (%s): %w", dirB, err)
 	}
 	c := &Comparison{DirA: dirA, DirB: dirB, A: a, B: b, Differ: differ(a.Run, b.Run)}
-	ra, rb := rowsOf(a), rowsOf(b)
+	ra, unreadA := rowsOf(a)
+	rb, unreadB := rowsOf(b)
 	for _, k := range keys(ra) {
 		if _, ok := rb[k]; !ok {
+			if why, ok := unreadB[k]; ok {
+				c.Only = append(c.Only, fmt.Sprintf("%s: B's %s", k, why))
+				continue
+			}
 			c.Only = append(c.Only, "A only: "+k)
 		}
 	}
 	for _, k := range keys(rb) {
 		x, ok := ra[k]
 		if !ok {
+			if why, ok := unreadA[k]; ok {
+				c.Only = append(c.Only, fmt.Sprintf("%s: A's %s", k, why))
+				continue
+			}
 			c.Only = append(c.Only, "B only: "+k)
 			continue
 		}
 		c.Rows = append(c.Rows, pair(k, x, rb[k]))
+	}
+	for _, side := range []struct {
+		name   string
+		unread map[string]string
+		other  map[string]measured
+	}{{"A", unreadA, rb}, {"B", unreadB, ra}} {
+		var ks []string
+		for k := range side.unread {
+			if _, ok := side.other[k]; !ok {
+				ks = append(ks, k)
+			}
+		}
+		slices.Sort(ks)
+		for _, k := range ks {
+			c.Only = append(c.Only, fmt.Sprintf("%s: %s's %s", k, side.name, side.unread[k]))
+		}
 	}
 	if len(c.Rows) == 0 {
 		why := "no measurement in common: A measured " + summary(ra) + "; B measured " + summary(rb)
@@ -180,11 +205,14 @@ func keys(m map[string]measured) []string {
 
 // rowsOf lists each successful measurement's figures under a key that
 // names it the same way in any run: phase, server and point, not the
-// endpoint (so /slow and /offload runs of the sweep match).
-func rowsOf(f *findings.Findings) map[string]measured {
+// endpoint (so /slow and /offload runs of the sweep match); and, under the
+// same keys, why each measurement whose files were not read was not.
+func rowsOf(f *findings.Findings) (map[string]measured, map[string]string) {
 	out := map[string]measured{}
+	unread := map[string]string{}
 	seq := 0
 	add := func(g *findings.Group, point string, cells ...Cell) {
+		key := strings.TrimSpace(fmt.Sprintf("%s %s %s", g.Step.Phase, g.Step.Server.Name, point))
 		var kept []Cell
 		for _, c := range cells {
 			if c.A.OK() {
@@ -192,9 +220,11 @@ func rowsOf(f *findings.Findings) map[string]measured {
 			}
 		}
 		if len(kept) == 0 {
+			if strings.HasPrefix(g.Why, findings.NotRead) {
+				unread[key] = g.Why
+			}
 			return
 		}
-		key := strings.TrimSpace(fmt.Sprintf("%s %s %s", g.Step.Phase, g.Step.Server.Name, point))
 		seq++
 		out[key] = measured{phase: g.Step.Phase, endpoint: g.Step.Endpoint, seq: seq, cells: kept}
 	}
@@ -226,7 +256,7 @@ func rowsOf(f *findings.Findings) map[string]measured {
 	for _, r := range f.Cliff {
 		load(r, fmt.Sprintf("%d callers (%s)", r.Step.Conc, r.Step.Variant))
 	}
-	return out
+	return out, unread
 }
 
 func toMs(us findings.Figure) findings.Figure {

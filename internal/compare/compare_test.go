@@ -1,8 +1,11 @@
 package compare
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -234,5 +237,37 @@ func TestSharedMachine(t *testing.T) {
 	c.Write(&sb, false)
 	if !strings.Contains(sb.String(), "shared machine, A: ") || strings.Contains(sb.String(), "shared machine, B") {
 		t.Errorf("the table does not say it (or says it of B):\n%s", sb.String())
+	}
+}
+
+// TestNotRead: a measurement whose file one run directory names but the
+// kit refuses is said as not read in that run, with the file and why, not
+// as a measurement the other run made alone.
+func TestNotRead(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.CopyFS(dir, os.DirFS(defaultRun)); err != nil {
+		t.Fatal(err)
+	}
+	run, err := results.ReadRun(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, m := range run.Measurements {
+		if m.ID == "sweep-loop-gnet-c64" {
+			run.Measurements[i].LoadFile = "../../etc/hostname"
+		}
+	}
+	b, _ := json.Marshal(run)
+	if err := os.WriteFile(filepath.Join(dir, "run.json"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Runs(dir, defaultRun)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	c.Write(&out, false)
+	if !strings.Contains(out.String(), "sweep loop-gnet 64 callers: A's not read") || !strings.Contains(out.String(), "hostname") || strings.Contains(out.String(), "B only: sweep loop-gnet 64 callers") {
+		t.Fatalf("the comparison does not say A's measurement was not read:\n%s", out.String())
 	}
 }

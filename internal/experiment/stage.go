@@ -331,6 +331,10 @@ func (r *runner) stepRow(m results.Measurement) *stage.StepRow {
 	r.mu.Unlock()
 	f := findings.Compute(r.dir, one)
 	row := &stage.StepRow{}
+	if len(f.Unread) > 0 {
+		row.NotRead = f.Unread[0].String()
+		return row
+	}
 	load := func(l findings.LoadRow) {
 		row.RPS = l.Throughput.Median()
 		if l.Fast.P50.OK() {

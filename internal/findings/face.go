@@ -28,7 +28,9 @@ type Face struct {
 	Cost        []FaceCost      `json:"cost"`
 	Published   []PublishedRow  `json:"published"`
 	NotMeasured []string        `json:"not_measured"`
-	Noticed     []string        `json:"noticed"`
+	// NotRead names each measurement whose files were not read, and why.
+	NotRead []Unread `json:"not_read"`
+	Noticed []string `json:"noticed"`
 }
 
 // FaceFigure is a figure over the repetitions: median, smallest, largest.
@@ -123,7 +125,7 @@ func faceLoad(r LoadRow) FaceLoad {
 // Face computes the JSON face of f.
 func (f *Findings) Face() Face {
 	x := Face{Schema: FaceSchema, Lead: f.Lead(), Headline: f.Headline(), Shared: f.SharedText(), Classes: f.Classes(), Claims: f.Claims, Servers: f.Servers, Published: f.Published(),
-		NotMeasured: f.NotMeasured, Noticed: f.Noticed}
+		NotMeasured: f.NotMeasured, NotRead: f.Unread, Noticed: f.Noticed}
 	for _, r := range f.Sweep {
 		x.Sweep = append(x.Sweep, faceLoad(r.LoadRow))
 	}

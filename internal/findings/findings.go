@@ -147,11 +147,35 @@ type Findings struct {
 	// Claims the story's claims, each checked on the data.
 	Servers []ServerSummary
 	Claims  []Claim
-	// NotMeasured lists every measurement that did not succeed, with why.
+	// NotMeasured lists every measurement that did not succeed, with why,
+	// those not read among them.
 	NotMeasured []string
+	// Unread lists the measurements that succeeded but left a file the
+	// kit would not or could not read (outside the run directory, not a
+	// regular file, over its cap, malformed): none of that measurement's
+	// figures is used, and every place that would show them says "not read".
+	Unread []Unread
 	// Noticed lists what the orchestrator noticed about a measurement that
 	// did (a tool that started late, /proc not read), with its id.
 	Noticed []string
+}
+
+// NotRead is what a figure shows when its measurement's files were not
+// read.
+const NotRead = "not read"
+
+// Unread is one measurement whose result file was not read, and why.
+type Unread struct {
+	ID     string `json:"id"`
+	Repeat int    `json:"repeat"`
+	// Field is the run.json field that names the file; File what it names.
+	Field string `json:"field"`
+	File  string `json:"file"`
+	Why   string `json:"why"`
+}
+
+func (u Unread) String() string {
+	return fmt.Sprintf("%s (rep %d): %s: its %s %q was not read: %s", u.ID, u.Repeat, NotRead, u.Field, u.File, u.Why)
 }
 
 // Of returns the groups of a phase.
@@ -176,9 +200,10 @@ func Read(dir string) (*Findings, error) {
 
 // Compute computes the findings of run, whose files are under dir.
 func Compute(dir string, run *results.Run) *Findings {
-	f := &Findings{Run: run, Params: paramsOf(run.Params), Groups: groups(dir, run)}
+	f := &Findings{Run: run, Params: paramsOf(run.Params)}
+	f.Groups, f.Unread = groups(dir, run)
 	for _, ph := range Phases {
-		f.Phases = append(f.Phases, phaseStatus(run, ph))
+		f.Phases = append(f.Phases, phaseStatus(run, ph, f.Unread))
 	}
 	for _, g := range f.Groups {
 		switch g.Step.Phase {
@@ -198,6 +223,9 @@ func Compute(dir string, run *results.Run) *Findings {
 	f.LagRows = lagRows(f.Groups)
 	f.Servers = serverSummaries(f)
 	f.Claims = claims(f)
+	for _, u := range f.Unread {
+		f.NotMeasured = append(f.NotMeasured, u.String())
+	}
 	for _, m := range run.Measurements {
 		if m.Status != "ok" {
 			f.NotMeasured = append(f.NotMeasured, fmt.Sprintf("%s (rep %d): %s: %s", m.ID, m.Repeat, m.Status, m.Reason))
@@ -219,9 +247,13 @@ func paramsOf(p results.RunParams) Params {
 	}
 }
 
-// groups reads every measurement's files back, in plan order.
-func groups(dir string, run *results.Run) []*Group {
+// groups reads every measurement's files back, in plan order. A
+// measurement with a file that cannot be read is left out of its group's
+// figures whole (a figure from part of its files would be a wrong one:
+// its throughput 0, its server missing) and listed as not read.
+func groups(dir string, run *results.Run) ([]*Group, []Unread) {
 	var gs []*Group
+	var unread []Unread
 	byID := map[string]*Group{}
 	for _, m := range run.Measurements {
 		g := byID[m.ID]
@@ -237,39 +269,51 @@ func groups(dir string, run *results.Run) []*Group {
 			}
 			continue
 		}
-		read := func(rel string, dst *[]*results.Result) *results.Result {
-			if rel == "" {
+		rep := Rep{M: m}
+		var bad *Unread
+		read := func(field, rel string) *results.Result {
+			if rel == "" || bad != nil {
 				return nil
 			}
 			r, err := results.ReadResultIn(dir, rel)
 			if err != nil {
-				if g.Why == "" {
-					g.Why = fmt.Sprintf("unreadable: %v", err)
-				}
-				return nil
+				bad = &Unread{ID: m.ID, Repeat: m.Repeat, Field: field, File: rel, Why: err.Error()}
 			}
-			*dst = append(*dst, r)
 			return r
 		}
-		rep := Rep{M: m}
-		rep.Load = read(m.LoadFile, &g.Load)
-		rep.Probe = read(m.ProbeFile, &g.Probe)
-		rep.Conns = read(m.PerConnFile, &g.Conns)
-		rep.Trace = read(m.TraceFile, &g.Trace)
-		rep.Cost = CostOf(m, rep.Load)
-		if m.LagFile != "" {
+		rep.Load = read("load_file", m.LoadFile)
+		rep.Probe = read("probe_file", m.ProbeFile)
+		rep.Conns = read("perconn_file", m.PerConnFile)
+		rep.Trace = read("trace_file", m.TraceFile)
+		if m.LagFile != "" && bad == nil {
 			t, err := results.ReadLagIn(dir, m.LagFile)
-			if err != nil && g.Why == "" {
-				g.Why = fmt.Sprintf("unreadable: %v", err)
+			if err != nil {
+				bad = &Unread{ID: m.ID, Repeat: m.Repeat, Field: "lag_file", File: m.LagFile, Why: err.Error()}
 			}
 			rep.Lag = t
 		}
+		if bad != nil {
+			unread = append(unread, *bad)
+			if g.Why == "" {
+				g.Why = fmt.Sprintf("%s: its %s %q: %s", NotRead, bad.Field, bad.File, bad.Why)
+			}
+			continue
+		}
+		for _, x := range []struct {
+			r   *results.Result
+			dst *[]*results.Result
+		}{{rep.Load, &g.Load}, {rep.Probe, &g.Probe}, {rep.Conns, &g.Conns}, {rep.Trace, &g.Trace}} {
+			if x.r != nil {
+				*x.dst = append(*x.dst, x.r)
+			}
+		}
+		rep.Cost = CostOf(m, rep.Load)
 		g.Reps = append(g.Reps, rep)
 	}
-	return gs
+	return gs, unread
 }
 
-func phaseStatus(run *results.Run, ph string) PhaseStatus {
+func phaseStatus(run *results.Run, ph string, unread []Unread) PhaseStatus {
 	st := PhaseStatus{Phase: ph}
 	n, ok := 0, 0
 	for _, m := range run.Measurements {
@@ -277,10 +321,14 @@ func phaseStatus(run *results.Run, ph string) PhaseStatus {
 			continue
 		}
 		n++
-		if m.Status == "ok" {
-			ok++
-		} else {
+		i := slices.IndexFunc(unread, func(u Unread) bool { return u.ID == m.ID && u.Repeat == m.Repeat })
+		switch {
+		case m.Status != "ok":
 			st.Problems = append(st.Problems, m.ID+": "+m.Outcome())
+		case i >= 0:
+			st.Problems = append(st.Problems, fmt.Sprintf("%s: %s: its %s %q: %s", m.ID, NotRead, unread[i].Field, unread[i].File, unread[i].Why))
+		default:
+			ok++
 		}
 	}
 	switch {

@@ -91,11 +91,17 @@ func (f *Findings) Headline() Headline {
 			}
 		}
 		for _, kind := range kinds {
-			rows, _ := highest(f.Sweep, kind)
-			for _, r := range rows {
+			for _, r := range mostCallers(f.Sweep, kind) {
 				sv := f.Server(r.Step.Server.Name)
-				s := HeadlineServer{Name: sv.Name, Kind: sv.Kind, Workers: sv.WorkersText(), Callers: r.Step.Conc,
+				s := HeadlineServer{Name: r.Step.Server.Name, Kind: r.Step.Server.Kind, Workers: sv.WorkersText(), Callers: r.Step.Conc,
 					Throughput: reqs(r.Throughput.Median()), Ceiling: sv.CeilingText()}
+				if !r.Throughput.OK() {
+					// Said, not dropped: its figure at the most callers was
+					// not measured or not read (NotMeasured says why).
+					s.Throughput = r.Short()
+					h.Servers = append(h.Servers, s)
+					continue
+				}
 				if r.Fast.P50.OK() {
 					s.Fast = fastText(r.LoadRow, r.Fast.P50)
 				}
@@ -159,6 +165,30 @@ func (f *Findings) Headline() Headline {
 		h.Fixes = append(h.Fixes, fx)
 	}
 	return h
+}
+
+// mostCallers is each server of kind's sweep row at the most callers the
+// run asked for, whether or not it left a figure.
+func mostCallers(rows []SweepRow, kind string) []SweepRow {
+	at := map[string]int{}
+	var names []string
+	for i, r := range rows {
+		if r.Step.Server.Kind != kind {
+			continue
+		}
+		j, ok := at[r.Step.Server.Name]
+		if !ok {
+			names = append(names, r.Step.Server.Name)
+			at[r.Step.Server.Name] = i
+		} else if r.Step.Conc > rows[j].Step.Conc {
+			at[r.Step.Server.Name] = i
+		}
+	}
+	var out []SweepRow
+	for _, n := range names {
+		out = append(out, rows[at[n]])
+	}
+	return out
 }
 
 // Line is the stall counts in one line: "3, 6, 9, 12 of 12" when every k

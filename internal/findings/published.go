@@ -143,7 +143,11 @@ func (f *Findings) matches(p published) []PublishedRow {
 	switch p.phase {
 	case "sweep", "sweep-fast":
 		for _, r := range f.Sweep {
-			if !r.OK() || r.Step.Conc != maxConc || r.Step.Endpoint != "/slow" || !matchServer(serverOf(r.Group)) {
+			if r.Step.Conc != maxConc || r.Step.Endpoint != "/slow" || !matchServer(serverOf(r.Group)) {
+				continue
+			}
+			if !r.OK() {
+				row(r.Step.Server.Name, r.Step.Conc, r.Short(), 0, 0)
 				continue
 			}
 			if p.phase == "sweep" {
@@ -155,7 +159,14 @@ func (f *Findings) matches(p published) []PublishedRow {
 	case "stall":
 		for _, r := range f.Stall {
 			s := serverOf(r.Group)
-			if r.Step.K != p.k || !r.Stalled.OK() || s.kind != "loop" || s.workers != PublishedLoops || r.Conns.Median() != 3*PublishedLoops {
+			if r.Step.K != p.k || s.kind != "loop" || s.workers != PublishedLoops {
+				continue
+			}
+			if !r.OK() {
+				row(r.Step.Server.Name, 0, r.Short(), 0, 0)
+				continue
+			}
+			if !r.Stalled.OK() || r.Conns.Median() != 3*PublishedLoops {
 				continue
 			}
 			row(r.Step.Server.Name, 0, fmt.Sprintf("%.0f of %.0f", r.Stalled.Median(), r.Conns.Median()), 0, 0)
@@ -197,7 +208,11 @@ func (f *Findings) matches(p published) []PublishedRow {
 		}
 	case "offload", "offload-fast":
 		for _, r := range f.Offload {
-			if !r.OK() || r.Step.Variant != p.variant || !matchServer(serverOf(r.Group)) {
+			if r.Step.Variant != p.variant || !matchServer(serverOf(r.Group)) {
+				continue
+			}
+			if !r.OK() {
+				row(r.Step.Server.Name, r.Step.Conc, r.Short(), 0, 0)
 				continue
 			}
 			if p.phase == "offload" {
@@ -212,7 +227,11 @@ func (f *Findings) matches(p published) []PublishedRow {
 		}
 	case "cliff", "cliff-fast":
 		for _, r := range f.Cliff {
-			if !r.OK() || r.Step.Conc != p.conc || !matchServer(serverOf(r.Group)) {
+			if r.Step.Conc != p.conc || !matchServer(serverOf(r.Group)) {
+				continue
+			}
+			if !r.OK() {
+				row(r.Step.Server.Name, r.Step.Conc, r.Short(), 0, 0)
 				continue
 			}
 			if p.phase == "cliff" {

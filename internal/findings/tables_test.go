@@ -274,3 +274,94 @@ func TestClaims(t *testing.T) {
 		t.Errorf("CliffSharesText %q", got)
 	}
 }
+
+// TestRefusedFileNamed: a file a run directory names but the kit refuses
+// (outside the directory, a device, a FIFO) is named with its measurement
+// and why, and its figures say "not read": never 0, never left out of the
+// card, the tables, the published table, findings.json or the phases.
+func TestRefusedFileNamed(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.CopyFS(dir, os.DirFS("testdata/quick-run")); err != nil {
+		t.Fatal(err)
+	}
+	run, err := results.ReadRun(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(dir, "fifo.json"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	refused := map[string]string{ // id -> what it names
+		"sweep-loop-gnet-c64": "../../etc/hostname",
+		"offload-loop-gnet-offloaded": "fifo.json",
+	}
+	for i, m := range run.Measurements {
+		if name, ok := refused[m.ID]; ok {
+			run.Measurements[i].LoadFile = name
+		}
+	}
+	b, _ := json.Marshal(run)
+	if err := os.WriteFile(filepath.Join(dir, "run.json"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := Read(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id, name := range refused {
+		found := false
+		for _, u := range f.Unread {
+			if u.ID == id && u.File == name && u.Why != "" {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("%s naming %q is not listed as not read: %+v", id, name, f.Unread)
+		}
+	}
+	var sb strings.Builder
+	f.WriteTables(&sb)
+	tables := sb.String()
+	for _, want := range []string{"64       loop-gnet  not read", "hostname", "fifo.json"} {
+		if !strings.Contains(tables, want) {
+			t.Errorf("the tables lack %q:\n%s", want, tables)
+		}
+	}
+	for _, ph := range f.Phases {
+		if ph.Phase == "sweep" && (ph.Status != "5 of 6 measurements; the others below" || len(ph.Problems) != 1 || !strings.Contains(ph.Problems[0], "hostname")) {
+			t.Errorf("the sweep's phase says %q %q", ph.Status, ph.Problems)
+		}
+	}
+	for _, p := range f.Published() {
+		if p.Server == "loop-gnet" && strings.Contains(p.This, "req/s") && strings.HasPrefix(p.This, "0 ") {
+			t.Errorf("published row %q for loop-gnet says %q", p.What, p.This)
+		}
+	}
+	var pubSweep, pubFix bool
+	for _, p := range f.Published() {
+		if p.Server == "loop-gnet" && strings.Contains(p.This, "not read") {
+			if strings.HasPrefix(p.What, "/slow throughput") {
+				pubSweep = true
+			}
+			if strings.HasPrefix(p.What, "/offload throughput") {
+				pubFix = true
+			}
+		}
+	}
+	if !pubSweep || !pubFix {
+		t.Errorf("the published table does not say not read for loop-gnet's sweep (%v) and fix (%v): %+v", pubSweep, pubFix, f.Published())
+	}
+	h := f.Headline()
+	card := false
+	for _, s := range h.Servers {
+		if s.Name == "loop-gnet" && strings.Contains(s.Throughput, "not read") {
+			card = true
+		}
+	}
+	if !card {
+		t.Errorf("the card does not say loop-gnet's throughput was not read: %+v", h.Servers)
+	}
+	if js := string(f.FaceJSON()); !strings.Contains(js, `"not_read"`) || !strings.Contains(js, "hostname") {
+		t.Errorf("findings.json does not name the refused files")
+	}
+}

@@ -73,6 +73,10 @@ type StepRow struct {
 	FastAtLeast bool    `json:"fast_at_least,omitempty"`
 	// A stall measurement: the stall rule's verdict.
 	Stall *Verdict `json:"stall,omitempty"`
+	// NotRead says which of its files was not read, and why: its figures
+	// are then not known, and the page says so rather than show the live
+	// rate or a 0.
+	NotRead string `json:"not_read,omitempty"`
 }
 
 // Throughput is a load's live rate.
