@@ -292,7 +292,7 @@ func TestRefusedFileNamed(t *testing.T) {
 		t.Fatal(err)
 	}
 	refused := map[string]string{ // id -> what it names
-		"sweep-loop-gnet-c64": "../../etc/hostname",
+		"sweep-loop-gnet-c64":         "../../etc/hostname",
 		"offload-loop-gnet-offloaded": "fifo.json",
 	}
 	for i, m := range run.Measurements {
