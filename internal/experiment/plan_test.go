@@ -2,6 +2,7 @@ package experiment
 
 import (
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -189,10 +190,17 @@ func TestPrepareOut(t *testing.T) {
 	if err := prepareOut(filepath.Join(dir, "new"), false); err != nil {
 		t.Fatalf("an empty directory: %v", err)
 	}
+	// An earlier run of the kit's: a real run directory with the files the
+	// kit writes beside its results.
 	old := filepath.Join(dir, "old")
-	_ = os.MkdirAll(filepath.Join(old, "sweep"), 0o755)
-	_ = os.WriteFile(filepath.Join(old, "run.json"), []byte("{}"), 0o644)
-	_ = os.WriteFile(filepath.Join(old, "sweep", "stale.load.json"), []byte("{}"), 0o644)
+	if err := os.CopyFS(old, os.DirFS("../findings/testdata/quick-run")); err != nil {
+		t.Fatal(err)
+	}
+	_ = os.Remove(filepath.Join(old, "findings.golden.json")) // the tests' own, not the kit's
+	_ = os.Remove(filepath.Join(old, "tables.golden"))
+	for _, f := range []string{"summary.txt", "findings.json", "report.html", "stage.ndjson", "sweep/sweep-pool-c4.ready", "stall/stall-pool-k4.live-perconn.ndjson"} {
+		_ = os.WriteFile(filepath.Join(old, f), []byte("{}"), 0o644)
+	}
 	if err := prepareOut(old, false); err == nil || !strings.Contains(err.Error(), "--overwrite") {
 		t.Fatalf("an earlier run's directory: %v", err)
 	}
@@ -201,6 +209,34 @@ func TestPrepareOut(t *testing.T) {
 	}
 	if left, _ := os.ReadDir(old); len(left) != 0 {
 		t.Fatalf("--overwrite left %d entries", len(left))
+	}
+	// A run.json that is not the kit's, or a run beside what is not a
+	// run's: refused with one line, and nothing removed.
+	for name, fill := range map[string]func(string){
+		"an empty run.json":     func(d string) { _ = os.WriteFile(filepath.Join(d, "run.json"), []byte("{}"), 0o644) },
+		"a run beside others'": func(d string) { _ = os.CopyFS(d, os.DirFS("../findings/testdata/quick-run")) },
+		"a run with a stranger in a phase": func(d string) {
+			_ = os.CopyFS(d, os.DirFS("../findings/testdata/quick-run"))
+			_ = os.WriteFile(filepath.Join(d, "sweep", "notes.txt"), []byte("mine"), 0o644)
+		},
+	} {
+		d := filepath.Join(dir, strings.ReplaceAll(name, " ", "-"))
+		_ = os.MkdirAll(filepath.Join(d, "mydata"), 0o755)
+		_ = os.WriteFile(filepath.Join(d, "precious.txt"), []byte("mine"), 0o644)
+		_ = os.WriteFile(filepath.Join(d, "mydata", "x"), []byte("mine"), 0o644)
+		if name == "a run with a stranger in a phase" {
+			_ = os.RemoveAll(filepath.Join(d, "mydata"))
+			_ = os.Remove(filepath.Join(d, "precious.txt"))
+		}
+		fill(d)
+		before := tree(t, d)
+		err := prepareOut(d, true)
+		if err == nil || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: --overwrite said %v", name, err)
+		}
+		if after := tree(t, d); !slices.Equal(before, after) {
+			t.Errorf("%s: --overwrite removed %d paths, %v first", name, len(diffList(before, after)), diffList(before, after)[:1])
+		}
 	}
 	other := filepath.Join(dir, "other")
 	_ = os.MkdirAll(other, 0o755)
@@ -251,4 +287,27 @@ func TestSweepEndpoint(t *testing.T) {
 	if _, err := ParseFlags([]string{"--sweep-endpoint", "/fast"}, io.Discard, time.Now()); err == nil {
 		t.Error("--sweep-endpoint /fast accepted")
 	}
+}
+
+// tree lists every path under dir.
+func tree(t *testing.T, dir string) []string {
+	t.Helper()
+	var out []string
+	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil {
+			out = append(out, p)
+		}
+		return nil
+	})
+	return out
+}
+
+func diffList(before, after []string) []string {
+	var gone []string
+	for _, p := range before {
+		if !slices.Contains(after, p) {
+			gone = append(gone, p)
+		}
+	}
+	return gone
 }

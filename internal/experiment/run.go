@@ -233,8 +233,10 @@ func newRun(plan Plan, start time.Time) *results.Run {
 }
 
 // prepareOut makes dir the run directory: new, or empty, so no earlier
-// run's files mix with this one's. With overwrite, a directory holding an
-// earlier run (its run.json) is cleared first; anything else is refused.
+// run's files mix with this one's. With overwrite, a directory that holds
+// an earlier run of the kit's (a run.json it wrote, of a schema it reads)
+// and nothing else is cleared first; anything else is refused, and nothing
+// is removed.
 func prepareOut(dir string, overwrite bool) error {
 	entries, err := os.ReadDir(dir)
 	switch {
@@ -244,11 +246,12 @@ func prepareOut(dir string, overwrite bool) error {
 	case len(entries) > 0 && !overwrite:
 		return fmt.Errorf("run.sh: --out %s is not empty (%s): give a new or empty directory, or --overwrite to clear an earlier run there", dir, findings.Plural(len(entries), "entry"))
 	case len(entries) > 0:
-		if _, err := os.Stat(filepath.Join(dir, "run.json")); err != nil {
-			return fmt.Errorf("run.sh: --out %s holds no run.json, so it is not an earlier run: not cleared; give a new or empty directory", dir)
+		paths, err := earlierRun(dir)
+		if err != nil {
+			return fmt.Errorf("run.sh: --out %s: %v: not cleared; give a new or empty directory", dir, err)
 		}
-		for _, e := range entries {
-			if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+		for _, p := range paths { // deepest first: a phase's files before its directory
+			if err := os.Remove(filepath.Join(dir, p)); err != nil {
 				return fmt.Errorf("run.sh: --overwrite: %v", err)
 			}
 		}
@@ -257,6 +260,81 @@ func prepareOut(dir string, overwrite bool) error {
 		return fmt.Errorf("run.sh: --out %s: %v", dir, err)
 	}
 	return nil
+}
+
+// earlierRun lists what dir holds, deepest first, when it is an earlier
+// run of the kit's and nothing else: its run.json one the kit wrote (read
+// strictly, of a schema it knows), every other entry a file the kit writes
+// in a run (the results of the measurements run.json lists, with their
+// ready files and live streams, in their phase's directory; the summary,
+// findings, report, stage recording and checks). A symbolic link, a
+// directory of the user's or a file the run does not list is refused:
+// --overwrite must never remove what the kit did not write.
+func earlierRun(dir string) ([]string, error) {
+	run, err := results.ReadRun(dir)
+	if err != nil {
+		return nil, fmt.Errorf("it holds no run of the kit's (%v)", err)
+	}
+	top := map[string]bool{"run.json": true, "summary.txt": true, "findings.json": true, "report.html": true, "stage.ndjson": true, "stage.html": true}
+	if run.Report != "" && !strings.ContainsAny(run.Report, `/\`) {
+		top[run.Report] = true
+	}
+	ids := map[string]map[string]bool{} // phase -> the bases of its measurements' files
+	for _, m := range run.Measurements {
+		if ids[m.Phase] == nil {
+			ids[m.Phase] = map[string]bool{}
+		}
+		ids[m.Phase][m.ID] = true
+		if m.Server.External {
+			top["check-"+m.Server.Name+".json"] = true
+		}
+		ids[m.Phase][m.ID+".r"+strconv.Itoa(m.Repeat)] = true
+	}
+	kitFile := func(phase, name string) bool {
+		base, _, ok := strings.Cut(name, ".")
+		if !ok {
+			return false
+		}
+		// base.rN.kind.json for a run of repetitions
+		if n, _, _ := strings.Cut(strings.TrimPrefix(name, base+"."), "."); len(n) > 1 && n[0] == 'r' && strings.Trim(n[1:], "0123456789") == "" {
+			base += "." + n
+		}
+		return ids[phase][base]
+	}
+	var paths, strangers []string
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range entries {
+		name := e.Name()
+		switch {
+		case e.Type().IsRegular() && top[name]:
+			paths = append(paths, name)
+		case e.IsDir() && ids[name] != nil:
+			sub, err := os.ReadDir(filepath.Join(dir, name))
+			if err != nil {
+				return nil, err
+			}
+			for _, f := range sub {
+				if f.Type().IsRegular() && kitFile(name, f.Name()) {
+					paths = append(paths, filepath.Join(name, f.Name()))
+				} else {
+					strangers = append(strangers, filepath.Join(name, f.Name()))
+				}
+			}
+			paths = append(paths, name)
+		default:
+			strangers = append(strangers, name)
+		}
+	}
+	if len(strangers) > 0 {
+		if len(strangers) > 3 {
+			strangers = append(strangers[:3], fmt.Sprintf("and %d more", len(strangers)-3))
+		}
+		return nil, fmt.Errorf("it holds an earlier run and what the run did not write (%s)", strings.Join(strangers, ", "))
+	}
+	return paths, nil
 }
 
 func (r *runner) set(i int, f func(*results.Measurement)) {
