@@ -213,7 +213,7 @@ func TestPrepareOut(t *testing.T) {
 	// A run.json that is not the kit's, or a run beside what is not a
 	// run's: refused with one line, and nothing removed.
 	for name, fill := range map[string]func(string){
-		"an empty run.json":     func(d string) { _ = os.WriteFile(filepath.Join(d, "run.json"), []byte("{}"), 0o644) },
+		"an empty run.json":    func(d string) { _ = os.WriteFile(filepath.Join(d, "run.json"), []byte("{}"), 0o644) },
 		"a run beside others'": func(d string) { _ = os.CopyFS(d, os.DirFS("../findings/testdata/quick-run")) },
 		"a run with a stranger in a phase": func(d string) {
 			_ = os.CopyFS(d, os.DirFS("../findings/testdata/quick-run"))
