@@ -19,6 +19,7 @@ import (
 	"github.com/bystander-kit/bystander/internal/client"
 	"github.com/bystander-kit/bystander/internal/conform"
 	"github.com/bystander-kit/bystander/internal/findings"
+	"github.com/bystander-kit/bystander/internal/proc"
 	"github.com/bystander-kit/bystander/internal/results"
 )
 
@@ -72,6 +73,9 @@ func parseTarget(v string) (Target, error) {
 	parts := strings.Split(rest, ",")
 	t := Target{Name: name, URL: strings.TrimRight(parts[0], "/")}
 	u, err := url.Parse(t.URL)
+	if err == nil && u.User != nil {
+		return Target{}, fmt.Errorf("%s: URL %q: %w", name, u.Redacted(), client.ErrCredentials)
+	}
 	if err != nil || u.Scheme != "http" || u.Host == "" || u.Path != "" || u.RawQuery != "" {
 		return Target{}, fmt.Errorf("%s: URL %q: want the server's base URL, http://host:port", name, parts[0])
 	}
@@ -143,6 +147,17 @@ func resolve(ctx context.Context, o *Options, w io.Writer) error {
 			return fmt.Errorf("run.sh: --target %s: cannot connect to %s: %v", t.Name, t.Addr, err)
 		}
 		c.Close()
+		if t.PID > 0 {
+			// The figures of pid= are the server's cost: it must be the
+			// process that listens there, not pid 1 or a shell.
+			ok, err := proc.Listens(t.PID, t.Addr)
+			switch {
+			case err != nil:
+				return fmt.Errorf("run.sh: --target %s: pid=%d cannot be checked against %s (%v): leave pid= out, or run as the server's user", t.Name, t.PID, t.Addr, err)
+			case !ok:
+				return fmt.Errorf("run.sh: --target %s: pid=%d does not hold the listening socket at %s (from /proc): not that server's process; give its own pid, or leave pid= out", t.Name, t.PID, t.Addr)
+			}
+		}
 		fmt.Fprintf(w, "checking %s at %s (prober --mode check) ...\n", t.Name, t.URL)
 		rep := conform.Run(ctx, t.Addr, conform.Options{Loops: t.Loops})
 		if ctx.Err() != nil {

@@ -41,6 +41,8 @@ func TestTargetFlags(t *testing.T) {
 		{[]string{"--target", "a=http://10.1.2.3:80", "--allow-remote"}, ""},
 		{[]string{"--target", "a=http://10.1.2.3:80,pid=1", "--allow-remote"}, "remote"},
 		{[]string{"--target", "a=http://127.0.0.1:1,pid=4194000"}, "no such process"},
+		{[]string{"--target", "a=http://user:secret@127.0.0.1:1"}, "credentials"},
+		{[]string{"--target", "a=http://user@127.0.0.1:1"}, "credentials"},
 	} {
 		_, err := ParseFlags(tc.args, &bytes.Buffer{}, time.Now())
 		switch {
@@ -48,6 +50,8 @@ func TestTargetFlags(t *testing.T) {
 			t.Errorf("%v: %v", tc.args, err)
 		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
 			t.Errorf("%v: %v, want an error with %q", tc.args, err, tc.want)
+		case err != nil && strings.Contains(err.Error(), "secret"):
+			t.Errorf("%v: the error repeats the password: %v", tc.args, err)
 		}
 	}
 }
@@ -245,5 +249,40 @@ func TestTargetNothingListens(t *testing.T) {
 	}
 	if !strings.Contains(stderr.String(), "nothing is listening at "+addr) || strings.Count(stderr.String(), "refused") > 1 || strings.Contains(stderr.String(), "leave those phases out") {
 		t.Errorf("the refusal:\n%s", stderr.String())
+	}
+}
+
+// TestTargetWrongPID: a pid= that is not the process listening at the
+// target's address (pid 1, or another process of the user's) is refused
+// in one line before any load, so no figure comes from the wrong process;
+// the server's own pid is taken.
+func TestTargetWrongPID(t *testing.T) {
+	bin := kit(t)
+	addr, cmd := wiretest.StartServer(t, "../../poolserver")
+	other := exec.Command("sleep", "30")
+	if err := other.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { other.Process.Kill(); other.Wait() }()
+	for _, pid := range []int{1, other.Process.Pid} {
+		out := filepath.Join(t.TempDir(), "run")
+		o, err := ParseFlags([]string{"--quick", "--servers=", "--phases", "sweep", "--conc", "4",
+			"--target", fmt.Sprintf("mine=http://%s,workers=200,pid=%d", addr, pid), "--out", out, "--bin", bin}, os.Stderr, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var stdout, stderr bytes.Buffer
+		if code := Run(context.Background(), o, &stdout, &stderr); code != 2 {
+			t.Fatalf("pid=%d: exit %d, want 2\n%s%s", pid, code, stdout.String(), stderr.String())
+		}
+		if want := fmt.Sprintf("pid=%d does not hold the listening socket at %s", pid, addr); !strings.Contains(stderr.String(), want) || strings.Count(strings.TrimSpace(stderr.String()), "\n") > 0 {
+			t.Errorf("pid=%d: the refusal is not one line saying %q:\n%s", pid, want, stderr.String())
+		}
+		if _, err := os.Stat(out); err == nil {
+			t.Errorf("pid=%d: a refused run left its directory", pid)
+		}
+	}
+	if _, err := ParseFlags([]string{"--target", fmt.Sprintf("mine=http://%s,pid=%d", addr, cmd.Process.Pid)}, os.Stderr, time.Now()); err != nil {
+		t.Errorf("the server's own pid: %v", err)
 	}
 }

@@ -1,7 +1,10 @@
 package proc
 
 import (
+	"net"
 	"os"
+	"os/exec"
+	"strconv"
 	"runtime"
 	"sync"
 	"testing"
@@ -113,5 +116,52 @@ func TestSinceThreadsThatEnd(t *testing.T) {
 	if _, _, w := after.Since(before); time.Duration(w) < 100*time.Millisecond {
 		t.Fatalf("%d threads spinning on %d cores in the window waited %s in the run queue in all (the sums: %s then %s)",
 			n, runtime.NumCPU(), time.Duration(w), time.Duration(before.RunqWaitNs), time.Duration(after.RunqWaitNs))
+	}
+}
+
+// TestListens: a process listens at an address when one of its
+// descriptors is the listening socket bound there (/proc/net/tcp and
+// /proc/PID/fd); another process, or another port, does not.
+func TestListens(t *testing.T) {
+	for _, network := range []string{"tcp4", "tcp6"} {
+		addr := "127.0.0.1:0"
+		if network == "tcp6" {
+			addr = "[::1]:0"
+		}
+		ln, err := net.Listen(network, addr)
+		if err != nil {
+			t.Skipf("%s: %v", network, err)
+		}
+		defer ln.Close()
+		at := ln.Addr().String()
+		if ok, err := Listens(os.Getpid(), at); !ok || err != nil {
+			t.Errorf("%s: this process listens at %s: %v %v", network, at, ok, err)
+		}
+		other := exec.Command("sleep", "5")
+		if err := other.Start(); err != nil {
+			t.Fatal(err)
+		}
+		ok, err := Listens(other.Process.Pid, at)
+		other.Process.Kill()
+		other.Wait()
+		if ok || err != nil {
+			t.Errorf("%s: a sleep listens at %s: %v %v", network, at, ok, err)
+		}
+		_, port, _ := net.SplitHostPort(at)
+		if p, _ := strconv.Atoi(port); p > 1 {
+			if ok, _ := Listens(os.Getpid(), net.JoinHostPort("127.0.0.1", strconv.Itoa(p-1))); ok {
+				t.Errorf("listens on the port below %s too", at)
+			}
+		}
+	}
+	// Listening on every address counts for a loopback one.
+	ln, err := net.Listen("tcp", ":0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	if ok, err := Listens(os.Getpid(), "127.0.0.1:"+port); !ok || err != nil {
+		t.Errorf("a wildcard listener at port %s: %v %v", port, ok, err)
 	}
 }
