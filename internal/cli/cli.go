@@ -58,6 +58,8 @@ var (
 	badValue  = regexp.MustCompile(`^invalid value ("[^"]*") for flag -([\w-]+): (.*)$`)
 	undefined = regexp.MustCompile(`^flag provided but not defined: -+([\w-]+)$`)
 	noArg     = regexp.MustCompile(`^flag needs an argument: -+([\w-]+)$`)
+	// userinfo is a URL's user:password@, never repeated in an error.
+	userinfo = regexp.MustCompile(`(//)[^/@\s"]*@`)
 )
 
 // say rewords the flag package's errors as the README speaks: flags with
@@ -69,7 +71,7 @@ func say(fs *flag.FlagSet, err error) string {
 		if why == "parse error" {
 			why = "want " + wants(fs.Lookup(m[2]))
 		}
-		return fmt.Sprintf("--%s %s: %s", m[2], m[1], why)
+		return fmt.Sprintf("--%s %s: %s", m[2], userinfo.ReplaceAllString(m[1], "${1}xxxxx@"), why)
 	}
 	if m := undefined.FindStringSubmatch(msg); m != nil {
 		return fmt.Sprintf("--%s is not defined", m[1])

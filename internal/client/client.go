@@ -20,6 +20,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -349,7 +350,10 @@ type Target struct {
 func ParseTarget(raw string, allowRemote bool) (Target, error) {
 	u, err := url.Parse(raw)
 	if err != nil {
-		return Target{}, fmt.Errorf("client: target %q: %w", raw, err)
+		return Target{}, fmt.Errorf("client: target %q: %w", redact(raw), err)
+	}
+	if u.User != nil {
+		return Target{}, fmt.Errorf("client: target %q: %w", u.Redacted(), ErrCredentials)
 	}
 	if u.Scheme != "http" || u.Host == "" {
 		return Target{}, fmt.Errorf("client: target %q: want http://host:port/path", raw)
@@ -369,6 +373,28 @@ func ParseTarget(raw string, allowRemote bool) (Target, error) {
 		rt += "?" + u.RawQuery
 	}
 	return Target{Addr: net.JoinHostPort(host, port), RequestTarget: rt}, nil
+}
+
+// ErrCredentials refuses a URL with a user name or password in it: the kit
+// sends none, and everything a run writes (results, run.json, the report)
+// is made to be shared.
+var ErrCredentials = errors.New("credentials in the URL are refused: the kit sends none, and a run's files are made to be shared; give the URL without user:password@")
+
+// redact hides what lies between "//" and the last "@" of an URL that
+// does not parse, so that an error never repeats a password.
+func redact(raw string) string {
+	scheme, rest, ok := strings.Cut(raw, "//")
+	if !ok {
+		return raw
+	}
+	host, path, _ := strings.Cut(rest, "/")
+	if i := strings.LastIndex(host, "@"); i >= 0 {
+		host = "xxxxx@" + host[i+1:]
+	}
+	if path != "" || strings.Contains(rest, "/") {
+		host += "/" + path
+	}
+	return scheme + "//" + host
 }
 
 // IsLoopback says whether host (a name or an address) is this machine's

@@ -172,10 +172,15 @@ func TestParseTarget(t *testing.T) {
 		{"http://10.0.0.1:8081/slow", "", "", false},
 		{"http://example.com/slow", "", "", false},
 		{"http://%zz", "", "", false},
+		{"http://user:secret@127.0.0.1:8081/slow", "", "", false},
+		{"http://user@127.0.0.1:8081/slow", "", "", false},
 	} {
 		got, err := ParseTarget(tc.raw, false)
 		if (err == nil) != tc.ok || (tc.ok && (got.Addr != tc.addr || got.RequestTarget != tc.rt)) {
 			t.Errorf("%q: %+v %v", tc.raw, got, err)
+		}
+		if err != nil && strings.Contains(err.Error(), "secret") {
+			t.Errorf("%q: the error repeats the password: %v", tc.raw, err)
 		}
 	}
 	if _, err := ParseTarget("http://10.0.0.1:8081/slow", true); err != nil {
