@@ -14,6 +14,7 @@ import (
 	"os/signal"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -28,9 +29,27 @@ func Main[O any](args []string, stderr io.Writer, parse func([]string, io.Writer
 		fmt.Fprintln(stderr, err)
 		return 2
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	return run(ctx, o)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	var got atomic.Value
+	go func() {
+		select {
+		case s := <-sigs:
+			got.Store(s)
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	code := run(ctx, o)
+	// Interrupted (130, as every command says it) by SIGTERM: 143, as a
+	// shell reports a process that SIGTERM ended (128 + 15).
+	if s, _ := got.Load().(os.Signal); code == 130 && s == syscall.SIGTERM {
+		return 128 + int(syscall.SIGTERM)
+	}
+	return code
 }
 
 // Parse parses args into fs. --help prints the usage on stderr and

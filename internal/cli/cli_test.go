@@ -1,9 +1,13 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
+	"io"
+	"os"
+	"syscall"
 	"strings"
 	"testing"
 	"time"
@@ -102,5 +106,28 @@ func TestHelpSaysFlagsAsTheREADME(t *testing.T) {
 	}
 	if strings.Contains(out.String(), "\n  -block") {
 		t.Errorf("help names a flag with one dash:\n%s", out.String())
+	}
+}
+
+// TestSignalExitStatus: a command stopped by a signal exits as a shell
+// says it: 130 for SIGINT, 143 for SIGTERM (128 + the signal).
+func TestSignalExitStatus(t *testing.T) {
+	for _, tc := range []struct {
+		sig  syscall.Signal
+		want int
+	}{{syscall.SIGINT, 130}, {syscall.SIGTERM, 143}} {
+		parse := func([]string, io.Writer) (struct{}, error) { return struct{}{}, nil }
+		code := Main(nil, io.Discard, parse, func(ctx context.Context, _ struct{}) int {
+			_ = syscall.Kill(os.Getpid(), tc.sig)
+			select {
+			case <-ctx.Done():
+				return 130 // interrupted, as every command says it
+			case <-time.After(10 * time.Second):
+				return 0
+			}
+		})
+		if code != tc.want {
+			t.Errorf("%v: exit %d, want %d", tc.sig, code, tc.want)
+		}
 	}
 }

@@ -279,12 +279,27 @@ func TestStallDetectorEvio(t *testing.T) {
 	}
 }
 
-// TestInterrupted: SIGINT to the orchestrator mid-run keeps what was
-// measured, marks the run partial, and leaves no process behind.
+// TestInterrupted: SIGINT to the orchestrator mid-run, Ctrl-C at a
+// terminal (SIGINT to its whole process group, the servers too) or
+// SIGTERM keeps what was measured, marks the run partial, says the
+// measurement under way was interrupted (not that its server died), exits
+// as a shell reports the signal, and leaves no process behind.
 func TestInterrupted(t *testing.T) {
 	bin := kit(t)
+	for _, tc := range []struct {
+		name  string
+		sig   syscall.Signal
+		group bool
+		code  int
+	}{{"SIGINT", syscall.SIGINT, false, 130}, {"Ctrl-C", syscall.SIGINT, true, 130}, {"SIGTERM", syscall.SIGTERM, false, 143}} {
+		t.Run(tc.name, func(t *testing.T) { interrupted(t, bin, tc.sig, tc.group, tc.code) })
+	}
+}
+
+func interrupted(t *testing.T, bin string, sig syscall.Signal, group bool, code int) {
 	out := filepath.Join(t.TempDir(), "run")
 	cmd := exec.Command(filepath.Join(bin, "experiment"), "--bin", bin, "--quick", "--conc", "8", "--out", out)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	var stdout bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stdout
 	if err := cmd.Start(); err != nil {
@@ -308,7 +323,11 @@ func TestInterrupted(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	time.Sleep(700 * time.Millisecond) // into the second measurement
-	_ = cmd.Process.Signal(syscall.SIGINT)
+	if group {
+		_ = syscall.Kill(-cmd.Process.Pid, sig)
+	} else {
+		_ = cmd.Process.Signal(sig)
+	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	var err error
@@ -319,8 +338,8 @@ func TestInterrupted(t *testing.T) {
 		t.Fatalf("still running 15 s after SIGINT\n%s", stdout.String())
 	}
 	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != 130 {
-		t.Fatalf("exit %v, want 130\n%s", err, stdout.String())
+	if !errors.As(err, &ee) || ee.ExitCode() != code {
+		t.Fatalf("exit %v, want %d\n%s", err, code, stdout.String())
 	}
 	run, err := results.ReadRun(out)
 	if err != nil {
@@ -336,6 +355,11 @@ func TestInterrupted(t *testing.T) {
 	}
 	if _, err := results.Read(filepath.Join(out, first.LoadFile)); err != nil {
 		t.Fatal(err)
+	}
+	for _, m := range run.Measurements {
+		if m.Status == "failed" && (!strings.Contains(m.Reason, "interrupted") || strings.Contains(m.Reason, "died") || strings.Contains(m.Reason, "<nil>")) {
+			t.Errorf("%s: %s", m.ID, m.Reason)
+		}
 	}
 	last := run.Measurements[len(run.Measurements)-1]
 	if last.Status != "skipped" {

@@ -95,10 +95,13 @@ func (c *child) wait(ctx context.Context, timeout time.Duration) error {
 
 // exitErr describes how a child ended, with the tail of its stderr.
 func (c *child) exitErr() error {
-	if c.err == nil {
+	if c.err == nil && c.alive() {
 		return nil
 	}
 	msg := fmt.Sprintf("%s: %v", c.name, c.err)
+	if c.err == nil {
+		msg = c.name + " exited with status 0, unasked"
+	}
 	if t := c.stderr.String(); t != "" {
 		msg += "; its stderr ends:\n    " + strings.ReplaceAll(t, "\n", "\n    ")
 	}

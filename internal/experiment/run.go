@@ -400,14 +400,17 @@ func (r *runner) step(ctx context.Context, s Step, rep int) results.Measurement 
 			err = fmt.Errorf("--pin: %w", perr)
 		}
 	}
+	if ctx.Err() != nil {
+		// Interrupted: a Ctrl-C at a terminal reaches the servers too, so
+		// a server gone now ended with the run, not on its own.
+		m.Status, m.Reason = "failed", "interrupted during the measurement; partial files kept"
+		return m
+	}
 	if !srv.alive() {
 		return fail("the server died during the measurement: %v", srv.exitErr())
 	}
 	if err != nil {
 		return fail("%v", err)
-	}
-	if ctx.Err() != nil {
-		m.Status, m.Reason = "failed", "interrupted during the measurement; partial files kept"
 	}
 	return m
 }
