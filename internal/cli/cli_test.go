@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"syscall"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
