@@ -23,7 +23,17 @@ for j in "${netty[@]}" "${tomcat[@]}"; do
   cp="$cp${cp:+:}$jars/$j.jar"
 done
 mkdir -p "$out/classes"
-javac -Xlint:deprecation -encoding UTF-8 --release 17 -d "$out/classes" -cp "$cp" "$src"/*.java
+# The build ends with whoever started it: when that process is gone (the kit's run killed with kill -9, say),
+# a watcher ends javac, and no launcher is written after it.
+parent=$PPID
+javac -Xlint:deprecation -encoding UTF-8 --release 17 -d "$out/classes" -cp "$cp" "$src"/*.java &
+jpid=$!
+( while kill -0 "$jpid" 2>/dev/null; do
+    if ! kill -0 "$parent" 2>/dev/null; then kill "$jpid" 2>/dev/null; exit 0; fi
+    sleep 0.2
+  done ) &
+wait "$jpid"
+kill -0 "$parent" 2>/dev/null || exit 1
 for s in NettyServer:nettyserver TomcatServer:tomcatserver; do
   cls=${s%%:*} name=${s##*:}
   printf '#!/bin/sh\nexec java -cp "%s:%s" bystander.%s "$@"\n' "$out/classes" "$cp" "$cls" > "$out/$name.tmp"

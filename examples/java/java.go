@@ -16,7 +16,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"syscall"
 )
 
 //go:embed *.java build.sh
@@ -84,7 +86,15 @@ func Build(ctx context.Context, dir string) (bool, error) {
 		return false, fmt.Errorf("java: %w", err)
 	}
 	cmd := exec.CommandContext(ctx, "bash", filepath.Join(src, "build.sh"), abs)
-	if out, err := cmd.CombinedOutput(); err != nil {
+	// The build never outlives the process that started it: bash dies
+	// with it (and build.sh's watcher then ends javac). The parent-death
+	// signal follows the thread that started the child, so that thread
+	// stays this goroutine's until the child ends.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	runtime.LockOSThread()
+	out, err := cmd.CombinedOutput()
+	runtime.UnlockOSThread()
+	if err != nil {
 		return false, fmt.Errorf("java: build.sh: %v\n%s", err, strings.TrimSpace(string(out)))
 	}
 	if !built(dir) {

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/bystander-kit/bystander/examples/java"
@@ -148,9 +149,25 @@ func warm(ctx context.Context, addr string, d time.Duration) error {
 
 // readyDir holds the run's servers' ready files, removed when the run ends.
 func readyDir() (string, func(), error) {
-	d, err := os.MkdirTemp("", "bystander-ready-")
+	// Named by this run's pid, so that a later run can tell one left by a
+	// run killed outright (kill -9 runs no cleanup) and remove it.
+	prefix := "bystander-ready-"
+	old, _ := filepath.Glob(filepath.Join(os.TempDir(), prefix+"*"))
+	for _, o := range old {
+		pid, err := strconv.Atoi(strings.SplitN(strings.TrimPrefix(filepath.Base(o), prefix), "-", 2)[0])
+		if fi, serr := os.Stat(o); err == nil && serr == nil && fi.IsDir() && ownedByMe(fi) && !processRuns(pid) {
+			_ = os.RemoveAll(o)
+		}
+	}
+	d, err := os.MkdirTemp("", prefix+strconv.Itoa(os.Getpid())+"-")
 	if err != nil {
 		return "", nil, fmt.Errorf("run.sh: %w", err)
 	}
 	return d, func() { os.RemoveAll(d) }, nil
+}
+
+// ownedByMe says whether fi is this user's.
+func ownedByMe(fi os.FileInfo) bool {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && int(st.Uid) == os.Getuid()
 }
