@@ -156,7 +156,7 @@ func ParseFlags(args []string, stderr io.Writer, now time.Time) (Options, error)
 		"workers; pid= gives its CPU and context switches from /proc. Checked first (prober --mode check)")
 	fs.BoolVar(&o.AllowRemote, "allow-remote", false, "allow a --target that is not on a loopback address (the load still comes from this machine)")
 	fs.Var(listFlag{dst: &o.Phases}, "phases", "phases: "+strings.Join(allPhases, ","))
-	fs.StringVar(&o.Out, "out", "", "run directory, new or empty (default results/<UTC timestamp>)")
+	fs.StringVar(&o.Out, "out", "", "run directory, new or empty; a relative path is where you stand (default results/<UTC timestamp> beside --bin)")
 	fs.BoolVar(&o.Overwrite, "overwrite", false, "clear --out first when it holds an earlier run of the kit's and nothing else (only the files that run lists are removed)")
 	fs.IntVar(&o.Repeat, "repeat", 1, "repetitions; variants alternate within each, medians and spread reported")
 	fs.BoolVar(&o.Pin, "pin", false, "start servers and generators on disjoint CPU sets (taskset); needs 2 CPUs or more")
@@ -208,10 +208,26 @@ Flags:
 	if !set["trace-callers"] {
 		o.TraceCallers = 2 * o.Loops
 	}
+	// Paths the user gives are where the user stands (run.sh runs the
+	// orchestrator there), and are said whole; the default run directory
+	// lies beside the kit's bin directory, in results/.
 	if o.Out == "" {
-		o.Out = filepath.Join("results", now.UTC().Format("20060102T150405Z"))
+		o.Out = filepath.Join(filepath.Dir(abs(o.Bin)), "results", now.UTC().Format("20060102T150405Z"))
+	}
+	o.Out = abs(o.Out)
+	if o.Replay != "" {
+		o.Replay = abs(o.Replay)
 	}
 	return o, o.validate()
+}
+
+// abs is p made absolute against the working directory (p as it is when
+// that cannot be read).
+func abs(p string) string {
+	if a, err := filepath.Abs(p); err == nil {
+		return a
+	}
+	return p
 }
 
 // userArgs drops --bin, which run.sh adds, from the recorded command line.

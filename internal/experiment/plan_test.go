@@ -4,6 +4,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -60,8 +61,8 @@ func TestPlanDetails(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := BuildPlan(o)
-	if o.Out != "results/20261130T080000Z" {
-		t.Errorf("default out %q", o.Out)
+	if wd, _ := os.Getwd(); o.Out != filepath.Join(filepath.Dir(wd), "experiment", "results", "20261130T080000Z") && o.Out != filepath.Join(wd, "results", "20261130T080000Z") {
+		t.Errorf("default out %q: want results/20261130T080000Z beside the bin directory", o.Out)
 	}
 	for _, s := range p.Steps {
 		wantBlock := 5 * time.Millisecond
@@ -310,4 +311,38 @@ func diffList(before, after []string) []string {
 		}
 	}
 	return gone
+}
+
+// TestOutWhereTheUserStands: a relative --out or --replay is the user's
+// directory's, wherever run.sh lives, and is said whole; the default lands
+// beside the kit's bin directory, as the README says.
+func TestOutWhereTheUserStands(t *testing.T) {
+	runsh, err := filepath.Abs("../../run.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	here := t.TempDir()
+	t.Chdir(here)
+	o, err := ParseFlags([]string{"--out", "relrun", "--bin", "/opt/kit/bin"}, io.Discard, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := filepath.Join(here, "relrun"); o.Out != want {
+		t.Errorf("--out relrun is %q, want %q", o.Out, want)
+	}
+	o, err = ParseFlags([]string{"--bin", "/opt/kit/bin"}, io.Discard, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(o.Out, "/opt/kit/results/") {
+		t.Errorf("the default --out is %q, want it under /opt/kit/results", o.Out)
+	}
+	// run.sh hands the user's directory over: run from elsewhere, a
+	// relative --replay is looked for where the user stands.
+	cmd := exec.Command(runsh, "--stage", "--replay", "rec")
+	cmd.Dir = here
+	b, err := cmd.CombinedOutput()
+	if want := filepath.Join(here, "rec"); !strings.Contains(string(b), "--replay "+want+":") {
+		t.Errorf("run.sh from %s, --replay rec: %v: %s", here, err, b)
+	}
 }
