@@ -28,7 +28,7 @@ import (
 const (
 	maxDuration = time.Hour
 	maxWarmup   = 10 * time.Minute
-	maxConc     = 10000
+	maxConc     = client.MaxConns
 )
 
 type options struct {

@@ -114,6 +114,11 @@ type Conn struct {
 // ended, the request did not fail.
 var ErrInterrupted = errors.New("client: interrupted")
 
+// MaxConns is the most keep-alive connections one of the kit's load
+// generators opens (loadgen --conc): every caller count the kit plans is
+// bounded by it.
+const MaxConns = 10000
+
 // New returns a connection (not yet dialled) that sends GET target to addr
 // (host:port) with the given per-request timeout.
 func New(addr, target string, timeout time.Duration) *Conn {

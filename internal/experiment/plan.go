@@ -19,6 +19,7 @@ import (
 	"github.com/bystander-kit/bystander/examples/java"
 	"github.com/bystander-kit/bystander/internal/block"
 	"github.com/bystander-kit/bystander/internal/cli"
+	"github.com/bystander-kit/bystander/internal/client"
 	"github.com/bystander-kit/bystander/internal/findings"
 	"github.com/bystander-kit/bystander/internal/results"
 )
@@ -117,8 +118,8 @@ func (l intsFlag) Set(s string) error {
 	*l.dst = nil
 	for _, p := range strings.Split(s, ",") {
 		v, err := strconv.Atoi(strings.TrimSpace(p))
-		if err != nil || v < 1 || v > 10000 {
-			return fmt.Errorf("%q is not a whole number from 1 to 10000", p)
+		if err != nil || v < 1 || v > client.MaxConns {
+			return fmt.Errorf("%q is not a whole number from 1 to %d", p, client.MaxConns)
 		}
 		*l.dst = append(*l.dst, v)
 	}
@@ -221,6 +222,9 @@ Flags:
 	return o, o.validate()
 }
 
+// maxSlots is the largest pool the cliff can drive at its largest share.
+func maxSlots() int { return client.MaxConns * 100 / slices.Max(findings.CliffShares) }
+
 // abs is p made absolute against the working directory (p as it is when
 // that cannot be read).
 func abs(p string) string {
@@ -265,12 +269,13 @@ func (o *Options) validate() error {
 		return bad("--delay %s: want 0 to 10s", o.Delay)
 	case o.Loops < 1 || o.Loops > 64:
 		return bad("--loops %d: want 1 to 64", o.Loops)
-	case o.Slots < 1 || o.Slots > 10000:
-		return bad("--slots %d: want 1 to 10000", o.Slots)
+	case o.Slots < 1 || o.Slots > maxSlots():
+		return bad("--slots %d: want 1 to %d (the cliff drives %d%% of the slots, one connection each, and a load generator opens at most %d)",
+			o.Slots, maxSlots(), slices.Max(findings.CliffShares), client.MaxConns)
 	case o.ProbeInterval < time.Millisecond || o.ProbeInterval > 10*time.Second:
 		return bad("--probe-interval %s: want 1ms to 10s", o.ProbeInterval)
-	case o.TraceCallers < 1 || o.TraceCallers > 10000:
-		return bad("--trace-callers %d: want 1 to 10000", o.TraceCallers)
+	case o.TraceCallers < 1 || o.TraceCallers > client.MaxConns:
+		return bad("--trace-callers %d: want 1 to %d", o.TraceCallers, client.MaxConns)
 	case o.JVMWarmup < 0 || o.JVMWarmup > 10*time.Minute:
 		return bad("--jvm-warmup %s: want 0 to 10m", o.JVMWarmup)
 	}

@@ -172,7 +172,7 @@ func TestBadFlags(t *testing.T) {
 		{"--duration=100ms"}, {"--warmup=-1s"}, {"--repeat=0"}, {"--repeat=21"},
 		{"--stall-block=0s"}, {"extra"}, {"--nope"},
 		{"--block-mode=nap"}, {"--loops=0"}, {"--loops=65"}, {"--slots=0"}, {"--delay=-1ms"}, {"--probe-interval=0s"},
-		{"--trace-callers=0"},
+		{"--trace-callers=0"}, {"--slots=6667"}, {"--slots=10000"},
 	} {
 		if _, err := ParseFlags(args, io.Discard, now); err == nil {
 			t.Errorf("%v accepted", args)
@@ -344,5 +344,18 @@ func TestOutWhereTheUserStands(t *testing.T) {
 	b, err := cmd.CombinedOutput()
 	if want := filepath.Join(here, "rec"); !strings.Contains(string(b), "--replay "+want+":") {
 		t.Errorf("run.sh from %s, --replay rec: %v: %s", here, err, b)
+	}
+}
+
+// TestSlotsTheCliffCanDrive: --slots is bounded by what the cliff can
+// drive (its largest share of the slots in callers, each a connection of
+// one load generator); the bound is said.
+func TestSlotsTheCliffCanDrive(t *testing.T) {
+	if _, err := ParseFlags([]string{"--slots=6666"}, io.Discard, now); err != nil {
+		t.Errorf("--slots=6666: %v", err)
+	}
+	_, err := ParseFlags([]string{"--slots=6667"}, io.Discard, now)
+	if err == nil || !strings.Contains(err.Error(), "6666") || !strings.Contains(err.Error(), "cliff") {
+		t.Errorf("--slots=6667: %v", err)
 	}
 }
