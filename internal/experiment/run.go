@@ -36,7 +36,8 @@ type runner struct {
 }
 
 // Run executes the plan built from o and returns the exit status: 0, 1 when
-// no measurement succeeded, 130 when interrupted.
+// a measurement failed (the others are kept and shown), 130 when
+// interrupted.
 func Run(ctx context.Context, o Options, stdout, stderr io.Writer) int {
 	if o.Replay != "" {
 		return runReplay(ctx, o, stdout, stderr)
@@ -192,8 +193,8 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) int {
 	switch {
 	case ctx.Err() != nil:
 		code = 130
-	case r.okCount() == 0:
-		code = 1
+	case r.failedCount() > 0:
+		code = 1 // what was measured is kept and shown; the tables say what failed
 	}
 	if stageDone != nil {
 		stageDone() // the page stays up until Ctrl-C, which does not undo the run
@@ -343,12 +344,12 @@ func (r *runner) set(i int, f func(*results.Measurement)) {
 	f(&r.run.Measurements[i])
 }
 
-func (r *runner) okCount() int {
+func (r *runner) failedCount() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	n := 0
 	for _, m := range r.run.Measurements {
-		if m.Status == "ok" {
+		if m.Status == "failed" {
 			n++
 		}
 	}
@@ -412,7 +413,52 @@ func (r *runner) step(ctx context.Context, s Step, rep int) results.Measurement 
 	if err != nil {
 		return fail("%v", err)
 	}
+	if why := answeredNone(r.dir, m); why != "" {
+		return fail("%s", why)
+	}
 	return m
+}
+
+// answeredNone says why a measurement whose tools all ran measured
+// nothing: the server answered no request of its load (or, in a stall
+// measurement, none of its probes and none of its blockers') in the
+// window. A server that is alive but frozen (SIGSTOP), or overloaded past
+// the window, leaves such a result: a row of 0 req/s is not a figure.
+func answeredNone(dir string, m results.Measurement) string {
+	answered := func(rel string) (int64, bool) {
+		if rel == "" {
+			return 0, false
+		}
+		r, err := results.ReadResultIn(dir, rel)
+		if err != nil {
+			return 0, false
+		}
+		switch {
+		case r.Load != nil:
+			return r.Load.Requests, true
+		case r.PerConn != nil:
+			var n int64
+			for _, c := range r.PerConn.Conns {
+				n += c.Samples
+			}
+			return n, true
+		case r.Trace != nil:
+			return int64(len(r.Trace.Samples)), true
+		}
+		return 0, false
+	}
+	var total int64
+	seen := false
+	for _, rel := range []string{m.LoadFile, m.PerConnFile, m.TraceFile} {
+		if n, ok := answered(rel); ok {
+			total += n
+			seen = true
+		}
+	}
+	if !seen || total > 0 {
+		return ""
+	}
+	return "the server answered no request in the measured window: it stopped answering (a frozen process, one stopped with SIGSTOP, or one overloaded past the window); a row of 0 req/s would not be a figure"
 }
 
 // tool runs loadgen or prober to completion (bounded) and checks its exit.

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -284,5 +285,43 @@ func TestTargetWrongPID(t *testing.T) {
 	}
 	if _, err := ParseFlags([]string{"--target", fmt.Sprintf("mine=http://%s,pid=%d", addr, cmd.Process.Pid)}, os.Stderr, time.Now()); err != nil {
 		t.Errorf("the server's own pid: %v", err)
+	}
+}
+
+// TestTargetFrozen: a target that stops answering mid-run (SIGSTOP) fails
+// the measurements it answered nothing in, saying so, and the run exits
+// 1; it gave rows marked ok at 0 req/s and exit 0.
+func TestTargetFrozen(t *testing.T) {
+	bin := kit(t)
+	addr, cmd := wiretest.StartServer(t, "../../poolserver")
+	defer func() { _ = cmd.Process.Signal(syscall.SIGCONT) }()
+	out := filepath.Join(t.TempDir(), "run")
+	o, err := ParseFlags([]string{"--quick", "--duration", "1s", "--warmup", "200ms", "--servers=", "--phases", "sweep", "--conc", "4,8",
+		"--target", fmt.Sprintf("mine=http://%s,workers=200,pid=%d", addr, cmd.Process.Pid), "--out", out, "--bin", bin}, os.Stderr, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		// Frozen once the first measurement is in.
+		for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			if run, err := results.ReadRun(out); err == nil && run.Measurements[0].Status == "ok" {
+				_ = cmd.Process.Signal(syscall.SIGSTOP)
+				return
+			}
+		}
+	}()
+	var stdout bytes.Buffer
+	code := Run(context.Background(), o, &stdout, &stdout)
+	_ = cmd.Process.Signal(syscall.SIGCONT)
+	run, err := results.ReadRun(out)
+	if err != nil {
+		t.Fatalf("exit %d, %v\n%s", code, err, stdout.String())
+	}
+	if code != 1 {
+		t.Errorf("exit %d, want 1: a measurement failed", code)
+	}
+	first, second := run.Measurements[0], run.Measurements[1]
+	if first.Status != "ok" || second.Status != "failed" || !strings.Contains(second.Reason, "answered no request") {
+		t.Errorf("first %s %q, second %s %q", first.Status, first.Reason, second.Status, second.Reason)
 	}
 }
