@@ -105,7 +105,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.duration, "duration", 8*time.Second, "how long to probe (at most 1h)")
 	fs.DurationVar(&o.warmup, "warmup", 0, "time after the start before the window (added to --duration); interval mode sends nothing meanwhile")
 	fs.DurationVar(&o.timeout, "timeout", 10*time.Second, "per-request timeout")
-	fs.DurationVar(&o.block, "block", 0, "perconn: the blocking call that may hold the loops, which the stall verdict is judged against (recorded in the result)")
+	fs.DurationVar(&o.block, "block", 0, "perconn: the blocking call that may hold the loops, when you know it: a connection then stalled at half of it or more (recorded in the result); "+
+		"without it the verdict comes from the data: connections whose waits lie 3x or more above all the others' stalled, and waits that do not separate get no count")
 	fs.Var(&o.startAt, "start-at", "start the run's clock (warm-up first) at this RFC 3339 time, within a minute of now, to share a window with loadgen (default: once connected)")
 	fs.DurationVar(&o.delay, "delay", 0, "trace and perconn: the /async delay the target asks for, taken from what the server made each probe wait (default: ?delay= of the target, else 5ms)")
 	fs.StringVar(&o.liveOut, "live-out", "", "interval and perconn: append each probe (connection, loop, latency from due) as a JSON line to this file as it comes back (for run.sh --stage)")
@@ -228,9 +229,13 @@ func summary(w io.Writer, r *results.Result) {
 	case r.PerConn != nil:
 		p := r.PerConn
 		v := stall.Judge(stall.From(p), time.Duration(r.Params.StallBlockNs), stall.Machine{})
-		if v.Judged {
+		switch {
+		case v.Judged && v.FromData:
+			fmt.Fprintf(w, "prober: stalled %d of %d: %s\n", v.Count, len(p.Conns), v.Said)
+			fmt.Fprintf(w, "prober: (%s; --block judges them against a known call)\n", stall.RuleFromData)
+		case v.Judged:
 			fmt.Fprintf(w, "prober: stalled %d of %d (%s; here from %s)\n", v.Count, len(p.Conns), stall.Rule, v.Above)
-		} else {
+		default:
 			fmt.Fprintf(w, "prober: %s\n", v.Why)
 		}
 		for i, c := range p.Conns {

@@ -215,20 +215,27 @@ func BenchmarkSendLag(b *testing.B) {
 func TestPerConnStall(t *testing.T) {
 	addr, _ := wiretest.StartServer(t, "../loopserver", "--block-warn", "0", "--block-mode", "syscall")
 	for _, tc := range []struct {
-		name  string
-		k     int
-		block string
-		pause time.Duration
+		name    string
+		k       int
+		block   string
+		pause   time.Duration
+		noBlock bool // as the README's example: the prober is not told the call
 	}{
-		{"k=1", 1, "100ms", 0},
-		{"k=3", 3, "100ms", 0},
-		{"k=1 pausing 5ms", 1, "100ms", 5 * time.Millisecond},
-		{"k=1 never answered", 1, "4s", 0},
+		{"k=1", 1, "100ms", 0, false},
+		{"k=3", 3, "100ms", 0, false},
+		{"k=1 pausing 5ms", 1, "100ms", 5 * time.Millisecond, false},
+		{"k=1 never answered", 1, "4s", 0, false},
+		{"k=1 without --block", 1, "100ms", 0, true},
+		{"k=0 without --block", 0, "100ms", 0, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ready := filepath.Join(t.TempDir(), "ready")
-			o := opts(t, "--mode", "perconn", "--target", "http://"+addr+"/async", "--conns", "12", "--block", "100ms",
-				"--duration", "1500ms", "--warmup", "200ms", "--ready-file", ready)
+			args := []string{"--mode", "perconn", "--target", "http://" + addr + "/async", "--conns", "12", "--block", "100ms",
+				"--duration", "1500ms", "--warmup", "200ms", "--ready-file", ready}
+			if tc.noBlock {
+				args = slices.Delete(args, 6, 8)
+			}
+			o := opts(t, args...)
 			type out struct {
 				res *results.Result
 				err error
@@ -277,7 +284,17 @@ func TestPerConnStall(t *testing.T) {
 				t.Fatal(r.err)
 			}
 			pc := r.res.PerConn
-			v := stall.Judge(stall.From(pc), 100*time.Millisecond, stall.Machine{})
+			block := 100 * time.Millisecond
+			if tc.noBlock {
+				block = 0
+				var line bytes.Buffer
+				summary(&line, r.res)
+				t.Logf("%s", line.String())
+				if strings.Contains(line.String(), "STALLED") != (tc.k > 0) && strings.Contains(line.String(), "stalled ") {
+					t.Errorf("the summary marks connections against the verdict:\n%s", line.String())
+				}
+			}
+			v := stall.Judge(stall.From(pc), block, stall.Machine{})
 			var stalled, want []int
 			for i, c := range pc.Conns {
 				if v.Stalled[i] {

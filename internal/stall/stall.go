@@ -89,6 +89,10 @@ type Verdict struct {
 	// Above: a connection waiting this long or longer stalled; Below: one
 	// waiting less is free; between, it cannot be told.
 	Above, Below time.Duration
+	// FromData: no block was known, so the verdict comes from how the
+	// waits separate (JudgeFromData); Said is its line, "" when not judged.
+	FromData bool
+	Said     string
 }
 
 // Rule is the rule in words.
@@ -103,6 +107,9 @@ const TooBusy = "machine too busy to judge"
 // Judge decides which connections stalled while loops were held by calls
 // of block (the blockers' measured block, else the asked one).
 func Judge(conns []Conn, block time.Duration, m Machine) Verdict {
+	if block <= 0 {
+		return judgeFromData(conns, m)
+	}
 	v := Verdict{Judged: true, Above: block / 2, Below: block / 4}
 	var unclear []string
 	for _, c := range conns {

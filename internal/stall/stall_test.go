@@ -111,3 +111,63 @@ func TestBaselineText(t *testing.T) {
 		t.Errorf("%q", s)
 	}
 }
+
+// Without the block (a user probing a server whose call is unknown), the
+// verdict comes from the data: connections whose waits separate clearly
+// from the others' stalled; waits that do not separate get no count.
+func TestJudgeFromData(t *testing.T) {
+	us := time.Microsecond
+	for _, tc := range []struct {
+		name   string
+		conns  []Conn
+		count  int
+		judged bool
+		said   []string
+	}{
+		{"quiet, one loop held 100 ms, as measured", conns(97*ms, 450*us, 500*us, 400*us), 3, true,
+			[]string{"connections of loop 0", "97ms", "that long at a time"}},
+		{"two loops held", conns(97*ms, 98*ms, 500*us, 600*us), 6, true, []string{"connections of loops 0 and 1"}},
+		{"beside 8 neighbours, as measured: a 5 ms call", conns(790*us, 3410*us, 870*us, 860*us), 3, true, []string{"connections of loop 1", "3.41ms"}},
+		{"24 neighbours, free loops 1 and 6.1 ms apart: not told", conns(35200*us, 6100*us, 36*ms, ms), 0, false, []string{"more than two groups"}},
+		{"nobody blocked, quiet: every wait under a millisecond", conns(400*us, 500*us, 450*us, 600*us), 0, true,
+			[]string{"none", "under 1ms"}},
+		{"nobody blocked, a busy machine: waits close together", conns(2*ms, 3500*us, 2500*us, 4*ms), 0, false,
+			[]string{"do not separate", "2ms", "4ms", "--block"}},
+		{"every loop held", conns(95*ms, 96*ms, 97*ms, 95*ms), 0, false, []string{"do not separate", "95ms"}},
+		{"three levels: no one split", conns(100*ms, 5*ms, 400*us, 400*us), 0, false, []string{"more than two groups"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v := Judge(tc.conns, 0, Machine{})
+			if v.Judged != tc.judged || v.Count != tc.count {
+				t.Fatalf("judged %v count %d, want %v %d: %q %q", v.Judged, v.Count, tc.judged, tc.count, v.Said, v.Why)
+			}
+			text := v.Said + v.Why
+			for _, w := range tc.said {
+				if !strings.Contains(text, w) {
+					t.Errorf("%q lacks %q", text, w)
+				}
+			}
+			if !v.FromData {
+				t.Error("a verdict without a block does not say it came from the data")
+			}
+			for i, c := range tc.conns {
+				if v.Stalled[i] && c.Wait < ms {
+					t.Errorf("connection %d, which waited %s, called stalled", c.ID, c.Wait)
+				}
+			}
+		})
+	}
+	// A loop whose connections straddle the split cannot be judged; a
+	// pool's connections are independent.
+	c := conns(97*ms, 500*us, 500*us, 500*us)
+	c[4].Wait = 500 * us
+	if v := Judge(c, 0, Machine{}); v.Judged || !strings.Contains(v.Why, "disagree") {
+		t.Fatalf("a split loop: %+v", v)
+	}
+	for i := range c {
+		c[i].Loop = -1
+	}
+	if v := Judge(c, 0, Machine{}); !v.Judged || v.Count != 2 || !strings.Contains(v.Said, "connections 0 and 8") {
+		t.Fatalf("pool: %+v", v)
+	}
+}
