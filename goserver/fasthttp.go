@@ -9,6 +9,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/bystander-kit/bystander/internal/accept"
 	"github.com/bystander-kit/bystander/internal/h1"
 	"github.com/bystander-kit/bystander/internal/protocol"
 )
@@ -28,15 +29,21 @@ func (e *fasthttpEngine) serve(ctx context.Context, s *server, ln net.Listener) 
 		NoDefaultDate:         true, // as the kit's other servers: no Date, no time formatting per answer
 		ReadBufferSize:        h1.MaxHeaderBytes,
 		MaxRequestBodySize:    h1.MaxBodyBytes,
-		ReadTimeout:           readTimeout(o.HeaderTimeout, o.BodyTimeout),
-		IdleTimeout:           o.IdleTimeout,
-		CloseOnShutdown:       true,
+		// The line and headers within HeaderTimeout of the first byte; a
+		// promised body within BodyTimeout of the headers (one ReadTimeout
+		// for both gave a slow header HeaderTimeout + BodyTimeout).
+		ReadTimeout:     o.HeaderTimeout,
+		HeaderReceived:  bodyTimeout(o.BodyTimeout),
+		IdleTimeout:     o.IdleTimeout,
+		CloseOnShutdown: true,
 		// fasthttp logs every malformed request; the kit's servers answer
 		// them and say nothing (/stats counts what was refused).
 		Logger: quiet{},
 	}
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
+	// Out of descriptors, fasthttp's Serve returns ("accept4: too many
+	// open files") and the process exited: accept waits it out instead.
+	go func() { served <- srv.Serve(accept.Patient(ln, s.opts.log, "goserver")) }()
 	select {
 	case err := <-served:
 		return err
@@ -103,13 +110,19 @@ func writeFasthttp(rc *fasthttp.RequestCtx, status int, body string) {
 	rc.SetBodyString(body)
 }
 
-// readTimeout bounds a whole request, line, headers and promised body, as
-// fasthttp (and net/http) measure it: 0 (none) unless both are bounded.
-func readTimeout(header, body time.Duration) time.Duration {
-	if header <= 0 || body <= 0 {
-		return 0
+// bodyTimeout gives a request that promises a body BodyTimeout from its
+// headers to send it (fasthttp's ReadTimeout, HeaderTimeout here, bounds
+// the line and headers); 0 means none, as for the kit's other servers.
+func bodyTimeout(body time.Duration) func(*fasthttp.RequestHeader) fasthttp.RequestConfig {
+	if body <= 0 {
+		body = 24 * time.Hour
 	}
-	return header + body
+	return func(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
+		if h.ContentLength() == 0 {
+			return fasthttp.RequestConfig{}
+		}
+		return fasthttp.RequestConfig{ReadTimeout: body}
+	}
 }
 
 // quiet is a fasthttp.Logger that says nothing.

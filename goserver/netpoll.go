@@ -31,9 +31,35 @@ import (
 // connection_impl.go:80-82, SetIdleTimeout calls SetKeepAlive), and
 // WithReadTimeout bounds the blocking reads this engine does not make. The
 // engine closes them itself, by the same rules as the kit's other servers.
+//
+// netpoll reads every connection's input as it comes, into a buffer of its
+// own, whatever the handler does; and it calls the handler again, at
+// once, for as long as input is left unread (connection_onevent.go:
+// "onRequest must either eventually read all the input data or actively
+// Close the connection, otherwise the goroutine will fall into a dead
+// loop"). So the engine bounds both itself: an incomplete request waits
+// for more input inside the handler, until its timeout (it spun a core,
+// and on after its client had gone); a client that sends while the
+// answers it does not read wait in a blocked write is closed past
+// maxPendingInput (it grew the server by 190 MB a second), and a failed
+// write closes the connection (the handler answered a closed client's
+// backlog on, to 8 GB).
 type netpollEngine struct {
 	conns sync.Map // *npConn -> struct{}
+	// flushing holds the connections whose answers are being written
+	// (*npConn -> struct{}); a watcher, running while there are any,
+	// closes one whose client sent over maxPendingInput meanwhile.
+	flushing  sync.Map
+	nflushing atomic.Int64
+	watching  atomic.Bool
 }
+
+// maxPendingInput bounds what a client may send while its answers wait for
+// it to read them (the loop server's bound).
+const maxPendingInput = 1 << 20
+
+// watchEvery is how often the watcher looks at blocked writes.
+const watchEvery = 10 * time.Millisecond
 
 // npConn is a netpoll connection's state for the timeouts.
 type npConn struct {
@@ -63,7 +89,7 @@ func (e *netpollEngine) serve(ctx context.Context, s *server, ln net.Listener) e
 	}
 	evl, err := netpoll.NewEventLoop(func(ctx context.Context, c netpoll.Connection) error {
 		nc, _ := ctx.Value(npKey{}).(*npConn)
-		return s.netpoll(ctx, c, nc)
+		return e.request(ctx, s, c, nc)
 	}, opts...)
 	if err != nil {
 		return err
@@ -88,22 +114,44 @@ func (e *netpollEngine) serve(ctx context.Context, s *server, ln net.Listener) e
 	return nil
 }
 
-// netpoll answers the whole requests buffered on c, in order, on the
-// goroutine netpoll runs it on; an incomplete one waits for more input.
-func (s *server) netpoll(ctx context.Context, c netpoll.Connection, nc *npConn) error {
+// request answers the whole requests buffered on c, in order, on the
+// goroutine netpoll runs it on; an incomplete one waits here for more
+// input until its timeout (returning would have netpoll call again at
+// once). Any failure closes the connection: netpoll's loop ends only on a
+// close of ours or when all input is read.
+func (e *netpollEngine) request(ctx context.Context, s *server, c netpoll.Connection, nc *npConn) error {
+	if nc == nil {
+		nc = &npConn{c: c}
+	}
+	for {
+		more, err := e.answer(ctx, s, c, nc)
+		if err != nil || !more {
+			return err
+		}
+		if err := e.waitMore(s, c, nc); err != nil {
+			return c.Close()
+		}
+	}
+}
+
+// answer answers what is buffered; more says an incomplete request is
+// left, to wait for.
+func (e *netpollEngine) answer(ctx context.Context, s *server, c netpoll.Connection, nc *npConn) (more bool, err error) {
 	r := c.Reader()
+	if r.Len() > maxPendingInput {
+		// Sent while the answers before it waited unread: past the bound.
+		return false, c.Close()
+	}
 	n := 0
 	buf, err := r.Peek(r.Len())
 	if err != nil {
-		return err
+		return false, c.Close()
 	}
-	if nc != nil {
-		nc.owed.Store(true)
-		defer func() {
-			nc.lastActive.Store(time.Now().UnixNano())
-			nc.owed.Store(false)
-		}()
-	}
+	nc.owed.Store(true)
+	defer func() {
+		nc.lastActive.Store(time.Now().UnixNano())
+		nc.owed.Store(false)
+	}()
 	var out []byte
 	closeNow := false
 	for n < len(buf) && !closeNow {
@@ -132,31 +180,96 @@ func (s *server) netpoll(ctx context.Context, c netpoll.Connection, nc *npConn) 
 		out = h1.AppendBody(out, a.Body, &req, req.KeepAlive)
 		closeNow = !req.KeepAlive
 	}
-	if nc != nil { // what is left is an incomplete request: it times out from its first byte
-		if rest := buf[n:]; len(rest) == 0 {
-			nc.partialSince.Store(0)
-		} else {
-			nc.partialSince.CompareAndSwap(0, time.Now().UnixNano())
-			nc.headerDone.Store(bytes.Contains(rest, []byte("\r\n\r\n")) || bytes.Contains(rest, []byte("\n\n")))
-		}
+	// What is left is an incomplete request: it times out from its first byte.
+	rest := buf[n:]
+	if len(rest) == 0 {
+		nc.partialSince.Store(0)
+	} else {
+		nc.partialSince.CompareAndSwap(0, time.Now().UnixNano())
+		nc.headerDone.Store(bytes.Contains(rest, []byte("\r\n\r\n")) || bytes.Contains(rest, []byte("\n\n")))
 	}
 	if err := r.Skip(n); err != nil {
-		return err
+		return false, c.Close()
 	}
 	_ = r.Release()
 	if len(out) > 0 {
-		w := c.Writer()
-		if _, err := w.WriteBinary(out); err != nil {
-			return err
-		}
-		if err := w.Flush(); err != nil {
-			return err
+		if err := e.write(c, nc, out); err != nil {
+			return false, c.Close()
 		}
 	}
 	if closeNow {
-		return c.Close()
+		return false, c.Close()
 	}
-	return nil
+	return len(rest) > 0, nil
+}
+
+// write sends out, watched while it waits for the client to read.
+func (e *netpollEngine) write(c netpoll.Connection, nc *npConn, out []byte) error {
+	w := c.Writer()
+	if _, err := w.WriteBinary(out); err != nil {
+		return err
+	}
+	e.flushing.Store(nc, struct{}{})
+	if e.nflushing.Add(1) == 1 {
+		e.watch()
+	}
+	err := w.Flush()
+	e.flushing.Delete(nc)
+	e.nflushing.Add(-1)
+	return err
+}
+
+// watch runs the watcher unless it runs: every watchEvery, while any
+// write waits, it closes a connection whose client sent over
+// maxPendingInput meanwhile. It ends when no write waits.
+func (e *netpollEngine) watch() {
+	if !e.watching.CompareAndSwap(false, true) {
+		return
+	}
+	go func() {
+		for {
+			for e.nflushing.Load() > 0 {
+				time.Sleep(watchEvery)
+				e.flushing.Range(func(k, _ any) bool {
+					if nc := k.(*npConn); nc.c.Reader().Len() > maxPendingInput {
+						_ = nc.c.Close()
+					}
+					return true
+				})
+			}
+			e.watching.Store(false)
+			// A write that began as this one ended finds it running: look
+			// again, and go on if so.
+			if e.nflushing.Load() == 0 || !e.watching.CompareAndSwap(false, true) {
+				return
+			}
+		}
+	}()
+}
+
+// waitMore waits for more input on a connection holding an incomplete
+// request, until the request's timeout (header, or body once the headers
+// are in; none when that timeout is 0).
+func (e *netpollEngine) waitMore(s *server, c netpoll.Connection, nc *npConn) error {
+	o := s.opts
+	limit := o.HeaderTimeout
+	if nc.headerDone.Load() {
+		limit = o.BodyTimeout
+	}
+	var wait time.Duration
+	if limit > 0 {
+		wait = limit - time.Duration(time.Now().UnixNano()-nc.partialSince.Load())
+		if wait <= 0 {
+			return errors.New("past its timeout")
+		}
+	}
+	if err := c.SetReadTimeout(wait); err != nil {
+		return err
+	}
+	defer func() { _ = c.SetReadTimeout(0) }()
+	r := c.Reader()
+	_, err := r.Peek(r.Len() + 1)
+	return err
 }
 
 // sweep closes, every tick, the connections past a timeout: idle between

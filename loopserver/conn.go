@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/bystander-kit/bystander/internal/accept"
 	"github.com/bystander-kit/bystander/internal/pace"
 	"github.com/bystander-kit/bystander/internal/protocol"
 	"github.com/bystander-kit/bystander/internal/serverflags"
@@ -179,22 +180,12 @@ func (s *server) expireAt(now int64) {
 // is closed at once, the server's own hearts excepted; out of descriptors
 // it waits, 5 ms doubling to 1 s, and tries again, as net/http does.
 func (s *server) acceptLoop(ln net.Listener, full func() bool, take func(net.Conn)) error {
-	var backoff time.Duration
-	var lastLog time.Time
+	ln = accept.Patient(ln, s.log, "loopserver") // out of descriptors: wait, and try again
 	for {
 		c, err := ln.Accept()
 		if err != nil {
 			if s.stopping.Load() || errors.Is(err, net.ErrClosed) {
 				return nil
-			}
-			if errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) || errors.Is(err, syscall.ENOBUFS) || errors.Is(err, syscall.ENOMEM) {
-				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
-				if time.Since(lastLog) > time.Second {
-					lastLog = time.Now()
-					fmt.Fprintf(s.log, "loopserver: accept: %v; trying again in %s\n", err, backoff)
-				}
-				time.Sleep(backoff)
-				continue
 			}
 			var ne net.Error
 			if errors.As(err, &ne) && ne.Timeout() {
@@ -202,7 +193,6 @@ func (s *server) acceptLoop(ln net.Listener, full func() bool, take func(net.Con
 			}
 			return fmt.Errorf("accept: %w", err)
 		}
-		backoff = 0
 		if full() && !s.isHeart(c.RemoteAddr()) {
 			c.Close()
 			s.refuse()

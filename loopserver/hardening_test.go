@@ -2,14 +2,11 @@ package main
 
 import (
 	"bufio"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"os/exec"
 	"reflect"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -21,14 +18,10 @@ import (
 )
 
 // startLimited starts the loop server with both descriptor limits at
-// nofile (as `prlimit --nofile=N:N` would), so Go cannot raise them.
+// nofile (wiretest.StartLimited).
 func startLimited(t *testing.T, nofile int, args ...string) (string, *exec.Cmd) {
 	t.Helper()
-	addr := wiretest.FreeAddr(t)
-	bin := wiretest.Build(t, ".")
-	script := "ulimit -n " + strconv.Itoa(nofile) + ` && exec "$0" "$@"`
-	cmd := wiretest.Start(t, "/bin/sh", append([]string{"-c", script, bin, "--addr", addr, "--admin", ""}, args...)...)
-	return addr, cmd
+	return wiretest.StartLimited(t, wiretest.Build(t, "."), nofile, args...)
 }
 
 // TestDescriptorBurst: connections that arrive faster than they are
@@ -82,154 +75,46 @@ func TestDescriptorBurst(t *testing.T) {
 }
 
 // TestOutOfDescriptors: 1,100 connections against a limit of 1,024
-// descriptors. The server keeps serving the connections it holds, turns
-// away the ones past its cap instead of dying (gnet's engine stopped on
-// EMFILE and the process exited with status 0), and accepts again once
-// connections close. Both engines.
+// descriptors (wiretest.CheckOutOfDescriptors): gnet's engine stopped on
+// EMFILE and the process exited with status 0. Every engine.
 func TestOutOfDescriptors(t *testing.T) {
 	for _, eng := range engines {
 		t.Run(eng, func(t *testing.T) {
 			addr, cmd := startLimited(t, 1024, "--engine", eng)
-			var conns []net.Conn
-			defer func() {
-				for _, c := range conns {
-					c.Close()
-				}
-			}()
-			for range 1100 {
-				c, err := net.DialTimeout("tcp", addr, 5*time.Second)
-				if err != nil {
-					t.Fatalf("dial %d: %v", len(conns), err)
-				}
-				conns = append(conns, c)
-			}
-			// The last connection is past the cap: once the server has
-			// come to it (evio accepts slowly), it is closed unanswered.
-			last := conns[len(conns)-1]
-			_, _ = last.Write([]byte("GET /fast HTTP/1.1\r\nHost: a\r\n\r\n"))
-			_ = last.SetReadDeadline(time.Now().Add(30 * time.Second))
-			if n, err := last.Read(make([]byte, 512)); err == nil {
-				t.Fatalf("connection 1,100 of a 1,024-descriptor server was answered (%d bytes)", n)
-			} else if ne, ok := err.(net.Error); ok && ne.Timeout() {
-				t.Fatal("connection 1,100 was neither answered nor closed within 30 s")
-			}
-			if cmd.ProcessState != nil {
-				t.Fatalf("the server exited: %v", cmd.ProcessState)
-			}
-			// The first connections were accepted and are served.
-			for i := range 3 {
-				if _, err := conns[i].Write([]byte("GET /fast HTTP/1.1\r\nHost: a\r\n\r\n")); err != nil {
-					t.Fatal(err)
-				}
-				buf := make([]byte, 512)
-				_ = conns[i].SetReadDeadline(time.Now().Add(5 * time.Second))
-				n, err := conns[i].Read(buf)
-				if err != nil || !strings.HasPrefix(string(buf[:n]), "HTTP/1.1 200") {
-					t.Fatalf("connection %d, held before the limit: %q %v", i, buf[:n], err)
-				}
-			}
-			// Close them all: a new connection is served again.
-			for _, c := range conns {
-				c.Close()
-			}
-			conns = nil
-			deadline := time.Now().Add(10 * time.Second)
-			for {
-				c := wiretest.Dial(t, addr)
-				a, err := c.Get("/fast")
-				if err == nil && a.Status == 200 {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("no new connection served after the others closed: %v", err)
-				}
-				time.Sleep(100 * time.Millisecond)
-			}
-			if cmd.ProcessState != nil {
-				t.Fatalf("the server exited: %v", cmd.ProcessState)
-			}
+			wiretest.CheckOutOfDescriptors(t, addr, cmd)
 		})
 	}
 }
 
-// peakRSS is a process's peak resident set (VmHWM), in bytes.
-func peakRSS(t *testing.T, pid int) int64 {
-	t.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for line := range strings.SplitSeq(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-			return kb << 10
-		}
-	}
-	t.Fatal("no VmHWM")
-	return 0
-}
-
-// TestClientNeverReads: a client pipelines /fast as fast as it can and
-// never reads an answer. The server must not buffer its answers without
-// bound (gnet grew by about 4 MB per MiB sent): its peak memory stays
-// within 64 MB of what it was, and it goes on serving others.
+// TestClientNeverReads: a client pipelines /fast and never reads
+// (wiretest.CheckClientNeverReads): gnet grew by about 4 MB per MiB sent.
 func TestClientNeverReads(t *testing.T) {
 	for _, eng := range engines {
 		t.Run(eng, func(t *testing.T) {
 			addr, cmd := wiretest.StartServer(t, ".", "--engine", eng)
-			wiretest.Dial(t, addr).MustGet("/fast")
-			before := peakRSS(t, cmd.Process.Pid)
-			c, err := net.Dial("tcp", addr)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
-			chunk := []byte(strings.Repeat("GET /fast HTTP/1.1\r\nHost: a\r\n\r\n", 2048)) // 64 KiB
-			var sent int64
-			stop := time.Now().Add(8 * time.Second)
-			for sent < 300<<20 && time.Now().Before(stop) {
-				_ = c.SetWriteDeadline(time.Now().Add(500 * time.Millisecond))
-				n, err := c.Write(chunk)
-				sent += int64(n)
-				if err != nil {
-					break // the server stopped reading, or closed the connection
-				}
-			}
-			after := peakRSS(t, cmd.Process.Pid)
-			t.Logf("sent %d MiB without reading; peak RSS %d MB -> %d MB", sent>>20, before>>20, after>>20)
-			if after-before > 64<<20 {
-				t.Fatalf("peak RSS grew by %d MB while a client sent %d MiB and read nothing", (after-before)>>20, sent>>20)
-			}
-			wiretest.Dial(t, addr).MustGet("/fast")
+			wiretest.CheckClientNeverReads(t, addr, cmd.Process.Pid)
 		})
 	}
 }
 
-// TestBigPipelineAnswered: a client that pipelines far more answers than
-// the server keeps waiting for it, then reads, gets every one, in order.
+// TestPartialRequest: half a request costs nothing and is closed at the
+// header timeout (wiretest.CheckPartialRequest).
+func TestPartialRequest(t *testing.T) {
+	for _, eng := range engines {
+		t.Run(eng, func(t *testing.T) {
+			addr, cmd := wiretest.StartServer(t, ".", "--engine", eng, "--header-timeout", "1s")
+			wiretest.CheckPartialRequest(t, addr, cmd.Process.Pid)
+		})
+	}
+}
+
+// TestBigPipelineAnswered: far more answers than the server keeps
+// waiting, then read: every one, in order (wiretest.CheckBigPipelineAnswered).
 func TestBigPipelineAnswered(t *testing.T) {
 	for _, eng := range engines {
 		t.Run(eng, func(t *testing.T) {
 			addr, _ := wiretest.StartServer(t, ".", "--engine", eng)
-			c := wiretest.Dial(t, addr)
-			const n = 20000 // about 3 MB of answers, 12 times the bound on waiting output
-			req := strings.Repeat("GET /fast HTTP/1.1\r\nHost: a\r\n\r\n", n)
-			errc := make(chan error, 1)
-			go func() {
-				_, err := c.C.Write([]byte(req))
-				errc <- err
-			}()
-			time.Sleep(300 * time.Millisecond) // the answers pile up unread
-			start := time.Now()
-			for i := range n {
-				a, err := c.Read("GET", start)
-				if err != nil || a.Status != 200 {
-					t.Fatalf("answer %d of %d: %v %v", i+1, n, a.Status, err)
-				}
-			}
-			if err := <-errc; err != nil {
-				t.Fatal(err)
-			}
+			wiretest.CheckBigPipelineAnswered(t, addr)
 		})
 	}
 }

@@ -52,3 +52,20 @@ func TestTimeouts(t *testing.T) {
 		return addr
 	})
 }
+
+// The hardening every server the kit starts passes (internal/wiretest).
+
+func TestClientNeverReads(t *testing.T) {
+	addr, cmd := wiretest.StartServer(t, ".")
+	wiretest.CheckClientNeverReads(t, addr, cmd.Process.Pid)
+}
+
+func TestPartialRequest(t *testing.T) {
+	addr, cmd := wiretest.StartServer(t, ".", "--header-timeout", "1s")
+	wiretest.CheckPartialRequest(t, addr, cmd.Process.Pid)
+}
+
+func TestOutOfDescriptors(t *testing.T) {
+	addr, cmd := wiretest.StartLimited(t, wiretest.Build(t, "."), 1024)
+	wiretest.CheckOutOfDescriptors(t, addr, cmd)
+}

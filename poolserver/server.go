@@ -134,6 +134,11 @@ func refusal(r *http.Request) *h1.Error {
 }
 
 func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.ContentLength != 0 && s.opts.BodyTimeout > 0 {
+		// The body it promised, read (or discarded) after this, comes
+		// within the body timeout of its headers.
+		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.opts.BodyTimeout))
+	}
 	if e := refusal(r); e != nil {
 		s.refused.Add(1)
 		refuse(w, e)
@@ -281,10 +286,12 @@ func run(ctx context.Context, o options, ready func(addr, admin net.Addr)) error
 		// headers: this makes the limit 8 KiB, as on the loop server.
 		MaxHeaderBytes:               h1.MaxHeaderBytes - 4096,
 		DisableGeneralOptionsHandler: true, // OPTIONS * reaches refusal, as on the loop server
-		ReadHeaderTimeout:            s.opts.HeaderTimeout,
-		ReadTimeout:                  readTimeout(s.opts.HeaderTimeout, s.opts.BodyTimeout),
-		IdleTimeout:                  never(s.opts.IdleTimeout),
-		ErrorLog:                     nil,
+		// The line and headers within HeaderTimeout; a promised body within
+		// BodyTimeout of the headers, set by ServeHTTP (one ReadTimeout for
+		// both gave a body the header and body timeouts added up).
+		ReadHeaderTimeout: s.opts.HeaderTimeout,
+		IdleTimeout:       never(s.opts.IdleTimeout),
+		ErrorLog:          nil,
 	}
 	srv.SetKeepAlivesEnabled(true)
 	served := make(chan error, 1)
@@ -309,15 +316,6 @@ func run(ctx context.Context, o options, ready func(addr, admin net.Addr)) error
 		return fmt.Errorf("poolserver: %w", err)
 	}
 	return <-adminDone
-}
-
-// readTimeout bounds a whole request, line, headers and promised body, as
-// net/http measures it: 0 (none) unless both parts are bounded.
-func readTimeout(header, body time.Duration) time.Duration {
-	if header <= 0 || body <= 0 {
-		return 0
-	}
-	return header + body
 }
 
 // never turns the flags' 0 (never) into net/http's "no timeout", which for

@@ -76,6 +76,34 @@ func CheckTimeouts(t *testing.T, start func(args ...string) string) {
 			t.Fatal("a request whose promised body never came was still held after 10 s")
 		}
 	})
+	// Each timeout is its own: a slow header is closed at the header
+	// timeout, not at the header and body timeouts added up (fasthttp's one
+	// ReadTimeout for both gave a slow header 20 s where the flag said 10 s),
+	// and a promised body at the body timeout.
+	t.Run("header timeout alone", func(t *testing.T) {
+		addr := start("--header-timeout", "300ms", "--body-timeout", "8s")
+		c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		_, _ = io.WriteString(c, "GET /fast HTTP/1.1\r\n")
+		if !closedWithin(c, 4*time.Second) {
+			t.Fatal("half a request's headers were held 4 s with a 300 ms header timeout (an 8 s body timeout beside it)")
+		}
+	})
+	t.Run("body timeout alone", func(t *testing.T) {
+		addr := start("--header-timeout", "8s", "--body-timeout", "300ms")
+		c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		_, _ = io.WriteString(c, "GET /fast HTTP/1.1\r\nHost: a\r\nContent-Length: 10\r\n\r\nabc")
+		if !closedWithin(c, 4*time.Second) {
+			t.Fatal("a promised body was waited for 4 s with a 300 ms body timeout (an 8 s header timeout beside it)")
+		}
+	})
 	t.Run("owed answer", func(t *testing.T) {
 		c := Dial(t, addr)
 		a, err := c.Get("/async?delay=1s")
