@@ -31,9 +31,13 @@ type Class struct {
 	Stalled string `json:"stalled,omitempty"`
 	// Loops is how many loops the server's X-Loop named in the stall phase.
 	Loops int `json:"loops,omitempty"`
-	// Size is the pool's size as measured (0: no pool found, or not measured):
-	// the cliff's throughput times its measured block, at its most.
-	Size int `json:"size,omitempty"`
+	// ServedAtOnce is how many callers a pool's cliff served at once at
+	// its most, as measured (its throughput times its measured block; 0: no
+	// pool found, or not measured); Configured the slots the server says it
+	// has (0: not declared). The measured figure is not a size: a pool of
+	// 200 measures about 193 when its callers spend a moment between calls.
+	ServedAtOnce int `json:"served_at_once,omitempty"`
+	Configured   int `json:"configured,omitempty"`
 	// Callers and Threads are the cliff's most callers and the server's
 	// threads then.
 	Callers int `json:"callers,omitempty"`
@@ -45,7 +49,7 @@ type Class struct {
 }
 
 // PoolBelow: a server whose cliff served fewer than this share of its
-// callers at once (throughput x block) has a pool of that size.
+// callers at once (throughput x block) has a pool.
 const PoolBelow = 0.9
 
 // ThreadsPerCaller: a server that forgave every caller holds an OS thread
@@ -171,11 +175,14 @@ func (f *Findings) classify(sv ServerSummary) Class {
 	c.Callers = at.Step.Conc
 	c.Threads = f.threadsOf(at.Step.ID)
 	if busiest < PoolBelow*float64(c.Callers) {
-		c.Class, c.Size = ClassPool, int(math.Round(busiest))
-		c.Text = fmt.Sprintf("a pool of %d: forgives up to %d blocked callers, then queues (at most %d served at once over the cliff's %s callers: its throughput x the measured block)",
-			c.Size, c.Size, c.Size, cliffCallers(cliff))
-		if sv.Kind == "pool" && sv.Workers > 0 && sv.Workers != c.Size {
-			c.Text += fmt.Sprintf("; it says it has %d slots", sv.Workers)
+		c.Class, c.ServedAtOnce = ClassPool, int(math.Round(busiest))
+		measured := fmt.Sprintf("its cliff served at most %d callers at once (its throughput x the measured block, over the cliff's %s callers), then queued the rest",
+			c.ServedAtOnce, cliffCallers(cliff))
+		if sv.Kind == "pool" && sv.Workers > 0 {
+			c.Configured = sv.Workers
+			c.Text = fmt.Sprintf("a pool of %d slots, as configured: %s", c.Configured, measured)
+		} else {
+			c.Text = "a pool, its size not declared: " + measured
 		}
 		return c
 	}
@@ -244,7 +251,7 @@ func boundShort(b *Bound, callers int) string {
 // ClassesText is the classification table's heading words.
 var ClassesText = strings.Join([]string{
 	"a loop server when k blockers stalled exactly the connections on their k loops",
-	fmt.Sprintf("a pool of N when its cliff served at most N callers at once, under %.0f %% of them", 100*PoolBelow),
+	fmt.Sprintf("a pool when its cliff served at most N callers at once, under %.0f %% of them (N as measured; its size as configured, where the server declares it)", 100*PoolBelow),
 	fmt.Sprintf("one OS thread per blocked request when it served every caller and held %.0f %% as many threads or more", 100*ThreadsPerCaller),
 }, "; ")
 

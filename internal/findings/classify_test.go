@@ -19,7 +19,7 @@ func TestClasses(t *testing.T) {
 	if c := got["loop-gnet"]; c.Class != ClassLoop || c.Loops != 4 || c.Stalled != "3, 6, 9, 12 of 12" {
 		t.Errorf("loop-gnet: %+v", c)
 	}
-	if c := got["pool"]; c.Class != ClassPool || c.Size != 200 || c.Callers != 300 || !strings.Contains(c.Text, "a pool of 200") {
+	if c := got["pool"]; c.Class != ClassPool || c.ServedAtOnce != 200 || c.Configured != 200 || c.Callers != 300 || !strings.Contains(c.Text, "a pool of 200 slots, as configured: its cliff served at most 200") {
 		t.Errorf("pool: %+v", c)
 	}
 	// Every Go server the kit starts, measured in one run
@@ -46,8 +46,8 @@ func TestClasses(t *testing.T) {
 				t.Errorf("%s: %+v", c.Server, c)
 			}
 		case ClassPool:
-			if c.Size != 200 {
-				t.Errorf("%s: size %d, want 200", c.Server, c.Size)
+			if c.ServedAtOnce != 200 {
+				t.Errorf("%s: served at once %d, want 200", c.Server, c.ServedAtOnce)
 			}
 		case ClassThreads:
 			if c.Threads < c.Callers || !strings.HasPrefix(c.Stalled, "0 of 12") {
@@ -124,8 +124,22 @@ func TestClassBoundaries(t *testing.T) {
 	}
 	f = read()
 	threads(f, 305)
-	if c := pool(f); c.Class != ClassPool || c.Size != 200 {
+	if c := pool(f); c.Class != ClassPool || c.ServedAtOnce != 200 {
 		t.Errorf("a plateau at 200 stays a pool of 200 whatever its threads: %+v", c)
+	}
+
+	// A pool of 200 whose cliff served 193 at once (its callers spent a
+	// moment between calls) is said as configured and as measured: never
+	// "a pool of 193".
+	f = read()
+	for i, r := range f.Cliff {
+		if r.Step.Server.Name == "pool" {
+			f.Cliff[i].Throughput = Figure{193 / r.Bound().MeasuredBlock.Seconds()}
+		}
+	}
+	if c := pool(f); c.Class != ClassPool || c.ServedAtOnce != 193 || c.Configured != 200 ||
+		!strings.Contains(c.Text, "a pool of 200 slots, as configured") || !strings.Contains(c.Text, "at most 193 callers at once") || strings.Contains(c.Text, "pool of 193") {
+		t.Errorf("a pool of 200 that served 193 at once: %+v", c)
 	}
 
 	// A stall where the blockers' loops were not exactly those stalled.
