@@ -5,7 +5,9 @@ import (
 
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"os"
 	"strings"
 	"syscall"
 	"testing"
@@ -237,5 +239,42 @@ func TestMetrics(t *testing.T) {
 	}
 	if _, ok := value("process_cpu_seconds_total", nil); !ok {
 		t.Error("no process_cpu_seconds_total")
+	}
+}
+
+// TestLoopThreadsNamed: with each loop on its own thread (the default),
+// the thread is named for its loop (loop-N), so that what /proc counts of
+// it (its run-queue waits above all) is told from the other threads'.
+func TestLoopThreadsNamed(t *testing.T) {
+	for _, eng := range engines {
+		t.Run(eng, func(t *testing.T) {
+			addr, cmd := wiretest.StartServer(t, ".", "--engine", eng)
+			for range 8 {
+				wiretest.Dial(t, addr).MustGet("/fast")
+			}
+			want := map[string]bool{"loop-0": true, "loop-1": true, "loop-2": true, "loop-3": true}
+			deadline := time.Now().Add(10 * time.Second)
+			for {
+				tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", cmd.Process.Pid))
+				seen := map[string]int{}
+				for _, tk := range tasks {
+					b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/comm", cmd.Process.Pid, tk.Name()))
+					seen[strings.TrimSpace(string(b))]++
+				}
+				ok := true
+				for n := range want {
+					if seen[n] != 1 {
+						ok = false
+					}
+				}
+				if ok {
+					return
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("threads by name %v, want one each of loop-0 to loop-3", seen)
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+		})
 	}
 }

@@ -2,10 +2,14 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/bystander-kit/bystander/internal/lag"
 	"github.com/bystander-kit/bystander/internal/protocol"
@@ -99,7 +103,18 @@ func (ls *loopSet) register() *loop {
 	old := *ls.loops.Load()
 	l := ls.add(len(old))
 	l.gid.Store(goid())
+	if ls.lock {
+		nameThread(l.index)
+	}
 	return l
+}
+
+// nameThread names the calling thread for loop index ("loop-2", its comm
+// in /proc), which it runs alone (locked to it): what the kernel counts of
+// the thread, its run-queue waits above all, is then known as the loop's.
+func nameThread(index int) {
+	b := []byte(fmt.Sprintf("loop-%d\x00", index))
+	_ = unix.Prctl(unix.PR_SET_NAME, uintptr(unsafe.Pointer(&b[0])), 0, 0, 0)
 }
 
 // add appends loop index (the next) under ls.mu.
@@ -134,6 +149,9 @@ func (ls *loopSet) at(index int) *loop {
 func (ls *loopSet) bind(l *loop) {
 	if l.gid.Load() == 0 {
 		l.gid.Store(goid())
+		if ls.lock {
+			nameThread(l.index)
+		}
 	}
 }
 

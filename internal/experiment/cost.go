@@ -1,6 +1,9 @@
 package experiment
 
 import (
+	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/bystander-kit/bystander/internal/proc"
@@ -50,9 +53,24 @@ func useOf(s0, s1 sample, cores int) *results.Use {
 			return nil
 		}
 		vol, invol, runq := b.u.Since(a.u)
-		return &results.ProcUse{CPUNs: max(0, b.u.CPUNs()-a.u.CPUNs()), VolCtxSw: vol, InvolCtxSw: invol,
+		p := &results.ProcUse{CPUNs: max(0, b.u.CPUNs()-a.u.CPUNs()), VolCtxSw: vol, InvolCtxSw: invol,
 			RunqWaitNs: runq, Threads: b.threads, PeakRSSBytes: b.u.MaxRSSBytes}
+		for _, th := range b.u.ThreadsSince(a.u) {
+			p.RunqWaits += th.RunqWaits
+			if n, ok := loopThread(th.Name); ok {
+				p.LoopThreads = append(p.LoopThreads, results.LoopThread{Loop: n, RunqWaitNs: th.RunqWaitNs, RunqWaits: th.RunqWaits})
+			}
+		}
+		slices.SortFunc(p.LoopThreads, func(x, y results.LoopThread) int { return x.Loop - y.Loop })
+		return p
 	}
 	return &results.Use{WindowNs: int64(s1.at.Sub(s0.at)), Cores: cores, MachineBusy: s1.machine.BusySince(s0.machine),
 		Server: delta(s0.server, s1.server), Generator: delta(s0.gen, s1.gen), Prober: delta(s0.prober, s1.prober)}
+}
+
+// loopThread reads a thread named for its loop ("loop-2", as the kit's
+// loop server names each loop's thread).
+func loopThread(name string) (int, bool) {
+	n, err := strconv.Atoi(strings.TrimPrefix(name, "loop-"))
+	return n, err == nil && strings.HasPrefix(name, "loop-") && n >= 0
 }

@@ -442,3 +442,41 @@ func TestServerDies(t *testing.T) {
 		t.Fatalf("the summary does not say what failed:\n%s", stdout.String())
 	}
 }
+
+// TestStallStarvedServer: a server that gets next to no CPU (the kit's loop
+// server at nice 19 beside 12 noisy neighbours, measured as a --target with
+// its pid) makes its free connections wait as long as held ones: every
+// stall row is exact or says the machine was too busy to judge, with the
+// wake-up waits that decided it. Before the rule read its threads'
+// run-queue waits it said 12 of 12 stalled at k = 0.
+func TestStallStarvedServer(t *testing.T) {
+	bin := kit(t)
+	addr := wiretest.FreeAddr(t)
+	server := wiretest.Start(t, "nice", "-n", "19", filepath.Join(bin, "loopserver"), "--addr", addr, "--admin", "", "--block-warn", "0")
+	wiretest.Noisy(t, filepath.Join(bin, "noisy"), 12, 3*time.Minute)
+	time.Sleep(time.Second) // the neighbours at work
+	out := filepath.Join(t.TempDir(), "run")
+	o, err := ParseFlags([]string{"--quick", "--phases", "stall", "--servers=", "--stall-block", "40ms", "--out", out, "--bin", bin,
+		"--target", fmt.Sprintf("starved=http://%s,loops=4,pid=%d", addr, server.Process.Pid)}, os.Stderr, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stdout bytes.Buffer
+	Run(context.Background(), o, &stdout, &stdout)
+	f, err := findings.Read(out)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stdout.String())
+	}
+	exactOrTooBusy(t, f)
+	starved := 0
+	for _, r := range f.Stall {
+		for _, u := range r.Unjudged {
+			if strings.Contains(u, "did not get a CPU") {
+				starved++
+			}
+		}
+	}
+	if starved == 0 {
+		t.Errorf("no row says the server did not get a CPU: the test did not starve it\n%s", stdout.String())
+	}
+}

@@ -100,8 +100,24 @@ func machineOf(u *results.Use) stall.Machine {
 	m := stall.Machine{Known: true, Busy: u.MachineBusy, Others: max(0, u.MachineBusy-kit/float64(u.Cores))}
 	if u.Server != nil {
 		m.ServerRunq = float64(u.Server.RunqWaitNs) / w
+		m.WakeWait = WakeWait(u.Server.RunqWaitNs, u.Server.RunqWaits)
+		for _, lt := range u.Server.LoopThreads {
+			if m.LoopWakeWait == nil {
+				m.LoopWakeWait = map[int]time.Duration{}
+			}
+			m.LoopWakeWait[lt.Loop] = max(m.LoopWakeWait[lt.Loop], WakeWait(lt.RunqWaitNs, lt.RunqWaits))
+		}
 	}
 	return m
+}
+
+// WakeWait is how long a wake-up waited for a CPU on average: run-queue
+// time over run-queue waits (0 when none was counted).
+func WakeWait(runqNs, waits int64) time.Duration {
+	if waits <= 0 {
+		return 0
+	}
+	return time.Duration(runqNs / waits)
 }
 
 func stallRow(g *Group) StallRow {

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -29,7 +30,41 @@ type Usage struct {
 	threads map[string]threadCounts
 }
 
-type threadCounts struct{ vol, invol, runq int64 }
+type threadCounts struct {
+	vol, invol, runq int64
+	// waits is how many times the thread was put on a CPU (schedstat's
+	// third field, its timeslices): each began a wait, short or long.
+	waits int64
+	name  string // its comm, at most 15 characters
+}
+
+// ThreadUse is what one thread did between two readings: how long it
+// waited, runnable, for a CPU, over how many waits.
+type ThreadUse struct {
+	ID         string
+	Name       string
+	RunqWaitNs int64
+	RunqWaits  int64
+}
+
+// ThreadsSince is each thread's run-queue waits between an earlier reading
+// and this one (by Of), as Since takes them; nil for readings not made by
+// Of.
+func (u Usage) ThreadsSince(before Usage) []ThreadUse {
+	if u.threads == nil || before.threads == nil {
+		return nil
+	}
+	var out []ThreadUse
+	for id, now := range u.threads {
+		then := before.threads[id]
+		if now.runq < then.runq || now.waits < then.waits || now.name != then.name && then.name != "" {
+			then = threadCounts{}
+		}
+		out = append(out, ThreadUse{ID: id, Name: now.name, RunqWaitNs: now.runq - then.runq, RunqWaits: now.waits - then.waits})
+	}
+	slices.SortFunc(out, func(a, b ThreadUse) int { return strings.Compare(a.ID, b.ID) })
+	return out
+}
 
 // Since is what the process's threads did between an earlier reading and
 // this one (context switches and run-queue wait), taken thread by thread:
@@ -113,9 +148,13 @@ func Of(pid int) (Usage, int, error) {
 		}
 		c := threadCounts{vol: statusField(b, "voluntary_ctxt_switches:"), invol: statusField(b, "nonvoluntary_ctxt_switches:")}
 		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/schedstat", pid, t.Name())); err == nil {
-			if f := strings.Fields(string(b)); len(f) >= 2 {
+			if f := strings.Fields(string(b)); len(f) >= 3 {
 				c.runq, _ = strconv.ParseInt(f[1], 10, 64)
+				c.waits, _ = strconv.ParseInt(f[2], 10, 64)
 			}
+		}
+		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/comm", pid, t.Name())); err == nil {
+			c.name = strings.TrimSpace(string(b))
 		}
 		u.threads[t.Name()] = c
 		u.VolCtxSw += c.vol

@@ -9,6 +9,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 func TestOfMatchesSelf(t *testing.T) {
@@ -163,5 +166,62 @@ func TestListens(t *testing.T) {
 	_, port, _ := net.SplitHostPort(ln.Addr().String())
 	if ok, err := Listens(os.Getpid(), "127.0.0.1:"+port); !ok || err != nil {
 		t.Errorf("a wildcard listener at port %s: %v %v", port, ok, err)
+	}
+}
+
+// TestThreadsSince: each thread's run-queue waits between two readings,
+// with its name: threads named by prctl show under their names, and one
+// that woke 200 times with as many waits or more.
+func TestThreadsSince(t *testing.T) {
+	named := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		runtime.LockOSThread() // the thread ends with the goroutine: never reused
+		name := []byte("bystander-test\x00")
+		if err := unix.Prctl(unix.PR_SET_NAME, uintptr(unsafe.Pointer(&name[0])), 0, 0, 0); err != nil {
+			t.Error(err)
+		}
+		close(named)
+		<-done
+	}()
+	<-named
+	before, _, err := Of(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	wake := make(chan struct{})
+	go func() {
+		runtime.LockOSThread() // kept until done: a thread that ends takes its counts with it
+		name := []byte("bystander-wake\x00")
+		_ = unix.Prctl(unix.PR_SET_NAME, uintptr(unsafe.Pointer(&name[0])), 0, 0, 0)
+		for range 200 {
+			time.Sleep(200 * time.Microsecond)
+		}
+		close(wake)
+		<-done
+	}()
+	<-wake
+	after, _, err := Of(os.Getpid())
+	close(done)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sawIdle, sawWake bool
+	for _, th := range after.ThreadsSince(before) {
+		switch th.Name {
+		case "bystander-test":
+			sawIdle = true
+		case "bystander-wake":
+			sawWake = true
+			if th.RunqWaits < 200 {
+				t.Errorf("a thread that woke 200 times: %d waits", th.RunqWaits)
+			}
+		}
+	}
+	if !sawIdle {
+		t.Error("a thread named by prctl is not listed under its name")
+	}
+	if !sawWake {
+		t.Error("the thread that woke 200 times is not listed under its name")
 	}
 }

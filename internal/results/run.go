@@ -30,11 +30,16 @@ import (
 // run-queue waits, threads, memory, the machine's busy share), for stall
 // measurements too, instead of per-request figures (Cost): internal/findings
 // derives those, once; and what the orchestrator noticed (Notes). A v3-v5
-// run reads as it is, its Cost as stored.
-const RunSchema = "bystander.run/v6"
+// run reads as it is, its Cost as stored. v7 (from v6): a process's use
+// counts its run-queue waits (RunqWaits, how many times it was put on a
+// CPU) beside their time, and for a server whose loops run on threads
+// named for them (loop-N) each loop thread's (LoopThreads): how long a
+// wake-up waited for a CPU, which tells a starved machine from a held
+// loop. Both optional: a v3-v6 run reads as it is.
+const RunSchema = "bystander.run/v7"
 
 // readableRunSchemas are the older run indexes DecodeRun reads as they are.
-var readableRunSchemas = []string{"bystander.run/v3", "bystander.run/v4", "bystander.run/v5"}
+var readableRunSchemas = []string{"bystander.run/v3", "bystander.run/v4", "bystander.run/v5", "bystander.run/v6"}
 
 // Run is run.json: the index of a run directory, written first and updated
 // after every measurement, so an interrupted run still says what it did.
@@ -146,12 +151,25 @@ type Use struct {
 // ProcUse is what one process used over the window: deltas, but Threads
 // (at the end) and PeakRSSBytes (its high-water mark).
 type ProcUse struct {
-	CPUNs        int64 `json:"cpu_ns"`
-	VolCtxSw     int64 `json:"voluntary_ctx_switches"`
-	InvolCtxSw   int64 `json:"involuntary_ctx_switches"`
-	RunqWaitNs   int64 `json:"runq_wait_ns"`
+	CPUNs      int64 `json:"cpu_ns"`
+	VolCtxSw   int64 `json:"voluntary_ctx_switches"`
+	InvolCtxSw int64 `json:"involuntary_ctx_switches"`
+	RunqWaitNs int64 `json:"runq_wait_ns"`
+	// RunqWaits is how many waits RunqWaitNs is the sum of (v7): the
+	// times its threads were put on a CPU.
+	RunqWaits    int64 `json:"runq_waits,omitempty"`
 	Threads      int   `json:"threads"`
 	PeakRSSBytes int64 `json:"peak_rss_bytes"`
+	// LoopThreads are the run-queue waits of the threads named for a loop
+	// (loop-N), by loop (v7).
+	LoopThreads []LoopThread `json:"loop_threads,omitempty"`
+}
+
+// LoopThread is one loop's thread's run-queue waits over a window.
+type LoopThread struct {
+	Loop       int   `json:"loop"`
+	RunqWaitNs int64 `json:"runq_wait_ns"`
+	RunqWaits  int64 `json:"runq_waits"`
 }
 
 // ServerCost is what the server cost during the measured window, from /proc.

@@ -85,6 +85,12 @@ func judgeFromData(conns []Conn, m Machine) Verdict {
 		return v
 	}
 	j := splits[0]
+	for _, i := range order[:j] {
+		if c := conns[i]; Few(c) {
+			v.Why = fmt.Sprintf("connection %d answered %d of its %d due probes: its waits are not its window's (%s): no count", c.ID, c.Answered, c.Due, span)
+			return v
+		}
+	}
 	below, above := wait(conns[order[j-1]]), wait(conns[order[j]])
 	v.Above, v.Below = above, below
 	for _, i := range order[j:] {

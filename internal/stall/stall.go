@@ -68,14 +68,42 @@ type Machine struct {
 	// by processes other than the kit's; ServerRunq how many of the
 	// server's threads waited for a CPU, on average.
 	Busy, Others, ServerRunq float64
+	// WakeWait is how long a wake-up of the server's threads waited for a
+	// CPU on average (their run-queue time over their run-queue waits,
+	// schedstat); LoopWakeWait the same for each loop's own thread, where
+	// the server runs its loops on threads named for them. 0: not read.
+	WakeWait     time.Duration
+	LoopWakeWait map[int]time.Duration
+}
+
+// Starved is how many times a wake-up's average wait for a CPU the
+// server may make a connection wait from starvation alone, no call holding
+// it. Measured on this kind of machine (docs/measurements.md, "Verdicts on
+// a starved machine"): the median waits of connections on free loops, and
+// on the pool, were up to 20 times their threads' average wake-up wait
+// beside 8 to 24 noisy neighbours (a wait for a CPU at each wake-up, and the
+// probes that queue behind each other meanwhile).
+const Starved = 20
+
+// wakeWait is what a connection on loop's thread waited for a CPU at each
+// wake-up: its loop's thread's, else the server's.
+func (m Machine) wakeWait(loop int) (time.Duration, string) {
+	if w, ok := m.LoopWakeWait[loop]; ok && loop >= 0 {
+		return w, fmt.Sprintf("loop %d's thread", loop)
+	}
+	return m.WakeWait, "the server's threads"
 }
 
 func (m Machine) String() string {
 	if !m.Known {
 		return ""
 	}
-	return fmt.Sprintf("meanwhile the machine was %.0f%% busy (%.0f%% by other processes) and %.1f of the server's threads waited for a CPU on average",
+	s := fmt.Sprintf("meanwhile the machine was %.0f%% busy (%.0f%% by other processes) and %.1f of the server's threads waited for a CPU on average",
 		100*m.Busy, 100*m.Others, m.ServerRunq)
+	if m.WakeWait > 0 {
+		s += fmt.Sprintf(", %s at each wake-up", round(m.WakeWait))
+	}
+	return s
 }
 
 // Verdict is the rule's answer for one measurement.
@@ -95,10 +123,18 @@ type Verdict struct {
 	Said     string
 }
 
+// Few says a connection answered under half of its due probes: the waits
+// of those it answered are then no sample of its window (a loop held most
+// of the time answers the few probes that came while it was free), and
+// only a wait that says stalled can be taken from them.
+func Few(c Conn) bool { return c.Due > 0 && 2*c.Answered < c.Due }
+
 // Rule is the rule in words.
 const Rule = "a connection stalled when the server made its probes wait half the blocking call or more at the median " +
 	"(from the server's own timestamps: from the send to the handler, plus the continuation's lateness), or answered none; " +
-	"under a quarter of the call it did not; between the two, or when the connections of one loop disagree, " +
+	"under a quarter of the call it did not; between the two, when the connections of one loop disagree, " +
+	"when a connection answered under half its due probes and the few it answered did not wait half the call, " +
+	"or when the server waited so long for a CPU at each wake-up (its loop's thread, else its threads) that starvation alone could make a wait of half the call, " +
 	"the machine was too busy to judge"
 
 // TooBusy starts the words of a measurement the rule could not judge.
@@ -118,11 +154,32 @@ func Judge(conns []Conn, block time.Duration, m Machine) Verdict {
 		if s {
 			v.Count++
 		}
-		if c.Answered > 0 && c.Wait >= v.Below && c.Wait < v.Above {
+		switch {
+		case c.Answered > 0 && c.Wait >= v.Below && c.Wait < v.Above:
 			unclear = append(unclear, fmt.Sprintf("connection %d (loop %d) waited %s", c.ID, c.Loop, round(c.Wait)))
+		case !s && Few(c):
+			// Its median is of the few probes that were answered, not of
+			// the window: the others were still waiting when it ended.
+			unclear = append(unclear, fmt.Sprintf("connection %d (loop %d) waited %s over the %d of its %d due probes answered", c.ID, c.Loop, round(c.Wait), c.Answered, c.Due))
 		}
 	}
-	if len(unclear) > 0 {
+	// A machine that starves the server makes free connections wait as
+	// long as held ones: a wait that starvation alone could make as long as
+	// the stall threshold is not a stall anyone can see.
+	var starved []string
+	for _, c := range conns {
+		w, whose := m.wakeWait(c.Loop)
+		if w > 0 && Starved*w >= v.Above {
+			starved = append(starved, fmt.Sprintf("%s waited %s", whose, round(w)))
+		}
+	}
+	if len(starved) > 0 {
+		slices.Sort(starved)
+		starved = slices.Compact(starved)
+		v.Judged = false
+		v.Why = fmt.Sprintf("%s: the server did not get a CPU: %s for one at each wake-up on average, and starvation alone makes a connection wait up to %dx that, as long as the %s from which one stalled (half the %s block)",
+			TooBusy, strings.Join(starved, ", "), Starved, round(v.Above), round(block))
+	} else if len(unclear) > 0 {
 		v.Judged = false
 		v.Why = fmt.Sprintf("%s: %s at the median, between the %s under which a connection is free and the %s from which it stalled (a quarter and half of the %s block)",
 			TooBusy, strings.Join(unclear, ", "), round(v.Below), round(v.Above), round(block))

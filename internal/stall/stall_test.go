@@ -171,3 +171,59 @@ func TestJudgeFromData(t *testing.T) {
 		t.Fatalf("pool: %+v", v)
 	}
 }
+
+// A starved server: its waits say nothing of a call when starvation alone
+// could make them as long as the stall threshold. Figures as measured: the
+// server at nice 19 beside 8 noisy neighbours (6.8 ms a wake-up, free
+// connections 55-135 ms), and at nice 0 beside 12 (0.27 ms, 1.5-1.8 ms).
+func TestJudgeStarved(t *testing.T) {
+	us := time.Microsecond
+	starved := Machine{Known: true, Busy: 1, Others: 0.99, WakeWait: 6800 * us}
+	v := Judge(conns(60*ms, 130*ms, 55*ms, 90*ms), 40*ms, starved)
+	if v.Judged || !strings.Contains(v.Why, TooBusy) || !strings.Contains(v.Why, "did not get a CPU") || !strings.Contains(v.Why, "6.8ms") {
+		t.Fatalf("a starved server at k = 0 judged: %+v", v)
+	}
+	// By loop where its threads are known: one starved loop thread is enough.
+	byLoop := Machine{Known: true, WakeWait: 300 * us, LoopWakeWait: map[int]time.Duration{0: 250 * us, 1: 5 * ms, 2: 200 * us, 3: 250 * us}}
+	if v := Judge(conns(400*us, 60*ms, 400*us, 400*us), 40*ms, byLoop); v.Judged || !strings.Contains(v.Why, "loop 1's thread waited 5ms") {
+		t.Fatalf("a starved loop thread: %+v", v)
+	}
+	// Beside 12 neighbours, not starved: judged, and exactly.
+	busy := Machine{Known: true, Busy: 1, Others: 0.9, WakeWait: 270 * us}
+	if v := Judge(conns(39*ms, 1800*us, 1500*us, 1600*us), 40*ms, busy); !v.Judged || v.Count != 3 {
+		t.Fatalf("a busy, not starved, machine: %+v", v)
+	}
+}
+
+// A connection that answered few of its due probes: the waits of those it
+// answered are no sample of its window. As measured beside 24 noisy
+// neighbours: the connections on held loops answered 14-16 of 100 due,
+// each of those having waited about 2 ms, while the others waited on.
+func TestJudgeFewAnswered(t *testing.T) {
+	c := conns(2010*time.Microsecond, 700*time.Microsecond, 2450*time.Microsecond, 2110*time.Microsecond)
+	for i := range c {
+		if c[i].Loop != 1 {
+			c[i].Answered = 15
+		}
+	}
+	v := Judge(c, 100*ms, Machine{})
+	if v.Judged || !strings.Contains(v.Why, "15 of its 100 due probes answered") {
+		t.Fatalf("%+v", v)
+	}
+	// A held loop's few answers that did wait say stalled, as on a quiet
+	// machine with every loop held.
+	c = conns(196*ms, 197*ms, 196*ms, 196*ms)
+	for i := range c {
+		c[i].Answered = 8
+	}
+	if v := Judge(c, 100*ms, Machine{}); !v.Judged || v.Count != 12 {
+		t.Fatalf("every loop held: %+v", v)
+	}
+	// Without a block, a connection of the lower group with few answers
+	// gets no count.
+	c = conns(97*ms, 500*time.Microsecond, 500*time.Microsecond, 500*time.Microsecond)
+	c[1].Answered = 10
+	if v := Judge(c, 0, Machine{}); v.Judged || !strings.Contains(v.Why, "10 of its 100 due probes") {
+		t.Fatalf("from the data: %+v", v)
+	}
+}
