@@ -124,28 +124,28 @@ func (e *netpollEngine) request(ctx context.Context, s *server, c netpoll.Connec
 		nc = &npConn{c: c}
 	}
 	for {
-		more, err := e.answer(ctx, s, c, nc)
-		if err != nil || !more {
+		left, err := e.answer(ctx, s, c, nc)
+		if err != nil || left == 0 {
 			return err
 		}
-		if err := e.waitMore(s, c, nc); err != nil {
+		if err := e.waitMore(s, c, nc, left); err != nil {
 			return c.Close()
 		}
 	}
 }
 
-// answer answers what is buffered; more says an incomplete request is
-// left, to wait for.
-func (e *netpollEngine) answer(ctx context.Context, s *server, c netpoll.Connection, nc *npConn) (more bool, err error) {
+// answer answers what is buffered; left is how many bytes of an incomplete
+// request it left, to wait for more than.
+func (e *netpollEngine) answer(ctx context.Context, s *server, c netpoll.Connection, nc *npConn) (left int, err error) {
 	r := c.Reader()
 	if r.Len() > maxPendingInput {
 		// Sent while the answers before it waited unread: past the bound.
-		return false, c.Close()
+		return 0, c.Close()
 	}
 	n := 0
 	buf, err := r.Peek(r.Len())
 	if err != nil {
-		return false, c.Close()
+		return 0, c.Close()
 	}
 	nc.owed.Store(true)
 	defer func() {
@@ -180,27 +180,33 @@ func (e *netpollEngine) answer(ctx context.Context, s *server, c netpoll.Connect
 		out = h1.AppendBody(out, a.Body, &req, req.KeepAlive)
 		closeNow = !req.KeepAlive
 	}
-	// What is left is an incomplete request: it times out from its first byte.
+	// What is left is an incomplete request: it times out from its first
+	// byte, which came now when a request before it was answered.
 	rest := buf[n:]
-	if len(rest) == 0 {
+	switch {
+	case len(rest) == 0:
 		nc.partialSince.Store(0)
-	} else {
+	case n > 0:
+		nc.partialSince.Store(time.Now().UnixNano())
+	default:
 		nc.partialSince.CompareAndSwap(0, time.Now().UnixNano())
+	}
+	if len(rest) > 0 {
 		nc.headerDone.Store(bytes.Contains(rest, []byte("\r\n\r\n")) || bytes.Contains(rest, []byte("\n\n")))
 	}
 	if err := r.Skip(n); err != nil {
-		return false, c.Close()
+		return 0, c.Close()
 	}
 	_ = r.Release()
 	if len(out) > 0 {
 		if err := e.write(c, nc, out); err != nil {
-			return false, c.Close()
+			return 0, c.Close()
 		}
 	}
 	if closeNow {
-		return false, c.Close()
+		return 0, c.Close()
 	}
-	return len(rest) > 0, nil
+	return len(rest), nil
 }
 
 // write sends out, watched while it waits for the client to read.
@@ -250,7 +256,7 @@ func (e *netpollEngine) watch() {
 // waitMore waits for more input on a connection holding an incomplete
 // request, until the request's timeout (header, or body once the headers
 // are in; none when that timeout is 0).
-func (e *netpollEngine) waitMore(s *server, c netpoll.Connection, nc *npConn) error {
+func (e *netpollEngine) waitMore(s *server, c netpoll.Connection, nc *npConn, left int) error {
 	o := s.opts
 	limit := o.HeaderTimeout
 	if nc.headerDone.Load() {
@@ -267,8 +273,10 @@ func (e *netpollEngine) waitMore(s *server, c netpoll.Connection, nc *npConn) er
 		return err
 	}
 	defer func() { _ = c.SetReadTimeout(0) }()
-	r := c.Reader()
-	_, err := r.Peek(r.Len() + 1)
+	// More than what answer left: what came since it looked counts
+	// (waiting for more than is buffered now could wait for bytes that
+	// never come, with a whole request in).
+	_, err := c.Reader().Peek(left + 1)
 	return err
 }
 
