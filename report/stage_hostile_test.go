@@ -14,10 +14,10 @@ import (
 	"github.com/bystander-kit/bystander/internal/stage"
 )
 
-// TestStageHostileNames: a recording a stranger made may name its
-// servers with markup; the stage page shows every name as text, on every
-// screen that names one, and runs nothing.
-func TestStageHostileNames(t *testing.T) {
+// stageOnPage serves the stage page from a hub of its own on a loopback
+// test server until the test ends, with chromium to open it.
+func stageOnPage(t *testing.T) (string, *stage.Hub, *httptest.Server) {
+	t.Helper()
 	chrome, a := browsertest.Chromium(t), inlined(t)
 	page, err := writeStagePage(a)
 	if err != nil {
@@ -31,8 +31,16 @@ func TestStageHostileNames(t *testing.T) {
 	t.Cleanup(srv.Close) // after the browser's cleanup (registered later, run first): its stream ends first
 	hub.Allow(srv.Listener.Addr().String())
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	t.Cleanup(cancel)
 	go hub.Run(ctx)
+	return chrome, hub, srv
+}
+
+// TestStageHostileNames: a recording a stranger made may name its
+// servers with markup; the stage page shows every name as text, on every
+// screen that names one, and runs nothing.
+func TestStageHostileNames(t *testing.T) {
+	chrome, hub, srv := stageOnPage(t)
 	evil := `<img src=x onerror="window.pwned=1">`
 	hub.Add(stage.Hello{Loops: 2, Slots: 20, BlockMs: 5, StallBlockMs: 100, Conc: []int{4}, StallConns: 6,
 		ServersKind: map[string]string{evil: "loop"}, Ceiling: map[string]float64{evil: 400}, Engines: []string{evil}, Rule: evil})
@@ -84,21 +92,7 @@ func TestStageHostileNames(t *testing.T) {
 // says so in its row) shows "not read" with why, on the sweep's and the
 // stall's screens: never its live rate, never a 0, never a guess.
 func TestStageNotRead(t *testing.T) {
-	chrome, a := browsertest.Chromium(t), inlined(t)
-	page, err := writeStagePage(a)
-	if err != nil {
-		t.Fatal(err)
-	}
-	hub, err := stage.NewHub("", page)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(hub)
-	t.Cleanup(srv.Close)
-	hub.Allow(srv.Listener.Addr().String())
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go hub.Run(ctx)
+	chrome, hub, srv := stageOnPage(t)
 	why := `sweep-loop-gnet-c4 (rep 1): not read: its load_file "../../etc/hostname" was not read`
 	hub.Add(stage.Hello{Loops: 4, Slots: 200, BlockMs: 5, StallBlockMs: 100, Conc: []int{4}, StallConns: 12,
 		ServersKind: map[string]string{"loop-gnet": "loop"}, Ceiling: map[string]float64{"loop-gnet": 800}, Engines: []string{"gnet"}, Rule: "r"})

@@ -80,30 +80,27 @@ func CheckTimeouts(t *testing.T, start func(args ...string) string) {
 	// timeout, not at the header and body timeouts added up (fasthttp's one
 	// ReadTimeout for both gave a slow header 20 s where the flag said 10 s),
 	// and a promised body at the body timeout.
-	t.Run("header timeout alone", func(t *testing.T) {
-		addr := start("--header-timeout", "300ms", "--body-timeout", "8s")
-		c, err := net.DialTimeout("tcp", addr, 5*time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		_, _ = io.WriteString(c, "GET /fast HTTP/1.1\r\n")
-		if !closedWithin(c, 4*time.Second) {
-			t.Fatal("half a request's headers were held 4 s with a 300 ms header timeout (an 8 s body timeout beside it)")
-		}
-	})
-	t.Run("body timeout alone", func(t *testing.T) {
-		addr := start("--header-timeout", "8s", "--body-timeout", "300ms")
-		c, err := net.DialTimeout("tcp", addr, 5*time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		_, _ = io.WriteString(c, "GET /fast HTTP/1.1\r\nHost: a\r\nContent-Length: 10\r\n\r\nabc")
-		if !closedWithin(c, 4*time.Second) {
-			t.Fatal("a promised body was waited for 4 s with a 300 ms body timeout (an 8 s header timeout beside it)")
-		}
-	})
+	for _, tc := range []struct {
+		name, sent, why string
+		flags           []string
+	}{
+		{"header timeout alone", "GET /fast HTTP/1.1\r\n", "half a request's headers were held 4 s with a 300 ms header timeout (an 8 s body timeout beside it)",
+			[]string{"--header-timeout", "300ms", "--body-timeout", "8s"}},
+		{"body timeout alone", "GET /fast HTTP/1.1\r\nHost: a\r\nContent-Length: 10\r\n\r\nabc", "a promised body was waited for 4 s with a 300 ms body timeout (an 8 s header timeout beside it)",
+			[]string{"--header-timeout", "8s", "--body-timeout", "300ms"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := net.DialTimeout("tcp", start(tc.flags...), 5*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			_, _ = io.WriteString(c, tc.sent)
+			if !closedWithin(c, 4*time.Second) {
+				t.Fatal(tc.why)
+			}
+		})
+	}
 	t.Run("owed answer", func(t *testing.T) {
 		c := Dial(t, addr)
 		a, err := c.Get("/async?delay=1s")
