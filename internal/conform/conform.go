@@ -599,6 +599,29 @@ func (a answer) accepted() time.Duration {
 	return max(0, time.Duration(hs-a.sent.UnixNano()))
 }
 
+// handlersApart is how far apart two answers' handlers began, from the
+// server's own X-Handler-Start: a loop held by the first begins the second
+// a whole call later; a server that got no CPU begins both late, together.
+// Without X-Handler-Start (a check of its own fails then) it is not known:
+// apartText says so, and held judges by the sends alone, as it used to.
+func handlersApart(a, b answer) time.Duration {
+	x, y := a.int(protocol.HeaderHandlerStart), b.int(protocol.HeaderHandlerStart)
+	if x <= 0 || y <= 0 {
+		return -1
+	}
+	return time.Duration(max(x-y, y-x))
+}
+
+// held says two handlers lie at least d apart (or that it is not known).
+func held(apart, d time.Duration) bool { return apart < 0 || apart >= d }
+
+func apartText(apart time.Duration) string {
+	if apart < 0 {
+		return "?"
+	}
+	return ms(apart)
+}
+
 func (c *checker) slowHoldsLoop() {
 	what := fmt.Sprintf("4 concurrent GET /slow?block=%s on one loop are handled one after another (the call holds its loop)", loopBlock)
 	l, ks := c.shared(4)
@@ -641,20 +664,23 @@ func (c *checker) asyncFreesLoop() {
 	}
 	t := "/async?delay=" + asyncDelay.String()
 	// A loop held while waiting handles the second request a whole delay
-	// after it was sent; a free one at once. A busy machine makes both a
-	// little late, never one a delay later than its send.
-	rule := fmt.Sprintf("free when both handlers began within %s of their sends, held when one began %s or more after", asyncDelay/4, asyncDelay*3/4)
+	// after the first began; a free one at once. A busy machine makes both
+	// a little late; a starved one makes both late alike (its thread waited
+	// for a CPU before it read either), never one a delay after the other.
+	rule := fmt.Sprintf("free when both handlers began within %s of their sends, held when one began %s or more after its send and after the other's handler",
+		asyncDelay/4, asyncDelay*3/4)
 	c.judge(CheckAsyncFreesLoop, what, rule, []string{"stall", "trace"}, func() (verdict, string, error) {
 		as, errs := together(ks, []string{t, t}, nil)
 		if err := errors.Join(errs...); err != nil {
 			return bad, "", err
 		}
 		last := max(as[0].accepted(), as[1].accepted())
-		fig := fmt.Sprintf("on loop %d the later handler began %s after its send (answers after %s and %s)", l, ms(last), ms(as[0].elapsed), ms(as[1].elapsed))
+		apart := handlersApart(as[0], as[1])
+		fig := fmt.Sprintf("on loop %d the later handler began %s after its send, %s after the other's (answers after %s and %s)", l, ms(last), apartText(apart), ms(as[0].elapsed), ms(as[1].elapsed))
 		switch {
 		case last < asyncDelay/4:
 			return good, fig, nil
-		case last >= asyncDelay*3/4:
+		case last >= asyncDelay*3/4 && held(apart, asyncDelay*3/4):
 			return bad, fig + ": /async holds the loop while it waits", nil
 		}
 		return unclear, fig, nil
@@ -695,19 +721,23 @@ func (c *checker) offloadFrees() {
 		return
 	}
 	// /fast is sent a sixth of the block after /offload: held, its handler
-	// waits for the rest of the block; free, it runs at once.
-	rule := fmt.Sprintf("free when /fast's handler began within %s of its send, held from %s", holdBlock/4, holdBlock/2)
+	// waits for the rest of the block, and begins a whole block after
+	// /offload's; free, it runs at once. A starved server begins both late
+	// alike, not a block apart.
+	rule := fmt.Sprintf("free when /fast's handler began within %s of its send, held from %s after its send and %s after /offload's handler",
+		holdBlock/4, holdBlock/2, holdBlock*3/4)
 	c.judge(CheckOffloadFrees, what, rule, []string{"offload"}, func() (verdict, string, error) {
 		as, errs := together(ks, []string{"/offload?block=" + holdBlock.String(), "/fast"}, []time.Duration{0, holdBlock / 6})
 		if err := errors.Join(errs...); err != nil {
 			return bad, "", err
 		}
 		wait := as[1].accepted()
-		fig := fmt.Sprintf("on loop %d /fast's handler began %s after its send, while /offload ran %s", l, ms(wait), ms(as[0].elapsed))
+		apart := handlersApart(as[0], as[1])
+		fig := fmt.Sprintf("on loop %d /fast's handler began %s after its send and %s after /offload's, while /offload ran %s", l, ms(wait), apartText(apart), ms(as[0].elapsed))
 		switch {
 		case wait < holdBlock/4:
 			return good, fig, nil
-		case wait >= holdBlock/2:
+		case wait >= holdBlock/2 && held(apart, holdBlock*3/4):
 			return bad, fig + ": /offload holds the loop", nil
 		}
 		return unclear, fig, nil

@@ -115,6 +115,24 @@ func TestTooBusyToJudge(t *testing.T) {
 	}
 }
 
+// TestStarvedServer: a server that gets no CPU for a while starts every
+// handler late, its loop free: the timing checks that a late start would
+// otherwise fail (/async or /offload holding the loop) are not failed; a
+// loop held shows as handlers spaced a call apart, which starvation does
+// not make. Found running the check on the kit's loop server at nice 19
+// beside 12 noisy neighbours: async-frees-loop FAIL.
+func TestStarvedServer(t *testing.T) {
+	r := Run(context.Background(), fakeServer(t, 2, starved), Options{})
+	for _, id := range []string{CheckAsyncFreesLoop, CheckOffloadFrees} {
+		if got := r.Get(id); got.Status == Fail {
+			t.Errorf("%s on a starved server: %s %s", id, got.Status, got.Reason)
+		}
+	}
+	if r.Failed() {
+		t.Errorf("a correct, starved server failed the check:\n%s", describe(r))
+	}
+}
+
 // A server said to have loops but answering without X-Loop fails; one not
 // said to have any is taken as a pool and its loop checks are skipped.
 func TestNoLoops(t *testing.T) {

@@ -25,6 +25,7 @@ const (
 	offloadHoldsLoop       // /offload blocks on the loop
 	closeOnError           // closes the connection after every 4xx, as Tomcat and httpd do (allowed)
 	asyncAmbiguous         // /async holds its loop for half the delay: a request beside it waits half a delay, neither free nor held
+	starved                // correct, on a machine that gives it no CPU: every request waits 250 ms before its handler begins, its loop free
 )
 
 // fakeServer speaks the protocol with loops: each connection belongs to a
@@ -73,6 +74,9 @@ func serveFake(nc net.Conn, loop int, mu *sync.Mutex, loops int, f fault) {
 		}
 		h := map[string]int64{}
 		status, body := 200, ""
+		if f == starved {
+			time.Sleep(250 * time.Millisecond) // the server's thread waits for a CPU before it reads
+		}
 		mu.Lock()
 		h["X-Handler-Start"] = time.Now().UnixNano()
 		h["X-Loop"] = int64(loop)
