@@ -46,10 +46,9 @@ import (
 // backlog on, to 8 GB).
 type netpollEngine struct {
 	conns sync.Map // *npConn -> struct{}
-	// flushing holds the connections whose answers are being written
-	// (*npConn -> struct{}); a watcher, running while there are any,
-	// closes one whose client sent over maxPendingInput meanwhile.
-	flushing  sync.Map
+	// nflushing counts the connections whose answers are being written
+	// (npConn.flushing); a watcher, running while there are any, closes
+	// one whose client sent over maxPendingInput meanwhile.
 	nflushing atomic.Int64
 	watching  atomic.Bool
 }
@@ -68,6 +67,7 @@ type npConn struct {
 	partialSince atomic.Int64 // unix ns the incomplete request buffered now began; 0: none
 	headerDone   atomic.Bool  // that request's line and headers are all in
 	owed         atomic.Bool  // a request is being answered: no timeout applies
+	flushing     atomic.Bool  // its answers are being written (watched)
 }
 
 type npKey struct{}
@@ -215,12 +215,12 @@ func (e *netpollEngine) write(c netpoll.Connection, nc *npConn, out []byte) erro
 	if _, err := w.WriteBinary(out); err != nil {
 		return err
 	}
-	e.flushing.Store(nc, struct{}{})
+	nc.flushing.Store(true)
 	if e.nflushing.Add(1) == 1 {
 		e.watch()
 	}
 	err := w.Flush()
-	e.flushing.Delete(nc)
+	nc.flushing.Store(false)
 	e.nflushing.Add(-1)
 	return err
 }
@@ -236,8 +236,8 @@ func (e *netpollEngine) watch() {
 		for {
 			for e.nflushing.Load() > 0 {
 				time.Sleep(watchEvery)
-				e.flushing.Range(func(k, _ any) bool {
-					if nc := k.(*npConn); nc.c.Reader().Len() > maxPendingInput {
+				e.conns.Range(func(k, _ any) bool {
+					if nc := k.(*npConn); nc.flushing.Load() && nc.c.Reader().Len() > maxPendingInput {
 						_ = nc.c.Close()
 					}
 					return true
