@@ -68,6 +68,12 @@
 
   // A step whose files were not read has no figure: not its live rate,
   // not a 0.
+  // notReadText is which file was not read, short enough for a headline
+  // ('its load_file "x.json"'); the tables and the recording keep why.
+  function notReadText(why) {
+    var m = /its \w+ "[^"]*"/.exec(why);
+    return " (" + (m ? m[0] : why) + ")";
+  }
   function rps(st) { return st.not_read ? undefined : st.rps !== undefined ? st.rps : st.rps_live; }
   // fastText is a step's /fast p50 as the tables give it: "at least" when
   // the bystander saturated (its queue grew for as long as the run lasted).
@@ -83,7 +89,7 @@
     var sweep = S.order.map(function (id) { return S.steps[id]; }).filter(function (s) { return s.phase === "sweep" && (rps(s) !== undefined || s.not_read); });
     if (sweep.length && sweep[sweep.length - 1].not_read) {
       var nr = sweep[sweep.length - 1];
-      h[1] = [nr.server + " at " + nr.conc + " callers: ", b("not read"), " (" + nr.not_read + ")"];
+      h[1] = [nr.server + " at " + nr.conc + " callers: ", b("not read"), notReadText(nr.not_read)];
     } else if (sweep.length) {
       var last = sweep[sweep.length - 1];
       var ct = S.info.ceiling_text && S.info.ceiling_text[last.server];
@@ -122,7 +128,7 @@
       if (!v) {
         h[4] = [ss.server + ", k = ", b(ss.kk), " blocked: measuring ..."];
       } else if (v.not_read) {
-        h[4] = [ss.server + ", k = ", b(ss.kk), " blocked: ", b("not read"), " (" + v.not_read + ")"];
+        h[4] = [ss.server + ", k = ", b(ss.kk), " blocked: ", b("not read"), notReadText(v.not_read)];
       } else if (v.judged) {
         h[4] = [ss.server + ", k = ", b(ss.kk), " blocked: ", b(v.stalled + " of " + v.conns), " connections stalled" + (v.final ? "" : " so far")];
       } else {
