@@ -77,3 +77,21 @@ func TestHostileInBrowser(t *testing.T) {
 		t.Errorf("the page said: %q", p)
 	}
 }
+
+// TestNotReadSaidAtTheTop: a measurement whose file was not read is named,
+// with its file and why, at the top of the page, not only in the phases
+// at its end; the name is escaped like every string from a run.
+func TestNotReadSaidAtTheTop(t *testing.T) {
+	run := readTestRun(t)
+	for i, m := range run.Measurements {
+		if m.Phase == "sweep" {
+			run.Measurements[i].LoadFile = "../../etc/<b>hostname"
+			break
+		}
+	}
+	page := renderString(t, testRun, run, stub)
+	i, j := strings.Index(page, "Not read: these measurements"), strings.Index(page, "<h2")
+	if i < 0 || j < 0 || i > j || !strings.Contains(page[i:j], "../../etc/&lt;b&gt;hostname") {
+		t.Fatalf("the page does not name the refused file above its first section")
+	}
+}

@@ -94,6 +94,8 @@ type page struct {
 	CDN      string
 	CDNNote  string
 	Partial  string
+	// NotRead names each measurement whose files were not read, and why.
+	NotRead []string
 	// RunTitle heads the closing table of parameters ("The run").
 	RunTitle string
 	// Script is the page's drawing script (page.js).
@@ -118,6 +120,9 @@ func buildPage(f *findings.Findings, a asset) page {
 	p.Hue = hues(f)
 	if run.Partial {
 		p.Partial = run.PartialReason
+	}
+	for _, u := range f.Unread {
+		p.NotRead = append(p.NotRead, u.String())
 	}
 	rp := run.Params
 	p.Params = []kv{
