@@ -23,10 +23,10 @@ type conn struct {
 	loop    *loop
 	handle  any // the engine's connection
 	closed  bool
-	pending bool // a continuation is outstanding: later requests wait buffered
-	retry   bool // gnet: a later look at the buffered requests is armed
-	heart   bool // the server's own connection carrying its loop's heartbeat
-	buf     []byte
+	pending bool  // a continuation is outstanding: later requests wait buffered
+	retry   bool  // a later look at the buffered requests is armed
+	heart   bool  // the server's own connection carrying its loop's heartbeat
+	in      inbox // the buffered input, for an engine that lends its buffer
 
 	// The outstanding request, for its continuation.
 	route        protocol.Route
@@ -34,7 +34,7 @@ type conn struct {
 	keepAlive    bool
 	minor        int
 	head         bool
-	ready        atomic.Bool  // the continuation may run (evio)
+	ready        atomic.Bool  // the continuation is due: an orphan may be answered
 	blockedNs    atomic.Int64 // measured by the offload worker
 
 	// What the timeout sweeper reads from its own goroutine.
@@ -47,8 +47,8 @@ type conn struct {
 	// A connection the engine closed while it was owed an answer (the
 	// client half-closed: HTTP/1.1 lets it wait for the answer) keeps the
 	// socket through a duplicate descriptor until the answer is written:
-	// dupFD while pending (evio, whose close comes before its callback),
-	// orphan (descriptor + 1) once the engine has let go.
+	// dupFD while pending (an engine may close the descriptor before its
+	// close callback), orphan (descriptor + 1) once the engine has let go.
 	dupFD  int
 	orphan atomic.Int64
 
@@ -133,21 +133,6 @@ func (s *server) refuse() {
 	}
 }
 
-// closedConn marks c closed so a late continuation writes nothing.
-func (s *server) closedConn(c *conn) {
-	if c == nil || c.closed {
-		return
-	}
-	if c.heart {
-		s.closedHeart(c)
-		return
-	}
-	c.closed = true
-	c.loop.connsOpen.Add(-1)
-	s.open.Add(-1)
-	s.conns.Delete(c)
-}
-
 // sweep closes, every tick, the connections past a timeout: idle between
 // requests, a request's line and headers, or its promised body. A
 // connection owed an answer is left alone. It runs until stop closes.
@@ -168,7 +153,7 @@ func (s *server) expireAt(now int64) {
 		if past := s.opts.Past(now, c.lastActive.Load(), c.partialSince.Load(), c.headerDone.Load()); past != serverflags.NotPast {
 			counts[past].Add(1)
 			c.expired.Store(true)
-			s.eng.expire(c)
+			s.expire(c)
 		}
 		return true
 	})

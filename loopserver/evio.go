@@ -2,11 +2,9 @@ package main
 
 import (
 	"context"
-	"math"
 	"net"
 	"reflect"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/tidwall/evio"
@@ -47,121 +45,125 @@ func (e *evioEngine) serve(ctx context.Context, s *server, addr string, ready fu
 		return 20 * time.Millisecond, evio.None
 	}
 	ev.Opened = func(ec evio.Conn) ([]byte, evio.Options, evio.Action) {
-		c := s.opened(ec.RemoteAddr(), ec)
+		c := s.opened(ec.RemoteAddr(), &evioConn{ec: ec})
 		if c == nil {
 			return nil, evio.Options{}, evio.Close // over the cap
 		}
 		ec.SetContext(c)
 		return nil, evio.Options{ReuseInputBuffer: true}, evio.None
 	}
+	// evio closes the descriptor before it says so.
 	ev.Closed = func(ec evio.Conn, _ error) evio.Action {
 		c, _ := ec.Context().(*conn)
 		s.closedConn(c)
-		if c != nil && c.pending && c.dupFD > 0 {
-			fd := c.dupFD
-			c.dupFD = 0
-			s.orphaned(c, fd) // evio closed on the end of input; the answer is still owed
-		}
 		return evio.None
 	}
 	ev.Data = e.data
 	return evio.Serve(ev, "tcp://"+addr)
 }
 
-// data takes new bytes (in) or, with in nil, a wake: the continuation.
+// evioConn is evio's connection, the jobs queued for its loop and the
+// output of the callback under way.
+type evioConn struct {
+	ec   evio.Conn
+	mu   sync.Mutex
+	jobs []func() bool
+	out  []byte
+}
+
+// data takes new bytes (in) or, with in nil, a wake: the jobs queued.
 func (e *evioEngine) data(ec evio.Conn, in []byte) ([]byte, evio.Action) {
 	c, _ := ec.Context().(*conn)
 	if c == nil {
 		return nil, evio.Close
 	}
-	if c.heart {
-		if in != nil {
-			return nil, evio.Close // a heart never sends
-		}
-		e.s.beatNow(c)
-		return nil, evio.None
-	}
-	out := c.loop.scratch[:0]
-	if in == nil && c.expired.Load() { // the timeout sweeper asked
-		if !c.pending {
-			return nil, evio.Close
-		}
-		c.expired.Store(false) // an answer got under way meanwhile: it is not idle
-	}
-	if in == nil { // Wake: the continuation, if it is due
-		if !c.pending || !c.ready.Load() {
-			return nil, evio.None
-		}
-		if evioUnsent(ec) > 0 {
-			// evio's wake replaces unsent output with what this returns
-			// (v1.0.8, loopWake): answer once the earlier answers are out.
-			time.AfterFunc(time.Millisecond, func() { e.s.awake(ec.Wake) })
-			return nil, evio.None
-		}
-		e.dropDup(c)
-		var closeNow bool
-		if out, closeNow = e.s.finish(c, out); closeNow {
-			return e.done(c, out, evio.Close)
-		}
-	} else if c.pending {
-		if len(c.buf)+len(in) > maxPendingInput {
-			return nil, evio.Close
-		}
-		c.buf = append(c.buf, in...) // ReuseInputBuffer: keep a copy
-		c.lastActive.Store(time.Now().UnixNano())
-		return nil, evio.None
-	} else if len(c.buf) > 0 {
-		c.buf = append(c.buf, in...)
+	h := c.handle.(*evioConn)
+	h.out = h.out[:0] // evio copied what the last callback returned
+	var closeNow bool
+	if in == nil {
+		closeNow = e.jobs(c, h)
 	} else {
-		// Nothing buffered: decode straight from evio's read buffer.
-		n, out, closeNow := e.s.drain(c, in, out, math.MaxInt) // evio reads nothing more until out is sent
-		if c.pending {
-			e.dupFor(c, ec)
-		}
-		if closeNow {
-			return e.done(c, out, evio.Close)
-		}
-		c.buf = append(c.buf[:0], in[n:]...)
-		c.note(c.buf)
-		return e.done(c, out, evio.None)
+		c.in.take(in)
+		closeNow = e.s.traffic(c)
+		c.in.keep() // ReuseInputBuffer: evio reuses its read buffer
 	}
-	n, out, closeNow := e.s.drain(c, c.buf, out, math.MaxInt)
-	if c.pending {
-		e.dupFor(c, ec)
-	}
-	c.buf = c.buf[:copy(c.buf, c.buf[n:])]
-	c.note(c.buf)
 	if closeNow {
-		return e.done(c, out, evio.Close)
+		return h.out, evio.Close // evio sends the output, then closes
 	}
-	return e.done(c, out, evio.None)
+	return h.out, evio.None
 }
 
-func (e *evioEngine) done(c *conn, out []byte, a evio.Action) ([]byte, evio.Action) {
-	c.loop.scratch = out[:0] // evio copies out before the next callback
-	return out, a
+// jobs runs the jobs queued for c, on its loop. evio's wake replaces the
+// output still unsent with what the callback returns (v1.0.8, loopWake,
+// where a read appends): what a job answers goes out behind it.
+func (e *evioEngine) jobs(c *conn, h *evioConn) (closeNow bool) {
+	h.mu.Lock()
+	jobs := h.jobs
+	h.jobs = nil
+	h.mu.Unlock()
+	for _, f := range jobs {
+		if f() {
+			closeNow = true
+		}
+	}
+	if len(h.out) > 0 {
+		if f, ok := evioField(h.ec, evioOut); ok && f.Len() > 0 {
+			h.out = append(append(make([]byte, 0, f.Len()+len(h.out)), f.Bytes()...), h.out...)
+		}
+	}
+	return closeNow
 }
 
-// dupFor keeps a duplicate of ec's descriptor while c is owed an answer:
-// evio closes the descriptor on the end of input before it says so, and a
-// client that half-closed after asking still waits for the answer.
-func (e *evioEngine) dupFor(c *conn, ec evio.Conn) {
-	if c.dupFD > 0 {
+// The transport: evio hands each read's bytes to data, keeps unsent output
+// itself and takes the callback's output as its return value; a job
+// reaches a loop by a connection's Wake, which calls data with nil.
+
+// run queues f on c and wakes its loop. evio drops the wake of a
+// connection it has closed.
+func (e *evioEngine) run(c *conn, f func() bool) {
+	h := c.handle.(*evioConn)
+	h.mu.Lock()
+	h.jobs = append(h.jobs, f)
+	h.mu.Unlock()
+	if c.heart && e.s.opts.dropWake != nil && e.s.opts.dropWake(false) {
 		return
 	}
-	if f, ok := evioField(ec, evioFD); ok {
-		if fd, err := syscall.Dup(int(f.Int())); err == nil {
-			c.dupFD = fd
-		}
-	}
+	h.ec.Wake()
 }
 
-// dropDup lets go of the duplicate once the answer goes out the usual way.
-func (e *evioEngine) dropDup(c *conn) {
-	if c.dupFD > 0 {
-		syscall.Close(c.dupFD)
-		c.dupFD = 0
+// rewake wakes heart's loop again for a beat still waiting. evio v1.0.8's
+// poll (internal/internal_linux.go, Wait) handles the queued wakes, then
+// reads the eventfd that signalled them, so a wake queued in between keeps
+// its place in the queue but loses its signal, and the loop sleeps until
+// other traffic, loop 0's tick or its 100 ms poll timeout. A beat is
+// handed over the moment the last one ran, inside that very window, so the
+// monitor repeats the wake of a beat still waiting at its loop's next turn.
+func (e *evioEngine) rewake(heart *conn) {
+	if e.s.opts.dropWake != nil && e.s.opts.dropWake(true) {
+		return
 	}
+	heart.handle.(*evioConn).ec.Wake()
+}
+
+func (e *evioEngine) input(c *conn) []byte { return c.in.bytes() }
+
+func (e *evioEngine) discard(c *conn, n int) { c.in.discard(n) }
+
+// write adds out to what the callback under way returns (a job runs inside
+// one too: data with nil).
+func (e *evioEngine) write(c *conn, out []byte) error {
+	h := c.handle.(*evioConn)
+	h.out = append(h.out, out...)
+	return nil
+}
+
+func (e *evioEngine) unsent(c *conn) int { return evioUnsent(c.handle.(*evioConn).ec) }
+
+func (e *evioEngine) fd(c *conn) int {
+	if f, ok := evioField(c.handle.(*evioConn).ec, evioFD); ok {
+		return int(f.Int())
+	}
+	return -1
 }
 
 // evioUnsent is how many bytes evio still holds unsent for ec. It is
@@ -211,42 +213,4 @@ func evioField(ec evio.Conn, which int) (reflect.Value, bool) {
 		return reflect.Value{}, false
 	}
 	return v.Field(i), true
-}
-
-// beat wakes heart's loop, which runs the heartbeat in data. again says
-// the beat is still waiting from an earlier wake: evio v1.0.8's poll
-// (internal/internal_linux.go, Wait) handles the queued wakes, then reads
-// the eventfd that signalled them, so a wake queued in between keeps its
-// place in the queue but loses its signal, and the loop sleeps until other
-// traffic, loop 0's tick or its 100 ms poll timeout. A beat is handed over
-// the moment the last one ran, inside that very window, so the monitor
-// repeats the wake of a beat still waiting at its loop's next turn.
-func (e *evioEngine) beat(heart *conn, again bool) {
-	if ec, _ := heart.handle.(evio.Conn); ec != nil {
-		if e.s.opts.dropWake != nil && e.s.opts.dropWake(again) {
-			return
-		}
-		e.s.awake(ec.Wake)
-	}
-}
-
-// expire wakes c's loop, which closes it (the timeout sweeper asked).
-func (e *evioEngine) expire(c *conn) {
-	if ec, _ := c.handle.(evio.Conn); ec != nil {
-		e.s.awake(ec.Wake)
-	}
-}
-
-// resume marks the continuation due and wakes the owning loop, which calls
-// data with nil. A wake for a connection evio has closed is dropped by evio.
-func (e *evioEngine) resume(c *conn) {
-	ec, _ := c.handle.(evio.Conn)
-	if ec == nil {
-		return
-	}
-	c.ready.Store(true)
-	if e.s.answerOrphan(c) { // closed meanwhile: answered here
-		return
-	}
-	e.s.awake(ec.Wake)
 }

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/panjf2000/gnet/v2"
@@ -174,153 +173,49 @@ func (e *gnetEngine) OnOpen(gc gnet.Conn) ([]byte, gnet.Action) {
 	return nil, gnet.None
 }
 
+// OnClose comes before gnet closes the descriptor.
 func (e *gnetEngine) OnClose(gc gnet.Conn, _ error) gnet.Action {
 	c, _ := gc.Context().(*conn)
 	e.s.closedConn(c)
-	if c != nil && c.pending {
-		// gnet closes on the end of input, also a half-close; the socket
-		// outlives its descriptor here through a duplicate until the owed
-		// answer is written (gnet closes the descriptor after this returns).
-		if fd, err := syscall.Dup(gc.Fd()); err == nil {
-			e.s.orphaned(c, fd)
-		}
-	}
 	return gnet.None
 }
 
 func (e *gnetEngine) OnTraffic(gc gnet.Conn) gnet.Action {
-	c := gc.Context().(*conn)
-	if c.heart {
-		return gnet.Close // a heart never sends
-	}
-	if c.pending || gc.OutboundBuffered() > maxPendingOutput {
-		// Later requests wait: behind the continuation, or until the
-		// client reads what it was sent. gnet cannot stop reading, so a
-		// client that goes on sending meanwhile is closed past a bound.
-		if gc.InboundBuffered() > maxPendingInput {
-			return gnet.Close
-		}
-		if !c.pending {
-			e.later(c, gc)
-		}
-		return gnet.None
-	}
-	if e.pump(c, gc, c.loop.scratch[:0]) {
+	return gnetAction(e.s.traffic(gc.Context().(*conn)))
+}
+
+func gnetAction(closeNow bool) gnet.Action {
+	if closeNow {
 		return gnet.Close
 	}
 	return gnet.None
 }
 
-// pump answers what is buffered on gc after out, up to maxPendingOutput
-// bytes of answers, writes them in one go and reports whether the
-// connection must close. Requests left buffered are looked at again later.
-func (e *gnetEngine) pump(c *conn, gc gnet.Conn, out []byte) bool {
-	buf, _ := gc.Peek(-1)
-	n, out, closeNow := e.s.drain(c, buf, out, maxPendingOutput)
-	if n > 0 {
-		_, _ = gc.Discard(n) // Discard(0) would discard everything
-	}
-	c.note(buf[n:])
-	if len(out) > 0 {
-		_, _ = gc.Write(out)
-	}
-	c.loop.scratch = out[:0]
-	if !closeNow && !c.pending && n < len(buf) && len(out) >= maxPendingOutput {
-		e.later(c, gc)
-	}
-	return closeNow
-}
+// The transport: gnet keeps a connection's input and unsent output in its
+// own buffers, and runs a task on a connection's loop (EventLoop.Execute).
 
-// later looks at c's buffered requests again in a millisecond, on its
-// loop, for as long as its answers are not being read: gnet calls
-// OnTraffic only when bytes arrive, and a client waiting for its answers
-// sends none.
-func (e *gnetEngine) later(c *conn, gc gnet.Conn) {
-	if c.retry {
-		return
-	}
-	c.retry = true
-	time.AfterFunc(time.Millisecond, func() {
-		e.onLoop(c, gc, func() bool {
-			c.retry = false
-			if c.pending {
-				return false
-			}
-			if gc.OutboundBuffered() > maxPendingOutput {
-				e.later(c, gc)
-				return false
-			}
-			return e.pump(c, gc, c.loop.scratch[:0])
-		})
-	})
-}
-
-// onLoop runs f on the loop that owns c, unless c has closed by then (its
-// descriptor may already serve another connection); f returning true
-// closes c.
-func (e *gnetEngine) onLoop(c *conn, gc gnet.Conn, f func() (closeNow bool)) {
-	e.s.awake(func() {
-		_ = gc.EventLoop().Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
-			if c.closed || !f() {
-				return nil
-			}
-			return gc.EventLoop().Close(gc)
-		}))
-	})
-}
-
-// resume runs the continuation on the loop that owns the connection.
-func (e *gnetEngine) resume(c *conn) {
-	gc := e.connOf(c)
-	if gc == nil {
-		return
-	}
-	c.ready.Store(true)
-	if e.s.answerOrphan(c) { // closed meanwhile: answered here
-		return
-	}
-	e.onLoop(c, gc, func() bool {
-		out, closeNow := e.s.finish(c, c.loop.scratch[:0])
-		if closeNow {
-			_, _ = gc.Write(out)
-			c.loop.scratch = out[:0]
-			return true
-		}
-		return e.pump(c, gc, out)
-	})
-}
-
-// beat runs the heartbeat on heart's loop, as a task queued on it (gnet
-// loses no wake: the monitor never asks again).
-func (e *gnetEngine) beat(heart *conn, _ bool) {
-	gc := e.connOf(heart)
-	if gc == nil {
-		return
-	}
-	e.s.awake(func() {
-		_ = gc.EventLoop().Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
-			e.s.beatNow(heart)
+func (e *gnetEngine) run(c *conn, f func() bool) {
+	gc := c.handle.(gnet.Conn)
+	_ = gc.EventLoop().Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
+		if !f() {
 			return nil
-		}))
-	})
-}
-
-// expire closes c on its loop (the timeout sweeper asked).
-func (e *gnetEngine) expire(c *conn) {
-	gc := e.connOf(c)
-	if gc == nil {
-		return
-	}
-	e.onLoop(c, gc, func() bool {
-		if c.owed.Load() { // an answer got under way meanwhile: it is not idle
-			c.expired.Store(false)
-			return false
 		}
-		return true
-	})
+		return gc.EventLoop().Close(gc)
+	}))
 }
 
-func (e *gnetEngine) connOf(c *conn) gnet.Conn {
-	gc, _ := c.handle.(gnet.Conn)
-	return gc
+func (e *gnetEngine) input(c *conn) []byte {
+	buf, _ := c.handle.(gnet.Conn).Peek(-1)
+	return buf
 }
+
+func (e *gnetEngine) discard(c *conn, n int) { _, _ = c.handle.(gnet.Conn).Discard(n) }
+
+func (e *gnetEngine) write(c *conn, out []byte) error {
+	_, err := c.handle.(gnet.Conn).Write(out)
+	return err
+}
+
+func (e *gnetEngine) unsent(c *conn) int { return c.handle.(gnet.Conn).OutboundBuffered() }
+
+func (e *gnetEngine) fd(c *conn) int { return c.handle.(gnet.Conn).Fd() }

@@ -245,7 +245,7 @@ func TestThousandPipelinedAsync(t *testing.T) {
 }
 
 // TestTimeouts: idle, slow-header and promised-body connections are closed;
-// an answer under way is not cut short. Both engines.
+// an answer under way is not cut short. Every engine.
 func TestTimeouts(t *testing.T) {
 	for _, eng := range engines {
 		t.Run(eng, func(t *testing.T) {
@@ -259,7 +259,7 @@ func TestTimeouts(t *testing.T) {
 
 // TestHalfClosed: a client that sends its request and shuts down its
 // sending side (printf ... | nc -N) still gets the /async or /offload
-// answer it asked for, as HTTP/1.1 allows; both engines closed the
+// answer it asked for, as HTTP/1.1 allows; the engines closed the
 // connection on the end of input and the answer was lost.
 func TestHalfClosed(t *testing.T) {
 	for _, eng := range engines {

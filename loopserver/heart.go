@@ -12,11 +12,12 @@ import (
 )
 
 // The loops' heartbeats ride on connections the server opens to itself,
-// one per loop, before it says it is listening: both engines deal the
-// first n connections one to each loop (gnet round-robin, evio least
-// connections), neither offers another way onto a chosen loop (gnet's
-// EventLoop.Execute needs a connection's loop, evio has only a
-// connection's Wake). A heart never sends; its loop only gets the beats.
+// one per loop, before it says it is listening: every engine deals the
+// first n connections one to each loop (gnet and nbio round-robin, evio
+// least connections), and none offers another way onto a chosen loop
+// (gnet's EventLoop.Execute needs a connection's loop, evio has only a
+// connection's Wake, nbio none). A heart never sends; its loop only gets
+// the beats (and, on nbio, the jobs handed to it).
 
 // hearts is the state of opening them: the local port of each heart being
 // dialled, so the engine's open callback knows it from a client's.
@@ -200,7 +201,7 @@ func (s *server) poke(l *lag.Loop, again bool) bool {
 	if h == nil {
 		return false
 	}
-	s.eng.beat(h, again)
+	s.beat(h, again)
 	return true
 }
 

@@ -168,10 +168,10 @@ func TestNoWakeAfterStop(t *testing.T) {
 					syscall.Close(p[1])
 				}
 			}()
-			srv.eng.beat(heart, false)
-			srv.eng.beat(heart, true)
-			srv.eng.expire(cn)
-			srv.eng.resume(cn)
+			srv.beat(heart, false)
+			srv.beat(heart, true)
+			srv.expire(cn)
+			srv.resume(cn)
 			time.Sleep(50 * time.Millisecond) // wakes may be deferred
 			for _, p := range pipes {
 				var b [64]byte

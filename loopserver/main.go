@@ -43,7 +43,7 @@ type options struct {
 
 // engine is one event-loop library serving a server.
 type engine interface {
-	resumer
+	transport
 	// serve listens on addr and serves until ctx is done; ready is called
 	// with the bound address once connections are accepted.
 	serve(ctx context.Context, s *server, addr string, ready func(net.Addr)) error
@@ -123,7 +123,7 @@ func run(ctx context.Context, o options, ready func(addr, admin net.Addr)) error
 	case "nbio":
 		eng = &nbioEngine{}
 	}
-	s.eng = eng
+	s.t = eng
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

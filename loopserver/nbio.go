@@ -86,7 +86,7 @@ func (e *nbioEngine) serve(ctx context.Context, s *server, addr string, ready fu
 		if c == nil {
 			return
 		}
-		e.onLoop(c, func() { e.closed(c) })
+		e.queue(c.loop.index, func() { e.s.closedConn(c) }) // on its loop
 	})
 	if err := g.Start(); err != nil {
 		return err
@@ -222,72 +222,11 @@ func (e *nbioEngine) data(nc *nbio.Conn, in []byte) {
 		e.runQueue(c.loop)
 		return
 	}
-	if c.closed {
-		return
-	}
-	if c.pending || nbioUnsent(nc) > maxPendingOutput {
-		// Later requests wait: behind the continuation, or until the
-		// client reads what it was sent. nbio cannot stop reading, so a
-		// client that goes on sending meanwhile is closed past a bound.
-		if len(c.buf)+len(in) > maxPendingInput {
-			_ = nc.Close()
-			return
-		}
-		c.buf = append(c.buf, in...) // nbio reuses its read buffer
-		c.lastActive.Store(time.Now().UnixNano())
-		if !c.pending {
-			e.later(c, nc)
-		}
-		return
-	}
-	c.buf = append(c.buf, in...)
-	e.pump(c, nc, c.loop.scratch[:0])
-}
-
-// later looks at c's buffered requests again in a millisecond, on its
-// loop, for as long as its answers are not being read: nbio calls OnData
-// only when bytes arrive, and a client waiting for its answers sends none.
-func (e *nbioEngine) later(c *conn, nc *nbio.Conn) {
-	if c.retry {
-		return
-	}
-	c.retry = true
-	time.AfterFunc(time.Millisecond, func() {
-		e.onLoop(c, func() {
-			c.retry = false
-			switch {
-			case c.closed || c.pending:
-			case nbioUnsent(nc) > maxPendingOutput:
-				e.later(c, nc)
-			default:
-				e.pump(c, nc, c.loop.scratch[:0])
-			}
-		})
-	})
-}
-
-// pump answers what is buffered on c after out, up to maxPendingOutput
-// bytes of answers, and writes them; what is left is looked at again once
-// an answer under way is done, or in a millisecond.
-func (e *nbioEngine) pump(c *conn, nc *nbio.Conn, out []byte) {
-	n, out, closeNow := e.s.drain(c, c.buf, out, maxPendingOutput)
-	if c.pending {
-		e.dupFor(c, nc)
-	}
-	c.buf = c.buf[:copy(c.buf, c.buf[n:])]
-	c.note(c.buf)
-	if len(out) > 0 {
-		if _, err := nc.Write(out); err != nil {
-			closeNow = true
-		}
-	}
-	c.loop.scratch = out[:0]
+	c.in.take(in)
+	closeNow := e.s.traffic(c)
+	c.in.keep() // nbio reuses its read buffer
 	if closeNow {
 		_ = nc.Close()
-		return
-	}
-	if !c.pending && len(c.buf) > 0 && (len(out) >= maxPendingOutput || nbioUnsent(nc) > maxPendingOutput) {
-		e.later(c, nc)
 	}
 }
 
@@ -311,47 +250,47 @@ var nbioLeft = func() []int {
 	return f.Index
 }()
 
-// closed is nbio's close of c, on c's loop.
-func (e *nbioEngine) closed(c *conn) {
-	e.s.closedConn(c)
-	if c.pending && c.dupFD > 0 {
-		fd := c.dupFD
-		c.dupFD = 0
-		e.s.orphaned(c, fd) // nbio closed on the end of input; the answer is still owed
-	}
+// The transport: nbio hands each read's bytes to data and keeps unsent
+// output itself; a job reaches a loop through its mailbox and its heart.
+
+// run queues f in the mailbox of c's loop and wakes the loop through its
+// heart, unless a wake is on its way already.
+func (e *nbioEngine) run(c *conn, f func() bool) {
+	nc, _ := c.handle.(*nbio.Conn)
+	e.queue(c.loop.index, func() {
+		if f() && nc != nil {
+			_ = nc.Close()
+		}
+	})
 }
 
-// dupFor keeps a duplicate of c's descriptor while it is owed an answer:
-// nbio closes the descriptor on the end of input, and a client that
-// half-closed after asking still waits for the answer.
-func (e *nbioEngine) dupFor(c *conn, nc *nbio.Conn) {
-	if c.dupFD > 0 {
-		return
-	}
-	if fd, err := syscall.Dup(nc.Hash()); err == nil {
-		c.dupFD = fd
-	}
-}
-
-func (e *nbioEngine) dropDup(c *conn) {
-	if c.dupFD > 0 {
-		syscall.Close(c.dupFD)
-		c.dupFD = 0
-	}
-}
-
-// onLoop runs f on c's loop, from its mailbox.
-func (e *nbioEngine) onLoop(c *conn, f func()) {
-	b := &e.boxes[c.loop.index]
+func (e *nbioEngine) queue(index int, job func()) {
+	b := &e.boxes[index]
 	b.mu.Lock()
-	b.jobs = append(b.jobs, f)
+	b.jobs = append(b.jobs, job)
 	wake := !b.woken
 	b.woken = true
 	b.mu.Unlock()
-	if wake {
-		e.s.awake(func() { e.s.wake(c.loop.index) })
+	if wake && !e.s.wake(index) {
+		// No heart yet (or the server stopped): the next job wakes it.
+		b.mu.Lock()
+		b.woken = false
+		b.mu.Unlock()
 	}
 }
+
+func (e *nbioEngine) input(c *conn) []byte { return c.in.bytes() }
+
+func (e *nbioEngine) discard(c *conn, n int) { c.in.discard(n) }
+
+func (e *nbioEngine) write(c *conn, out []byte) error {
+	_, err := c.handle.(*nbio.Conn).Write(out)
+	return err
+}
+
+func (e *nbioEngine) unsent(c *conn) int { return nbioUnsent(c.handle.(*nbio.Conn)) }
+
+func (e *nbioEngine) fd(c *conn) int { return c.handle.(*nbio.Conn).Hash() }
 
 // runQueue runs what was queued for l, on l.
 func (e *nbioEngine) runQueue(l *loop) {
@@ -363,71 +302,4 @@ func (e *nbioEngine) runQueue(l *loop) {
 	for _, j := range jobs {
 		j()
 	}
-}
-
-// resume runs the continuation on the loop that owns c.
-func (e *nbioEngine) resume(c *conn) {
-	nc, _ := c.handle.(*nbio.Conn)
-	if nc == nil {
-		return
-	}
-	c.ready.Store(true)
-	if e.s.answerOrphan(c) { // closed meanwhile: answered here
-		return
-	}
-	e.onLoop(c, func() {
-		if c.closed || !c.pending {
-			return
-		}
-		out, closeNow := e.s.finish(c, c.loop.scratch[:0])
-		if closeNow {
-			e.write(c, nc, out)
-			_ = nc.Close()
-			return
-		}
-		if len(c.buf) > 0 {
-			e.pump(c, nc, out)
-			if !c.pending {
-				e.dropDup(c)
-			}
-			return
-		}
-		e.write(c, nc, out)
-	})
-}
-
-// write sends a continuation's answer; when nbio has closed the
-// connection already (its close is on its way to the loop), through the
-// duplicate descriptor kept for it.
-func (e *nbioEngine) write(c *conn, nc *nbio.Conn, out []byte) {
-	if _, err := nc.Write(out); err != nil && c.dupFD > 0 {
-		writeFD(c.dupFD, out)
-	}
-	c.loop.scratch = out[:0]
-	if !c.pending {
-		e.dropDup(c)
-	}
-}
-
-// beat runs the heartbeat on heart's loop.
-func (e *nbioEngine) beat(heart *conn, _ bool) {
-	e.onLoop(heart, func() { e.s.beatNow(heart) })
-}
-
-// expire closes c on its loop (the timeout sweeper asked).
-func (e *nbioEngine) expire(c *conn) {
-	nc, _ := c.handle.(*nbio.Conn)
-	if nc == nil {
-		return
-	}
-	e.onLoop(c, func() {
-		if c.closed {
-			return
-		}
-		if c.owed.Load() { // an answer got under way meanwhile: it is not idle
-			c.expired.Store(false)
-			return
-		}
-		_ = nc.Close()
-	})
 }

@@ -79,7 +79,7 @@ func (s *server) handle(c *conn, req *h1.Request, out []byte) ([]byte, bool) {
 		if p.HasDelay {
 			d = p.Delay
 		}
-		time.AfterFunc(d, func() { s.eng.resume(c) })
+		time.AfterFunc(d, func() { s.resume(c) })
 		return out, false
 	}
 	d := s.opts.Block
@@ -89,7 +89,7 @@ func (s *server) handle(c *conn, req *h1.Request, out []byte) ([]byte, bool) {
 	mode := s.opts.BlockMode
 	if err := s.pool.Submit(func() {
 		c.blockedNs.Store(int64(block.For(mode, d)))
-		s.eng.resume(c)
+		s.resume(c)
 	}); err != nil {
 		c.setPending(false)
 		return s.reply(out, c, req, 503, protocol.ReasonQueueFull, start), !req.KeepAlive

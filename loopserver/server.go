@@ -21,23 +21,13 @@ const maxPendingInput = 1 << 20
 // client that pipelines and never reads).
 const maxPendingOutput = 256 << 10
 
-// resumer gets back onto the loop that owns c, each engine its own way:
-// resume runs the continuation of c's outstanding request there, expire
-// closes c there.
-type resumer interface {
-	resume(c *conn)
-	expire(c *conn)
-	// beat runs the heartbeat of heart's loop on that loop; again: the
-	// beat is still waiting from an earlier call.
-	beat(heart *conn, again bool)
-}
-
-// server is what both engines share: routing, the endpoints, the counters.
+// server is what every engine shares: the connection core, the routes,
+// the loops and their counters.
 type server struct {
 	opts    options
 	loops   *loopSet
 	pool    *offload.Pool
-	eng     resumer
+	t       transport // the engine's
 	mon     *lag.Monitor
 	started time.Time
 	log     io.Writer
