@@ -229,85 +229,143 @@ func highest(rows []SweepRow, kind string) (hi, lo []SweepRow) {
 	return hi, lo
 }
 
+// The thresholds the story's claims are judged by.
+const (
+	// ClimbAtLeast: the pool keeps climbing when its throughput at its
+	// most callers is this many times that at its fewest, or more.
+	ClimbAtLeast = 1.5
+	// WaitsTimes, WaitsAtLeastUs: the bystander waits beside the loops
+	// when its /fast p50 there is this many times the pool's, and this
+	// many microseconds or more.
+	WaitsTimes     = 10
+	WaitsAtLeastUs = 1000
+	// OffloadTimes, OffloadFastTimes: moving the call off the loop buys
+	// back the throughput when it is this many times the blocking one's,
+	// and the bystander when its /fast p50 falls this many times.
+	OffloadTimes     = 2
+	OffloadFastTimes = 10
+	// TraceLoopAtLeast, TracePoolUnder: shares of the block. On the loops
+	// the wait to be accepted and the continuation's lateness are each
+	// this share of it or more; on the pool each is under that share.
+	TraceLoopAtLeast = 0.25
+	TracePoolUnder   = 0.10
+	// CliffTimes, CliffAtLeastUs: past its slots the pool's /fast p50 is
+	// this many times its p50 with free slots, and this many
+	// microseconds or more.
+	CliffTimes     = 10
+	CliffAtLeastUs = 10e3
+)
+
+// sweepEnds is what several checks start from: each loop server's and
+// each pool's sweep row at its most callers (and the pools' at their
+// fewest), and whether the sweep called the blocking endpoint.
+type sweepEnds struct {
+	loopsHi, poolsHi, poolsLo []SweepRow
+	slow                      bool
+}
+
+// claimChecks are the story's claims, each a small check on the run, in
+// the order the pages state them.
+var claimChecks = []func(*Findings, sweepEnds) []Claim{
+	loopsFlatten, poolClimbs, bystanderWaits, stallsWholeLoops, offloadHelps, traceTwice, poolCliff, lagShows,
+}
+
 // claims checks each of the story's claims on the run.
 func claims(f *Findings) []Claim {
+	var e sweepEnds
+	e.loopsHi, _ = highest(f.Sweep, "loop")
+	e.poolsHi, e.poolsLo = highest(f.Sweep, "pool")
+	e.slow = f.Params.SweepEndpoint == "/slow"
 	var out []Claim
-	loopsHi, _ := highest(f.Sweep, "loop")
-	poolsHi, poolsLo := highest(f.Sweep, "pool")
-	slowSweep := f.Params.SweepEndpoint == "/slow"
+	for _, check := range claimChecks {
+		out = append(out, check(f, e)...)
+	}
+	for i := range out {
+		out[i].Held = out[i].Held && out[i].Known // a claim not measured is not one that held
+	}
+	return out
+}
 
-	// The event loops flatten at their ceiling.
+// loopsFlatten: the event loops flatten at their ceiling.
+func loopsFlatten(f *Findings, e sweepEnds) []Claim {
 	c := Claim{ID: ClaimLoopsFlatten, Text: "The event loops flatten at their ceiling however many callers come"}
-	if slowSweep && len(loopsHi) > 0 {
-		c.Known, c.Held = true, true
-		var figs []string
-		for _, r := range loopsHi {
-			share := 0.0
-			if r.NominalCeiling > 0 {
-				share = r.Throughput.Median() / r.NominalCeiling
-			}
-			figs = append(figs, fmt.Sprintf("%s %s req/s at %d callers, %.0f%% of %s", r.Step.Server.Name, Thousands(r.Throughput.Median()), r.Step.Conc, 100*share, f.Server(r.Step.Server.Name).CeilingText()))
-			if r.Kind() != "workers" {
-				c.Held = false
-			}
-		}
-		c.Figure = strings.Join(figs, "; ")
+	if !e.slow || len(e.loopsHi) == 0 {
+		return []Claim{c}
 	}
-	out = append(out, c)
-
-	// The pool climbs with the callers.
-	c = Claim{ID: ClaimPoolClimbs, Text: "The pool keeps climbing with the callers"}
-	if slowSweep && len(poolsHi) > 0 {
-		c.Held = true
-		var figs []string
-		for i, r := range poolsHi {
-			lo := poolsLo[i]
-			if r.Step.Conc == lo.Step.Conc {
-				continue // one concurrency: nothing to climb
-			}
-			c.Known = true
-			figs = append(figs, fmt.Sprintf("%s from %s req/s at %d callers to %s at %d", r.Step.Server.Name, Thousands(lo.Throughput.Median()), lo.Step.Conc,
-				Thousands(r.Throughput.Median()), r.Step.Conc))
-			if r.Throughput.Median() < 1.5*lo.Throughput.Median() || r.Kind() == "workers" {
-				c.Held = false
-			}
+	c.Known, c.Held = true, true
+	var figs []string
+	for _, r := range e.loopsHi {
+		figs = append(figs, fmt.Sprintf("%s %s req/s at %d callers, %.0f%% of %s", r.Step.Server.Name, Thousands(r.Throughput.Median()), r.Step.Conc,
+			100*r.CeilingShare().Median(), f.Server(r.Step.Server.Name).CeilingText()))
+		if r.Kind() != "workers" {
+			c.Held = false
 		}
-		c.Figure = strings.Join(figs, "; ")
 	}
-	out = append(out, c)
+	c.Figure = strings.Join(figs, "; ")
+	return []Claim{c}
+}
 
-	// The bystander waits beside the loops, not beside the pool.
-	c = Claim{ID: ClaimBystanderWaits, Text: "The /fast bystander waits behind the blocked loop it shares, and finds a free slot on the pool"}
+// poolClimbs: the pool climbs with the callers.
+func poolClimbs(_ *Findings, e sweepEnds) []Claim {
+	c := Claim{ID: ClaimPoolClimbs, Text: "The pool keeps climbing with the callers"}
+	if !e.slow || len(e.poolsHi) == 0 {
+		return []Claim{c}
+	}
+	c.Held = true
+	var figs []string
+	for i, r := range e.poolsHi {
+		lo := e.poolsLo[i]
+		if r.Step.Conc == lo.Step.Conc {
+			continue // one concurrency: nothing to climb
+		}
+		c.Known = true
+		figs = append(figs, fmt.Sprintf("%s from %s req/s at %d callers to %s at %d", r.Step.Server.Name, Thousands(lo.Throughput.Median()), lo.Step.Conc,
+			Thousands(r.Throughput.Median()), r.Step.Conc))
+		if r.Throughput.Median() < ClimbAtLeast*lo.Throughput.Median() || r.Kind() == "workers" {
+			c.Held = false
+		}
+	}
+	c.Figure = strings.Join(figs, "; ")
+	return []Claim{c}
+}
+
+// bystanderWaits: the bystander waits beside the loops, not beside the
+// pool, and the probes queue behind each other there.
+func bystanderWaits(_ *Findings, e sweepEnds) []Claim {
+	c := Claim{ID: ClaimBystanderWaits, Text: "The /fast bystander waits behind the blocked loop it shares, and finds a free slot on the pool"}
 	c2 := Claim{ID: ClaimQueueGrows, Text: "Beside the loops the probes queue behind each other once one is held up; beside the pool they do not"}
-	if slowSweep && len(loopsHi) > 0 && len(poolsHi) > 0 {
-		c.Known, c.Held, c2.Known, c2.Held = true, true, true, true
-		var figs, figs2 []string
-		for _, r := range append(slices.Clone(loopsHi), poolsHi...) {
-			if !r.Fast.P50.OK() {
-				c.Held, c2.Held = false, false
-				continue
-			}
-			figs = append(figs, fmt.Sprintf("%s %s at %d callers", r.Step.Server.Name, fastText(r.LoadRow, r.Fast.P50), r.Step.Conc))
-			figs2 = append(figs2, fmt.Sprintf("%s answered %.0f of %.0f due probes", r.Step.Server.Name, r.Fast.Answered.Median(), r.Fast.Due.Median()))
-		}
-		for _, l := range loopsHi {
-			for _, p := range poolsHi {
-				if !(l.Fast.P50.Median() >= 10*p.Fast.P50.Median() && l.Fast.P50.Median() >= 1000) { // 10 times, and a millisecond
-					c.Held = false
-				}
-				if !l.Fast.Saturated || p.Fast.Saturated {
-					c2.Held = false
-				}
-			}
-		}
-		c.Figure = "/fast p50 from due: " + strings.Join(figs, ", ")
-		c2.Figure = strings.Join(figs2, "; ")
+	if !e.slow || len(e.loopsHi) == 0 || len(e.poolsHi) == 0 {
+		return []Claim{c, c2}
 	}
-	out = append(out, c, c2)
+	c.Known, c.Held, c2.Known, c2.Held = true, true, true, true
+	var figs, figs2 []string
+	for _, r := range append(slices.Clone(e.loopsHi), e.poolsHi...) {
+		if !r.Fast.P50.OK() {
+			c.Held, c2.Held = false, false
+			continue
+		}
+		figs = append(figs, fmt.Sprintf("%s %s at %d callers", r.Step.Server.Name, fastText(r.LoadRow, r.Fast.P50), r.Step.Conc))
+		figs2 = append(figs2, fmt.Sprintf("%s answered %.0f of %.0f due probes", r.Step.Server.Name, r.Fast.Answered.Median(), r.Fast.Due.Median()))
+	}
+	for _, l := range e.loopsHi {
+		for _, p := range e.poolsHi {
+			if !(l.Fast.P50.Median() >= WaitsTimes*p.Fast.P50.Median() && l.Fast.P50.Median() >= WaitsAtLeastUs) {
+				c.Held = false
+			}
+			if !l.Fast.Saturated || p.Fast.Saturated {
+				c2.Held = false
+			}
+		}
+	}
+	c.Figure = "/fast p50 from due: " + strings.Join(figs, ", ")
+	c2.Figure = strings.Join(figs2, "; ")
+	return []Claim{c, c2}
+}
 
-	// Stalls come in whole loops; the pool stalls nobody.
-	c = Claim{ID: ClaimWholeLoops, Text: "Only the connections that share a blocked loop stall, whatever they ask for"}
-	c2 = Claim{ID: ClaimPoolNoStall, Text: "With free slots, the pool stalls nobody"}
+// stallsWholeLoops: stalls come in whole loops; the pool stalls nobody.
+func stallsWholeLoops(f *Findings, _ sweepEnds) []Claim {
+	c := Claim{ID: ClaimWholeLoops, Text: "Only the connections that share a blocked loop stall, whatever they ask for"}
+	c2 := Claim{ID: ClaimPoolNoStall, Text: "With free slots, the pool stalls nobody"}
 	var loopRows, poolRows []string
 	c.Held, c2.Held = true, true
 	for _, r := range f.Stall {
@@ -334,10 +392,13 @@ func claims(f *Findings) []Claim {
 		c.Figure = "stalled: " + strings.Join(loopRows, ", ") + "; not all of them on the blockers' loops"
 	}
 	c2.Figure = strings.Join(poolRows, ", ")
-	out = append(out, c, c2)
+	return []Claim{c, c2}
+}
 
-	// The fix: offloading buys back throughput and the bystander.
-	c = Claim{ID: ClaimOffloadHelps, Text: "Moving the call off the loop buys back both the throughput and the bystander"}
+// offloadHelps: moving the call off the loop buys back the throughput and
+// the bystander.
+func offloadHelps(f *Findings, _ sweepEnds) []Claim {
+	c := Claim{ID: ClaimOffloadHelps, Text: "Moving the call off the loop buys back both the throughput and the bystander"}
 	blocking, offloaded := map[string]LoadRow{}, map[string]LoadRow{}
 	var offNames []string
 	for _, r := range f.Offload {
@@ -363,15 +424,17 @@ func claims(f *Findings) []Claim {
 		c.Known = true
 		figs = append(figs, fmt.Sprintf("%s %s req/s offloaded against %s blocking, /fast %s against %s", n, Thousands(o.Throughput.Median()),
 			Thousands(b.Throughput.Median()), fastText(o, o.Fast.P50), fastText(b, b.Fast.P50)))
-		if o.Throughput.Median() < 2*b.Throughput.Median() || o.Fast.P50.Median()*10 > b.Fast.P50.Median() {
+		if o.Throughput.Median() < OffloadTimes*b.Throughput.Median() || o.Fast.P50.Median()*OffloadFastTimes > b.Fast.P50.Median() {
 			c.Held = false
 		}
 	}
 	c.Figure = strings.Join(figs, "; ")
-	out = append(out, c)
+	return []Claim{c}
+}
 
-	// The /async trace: waiting twice on the loops, not on the pool.
-	c = Claim{ID: ClaimTraceTwice, Text: "On the loops a request waits to be accepted and its continuation waits again behind the blocked loop; on the pool both are immediate"}
+// traceTwice: on the loops an /async request waits twice, on the pool not.
+func traceTwice(f *Findings, _ sweepEnds) []Claim {
+	c := Claim{ID: ClaimTraceTwice, Text: "On the loops a request waits to be accepted and its continuation waits again behind the blocked loop; on the pool both are immediate"}
 	var loopsT, poolsT []TraceRow
 	for _, r := range f.Trace {
 		if !r.Total.N.OK() {
@@ -384,24 +447,27 @@ func claims(f *Findings) []Claim {
 			poolsT = append(poolsT, r)
 		}
 	}
-	if len(loopsT) > 0 && len(poolsT) > 0 {
-		c.Known, c.Held = true, true
-		figs = nil
-		for _, r := range append(loopsT, poolsT...) {
-			block := float64(r.Step.Server.BlockNs) / 1e3 // us
-			acc, late := r.Accepted.P50.Median(), r.Lateness.P50.Median()
-			figs = append(figs, fmt.Sprintf("%s accepted %.1f ms, continuation late %.1f ms", r.Step.Server.Name, acc/1e3, late/1e3))
-			loop := r.Step.Server.Kind == "loop"
-			if loop && (acc < block/4 || late < block/4) || !loop && (acc >= block/10 || late >= block/10) {
-				c.Held = false
-			}
-		}
-		c.Figure = "p50: " + strings.Join(figs, "; ")
+	if len(loopsT) == 0 || len(poolsT) == 0 {
+		return []Claim{c}
 	}
-	out = append(out, c)
+	c.Known, c.Held = true, true
+	var figs []string
+	for _, r := range append(loopsT, poolsT...) {
+		block := float64(r.Step.Server.BlockNs) / 1e3 // us
+		acc, late := r.Accepted.P50.Median(), r.Lateness.P50.Median()
+		figs = append(figs, fmt.Sprintf("%s accepted %.1f ms, continuation late %.1f ms", r.Step.Server.Name, acc/1e3, late/1e3))
+		loop := r.Step.Server.Kind == "loop"
+		if loop && (acc < TraceLoopAtLeast*block || late < TraceLoopAtLeast*block) || !loop && (acc >= TracePoolUnder*block || late >= TracePoolUnder*block) {
+			c.Held = false
+		}
+	}
+	c.Figure = "p50: " + strings.Join(figs, "; ")
+	return []Claim{c}
+}
 
-	// The pool's cliff: no wait while it has free slots, the queue past them.
-	c = Claim{ID: ClaimCliff, Text: "The pool forgives blocking only while it has free slots: past its size the bystander waits in the queue, as beside a loop"}
+// poolCliff: the pool forgives blocking only while it has free slots.
+func poolCliff(f *Findings, _ sweepEnds) []Claim {
+	c := Claim{ID: ClaimCliff, Text: "The pool forgives blocking only while it has free slots: past its size the bystander waits in the queue, as beside a loop"}
 	byPool := map[string][]LoadRow{}
 	var pools []string
 	for _, r := range f.Cliff {
@@ -414,7 +480,7 @@ func claims(f *Findings) []Claim {
 		byPool[r.Step.Server.Name] = append(byPool[r.Step.Server.Name], r)
 	}
 	c.Held = true
-	figs = nil
+	var figs []string
 	for _, n := range pools {
 		rs := byPool[n]
 		if len(rs) < 2 {
@@ -427,15 +493,17 @@ func claims(f *Findings) []Claim {
 			parts = append(parts, fmt.Sprintf("%s at %d callers", fastText(r, r.Fast.P50), r.Step.Conc))
 		}
 		figs = append(figs, fmt.Sprintf("%s (%d slots): /fast p50 %s", n, first.Step.Server.Workers, strings.Join(parts, ", ")))
-		if last.Step.Conc <= first.Step.Server.Workers || last.Fast.P50.Median() < 10*first.Fast.P50.Median() || last.Fast.P50.Median() < 10e3 {
+		if last.Step.Conc <= first.Step.Server.Workers || last.Fast.P50.Median() < CliffTimes*first.Fast.P50.Median() || last.Fast.P50.Median() < CliffAtLeastUs {
 			c.Held = false
 		}
 	}
 	c.Figure = strings.Join(figs, "; ")
-	out = append(out, c)
+	return []Claim{c}
+}
 
-	// The loops' own lag shows the held loop.
-	c = Claim{ID: ClaimLagShows, Text: "A loop held by a blocking call shows as held for as long as it is held; the others do not"}
+// lagShows: the loops' own lag shows the held loop.
+func lagShows(f *Findings, _ sweepEnds) []Claim {
+	c := Claim{ID: ClaimLagShows, Text: "A loop held by a blocking call shows as held for as long as it is held; the others do not"}
 	c.Held = true
 	var lagRows []string
 	for _, r := range f.Stall {
@@ -449,11 +517,7 @@ func claims(f *Findings) []Claim {
 		}
 	}
 	c.Figure = "the server's detector saw " + strings.Join(lagRows, ", ")
-	out = append(out, c)
-	for i := range out {
-		out[i].Held = out[i].Held && out[i].Known // a claim not measured is not one that held
-	}
-	return out
+	return []Claim{c}
 }
 
 // Lead is the report's opening sentence, from the servers the run

@@ -67,34 +67,73 @@ func (f *Findings) Classes() []Class {
 
 func (f *Findings) classify(sv ServerSummary) Class {
 	c := Class{Server: sv.Name, Class: ClassUnknown}
-	// The sweep at its most callers, and the bystander beside it.
+	f.sweepOf(&c, sv)
+	st := f.stallsOf(sv)
+	c.Loops = st.loops
+	if st.line != "" {
+		c.Stalled = st.line
+		if sv.Kind != "loop" {
+			c.Stalled = fmt.Sprintf("%s with %d blocking callers", c.Stalled, st.blockers)
+		}
+	}
+	switch {
+	case st.rows == nil:
+		c.Text = "not classified: the stall phase was not measured"
+		return c
+	case st.judged == 0:
+		c.Text = "not classified: " + stallTooBusy(st.rows)
+		return c
+	case st.stalls && st.exact && c.Loops > 0:
+		c.Class = ClassLoop
+		c.Text = fmt.Sprintf("a loop server: k blocked loops stalled exactly the connections on them (%s; %s, from X-Loop)", c.Stalled, Plural(c.Loops, "loop"))
+		return c
+	case st.stalls:
+		c.Text = "not classified: its stalls are not whole loops (" + c.Stalled + ")"
+		return c
+	}
+	f.forgiven(&c, sv, st.blockers)
+	return c
+}
+
+// sweepOf fills the sweep at its most callers, and the bystander beside it.
+func (f *Findings) sweepOf(c *Class, sv ServerSummary) {
 	var top *SweepRow
 	for i, r := range f.Sweep {
 		if r.Step.Server.Name == sv.Name && r.Throughput.OK() && (top == nil || r.Step.Conc > top.Step.Conc) {
 			top = &f.Sweep[i]
 		}
 	}
-	if top != nil {
-		c.Sweep = fmt.Sprintf("%s at %d callers", reqs(top.Throughput.Median()), top.Step.Conc)
-		if b := top.Bound(); b != nil {
-			c.Sweep += ", " + boundShort(b, top.Step.Conc)
-		}
-		if top.Fast.P50.OK() {
-			c.Fast = fastText(top.LoadRow, top.Fast.P50)
-		}
+	if top == nil {
+		return
 	}
+	c.Sweep = fmt.Sprintf("%s at %d callers", reqs(top.Throughput.Median()), top.Step.Conc)
+	if b := top.Bound(); b != nil {
+		c.Sweep += ", " + boundShort(b, top.Step.Conc)
+	}
+	if top.Fast.P50.OK() {
+		c.Fast = fastText(top.LoadRow, top.Fast.P50)
+	}
+}
 
-	// The stall phase: whole loops, or nobody.
-	var rows []StallRow
+// serverStalls is what the stall phase said of one server: whole loops,
+// or nobody.
+type serverStalls struct {
+	rows                    []StallRow
+	stalls, exact           bool
+	judged, blockers, loops int
+	line                    string // "0 of 12, 3 of 12, ..."
+}
+
+func (f *Findings) stallsOf(sv ServerSummary) serverStalls {
+	st := serverStalls{exact: true}
 	for _, r := range f.Stall {
 		if r.Step.Server.Name == sv.Name {
-			rows = append(rows, r)
+			st.rows = append(st.rows, r)
 		}
 	}
-	stalls, judged, exact, blockers := false, 0, true, 0
 	loops := map[int]bool{}
 	hs := HeadlineStall{}
-	for _, r := range rows {
+	for _, r := range st.rows {
 		for _, cell := range r.Cells {
 			if cell.Loop >= 0 {
 				loops[cell.Loop] = true
@@ -111,39 +150,25 @@ func (f *Findings) classify(sv ServerSummary) Class {
 		if r.Judged == 0 {
 			continue
 		}
-		judged++
-		blockers = max(blockers, r.Step.K)
+		st.judged++
+		st.blockers = max(st.blockers, r.Step.K)
 		if r.Stalled.Median() > 0 {
-			stalls = true
+			st.stalls = true
 		}
 		if !r.Match {
-			exact = false
+			st.exact = false
 		}
 	}
-	c.Loops = len(loops)
+	st.loops = len(loops)
 	if len(hs.Stalled) > 0 {
-		c.Stalled = hs.Line()
-		if sv.Kind != "loop" {
-			c.Stalled = fmt.Sprintf("%s with %d blocking callers", c.Stalled, blockers)
-		}
+		st.line = hs.Line()
 	}
-	switch {
-	case len(rows) == 0:
-		c.Text = "not classified: the stall phase was not measured"
-		return c
-	case judged == 0:
-		c.Text = "not classified: " + stallTooBusy(rows)
-		return c
-	case stalls && exact && c.Loops > 0:
-		c.Class = ClassLoop
-		c.Text = fmt.Sprintf("a loop server: k blocked loops stalled exactly the connections on them (%s; %s, from X-Loop)", c.Stalled, Plural(c.Loops, "loop"))
-		return c
-	case stalls:
-		c.Text = "not classified: its stalls are not whole loops (" + c.Stalled + ")"
-		return c
-	}
+	return st
+}
 
-	// Nobody stalled: how many blocked callers does it forgive?
+// forgiven classifies a server that stalled nobody: how many blocked
+// callers does it forgive, and how?
+func (f *Findings) forgiven(c *Class, sv ServerSummary, blockers int) {
 	var cliff []LoadRow
 	for _, r := range f.Cliff {
 		if r.Step.Server.Name == sv.Name && r.Throughput.OK() {
@@ -156,7 +181,7 @@ func (f *Findings) classify(sv ServerSummary) Class {
 		if sv.Kind == "pool" && sv.Workers > 0 {
 			c.Text += fmt.Sprintf("; it says it has %d slots", sv.Workers)
 		}
-		return c
+		return
 	}
 	busiest, at := 0.0, cliff[0]
 	for _, r := range cliff {
@@ -164,17 +189,15 @@ func (f *Findings) classify(sv ServerSummary) Class {
 		if b := r.Bound(); b != nil && b.MeasuredBlock > 0 {
 			block = b.MeasuredBlock
 		}
-		served := r.Throughput.Median() * block.Seconds() // callers served at once (Little's law)
-		if served > busiest {
-			busiest = served
-		}
+		busiest = max(busiest, r.Throughput.Median()*block.Seconds()) // callers served at once (Little's law)
 		if r.Step.Conc > at.Step.Conc {
 			at = r
 		}
 	}
 	c.Callers = at.Step.Conc
 	c.Threads = f.threadsOf(at.Step.ID)
-	if busiest < PoolBelow*float64(c.Callers) {
+	switch {
+	case busiest < PoolBelow*float64(c.Callers):
 		c.Class, c.ServedAtOnce = ClassPool, int(math.Round(busiest))
 		measured := fmt.Sprintf("its cliff served at most %d callers at once (its throughput x the measured block, over the cliff's %s callers), then queued the rest",
 			c.ServedAtOnce, cliffCallers(cliff))
@@ -184,16 +207,13 @@ func (f *Findings) classify(sv ServerSummary) Class {
 		} else {
 			c.Text = "a pool, its size not declared: " + measured
 		}
-		return c
-	}
-	if c.Threads >= int(ThreadsPerCaller*float64(c.Callers)) {
+	case c.Threads >= int(ThreadsPerCaller*float64(c.Callers)):
 		c.Class = ClassThreads
 		c.Text = fmt.Sprintf("forgives: one OS thread per blocked request (%d threads at %d callers; no pool up to %d callers)", c.Threads, c.Callers, c.Callers)
-		return c
+	default:
+		c.Class = ClassForgives
+		c.Text = fmt.Sprintf("forgives every caller measured (no pool up to %d callers), without a thread each (%d threads at %d callers)", c.Callers, c.Threads, c.Callers)
 	}
-	c.Class = ClassForgives
-	c.Text = fmt.Sprintf("forgives every caller measured (no pool up to %d callers), without a thread each (%d threads at %d callers)", c.Callers, c.Threads, c.Callers)
-	return c
 }
 
 // threadsOf is the most threads the server had at the end of any

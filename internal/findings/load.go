@@ -114,31 +114,7 @@ func BoundOf(s results.Step, lr *results.Result, c *results.ServerCost, offloadW
 	if l.BlockedSamples > 0 && l.MeanBlockedNs > 0 {
 		b.MeasuredBlock, b.BlockMeasured = time.Duration(l.MeanBlockedNs), true
 	}
-	workers, what := s.Server.Workers, fmt.Sprintf("%d loops", s.Server.Workers)
-	if workers == 1 {
-		what = "1 loop"
-	}
-	if s.Server.Kind == "pool" {
-		what = fmt.Sprintf("%d slots", workers)
-	}
-	if s.Endpoint == "/offload" {
-		workers = WorkersOf(s, offloadWorkers)
-		what = fmt.Sprintf("%d offload workers", workers)
-	}
-	if workers == 0 && s.Server.Kind != "goroutine" { // a goroutine server has none to know: its classification says what holds it
-		b.Notes = append(b.Notes, "workers not known (a --target without loops=, workers= or offload=): no workers ceiling")
-	}
-	b.NominalCeiling = CeilingPerS(workers, nominal)
-	// A blocking call holds the loop it runs on: a loop no caller was dealt
-	// to adds nothing, so the loops that can block are those with callers.
-	if s.Server.Kind == "loop" && s.Endpoint != "/offload" && len(l.ConnsPerLoop) > 0 && len(l.ConnsPerLoop) < workers {
-		var spread []string
-		for _, c := range l.ConnsPerLoop {
-			spread = append(spread, fmt.Sprintf("loop %d: %d", c.Loop, c.Count))
-		}
-		b.LoopsUsed = len(l.ConnsPerLoop)
-		workers, what = b.LoopsUsed, fmt.Sprintf("the %d of %d loops the callers were dealt to (%s)", b.LoopsUsed, s.Server.Workers, strings.Join(spread, ", "))
-	}
+	workers, what := b.workersOf(s, l, offloadWorkers)
 	b.WorkersCeiling = CeilingPerS(workers, b.MeasuredBlock)
 	b.CallersCeiling = CeilingPerS(s.Conc, b.MeasuredBlock)
 	blockWord := "measured block"
@@ -186,25 +162,67 @@ func BoundOf(s results.Step, lr *results.Result, c *results.ServerCost, offloadW
 		if lowest > 0 {
 			b.Share = l.ThroughputPerS / lowest
 		}
-		var cause string
-		mean := time.Duration(l.Latency.MeanUs * 1e3)
-		cpu := fmt.Sprintf("%.1f us CPU per request", c.ServerCPUUsPerRequest)
-		if c.ServerNotMeasured {
-			cpu = "the server's CPU not measured: no pid="
-		}
-		switch {
-		case b.Shared:
-			cause = fmt.Sprintf("other processes using %.2f of the machine's %.0f cores", b.OtherCores, cores)
-		case b.Little > 0 && !b.LittleOK && b.Little < 1:
-			cause = fmt.Sprintf("the client's turnaround: the callers spent %.0f%% of the window between requests", 100*(1-b.Little))
-		case mean > b.MeasuredBlock:
-			cause = fmt.Sprintf("the server's own time: a request took %s on average against the %s block, the rest queueing and handing over (%s)",
-				mean.Round(10*time.Microsecond), ms, cpu)
-		default:
-			cause = fmt.Sprintf("the client's turnaround or the server's own cost (%s)", cpu)
-		}
+		cause := b.noneCause(l, c, cores, ms)
 		b.Text = fmt.Sprintf("no ceiling near: %.0f%% of the lowest (%s, %.0f req/s); likely %s", 100*b.Share, lowName, lowest, cause)
 	}
+	b.addNotes(nominal, l, cores)
+	return b
+}
+
+// workersOf is what can block for s: its loops, slots or offload workers,
+// in number and in words; a loop server's loops no caller was dealt to
+// do not count.
+func (b *Bound) workersOf(s results.Step, l *results.Load, offloadWorkers int) (int, string) {
+	workers, what := s.Server.Workers, fmt.Sprintf("%d loops", s.Server.Workers)
+	if workers == 1 {
+		what = "1 loop"
+	}
+	if s.Server.Kind == "pool" {
+		what = fmt.Sprintf("%d slots", workers)
+	}
+	if s.Endpoint == "/offload" {
+		workers = WorkersOf(s, offloadWorkers)
+		what = fmt.Sprintf("%d offload workers", workers)
+	}
+	if workers == 0 && s.Server.Kind != "goroutine" { // a goroutine server has none to know: its classification says what holds it
+		b.Notes = append(b.Notes, "workers not known (a --target without loops=, workers= or offload=): no workers ceiling")
+	}
+	b.NominalCeiling = CeilingPerS(workers, time.Duration(s.Server.BlockNs))
+	// A blocking call holds the loop it runs on: a loop no caller was dealt
+	// to adds nothing, so the loops that can block are those with callers.
+	if s.Server.Kind == "loop" && s.Endpoint != "/offload" && len(l.ConnsPerLoop) > 0 && len(l.ConnsPerLoop) < workers {
+		var spread []string
+		for _, c := range l.ConnsPerLoop {
+			spread = append(spread, fmt.Sprintf("loop %d: %d", c.Loop, c.Count))
+		}
+		b.LoopsUsed = len(l.ConnsPerLoop)
+		workers, what = b.LoopsUsed, fmt.Sprintf("the %d of %d loops the callers were dealt to (%s)", b.LoopsUsed, s.Server.Workers, strings.Join(spread, ", "))
+	}
+	return workers, what
+}
+
+// noneCause says what likely held a measurement that no ceiling bounds.
+func (b *Bound) noneCause(l *results.Load, c *results.ServerCost, cores float64, ms time.Duration) string {
+	mean := time.Duration(l.Latency.MeanUs * 1e3)
+	cpu := fmt.Sprintf("%.1f us CPU per request", c.ServerCPUUsPerRequest)
+	if c.ServerNotMeasured {
+		cpu = "the server's CPU not measured: no pid="
+	}
+	switch {
+	case b.Shared:
+		return fmt.Sprintf("other processes using %.2f of the machine's %.0f cores", b.OtherCores, cores)
+	case b.Little > 0 && !b.LittleOK && b.Little < 1:
+		return fmt.Sprintf("the client's turnaround: the callers spent %.0f%% of the window between requests", 100*(1-b.Little))
+	case mean > b.MeasuredBlock:
+		return fmt.Sprintf("the server's own time: a request took %s on average against the %s block, the rest queueing and handing over (%s)",
+			mean.Round(10*time.Microsecond), ms, cpu)
+	default:
+		return fmt.Sprintf("the client's turnaround or the server's own cost (%s)", cpu)
+	}
+}
+
+// addNotes adds what a reader of the bound must know beside it.
+func (b *Bound) addNotes(nominal time.Duration, l *results.Load, cores float64) {
 	if off := BlockOff(nominal, l.MeanBlockedNs); b.BlockMeasured && off != "" {
 		b.Notes = append(b.Notes, off)
 	}
@@ -220,7 +238,6 @@ func BoundOf(s results.Step, lr *results.Result, c *results.ServerCost, offloadW
 				100*(b.Little-1), b.Little))
 		}
 	}
-	return b
 }
 
 // Line is the bound's text with its notes, for a table cell.
@@ -340,6 +357,27 @@ type LoadRow struct {
 type SweepRow struct {
 	LoadRow
 	NominalCeiling float64
+}
+
+// CeilingShare is each rep's throughput as a share of the nominal ceiling
+// (nil when the ceiling is not known): the one place it is computed.
+func (r SweepRow) CeilingShare() Figure {
+	if r.NominalCeiling <= 0 {
+		return nil
+	}
+	var out Figure
+	for _, t := range r.Throughput {
+		out = append(out, Share(t, r.NominalCeiling))
+	}
+	return out
+}
+
+// Share is perS as a share of ceiling (0 when either is not known).
+func Share(perS, ceiling float64) float64 {
+	if perS <= 0 || ceiling <= 0 {
+		return 0
+	}
+	return perS / ceiling
 }
 
 // Bound is the first repetition's bound (nil without one).

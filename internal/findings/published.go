@@ -112,162 +112,203 @@ func workersMatch(kind string, workers int) bool {
 	return (kind == "loop" && workers == PublishedLoops) || (kind == "pool" && workers == PublishedThreads)
 }
 
+// matcher finds the run's rows for one published figure.
+type matcher struct {
+	f       *Findings
+	p       published
+	maxConc int // the run's most callers
+	out     []PublishedRow
+}
+
 func (f *Findings) matches(p published) []PublishedRow {
-	var out []PublishedRow
-	row := func(server string, conc int, this string, perS, ceiling float64) {
-		r := PublishedRow{What: p.what, Server: server, This: this, Published: p.value}
-		if p.ceiling > 0 {
-			r.PubShare = fmt.Sprintf("%.0f%% of %s", 100*p.perS/p.ceiling, Thousands(p.ceiling))
-		}
-		if ceiling > 0 && perS > 0 {
-			r.ThisShare = fmt.Sprintf("%.0f%% of %s", 100*perS/ceiling, Thousands(ceiling))
-		}
-		switch {
-		case p.callers == 0 && conc > 0:
-			r.Differs = fmt.Sprintf("callers: %d here, not published", conc)
-		case p.callers > 0 && conc > 0 && conc != p.callers:
-			r.Differs = fmt.Sprintf("callers: %d here, %d published", conc, p.callers)
-		}
-		out = append(out, r)
-	}
-	maxConc := 0
-	if len(f.Params.Conc) > 0 {
-		maxConc = f.Params.Conc[0]
-		for _, c := range f.Params.Conc {
-			maxConc = max(maxConc, c)
-		}
-	}
-	matchServer := func(s stepServer) bool {
-		return s.kind == p.kind && workersMatch(s.kind, s.workers) && (p.block == 0 || s.block == p.block)
+	m := &matcher{f: f, p: p}
+	for _, c := range f.Params.Conc {
+		m.maxConc = max(m.maxConc, c)
 	}
 	switch p.phase {
 	case "sweep", "sweep-fast":
-		for _, r := range f.Sweep {
-			if r.Step.Conc != maxConc || r.Step.Endpoint != "/slow" || !matchServer(serverOf(r.Group)) {
-				continue
-			}
-			if !r.OK() {
-				row(r.Step.Server.Name, r.Step.Conc, r.Short(), 0, 0)
-				continue
-			}
-			if p.phase == "sweep" {
-				row(r.Step.Server.Name, r.Step.Conc, reqs(r.Throughput.Median()), r.Throughput.Median(), r.NominalCeiling)
-			} else if r.Fast.P50.OK() {
-				row(r.Step.Server.Name, r.Step.Conc, fastText(r.LoadRow, r.Fast.P50), 0, 0)
-			}
-		}
+		m.sweep()
 	case "stall":
-		for _, r := range f.Stall {
-			s := serverOf(r.Group)
-			if r.Step.K != p.k || s.kind != "loop" || s.workers != PublishedLoops {
-				continue
-			}
-			if !r.OK() {
-				row(r.Step.Server.Name, 0, r.Short(), 0, 0)
-				continue
-			}
-			if !r.Stalled.OK() || r.Conns.Median() != 3*PublishedLoops {
-				continue
-			}
-			row(r.Step.Server.Name, 0, fmt.Sprintf("%.0f of %.0f", r.Stalled.Median(), r.Conns.Median()), 0, 0)
-		}
+		m.stall()
 	case "stall-wait":
-		// Over k = 1..loops, per server: the range of the stalled
-		// connections' p50 from send, beside the others' at k = 0.
-		type waits struct {
-			stalled Figure
-			others  float64
-		}
-		byServer := map[string]*waits{}
-		var order []string
-		for _, r := range f.Stall {
-			s := serverOf(r.Group)
-			if s.kind != "loop" || s.workers != PublishedLoops {
-				continue
-			}
-			w := byServer[r.Step.Server.Name]
-			if w == nil {
-				w = &waits{}
-				byServer[r.Step.Server.Name] = w
-				order = append(order, r.Step.Server.Name)
-			}
-			if r.StalledSendP50.OK() {
-				w.stalled = append(w.stalled, r.StalledSendP50.Median())
-			}
-			if r.Step.K == 0 && r.OthersP50.OK() {
-				w.others = r.OthersP50.Median()
-			}
-		}
-		for _, name := range order {
-			w := byServer[name]
-			if !w.stalled.OK() {
-				continue
-			}
-			lo, hi := w.stalled.Spread()
-			row(name, 0, fmt.Sprintf("%.0f-%.0f ms (others: %.1f ms)", lo/1e3, hi/1e3, w.others/1e3), 0, 0)
-		}
+		m.stallWait()
 	case "offload", "offload-fast":
-		for _, r := range f.Offload {
-			if r.Step.Variant != p.variant || !matchServer(serverOf(r.Group)) {
-				continue
-			}
-			if !r.OK() {
-				row(r.Step.Server.Name, r.Step.Conc, r.Short(), 0, 0)
-				continue
-			}
-			if p.phase == "offload" {
-				var ceiling float64
-				if b := r.Bound(); b != nil {
-					ceiling = b.NominalCeiling
-				}
-				row(r.Step.Server.Name, r.Step.Conc, reqs(r.Throughput.Median()), r.Throughput.Median(), ceiling)
-			} else if r.Fast.P50.OK() {
-				row(r.Step.Server.Name, r.Step.Conc, fastText(r, r.Fast.P50), 0, 0)
-			}
-		}
+		m.offload()
 	case "cliff", "cliff-fast":
-		for _, r := range f.Cliff {
-			if r.Step.Conc != p.conc || !matchServer(serverOf(r.Group)) {
-				continue
-			}
-			if !r.OK() {
-				row(r.Step.Server.Name, r.Step.Conc, r.Short(), 0, 0)
-				continue
-			}
-			if p.phase == "cliff" {
-				row(r.Step.Server.Name, r.Step.Conc, reqs(r.Throughput.Median()), r.Throughput.Median(), CeilingPerS(r.Step.Server.Workers, time.Duration(r.Step.Server.BlockNs)))
-			} else if r.Fast.P95.OK() {
-				row(r.Step.Server.Name, r.Step.Conc, fastText(r, r.Fast.P95), 0, 0)
-			}
-		}
+		m.cliff()
 	case "trace", "trace-total", "trace-accepted":
-		for _, r := range f.Trace {
-			if !matchServer(serverOf(r.Group)) {
-				continue
+		m.trace()
+	}
+	return m.out
+}
+
+// row adds the run's figure this for server (at conc callers; 0: not a
+// load), with its share of ceiling when perS and ceiling are known.
+func (m *matcher) row(server string, conc int, this string, perS, ceiling float64) {
+	p := m.p
+	r := PublishedRow{What: p.what, Server: server, This: this, Published: p.value}
+	if p.ceiling > 0 {
+		r.PubShare = fmt.Sprintf("%.0f%% of %s", 100*Share(p.perS, p.ceiling), Thousands(p.ceiling))
+	}
+	if ceiling > 0 && perS > 0 {
+		r.ThisShare = fmt.Sprintf("%.0f%% of %s", 100*Share(perS, ceiling), Thousands(ceiling))
+	}
+	switch {
+	case p.callers == 0 && conc > 0:
+		r.Differs = fmt.Sprintf("callers: %d here, not published", conc)
+	case p.callers > 0 && conc > 0 && conc != p.callers:
+		r.Differs = fmt.Sprintf("callers: %d here, %d published", conc, p.callers)
+	}
+	m.out = append(m.out, r)
+}
+
+// matchServer: s is the publication's kind of server, with its workers
+// and its block.
+func (m *matcher) matchServer(s stepServer) bool {
+	return s.kind == m.p.kind && workersMatch(s.kind, s.workers) && (m.p.block == 0 || s.block == m.p.block)
+}
+
+func (m *matcher) sweep() {
+	f := m.f
+	for _, r := range f.Sweep {
+		if r.Step.Conc != m.maxConc || r.Step.Endpoint != "/slow" || !m.matchServer(serverOf(r.Group)) {
+			continue
+		}
+		if !r.OK() {
+			m.row(r.Step.Server.Name, r.Step.Conc, r.Short(), 0, 0)
+			continue
+		}
+		if m.p.phase == "sweep" {
+			m.row(r.Step.Server.Name, r.Step.Conc, reqs(r.Throughput.Median()), r.Throughput.Median(), r.NominalCeiling)
+		} else if r.Fast.P50.OK() {
+			m.row(r.Step.Server.Name, r.Step.Conc, fastText(r.LoadRow, r.Fast.P50), 0, 0)
+		}
+	}
+}
+
+func (m *matcher) stall() {
+	f := m.f
+	for _, r := range f.Stall {
+		s := serverOf(r.Group)
+		if r.Step.K != m.p.k || s.kind != "loop" || s.workers != PublishedLoops {
+			continue
+		}
+		if !r.OK() {
+			m.row(r.Step.Server.Name, 0, r.Short(), 0, 0)
+			continue
+		}
+		if !r.Stalled.OK() || r.Conns.Median() != 3*PublishedLoops {
+			continue
+		}
+		m.row(r.Step.Server.Name, 0, fmt.Sprintf("%.0f of %.0f", r.Stalled.Median(), r.Conns.Median()), 0, 0)
+	}
+}
+
+// stallWait: over k = 1..loops, per server, the range of the stalled
+// connections' p50 from send, beside the others' at k = 0.
+func (m *matcher) stallWait() {
+	f := m.f
+	type waits struct {
+		stalled Figure
+		others  float64
+	}
+	byServer := map[string]*waits{}
+	var order []string
+	for _, r := range f.Stall {
+		s := serverOf(r.Group)
+		if s.kind != "loop" || s.workers != PublishedLoops {
+			continue
+		}
+		w := byServer[r.Step.Server.Name]
+		if w == nil {
+			w = &waits{}
+			byServer[r.Step.Server.Name] = w
+			order = append(order, r.Step.Server.Name)
+		}
+		if r.StalledSendP50.OK() {
+			w.stalled = append(w.stalled, r.StalledSendP50.Median())
+		}
+		if r.Step.K == 0 && r.OthersP50.OK() {
+			w.others = r.OthersP50.Median()
+		}
+	}
+	for _, name := range order {
+		w := byServer[name]
+		if !w.stalled.OK() {
+			continue
+		}
+		lo, hi := w.stalled.Spread()
+		m.row(name, 0, fmt.Sprintf("%.0f-%.0f ms (others: %.1f ms)", lo/1e3, hi/1e3, w.others/1e3), 0, 0)
+	}
+}
+
+func (m *matcher) offload() {
+	f := m.f
+	for _, r := range f.Offload {
+		if r.Step.Variant != m.p.variant || !m.matchServer(serverOf(r.Group)) {
+			continue
+		}
+		if !r.OK() {
+			m.row(r.Step.Server.Name, r.Step.Conc, r.Short(), 0, 0)
+			continue
+		}
+		if m.p.phase == "offload" {
+			var ceiling float64
+			if b := r.Bound(); b != nil {
+				ceiling = b.NominalCeiling
 			}
-			switch p.phase {
-			case "trace":
-				var tput Figure
-				for _, l := range r.Load {
-					if l.Load != nil {
-						tput = append(tput, l.Load.ThroughputPerS)
-					}
+			m.row(r.Step.Server.Name, r.Step.Conc, reqs(r.Throughput.Median()), r.Throughput.Median(), ceiling)
+		} else if r.Fast.P50.OK() {
+			m.row(r.Step.Server.Name, r.Step.Conc, fastText(r, r.Fast.P50), 0, 0)
+		}
+	}
+}
+
+func (m *matcher) cliff() {
+	f := m.f
+	for _, r := range f.Cliff {
+		if r.Step.Conc != m.p.conc || !m.matchServer(serverOf(r.Group)) {
+			continue
+		}
+		if !r.OK() {
+			m.row(r.Step.Server.Name, r.Step.Conc, r.Short(), 0, 0)
+			continue
+		}
+		if m.p.phase == "cliff" {
+			m.row(r.Step.Server.Name, r.Step.Conc, reqs(r.Throughput.Median()), r.Throughput.Median(), CeilingPerS(r.Step.Server.Workers, time.Duration(r.Step.Server.BlockNs)))
+		} else if r.Fast.P95.OK() {
+			m.row(r.Step.Server.Name, r.Step.Conc, fastText(r, r.Fast.P95), 0, 0)
+		}
+	}
+}
+
+func (m *matcher) trace() {
+	f := m.f
+	for _, r := range f.Trace {
+		if !m.matchServer(serverOf(r.Group)) {
+			continue
+		}
+		switch m.p.phase {
+		case "trace":
+			var tput Figure
+			for _, l := range r.Load {
+				if l.Load != nil {
+					tput = append(tput, l.Load.ThroughputPerS)
 				}
-				if tput.OK() {
-					row(r.Step.Server.Name, r.Step.Conc, reqs(tput.Median()), tput.Median(), CeilingPerS(r.Step.Server.Workers, time.Duration(r.Step.Server.BlockNs)))
-				}
-			case "trace-total":
-				if r.Total.N.OK() {
-					row(r.Step.Server.Name, r.Step.Conc, spanText(r.Total), 0, 0)
-				}
-			case "trace-accepted":
-				if r.Accepted.N.OK() {
-					row(r.Step.Server.Name, r.Step.Conc, spanText(r.Accepted), 0, 0)
-				}
+			}
+			if tput.OK() {
+				m.row(r.Step.Server.Name, r.Step.Conc, reqs(tput.Median()), tput.Median(), CeilingPerS(r.Step.Server.Workers, time.Duration(r.Step.Server.BlockNs)))
+			}
+		case "trace-total":
+			if r.Total.N.OK() {
+				m.row(r.Step.Server.Name, r.Step.Conc, spanText(r.Total), 0, 0)
+			}
+		case "trace-accepted":
+			if r.Accepted.N.OK() {
+				m.row(r.Step.Server.Name, r.Step.Conc, spanText(r.Accepted), 0, 0)
 			}
 		}
 	}
-	return out
 }
 
 // stepServer is what a published figure is matched on.

@@ -126,121 +126,7 @@ func stallRow(g *Group) StallRow {
 		if rep.Conns == nil || rep.Conns.PerConn == nil {
 			continue
 		}
-		pc := rep.Conns.PerConn
-		// Where the blockers' requests were answered, from their X-Loop.
-		blocked := map[int]bool{}
-		known := g.Step.K == 0
-		block := time.Duration(g.Step.Server.BlockNs)
-		if rep.Load != nil && rep.Load.Load != nil {
-			known = true
-			for _, lc := range rep.Load.Load.RequestsPerLoop {
-				if lc.Count > 0 {
-					blocked[lc.Loop] = true
-				}
-			}
-			if rep.Load.Load.BlockedSamples > 0 {
-				block = time.Duration(rep.Load.Load.MeanBlockedNs)
-				r.BlockerBlock = append(r.BlockerBlock, rep.Load.Load.MeanBlockedNs)
-				if off := BlockOff(time.Duration(g.Step.Server.BlockNs), rep.Load.Load.MeanBlockedNs); off != "" && r.BlockOff == "" {
-					r.BlockOff = off
-				}
-			}
-		}
-		m := machineOf(rep.M.Use)
-		if m.Known {
-			r.MachineBusy = append(r.MachineBusy, m.Busy)
-			r.MachineOthers = append(r.MachineOthers, m.Others)
-		}
-		conns := stall.From(pc)
-		v := stall.Judge(conns, block, m)
-		r.Conns = append(r.Conns, float64(len(pc.Conns)))
-		r.BaselineUs = append(r.BaselineUs, pc.BaselineUs)
-		var cells []StallCell
-		var s, h, ss, sw, hw []float64
-		expected, nStalled := 0, 0
-		var wrong []string
-		for i, c := range pc.Conns {
-			cell := StallCell{Conn: c.Conn, Loop: c.Loop, P50Us: c.Latency.P50Us, SendP50Us: c.FromSend.P50Us, WaitUs: float64(conns[i].Wait) / 1e3,
-				Answered: c.Samples, Due: c.Due, Stalled: v.Stalled[i], OnBlockedLoop: c.Loop >= 0 && blocked[c.Loop], CensoredProbes: c.Censored}
-			cells = append(cells, cell)
-			if cell.OnBlockedLoop {
-				expected++
-			}
-			if cell.Stalled != cell.OnBlockedLoop {
-				how := "stalled, though no blocker was on its loop"
-				if !cell.Stalled {
-					how = "did not stall, though its loop was blocked"
-				}
-				wrong = append(wrong, fmt.Sprintf("connection %d (loop %d) %s: the server made it wait %s", c.Conn, c.Loop, how, round(conns[i].Wait)))
-			}
-			if cell.Stalled {
-				nStalled++
-				s = append(s, c.Latency.P50Us)
-				sw = append(sw, cell.WaitUs)
-				if c.FromSend.Count > 0 {
-					ss = append(ss, c.FromSend.P50Us)
-				}
-			} else {
-				h = append(h, c.Latency.P50Us)
-				hw = append(hw, cell.WaitUs)
-			}
-		}
-		if rep.Lag != nil {
-			if lr, ok := lagOf(rep.Lag); ok {
-				var want []int
-				for l := range blocked {
-					want = append(want, l)
-				}
-				slices.Sort(want)
-				if r.DetectorReps == 0 {
-					r.DetectorLoops = lr.BlockedInSlow
-				}
-				r.DetectorReps++
-				if !known || !slices.Equal(lr.BlockedInSlow, want) {
-					r.DetectorMatch = false
-				}
-			}
-		}
-		if r.Cells == nil {
-			r.Cells = cells
-			for l := range blocked {
-				r.BlockedLoops = append(r.BlockedLoops, l)
-			}
-			slices.Sort(r.BlockedLoops)
-		}
-		if !v.Judged {
-			why := v.Why
-			if g.Step.Server.Kind != "" && len(g.Reps) > 1 {
-				why = fmt.Sprintf("repetition %d: %s", rep.M.Repeat, why)
-			}
-			r.Unjudged = append(r.Unjudged, why)
-			continue
-		}
-		r.Judged++
-		r.Above = append(r.Above, float64(v.Above)/1e3)
-		switch {
-		case !known:
-			r.Match = false
-			r.Mismatch = append(r.Mismatch, "the blockers left no result, so which loops they held is not known")
-		default:
-			r.Expected = append(r.Expected, float64(expected))
-			if len(wrong) > 0 {
-				r.Match = false
-				r.Mismatch = append(r.Mismatch, wrong...)
-			}
-		}
-		r.Stalled = append(r.Stalled, float64(nStalled))
-		if len(s) > 0 {
-			r.StalledP50 = append(r.StalledP50, results.Median(s))
-			r.StalledWait = append(r.StalledWait, results.Median(sw))
-		}
-		if len(h) > 0 {
-			r.OthersP50 = append(r.OthersP50, results.Median(h))
-			r.OthersWait = append(r.OthersWait, results.Median(hw))
-		}
-		if len(ss) > 0 {
-			r.StalledSendP50 = append(r.StalledSendP50, results.Median(ss))
-		}
+		r.addRep(g, rep)
 	}
 	if !r.Stalled.OK() {
 		r.Match = false
@@ -249,6 +135,159 @@ func stallRow(g *Group) StallRow {
 		r.DetectorMatch = false
 	}
 	return r
+}
+
+// blockers is where one repetition's blockers held the server: the loops
+// their requests were answered on (their X-Loop), whether that is known,
+// and the block they measured (the asked one when they did not say).
+type blockers struct {
+	loops map[int]bool
+	known bool
+	block time.Duration
+}
+
+// blockersOf reads rep's blockers, noting their measured block on r.
+func (r *StallRow) blockersOf(g *Group, rep Rep) blockers {
+	b := blockers{loops: map[int]bool{}, known: g.Step.K == 0, block: time.Duration(g.Step.Server.BlockNs)}
+	if rep.Load == nil || rep.Load.Load == nil {
+		return b
+	}
+	b.known = true
+	l := rep.Load.Load
+	for _, lc := range l.RequestsPerLoop {
+		if lc.Count > 0 {
+			b.loops[lc.Loop] = true
+		}
+	}
+	if l.BlockedSamples > 0 {
+		b.block = time.Duration(l.MeanBlockedNs)
+		r.BlockerBlock = append(r.BlockerBlock, l.MeanBlockedNs)
+		if off := BlockOff(time.Duration(g.Step.Server.BlockNs), l.MeanBlockedNs); off != "" && r.BlockOff == "" {
+			r.BlockOff = off
+		}
+	}
+	return b
+}
+
+// stallTally is one repetition's connections, judged: the cells, and the
+// stalled and other connections' figures.
+type stallTally struct {
+	cells                          []StallCell
+	expected, stalled              int
+	wrong                          []string
+	stalledP50, stalledSend, sWait []float64
+	othersP50, oWait               []float64
+}
+
+func tally(pc *results.PerConn, conns []stall.Conn, v stall.Verdict, b blockers) stallTally {
+	var t stallTally
+	for i, c := range pc.Conns {
+		cell := StallCell{Conn: c.Conn, Loop: c.Loop, P50Us: c.Latency.P50Us, SendP50Us: c.FromSend.P50Us, WaitUs: float64(conns[i].Wait) / 1e3,
+			Answered: c.Samples, Due: c.Due, Stalled: v.Stalled[i], OnBlockedLoop: c.Loop >= 0 && b.loops[c.Loop], CensoredProbes: c.Censored}
+		t.cells = append(t.cells, cell)
+		if cell.OnBlockedLoop {
+			t.expected++
+		}
+		if cell.Stalled != cell.OnBlockedLoop {
+			how := "stalled, though no blocker was on its loop"
+			if !cell.Stalled {
+				how = "did not stall, though its loop was blocked"
+			}
+			t.wrong = append(t.wrong, fmt.Sprintf("connection %d (loop %d) %s: the server made it wait %s", c.Conn, c.Loop, how, round(conns[i].Wait)))
+		}
+		if !cell.Stalled {
+			t.othersP50 = append(t.othersP50, c.Latency.P50Us)
+			t.oWait = append(t.oWait, cell.WaitUs)
+			continue
+		}
+		t.stalled++
+		t.stalledP50 = append(t.stalledP50, c.Latency.P50Us)
+		t.sWait = append(t.sWait, cell.WaitUs)
+		if c.FromSend.Count > 0 {
+			t.stalledSend = append(t.stalledSend, c.FromSend.P50Us)
+		}
+	}
+	return t
+}
+
+// addRep judges one repetition and adds it to r.
+func (r *StallRow) addRep(g *Group, rep Rep) {
+	pc := rep.Conns.PerConn
+	b := r.blockersOf(g, rep)
+	m := machineOf(rep.M.Use)
+	if m.Known {
+		r.MachineBusy = append(r.MachineBusy, m.Busy)
+		r.MachineOthers = append(r.MachineOthers, m.Others)
+	}
+	conns := stall.From(pc)
+	v := stall.Judge(conns, b.block, m)
+	r.Conns = append(r.Conns, float64(len(pc.Conns)))
+	r.BaselineUs = append(r.BaselineUs, pc.BaselineUs)
+	t := tally(pc, conns, v, b)
+	r.addDetector(rep, b)
+	if r.Cells == nil {
+		r.Cells = t.cells
+		for l := range b.loops {
+			r.BlockedLoops = append(r.BlockedLoops, l)
+		}
+		slices.Sort(r.BlockedLoops)
+	}
+	if !v.Judged {
+		why := v.Why
+		if g.Step.Server.Kind != "" && len(g.Reps) > 1 {
+			why = fmt.Sprintf("repetition %d: %s", rep.M.Repeat, why)
+		}
+		r.Unjudged = append(r.Unjudged, why)
+		return
+	}
+	r.Judged++
+	r.Above = append(r.Above, float64(v.Above)/1e3)
+	if !b.known {
+		r.Match = false
+		r.Mismatch = append(r.Mismatch, "the blockers left no result, so which loops they held is not known")
+	} else {
+		r.Expected = append(r.Expected, float64(t.expected))
+		if len(t.wrong) > 0 {
+			r.Match = false
+			r.Mismatch = append(r.Mismatch, t.wrong...)
+		}
+	}
+	r.Stalled = append(r.Stalled, float64(t.stalled))
+	if len(t.stalledP50) > 0 {
+		r.StalledP50 = append(r.StalledP50, results.Median(t.stalledP50))
+		r.StalledWait = append(r.StalledWait, results.Median(t.sWait))
+	}
+	if len(t.othersP50) > 0 {
+		r.OthersP50 = append(r.OthersP50, results.Median(t.othersP50))
+		r.OthersWait = append(r.OthersWait, results.Median(t.oWait))
+	}
+	if len(t.stalledSend) > 0 {
+		r.StalledSendP50 = append(r.StalledSendP50, results.Median(t.stalledSend))
+	}
+}
+
+// addDetector compares the loops the server's own detector saw held in
+// /slow with the blockers' loops.
+func (r *StallRow) addDetector(rep Rep, b blockers) {
+	if rep.Lag == nil {
+		return
+	}
+	lr, ok := lagOf(rep.Lag)
+	if !ok {
+		return
+	}
+	var want []int
+	for l := range b.loops {
+		want = append(want, l)
+	}
+	slices.Sort(want)
+	if r.DetectorReps == 0 {
+		r.DetectorLoops = lr.BlockedInSlow
+	}
+	r.DetectorReps++
+	if !b.known || !slices.Equal(lr.BlockedInSlow, want) {
+		r.DetectorMatch = false
+	}
 }
 
 // StalledText is the stalled column: "3 of 12", or the words of a row the

@@ -40,124 +40,157 @@ func ms(v Figure) string {
 // the published Netty-vs-Tomcat experiment: it formats, and computes
 // nothing the findings do not hold.
 func (f *Findings) WriteTables(w io.Writer) {
-	p := f.Params
-	run := f.Run
-	if run.Partial {
-		fmt.Fprintf(w, "\nPARTIAL RUN: %s\n", run.PartialReason)
+	if f.Run.Partial {
+		fmt.Fprintf(w, "\nPARTIAL RUN: %s\n", f.Run.PartialReason)
 	}
-	if p.Stage {
+	if f.Params.Stage {
 		fmt.Fprintf(w, "\n%s.\n", OnStage)
 	}
-	if len(f.Sweep) > 0 {
-		fmt.Fprintf(w, "\n%s throughput against the ceiling (block %s, %s mode; ceiling = workers / block)\n", p.SweepEndpoint, p.Block, p.BlockMode)
-		tw := table(w, "callers", "server", "req/s", "ceiling", "% of ceiling", "bound", "% of bound", "Little's law", "blocked")
-		for _, r := range f.Sweep {
-			if !r.OK() {
-				fmt.Fprintf(tw, "%d\t%s\t%s\t\t\t\t\t\t\n", r.Step.Conc, r.Step.Server.Name, r.Short())
-				continue
-			}
-			var pct Figure
-			ceiling := "unknown"
-			if r.NominalCeiling > 0 {
-				ceiling = fmt.Sprintf("%.0f", r.NominalCeiling)
-				for _, t := range r.Throughput {
-					pct = append(pct, 100*t/r.NominalCeiling)
-				}
-			}
-			little := "-"
-			if b := r.Bound(); b != nil && b.Little > 0 {
-				little = fmt.Sprintf("%.3f", b.Little)
-				if !b.LittleOK {
-					little += " (off)"
-				}
-			}
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Step.Conc, r.Step.Server.Name, num(r.Throughput, "%.0f"), ceiling,
-				num(pct, "%.0f%%"), r.Kind(), num(r.BoundShare(), "%.0f%%"), little, r.BlockedText())
-		}
-		tw.Flush()
-		fmt.Fprintf(w, "\n/fast bystander meanwhile (one connection, a probe due every %s over the load's measured window;\n"+
-			"\"from due\" counts the wait of probes held up behind an earlier one, \"from send\" does not)\n", p.ProbeInterval)
-		bystanderTable(w, "callers", false, f.Sweep, func(r SweepRow) (string, LoadRow) {
-			return fmt.Sprint(r.Step.Conc), r.LoadRow
-		})
-	}
-
-	if len(f.Stall) > 0 {
-		fmt.Fprintf(w, "\nStalled connections: %d /async connections per loop (the kit's servers: %d), each probed every %s; k loops kept blocked by %s calls (pool: k callers)\n",
-			p.StallConns/max(p.Loops, 1), p.StallConns, p.StallInterval, p.StallBlock)
-		tw := table(w, "k", "server", "stalled", "expected", "exactly those", "server made stalled wait", "others", "(stalled, from due)", "blockers' call", "machine", "loops blocked (server's detector)")
-		var said []string
-		for _, r := range f.Stall {
-			name := fmt.Sprintf("k=%d %s", r.Step.K, r.Step.Server.Name)
-			for _, u := range r.Unjudged {
-				said = append(said, name+": "+u)
-			}
-			for _, m := range r.Mismatch {
-				said = append(said, name+": not exactly those: "+m)
-			}
-			if r.BlockOff != "" {
-				said = append(said, name+": "+r.BlockOff)
-			}
-			if !r.Stalled.OK() && len(r.Unjudged) == 0 {
-				fmt.Fprintf(tw, "%d\t%s\t%s\t\t\t\t\t\t\t\t\n", r.Step.K, r.Step.Server.Name, r.Short())
-				continue
-			}
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Step.K, r.Step.Server.Name, r.StalledText(), num(r.Expected, "%.0f"), r.MatchText(),
-				ms(r.StalledWait), ms(r.OthersWait), ms(r.StalledP50), ms(r.BlockerBlock.us()), r.MachineText(), r.DetectorText())
-		}
-		tw.Flush()
-		fmt.Fprintf(w, "  stalled: %s (here %s of the %s call);\n"+
-			"  expected: the connections on the loops the blockers' requests were answered on (their X-Loop);\n"+
-			"  from due: a stalled connection's probes queue behind each other for as long as the run lasts;\n"+
-			"  loops blocked: the loops the server's own detector saw held in /slow, and whether exactly the blockers' loops\n",
-			stall.Rule, round(time.Duration(f.stallAbove().Median()*1e3)), p.StallBlock)
-		for _, l := range said {
-			fmt.Fprintf(w, "  %s\n", l)
-		}
-	}
-
-	if len(f.Offload) > 0 {
-		fmt.Fprintf(w, "\nBlocking on the loop vs offloaded vs the pool (%d callers, block %s)\n", f.Offload[0].Step.Conc, p.Block)
-		tw := table(w, "variant", "server", "endpoint", "req/s", "/fast p50", "/fast p95", "bound")
-		for _, r := range f.Offload {
-			if !r.OK() {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t\t\t\n", r.Step.Variant, r.Step.Server.Name, r.Step.Endpoint, r.Short())
-				continue
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Step.Variant, r.Step.Server.Name, r.Step.Endpoint,
-				num(r.Throughput, "%.0f"), ms(r.Fast.P50), ms(r.Fast.P95), r.Kind())
-		}
-		tw.Flush()
-		saturation(w, f.Offload, func(r LoadRow) string { return r.Step.Variant + " " + r.Step.Server.Name })
-	}
-
-	if len(f.Trace) > 0 {
-		fmt.Fprintf(w, "\n/async (delay %s) taken apart while %d callers block on /slow (%s); p50 of each span, n samples each\n", p.Delay, p.TraceCallers, p.StallBlock)
-		tw := table(w, "server", "n", "accepted", "continuation late", "return", "total p50", "total p99")
-		for _, r := range f.Trace {
-			if !r.Total.N.OK() {
-				fmt.Fprintf(tw, "%s\t%s\t\t\t\t\t\n", r.Step.Server.Name, r.Short())
-				continue
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Step.Server.Name, num(r.Total.N, "%.0f"), ms(r.Accepted.P50), ms(r.Lateness.P50),
-				ms(r.Return.P50), ms(r.Total.P50), ms(r.Total.P99))
-		}
-		tw.Flush()
-	}
-
-	if len(f.Cliff) > 0 {
-		fmt.Fprintf(w, "\nThe pools' cliff: callers at shares of each pool's slots (a server with no pool: at the run's pool's), block %s, /fast probed every %s meanwhile\n", p.StallBlock, p.ProbeInterval)
-		bystanderTable(w, "callers (of slots)", true, f.Cliff, func(r LoadRow) (string, LoadRow) {
-			if r.Step.Server.Workers == 0 { // no pool declared: at the callers of the run's pool
-				return fmt.Sprint(r.Step.Conc), r
-			}
-			return fmt.Sprintf("%d (%s of %d)", r.Step.Conc, r.Step.Variant, r.Step.Server.Workers), r
-		})
-	}
-
+	f.writeSweep(w)
+	f.writeStall(w)
+	f.writeOffload(w)
+	f.writeTrace(w)
+	f.writeCliff(w)
 	f.writeClasses(w)
 	f.writePublished(w)
+	f.writeCost(w)
+	f.writeNotes(w)
+}
 
+// writeSweep prints the sweep: throughput against the ceiling, and the bystander meanwhile.
+func (f *Findings) writeSweep(w io.Writer) {
+	if !(len(f.Sweep) > 0) {
+		return
+	}
+	p := f.Params
+	fmt.Fprintf(w, "\n%s throughput against the ceiling (block %s, %s mode; ceiling = workers / block)\n", p.SweepEndpoint, p.Block, p.BlockMode)
+	tw := table(w, "callers", "server", "req/s", "ceiling", "% of ceiling", "bound", "% of bound", "Little's law", "blocked")
+	for _, r := range f.Sweep {
+		if !r.OK() {
+			fmt.Fprintf(tw, "%d\t%s\t%s\t\t\t\t\t\t\n", r.Step.Conc, r.Step.Server.Name, r.Short())
+			continue
+		}
+		var pct Figure
+		ceiling := "unknown"
+		if r.NominalCeiling > 0 {
+			ceiling = fmt.Sprintf("%.0f", r.NominalCeiling)
+			for _, x := range r.CeilingShare() {
+				pct = append(pct, 100*x)
+			}
+		}
+		little := "-"
+		if b := r.Bound(); b != nil && b.Little > 0 {
+			little = fmt.Sprintf("%.3f", b.Little)
+			if !b.LittleOK {
+				little += " (off)"
+			}
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Step.Conc, r.Step.Server.Name, num(r.Throughput, "%.0f"), ceiling,
+			num(pct, "%.0f%%"), r.Kind(), num(r.BoundShare(), "%.0f%%"), little, r.BlockedText())
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "\n/fast bystander meanwhile (one connection, a probe due every %s over the load's measured window;\n"+
+		"\"from due\" counts the wait of probes held up behind an earlier one, \"from send\" does not)\n", p.ProbeInterval)
+	bystanderTable(w, "callers", false, f.Sweep, func(r SweepRow) (string, LoadRow) {
+		return fmt.Sprint(r.Step.Conc), r.LoadRow
+	})
+}
+
+// writeStall prints which connections stalled with k loops blocked.
+func (f *Findings) writeStall(w io.Writer) {
+	if !(len(f.Stall) > 0) {
+		return
+	}
+	p := f.Params
+	fmt.Fprintf(w, "\nStalled connections: %d /async connections per loop (the kit's servers: %d), each probed every %s; k loops kept blocked by %s calls (pool: k callers)\n",
+		p.StallConns/max(p.Loops, 1), p.StallConns, p.StallInterval, p.StallBlock)
+	tw := table(w, "k", "server", "stalled", "expected", "exactly those", "server made stalled wait", "others", "(stalled, from due)", "blockers' call", "machine", "loops blocked (server's detector)")
+	var said []string
+	for _, r := range f.Stall {
+		name := fmt.Sprintf("k=%d %s", r.Step.K, r.Step.Server.Name)
+		for _, u := range r.Unjudged {
+			said = append(said, name+": "+u)
+		}
+		for _, m := range r.Mismatch {
+			said = append(said, name+": not exactly those: "+m)
+		}
+		if r.BlockOff != "" {
+			said = append(said, name+": "+r.BlockOff)
+		}
+		if !r.Stalled.OK() && len(r.Unjudged) == 0 {
+			fmt.Fprintf(tw, "%d\t%s\t%s\t\t\t\t\t\t\t\t\n", r.Step.K, r.Step.Server.Name, r.Short())
+			continue
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Step.K, r.Step.Server.Name, r.StalledText(), num(r.Expected, "%.0f"), r.MatchText(),
+			ms(r.StalledWait), ms(r.OthersWait), ms(r.StalledP50), ms(r.BlockerBlock.us()), r.MachineText(), r.DetectorText())
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "  stalled: %s (here %s of the %s call);\n"+
+		"  expected: the connections on the loops the blockers' requests were answered on (their X-Loop);\n"+
+		"  from due: a stalled connection's probes queue behind each other for as long as the run lasts;\n"+
+		"  loops blocked: the loops the server's own detector saw held in /slow, and whether exactly the blockers' loops\n",
+		stall.Rule, round(time.Duration(f.stallAbove().Median()*1e3)), p.StallBlock)
+	for _, l := range said {
+		fmt.Fprintf(w, "  %s\n", l)
+	}
+}
+
+// writeOffload prints blocking on the loop against offloaded and the pool.
+func (f *Findings) writeOffload(w io.Writer) {
+	if !(len(f.Offload) > 0) {
+		return
+	}
+	p := f.Params
+	fmt.Fprintf(w, "\nBlocking on the loop vs offloaded vs the pool (%d callers, block %s)\n", f.Offload[0].Step.Conc, p.Block)
+	tw := table(w, "variant", "server", "endpoint", "req/s", "/fast p50", "/fast p95", "bound")
+	for _, r := range f.Offload {
+		if !r.OK() {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t\t\t\n", r.Step.Variant, r.Step.Server.Name, r.Step.Endpoint, r.Short())
+			continue
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Step.Variant, r.Step.Server.Name, r.Step.Endpoint,
+			num(r.Throughput, "%.0f"), ms(r.Fast.P50), ms(r.Fast.P95), r.Kind())
+	}
+	tw.Flush()
+	saturation(w, f.Offload, func(r LoadRow) string { return r.Step.Variant + " " + r.Step.Server.Name })
+}
+
+// writeTrace prints the /async trace taken apart.
+func (f *Findings) writeTrace(w io.Writer) {
+	if !(len(f.Trace) > 0) {
+		return
+	}
+	p := f.Params
+	fmt.Fprintf(w, "\n/async (delay %s) taken apart while %d callers block on /slow (%s); p50 of each span, n samples each\n", p.Delay, p.TraceCallers, p.StallBlock)
+	tw := table(w, "server", "n", "accepted", "continuation late", "return", "total p50", "total p99")
+	for _, r := range f.Trace {
+		if !r.Total.N.OK() {
+			fmt.Fprintf(tw, "%s\t%s\t\t\t\t\t\n", r.Step.Server.Name, r.Short())
+			continue
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Step.Server.Name, num(r.Total.N, "%.0f"), ms(r.Accepted.P50), ms(r.Lateness.P50),
+			ms(r.Return.P50), ms(r.Total.P50), ms(r.Total.P99))
+	}
+	tw.Flush()
+}
+
+// writeCliff prints the pools' cliff.
+func (f *Findings) writeCliff(w io.Writer) {
+	if !(len(f.Cliff) > 0) {
+		return
+	}
+	p := f.Params
+	fmt.Fprintf(w, "\nThe pools' cliff: callers at shares of each pool's slots (a server with no pool: at the run's pool's), block %s, /fast probed every %s meanwhile\n", p.StallBlock, p.ProbeInterval)
+	bystanderTable(w, "callers (of slots)", true, f.Cliff, func(r LoadRow) (string, LoadRow) {
+		if r.Step.Server.Workers == 0 { // no pool declared: at the callers of the run's pool
+			return fmt.Sprint(r.Step.Conc), r
+		}
+		return fmt.Sprintf("%d (%s of %d)", r.Step.Conc, r.Step.Variant, r.Step.Server.Workers), r
+	})
+}
+
+// writeCost prints the cost per request and what bounds each row.
+func (f *Findings) writeCost(w io.Writer) {
 	fmt.Fprintf(w, "\nCost per request and what bounds each row (server from /proc over the measured window)\n")
 	tw := table(w, "measurement", "server CPU us", "ctx switches", "threads", "peak RSS", "generator CPU us", "bound")
 	for _, r := range f.Cost {
@@ -182,6 +215,10 @@ func (f *Findings) WriteTables(w io.Writer) {
 	if len(f.Cost) == 0 {
 		fmt.Fprintln(w, "  (no load measurement completed)")
 	}
+}
+
+// writeNotes prints what was noticed and what was not measured.
+func (f *Findings) writeNotes(w io.Writer) {
 	if len(f.Noticed) > 0 {
 		fmt.Fprintf(w, "\nNoticed while measuring:\n  %s\n", strings.Join(f.Noticed, "\n  "))
 	}
