@@ -10,18 +10,20 @@
 package main
 
 import (
-	"bytes"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/bystander-kit/bystander/internal/cli"
 	"github.com/bystander-kit/bystander/internal/compare"
 	"github.com/bystander-kit/bystander/internal/files"
 	"github.com/bystander-kit/bystander/internal/findings"
+	"github.com/bystander-kit/bystander/internal/page"
 )
 
 func main() { os.Exit(mainExit(os.Args[1:], os.Stdout, os.Stderr)) }
@@ -57,21 +59,18 @@ func mainExit(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if *fetchOnly {
-		a := loadAsset(*echarts, false, stderr)
-		if a.js == nil {
-			fmt.Fprintf(stderr, "report: %s\n", a.note)
+		a := page.LoadAsset(*echarts, false, stderr)
+		if !a.Inlined() {
+			fmt.Fprintf(stderr, "report: %s\n", a.Why())
 			return 1
 		}
-		p, _ := cachePath()
-		fmt.Fprintf(stdout, "report: echarts %s verified (%d bytes; cache %s)\n", echartsVersion, len(a.js), p)
+		p, _ := page.CachePath()
+		fmt.Fprintf(stdout, "report: echarts %s verified (%d bytes; cache %s)\n", page.EchartsVersion, a.Size(), p)
 		return 0
 	}
 	if *stageOut != "" {
-		a := loadAsset(*echarts, *offline, stderr)
-		if a.js == nil {
-			fmt.Fprintf(stderr, "report: echarts is not inlined (%s); the stage page loads it from %s and needs the network\n", a.note, echartsCDN)
-		}
-		b, err := writeStagePage(a)
+		a := loadAsset(*echarts, *offline, stderr, "the stage page")
+		b, err := page.Stage(a)
 		if err == nil {
 			err = os.WriteFile(*stageOut, b, 0o644)
 		}
@@ -103,26 +102,31 @@ func mainExit(args []string, stdout, stderr io.Writer) int {
 	for _, u := range f.Unread {
 		fmt.Fprintf(stderr, "report: %s\n", u)
 	}
-	a := loadAsset(*echarts, *offline, stderr)
-	if a.js == nil {
-		fmt.Fprintf(stderr, "report: echarts is not inlined (%s); the page loads it from %s and needs the network\n", a.note, echartsCDN)
+	b, err := page.Report(f, loadAsset(*echarts, *offline, stderr, "the page"))
+	return writeOut(*out, b, err, stdout, stderr)
+}
+
+// loadAsset is echarts for a page, and a line saying what it costs when it
+// cannot be inlined.
+func loadAsset(given string, offline bool, stderr io.Writer, what string) page.Asset {
+	a := page.LoadAsset(given, offline, stderr)
+	if !a.Inlined() {
+		fmt.Fprintf(stderr, "report: echarts is not inlined (%s); %s loads it from %s and needs the network\n", a.Why(), what, page.EchartsCDN)
 	}
-	return writeOut(*out, buildPage(f, a), stdout, stderr)
+	return a
 }
 
 // writeOut writes a page to out through a rename, so a reader never sees
 // half a page.
-func writeOut(out string, p page, stdout, stderr io.Writer) int {
-	var buf bytes.Buffer
-	if err := writePage(&buf, p); err != nil {
+func writeOut(out string, b []byte, err error, stdout, stderr io.Writer) int {
+	if err == nil {
+		err = files.WriteAtomic(out, b, 0o644)
+	}
+	if err != nil {
 		fmt.Fprintf(stderr, "report: %v\n", err)
 		return 1
 	}
-	if err := files.WriteAtomic(out, buf.Bytes(), 0o644); err != nil {
-		fmt.Fprintf(stderr, "report: %v\n", err)
-		return 1
-	}
-	fmt.Fprintf(stdout, "report: wrote %s (%d KB)\n", out, buf.Len()/1024)
+	fmt.Fprintf(stdout, "report: wrote %s (%d KB)\n", out, len(b)/1024)
 	return 0
 }
 
@@ -146,9 +150,22 @@ func compareExit(runA, runB, out, echarts string, offline, all bool, stdout, std
 	if out == "" {
 		return 0
 	}
-	a := loadAsset(echarts, offline, stderr)
-	if a.js == nil {
-		fmt.Fprintf(stderr, "report: echarts is not inlined (%s); the page loads it from %s and needs the network\n", a.note, echartsCDN)
+	b, err := page.Compare(c, loadAsset(echarts, offline, stderr, "the page"))
+	return writeOut(out, b, err, stdout, stderr)
+}
+
+// splitCompare takes "--compare A B" out of args: flag parsing stops at
+// the first non-flag, and the two runs come right after the flag.
+func splitCompare(args []string) (rest []string, a, b string, ok bool, err error) {
+	for i, arg := range args {
+		if arg != "--compare" && arg != "-compare" {
+			continue
+		}
+		if i+2 >= len(args) || strings.HasPrefix(args[i+1], "-") || strings.HasPrefix(args[i+2], "-") {
+			return nil, "", "", false, fmt.Errorf("report: --compare takes two run directories: --compare RUN_A RUN_B")
+		}
+		rest = append(slices.Clone(args[:i]), args[i+3:]...)
+		return rest, args[i+1], args[i+2], true, nil
 	}
-	return writeOut(out, comparePage(c, a), stdout, stderr)
+	return args, "", "", false, nil
 }

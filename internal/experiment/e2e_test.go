@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -86,7 +87,7 @@ func TestQuickRun(t *testing.T) {
 	}
 	var stdout bytes.Buffer
 	start := time.Now()
-	code := Run(context.Background(), o, &stdout, &stdout)
+	code := runCode(context.Background(), o, &stdout, &stdout)
 	t.Logf("quick run took %s", time.Since(start).Round(time.Second))
 	if code != 0 {
 		t.Fatalf("exit %d\n%s", code, stdout.String())
@@ -215,7 +216,7 @@ func TestStallBusyMachine(t *testing.T) {
 		t.Fatal(err)
 	}
 	var stdout bytes.Buffer
-	if code := Run(context.Background(), o, &stdout, &stdout); code != 0 {
+	if code := runCode(context.Background(), o, &stdout, &stdout); code != 0 {
 		t.Fatalf("exit %d\n%s", code, stdout.String())
 	}
 	f, err := findings.Read(out)
@@ -266,7 +267,7 @@ func TestStallDetectorEvio(t *testing.T) {
 		t.Fatal(err)
 	}
 	var stdout bytes.Buffer
-	if code := Run(context.Background(), o, &stdout, &stdout); code != 0 {
+	if code := runCode(context.Background(), o, &stdout, &stdout); code != 0 {
 		t.Fatalf("exit %d\n%s", code, stdout.String())
 	}
 	f, err := findings.Read(out)
@@ -389,7 +390,7 @@ func TestPinned(t *testing.T) {
 		t.Fatal(err)
 	}
 	var stdout bytes.Buffer
-	if code := Run(context.Background(), o, &stdout, &stdout); code != 0 {
+	if code := runCode(context.Background(), o, &stdout, &stdout); code != 0 {
 		t.Fatalf("exit %d\n%s", code, stdout.String())
 	}
 	if !strings.Contains(stdout.String(), "pinned: servers on CPUs") {
@@ -423,7 +424,7 @@ func TestServerDies(t *testing.T) {
 		t.Fatal(err)
 	}
 	var stdout bytes.Buffer
-	if code := Run(context.Background(), o, &stdout, &stdout); code != 1 {
+	if code := runCode(context.Background(), o, &stdout, &stdout); code != 1 {
 		t.Fatalf("exit %d, want 1: a measurement failed, and the run went on\n%s", code, stdout.String())
 	}
 	run, err := results.ReadRun(out)
@@ -462,7 +463,7 @@ func TestStallStarvedServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	var stdout bytes.Buffer
-	Run(context.Background(), o, &stdout, &stdout)
+	runCode(context.Background(), o, &stdout, &stdout)
 	f, err := findings.Read(out)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, stdout.String())
@@ -479,4 +480,10 @@ func TestStallStarvedServer(t *testing.T) {
 	if starved == 0 {
 		t.Errorf("no row says the server did not get a CPU: the test did not starve it\n%s", stdout.String())
 	}
+}
+
+// runCode runs the experiment as the command does: Run, then the status
+// and the lines Exit writes.
+func runCode(ctx context.Context, o Options, stdout, stderr io.Writer) int {
+	return Exit(Run(ctx, o, stdout, stderr), stderr)
 }

@@ -119,6 +119,7 @@ type procs struct {
 	mu         sync.Mutex
 	all        []*child
 	onStart    func(pid int, name string)
+	cleanReady func() // removes readyDir
 }
 
 // start runs name from the kit's bin directory. role "server" or "gen"

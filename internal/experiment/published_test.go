@@ -42,7 +42,7 @@ func TestPublishedServers(t *testing.T) {
 		t.Fatal(err)
 	}
 	var stdout bytes.Buffer
-	if code := Run(context.Background(), o, &stdout, &stdout); code != 0 {
+	if code := runCode(context.Background(), o, &stdout, &stdout); code != 0 {
 		t.Fatalf("exit %d\n%s", code, stdout.String())
 	}
 	run, err := results.ReadRun(out)
@@ -104,7 +104,7 @@ func TestNoJava(t *testing.T) {
 		t.Fatal(err)
 	}
 	var stdout, stderr bytes.Buffer
-	if code := Run(context.Background(), o, &stdout, &stderr); code != 2 {
+	if code := runCode(context.Background(), o, &stdout, &stderr); code != 2 {
 		t.Fatalf("exit %d, want 2\n%s%s", code, stdout.String(), stderr.String())
 	}
 	if !strings.Contains(stderr.String(), java.Install) {

@@ -33,84 +33,164 @@ type runner struct {
 	out   io.Writer
 	prog  *progress
 	hub   *stageHub // the stage's live view, or nil
+	start time.Time
 }
 
-// Run executes the plan built from o and returns the exit status: 0, 1 when
-// a measurement failed (the others are kept and shown), 130 when
-// interrupted.
-func Run(ctx context.Context, o Options, stdout, stderr io.Writer) int {
+// Run executes the plan built from o: preflight, the output directory, the
+// servers the user started, measuring (or the stage), and the write-up. It
+// returns nil, ErrFailed when a measurement failed (the others are kept and
+// shown), or why the run could not be made or was interrupted; Exit turns
+// that into the status and says what the terminal has not been told.
+func Run(ctx context.Context, o Options, stdout, stderr io.Writer) error {
 	if o.Replay != "" {
 		return runReplay(ctx, o, stdout, stderr)
 	}
-	if len(BuildPlan(o).Steps) == 0 {
-		fmt.Fprintln(stderr, "run.sh: nothing to run: no phase applies to the servers chosen (cliff needs a pool)")
-		return 2
+	procs, err := preflight(ctx, o, stdout)
+	if err != nil {
+		return refused(err)
 	}
-	procs := &procs{bin: o.Bin, pin: o.Pin}
+	defer procs.cleanReady()
+	out, err := newOutDir(o.Out, o.Overwrite)
+	if err != nil {
+		return refused(err)
+	}
+	defer out.dropUnlessKept()
+	// Servers the user started are checked first: what they are decides
+	// the plan, and one that cannot be measured is refused before any load.
+	if err := resolve(ctx, &o, stdout); err != nil {
+		if ctx.Err() != nil {
+			return &exitError{code: 130, err: err}
+		}
+		return refused(err)
+	}
+	r := newRunner(o, procs, stdout)
+	defer r.procs.stopAll()
+	if o.Stage {
+		done, err := r.runStage(ctx, stdout, out.keep)
+		if err != nil {
+			return err
+		}
+		defer done() // the page stays up until Ctrl-C, which does not undo the run
+	} else {
+		out.keep()
+		r.measure(ctx)
+	}
+	return r.finish(ctx)
+}
+
+// ErrFailed: a measurement failed; what was measured is kept and shown,
+// and the tables say what failed.
+var ErrFailed = errors.New("run.sh: a measurement failed (the tables say which)")
+
+// exitError is an error that asks for an exit status of its own.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+// refused is a run that could not start (a flag, a missing program, a
+// refused target): status 2.
+func refused(err error) error { return &exitError{code: 2, err: err} }
+
+// errInterrupted: the run was interrupted; what it measured is written up.
+var errInterrupted = &exitError{code: 130, err: errors.New("run.sh: interrupted")}
+
+// Exit is the status for Run's error (0, 1 when a measurement failed, 2
+// when the run could not start, 130 when interrupted), and writes to
+// stderr what the terminal has not been told (the tables tell of failed
+// measurements, the progress lines of an interruption).
+func Exit(err error, stderr io.Writer) int {
+	var e *exitError
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, ErrFailed):
+		return 1
+	case err == errInterrupted:
+		return 130
+	case errors.As(err, &e):
+		fmt.Fprintln(stderr, err)
+		return e.code
+	}
+	fmt.Fprintln(stderr, err)
+	return 1
+}
+
+// preflight checks what a run needs before it touches anything: a plan,
+// the kit's programs, taskset for --pin, the Java servers built, and a
+// private directory for the servers' ready files.
+func preflight(ctx context.Context, o Options, stdout io.Writer) (*procs, error) {
+	if len(BuildPlan(o).Steps) == 0 {
+		return nil, errors.New("run.sh: nothing to run: no phase applies to the servers chosen (cliff needs a pool)")
+	}
+	procs := &procs{bin: o.Bin, pin: o.Pin, cleanReady: func() {}}
 	if o.Pin {
 		s, g, err := cpuSets(runtime.NumCPU())
 		if err != nil {
-			fmt.Fprintln(stderr, err)
-			return 2
+			return nil, err
 		}
 		if _, err := exec.LookPath("taskset"); err != nil {
-			fmt.Fprintln(stderr, "run.sh: --pin needs taskset (apt-get install util-linux)")
-			return 2
+			return nil, errors.New("run.sh: --pin needs taskset (apt-get install util-linux)")
 		}
 		procs.serverCPUs, procs.genCPUs = s, g
 	}
 	for _, b := range []string{"loopserver", "poolserver", "loadgen", "prober"} {
 		if _, err := os.Stat(filepath.Join(o.Bin, b)); err != nil {
-			fmt.Fprintf(stderr, "run.sh: %s is missing: run ./run.sh, which builds the kit into %s first\n", filepath.Join(o.Bin, b), o.Bin)
-			return 2
+			return nil, fmt.Errorf("run.sh: %s is missing: run ./run.sh, which builds the kit into %s first", filepath.Join(o.Bin, b), o.Bin)
 		}
 	}
 	if err := buildJava(ctx, o, func(s string) { fmt.Fprintln(stdout, s) }); err != nil {
-		fmt.Fprintln(stderr, err)
-		return 2
+		return nil, err
 	}
 	rdir, cleanReady, err := readyDir()
 	if err != nil {
-		fmt.Fprintln(stderr, err)
-		return 2
+		return nil, err
 	}
-	defer cleanReady()
-	procs.readyDir = rdir
-	_, statErr := os.Stat(o.Out)
-	made := errors.Is(statErr, fs.ErrNotExist)
-	if err := prepareOut(o.Out, o.Overwrite); err != nil {
-		fmt.Fprintln(stderr, err)
-		return 2
+	procs.readyDir, procs.cleanReady = rdir, cleanReady
+	return procs, nil
+}
+
+// outDir is the run directory. A run that fails before it measures
+// anything (a refused --target, a stage whose address is taken) leaves
+// nothing behind: the directory it made is removed, one given empty is
+// emptied again.
+type outDir struct {
+	path       string
+	made, kept bool
+}
+
+func newOutDir(path string, overwrite bool) (*outDir, error) {
+	_, statErr := os.Stat(path)
+	d := &outDir{path: path, made: errors.Is(statErr, fs.ErrNotExist)}
+	return d, prepareOut(path, overwrite)
+}
+
+// keep: measuring has begun, and what it writes stays.
+func (d *outDir) keep() { d.kept = true }
+
+func (d *outDir) dropUnlessKept() {
+	if d.kept {
+		return
 	}
-	// A run that fails before it measures anything (a refused --target, a
-	// stage whose address is taken) leaves nothing behind: the directory it
-	// made is removed, one given empty is emptied again.
-	measuring := false
-	defer func() {
-		if measuring {
-			return
-		}
-		if made {
-			os.RemoveAll(o.Out)
-			return
-		}
-		if es, err := os.ReadDir(o.Out); err == nil {
-			for _, e := range es {
-				os.RemoveAll(filepath.Join(o.Out, e.Name()))
-			}
-		}
-	}()
-	// Servers the user started are checked first: what they are decides
-	// the plan, and one that cannot be measured is refused before any load.
-	if err := resolve(ctx, &o, stdout); err != nil {
-		fmt.Fprintln(stderr, err)
-		if ctx.Err() != nil {
-			return 130
-		}
-		return 2
+	if d.made {
+		os.RemoveAll(d.path)
+		return
 	}
+	if es, err := os.ReadDir(d.path); err == nil {
+		for _, e := range es {
+			os.RemoveAll(filepath.Join(d.path, e.Name()))
+		}
+	}
+}
+
+// newRunner plans the run, says what it will do, and writes its first
+// run.json.
+func newRunner(o Options, procs *procs, stdout io.Writer) *runner {
 	plan := BuildPlan(o)
-	r := &runner{o: o, plan: plan, dir: o.Out, out: stdout, procs: procs}
+	r := &runner{o: o, plan: plan, dir: o.Out, out: stdout, procs: procs, start: time.Now()}
 	plan.Describe(stdout)
 	if o.Pin {
 		fmt.Fprintf(stdout, "  pinned: servers on CPUs %s, load generators and probers on CPUs %s\n", r.procs.serverCPUs, r.procs.genCPUs)
@@ -118,8 +198,7 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stdout, "  not pinned: the --target servers (the kit did not start them)")
 		}
 	}
-	start := time.Now()
-	r.run = newRun(plan, start)
+	r.run = newRun(plan, r.start)
 	r.procs.onStart = func(pid int, name string) {
 		r.mu.Lock()
 		r.run.Processes = append(r.run.Processes, results.Process{PID: pid, Name: name})
@@ -127,39 +206,35 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) int {
 	}
 	r.save()
 	r.prog = newProgress(stdout, plan)
-	defer r.procs.stopAll()
+	return r
+}
 
-	var stageDone func()
-	if o.Stage {
-		done, code := r.runStage(ctx, stdout, stderr, func() { measuring = true })
-		if code != 0 {
-			return code
-		}
-		stageDone = done
-	} else {
-		measuring = true
-	}
+// measure runs every step of the plan, each repetition in turn; a step
+// after an interruption, or one the plan skips, is recorded as skipped.
+func (r *runner) measure(ctx context.Context) {
 	i := 0
-	for rep := 1; rep <= o.Repeat && !o.Stage; rep++ {
-		for _, step := range plan.Steps {
-			if ctx.Err() != nil {
+	for rep := 1; rep <= r.o.Repeat; rep++ {
+		for _, step := range r.plan.Steps {
+			switch why := r.plan.Skips[step.ID]; {
+			case ctx.Err() != nil:
 				r.set(i, func(m *results.Measurement) { m.Status, m.Reason = "skipped", "the run was interrupted before it" })
-				i++
-				continue
-			}
-			if why := plan.Skips[step.ID]; why != "" {
+			case why != "":
 				r.set(i, func(m *results.Measurement) { m.Status, m.Reason = "skipped", why })
-				i++
-				continue
+			default:
+				r.prog.begin(step, rep)
+				m := r.step(ctx, step, rep)
+				r.set(i, func(mm *results.Measurement) { *mm = m })
+				r.prog.end(m, r.throughput(m))
+				r.save()
 			}
-			r.prog.begin(step, rep)
-			m := r.step(ctx, step, rep)
-			r.set(i, func(mm *results.Measurement) { *mm = m })
-			r.prog.end(m, r.throughput(m))
-			r.save()
 			i++
 		}
 	}
+}
+
+// finish ends the run: the servers stopped, run.json closed, the report,
+// the tables and findings written, and where they are said.
+func (r *runner) finish(ctx context.Context) error {
 	r.prog.finish()
 	r.procs.stopAll()
 	end := time.Now()
@@ -168,7 +243,7 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) int {
 	r.run.Partial, r.run.PartialReason = false, ""
 	if ctx.Err() != nil {
 		r.run.Partial = true
-		r.run.PartialReason = fmt.Sprintf("interrupted after %s", end.Sub(start).Round(time.Second))
+		r.run.PartialReason = fmt.Sprintf("interrupted after %s", end.Sub(r.start).Round(time.Second))
 	}
 	r.mu.Unlock()
 	r.report()
@@ -177,29 +252,25 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) int {
 	var sb strings.Builder
 	fd := findings.Compute(r.dir, r.run)
 	fd.WriteTables(&sb)
-	fmt.Fprint(stdout, sb.String())
+	fmt.Fprint(r.out, sb.String())
 	_ = files.WriteAtomic(filepath.Join(r.dir, "summary.txt"), []byte(sb.String()), 0o644)
 	_ = files.WriteAtomic(filepath.Join(r.dir, "findings.json"), fd.FaceJSON(), 0o644)
-	fmt.Fprintf(stdout, "\nresults: %s\n", r.dir)
+	fmt.Fprintf(r.out, "\nresults: %s\n", r.dir)
 	if r.run.Report != "" {
-		fmt.Fprintf(stdout, "report:  %s\n", filepath.Join(r.dir, r.run.Report))
+		fmt.Fprintf(r.out, "report:  %s\n", filepath.Join(r.dir, r.run.Report))
 	} else {
-		fmt.Fprintf(stdout, "report:  none (%s)\n", r.run.ReportNote)
+		fmt.Fprintf(r.out, "report:  none (%s)\n", r.run.ReportNote)
 	}
-	if o.Open && r.run.Report != "" && !o.Stage {
-		openReport(stdout, filepath.Join(r.dir, r.run.Report))
+	if r.o.Open && r.run.Report != "" && !r.o.Stage {
+		openReport(r.out, filepath.Join(r.dir, r.run.Report))
 	}
-	code := 0
 	switch {
 	case ctx.Err() != nil:
-		code = 130
+		return errInterrupted
 	case r.failedCount() > 0:
-		code = 1 // what was measured is kept and shown; the tables say what failed
+		return ErrFailed
 	}
-	if stageDone != nil {
-		stageDone() // the page stays up until Ctrl-C, which does not undo the run
-	}
-	return code
+	return nil
 }
 
 func newRun(plan Plan, start time.Time) *results.Run {

@@ -7,10 +7,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -18,6 +16,7 @@ import (
 	"github.com/bystander-kit/bystander/internal/findings"
 	"github.com/bystander-kit/bystander/internal/lag"
 	"github.com/bystander-kit/bystander/internal/live"
+	"github.com/bystander-kit/bystander/internal/page"
 	"github.com/bystander-kit/bystander/internal/palette"
 	"github.com/bystander-kit/bystander/internal/results"
 	"github.com/bystander-kit/bystander/internal/stage"
@@ -91,17 +90,14 @@ func (c *stageControl) isPaused() bool {
 	return c.paused
 }
 
-// stagePage asks the report program for the stage's page.
-func stagePage(bin, dir string) ([]byte, error) {
-	path := filepath.Join(dir, "stage.html")
-	out, err := exec.Command(filepath.Join(bin, "report"), "--stage-page", path).CombinedOutput()
-	if err != nil {
-		return nil, fmt.Errorf("run.sh: --stage: the report program could not write the page: %v %s", err, strings.TrimSpace(string(out)))
+// stagePage is the stage's page, echarts inlined as in the report (fetched
+// and cached once; without it the page loads echarts from a CDN, and says so).
+func stagePage(stderr io.Writer) ([]byte, error) {
+	a := page.LoadAsset("", false, stderr)
+	if !a.Inlined() {
+		fmt.Fprintf(stderr, "run.sh: --stage: echarts is not inlined (%s); the page loads it from %s and needs the network\n", a.Why(), page.EchartsCDN)
 	}
-	if len(out) > 0 {
-		return nil, fmt.Errorf("run.sh: --stage: %s", strings.TrimSpace(string(out)))
-	}
-	return os.ReadFile(path)
+	return page.Stage(a)
 }
 
 // openStage serves the page and says where.
@@ -154,22 +150,19 @@ func waitForPage(ctx context.Context, o Options, hub *stage.Hub, stdout io.Write
 //
 // started is called once the page is served, before the first
 // measurement: a stage that cannot start leaves no run behind.
-func (r *runner) runStage(ctx context.Context, stdout, stderr io.Writer, started func()) (func(), int) {
-	page, err := stagePage(r.o.Bin, r.dir)
+func (r *runner) runStage(ctx context.Context, stdout io.Writer, started func()) (func(), error) {
+	b, err := stagePage(stdout)
 	if err != nil {
-		fmt.Fprintln(stderr, err)
-		return nil, 2
+		return nil, refused(err)
 	}
-	hub, err := stage.NewHub(filepath.Join(r.dir, "stage.ndjson"), page)
+	hub, err := stage.NewHub(filepath.Join(r.dir, "stage.ndjson"), b)
 	if err != nil {
-		fmt.Fprintln(stderr, err)
-		return nil, 2
+		return nil, refused(err)
 	}
 	sctx, stop := context.WithCancel(context.Background()) // outlives ctx: the page says the run was interrupted
 	if err := openStage(sctx, r.o, hub, stdout); err != nil {
 		stop()
-		fmt.Fprintln(stderr, err)
-		return nil, 2
+		return nil, refused(err)
 	}
 	started()
 	hubDone := make(chan struct{})
@@ -189,6 +182,28 @@ func (r *runner) runStage(ctx context.Context, stdout, stderr io.Writer, started
 			}
 		}
 	}()
+	r.stageScreens(ctx, hub, ctl)
+	r.skipPending(ctx, "the stage ended before its screen")
+	return func() {
+		hub.Add(stage.Done{Report: r.run.Report, Dir: r.dir})
+		if !r.o.Auto && ctx.Err() == nil {
+			fmt.Fprintln(stdout, "stage: done; the page stays up until Ctrl-C (10 minutes at most)")
+			select {
+			case <-ctx.Done():
+			case <-time.After(10 * time.Minute):
+			}
+		} else {
+			time.Sleep(2 * stage.Every) // the page gets the last frame
+		}
+		stop()
+		<-hubDone
+		_ = hub.Close()
+	}, nil
+}
+
+// stageScreens shows the screens as the keys ask: each screen measures
+// its steps; R measures the screen shown again.
+func (r *runner) stageScreens(ctx context.Context, hub *stage.Hub, ctl *stageControl) {
 	// Where each step's first measurement sits in run.json.
 	index := map[string]int{}
 	for i, m := range r.run.Measurements {
@@ -232,20 +247,7 @@ func (r *runner) runStage(ctx context.Context, stdout, stderr io.Writer, started
 			}
 			state("measuring " + s.ID)
 			reps[s.ID]++
-			rep := reps[s.ID]
-			r.stepEvent(s, "start", nil)
-			r.prog.begin(s, rep)
-			m := r.step(ctx, s, rep)
-			r.prog.end(m, r.throughput(m))
-			if rep == 1 {
-				r.set(index[s.ID], func(mm *results.Measurement) { *mm = m })
-			} else {
-				r.mu.Lock()
-				r.run.Measurements = append(r.run.Measurements, m)
-				r.mu.Unlock()
-			}
-			r.save()
-			r.stepEvent(s, "end", &m)
+			r.stageStep(ctx, s, reps[s.ID], index[s.ID])
 		}
 		if screen == screens && r.o.Auto {
 			break
@@ -256,31 +258,38 @@ func (r *runner) runStage(ctx context.Context, stdout, stderr io.Writer, started
 		}
 		state(fmt.Sprintf("screen %d done: Space for the next", screen))
 	}
+}
+
+// stageStep measures step s (its rep-th time) on stage; the first time
+// in its place in run.json, again after it.
+func (r *runner) stageStep(ctx context.Context, s Step, rep, at int) {
+	r.stepEvent(s, "start", nil)
+	r.prog.begin(s, rep)
+	m := r.step(ctx, s, rep)
+	r.prog.end(m, r.throughput(m))
+	if rep == 1 {
+		r.set(at, func(mm *results.Measurement) { *mm = m })
+	} else {
+		r.mu.Lock()
+		r.run.Measurements = append(r.run.Measurements, m)
+		r.mu.Unlock()
+	}
+	r.save()
+	r.stepEvent(s, "end", &m)
+}
+
+// skipPending records the measurements never reached as skipped, and why.
+func (r *runner) skipPending(ctx context.Context, why string) {
 	for i, m := range r.run.Measurements {
 		if m.Status == "pending" {
 			r.set(i, func(mm *results.Measurement) {
-				mm.Status, mm.Reason = "skipped", "the stage ended before its screen"
+				mm.Status, mm.Reason = "skipped", why
 				if ctx.Err() != nil {
 					mm.Reason = "the run was interrupted before it"
 				}
 			})
 		}
 	}
-	return func() {
-		hub.Add(stage.Done{Report: r.run.Report, Dir: r.dir})
-		if !r.o.Auto && ctx.Err() == nil {
-			fmt.Fprintln(stdout, "stage: done; the page stays up until Ctrl-C (10 minutes at most)")
-			select {
-			case <-ctx.Done():
-			case <-time.After(10 * time.Minute):
-			}
-		} else {
-			time.Sleep(2 * stage.Every) // the page gets the last frame
-		}
-		stop()
-		<-hubDone
-		_ = hub.Close()
-	}, 0
 }
 
 // hello tells the page the run's shape: what the ceilings are, and the
@@ -504,53 +513,42 @@ func (r *runner) lagEvent(server string) func(lag.Event) {
 
 // runReplay plays a recorded stage (--stage --replay RUN_DIR) on the same
 // page, at its real pace, without servers.
-func runReplay(ctx context.Context, o Options, stdout, stderr io.Writer) int {
+func runReplay(ctx context.Context, o Options, stdout, stderr io.Writer) error {
 	rec := filepath.Join(o.Replay, "stage.ndjson")
 	if _, err := os.Stat(rec); err != nil {
-		fmt.Fprintf(stderr, "run.sh: --replay %s: no stage recording there (%v): record one with ./run.sh --stage\n", o.Replay, err)
-		return 2
+		return refused(fmt.Errorf("run.sh: --replay %s: no stage recording there (%v): record one with ./run.sh --stage", o.Replay, err))
 	}
-	tmp, err := os.MkdirTemp("", "bystander-replay")
+	b, err := stagePage(stderr)
 	if err != nil {
-		fmt.Fprintln(stderr, err)
-		return 1
+		return refused(err)
 	}
-	defer os.RemoveAll(tmp)
-	page, err := stagePage(o.Bin, tmp)
+	hub, err := stage.NewHub("", b)
 	if err != nil {
-		fmt.Fprintln(stderr, err)
-		return 2
-	}
-	hub, err := stage.NewHub("", page)
-	if err != nil {
-		fmt.Fprintln(stderr, err)
-		return 1
+		return err
 	}
 	sctx, stop := context.WithCancel(context.Background())
 	defer stop()
 	if err := openStage(sctx, o, hub, stdout); err != nil {
-		fmt.Fprintln(stderr, err)
-		return 2
+		return refused(err)
 	}
 	waitForPage(ctx, o, hub, stdout)
 	fmt.Fprintf(stdout, "stage: replaying %s at its real pace (P pauses)\n", rec)
 	n, err := stage.Replay(ctx, rec, hub)
 	if err != nil {
 		if ctx.Err() != nil {
-			return 130
+			return errInterrupted
 		}
-		fmt.Fprintln(stderr, err)
-		return 1
+		return err
 	}
 	fmt.Fprintf(stdout, "stage: replayed %d frames\n", n)
 	if o.Auto {
 		time.Sleep(2 * stage.Every)
-		return 0
+		return nil
 	}
 	fmt.Fprintln(stdout, "stage: the page stays up until Ctrl-C (10 minutes at most)")
 	select {
 	case <-ctx.Done():
 	case <-time.After(10 * time.Minute):
 	}
-	return 0
+	return nil
 }

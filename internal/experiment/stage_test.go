@@ -33,7 +33,7 @@ func startRun(t *testing.T, ctx context.Context, args ...string) (<-chan int, *w
 	}
 	out := &wiretest.Buffer{}
 	code := make(chan int, 1)
-	go func() { code <- Run(ctx, o, out, out) }()
+	go func() { code <- runCode(ctx, o, out, out) }()
 	return code, out
 }
 
@@ -330,7 +330,7 @@ func TestStageAddrTaken(t *testing.T) {
 			t.Fatal(err)
 		}
 		var stdout, stderr bytes.Buffer
-		if code := Run(context.Background(), o, &stdout, &stderr); code != 2 {
+		if code := runCode(context.Background(), o, &stdout, &stderr); code != 2 {
 			t.Fatalf("exit %d, want 2\n%s%s", code, stdout.String(), stderr.String())
 		}
 		if !strings.Contains(stderr.String(), "--stage-addr") || !strings.Contains(stderr.String(), "taken") {

@@ -68,7 +68,7 @@ func runTargets(t *testing.T, args ...string) (string, *results.Run, *bytes.Buff
 		t.Fatal(err)
 	}
 	var stdout bytes.Buffer
-	if code := Run(context.Background(), o, &stdout, &stdout); code != 0 {
+	if code := runCode(context.Background(), o, &stdout, &stdout); code != 0 {
 		t.Fatalf("exit %d\n%s", code, stdout.String())
 	}
 	run, err := results.ReadRun(out)
@@ -191,7 +191,7 @@ func TestTargetRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	var stdout, stderr bytes.Buffer
-	if code := Run(context.Background(), o, &stdout, &stderr); code != 2 {
+	if code := runCode(context.Background(), o, &stdout, &stderr); code != 2 {
 		t.Fatalf("exit %d, want 2\n%s%s", code, stdout.String(), stderr.String())
 	}
 	if !strings.Contains(stderr.String(), "slow-blocks FAIL") || !strings.Contains(stderr.String(), "does not speak the protocol") {
@@ -218,7 +218,7 @@ func TestTargetDies(t *testing.T) {
 		_ = cmd.Process.Kill()
 	}()
 	var stdout bytes.Buffer
-	code := Run(context.Background(), o, &stdout, &stdout)
+	code := runCode(context.Background(), o, &stdout, &stdout)
 	run, err := results.ReadRun(out)
 	if err != nil {
 		t.Fatalf("exit %d, %v\n%s", code, err, stdout.String())
@@ -245,7 +245,7 @@ func TestTargetNothingListens(t *testing.T) {
 		t.Fatal(err)
 	}
 	var stdout, stderr bytes.Buffer
-	if code := Run(context.Background(), o, &stdout, &stderr); code != 2 {
+	if code := runCode(context.Background(), o, &stdout, &stderr); code != 2 {
 		t.Fatalf("exit %d, want 2\n%s%s", code, stdout.String(), stderr.String())
 	}
 	if !strings.Contains(stderr.String(), "nothing is listening at "+addr) || strings.Count(stderr.String(), "refused") > 1 || strings.Contains(stderr.String(), "leave those phases out") {
@@ -273,7 +273,7 @@ func TestTargetWrongPID(t *testing.T) {
 			t.Fatal(err)
 		}
 		var stdout, stderr bytes.Buffer
-		if code := Run(context.Background(), o, &stdout, &stderr); code != 2 {
+		if code := runCode(context.Background(), o, &stdout, &stderr); code != 2 {
 			t.Fatalf("pid=%d: exit %d, want 2\n%s%s", pid, code, stdout.String(), stderr.String())
 		}
 		if want := fmt.Sprintf("pid=%d does not hold the listening socket at %s", pid, addr); !strings.Contains(stderr.String(), want) || strings.Count(strings.TrimSpace(stderr.String()), "\n") > 0 {
@@ -311,7 +311,7 @@ func TestTargetFrozen(t *testing.T) {
 		}
 	}()
 	var stdout bytes.Buffer
-	code := Run(context.Background(), o, &stdout, &stdout)
+	code := runCode(context.Background(), o, &stdout, &stdout)
 	_ = cmd.Process.Signal(syscall.SIGCONT)
 	run, err := results.ReadRun(out)
 	if err != nil {

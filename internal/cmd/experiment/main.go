@@ -17,6 +17,6 @@ func main() {
 		return experiment.ParseFlags(args, stderr, time.Now())
 	}
 	os.Exit(cli.Main(os.Args[1:], os.Stderr, parse, func(ctx context.Context, o experiment.Options) int {
-		return experiment.Run(ctx, o, os.Stdout, os.Stderr)
+		return experiment.Exit(experiment.Run(ctx, o, os.Stdout, os.Stderr), os.Stderr)
 	}))
 }

@@ -1,4 +1,4 @@
-package main
+package page
 
 // point is one (x, y) of a time series.
 type point struct{ X, Y float64 }

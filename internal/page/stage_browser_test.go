@@ -1,4 +1,4 @@
-package main
+package page
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 )
 
 // quickStage is a real recording: ./run.sh --stage --auto --quick.
-const quickStage = "../internal/stage/testdata/quick-stage/stage.ndjson"
+const quickStage = "../stage/testdata/quick-stage/stage.ndjson"
 
 // TestStageScreens replays a real recording to the end of each screen and
 // opens it on a 1600x900 projector page, light and dark: each screen is

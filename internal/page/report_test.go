@@ -1,4 +1,4 @@
-package main
+package page
 
 import (
 	"archive/tar"
@@ -20,13 +20,13 @@ import (
 var update = flag.Bool("update", false, "rewrite testdata/report.golden.html")
 
 // stub stands in for echarts in tests that look at the page, not a browser.
-var stub = asset{js: []byte("/* echarts stub for tests */ var echarts = {};")}
+var stub = Asset{js: []byte("/* echarts stub for tests */ var echarts = {};")}
 
-const testRun = "../internal/findings/testdata/run" // a real default run of ./run.sh, report.html left out
+const testRun = "../findings/testdata/run" // a real default run of ./run.sh, report.html left out
 
 // customRun is a real --quick run with a value other than the default for
 // every parameter a caption states (see internal/experiment's customArgs).
-const customRun = "../internal/findings/testdata/custom-run"
+const customRun = "../findings/testdata/custom-run"
 
 func readTestRun(t *testing.T) *results.Run {
 	t.Helper()
@@ -37,7 +37,7 @@ func readTestRun(t *testing.T) *results.Run {
 	return run
 }
 
-func renderString(t *testing.T, dir string, run *results.Run, a asset) string {
+func renderString(t *testing.T, dir string, run *results.Run, a Asset) string {
 	t.Helper()
 	var b bytes.Buffer
 	if err := writePage(&b, buildPage(findings.Compute(dir, run), a)); err != nil {
@@ -150,7 +150,7 @@ func TestSelfContained(t *testing.T) {
 	if !strings.Contains(page, `("`+base64.StdEncoding.EncodeToString(stub.packed())+`")`) {
 		t.Error("echarts is not inlined")
 	}
-	page = renderString(t, testRun, run, asset{note: "npm is not installed"})
+	page = renderString(t, testRun, run, Asset{note: "npm is not installed"})
 	if !strings.Contains(page, `<script src="`+echartsCDN+`"></script>`) || !strings.Contains(page, "could not be inlined (npm is not installed)") {
 		t.Error("the CDN fallback is not used or not said")
 	}
@@ -274,11 +274,11 @@ func TestCaptionsFromTheRun(t *testing.T) {
 
 // nodeRun is a real --quick run of the Node.js example alone (--servers=
 // --target node=URL,offload=32, no pid=).
-const nodeRun = "../internal/findings/testdata/node-run"
+const nodeRun = "../findings/testdata/node-run"
 
 // offloadRun is a real --quick run of the loop server's sweep alone with
 // --sweep-endpoint=/offload, to compare with testRun's /slow.
-const offloadRun = "../internal/findings/testdata/offload-run"
+const offloadRun = "../findings/testdata/offload-run"
 
 // TestExternalRun: a server the user started is shown like the kit's, with
 // its name, its own loops in the stall chart, and its cost said to be not
@@ -316,36 +316,6 @@ func TestExternalRun(t *testing.T) {
 	}
 	if !strings.Contains(page, "This run measured node (1 event loop, ceiling 1 loop / 5ms = 200 req/s)") {
 		t.Error("the lead does not say what this run measured")
-	}
-}
-
-// TestCompareCommand: report --compare in the terminal, and its refusals.
-func TestCompareCommand(t *testing.T) {
-	var stdout, stderr strings.Builder
-	if rc := mainExit([]string{"--compare", testRun, offloadRun}, &stdout, &stderr); rc != 0 {
-		t.Fatalf("exit %d: %s", rc, stderr.String())
-	}
-	for _, want := range []string{"sweep endpoint: /slow vs /offload", "sweep loop-gnet 64 callers (/slow -> /offload)", "no test (n=1+1)", "A only: stall loop-gnet k=1"} {
-		if !strings.Contains(stdout.String(), want) {
-			t.Errorf("the terminal lacks %q:\n%s", want, stdout.String())
-		}
-	}
-	for _, tc := range []struct {
-		args []string
-		rc   int
-		why  string
-	}{
-		{[]string{"--compare", testRun}, 2, "two run directories"},
-		{[]string{"--compare", testRun, "--out", "x.html"}, 2, "two run directories"},
-		{[]string{"--compare", testRun, nodeRun, "--in", testRun}, 2, "takes no --in"},
-		{[]string{"--compare", testRun, nodeRun}, 1, "no measurement in common"},
-		{[]string{"--compare", testRun, t.TempDir()}, 1, "B ("},
-	} {
-		stdout.Reset()
-		stderr.Reset()
-		if rc := mainExit(tc.args, &stdout, &stderr); rc != tc.rc || !strings.Contains(stderr.String(), tc.why) {
-			t.Errorf("%v: exit %d %q, want %d with %q", tc.args, rc, stderr.String(), tc.rc, tc.why)
-		}
 	}
 }
 

@@ -1,4 +1,4 @@
-package main
+package page
 
 import (
 	"fmt"
@@ -19,26 +19,10 @@ type grid struct {
 	Rows [][]string
 }
 
-// splitCompare takes "--compare A B" out of args: flag parsing stops at
-// the first non-flag, and the two runs come right after the flag.
-func splitCompare(args []string) (rest []string, a, b string, ok bool, err error) {
-	for i, arg := range args {
-		if arg != "--compare" && arg != "-compare" {
-			continue
-		}
-		if i+2 >= len(args) || strings.HasPrefix(args[i+1], "-") || strings.HasPrefix(args[i+2], "-") {
-			return nil, "", "", false, fmt.Errorf("report: --compare takes two run directories: --compare RUN_A RUN_B")
-		}
-		rest = append(slices.Clone(args[:i]), args[i+3:]...)
-		return rest, args[i+1], args[i+2], true, nil
-	}
-	return args, "", "", false, nil
-}
-
 // comparePage is run A against run B on one page: the sweep's throughput
 // and the bystander's latency of both on the same axes with both runs'
 // ceilings, then every figure of every measurement both made.
-func comparePage(c *compare.Comparison, a asset) page {
+func comparePage(c *compare.Comparison, a Asset) page {
 	p := page{Title: "bystander: run A against run B", Run: c.B.Run}
 	p.Lead = fmt.Sprintf("A is %s (started %s), B is %s (started %s). Each figure is the median over a run's repetitions; "+
 		"B vs A is the change when it is significant (p <= %.2f, Mann-Whitney U over the repetitions, as benchstat tests), ~ when it is not, "+

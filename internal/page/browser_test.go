@@ -1,4 +1,4 @@
-package main
+package page
 
 import (
 	"bytes"
@@ -13,12 +13,13 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/bystander-kit/bystander/internal/browsertest"
+	"github.com/bystander-kit/bystander/internal/compare"
 	"github.com/bystander-kit/bystander/internal/findings"
 )
 
-// inlined is the verified echarts asset; without it the browser tests
+// inlined is the verified echarts Asset; without it the browser tests
 // skip, except in CI, where .ci/run fetches it first.
-func inlined(t *testing.T) asset {
+func inlined(t *testing.T) Asset {
 	t.Helper()
 	a := loadAsset("", false, os.Stderr)
 	if a.js == nil {
@@ -263,11 +264,17 @@ func checkReport(t *testing.T, chrome, out string, f *findings.Findings, w, h in
 // in a table of their own and the rest folded; at 1300 px and 1600x900.
 func TestCompareInBrowser(t *testing.T) {
 	chrome := browsertest.Chromium(t)
-	inlined(t) // mainExit inlines the same cached asset
+	c, err := compare.Runs(testRun, offloadRun)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Compare(c, inlined(t))
+	if err != nil {
+		t.Fatal(err)
+	}
 	out := filepath.Join(t.TempDir(), "compare.html")
-	var stdout, stderr strings.Builder
-	if rc := mainExit([]string{"--compare", testRun, offloadRun, "--out", out}, &stdout, &stderr); rc != 0 {
-		t.Fatalf("exit %d: %s", rc, stderr.String())
+	if err := os.WriteFile(out, b, 0o644); err != nil {
+		t.Fatal(err)
 	}
 	shots := browsertest.ShotsDir(t)
 	for _, size := range [][2]int{{1300, 3000}, {1600, 900}} {

@@ -1,4 +1,4 @@
-package main
+package page
 
 import (
 	"bytes"
@@ -16,7 +16,7 @@ type stagePage struct {
 	Script  template.JS   // stage.js
 }
 
-func writeStagePage(a asset) ([]byte, error) {
+func writeStagePage(a Asset) ([]byte, error) {
 	p := stagePage{Echarts: a.script(), Script: template.JS(stageJS)}
 	var b bytes.Buffer
 	if err := stageTpl.Execute(&b, p); err != nil {

@@ -1,4 +1,4 @@
-package main
+package page
 
 import (
 	"bytes"
@@ -110,7 +110,7 @@ type page struct {
 
 type kv struct{ K, V string }
 
-func buildPage(f *findings.Findings, a asset) page {
+func buildPage(f *findings.Findings, a Asset) page {
 	run, fp := f.Run, f.Params
 	p := page{Title: "bystander: what one blocking call does to everyone else", Run: run, Phases: f.Phases}
 	p.Lead = f.Lead()
@@ -161,7 +161,7 @@ func buildPage(f *findings.Findings, a asset) page {
 
 // useAsset inlines the verified echarts build (checkJS), packed, so the
 // page works offline, or names the CDN it loads it from instead.
-func (p *page) useAsset(a asset) {
+func (p *page) useAsset(a Asset) {
 	p.Echarts = a.script()
 	if a.js == nil {
 		p.CDN, p.CDNNote = echartsCDN, a.note

@@ -1,4 +1,4 @@
-package main
+package page
 
 import (
 	"archive/tar"
@@ -6,6 +6,7 @@ import (
 	"compress/gzip"
 	"crypto/sha256"
 	"crypto/sha512"
+	_ "embed"
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
@@ -42,18 +43,14 @@ var tarballs = []struct{ name, version, integrity string }{
 }
 
 // bundleEntry is what the pages use of echarts, and nothing else.
-const bundleEntry = `import * as echarts from 'echarts/core';
-import {LineChart, BarChart, HeatmapChart, ScatterChart} from 'echarts/charts';
-import {GridComponent, TooltipComponent, LegendComponent, TitleComponent, MarkLineComponent, DataZoomComponent, VisualMapComponent, ToolboxComponent} from 'echarts/components';
-import {CanvasRenderer} from 'echarts/renderers';
-echarts.use([LineChart, BarChart, HeatmapChart, ScatterChart, GridComponent, TooltipComponent, LegendComponent, TitleComponent, MarkLineComponent, DataZoomComponent, VisualMapComponent, ToolboxComponent, CanvasRenderer]);
-window.echarts = echarts;
-`
+//
+//go:embed bundle_entry.js
+var bundleEntry string
 
 // asset is the echarts script for the page: inlined (packed: gzipped, for
 // a page under 700 KB, unpacked by the browser), or a CDN tag with the
 // reason it could not be inlined.
-type asset struct {
+type Asset struct {
 	js   []byte // nil: use the CDN
 	note string // why not inlined, when js is nil
 }
@@ -63,28 +60,24 @@ type asset struct {
 // there. Inlined, the bundle comes gzipped and base64 (a page under 700
 // KB) and the browser unpacks it with its own DecompressionStream; without
 // it, a CDN tag.
-func (a asset) script() template.HTML {
+func (a Asset) script() template.HTML {
 	if a.js == nil {
-		return template.HTML(`<script src="` + echartsCDN + `"></script>
-<script>window.bystanderEcharts = function () { return typeof echarts === "undefined" ? Promise.reject(new Error("echarts did not load from ` + echartsCDN + `")) : Promise.resolve(); };</script>`)
+		return template.HTML(strings.ReplaceAll(strings.TrimSuffix(echartsCDNHTML, "\n"), "{{CDN}}", echartsCDN))
 	}
-	return template.HTML(`<script>window.bystanderEcharts = (function (b64) {
-  var loaded;
-  return function () {
-    if (loaded) { return loaded; }
-    if (typeof DecompressionStream === "undefined") {
-      loaded = Promise.reject(new Error("this browser has no DecompressionStream, so the inlined echarts cannot be unpacked: open the page in a current browser"));
-      return loaded;
-    }
-    var bin = Uint8Array.from(atob(b64), function (c) { return c.charCodeAt(0); });
-    loaded = new Response(new Blob([bin]).stream().pipeThrough(new DecompressionStream("gzip"))).text().then(function (js) { (0, eval)(js); });
-    return loaded;
-  };
-})("` + base64.StdEncoding.EncodeToString(a.packed()) + `");</script>`)
+	return template.HTML(strings.Replace(strings.TrimSuffix(echartsInlineHTML, "\n"), "{{B64}}", base64.StdEncoding.EncodeToString(a.packed()), 1))
 }
 
+// The loaders both pages call (window.bystanderEcharts), files of their
+// own: inlined, and from the CDN.
+var (
+	//go:embed echarts_inline.html
+	echartsInlineHTML string
+	//go:embed echarts_cdn.html
+	echartsCDNHTML string
+)
+
 // packed is the bundle gzipped (deterministic: no name, no time).
-func (a asset) packed() []byte {
+func (a Asset) packed() []byte {
 	var b bytes.Buffer
 	zw, _ := gzip.NewWriterLevel(&b, gzip.BestCompression)
 	_, _ = zw.Write(a.js)
@@ -121,35 +114,35 @@ func checkJS(b []byte) error {
 // loadAsset finds echarts: the file given, else the cache, else (unless
 // offline) npm pack into the cache. It never fails: without echarts the
 // page uses the CDN and says so.
-func loadAsset(given string, offline bool, log io.Writer) asset {
+func loadAsset(given string, offline bool, log io.Writer) Asset {
 	if given != "" {
 		b, err := os.ReadFile(given)
 		if err == nil {
 			err = checkJS(b)
 		}
 		if err != nil {
-			return asset{note: fmt.Sprintf("--echarts %s: %v", given, err)}
+			return Asset{note: fmt.Sprintf("--echarts %s: %v", given, err)}
 		}
-		return asset{js: b}
+		return Asset{js: b}
 	}
 	path, err := cachePath()
 	if err != nil {
-		return asset{note: fmt.Sprintf("no cache directory: %v", err)}
+		return Asset{note: fmt.Sprintf("no cache directory: %v", err)}
 	}
 	if b, err := os.ReadFile(path); err == nil {
 		if err := checkJS(b); err == nil {
-			return asset{js: b}
+			return Asset{js: b}
 		}
 		fmt.Fprintf(log, "report: the cached %s does not verify; fetching it again\n", path)
 	}
 	if offline {
-		return asset{note: "echarts is not in the cache and --offline forbids fetching it"}
+		return Asset{note: "echarts is not in the cache and --offline forbids fetching it"}
 	}
 	b, err := fetch(path, log)
 	if err != nil {
-		return asset{note: err.Error()}
+		return Asset{note: err.Error()}
 	}
-	return asset{js: b}
+	return Asset{js: b}
 }
 
 // fetch runs `npm pack` for echarts and its two dependencies, checks each

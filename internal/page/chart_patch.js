@@ -1,0 +1,2 @@
+
+goecharts_{{ID}}.setOption({{PATCH}});
