@@ -168,3 +168,24 @@ func TestJavaFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestGoConforms: the net/http example passes every check that applies to
+// a server without loops (no X-Loop: the loop checks skip).
+func TestGoConforms(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "goexample")
+	if out, err := exec.Command("go", "build", "-o", bin, "./go").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	addr := wiretest.FreeAddr(t)
+	wiretest.Start(t, bin, "--addr", addr)
+	r := conform.Run(context.Background(), addr, conform.Options{})
+	for _, c := range r.Checks {
+		if c.Status != conform.Pass && c.Status != conform.Skip {
+			t.Errorf("%s: %s %s", c.ID, c.Status, c.Reason)
+		}
+	}
+	if !r.OK() || r.Loops != 0 {
+		t.Fatalf("OK %v, loops %d (want 0: no event loops)", r.OK(), r.Loops)
+	}
+	badFlags(t, bin, "--addr=127.0.0.1:0")
+}
