@@ -1,6 +1,6 @@
 // Command screenshots makes the pictures under docs/screenshots again, as
 // a reader of the README sees them: the report of a real run
-// (internal/findings/testdata/run) on a page 1300 px wide, and each screen
+// (internal/cmd/screenshots/testdata/run, a default run on a quiet machine) on a page 1300 px wide, and each screen
 // of the stage, replayed from a real recording
 // (internal/stage/testdata/quick-stage), on a 1600x900 projector page, light
 // and dark. It needs Debian's chromium and the report's echarts (fetched
@@ -33,7 +33,7 @@ import (
 )
 
 const (
-	reportRun = "internal/findings/testdata/run"
+	reportRun = "internal/cmd/screenshots/testdata/run" // a default run on a quiet machine (report.html left out)
 	recording = "internal/stage/testdata/quick-stage/stage.ndjson"
 )
 
@@ -110,7 +110,8 @@ func run(ctx context.Context, out string) error {
 	if err := save(out, "report-1300.png", shot); err != nil {
 		return err
 	}
-	if err := chromedp.Do(bctx, chromedp.ScrollIntoView(chromedp.CSS("#h_stall_loop_gnet"))); err != nil {
+	// The stall heatmap from its heading down: 3k of 12 stall with k loops blocked.
+	if _, err := chromedp.Run(bctx, chromedp.Evaluate[bool](`(document.getElementById('h_stall_loop_gnet').scrollIntoView({block: 'start'}), true)`)); err != nil {
 		return err
 	}
 	if shot, err = chromedp.Run(bctx, chromedp.CaptureScreenshot()); err != nil {
