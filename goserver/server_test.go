@@ -192,6 +192,10 @@ func TestClientNeverReads(t *testing.T) {
 	for _, e := range Engines {
 		t.Run(e, func(t *testing.T) {
 			addr, cmd := wiretest.StartServer(t, ".", "--engine", e)
+			if e == "netpoll" { // it reads all input, whatever the handler does (netpoll.go)
+				wiretest.CheckClientNeverReadsHeld(t, addr, cmd.Process.Pid)
+				return
+			}
 			wiretest.CheckClientNeverReads(t, addr, cmd.Process.Pid)
 		})
 	}

@@ -196,3 +196,40 @@ http { access_log off; keepalive_requests 1000000;
 	}
 	return addr, cmd.Process.Pid, true
 }
+
+// BenchmarkFastCPUBefore sets this loop server's CPU per /fast request
+// beside an earlier build's, on every engine, the two taking turns over 7
+// rounds (64 keep-alive connections, b.N requests each), so a change to the
+// hot path is judged side by side on a noisy machine. It reports each
+// build's median and the median of the per-round ratios (after / before):
+//
+//	git worktree add /tmp/before REV && (cd /tmp/before && go build -o bin/ ./loopserver)
+//	BYSTANDER_BEFORE=/tmp/before/bin/loopserver go test ./loopserver -run '^$' -bench FastCPUBefore -benchtime 100000x
+func BenchmarkFastCPUBefore(b *testing.B) {
+	before := os.Getenv("BYSTANDER_BEFORE")
+	if before == "" {
+		b.Skip("BYSTANDER_BEFORE names no earlier loopserver to compare with")
+	}
+	if b.N < 1000 { // the benchmark's probing run: too few requests to read a CPU figure from
+		return
+	}
+	for _, eng := range engines {
+		b.Run(eng, func(b *testing.B) {
+			addr := wiretest.FreeAddr(b)
+			old := wiretest.Start(b, before, "--engine", eng, "--addr", addr, "--admin", "")
+			newAddr, newPID := spawn(b, "--engine", eng)
+			var was, now, ratio []float64
+			b.ResetTimer()
+			for range 7 {
+				w := wiretest.ServerCPUPerRequest(b, addr, old.Process.Pid, "/fast", 64, b.N)
+				n := wiretest.ServerCPUPerRequest(b, newAddr, newPID, "/fast", 64, b.N)
+				was, now, ratio = append(was, w), append(now, n), append(ratio, n/w)
+			}
+			b.StopTimer()
+			b.ReportMetric(results.Median(was), "before_cpu_us/req")
+			b.ReportMetric(results.Median(now), "after_cpu_us/req")
+			b.ReportMetric(results.Median(ratio), "after/before")
+			b.Logf("%s: before %.1f, after %.1f us/req per round", eng, was, now)
+		})
+	}
+}
