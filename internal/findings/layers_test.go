@@ -9,10 +9,12 @@ import (
 
 // TestLayers: the house keeps its layers, and nothing imports upward: a
 // program (loadgen, loopserver, poolserver, prober, report) imports only
-// internal packages; an internal package imports only internal packages
-// and examples/java (the published experiment's servers, embedded: a leaf
-// that imports nothing of the kit); no package imports a program. (Go
-// itself refuses an import cycle.)
+// internal packages and the public loopwatch; an internal package imports
+// only internal packages, examples/java (the published experiment's
+// servers, embedded: a leaf that imports nothing of the kit) and loopwatch;
+// loopwatch and its subpackages, imported by strangers, import nothing of
+// the kit but each other; no package imports a program. (Go itself
+// refuses an import cycle.)
 func TestLayers(t *testing.T) {
 	out, err := exec.Command("go", "list", "-json=ImportPath,Imports", "github.com/bystander-kit/bystander/...").Output()
 	if err != nil {
@@ -37,13 +39,16 @@ func TestLayers(t *testing.T) {
 			if !ok {
 				continue
 			}
+			public := dep == "loopwatch" || strings.HasPrefix(dep, "loopwatch/")
 			switch {
 			case programs[dep]:
 				t.Errorf("%s imports the program %s", self, dep)
 			case self == "examples/java":
 				t.Errorf("examples/java imports %s: it must stay a leaf", dep)
-			case !strings.HasPrefix(dep, "internal/") && dep != "examples/java":
-				t.Errorf("%s imports %s, which is neither internal nor examples/java", self, dep)
+			case strings.HasPrefix(self, "loopwatch") && !public:
+				t.Errorf("the public %s imports %s: a stranger's import of it must bring nothing of the kit", self, dep)
+			case !strings.HasPrefix(dep, "internal/") && dep != "examples/java" && !public:
+				t.Errorf("%s imports %s, which is neither internal, examples/java nor the public loopwatch", self, dep)
 			}
 		}
 	}

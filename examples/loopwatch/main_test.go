@@ -1,0 +1,114 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bystander-kit/bystander/loopwatch"
+	"github.com/bystander-kit/bystander/loopwatch/loopwatchtest"
+)
+
+// recorder is a test whose failures are kept, to be looked at.
+type recorder struct {
+	testing.TB
+	errs     []string
+	cleanups []func()
+}
+
+func (r *recorder) Helper()                   {}
+func (r *recorder) Cleanup(f func())          { r.cleanups = append(r.cleanups, f) }
+func (r *recorder) Errorf(f string, a ...any) { r.errs = append(r.errs, fmt.Sprintf(f, a...)) }
+func (r *recorder) end() {
+	for i := len(r.cleanups) - 1; i >= 0; i-- {
+		r.cleanups[i]()
+	}
+}
+
+// orders serves the example (fixed or not) under w and sends orders on one
+// connection until until says so or 10 s pass; every order is answered.
+func orders(t *testing.T, fixed bool, w *loopwatch.Watcher, until func() bool) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan struct{})
+	served := make(chan error, 1)
+	go func() { served <- Serve(ctx, addr, fixed, w, func() { close(ready) }) }()
+	defer func() {
+		cancel()
+		<-served
+	}()
+	select {
+	case <-ready:
+	case err := <-served:
+		t.Fatal(err)
+	}
+	var c net.Conn
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if c, err = net.Dial("tcp", addr); err == nil || time.Now().After(deadline) {
+			break
+		}
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	r := bufio.NewReader(c)
+	for i, deadline := 0, time.Now().Add(10*time.Second); !until() && time.Now().Before(deadline); i++ {
+		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+		fmt.Fprintf(c, "order %d\n", i)
+		line, err := r.ReadString('\n')
+		if err != nil || line != fmt.Sprintf("ok order %d\n", i) {
+			t.Fatalf("order %d: %q %v", i, line, err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestBlockingAuditFails: loopwatchtest fails the blocking version, and
+// the failure names the innocent-looking helper.
+func TestBlockingAuditFails(t *testing.T) {
+	r := &recorder{}
+	w := loopwatchtest.New(r, 20*time.Millisecond)
+	start := time.Now() // five of the log's syncs: each holds an order's callback up to 100 ms
+	orders(t, false, w, func() bool { return time.Since(start) > 1500*time.Millisecond })
+	r.end()
+	named := false
+	for _, e := range r.errs {
+		named = named || strings.Contains(e, "(*auditLog).audit") && strings.Contains(e, "main.go:")
+	}
+	if !named {
+		t.Fatalf("the test's failures %q do not name audit with its file:line", r.errs)
+	}
+}
+
+// TestFixedAuditPasses: with the log written through a queue, no episode
+// names audit over 2 s of orders. (A callback whose thread got no CPU on a
+// busy machine can still be reported; it is not audit's doing.)
+func TestFixedAuditPasses(t *testing.T) {
+	var held []loopwatch.Episode
+	w := loopwatch.New(loopwatch.Options{Threshold: 20 * time.Millisecond, Logger: quietLog(),
+		OnEpisode: func(e loopwatch.Episode) { held = append(held, e) }})
+	start := time.Now()
+	orders(t, true, w, func() bool { return time.Since(start) > 2*time.Second })
+	w.Stop()
+	for _, e := range held {
+		for _, f := range e.Frames {
+			if strings.Contains(f.Function, "(*auditLog).audit") {
+				t.Fatalf("the fixed version held its loop in audit: %s", loopwatchtest.Describe(e))
+			}
+		}
+	}
+}
+
+func quietLog() *slog.Logger { return slog.New(slog.DiscardHandler) }

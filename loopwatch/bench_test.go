@@ -1,0 +1,42 @@
+package loopwatch
+
+import (
+	"fmt"
+	"testing"
+	"time"
+)
+
+// BenchmarkEnterExit is what marking one callback costs the loop.
+//
+//	go test ./loopwatch -run '^$' -bench . -benchtime 2s
+func BenchmarkEnterExit(b *testing.B) {
+	w := New(Options{Threshold: time.Hour, Logger: quiet})
+	defer w.Stop()
+	l := w.Loop("loop-0")
+	for b.Loop() {
+		l.Enter()
+		l.Exit()
+	}
+}
+
+// BenchmarkStack is what one episode's stack costs, the world stopped for
+// part of it, with as many other goroutines parked as a server has
+// connections or workers.
+func BenchmarkStack(b *testing.B) {
+	for _, n := range []int{10, 1000, 10000} {
+		b.Run(fmt.Sprint(n, "-goroutines"), func(b *testing.B) {
+			release := make(chan struct{})
+			for range n {
+				go func() { <-release }()
+			}
+			defer close(release)
+			w := New(Options{Threshold: time.Hour, Logger: quiet})
+			defer w.Stop()
+			for b.Loop() {
+				w.stackOf(1)
+			}
+			s := w.Stats()
+			b.ReportMetric(float64(s.StackPauseMax.Microseconds()), "max_us")
+		})
+	}
+}

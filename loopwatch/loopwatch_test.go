@@ -1,0 +1,151 @@
+package loopwatch
+
+import (
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+)
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// holdOn holds its caller's loop until release closes: a blocking call.
+func holdOn(release chan struct{}) { <-release }
+
+// next is the next episode reported, or fails after 10 s.
+func next(t *testing.T, got chan Episode) Episode {
+	t.Helper()
+	select {
+	case e := <-got:
+		return e
+	case <-time.After(10 * time.Second):
+		t.Fatal("no episode reported within 10 s")
+		return Episode{}
+	}
+}
+
+// TestHeldLoopNamed: a callback held past the threshold is reported while
+// it holds its loop, with the holding goroutine's state and the blocking
+// call first; and again when it ends, with how long it held in all.
+func TestHeldLoopNamed(t *testing.T) {
+	got := make(chan Episode, 8)
+	w := New(Options{Threshold: 20 * time.Millisecond, OnEpisode: func(e Episode) { got <- e }, Logger: quiet})
+	defer w.Stop()
+	l := w.Loop("loop-0")
+	release := make(chan struct{})
+	go func() {
+		l.Enter()
+		holdOn(release)
+		l.Exit()
+	}()
+	e := next(t, got)
+	if e.Loop != "loop-0" || e.Ended || e.Held < 20*time.Millisecond {
+		t.Fatalf("first report %+v: want loop-0, still held, for 20ms or more", e)
+	}
+	c := e.Culprit()
+	if e.State != "chan receive" || !strings.HasSuffix(c.Function, ".holdOn") || !strings.HasSuffix(c.File, "loopwatch_test.go") || c.Line == 0 {
+		t.Fatalf("held in %q at %s; want chan receive at holdOn in loopwatch_test.go", e.State, c)
+	}
+	if len(e.Frames) < 2 || !strings.Contains(e.Frames[1].Function, "TestHeldLoopNamed") {
+		t.Errorf("the culprit's caller comes next: %v", e.Frames)
+	}
+	close(release)
+	end := next(t, got)
+	if !end.Ended || end.Held < e.Held || !end.Start.Equal(e.Start) {
+		t.Fatalf("end report %+v after %+v", end, e)
+	}
+	if s := w.Stats(); s.Episodes != 1 || s.Stacks != 1 || s.StackPauseMax <= 0 || s.StackPauseTotal < s.StackPauseMax {
+		t.Fatalf("stats %+v: want 1 episode, 1 stack and its pause", s)
+	}
+}
+
+// TestStackEvery: a loop held again within StackEvery is reported and
+// counted, without a second stack.
+func TestStackEvery(t *testing.T) {
+	got := make(chan Episode, 8)
+	w := New(Options{Threshold: 10 * time.Millisecond, StackEvery: time.Hour, OnEpisode: func(e Episode) { got <- e }, Logger: quiet})
+	defer w.Stop()
+	l := w.Loop("loop-1")
+	for i := range 2 {
+		release := make(chan struct{})
+		go func() {
+			l.Enter()
+			holdOn(release)
+			l.Exit()
+		}()
+		e := next(t, got)
+		if (i == 0) != (e.Frames != nil) {
+			t.Fatalf("episode %d: %d frames; want a stack for the first only", i+1, len(e.Frames))
+		}
+		close(release)
+		if end := next(t, got); !end.Ended {
+			t.Fatalf("episode %d did not end: %+v", i+1, end)
+		}
+	}
+	if s := w.Stats(); s.Episodes != 2 || s.Stacks != 1 {
+		t.Fatalf("stats %+v: want 2 episodes, 1 stack", s)
+	}
+}
+
+// TestShortCallbacks: callbacks far under the threshold make no episode.
+func TestShortCallbacks(t *testing.T) {
+	w := New(Options{Threshold: 2 * time.Second, OnEpisode: func(e Episode) { t.Errorf("episode %+v", e) }, Logger: quiet})
+	l := w.Loop("loop-2")
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range 100000 {
+			l.Enter()
+			l.Exit()
+		}
+	}()
+	<-done
+	w.Stop()
+	if s := w.Stats(); s.Episodes != 0 || s.Stacks != 0 {
+		t.Fatalf("stats %+v", s)
+	}
+}
+
+// TestParse reads a real dump's shape: the state (without how long), the
+// frames with file and line, the culprit first and the standard library
+// last; a goroutine not in the dump is not found.
+func TestParse(t *testing.T) {
+	dump := `goroutine 1 [running]:
+main.main()
+	/tmp/x.go:24 +0x70
+
+goroutine 22 [syscall, 2 minutes]:
+syscall.Syscall(0x23, 0x71f0c2da7c0, 0x0, 0x0)
+	/usr/local/go/src/syscall/syscall_linux.go:74 +0x25
+syscall.Nanosleep(0x0?, 0x0?)
+	/usr/local/go/src/syscall/zsyscall_linux_amd64.go:690 +0x33
+example.com/app/db.(*Pool).Query(...)
+	/src/app/db/pool.go:88
+example.com/app.handle(0xc000010000)
+	/src/app/handle.go:12 +0x2c
+github.com/panjf2000/gnet/v2.(*eventloop).read(0xc0000a2000)
+	/go/pkg/mod/github.com/panjf2000/gnet/v2@v2.9.7/eventloop_unix.go:128 +0x1e
+created by github.com/panjf2000/gnet/v2.(*engine).start in goroutine 1
+	/go/pkg/mod/github.com/panjf2000/gnet/v2@v2.9.7/engine_unix.go:60 +0x1e
+`
+	state, frames := parse([]byte(dump), 22)
+	if state != "syscall" || len(frames) != 5 {
+		t.Fatalf("state %q, %d frames: %+v", state, len(frames), frames)
+	}
+	want := []string{"example.com/app/db.(*Pool).Query", "example.com/app.handle", "github.com/panjf2000/gnet/v2.(*eventloop).read", "syscall.Syscall", "syscall.Nanosleep"}
+	for i, f := range frames {
+		if f.Function != want[i] {
+			t.Errorf("frame %d: %s, want %s", i, f.Function, want[i])
+		}
+	}
+	if c := frames[0]; c.File != "/src/app/db/pool.go" || c.Line != 88 {
+		t.Errorf("culprit %s", c)
+	}
+	if s, f := parse([]byte(dump), 7); s != "" || f != nil {
+		t.Errorf("goroutine 7 found: %q %v", s, f)
+	}
+	if s, f := parse([]byte(dump), 1); s != "running" || len(f) != 1 || f[0].Function != "main.main" {
+		t.Errorf("goroutine 1: %q %v", s, f)
+	}
+}

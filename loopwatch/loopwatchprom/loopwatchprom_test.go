@@ -1,0 +1,65 @@
+package loopwatchprom
+
+import (
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/bystander-kit/bystander/loopwatch"
+)
+
+// TestCollector: one held loop shows as one episode of that loop, with
+// the time it held and the stack taken; the other loop shows none.
+func TestCollector(t *testing.T) {
+	ended := make(chan struct{})
+	w := loopwatch.New(loopwatch.Options{Threshold: 10 * time.Millisecond, Logger: slog.New(slog.DiscardHandler),
+		OnEpisode: func(e loopwatch.Episode) {
+			if e.Ended {
+				close(ended)
+			}
+		}})
+	defer w.Stop()
+	held, calm := w.Loop("loop-0"), w.Loop("loop-1")
+	calm.Enter()
+	calm.Exit()
+	release := make(chan struct{})
+	go func() {
+		held.Enter()
+		<-release
+		held.Exit()
+	}()
+	for w.Stats().Stacks == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	close(release)
+	select {
+	case <-ended:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the episode did not end")
+	}
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(Collector(w))
+	want := `
+# HELP loopwatch_episodes_total Callbacks that held their event loop past the threshold.
+# TYPE loopwatch_episodes_total counter
+loopwatch_episodes_total{loop="loop-0"} 1
+loopwatch_episodes_total{loop="loop-1"} 0
+# HELP loopwatch_stacks_total Stacks taken of a holding goroutine (the world is stopped for part of each).
+# TYPE loopwatch_stacks_total counter
+loopwatch_stacks_total 1
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "loopwatch_episodes_total", "loopwatch_stacks_total"); err != nil {
+		t.Fatal(err)
+	}
+	n, h := held.Episodes()
+	if n != 1 || h < 10*time.Millisecond {
+		t.Fatalf("loop-0: %d episodes, held %s", n, h)
+	}
+	if c, err := testutil.GatherAndCount(reg, "loopwatch_held_seconds_total", "loopwatch_stack_pause_seconds_max"); err != nil || c != 3 {
+		t.Fatalf("%d series, %v", c, err)
+	}
+}

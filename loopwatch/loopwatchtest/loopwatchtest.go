@@ -1,0 +1,74 @@
+// Package loopwatchtest fails a test whose event loops were held by a
+// callback: BlockHound's idea for Go's event loops. A blocking call left in
+// a handler then fails in the test suite, with where it blocked, instead of
+// capping the server in production.
+//
+//	func TestHandlers(t *testing.T) {
+//		w := loopwatchtest.New(t, 5*time.Millisecond)
+//		srv := startServer(w) // a server whose callbacks Enter and Exit w's loops
+//		... // drive it
+//	} // fails here if a callback held its loop for 5 ms or more
+package loopwatchtest
+
+import (
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/bystander-kit/bystander/loopwatch"
+)
+
+// New returns a watcher for t's loops (threshold 0: loopwatch's default),
+// which takes a stack for every episode. When t ends, t fails once per
+// episode: the loop, how long it was held and where, with the holding
+// goroutine's stack.
+func New(t testing.TB, threshold time.Duration) *loopwatch.Watcher {
+	t.Helper()
+	var mu sync.Mutex
+	var held []loopwatch.Episode
+	w := loopwatch.New(loopwatch.Options{
+		Threshold:  threshold,
+		StackEvery: time.Nanosecond,               // a stack for every episode: a test can pay for it
+		Logger:     slog.New(slog.DiscardHandler), // the test says it
+		OnEpisode: func(e loopwatch.Episode) {
+			mu.Lock()
+			defer mu.Unlock()
+			if !e.Ended {
+				held = append(held, e)
+				return
+			}
+			for i := range held { // the same episode, now with its whole length
+				if held[i].Loop == e.Loop && held[i].Start.Equal(e.Start) {
+					held[i].Held, held[i].Ended = e.Held, true
+				}
+			}
+		},
+	})
+	t.Cleanup(func() {
+		w.Stop()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, e := range held {
+			t.Errorf("%s", Describe(e))
+		}
+	})
+	return w
+}
+
+// Describe is an episode in words: "loop-0 was held 52ms (at least: still
+// held) in chan receive at main.query (app.go:12)", and its stack.
+func Describe(e loopwatch.Episode) string {
+	s := e.Loop + " was held " + e.Held.Round(time.Microsecond).String()
+	if !e.Ended {
+		s += " (at least: still held when the test ended)"
+	}
+	if len(e.Frames) == 0 {
+		return s + " (no stack: the loop was released before one could be taken, or one had just been)"
+	}
+	s += " in " + e.State + " at " + e.Culprit().String() + "\n"
+	for _, f := range e.Frames {
+		s += "\t" + f.String() + "\n"
+	}
+	return s
+}

@@ -1,0 +1,63 @@
+package loopwatchtest
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+// recorder is a test that records what would fail it.
+type recorder struct {
+	testing.TB
+	errs     []string
+	cleanups []func()
+}
+
+func (r *recorder) Helper()                   {}
+func (r *recorder) Cleanup(f func())          { r.cleanups = append(r.cleanups, f) }
+func (r *recorder) Errorf(f string, a ...any) { r.errs = append(r.errs, fmt.Sprintf(f, a...)) }
+func (r *recorder) end() {
+	for i := len(r.cleanups) - 1; i >= 0; i-- {
+		r.cleanups[i]()
+	}
+}
+func blockingCall(release chan struct{}) { <-release }
+
+// TestFailsOnHeldLoop: a callback that holds its loop past the threshold
+// fails the test, naming the loop and the blocking call; one that does not,
+// does not.
+func TestFailsOnHeldLoop(t *testing.T) {
+	r := &recorder{}
+	w := New(r, 10*time.Millisecond)
+	l := w.Loop("loop-0")
+	release := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		l.Enter()
+		blockingCall(release)
+		l.Exit()
+		close(done)
+	}()
+	for w.Stats().Stacks == 0 { // held until the watcher has taken its stack
+		time.Sleep(time.Millisecond)
+	}
+	close(release)
+	<-done
+	r.end()
+	if len(r.errs) != 1 || !strings.Contains(r.errs[0], "loop-0 was held") || !strings.Contains(r.errs[0], "blockingCall") {
+		t.Fatalf("failures %q: want one naming loop-0 and blockingCall", r.errs)
+	}
+
+	quiet := &recorder{}
+	w = New(quiet, 2*time.Second)
+	l = w.Loop("loop-1")
+	for range 1000 {
+		l.Enter()
+		l.Exit()
+	}
+	quiet.end()
+	if len(quiet.errs) != 0 {
+		t.Fatalf("short callbacks failed the test: %q", quiet.errs)
+	}
+}
