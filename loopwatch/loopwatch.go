@@ -25,9 +25,10 @@
 //		... // your handler
 //	}
 //
-// Each episode is logged (log/slog, Warn) and handed to Options.OnEpisode:
-// once while the loop is still held, with the stack, and once when it ends,
-// with how long it was held in all.
+// Each episode is handed to Options.OnEpisode: once while the loop is
+// still held, with the stack, and once when it ends, with how long it was
+// held in all. A log/slog line says it too, at most one a loop per
+// StackEvery (the lines between are counted in the next).
 //
 // The rule for stacks: Go reads another goroutine's stack only by stopping
 // the world (runtime.Stack of all goroutines), which pauses every goroutine
@@ -36,23 +37,29 @@
 // stack was taken less than Options.StackEvery ago (1 s by default), so a
 // loop held again and again costs one pause a second at most, per loop.
 // The watcher looks at every loop each quarter of the threshold (at least
-// every 250 us), on a goroutine of its own.
+// every 250 us), on a goroutine of its own, or when Look is called.
+//
+// A loop that did not get a CPU is not a blocking call. On a busy machine
+// a loop's thread can wait for a CPU in the middle of a quick callback;
+// loopwatch tells the two apart where a loop runs alone on a locked OS
+// thread (runtime.LockOSThread; gnet's LockOSThread option, nbio's
+// LockPoller) and says so (Loop.LockedThread): from the thread's own
+// scheduler counts (Linux's /proc schedstat) over the hold, an episode
+// whose thread waited for a CPU for half of it or more is Starved, not
+// Blocked, and is counted apart. Elsewhere its Cause is Unknown: loopwatch
+// cannot tell.
 //
 // A Loop belongs to one goroutine, the loop's own: gnet, nbio and evio each
 // run a loop on one goroutine for the server's life. Its first Enter learns
-// which; after that Enter makes two atomic writes and Exit one, and neither
-// reads the clock (BenchmarkEnterExit measures them): the watcher times a
-// callback from when it first sees it, at most a quarter of the threshold
-// after it began, or from the time EnterAt is given.
+// which; after that Enter makes three atomic writes and Exit one, and
+// neither reads the clock (BenchmarkEnterExit measures them): the watcher
+// times a callback from when it first sees it, at most a quarter of the
+// threshold after it began, or from the time EnterAt is given.
 package loopwatch
 
 import (
-	"bytes"
-	"context"
 	"log/slog"
-	"runtime"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -63,16 +70,53 @@ type Options struct {
 	// Threshold is how long a callback may hold its loop before that is an
 	// episode (default 10 ms; 1 ms works).
 	Threshold time.Duration
-	// StackEvery is the least time between two stacks of one loop
-	// (default 1 s; a negative value takes none).
+	// StackEvery is the least time between two stacks of one loop, and
+	// between two of its log lines (default 1 s; a negative value takes no
+	// stack, and logs a line a second at most).
 	StackEvery time.Duration
-	// OnEpisode, when set, is called from the watcher's goroutine for each
-	// episode: while its loop is still held, and when it ends (Ended).
+	// OnEpisode, when set, is called for each episode, from the goroutine
+	// that looks (the watcher's own, or Look's caller): while its loop is
+	// still held, and when it ends (Ended).
 	OnEpisode func(Episode)
-	// Logger gets a Warn line per episode while it holds its loop, and an
-	// Info line when it ends (default slog.Default(); use a discarding
-	// handler to log nothing).
+	// Logger gets a Warn line for an episode while it holds its loop and an
+	// Info line when it ends, at most one episode's lines per StackEvery a
+	// loop (default slog.Default(); slog.DiscardHandler logs nothing).
 	Logger *slog.Logger
+	// Driven, when true, starts no goroutine: the caller calls Look at
+	// least every quarter of the threshold, from one goroutine. For a
+	// server that has a clock of its own (a thread that sleeps in the
+	// kernel, whose ticks are not late while a loop holds a Go P in a
+	// system call, as a Go timer's can be).
+	Driven bool
+}
+
+// Cause is why a loop was held past the threshold.
+type Cause int
+
+const (
+	// Unknown: the loop is not on a locked thread of its own
+	// (Loop.LockedThread), or the watcher could not read its thread's
+	// counts: loopwatch cannot tell a blocking call from a thread that
+	// waited for a CPU.
+	Unknown Cause = iota
+	// Blocked: the callback held the loop, in a call that blocks or runs
+	// long, while its thread could have run.
+	Blocked
+	// Starved: the loop's thread waited for a CPU for half the hold or
+	// more (the kernel's run queue), or its goroutine waited for the Go
+	// scheduler (runnable) while the thread was off a CPU: the machine, not
+	// the callback. The frame it stood on is not blamed.
+	Starved
+)
+
+func (c Cause) String() string {
+	switch c {
+	case Blocked:
+		return "blocked"
+	case Starved:
+		return "starved"
+	}
+	return "unknown"
 }
 
 // Episode is one callback that held its loop past the threshold.
@@ -85,6 +129,13 @@ type Episode struct {
 	// once Ended.
 	Held  time.Duration
 	Ended bool
+	// Cause says whether the callback held the loop, or its thread did not
+	// get a CPU; decided while the loop is held, kept when it ends.
+	Cause Cause
+	// Thread is what the kernel counted of the loop's thread over the part
+	// of the hold the watcher watched; zero unless the loop is on a locked
+	// thread (Loop.LockedThread).
+	Thread ThreadTimes
 	// State is what the holding goroutine was doing when its stack was
 	// taken, as the runtime says it: "syscall", "sleep", "chan receive",
 	// "select", "sync.Mutex.Lock", "runnable" or "running" (on a CPU), ...;
@@ -93,8 +144,17 @@ type Episode struct {
 	// Frames is that goroutine's stack: the culprit first (the innermost
 	// frame outside Go's standard library and runtime: your code, or a
 	// library's), then its callers, then the standard library's and the
-	// runtime's frames it called last; nil when no stack was taken.
+	// runtime's frames it called last; nil when no stack was taken (and for
+	// a Starved episode).
 	Frames []Frame
+}
+
+// ThreadTimes are a loop thread's scheduler counts over Watched: how long
+// it ran on a CPU, and how long it was ready to run and waited for one.
+// The rest it was off a CPU by its own doing: sleeping, in a system call,
+// or parked by Go while its goroutine waited.
+type ThreadTimes struct {
+	Watched, Ran, Waited time.Duration
 }
 
 // Culprit is the first frame: the innermost call outside the standard
@@ -122,11 +182,19 @@ func (f Frame) String() string {
 
 // Stats are what a Watcher saw, and what its stacks cost.
 type Stats struct {
-	Episodes int64 // every episode, stack or not
+	Episodes int64 // every episode, whatever its cause, stack or not
+	Starved  int64 // of which the loop's thread did not get a CPU
 	Stacks   int64 // stacks taken
 	// StackPause is the longest and the total time spent taking stacks:
 	// the world is stopped for part of it.
 	StackPauseMax, StackPauseTotal time.Duration
+}
+
+// Counts are one loop's episodes by cause, and how long the episodes that
+// ended held it, in all.
+type Counts struct {
+	Blocked, Starved, Unknown int64
+	Held                      time.Duration
 }
 
 // Watcher watches the loops made by its Loop method.
@@ -139,7 +207,10 @@ type Watcher struct {
 	stop  chan struct{}
 	done  chan struct{}
 	once  sync.Once
-	// dumpSize is the last dump's size (the watcher's goroutine only).
+	// looking serialises Look with Stop.
+	looking sync.Mutex
+	stopped bool
+	// dumpSize is the last dump's size (the looking goroutine only).
 	dumpSize int
 }
 
@@ -155,7 +226,11 @@ func New(o Options) *Watcher {
 	if w.log == nil {
 		w.log = slog.Default()
 	}
-	go w.run()
+	if o.Driven {
+		close(w.done)
+	} else {
+		go w.run()
+	}
 	return w
 }
 
@@ -163,6 +238,16 @@ func New(o Options) *Watcher {
 func (w *Watcher) Stop() {
 	w.once.Do(func() { close(w.stop) })
 	<-w.done
+	w.looking.Lock()
+	defer w.looking.Unlock()
+	if w.stopped {
+		return
+	}
+	w.stopped = true
+	for _, l := range w.Loops() {
+		l.files.close()
+		l.files = threadFiles{}
+	}
 }
 
 // Stats is what the watcher saw so far.
@@ -177,19 +262,34 @@ func (w *Watcher) Stats() Stats {
 type Loop struct {
 	name string
 	gid  atomic.Uint64 // the loop's goroutine, learned by the first Enter
+	tid  atomic.Int64  // its locked thread (LockedThread); 0: none said
 	seq  atomic.Uint64 // callbacks begun
 	in   atomic.Bool   // a callback is under way
 	at   atomic.Int64  // unix ns EnterAt gave for it; 0: not given
+	end  atomic.Int64  // unix ns ExitAt gave for it; 0: not given
 
-	episodes atomic.Int64 // episodes begun
-	heldNs   atomic.Int64 // how long the episodes that ended held the loop, in all
+	blocked, starved, unknown atomic.Int64 // episodes begun, by cause
+	heldNs                    atomic.Int64 // how long the episodes that ended held the loop, in all
 
-	// The watcher's own, on its goroutine.
+	// The looking goroutine's own.
 	cur       uint64    // the callback it is timing
 	since     time.Time // when it began, as far as the watcher knows
 	seen      uint64    // the callback already reported
 	ep        *Episode
 	lastStack time.Time
+	lastLog   time.Time
+	unlogged  int  // episodes not logged since the last line
+	logged    bool // the ongoing episode had its line
+	// The loop thread's counts, while a callback is watched that lasted
+	// past one look: from base (read in callback baseSeq) to prev, and
+	// the off-CPU time of the looks that found the thread runnable.
+	files          threadFiles
+	schedErr       bool // the thread could not be read: Unknown
+	base, prev     threadSample
+	baseAt, prevAt time.Time
+	baseSeq        uint64
+	waitedSeen     time.Duration
+	pending        bool // an episode waits one look for its thread's counts
 }
 
 // Loop returns a new Loop named name, watched from now on.
@@ -223,15 +323,34 @@ func (l *Loop) EnterAt(unixNano int64) {
 }
 
 // Exit marks that the callback ended.
-func (l *Loop) Exit() { l.in.Store(false) }
+func (l *Loop) Exit() { l.in.Store(false) } // an ExitAt time of an earlier callback is before this one's start: ignored
+
+// ExitAt is Exit for a caller that has read the clock: the callback ended
+// at unixNano, and an episode's Held ends then.
+func (l *Loop) ExitAt(unixNano int64) {
+	l.end.Store(unixNano)
+	l.in.Store(false)
+}
+
+// LockedThread says, from the loop's own goroutine, that it runs alone on
+// the calling OS thread (locked with runtime.LockOSThread, for the loop's
+// life). loopwatch can then tell a blocking call from a thread that did not
+// get a CPU (Cause). It does nothing where the thread's counts cannot be
+// read (outside Linux).
+func (l *Loop) LockedThread() {
+	if l.gid.Load() == 0 {
+		l.gid.Store(goid())
+	}
+	l.tid.Store(int64(gettid()))
+}
 
 // Name is the loop's name.
 func (l *Loop) Name() string { return l.name }
 
-// Episodes is how many episodes the loop had, and how long those that
-// ended held it in all.
-func (l *Loop) Episodes() (n int64, held time.Duration) {
-	return l.episodes.Load(), time.Duration(l.heldNs.Load())
+// Counts are the loop's episodes so far, by cause.
+func (l *Loop) Counts() Counts {
+	return Counts{Blocked: l.blocked.Load(), Starved: l.starved.Load(), Unknown: l.unknown.Load(),
+		Held: time.Duration(l.heldNs.Load())}
 }
 
 // Loops lists the watched loops, in the order they were made.
@@ -239,183 +358,4 @@ func (w *Watcher) Loops() []*Loop {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return append([]*Loop(nil), w.loops...)
-}
-
-// run looks at the loops every quarter of the threshold (at least every
-// 250 us) until Stop.
-func (w *Watcher) run() {
-	defer close(w.done)
-	every := max(w.o.Threshold/4, 250*time.Microsecond)
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-w.stop:
-			return
-		case <-t.C:
-			w.look(time.Now()) // not the tick's time: the watcher may run late
-		}
-	}
-}
-
-// look reports the loops held past the threshold, and the episodes that
-// ended.
-func (w *Watcher) look(now time.Time) {
-	w.mu.Lock()
-	loops := w.loops
-	w.mu.Unlock()
-	for _, l := range loops {
-		seq, in := l.seq.Load(), l.in.Load()
-		if l.ep != nil && (!in || seq != l.seen) {
-			ep := *l.ep // it ended (at most a look ago)
-			ep.Ended, ep.Held = true, now.Sub(ep.Start)
-			l.ep = nil
-			l.heldNs.Add(int64(ep.Held))
-			w.report(ep)
-		}
-		if !in {
-			continue
-		}
-		if seq != l.cur { // a callback not seen before: timed from now, or from EnterAt's time
-			l.cur, l.since = seq, now
-			if at := l.at.Load(); at > 0 && l.seq.Load() == seq && at < now.UnixNano() {
-				l.since = time.Unix(0, at)
-			}
-		}
-		if seq == l.seen || now.Sub(l.since) < w.o.Threshold {
-			continue
-		}
-		l.seen = seq
-		ep := Episode{Loop: l.name, Start: l.since, Held: now.Sub(l.since)}
-		w.mu.Lock()
-		w.stats.Episodes++
-		w.mu.Unlock()
-		l.episodes.Add(1)
-		if w.o.StackEvery >= 0 && now.Sub(l.lastStack) >= w.o.StackEvery && l.gid.Load() != 0 {
-			ep.State, ep.Frames = w.stackOf(l.gid.Load())
-			l.lastStack = now
-		}
-		// The stack says where it is held only if it still is.
-		if l.seq.Load() != seq || !l.in.Load() {
-			ep.State, ep.Frames = "", nil
-		}
-		l.ep = &ep
-		w.report(ep)
-	}
-}
-
-func (w *Watcher) report(ep Episode) {
-	if w.o.OnEpisode != nil {
-		w.o.OnEpisode(ep)
-	}
-	level, msg := slog.LevelWarn, "loopwatch: loop held"
-	if ep.Ended {
-		level, msg = slog.LevelInfo, "loopwatch: loop released"
-	}
-	attrs := []slog.Attr{slog.String("loop", ep.Loop), slog.Duration("held", ep.Held)}
-	if c := ep.Culprit(); c.Function != "" {
-		attrs = append(attrs, slog.String("state", ep.State), slog.String("at", c.String()))
-	}
-	w.log.LogAttrs(context.Background(), level, msg, attrs...)
-}
-
-// stackOf takes every goroutine's stack (the world stops meanwhile) and
-// returns goroutine id's state and frames.
-func (w *Watcher) stackOf(id uint64) (string, []Frame) {
-	// Every goroutine's stack is printed while the world is stopped: one
-	// dump, in a buffer sized from the last one and the goroutines now, so
-	// that it is rarely taken twice.
-	t0 := time.Now()
-	buf := make([]byte, max(w.dumpSize*5/4, runtime.NumGoroutine()*2048, 64<<10))
-	for {
-		n := runtime.Stack(buf, true)
-		if n < len(buf) || len(buf) >= 256<<20 {
-			buf = buf[:n]
-			break
-		}
-		buf = make([]byte, 2*len(buf))
-	}
-	pause := time.Since(t0)
-	w.dumpSize = len(buf)
-	w.mu.Lock()
-	w.stats.Stacks++
-	w.stats.StackPauseTotal += pause
-	w.stats.StackPauseMax = max(w.stats.StackPauseMax, pause)
-	w.mu.Unlock()
-	return parse(buf, id)
-}
-
-// parse finds goroutine id in a runtime.Stack dump: its state and its
-// frames, the culprit first.
-func parse(dump []byte, id uint64) (string, []Frame) {
-	head := []byte("goroutine " + strconv.FormatUint(id, 10) + " [")
-	for _, g := range bytes.Split(dump, []byte("\n\n")) {
-		if !bytes.HasPrefix(g, head) {
-			continue
-		}
-		lines := strings.Split(string(g), "\n")
-		state := strings.TrimSuffix(strings.TrimPrefix(lines[0], string(head)), "]:")
-		if i := strings.Index(state, ","); i >= 0 { // "chan receive, 2 minutes"
-			state = state[:i]
-		}
-		var frames []Frame
-		for i := 1; i+1 < len(lines); i += 2 {
-			fn := lines[i]
-			if strings.HasPrefix(fn, "created by ") {
-				break
-			}
-			if j := strings.LastIndex(fn, "("); j > 0 {
-				fn = fn[:j]
-			}
-			loc := strings.TrimSpace(lines[i+1])
-			if j := strings.LastIndex(loc, " +0x"); j > 0 {
-				loc = loc[:j]
-			}
-			f := Frame{Function: fn, File: loc}
-			if j := strings.LastIndex(loc, ":"); j > 0 {
-				f.File = loc[:j]
-				f.Line, _ = strconv.Atoi(loc[j+1:])
-			}
-			frames = append(frames, f)
-		}
-		return state, culpritFirst(frames)
-	}
-	return "", nil
-}
-
-// culpritFirst reorders frames (innermost first) so that the innermost
-// frame outside the standard library comes first, then its callers, then
-// the standard library's frames it called.
-func culpritFirst(frames []Frame) []Frame {
-	for i, f := range frames {
-		if !standard(f.Function) {
-			return append(append([]Frame{}, frames[i:]...), frames[:i]...)
-		}
-	}
-	return frames
-}
-
-// standard says whether fn is of Go's standard library or runtime: its
-// package path has no dot in its first element, and is not main.
-func standard(fn string) bool {
-	first, _, _ := strings.Cut(fn, "/")
-	if !strings.Contains(fn, "/") {
-		first, _, _ = strings.Cut(fn, ".")
-	}
-	return first != "main" && !strings.Contains(first, ".")
-}
-
-// goid is the calling goroutine's id, from its stack's first line.
-func goid() uint64 {
-	var buf [64]byte
-	b := buf[:runtime.Stack(buf[:], false)]
-	b = bytes.TrimPrefix(b, []byte("goroutine "))
-	var id uint64
-	for _, c := range b {
-		if c < '0' || c > '9' {
-			break
-		}
-		id = id*10 + uint64(c-'0')
-	}
-	return id
 }

@@ -142,10 +142,79 @@ created by github.com/panjf2000/gnet/v2.(*engine).start in goroutine 1
 	if c := frames[0]; c.File != "/src/app/db/pool.go" || c.Line != 88 {
 		t.Errorf("culprit %s", c)
 	}
+	xsys := "goroutine 9 [syscall]:\ngolang.org/x/sys/unix.Nanosleep(0x1, 0x0)\n\t/m/golang.org/x/sys/unix/z.go:1 +0x1\nexample.com/app.wait()\n\t/src/app/wait.go:7 +0x2\n"
+	if _, f := parse([]byte(xsys), 9); len(f) != 2 || f[0].Function != "example.com/app.wait" {
+		t.Errorf("golang.org/x is not the culprit, its caller is: %v", f)
+	}
 	if s, f := parse([]byte(dump), 7); s != "" || f != nil {
 		t.Errorf("goroutine 7 found: %q %v", s, f)
 	}
 	if s, f := parse([]byte(dump), 1); s != "running" || len(f) != 1 || f[0].Function != "main.main" {
 		t.Errorf("goroutine 1: %q %v", s, f)
+	}
+}
+
+// TestDriven: a watcher made Driven starts no goroutine; Look finds the
+// held loop, times it from EnterAt and ends it at ExitAt.
+func TestDriven(t *testing.T) {
+	var got []Episode
+	w := New(Options{Threshold: 10 * time.Millisecond, Driven: true, StackEvery: -1, Logger: quiet,
+		OnEpisode: func(e Episode) { got = append(got, e) }})
+	defer w.Stop()
+	l := w.Loop("loop-0")
+	t0 := time.Now()
+	l.EnterAt(t0.UnixNano())
+	w.Look(t0.Add(5 * time.Millisecond))
+	if len(got) != 0 {
+		t.Fatalf("reported under the threshold: %+v", got)
+	}
+	w.Look(t0.Add(12 * time.Millisecond))
+	if len(got) != 1 || got[0].Held != 12*time.Millisecond || got[0].Ended || got[0].Cause != Unknown {
+		t.Fatalf("%+v: want one episode held 12ms so far, cause unknown (no locked thread)", got)
+	}
+	l.ExitAt(t0.Add(15 * time.Millisecond).UnixNano())
+	w.Look(t0.Add(20 * time.Millisecond))
+	if len(got) != 2 || !got[1].Ended || got[1].Held != 15*time.Millisecond {
+		t.Fatalf("%+v: want it ended, held 15ms (ExitAt's time, not the look's)", got)
+	}
+	if c := l.Counts(); c.Unknown != 1 || c.Held != 15*time.Millisecond {
+		t.Fatalf("counts %+v", c)
+	}
+	w.Stop()
+	l.EnterAt(t0.UnixNano())
+	w.Look(t0.Add(time.Second))
+	if len(got) != 2 {
+		t.Fatalf("a stopped watcher reported %+v", got[2:])
+	}
+}
+
+// TestLogLines: one line an episode, at most one episode's lines a loop
+// per StackEvery; the next line says how many were left out.
+func TestLogLines(t *testing.T) {
+	var buf strings.Builder
+	w := New(Options{Threshold: time.Millisecond, Driven: true, StackEvery: time.Second,
+		Logger: slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelInfo}))})
+	defer w.Stop()
+	l := w.Loop("loop-0")
+	t0 := time.Now()
+	for i := range 5 { // five 2 ms holds, 100 ms apart, then one a second later
+		at := t0.Add(time.Duration(i) * 100 * time.Millisecond)
+		if i == 4 {
+			at = t0.Add(2 * time.Second)
+		}
+		l.EnterAt(at.UnixNano())
+		w.Look(at.Add(2 * time.Millisecond))
+		l.ExitAt(at.Add(3 * time.Millisecond).UnixNano())
+		w.Look(at.Add(4 * time.Millisecond))
+	}
+	out := buf.String()
+	if n := strings.Count(out, "loopwatch: loop held"); n != 2 {
+		t.Fatalf("%d held lines, want 2 (the first and the one a second on):\n%s", n, out)
+	}
+	if n := strings.Count(out, "loopwatch: loop released"); n != 2 || !strings.Contains(out, "unlogged_before=3") {
+		t.Fatalf("want 2 released lines and the 3 left out counted:\n%s", out)
+	}
+	if s := w.Stats(); s.Episodes != 5 {
+		t.Fatalf("stats %+v: every episode counted", s)
 	}
 }

@@ -44,10 +44,14 @@ func TestCollector(t *testing.T) {
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(Collector(w))
 	want := `
-# HELP loopwatch_episodes_total Callbacks that held their event loop past the threshold.
+# HELP loopwatch_episodes_total Callbacks that held their event loop past the threshold, by cause: blocked (the callback held it), starved (its thread waited for a CPU), unknown (not on a locked thread: cannot tell).
 # TYPE loopwatch_episodes_total counter
-loopwatch_episodes_total{loop="loop-0"} 1
-loopwatch_episodes_total{loop="loop-1"} 0
+loopwatch_episodes_total{cause="blocked",loop="loop-0"} 0
+loopwatch_episodes_total{cause="blocked",loop="loop-1"} 0
+loopwatch_episodes_total{cause="starved",loop="loop-0"} 0
+loopwatch_episodes_total{cause="starved",loop="loop-1"} 0
+loopwatch_episodes_total{cause="unknown",loop="loop-0"} 1
+loopwatch_episodes_total{cause="unknown",loop="loop-1"} 0
 # HELP loopwatch_stacks_total Stacks taken of a holding goroutine (the world is stopped for part of each).
 # TYPE loopwatch_stacks_total counter
 loopwatch_stacks_total 1
@@ -55,9 +59,8 @@ loopwatch_stacks_total 1
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "loopwatch_episodes_total", "loopwatch_stacks_total"); err != nil {
 		t.Fatal(err)
 	}
-	n, h := held.Episodes()
-	if n != 1 || h < 10*time.Millisecond {
-		t.Fatalf("loop-0: %d episodes, held %s", n, h)
+	if n := held.Counts(); n.Unknown != 1 || n.Held < 10*time.Millisecond {
+		t.Fatalf("loop-0: %+v, want one episode of unknown cause (not on a locked thread)", n)
 	}
 	if c, err := testutil.GatherAndCount(reg, "loopwatch_held_seconds_total", "loopwatch_stack_pause_seconds_max"); err != nil || c != 3 {
 		t.Fatalf("%d series, %v", c, err)

@@ -1,0 +1,159 @@
+package loopwatch
+
+import (
+	"os/exec"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// onLockedThread runs f as a loop callback on a goroutine locked to a
+// thread of its own (which ends with it), after setup on that thread.
+func onLockedThread(l *Loop, setup func() error, f func()) (done chan error) {
+	done = make(chan error, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
+		l.LockedThread()
+		if setup != nil {
+			if err := setup(); err != nil {
+				done <- err
+				return
+			}
+		}
+		l.EnterAt(time.Now().UnixNano()) // timed from here: a watcher short of a P may first see it late
+		f()
+		l.ExitAt(time.Now().UnixNano())
+		done <- nil
+	}()
+	return done
+}
+
+// until is the first episode reported that ok accepts, or fails after
+// 20 s.
+func until(t *testing.T, got chan Episode, ok func(Episode) bool) Episode {
+	t.Helper()
+	deadline := time.After(20 * time.Second)
+	for {
+		select {
+		case e := <-got:
+			if ok(e) {
+				return e
+			}
+		case <-deadline:
+			t.Fatal("no such episode reported within 20 s")
+			return Episode{}
+		}
+	}
+}
+
+func sleepInCallback(d time.Duration) { time.Sleep(d) }
+
+// TestLockedSleepBlocked: a callback that sleeps on a locked loop thread
+// blocked its loop, and the thread's counts say it was off a CPU by its
+// own doing.
+func TestLockedSleepBlocked(t *testing.T) {
+	got := make(chan Episode, 16)
+	w := New(Options{Threshold: 10 * time.Millisecond, OnEpisode: func(e Episode) { got <- e }, Logger: quiet})
+	defer w.Stop()
+	l := w.Loop("loop-0")
+	done := onLockedThread(l, nil, func() { sleepInCallback(300 * time.Millisecond) })
+	e := until(t, got, func(e Episode) bool { return !e.Ended && e.Cause == Blocked })
+	if e.Thread.Watched <= 0 || e.Held-e.Thread.Waited < 10*time.Millisecond {
+		t.Errorf("thread %+v over a hold of %s: want watched, and the callback's own time past the threshold", e.Thread, e.Held)
+	}
+	if e.State != "sleep" || !strings.HasSuffix(e.Culprit().Function, ".sleepInCallback") {
+		t.Errorf("held in %q at %s, want sleep at sleepInCallback", e.State, e.Culprit())
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	end := until(t, got, func(e Episode) bool { return e.Ended })
+	if end.Cause != Blocked || w.Stats().Starved != 0 || l.Counts().Blocked != 1 {
+		t.Errorf("end %+v, stats %+v, counts %+v", end, w.Stats(), l.Counts())
+	}
+}
+
+// TestLockedStarved: a quick callback on a loop thread that gets almost
+// no CPU (SCHED_IDLE, on the one CPU a spinning process holds) holds its
+// loop past the threshold, and is Starved: not blamed on its frame, not
+// counted as blocked, and not failed by loopwatchtest's rule.
+func TestLockedStarved(t *testing.T) {
+	var cpus unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &cpus); err != nil || cpus.Count() < 1 {
+		t.Skipf("affinity: %v", err)
+	}
+	cpu := 0
+	for !cpus.IsSet(cpu) {
+		cpu++
+	}
+	pin := func() error {
+		var one unix.CPUSet
+		one.Set(cpu)
+		return unix.SchedSetaffinity(0, &one)
+	}
+	hog := exec.Command("sh", "-c", "while :; do :; done") // a process that takes the loop's CPU
+	if err := hog.Start(); err != nil {
+		t.Skipf("no shell to take a CPU: %v", err)
+	}
+	defer func() { hog.Process.Kill(); hog.Wait() }()
+	var one unix.CPUSet
+	one.Set(cpu)
+	if err := unix.SchedSetaffinity(hog.Process.Pid, &one); err != nil {
+		t.Skipf("cannot pin a process: %v", err)
+	}
+	got := make(chan Episode, 16)
+	w := New(Options{Threshold: 50 * time.Millisecond, OnEpisode: func(e Episode) { got <- e }, Logger: quiet})
+	defer w.Stop()
+	l := w.Loop("loop-0")
+	done := onLockedThread(l, func() error {
+		if err := pin(); err != nil {
+			return err
+		}
+		return unix.SchedSetAttr(0, &unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: 5 /* SCHED_IDLE */}, 0)
+	}, func() {
+		for n := range 20_000_000 { // under 10 ms of work, had it a CPU
+			sink += n
+		}
+	})
+	e := until(t, got, func(e Episode) bool { return !e.Ended })
+	if e.Cause != Starved || e.Frames != nil || e.Held-e.Thread.Waited >= 50*time.Millisecond {
+		t.Fatalf("episode %+v: want starved, its thread waiting for a CPU, no frame blamed", e)
+	}
+	if err := <-done; err != nil {
+		t.Skipf("cannot make a starved thread here: %v", err)
+	}
+	if s := w.Stats(); s.Starved < 1 || l.Counts().Blocked != 0 {
+		t.Errorf("stats %+v, counts %+v: want it counted starved, not blocked", s, l.Counts())
+	}
+}
+
+// TestLockedSpinBlocked: a callback that spins past the threshold is
+// blocked even on a machine so busy that its thread waited for a CPU: once
+// its own time passes the threshold, a starved report is taken back.
+func TestLockedSpinBlocked(t *testing.T) {
+	got := make(chan Episode, 64)
+	w := New(Options{Threshold: 10 * time.Millisecond, OnEpisode: func(e Episode) { got <- e }, Logger: quiet})
+	defer w.Stop()
+	l := w.Loop("loop-0")
+	done := onLockedThread(l, nil, func() { spinFor(200 * time.Millisecond) })
+	e := until(t, got, func(e Episode) bool { return !e.Ended && e.Cause == Blocked })
+	if e.Held-e.Thread.Waited < 10*time.Millisecond || !strings.HasSuffix(e.Culprit().Function, ".spinFor") {
+		t.Errorf("episode %+v", e)
+	}
+	<-done
+	until(t, got, func(e Episode) bool { return e.Ended })
+	if c := l.Counts(); c.Blocked != 1 || c.Starved != 0 || w.Stats().Starved != 0 {
+		t.Errorf("counts %+v, stats %+v: want one blocked episode", c, w.Stats())
+	}
+}
+
+var sink int
+
+// spinFor burns its thread's CPU for d.
+func spinFor(d time.Duration) {
+	for start := time.Now(); time.Since(start) < d; {
+	}
+}

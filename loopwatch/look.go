@@ -1,0 +1,272 @@
+package loopwatch
+
+import (
+	"context"
+	"log/slog"
+	"time"
+)
+
+// run looks at the loops every quarter of the threshold (at least every
+// 250 us) until Stop.
+func (w *Watcher) run() {
+	defer close(w.done)
+	every := max(w.o.Threshold/4, 250*time.Microsecond)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-w.stop:
+			return
+		case <-t.C:
+			w.Look(time.Now()) // not the tick's time: the watcher may run late
+		}
+	}
+}
+
+// Look looks at every loop at now: it reports the loops held past the
+// threshold, and the episodes that ended. A watcher made with
+// Options.Driven needs it called at least every quarter of the threshold;
+// otherwise the watcher's own goroutine calls it.
+func (w *Watcher) Look(now time.Time) {
+	w.looking.Lock()
+	defer w.looking.Unlock()
+	if w.stopped {
+		return
+	}
+	for _, l := range w.Loops() {
+		w.lookAt(l, now)
+	}
+}
+
+// lookAt moves one loop's episode on at now.
+func (w *Watcher) lookAt(l *Loop, now time.Time) {
+	seq, in := l.seq.Load(), l.in.Load()
+	if l.pending && (seq != l.seen || !in) {
+		w.decide(l, now) // it ended before its thread's counts were read again
+	}
+	if l.ep != nil && (!in || seq != l.seen) {
+		w.ended(l, now)
+	}
+	if !in {
+		return
+	}
+	if seq != l.cur { // a callback not seen before: timed from now, or from EnterAt's time
+		l.cur, l.since = seq, now
+		if at := l.at.Load(); at > 0 && l.seq.Load() == seq && at < now.UnixNano() {
+			l.since = time.Unix(0, at)
+		}
+	} else if l.baseSeq != seq {
+		// Seen twice: it is no quick callback. Its thread's counts from
+		// here tell, at the threshold, whether it ran, waited or blocked.
+		l.track(seq, now)
+	} else if l.ep == nil || l.pending || l.ep.Cause == Starved {
+		l.step(now)
+	}
+	if l.pending && seq == l.seen {
+		w.decide(l, now)
+		return
+	}
+	if l.ep != nil && l.ep.Cause == Starved && seq == l.seen {
+		w.recheck(l, now)
+		return
+	}
+	if seq == l.seen || now.Sub(l.since) < w.o.Threshold {
+		return
+	}
+	l.seen = seq
+	ep := Episode{Loop: l.name, Start: l.since, Held: now.Sub(l.since)}
+	l.ep = &ep
+	if l.tid.Load() != 0 && !l.schedErr {
+		if l.baseSeq != seq { // first seen past the threshold: the watcher was late
+			l.track(seq, now)
+		}
+		if l.baseAt.Equal(now) && !l.schedErr {
+			// Counts read just now say nothing yet: they are read again,
+			// and the episode decided, at the next look.
+			l.pending = true
+			return
+		}
+	}
+	w.decide(l, now)
+}
+
+// track starts reading l's thread's counts for callback seq at now.
+func (l *Loop) track(seq uint64, now time.Time) {
+	if l.tid.Load() == 0 || l.schedErr {
+		return
+	}
+	s, ok := l.sample()
+	if !ok {
+		l.schedErr = true
+		return
+	}
+	l.base, l.prev, l.baseAt, l.prevAt, l.baseSeq, l.waitedSeen = s, s, now, now, seq, 0
+}
+
+// step reads l's thread again: the time since the last read that it was
+// off a CPU counts as waiting for one if it is runnable now. The kernel's
+// own count of that wait (schedstat) comes only once the thread runs
+// again; this one sees a thread that is waiting still.
+func (l *Loop) step(now time.Time) {
+	if l.tid.Load() == 0 || l.schedErr || l.baseSeq != l.seq.Load() || !now.After(l.prevAt) {
+		return
+	}
+	s, ok := l.sample()
+	if !ok {
+		l.schedErr = true
+		return
+	}
+	if off := now.Sub(l.prevAt) - (s.ran - l.prev.ran); s.runnable && off > 0 {
+		l.waitedSeen += off
+	}
+	l.prev, l.prevAt = s, now
+}
+
+// classify sets ep's thread counts and cause from l's thread's counts
+// since base: Starved when, without the time its thread waited for a CPU,
+// the callback would not have held the loop past the threshold.
+func (w *Watcher) classify(l *Loop, ep *Episode, now time.Time) {
+	if l.tid.Load() == 0 || l.schedErr || l.baseSeq != l.seen {
+		return
+	}
+	l.step(now)
+	if l.schedErr || !l.prevAt.After(l.baseAt) {
+		return
+	}
+	ep.Thread = ThreadTimes{Watched: l.prevAt.Sub(l.baseAt), Ran: l.prev.ran - l.base.ran,
+		Waited: max(l.waitedSeen, l.prev.delay-l.base.delay)}
+	ep.Held = now.Sub(ep.Start)
+	ep.Cause = Blocked
+	if ep.Held-ep.Thread.Waited < w.o.Threshold {
+		ep.Cause = Starved
+	}
+}
+
+// decide finds the ongoing episode's cause, takes its stack (unless
+// starved, or one was taken lately), counts it and reports it.
+func (w *Watcher) decide(l *Loop, now time.Time) {
+	l.pending = false
+	ep := l.ep
+	w.classify(l, ep, now)
+	w.stack(l, ep, now)
+	switch ep.Cause {
+	case Blocked:
+		l.blocked.Add(1)
+	case Starved:
+		l.starved.Add(1)
+	default:
+		l.unknown.Add(1)
+	}
+	w.mu.Lock()
+	w.stats.Episodes++
+	if ep.Cause == Starved {
+		w.stats.Starved++
+	}
+	w.mu.Unlock()
+	w.report(l, *ep)
+}
+
+// recheck looks again at a starved episode still holding its loop: once
+// the callback's own time passes the threshold it is Blocked after all,
+// counted so and reported again.
+func (w *Watcher) recheck(l *Loop, now time.Time) {
+	ep := l.ep
+	w.classify(l, ep, now)
+	if ep.Cause != Blocked {
+		ep.Cause = Starved
+		return
+	}
+	w.stack(l, ep, now)
+	if ep.Cause != Blocked {
+		return
+	}
+	l.starved.Add(-1)
+	l.blocked.Add(1)
+	if l.logged {
+		l.lastLog = time.Time{} // its starved line is not the last word
+	}
+	w.mu.Lock()
+	w.stats.Starved--
+	w.mu.Unlock()
+	w.report(l, *ep)
+}
+
+// stack takes the stack of the goroutine holding l for ep, unless ep is
+// starved or l's last stack is less than StackEvery old; a goroutine the
+// runtime calls runnable, whose thread was mostly off a CPU meanwhile,
+// waited for the Go scheduler: that is Starved too.
+func (w *Watcher) stack(l *Loop, ep *Episode, now time.Time) {
+	seq := l.seen
+	still := func() bool { return l.seq.Load() == seq && l.in.Load() }
+	if ep.Cause != Starved && w.o.StackEvery >= 0 && now.Sub(l.lastStack) >= w.o.StackEvery && l.gid.Load() != 0 && still() {
+		ep.State, ep.Frames = w.stackOf(l.gid.Load())
+		l.lastStack = now
+		// The stack says where it is held only if it still is.
+		if !still() {
+			ep.State, ep.Frames = "", nil
+		}
+		if ep.Cause == Blocked && ep.State == "runnable" && 2*ep.Thread.Ran < ep.Thread.Watched {
+			ep.Cause = Starved
+		}
+	}
+	if ep.Cause == Starved {
+		ep.State, ep.Frames = "", nil
+	}
+}
+
+// ended reports l's episode, which ended at most a look ago (at the time
+// ExitAt gave, if it did).
+func (w *Watcher) ended(l *Loop, now time.Time) {
+	ep := *l.ep
+	end := now
+	if e := l.end.Load(); l.seq.Load() == l.seen && e > ep.Start.UnixNano() && e < now.UnixNano() {
+		end = time.Unix(0, e)
+	}
+	ep.Ended, ep.Held = true, end.Sub(ep.Start)
+	l.ep = nil
+	l.heldNs.Add(int64(ep.Held))
+	w.report(l, ep)
+}
+
+func (w *Watcher) report(l *Loop, ep Episode) {
+	if w.o.OnEpisode != nil {
+		w.o.OnEpisode(ep)
+	}
+	w.logLine(l, ep)
+}
+
+// logLine logs ep, unless the loop had a line less than StackEvery (or a
+// second) ago: those are counted, and the next line says how many.
+func (w *Watcher) logLine(l *Loop, ep Episode) {
+	if ep.Ended {
+		if l.logged {
+			l.logged = false
+			w.log.LogAttrs(context.Background(), slog.LevelInfo, "loopwatch: loop released",
+				slog.String("loop", ep.Loop), slog.Duration("held", ep.Held), slog.String("cause", ep.Cause.String()))
+		}
+		return
+	}
+	every := w.o.StackEvery
+	if every < 0 {
+		every = time.Second
+	}
+	if !l.lastLog.IsZero() && ep.Start.Sub(l.lastLog) < every {
+		l.unlogged++
+		return
+	}
+	l.lastLog, l.logged = ep.Start, true
+	level, msg := slog.LevelWarn, "loopwatch: loop held"
+	attrs := []slog.Attr{slog.String("loop", ep.Loop), slog.Duration("held", ep.Held), slog.String("cause", ep.Cause.String())}
+	if ep.Cause == Starved {
+		level, msg = slog.LevelInfo, "loopwatch: loop held: its thread did not get a CPU"
+		attrs = append(attrs, slog.Duration("waited", ep.Thread.Waited), slog.Duration("watched", ep.Thread.Watched))
+	}
+	if c := ep.Culprit(); c.Function != "" {
+		attrs = append(attrs, slog.String("state", ep.State), slog.String("at", c.String()))
+	}
+	if l.unlogged > 0 {
+		attrs = append(attrs, slog.Int("unlogged_before", l.unlogged))
+		l.unlogged = 0
+	}
+	w.log.LogAttrs(context.Background(), level, msg, attrs...)
+}

@@ -1,0 +1,18 @@
+//go:build !linux
+
+package loopwatch
+
+import "time"
+
+func gettid() int { return 0 } // no thread counts to read: causes stay Unknown
+
+type threadSample struct {
+	ran, delay time.Duration
+	runnable   bool
+}
+
+type threadFiles struct{}
+
+func (threadFiles) close() {}
+
+func (l *Loop) sample() (threadSample, bool) { return threadSample{}, false }
