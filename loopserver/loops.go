@@ -63,14 +63,15 @@ func (l *loop) leave(start int64) {
 // owning loop. With lock, each loop goroutine is also locked to its own OS
 // thread (the Netty shape: a loop is a thread).
 type loopSet struct {
-	mu    sync.Mutex
-	lock  bool
-	loops atomic.Pointer[[]*loop]
-	lags  atomic.Pointer[[]*lag.Loop]
+	mu     sync.Mutex
+	lock   bool
+	newLag func(index int) *lag.Loop // the lag monitor's, its requests watched by the detector
+	loops  atomic.Pointer[[]*loop]
+	lags   atomic.Pointer[[]*lag.Loop]
 }
 
 func newLoopSet(lock bool) *loopSet {
-	ls := &loopSet{lock: lock}
+	ls := &loopSet{lock: lock, newLag: lag.NewLoop}
 	ls.loops.Store(&[]*loop{})
 	ls.lags.Store(&[]*lag.Loop{})
 	return ls
@@ -105,6 +106,7 @@ func (ls *loopSet) register() *loop {
 	l.gid.Store(goid())
 	if ls.lock {
 		nameThread(l.index)
+		l.lag.Locked()
 	}
 	return l
 }
@@ -120,7 +122,7 @@ func nameThread(index int) {
 // add appends loop index (the next) under ls.mu.
 func (ls *loopSet) add(index int) *loop {
 	old := *ls.loops.Load()
-	l := &loop{index: index, scratch: make([]byte, 0, 4096), lag: lag.NewLoop(index)}
+	l := &loop{index: index, scratch: make([]byte, 0, 4096), lag: ls.newLag(index)}
 	next := append(append(make([]*loop, 0, len(old)+1), old...), l)
 	lags := make([]*lag.Loop, len(next))
 	for i, n := range next {
@@ -151,6 +153,7 @@ func (ls *loopSet) bind(l *loop) {
 		l.gid.Store(goid())
 		if ls.lock {
 			nameThread(l.index)
+			l.lag.Locked()
 		}
 	}
 }

@@ -7,7 +7,7 @@
 // It runs on gnet (default) or evio, answers GET /stats on an admin listener
 // apart from the loops, measures every loop's lag with a heartbeat
 // (--lag-interval), and names each loop held past --block-warn, with the
-// route that held it.
+// route that held it and where (loopwatch, on the loops' own threads).
 package main
 
 import (
@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/bystander-kit/bystander/internal/admin"
+	"github.com/bystander-kit/bystander/internal/block"
 	"github.com/bystander-kit/bystander/internal/cli"
 	"github.com/bystander-kit/bystander/internal/lag"
 	"github.com/bystander-kit/bystander/internal/serverflags"
@@ -31,9 +32,13 @@ type options struct {
 	engine      string
 	loops       int
 	blockWarn   time.Duration
+	stackEvery  time.Duration // the detector's least time between two stacks of a loop (0: lag's default, 1 s)
 	lagInterval time.Duration
 	lockThreads bool
 	log         io.Writer
+	// blockFor, in tests, is the blocking call instead of block.For (a
+	// channel wait, a mutex: blocks that are not block modes).
+	blockFor func(block.Mode, time.Duration) time.Duration
 	// dropWake, in tests, loses the evio heartbeat wakes it says yes to
 	// (again: a repeated one), as evio's poll loses some.
 	dropWake func(again bool) bool
@@ -71,7 +76,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	o.Register(fs)
 	fs.StringVar(&o.engine, "engine", "gnet", "event-loop library: gnet, evio or nbio")
 	fs.IntVar(&o.loops, "loops", 4, "number of event loops")
-	fs.DurationVar(&o.blockWarn, "block-warn", time.Millisecond, "blocked-loop detector: a loop held longer than this, inside one request or with its heartbeat waiting, is a block, counted per loop and route on /stats and logged (one line a second per loop at most; 0 disables)")
+	fs.DurationVar(&o.blockWarn, "block-warn", time.Millisecond, "blocked-loop detector (loopwatch): a request that holds its loop longer than this is a block, counted per loop and route on /stats and /metrics, with where it held (a stack a second per loop at most) and logged (a line a second per loop at most); a hold that was the loop's thread waiting for a CPU is counted apart, not as a block; 0 disables")
 	fs.DurationVar(&o.lagInterval, "lag-interval", time.Millisecond, "hand every loop a heartbeat this often and measure its lag (when it ran less when it was handed over; /stats and the /lag stream); 0 disables")
 	fs.BoolVar(&o.lockThreads, "lock-threads", true, "lock each loop goroutine to its own OS thread, as Netty runs a loop per thread (--lock-threads=false: about 5% less CPU per /fast request, a little further from the /slow ceiling; docs/measurements.md)")
 	fs.Usage = func() {
@@ -136,15 +141,16 @@ func run(ctx context.Context, o options, ready func(addr, admin net.Addr)) error
 		}
 		adminAddr = ln.Addr()
 		go func() {
-			adminDone <- admin.Serve(ctx, ln, func() any { return s.stats() }, admin.Route{Pattern: "GET /lag", Handler: lag.Handler(s.mon)}, admin.Metrics(metrics{s}))
+			adminDone <- admin.Serve(ctx, ln, func() any { return s.stats() }, admin.Route{Pattern: "GET /lag", Handler: lag.Handler(s.mon)}, admin.Metrics(s.collectors()...))
 		}()
 	} else {
 		adminDone <- nil
 	}
 
 	stopWatch := make(chan struct{})
-	defer close(stopWatch)
-	go s.mon.Run(stopWatch)
+	watching := make(chan struct{})
+	defer func() { close(stopWatch); <-watching; s.mon.Stop() }()
+	go func() { s.mon.Run(stopWatch); close(watching) }()
 	go s.sweep(stopWatch)
 	defer s.closeHearts()
 

@@ -5,12 +5,24 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/bystander-kit/bystander/loopwatch/loopwatchprom"
 )
 
 // metrics is /metrics on the admin listener, in the Prometheus text
 // format: what /stats says per loop, for the scrapers operators already
 // run. It reads the same counters as /stats, when scraped.
 type metrics struct{ s *server }
+
+// collectors are /metrics' own: the loops', and the detector's
+// (loopwatch's episodes by cause, its stacks and their pauses).
+func (s *server) collectors() []prometheus.Collector {
+	cs := []prometheus.Collector{metrics{s}}
+	if w := s.mon.Watcher(); w != nil {
+		cs = append(cs, loopwatchprom.Collector(w))
+	}
+	return cs
+}
 
 var (
 	mLag = prometheus.NewDesc("bystander_loop_lag_seconds",
@@ -19,7 +31,7 @@ var (
 	mBeats = prometheus.NewDesc("bystander_loop_heartbeats_total",
 		"Heartbeats recorded per loop, with the ones a late beat hid (coordinated-omission correction).", []string{"loop"}, nil)
 	mBlocks = prometheus.NewDesc("bystander_loop_blocks_total",
-		"Blocks the detector saw per loop (held past --block-warn), by the route the loop was serving.", []string{"loop", "route"}, nil)
+		"Blocks the detector saw per loop (a request that held its loop past --block-warn, its thread not short of a CPU), by the route the loop was serving.", []string{"loop", "route"}, nil)
 	mBlocked = prometheus.NewDesc("bystander_loop_blocked_seconds_total",
 		"Time each loop spent held past --block-warn, the ongoing block included.", []string{"loop"}, nil)
 	mBlockedNow = prometheus.NewDesc("bystander_loop_blocked",

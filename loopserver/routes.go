@@ -61,7 +61,7 @@ func (s *server) handle(c *conn, req *h1.Request, out []byte) ([]byte, bool) {
 		if p.HasBlock {
 			d = p.Block
 		}
-		blocked := block.For(s.opts.BlockMode, d)
+		blocked := s.block(s.opts.BlockMode, d)
 		out = h1.AppendStatusLine(out, 200)
 		out = s.timing(out, c, start)
 		out = h1.AppendHeaderInt(out, protocol.HeaderBlockedNs, int64(blocked))
@@ -171,4 +171,12 @@ func (s *server) reply(out []byte, c *conn, req *h1.Request, status int, body st
 	out = h1.AppendStatusLine(out, status)
 	out = s.timing(out, c, start)
 	return h1.AppendBody(out, body, req, req.KeepAlive)
+}
+
+// block is the blocking call of /slow: block.For, or the test's.
+func (s *server) block(m block.Mode, d time.Duration) time.Duration {
+	if s.opts.blockFor != nil {
+		return s.opts.blockFor(m, d)
+	}
+	return block.For(m, d)
 }

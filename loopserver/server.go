@@ -58,8 +58,9 @@ func newServer(o options) *server {
 	s.nofile, s.maxConns = connCap()
 	s.maxConns = max(s.maxConns-int64(2*o.loops), 1) // the hearts' two ends
 	s.hearts.ports, s.hearts.byLoop = map[int]chan *loop{}, map[int]int{}
-	s.mon = lag.New(lag.Options{Interval: o.lagInterval, Warn: o.blockWarn, Log: o.log, Name: "loopserver", Repeat: o.engine == "evio"},
+	s.mon = lag.New(lag.Options{Interval: o.lagInterval, Warn: o.blockWarn, StackEvery: o.stackEvery, Log: o.log, Name: "loopserver", Repeat: o.engine == "evio"},
 		s.loops.lagLoops, s.poke)
+	s.loops.newLag = s.mon.NewLoop
 	return s
 }
 

@@ -453,9 +453,12 @@ func TestBlockDetector(t *testing.T) {
 			if st.Detection.Count < 1 || st.LagIntervalNs != int64(time.Millisecond) {
 				t.Errorf("detection %+v, interval %d", st.Detection, st.LagIntervalNs)
 			}
-			want := fmt.Sprintf("loop %d blocked ", own)
-			if log := s.log.String(); strings.Count(log, "in /slow") != 1 || !strings.Contains(log, want) {
-				t.Errorf("detector log %q, want one line with %q and in /slow", log, want)
+			want := fmt.Sprintf(`msg="loopwatch: loop held" server=loopserver loop=%d `, own)
+			if log := s.log.String(); strings.Count(log, "loop held") != 1 || !strings.Contains(log, want) || !strings.Contains(log, "block.nanosleep") {
+				t.Errorf("detector log %q, want one line with %q at block.nanosleep", log, want)
+			}
+			if c := l.Culprit; c == nil || c.Route != "/slow" || c.State != "syscall" || !strings.HasSuffix(c.Culprit().Function, "block.nanosleep") {
+				t.Errorf("culprit %+v, want /slow held in syscall at block.nanosleep", c)
 			}
 			// The stream saw it too: the loop held, in /slow, the others not.
 			var held bool

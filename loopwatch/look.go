@@ -192,9 +192,7 @@ func (w *Watcher) recheck(l *Loop, now time.Time) {
 }
 
 // stack takes the stack of the goroutine holding l for ep, unless ep is
-// starved or l's last stack is less than StackEvery old; a goroutine the
-// runtime calls runnable, whose thread was mostly off a CPU meanwhile,
-// waited for the Go scheduler: that is Starved too.
+// starved or l's last stack is less than StackEvery old.
 func (w *Watcher) stack(l *Loop, ep *Episode, now time.Time) {
 	seq := l.seen
 	still := func() bool { return l.seq.Load() == seq && l.in.Load() }
@@ -204,9 +202,6 @@ func (w *Watcher) stack(l *Loop, ep *Episode, now time.Time) {
 		// The stack says where it is held only if it still is.
 		if !still() {
 			ep.State, ep.Frames = "", nil
-		}
-		if ep.Cause == Blocked && ep.State == "runnable" && 2*ep.Thread.Ran < ep.Thread.Watched {
-			ep.Cause = Starved
 		}
 	}
 	if ep.Cause == Starved {
@@ -218,11 +213,14 @@ func (w *Watcher) stack(l *Loop, ep *Episode, now time.Time) {
 // ExitAt gave, if it did).
 func (w *Watcher) ended(l *Loop, now time.Time) {
 	ep := *l.ep
-	end := now
-	if e := l.end.Load(); l.seq.Load() == l.seen && e > ep.Start.UnixNano() && e < now.UnixNano() {
-		end = time.Unix(0, e)
+	end := now.UnixNano()
+	if e := l.end.Load(); e > ep.Start.UnixNano() && e < end {
+		end = e // ExitAt's time: this callback's, or a later one's
 	}
-	ep.Ended, ep.Held = true, end.Sub(ep.Start)
+	if a := l.at.Load(); l.seq.Load() != l.seen && a > ep.Start.UnixNano() && a < end {
+		end = a // it ended before the next began (at EnterAt's time)
+	}
+	ep.Ended, ep.Held = true, time.Unix(0, end).Sub(ep.Start)
 	l.ep = nil
 	l.heldNs.Add(int64(ep.Held))
 	w.report(l, ep)

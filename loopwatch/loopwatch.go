@@ -44,10 +44,12 @@
 // loopwatch tells the two apart where a loop runs alone on a locked OS
 // thread (runtime.LockOSThread; gnet's LockOSThread option, nbio's
 // LockPoller) and says so (Loop.LockedThread): from the thread's own
-// scheduler counts (Linux's /proc schedstat) over the hold, an episode
-// whose thread waited for a CPU for half of it or more is Starved, not
-// Blocked, and is counted apart. Elsewhere its Cause is Unknown: loopwatch
-// cannot tell.
+// scheduler counts (its CPU clock, its state, Linux's schedstat) over the
+// hold, an episode that would not have passed the threshold without the
+// time its thread waited for a CPU is Starved, not Blocked, and is counted
+// apart; if the callback's own time passes the threshold later, it is
+// Blocked after all and reported again. Elsewhere its Cause is Unknown:
+// loopwatch cannot tell.
 //
 // A Loop belongs to one goroutine, the loop's own: gnet, nbio and evio each
 // run a loop on one goroutine for the server's life. Its first Enter learns
@@ -102,10 +104,12 @@ const (
 	// Blocked: the callback held the loop, in a call that blocks or runs
 	// long, while its thread could have run.
 	Blocked
-	// Starved: the loop's thread waited for a CPU for half the hold or
-	// more (the kernel's run queue), or its goroutine waited for the Go
-	// scheduler (runnable) while the thread was off a CPU: the machine, not
-	// the callback. The frame it stood on is not blamed.
+	// Starved: without the time the loop's thread waited for a CPU (in
+	// the kernel's run queue), the callback would not have held the loop
+	// past the threshold: the machine, not the callback. The frame it
+	// stood on is not blamed. (A goroutine that waits for a Go P parks its
+	// locked thread, which the kernel counts as the thread's own doing:
+	// that wait is the callback's.)
 	Starved
 )
 

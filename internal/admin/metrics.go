@@ -7,9 +7,9 @@ import (
 )
 
 // Metrics is GET /metrics in the Prometheus text format: the server's own
-// collector (read when scraped) with the process's and the Go runtime's.
-func Metrics(c prometheus.Collector) Route {
+// collectors (read when scraped) with the process's and the Go runtime's.
+func Metrics(cs ...prometheus.Collector) Route {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(c, collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), collectors.NewGoCollector())
+	reg.MustRegister(append(cs, collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), collectors.NewGoCollector())...)
 	return Route{Pattern: "GET /metrics", Handler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})}
 }

@@ -1,8 +1,9 @@
 // Package lag measures an event loop's lateness from inside the server, the
 // way Node.js's monitorEventLoopDelay does, but per loop and attributed: a
 // heartbeat is handed to every loop each interval, its lag is when it ran
-// less when it was handed over, and a detector names the loop, the route it
-// was serving and how long it was held, once per block.
+// less when it was handed over; and it counts the blocks loopwatch finds (a
+// request that held its loop past the threshold: the loop, the route, how
+// long, and where), on the monitor's own clock.
 //
 // A loop's heartbeat is a task the server's engine runs on that loop (the
 // engine decides how: a task queued on the loop, a wake of a connection the
@@ -14,15 +15,18 @@
 package lag
 
 import (
-	"fmt"
 	"io"
+	"log/slog"
 	"runtime"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/bystander-kit/bystander/internal/culprit"
 	"github.com/bystander-kit/bystander/internal/hist"
 	"github.com/bystander-kit/bystander/internal/protocol"
+	"github.com/bystander-kit/bystander/loopwatch"
 	"golang.org/x/sys/unix"
 )
 
@@ -30,8 +34,9 @@ import (
 // seconds at the default 1 ms interval.
 const ringSize = 2048
 
-// logEvery is the most often the detector logs for one loop.
-const logEvery = time.Second
+// StackEvery is the least time between two stacks of one loop (and two
+// of its log lines) unless Options.StackEvery says.
+const StackEvery = time.Second
 
 // A loop that has served no request for IdleAfter gets a beat every
 // IdleEvery (or every interval, if longer) instead of every interval:
@@ -43,8 +48,8 @@ const (
 	IdleEvery = 100 * time.Millisecond // unless Options.IdleEvery says
 )
 
-// Outside names a block that began between requests (a late heartbeat with
-// the loop inside no request: the engine, the runtime or the machine).
+// Outside names a block whose request is not known (the loop had left it
+// by the time the block was seen).
 const Outside = "outside a request"
 
 type sample struct{ at, lag int64 }
@@ -71,21 +76,17 @@ type Loop struct {
 
 	mon atomic.Pointer[Monitor] // set by the monitor, for Enter's nudge
 
-	// What the detector found; it alone writes these.
-	det       detState
+	// watch is the loop under loopwatch (nil: no detector); what it found
+	// is written by the monitor's episode handler alone.
+	watch     *loopwatch.Loop
 	blockAt   atomic.Int64 // unix ns the ongoing block began; 0: none
 	blockRt   atomic.Int32 // its route, -1: outside a request
 	blocks    atomic.Int64
 	blockedNs atomic.Int64 // blocks that ended
 	byRoute   [len(routeKeys)]atomic.Int64
-}
-
-type detState struct {
-	seq      uint64
-	byReq    bool
-	lastLog  int64
-	unlogged int64
-	logged   bool // this block has had its line
+	starved   atomic.Int64                   // holds that were its thread waiting for a CPU: not blocks
+	culprit   atomic.Pointer[culprit.Record] // the last block with a stack
+	starvedAt int64                          // the start of the last hold reported starved
 }
 
 // routeKeys are the routes blocks are counted by: each protocol route, and
@@ -100,11 +101,31 @@ func routeName(r int32) string {
 	return routeKeys[r]
 }
 
-// NewLoop returns the monitor of loop index.
+// NewLoop returns the monitor of loop index, without a detector (a
+// Monitor's NewLoop gives one).
 func NewLoop(index int) *Loop {
 	l := &Loop{Index: index, h: hist.New()}
 	l.blockRt.Store(-1)
 	return l
+}
+
+// NewLoop returns the monitor of loop index, its requests watched by m's
+// detector when it has one.
+func (m *Monitor) NewLoop(index int) *Loop {
+	l := NewLoop(index)
+	if m.watch != nil {
+		l.watch = m.watch.Loop(strconv.Itoa(index))
+	}
+	return l
+}
+
+// Locked says, from the loop's goroutine, that the loop runs alone on the
+// calling (locked) thread: the detector can then tell a blocking call from
+// a thread that did not get a CPU.
+func (l *Loop) Locked() {
+	if l.watch != nil {
+		l.watch.LockedThread()
+	}
 }
 
 // Enter records, on the loop, that it began serving route at now (unix ns).
@@ -112,6 +133,9 @@ func (l *Loop) Enter(r protocol.Route, now int64) {
 	l.seq.Add(1)
 	l.route.Store(int32(r))
 	l.entered.Store(now)
+	if l.watch != nil {
+		l.watch.EnterAt(now)
+	}
 	if m := l.mon.Load(); m != nil && m.dozing.Load() {
 		m.nudge()
 	}
@@ -119,6 +143,9 @@ func (l *Loop) Enter(r protocol.Route, now int64) {
 
 // Leave records, on the loop, that the request ended at now.
 func (l *Loop) Leave(now int64) {
+	if l.watch != nil {
+		l.watch.ExitAt(now)
+	}
 	l.entered.Store(0)
 	l.left.Store(now)
 }
@@ -147,12 +174,16 @@ func (l *Loop) Beat(now int64, interval time.Duration) {
 type Options struct {
 	// Interval is how often each loop gets a heartbeat; 0: none.
 	Interval time.Duration
-	// Warn is how long a loop may be held, inside one request or with its
-	// heartbeat waiting, before that is a block; 0: no detector.
+	// Warn is how long a request may hold its loop before that is a block
+	// (loopwatch's threshold); 0: no detector.
 	Warn time.Duration
-	// Log gets one line per block, at most one a second per loop.
+	// StackEvery is the least time between two stacks of one loop's
+	// blocks, and between two of its log lines (StackEvery when 0).
+	StackEvery time.Duration
+	// Log gets loopwatch's Warn lines (log/slog text): a loop held, and
+	// where, at most one a loop per StackEvery.
 	Log io.Writer
-	// Name prefixes log lines ("loopserver").
+	// Name is the log lines' "server" ("loopserver").
 	Name string
 	// Repeat hands a beat still waiting at its loop's next turn over
 	// again (same due time): for an engine that can lose the wake.
@@ -174,11 +205,14 @@ type Monitor struct {
 	nudgeFD atomic.Int64 // the eventfd that wakes Run, plus one; 0: none
 	mu      sync.Mutex
 	detect  *hist.H // how long after a block began the detector saw it
+	// watch is the detector: loopwatch, driven by Step on this clock.
+	watch *loopwatch.Watcher
+	now   int64 // the Step under way's time, for the episode handler
 }
 
 // New returns a monitor of the loops loops() lists; poke hands a beat to a
 // loop (again: the last one is still waiting) and says whether it could (a
-// loop without a heart cannot take one).
+// loop without a heart cannot take one). Its loops come from its NewLoop.
 func New(o Options, loops func() []*Loop, poke func(l *Loop, again bool) bool) *Monitor {
 	if o.Log == nil {
 		o.Log = io.Discard
@@ -186,8 +220,22 @@ func New(o Options, loops func() []*Loop, poke func(l *Loop, again bool) bool) *
 	if o.IdleEvery <= 0 {
 		o.IdleEvery = IdleEvery
 	}
-	return &Monitor{opts: o, loops: loops, poke: poke, detect: hist.New()}
+	if o.StackEvery <= 0 {
+		o.StackEvery = StackEvery
+	}
+	m := &Monitor{opts: o, loops: loops, poke: poke, detect: hist.New()}
+	if o.Warn > 0 {
+		// Its Warn lines only: a held loop, where, at most one a second a
+		// loop (the releases are on /stats and the stream).
+		log := slog.New(slog.NewTextHandler(o.Log, &slog.HandlerOptions{Level: slog.LevelWarn})).With("server", o.Name)
+		m.watch = loopwatch.New(loopwatch.Options{Threshold: o.Warn, StackEvery: o.StackEvery, Driven: true,
+			Logger: log, OnEpisode: m.episode})
+	}
+	return m
 }
+
+// Watcher is the detector (nil without one), for its Prometheus counts.
+func (m *Monitor) Watcher() *loopwatch.Watcher { return m.watch }
 
 // minTick is the shortest tick: beats to many loops share ticks.
 const minTick = 100 * time.Microsecond
@@ -205,17 +253,23 @@ func (m *Monitor) phases() int {
 	return max(min(n, int(m.opts.Interval/minTick)), 1)
 }
 
-// Tick is how often Run wakes: the heartbeat interval over the phases, or
-// without a heartbeat a quarter of Warn (1 ms to 250 ms); 0 when there is
-// nothing to do.
+// lookEvery is how often the detector must look: a quarter of Warn, at
+// least every 250 us (loopwatch's rule); 0 without a detector.
+func (m *Monitor) lookEvery() time.Duration {
+	if m.opts.Warn <= 0 {
+		return 0
+	}
+	return max(m.opts.Warn/4, 250*time.Microsecond)
+}
+
+// Tick is how often Run wakes, and the detector looks: the heartbeat
+// interval over the phases (250 us for 4 loops at 1 ms), or without a
+// heartbeat every quarter of Warn; 0 when there is nothing to do.
 func (m *Monitor) Tick() time.Duration {
 	if m.opts.Interval > 0 {
 		return m.opts.Interval / time.Duration(m.phases())
 	}
-	if m.opts.Warn > 0 {
-		return min(max(m.opts.Warn/4, time.Millisecond), 250*time.Millisecond)
-	}
-	return 0
+	return m.lookEvery()
 }
 
 // Run hands out heartbeats and detects blocks every Tick until stop closes.
@@ -355,8 +409,9 @@ func (m *Monitor) poke8() {
 }
 
 // Step is one tick at now: a beat to every loop whose turn it is and whose
-// last beat ran, then the detector over every loop.
+// last beat ran, then the detector's look over every loop.
 func (m *Monitor) Step(now int64) {
+	defer m.look(now)
 	phases := m.phases()
 	m.turn++
 	for i, l := range m.loops() {
@@ -374,9 +429,21 @@ func (m *Monitor) Step(now int64) {
 				m.poke(l, true)
 			}
 		}
-		if m.opts.Warn > 0 {
-			m.check(l, now)
-		}
+	}
+}
+
+// look runs the detector at now.
+func (m *Monitor) look(now int64) {
+	if m.watch != nil {
+		m.now = now
+		m.watch.Look(time.Unix(0, now))
+	}
+}
+
+// Stop stops the detector.
+func (m *Monitor) Stop() {
+	if m.watch != nil {
+		m.watch.Stop()
 	}
 }
 
@@ -388,79 +455,55 @@ func (m *Monitor) resting(l *Loop, now int64) bool {
 	return now-l.handed < int64(max(m.opts.IdleEvery, m.opts.Interval))
 }
 
-// check moves l's block state on at now. A block is a loop held past Warn:
-// inside one request (it began when the request did) or with its
-// heartbeat waiting (it began when the beat was handed over). It ends when
-// neither holds; a new request held past Warn is a new block.
-func (m *Monitor) check(l *Loop, now int64) {
-	warn := int64(m.opts.Warn)
-	var since int64
-	byReq, route := false, int32(-1)
-	if e := l.entered.Load(); e != 0 && now-e >= warn {
-		since, byReq, route = e, true, l.route.Load()
-	} else if d := l.due.Load(); d != 0 && now-d >= warn {
-		since = d
-		if e := l.entered.Load(); e != 0 {
-			route = l.route.Load()
+// episode is loopwatch's report of one of m's loops held past Warn, on
+// Run's goroutine (inside Look). A block begins when a hold is reported
+// not starved (a starved hold is counted apart, and becomes a block if
+// loopwatch finds it blocked after all), and ends with its episode.
+func (m *Monitor) episode(e loopwatch.Episode) {
+	var l *Loop
+	for _, x := range m.loops() {
+		if x.watch != nil && x.watch.Name() == e.Loop {
+			l = x
 		}
 	}
-	seq := l.seq.Load()
-	start := l.blockAt.Load()
-	if start != 0 && (since == 0 || (byReq && l.det.byReq && seq != l.det.seq)) {
-		end := now
-		if left := l.left.Load(); l.det.byReq && left > start && left < end {
-			end = left
-		} else if ran := l.lastRan.Load(); !l.det.byReq && ran > start && ran < end {
-			end = ran
-		}
-		m.ended(l, start, end, now)
-		start = 0
+	if l == nil {
+		return
 	}
-	if since != 0 && start == 0 {
-		l.det.seq, l.det.byReq, l.det.logged = seq, byReq, false
+	start := e.Start.UnixNano()
+	ongoing := l.blockAt.Load() == start
+	switch {
+	case e.Ended && ongoing:
+		l.blockedNs.Add(int64(e.Held))
+		l.blockAt.Store(0)
+		if c := l.culprit.Load(); c != nil && c.StartNs == start {
+			r := *c
+			r.HeldNs, r.Ended = int64(e.Held), true
+			l.culprit.Store(&r)
+		}
+	case e.Ended:
+	case e.Cause == loopwatch.Starved:
+		l.starved.Add(1)
+		l.starvedAt = start
+	case !ongoing:
+		// The request that held it, or (if it ended while its stack was
+		// taken and another began) the next: a request's route stays
+		// until the next request's.
+		route := l.route.Load()
+		if l.starvedAt == start { // reported starved first: a block after all
+			l.starved.Add(-1)
+		}
 		l.blockRt.Store(route)
-		l.blockAt.Store(since)
+		l.blockAt.Store(start)
 		l.blocks.Add(1)
 		l.byRoute[max(route, 0)].Add(1)
 		m.mu.Lock()
-		m.detect.Record(time.Duration(now - since))
+		m.detect.Record(time.Duration(m.now - start))
 		m.mu.Unlock()
-	}
-	if start != 0 && !l.det.logged && now-start >= int64(logEvery) {
-		// Still held after a second: say so now rather than at the end.
-		l.det.logged = true
-		m.logBlock(l, start, now, "so far, still blocked")
-	}
-}
-
-func (m *Monitor) ended(l *Loop, start, end, now int64) {
-	l.blockedNs.Add(end - start)
-	l.blockAt.Store(0)
-	if !l.det.logged {
-		if now-l.det.lastLog >= int64(logEvery) {
-			m.logBlock(l, start, end, "")
-		} else {
-			l.det.unlogged++
+		if len(e.Frames) > 0 {
+			r := culprit.FromEpisode(l.Index, routeName(route), e)
+			l.culprit.Store(&r)
 		}
 	}
-}
-
-func (m *Monitor) logBlock(l *Loop, start, end int64, how string) {
-	more := ""
-	if l.det.unlogged > 0 {
-		more = fmt.Sprintf("; %d shorter-lived lines skipped on this loop since the last", l.det.unlogged)
-	}
-	if how != "" {
-		how = " " + how
-	}
-	where := routeName(l.blockRt.Load())
-	if where != Outside {
-		where = "in " + where
-	}
-	fmt.Fprintf(m.opts.Log, "%s: loop %d blocked %s %s%s (block %d on this loop; over %s%s)\n",
-		m.opts.Name, l.Index, time.Duration(end-start).Round(10*time.Microsecond), where, how,
-		l.blocks.Load(), m.opts.Warn, more)
-	l.det.lastLog, l.det.unlogged = end, 0
 }
 
 // Stats is one loop's lag and blocks since the server started.
@@ -473,6 +516,11 @@ type Stats struct {
 	BlockedNs     int64            `json:"blocked_ns"`
 	BlockedNow    bool             `json:"blocked_now"`
 	BlocksByRoute map[string]int64 `json:"blocks_by_route"`
+	// Starved counts the holds past the threshold that were the loop's
+	// thread waiting for a CPU: not blocks.
+	Starved int64 `json:"starved"`
+	// Culprit is the last block that had its stack taken: where it held.
+	Culprit *culprit.Record `json:"culprit,omitempty"`
 }
 
 // Stats returns l's figures at now: the lag histogram (recorded beats, with
@@ -485,7 +533,7 @@ func (l *Loop) Stats(now int64) Stats {
 	return Stats{
 		LagBeats: s.Count, LagP50Ns: us(s.P50Us), LagP99Ns: us(s.P99Us), LagMaxNs: us(s.MaxUs),
 		Blocks: l.blocks.Load(), BlockedNs: l.blockedUntil(now), BlockedNow: l.blockAt.Load() != 0,
-		BlocksByRoute: l.blocksByRoute(),
+		BlocksByRoute: l.blocksByRoute(), Starved: l.starved.Load(), Culprit: l.culprit.Load(),
 	}
 }
 

@@ -3,6 +3,8 @@ package lag
 import (
 	"slices"
 	"time"
+
+	"github.com/bystander-kit/bystander/internal/culprit"
 )
 
 // Event is one line of the live stream (GET /lag on a server's admin
@@ -32,6 +34,10 @@ type LoopEvent struct {
 	// the blocks between them.
 	Blocks        int64            `json:"blocks_total"`
 	BlocksByRoute map[string]int64 `json:"blocks_by_route"`
+	Starved       int64            `json:"starved_total"`
+	// Culprit is the loop's last block with a stack, whenever it began
+	// (its start says whether it is in a reader's window).
+	Culprit *culprit.Record `json:"culprit,omitempty"`
 }
 
 // Cursor is one reader's place in the stream.
@@ -81,7 +87,7 @@ func (m *Monitor) Next(c *Cursor, now int64) Event {
 		le.BlockedNs = min(max(b-c.blocked[l.Index], 0), window)
 		c.blocked[l.Index] = b
 		le.BlockedShare = float64(le.BlockedNs) / float64(window)
-		le.Blocks, le.BlocksByRoute = l.blocks.Load(), l.blocksByRoute()
+		le.Blocks, le.BlocksByRoute, le.Starved, le.Culprit = l.blocks.Load(), l.blocksByRoute(), l.starved.Load(), l.culprit.Load()
 		if l.blockAt.Load() != 0 {
 			le.BlockedNow, le.Route = true, routeName(l.blockRt.Load())
 		}

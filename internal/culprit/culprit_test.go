@@ -1,0 +1,40 @@
+package culprit
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bystander-kit/bystander/loopwatch"
+)
+
+// TestWords: a record in one line, the culprit's function short and its
+// file's last two elements; a starved hold blames no frame.
+func TestWords(t *testing.T) {
+	e := loopwatch.Episode{Loop: "2", Start: time.Unix(0, 1), Held: 100 * time.Millisecond, Ended: true, Cause: loopwatch.Blocked,
+		State: "syscall", Frames: []loopwatch.Frame{{Function: "github.com/x/y/internal/block.nanosleep", File: "/src/y/internal/block/block.go", Line: 82}}}
+	r := FromEpisode(2, "/slow", e)
+	if got, want := r.Words(), "loop 2 held 100 ms in syscall at block.nanosleep (block/block.go:82)"; got != want {
+		t.Errorf("%q, want %q", got, want)
+	}
+	r.Cause, r.Ended, r.HeldNs = Starved, false, int64(2500*time.Microsecond)
+	if got, want := r.Words(), "loop 2 held 2.5 ms so far: its thread did not get a CPU (not a blocking call)"; got != want {
+		t.Errorf("%q, want %q", got, want)
+	}
+}
+
+// TestClean: a record from a stranger is capped: frames, string lengths,
+// an unknown cause, a negative hold or line.
+func TestClean(t *testing.T) {
+	r := Record{Loop: 1, Cause: "<script>", HeldNs: -5, State: strings.Repeat("é", MaxText)}
+	for range MaxFrames + 10 {
+		r.Frames = append(r.Frames, Frame{Function: strings.Repeat("f", 10*MaxText), Line: -1})
+	}
+	c := r.Clean()
+	if len(c.Frames) != MaxFrames || len(c.Frames[0].Function) != MaxText || c.Frames[0].Line != 0 {
+		t.Errorf("frames %d, function %d bytes, line %d", len(c.Frames), len(c.Frames[0].Function), c.Frames[0].Line)
+	}
+	if c.Cause != Unknown || c.HeldNs != 0 || len(c.State) > MaxText || !strings.HasPrefix(r.State, c.State) {
+		t.Errorf("cause %q held %d state %d bytes", c.Cause, c.HeldNs, len(c.State))
+	}
+}

@@ -1,0 +1,113 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/bystander-kit/bystander/internal/block"
+	"github.com/bystander-kit/bystander/internal/culprit"
+	"github.com/bystander-kit/bystander/internal/protocol"
+	"github.com/bystander-kit/bystander/internal/wiretest"
+)
+
+// Blocking calls that are not block modes: a wait on a channel, and on a
+// mutex another goroutine holds.
+func waitOnChannel(_ block.Mode, d time.Duration) time.Duration {
+	start := time.Now()
+	<-time.After(d)
+	return time.Since(start)
+}
+
+func waitOnMutex(_ block.Mode, d time.Duration) time.Duration {
+	start := time.Now()
+	var mu sync.Mutex
+	mu.Lock()
+	go func() { time.Sleep(d); mu.Unlock() }()
+	mu.Lock()
+	mu.Unlock()
+	return time.Since(start)
+}
+
+// TestCulpritNamed: a /slow request that holds its loop for 2, 5, 20 or
+// 100 ms, at a 1 ms threshold, is a block of that loop whose culprit is
+// the blocking function with its file and line and what the loop's
+// goroutine was doing: in a system call, a sleep, a channel wait, a mutex
+// and a spin, on every engine. A busy machine may take a short block's
+// CPU (a spin is then starved, not blocked), or take its stack as it wakes:
+// each case is asked up to 8 times, and fails if no block of it is named
+// right.
+func TestCulpritNamed(t *testing.T) {
+	kinds := []struct {
+		name, fn, file, state string
+		mode                  block.Mode
+		call                  func(block.Mode, time.Duration) time.Duration
+	}{
+		{"syscall", "internal/block.nanosleep", "internal/block/block.go", "syscall", block.Syscall, nil},
+		{"sleep", "internal/block.For", "internal/block/block.go", "sleep", block.Sleep, nil},
+		{"spin", "internal/block.For", "internal/block/block.go", "running", block.Spin, nil},
+		{"channel", "loopserver.waitOnChannel", "loopserver/culprit_test.go", "chan receive", block.Sleep, waitOnChannel},
+		{"mutex", "loopserver.waitOnMutex", "loopserver/culprit_test.go", "sync.Mutex.Lock", block.Sleep, waitOnMutex},
+	}
+	for _, eng := range engines {
+		t.Run(eng, func(t *testing.T) {
+			parallel(t, eng)
+			for _, k := range kinds {
+				s := start(t, eng, func(o *options) {
+					o.blockWarn, o.stackEvery, o.BlockMode, o.blockFor = time.Millisecond, time.Nanosecond, k.mode, k.call
+				})
+				c := wiretest.Dial(t, s.addr)
+				for _, d := range []time.Duration{2 * time.Millisecond, 5 * time.Millisecond, 20 * time.Millisecond, 100 * time.Millisecond} {
+					named(t, s, c, fmt.Sprintf("%s/%s %s", eng, k.name, d), d, func(r culprit.Record) string {
+						f := r.Culprit()
+						if !strings.HasSuffix(f.Function, k.fn) || !strings.HasSuffix(f.File, k.file) || f.Line <= 0 {
+							return "at " + f.Short() + ", want " + k.fn + " in " + k.file
+						}
+						// A short block's stack may find its goroutine just
+						// woken, waiting for a P (runnable), and a spin's
+						// preempted; a 100 ms one's, in its call.
+						if r.State != k.state && (r.State != "runnable" || d == 100*time.Millisecond && k.state != "running") {
+							return "in " + r.State + ", want " + k.state
+						}
+						return ""
+					})
+				}
+				s.stop(t)
+			}
+		})
+	}
+}
+
+// named asks /slow?block=d on c until the loop's culprit is a block that
+// began after the request was sent and wrong says nothing against it.
+func named(t *testing.T, s *testServer, c *wiretest.Conn, what string, d time.Duration, wrong func(culprit.Record) string) {
+	t.Helper()
+	var last string
+	for try := range 8 {
+		sent := time.Now().UnixNano()
+		loop := c.MustGet("/slow?block=" + d.String()).Int(protocol.HeaderLoop)
+		// The detector reports the block while it holds the loop, and
+		// ends it at its first look after: wait for the end (a block it
+		// missed, at most 3 s).
+		deadline := time.Now().Add(3 * time.Second)
+		for time.Now().Before(deadline) {
+			l := stats(t, s).Loops[loop]
+			if r := l.Culprit; r != nil && r.StartNs >= sent-int64(time.Millisecond) && r.Ended {
+				if r.HeldNs < int64(d)*3/4 || r.Cause != culprit.Blocked || r.Route != "/slow" {
+					t.Fatalf("%s: %+v, want a block in /slow of about %s", what, r, d)
+				}
+				why := wrong(*r)
+				if why == "" {
+					return
+				}
+				last = fmt.Sprintf("try %d: %s (%s)", try+1, why, r.Words())
+				break
+			}
+			time.Sleep(2 * time.Millisecond)
+			last = fmt.Sprintf("try %d: loop %d %+v", try+1, loop, l.Stats)
+		}
+	}
+	t.Errorf("%s: never named in 8 tries; last %s", what, last)
+}
