@@ -251,6 +251,15 @@ func detectorMatches(t *testing.T, f *findings.Findings) {
 			t.Errorf("%s: the detector saw %v blocked in /slow (%d repetitions read, match %v); the blockers' loops were %v",
 				r.Step.ID, r.DetectorLoops, r.DetectorReps, r.DetectorMatch, r.BlockedLoops)
 		}
+		// Each blocked loop is named where it was held: the blocking call.
+		if len(r.Culprits) != r.Step.K {
+			t.Errorf("%s: %d loops named where held, want %d: %+v", r.Step.ID, len(r.Culprits), r.Step.K, r.Culprits)
+		}
+		for _, c := range r.Culprits {
+			if !strings.HasSuffix(c.Culprit().Function, "internal/block.nanosleep") || c.State != "syscall" {
+				t.Errorf("%s: %s, want held in syscall at block.nanosleep", r.Step.ID, c.Words())
+			}
+		}
 	}
 	if n == 0 {
 		t.Error("no stall measurement of a loop server")
@@ -275,8 +284,8 @@ func TestStallDetectorEvio(t *testing.T) {
 		t.Fatal(err)
 	}
 	detectorMatches(t, f)
-	if !strings.Contains(stdout.String(), "(the blockers' loops)") {
-		t.Errorf("the stall table does not give the detector's loops:\n%s", stdout.String())
+	if !strings.Contains(stdout.String(), "(the blockers' loops)") || !strings.Contains(stdout.String(), "held in syscall at block.nanosleep (block/block.go:") {
+		t.Errorf("the stall table does not give the detector's loops, and where they were held:\n%s", stdout.String())
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/bystander-kit/bystander/internal/findings"
+	"github.com/bystander-kit/bystander/internal/culprit"
 	"github.com/bystander-kit/bystander/internal/lag"
 	"github.com/bystander-kit/bystander/internal/live"
 	"github.com/bystander-kit/bystander/internal/page"
@@ -506,7 +507,11 @@ func (r *runner) lagEvent(server string) func(lag.Event) {
 	return func(ev lag.Event) {
 		at := r.hub.Ms(time.Unix(0, ev.TimeNs)) // the window's end, on the stage's clock
 		for _, l := range ev.Loops {
-			r.hub.Add(stage.Lag{Server: server, Loop: l.Loop, Ms: float64(l.LagMaxNs) / 1e6, Blocked: l.BlockedNow, At: at})
+			where := ""
+			if c := l.Culprit; c != nil && c.StartNs >= ev.TimeNs-ev.WindowNs && c.Cause == culprit.Blocked && len(c.Frames) > 0 {
+				where = c.Clean().Words()
+			}
+			r.hub.Add(stage.Lag{Server: server, Loop: l.Loop, Ms: float64(l.LagMaxNs) / 1e6, Blocked: l.BlockedNow, At: at, Where: where})
 		}
 	}
 }

@@ -3,6 +3,7 @@ package findings
 import (
 	"slices"
 
+	"github.com/bystander-kit/bystander/internal/culprit"
 	"github.com/bystander-kit/bystander/internal/results"
 )
 
@@ -19,6 +20,9 @@ type LoopLag struct {
 	BlockedShare float64
 	// Blocks counts the blocks that began in the window, by route.
 	Blocks map[string]int64
+	// Culprit is the last block in the window with a stack: where the loop
+	// was held (nil: none, or a server that does not say).
+	Culprit *culprit.Record
 }
 
 // LagWindow is one event of the stream for one loop.
@@ -81,6 +85,9 @@ func lagOf(t *results.LagTrace) (LagRow, bool) {
 			ll.MaxUs = max(ll.MaxUs, w.MaxUs)
 			p50s[le.Loop] = append(p50s[le.Loop], w.P50Us)
 			blocked[le.Loop] += le.BlockedNs
+			if c := le.Culprit; c != nil && c.StartNs >= t.StartUnixNs && c.StartNs <= t.EndUnixNs {
+				ll.Culprit = c
+			}
 		}
 	}
 	r.WindowNs = int64(results.Median(lens))

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bystander-kit/bystander/internal/culprit"
 	"github.com/bystander-kit/bystander/internal/results"
 	"github.com/bystander-kit/bystander/internal/stall"
 )
@@ -83,6 +84,9 @@ type StallRow struct {
 	DetectorLoops []int
 	DetectorReps  int
 	DetectorMatch bool
+	// Culprits are where the detector saw those loops held, in that
+	// repetition (loopwatch's stacks: one a second per loop at most).
+	Culprits []culprit.Record
 }
 
 // machineOf is what the machine did over a stall measurement's window.
@@ -283,6 +287,11 @@ func (r *StallRow) addDetector(rep Rep, b blockers) {
 	slices.Sort(want)
 	if r.DetectorReps == 0 {
 		r.DetectorLoops = lr.BlockedInSlow
+		for _, ll := range lr.Loops {
+			if ll.Culprit != nil && slices.Contains(lr.BlockedInSlow, ll.Loop) {
+				r.Culprits = append(r.Culprits, *ll.Culprit)
+			}
+		}
 	}
 	r.DetectorReps++
 	if !b.known || !slices.Equal(lr.BlockedInSlow, want) {
@@ -350,6 +359,42 @@ func (r StallRow) DetectorText() string {
 		return loops + " (the blockers' loops)"
 	}
 	return loops + " (NOT the blockers' loops)"
+}
+
+// CulpritText says where the detector saw the blocked loops held, one
+// place a clause: "in syscall at block.nanosleep (block/block.go:82):
+// loops 0, 2"; empty when it took no stack.
+func (r StallRow) CulpritText() string {
+	return CulpritsText(r.Culprits)
+}
+
+// CulpritsText groups records by where they held: "in syscall at
+// block.nanosleep (block/block.go:82): loops 0, 2".
+func CulpritsText(rs []culprit.Record) string {
+	var order []string
+	loops := map[string][]int{}
+	for _, c := range rs {
+		if c.Cause != culprit.Blocked || len(c.Frames) == 0 {
+			continue
+		}
+		at := "at " + c.Culprit().Short()
+		if c.State != "" {
+			at = "in " + c.State + " " + at
+		}
+		if _, ok := loops[at]; !ok {
+			order = append(order, at)
+		}
+		loops[at] = append(loops[at], c.Loop)
+	}
+	var parts []string
+	for _, at := range order {
+		word := "loop "
+		if len(loops[at]) > 1 {
+			word = "loops "
+		}
+		parts = append(parts, at+": "+word+JoinInts(loops[at], ", "))
+	}
+	return strings.Join(parts, "; ")
 }
 
 // JoinInts writes v with sep between: "1,2,3".

@@ -117,6 +117,9 @@ func (f *Findings) writeStall(w io.Writer) {
 		if r.BlockOff != "" {
 			said = append(said, name+": "+r.BlockOff)
 		}
+		if c := r.CulpritText(); c != "" {
+			said = append(said, name+": held "+c)
+		}
 		if !r.Stalled.OK() && len(r.Unjudged) == 0 {
 			fmt.Fprintf(tw, "%d\t%s\t%s\t\t\t\t\t\t\t\t\n", r.Step.K, r.Step.Server.Name, r.Short())
 			continue

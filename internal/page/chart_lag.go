@@ -9,6 +9,7 @@ import (
 	"github.com/go-echarts/go-echarts/v2/charts"
 	"github.com/go-echarts/go-echarts/v2/opts"
 
+	"github.com/bystander-kit/bystander/internal/culprit"
 	"github.com/bystander-kit/bystander/internal/findings"
 )
 
@@ -56,12 +57,21 @@ func lagCharts(f *findings.Findings, phase, number, what string) []section {
 				claims(f, findings.ClaimLagShows)+" "+
 				"The server's detector counts a block when a loop is held past %s; the tooltip gives the share of the stretch it was held and by which route.",
 				every, float64(mine[0].WindowNs)/1e9, warn)}
-		var ylabels, xcats []string
+		var ylabels, xcats, where []string
 		var data []opts.HeatMapData
 		for _, r := range mine {
 			tag := fmt.Sprintf("%d callers", r.Step.Conc)
 			if phase == "stall" {
 				tag = fmt.Sprintf("k=%d", r.Step.K)
+			}
+			var held []culprit.Record
+			for _, ll := range r.Loops {
+				if ll.Culprit != nil && ll.Blocks["/slow"] > 0 {
+					held = append(held, *ll.Culprit)
+				}
+			}
+			if w := findings.CulpritsText(held); w != "" {
+				where = append(where, tag+", "+w)
 			}
 			for _, ll := range r.Loops {
 				label := fmt.Sprintf("%s, loop %d", tag, ll.Loop)
@@ -86,6 +96,9 @@ func lagCharts(f *findings.Findings, phase, number, what string) []section {
 						Value: [3]any{x, y, round(w.MaxUs/1e3, 2)}})
 				}
 			}
+		}
+		if len(where) > 0 {
+			sec.Caption += " Where the detector (loopwatch, a stack a second per loop at most) saw the loops held: " + strings.Join(where, "; ") + "."
 		}
 		// Row 0 at the top, as the table reads.
 		slices.Reverse(ylabels)

@@ -1,6 +1,6 @@
 (function () {
   "use strict";
-  var S = {info: null, screen: 0, screenAt: 0, state: "waiting", steps: {}, order: [], probes: [], lag: [], conns: {}, verdicts: {}, stallStep: "", t: 0, done: false, report: "", dir: ""};
+  var S = {info: null, screen: 0, screenAt: 0, state: "waiting", steps: {}, order: [], probes: [], lag: [], conns: {}, verdicts: {}, where: {}, stallStep: "", t: 0, done: false, report: "", dir: ""};
   var titles = ["", "1. Throughput against the ceiling", "2. The bystander", "3. The loops, from inside", "4. Who stalls", "5. The fix"];
   window.stageState = S;
   window.stageFrames = 0;
@@ -53,7 +53,7 @@
     case "conn":
       // A new stall step's grid replaces the last once its first probes
       // are back, so the audience never looks at an empty grid.
-      if (ev.id !== S.stallStep) { S.stallStep = ev.id; S.conns = {}; }
+      if (ev.id !== S.stallStep) { S.stallStep = ev.id; S.conns = {}; S.where = {}; }
       S.conns[ev.conn] = {loop: ev.loop, ms: ev.ms, stalled: ev.stalled};
       break;
     case "verdict":
@@ -61,7 +61,9 @@
       // step's end, as the tables say it) is never replaced by a live one.
       if (!(S.verdicts[ev.id] && S.verdicts[ev.id].final)) { S.verdicts[ev.id] = ev; }
       break;
-    case "lag": S.lag.push({t: ev.at !== undefined ? ev.at : S.t, loop: ev.loop, ms: ev.ms, blocked: ev.blocked}); lastLagT = S.t; break;
+    case "lag": S.lag.push({t: ev.at !== undefined ? ev.at : S.t, loop: ev.loop, ms: ev.ms, blocked: ev.blocked}); lastLagT = S.t;
+      if (ev.where) { S.where[ev.server + "\u0000" + ev.loop] = {server: ev.server, loop: ev.loop, text: String(ev.where)}; }
+      break;
     case "done": S.done = true; S.report = ev.report || ""; S.dir = ev.dir || ""; break;
     }
   }
@@ -238,6 +240,13 @@
       }
     }
     g.replaceChildren.apply(g, cells);
+    // Under the grid: where the server's detector saw each blocked loop
+    // held (its own servers: loopwatch).
+    var w = document.getElementById("where"), server = S.stallStep ? S.steps[S.stallStep].server : "";
+    var lines = Object.keys(S.where).map(function (k) { return S.where[k]; })
+      .filter(function (x) { return x.server === server; }).sort(function (a, b) { return a.loop - b.loop; })
+      .map(function (x) { return div("whereline", x.text); });
+    w.replaceChildren.apply(w, lines);
     return Object.keys(S.conns).length > 0;
   }
   function draw5() {

@@ -43,5 +43,13 @@ func ReadLagIn(dir, rel string) (*LagTrace, error) {
 	if t.Schema != LagSchema {
 		return nil, fmt.Errorf("results: %s: schema %q, this program reads %q", rel, t.Schema, LagSchema)
 	}
+	for i := range t.Events {
+		for j := range t.Events[i].Loops {
+			if c := t.Events[i].Loops[j].Culprit; c != nil { // a stranger's stack: capped
+				clean := c.Clean()
+				t.Events[i].Loops[j].Culprit = &clean
+			}
+		}
+	}
 	return &t, nil
 }

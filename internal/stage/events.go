@@ -121,6 +121,10 @@ type Lag struct {
 	Ms      float64 `json:"ms"`
 	Blocked bool    `json:"blocked"`
 	At      int64   `json:"at"`
+	// Where is where the server's detector saw the loop held, for a block
+	// that began in the window: "loop 2 held 100 ms in syscall at
+	// block.nanosleep (block/block.go:82)".
+	Where string `json:"where,omitempty"`
 }
 
 // Done: the run ended; its report and directory.
