@@ -13,8 +13,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/bystander-kit/bystander/internal/findings"
 	"github.com/bystander-kit/bystander/internal/culprit"
+	"github.com/bystander-kit/bystander/internal/findings"
 	"github.com/bystander-kit/bystander/internal/lag"
 	"github.com/bystander-kit/bystander/internal/live"
 	"github.com/bystander-kit/bystander/internal/page"
