@@ -21,43 +21,60 @@ import (
 //	go test ./loopserver -run '^$' -bench LagCost -benchtime 100000x
 func BenchmarkLagCost(b *testing.B) {
 	for _, eng := range engines {
-		b.Run(eng, func(b *testing.B) {
-			type variant struct {
-				name, addr string
-				pid        int
-				us         []float64
-			}
-			var vs []*variant
-			for _, iv := range []string{"1ms", "0"} {
-				addr, pid := spawn(b, "--engine", eng, "--lag-interval", iv)
-				vs = append(vs, &variant{name: "lag-interval=" + iv, addr: addr, pid: pid})
-			}
-			// Idle, both at once: what the beats cost a server with nothing to do.
-			var idle [2]int64
-			for i, v := range vs {
-				idle[i], _ = wiretest.TreeCPU(v.pid)
-			}
-			time.Sleep(5 * time.Second)
-			for i, v := range vs {
-				after, _ := wiretest.TreeCPU(v.pid)
-				idle[i] = after - idle[i]
-			}
-			b.ReportMetric(float64(idle[0]-idle[1])/5e9*100, "idle_%core")
-			b.ResetTimer()
-			for range 9 {
-				for _, v := range vs {
-					v.us = append(v.us, wiretest.ServerCPUPerRequest(b, v.addr, v.pid, "/fast", 64, b.N))
-				}
-			}
-			b.StopTimer()
-			on, off := results.Median(vs[0].us), results.Median(vs[1].us)
-			b.ReportMetric(on, "on_cpu_us/req")
-			b.ReportMetric(off, "off_cpu_us/req")
-			b.ReportMetric(100*(on/off-1), "%cost")
-			b.Logf("server CPU us/req per round: heartbeat 1ms %.2f, off %.2f; idle for 5s: %s against %s of CPU",
-				vs[0].us, vs[1].us, time.Duration(idle[0]), time.Duration(idle[1]))
-		})
+		b.Run(eng, func(b *testing.B) { onAgainstOff(b, eng, "--lag-interval", "1ms") })
 	}
+}
+
+// BenchmarkDetectorCost is what the blocked-loop detector (loopwatch on
+// every loop: Enter and Exit around each request, and its looks on the
+// heartbeat's ticks) costs: --block-warn 1ms against 0, the heartbeat on
+// in both, measured as BenchmarkLagCost measures it:
+//
+//	go test ./loopserver -run '^$' -bench DetectorCost -benchtime 100000x
+func BenchmarkDetectorCost(b *testing.B) {
+	for _, eng := range engines {
+		b.Run(eng, func(b *testing.B) { onAgainstOff(b, eng, "--block-warn", "1ms") })
+	}
+}
+
+// onAgainstOff runs two loop servers of engine eng, flag at on and at 0,
+// and reports the server CPU per /fast request of each (9 alternating
+// rounds of b.N requests at 64 connections, medians) and what the flag
+// costs a server with nothing to do (both idle for 5 s at once).
+func onAgainstOff(b *testing.B, eng, flag, on string) {
+	type variant struct {
+		addr string
+		pid  int
+		us   []float64
+	}
+	var vs []*variant
+	for _, v := range []string{on, "0"} {
+		addr, pid := spawn(b, "--engine", eng, flag, v)
+		vs = append(vs, &variant{addr: addr, pid: pid})
+	}
+	var idle [2]int64
+	for i, v := range vs {
+		idle[i], _ = wiretest.TreeCPU(v.pid)
+	}
+	time.Sleep(5 * time.Second)
+	for i, v := range vs {
+		after, _ := wiretest.TreeCPU(v.pid)
+		idle[i] = after - idle[i]
+	}
+	b.ReportMetric(float64(idle[0]-idle[1])/5e9*100, "idle_%core")
+	b.ResetTimer()
+	for range 9 {
+		for _, v := range vs {
+			v.us = append(v.us, wiretest.ServerCPUPerRequest(b, v.addr, v.pid, "/fast", 64, b.N))
+		}
+	}
+	b.StopTimer()
+	onUs, offUs := results.Median(vs[0].us), results.Median(vs[1].us)
+	b.ReportMetric(onUs, "on_cpu_us/req")
+	b.ReportMetric(offUs, "off_cpu_us/req")
+	b.ReportMetric(100*(onUs/offUs-1), "%cost")
+	b.Logf("server CPU us/req per round: %s %s %.2f, 0 %.2f; idle for 5s: %s against %s of CPU",
+		flag, on, vs[0].us, vs[1].us, time.Duration(idle[0]), time.Duration(idle[1]))
 }
 
 // BenchmarkLagResolution is what the heartbeat sees, at 1ms and 500us:

@@ -26,9 +26,10 @@ func waitOnMutex(_ block.Mode, d time.Duration) time.Duration {
 	var mu sync.Mutex
 	mu.Lock()
 	go func() { time.Sleep(d); mu.Unlock() }()
-	mu.Lock()
+	mu.Lock() // held by the goroutine above for d
+	waited := time.Since(start)
 	mu.Unlock()
-	return time.Since(start)
+	return waited
 }
 
 // TestCulpritNamed: a /slow request that holds its loop for 2, 5, 20 or
