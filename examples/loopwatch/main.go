@@ -5,7 +5,8 @@
 // Each line a client sends is an order; the server answers "ok <line>".
 // Before it answers, it writes the order to an audit log: audit() looks
 // harmless, but it takes the log's lock, which the log's flusher holds
-// while the disk syncs (here a slow disk: 100 ms every 300 ms). On an event
+// while the disk syncs (here a slow disk: --sync, 100 ms, every three
+// times that). On an event
 // loop that wait holds every connection of the loop. With --fixed, orders go
 // to the log through a queue and the loop never waits.
 //
@@ -38,7 +39,12 @@ func main() {
 	addr := fs.String("addr", "127.0.0.1:9300", "where to listen")
 	fixed := fs.Bool("fixed", false, "write the audit log through a queue, off the loop")
 	threshold := fs.Duration("threshold", 10*time.Millisecond, "report a callback that holds its loop this long")
+	sync := fs.Duration("sync", 100*time.Millisecond, "how long the slow disk's sync holds the log's lock (every three times as long)")
 	if err := fs.Parse(os.Args[1:]); err != nil {
+		os.Exit(2)
+	}
+	if *sync <= 0 || *sync > time.Minute {
+		fmt.Fprintf(os.Stderr, "loopwatch-example: --sync %s: want a duration up to 1m\n", *sync)
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -46,16 +52,27 @@ func main() {
 	w := loopwatch.New(loopwatch.Options{Threshold: *threshold, Logger: slog.Default()})
 	defer w.Stop()
 	fmt.Printf("loopwatch-example: listening on %s (fixed: %v)\n", *addr, *fixed)
-	if err := Serve(ctx, *addr, *fixed, w, nil); err != nil {
+	if err := Serve(ctx, Config{Addr: *addr, Fixed: *fixed, Sync: *sync}, w, nil); err != nil {
 		fmt.Fprintf(os.Stderr, "loopwatch-example: %v\n", err)
 		os.Exit(1)
 	}
 }
 
-// Serve serves orders on addr until ctx is done; ready, if not nil, is
+// Config is what Serve serves.
+type Config struct {
+	Addr  string
+	Fixed bool          // write the audit log through a queue
+	Sync  time.Duration // the slow disk's sync, under the log's lock (100 ms when 0)
+}
+
+// Serve serves orders on cfg.Addr until ctx is done; ready, if not nil, is
 // called once it listens.
-func Serve(ctx context.Context, addr string, fixed bool, w *loopwatch.Watcher, ready func()) error {
-	log := newAuditLog(ctx)
+func Serve(ctx context.Context, cfg Config, w *loopwatch.Watcher, ready func()) error {
+	addr, fixed := cfg.Addr, cfg.Fixed
+	if cfg.Sync <= 0 {
+		cfg.Sync = 100 * time.Millisecond
+	}
+	log := newAuditLog(ctx, cfg.Sync)
 	s := &server{w: w, log: log, fixed: fixed, loops: map[gnet.EventLoop]*loopwatch.Loop{}, ready: ready}
 	if fixed {
 		s.queue = make(chan []byte, 10000)
@@ -67,7 +84,11 @@ func Serve(ctx context.Context, addr string, fixed bool, w *loopwatch.Watcher, r
 		defer close(s.queue)
 	}
 	errc := make(chan error, 1)
-	go func() { errc <- gnet.Run(s, "tcp://"+addr, gnet.WithNumEventLoop(2), gnet.WithReuseAddr(true)) }()
+	// Each loop on a locked thread of its own: loopwatch can then tell a
+	// loop whose thread did not get a CPU from a blocking call.
+	go func() {
+		errc <- gnet.Run(s, "tcp://"+addr, gnet.WithNumEventLoop(2), gnet.WithReuseAddr(true), gnet.WithLockOSThread(true))
+	}()
 	select {
 	case err := <-errc:
 		return err
@@ -110,13 +131,15 @@ func (s *server) engine() *gnet.Engine {
 	return s.eng
 }
 
-// loopOf is the loopwatch Loop of c's event loop, made on first sight.
+// loopOf is the loopwatch Loop of c's event loop, made on first sight, on
+// that loop (OnTraffic runs there), whose thread gnet has locked.
 func (s *server) loopOf(c gnet.Conn) *loopwatch.Loop {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	l, ok := s.loops[c.EventLoop()]
 	if !ok {
 		l = s.w.Loop(fmt.Sprintf("gnet-loop-%d", len(s.loops)))
+		l.LockedThread()
 		s.loops[c.EventLoop()] = l
 	}
 	return l
@@ -161,10 +184,10 @@ type auditLog struct {
 	pending [][]byte
 }
 
-func newAuditLog(ctx context.Context) *auditLog {
+func newAuditLog(ctx context.Context, sync time.Duration) *auditLog {
 	a := &auditLog{}
 	go func() {
-		t := time.NewTicker(300 * time.Millisecond)
+		t := time.NewTicker(3 * sync)
 		defer t.Stop()
 		for {
 			select {
@@ -173,7 +196,7 @@ func newAuditLog(ctx context.Context) *auditLog {
 			case <-t.C:
 				a.mu.Lock()
 				a.pending = a.pending[:0]
-				time.Sleep(100 * time.Millisecond) // the sync of a slow disk, under the lock
+				time.Sleep(sync) // the sync of a slow disk, under the lock
 				a.mu.Unlock()
 			}
 		}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -34,6 +35,11 @@ func (r *recorder) end() {
 // connection until until says so or 10 s pass; every order is answered.
 func orders(t *testing.T, fixed bool, w *loopwatch.Watcher, until func() bool) {
 	t.Helper()
+	ordersWith(t, Config{Fixed: fixed}, w, until)
+}
+
+func ordersWith(t *testing.T, cfg Config, w *loopwatch.Watcher, until func() bool) {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -43,7 +49,8 @@ func orders(t *testing.T, fixed bool, w *loopwatch.Watcher, until func() bool) {
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan struct{})
 	served := make(chan error, 1)
-	go func() { served <- Serve(ctx, addr, fixed, w, func() { close(ready) }) }()
+	cfg.Addr = addr
+	go func() { served <- Serve(ctx, cfg, w, func() { close(ready) }) }()
 	defer func() {
 		cancel()
 		<-served
@@ -112,3 +119,38 @@ func TestFixedAuditPasses(t *testing.T) {
 }
 
 func quietLog() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// TestAuditNamedAtEveryLength: at a 1 ms threshold, a sync of 2, 5, 20
+// or 100 ms under the log's lock is reported while it holds a loop, as a
+// wait on a mutex in audit, with its file and line.
+func TestAuditNamedAtEveryLength(t *testing.T) {
+	for _, d := range []time.Duration{2 * time.Millisecond, 5 * time.Millisecond, 20 * time.Millisecond, 100 * time.Millisecond} {
+		t.Run(d.String(), func(t *testing.T) {
+			var mu sync.Mutex
+			var named *loopwatch.Episode
+			var seen []string
+			w := loopwatch.New(loopwatch.Options{Threshold: time.Millisecond, StackEvery: time.Nanosecond, Logger: quietLog(),
+				OnEpisode: func(e loopwatch.Episode) {
+					mu.Lock()
+					defer mu.Unlock()
+					c := e.Culprit()
+					if named == nil && e.Cause == loopwatch.Blocked && strings.HasSuffix(c.Function, "(*auditLog).audit") &&
+						strings.HasSuffix(c.File, "examples/loopwatch/main.go") && c.Line > 0 && e.State == "sync.Mutex.Lock" {
+						named = &e
+					}
+					if len(seen) < 5 {
+						seen = append(seen, loopwatchtest.Describe(e))
+					}
+				}})
+			defer w.Stop()
+			found := func() bool { mu.Lock(); defer mu.Unlock(); return named != nil }
+			// An order now and then meets a sync: orders until one is named.
+			ordersWith(t, Config{Sync: d}, w, found)
+			if !found() {
+				mu.Lock()
+				defer mu.Unlock()
+				t.Fatalf("no episode named audit waiting on its lock within 10 s; the first seen: %q", seen)
+			}
+		})
+	}
+}
