@@ -39,12 +39,12 @@ func main() {
 	addr := fs.String("addr", "127.0.0.1:9300", "where to listen")
 	fixed := fs.Bool("fixed", false, "write the audit log through a queue, off the loop")
 	threshold := fs.Duration("threshold", 10*time.Millisecond, "report a callback that holds its loop this long")
-	sync := fs.Duration("sync", 100*time.Millisecond, "how long the slow disk's sync holds the log's lock (every three times as long)")
+	syncFor := fs.Duration("sync", 100*time.Millisecond, "how long the slow disk's sync holds the log's lock (every three times as long)")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		os.Exit(2)
 	}
-	if *sync <= 0 || *sync > time.Minute {
-		fmt.Fprintf(os.Stderr, "loopwatch-example: --sync %s: want a duration up to 1m\n", *sync)
+	if *syncFor <= 0 || *syncFor > time.Minute {
+		fmt.Fprintf(os.Stderr, "loopwatch-example: --sync %s: want a duration up to 1m\n", *syncFor)
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -52,7 +52,7 @@ func main() {
 	w := loopwatch.New(loopwatch.Options{Threshold: *threshold, Logger: slog.Default()})
 	defer w.Stop()
 	fmt.Printf("loopwatch-example: listening on %s (fixed: %v)\n", *addr, *fixed)
-	if err := Serve(ctx, Config{Addr: *addr, Fixed: *fixed, Sync: *sync}, w, nil); err != nil {
+	if err := Serve(ctx, Config{Addr: *addr, Fixed: *fixed, Sync: *syncFor}, w, nil); err != nil {
 		fmt.Fprintf(os.Stderr, "loopwatch-example: %v\n", err)
 		os.Exit(1)
 	}
