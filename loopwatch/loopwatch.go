@@ -16,7 +16,8 @@
 //
 //	w := loopwatch.New(loopwatch.Options{Threshold: 5 * time.Millisecond})
 //	defer w.Stop()
-//	loops := map[gnet.EventLoop]*loopwatch.Loop{} // one per loop, made in OnBoot or on first sight
+//	loops := map[gnet.EventLoop]*loopwatch.Loop{} // one per loop, made on first sight on that loop:
+//	//   l := w.Loop(name); l.LockedThread() // with gnet.WithLockOSThread(true)
 //	...
 //	func (s *server) OnTraffic(c gnet.Conn) gnet.Action {
 //		l := s.loopOf(c) // the *loopwatch.Loop of c.EventLoop()
