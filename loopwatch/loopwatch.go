@@ -43,7 +43,7 @@
 // A loop that did not get a CPU is not a blocking call. On a busy machine
 // a loop's thread can wait for a CPU in the middle of a quick callback;
 // loopwatch tells the two apart where a loop runs alone on a locked OS
-// thread (runtime.LockOSThread; gnet's LockOSThread option, nbio's
+// thread (runtime.LockOSThread; gnet's WithLockOSThread, nbio's
 // LockPoller) and says so (Loop.LockedThread): from the thread's own
 // scheduler counts (its CPU clock, its state, Linux's schedstat) over the
 // hold, an episode that would not have passed the threshold without the
