@@ -508,7 +508,7 @@ func (r *runner) lagEvent(server string) func(lag.Event) {
 		at := r.hub.Ms(time.Unix(0, ev.TimeNs)) // the window's end, on the stage's clock
 		for _, l := range ev.Loops {
 			where := ""
-			if c := l.Culprit; c != nil && c.StartNs >= ev.TimeNs-ev.WindowNs && c.Cause == culprit.Blocked && len(c.Frames) > 0 {
+			if c := l.Culprit; c != nil && c.StartNs >= ev.TimeNs-ev.WindowNs && c.Cause != culprit.Starved && len(c.Frames) > 0 {
 				where = c.Clean().Words()
 			}
 			r.hub.Add(stage.Lag{Server: server, Loop: l.Loop, Ms: float64(l.LagMaxNs) / 1e6, Blocked: l.BlockedNow, At: at, Where: where})

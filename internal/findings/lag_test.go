@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bystander-kit/bystander/internal/culprit"
 	"github.com/bystander-kit/bystander/internal/lag"
 	"github.com/bystander-kit/bystander/internal/results"
 )
@@ -52,5 +53,24 @@ func TestLagOf(t *testing.T) {
 	tr.EndUnixNs = s + 11*w
 	if _, ok := lagOf(tr); ok {
 		t.Error("a row from no event in the window")
+	}
+}
+
+// TestCulpritsText: records grouped by where they held, starved ones and
+// ones without a stack left out; one of unknown cause (no locked thread)
+// still says where.
+func TestCulpritsText(t *testing.T) {
+	at := []culprit.Frame{{Function: "github.com/x/internal/block.nanosleep", File: "/src/internal/block/block.go", Line: 82}}
+	rs := []culprit.Record{
+		{Loop: 0, Cause: culprit.Blocked, State: "syscall", Frames: at},
+		{Loop: 1, Cause: culprit.Starved},
+		{Loop: 2, Cause: culprit.Unknown, State: "syscall", Frames: at},
+		{Loop: 3, Cause: culprit.Blocked},
+	}
+	if got, want := CulpritsText(rs), "in syscall at block.nanosleep (block/block.go:82): loops 0, 2"; got != want {
+		t.Errorf("%q, want %q", got, want)
+	}
+	if got := CulpritsText(rs[1:2]); got != "" {
+		t.Errorf("a starved hold is named: %q", got)
 	}
 }

@@ -374,7 +374,7 @@ func CulpritsText(rs []culprit.Record) string {
 	var order []string
 	loops := map[string][]int{}
 	for _, c := range rs {
-		if c.Cause != culprit.Blocked || len(c.Frames) == 0 {
+		if c.Cause == culprit.Starved || len(c.Frames) == 0 { // unknown: no locked thread to tell, the frame still says where
 			continue
 		}
 		at := "at " + c.Culprit().Short()
