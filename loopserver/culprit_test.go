@@ -41,6 +41,10 @@ func waitOnMutex(_ block.Mode, d time.Duration) time.Duration {
 // each case is asked up to 8 times, and fails if no block of it is named
 // right.
 func TestCulpritNamed(t *testing.T) {
+	// The watcher is Go code and needs a P to look; a spinning loop holds
+	// one. Two engines spinning at once on a 2-core machine would hold
+	// both, and a short spin could end unseen: one spins at a time.
+	var spinning sync.Mutex
 	kinds := []struct {
 		name, fn, file, state string
 		mode                  block.Mode
@@ -56,6 +60,9 @@ func TestCulpritNamed(t *testing.T) {
 		t.Run(eng, func(t *testing.T) {
 			parallel(t, eng)
 			for _, k := range kinds {
+				if k.name == "spin" {
+					spinning.Lock()
+				}
 				s := start(t, eng, func(o *options) {
 					o.blockWarn, o.stackEvery, o.BlockMode, o.blockFor = time.Millisecond, time.Nanosecond, k.mode, k.call
 				})
@@ -76,6 +83,9 @@ func TestCulpritNamed(t *testing.T) {
 					})
 				}
 				s.stop(t)
+				if k.name == "spin" {
+					spinning.Unlock()
+				}
 			}
 		})
 	}

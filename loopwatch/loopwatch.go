@@ -38,7 +38,12 @@
 // stack was taken less than Options.StackEvery ago (1 s by default), so a
 // loop held again and again costs one pause a second at most, per loop.
 // The watcher looks at every loop each quarter of the threshold (at least
-// every 250 us), on a goroutine of its own, or when Look is called.
+// every 250 us), on a goroutine of its own, or when Look is called. It is
+// Go code and needs a P to look: a callback that runs Go code holds its P,
+// and when such callbacks hold every P the watcher waits until the
+// scheduler preempts one (about 10 ms), so a CPU-bound hold shorter than
+// that can go unseen on a machine whose Ps are all busy. A loop blocked in
+// a system call, a sleep or a wait gives its P up.
 //
 // A loop that did not get a CPU is not a blocking call. On a busy machine
 // a loop's thread can wait for a CPU in the middle of a quick callback;
