@@ -124,7 +124,9 @@ func (l *Loop) step(now time.Time) {
 
 // classify sets ep's thread counts and cause from l's thread's counts
 // since base: Starved when, without the time its thread waited for a CPU,
-// the callback would not have held the loop past the threshold.
+// the callback would not have held the loop past the threshold (the
+// thread's share of its own over the watched part, applied to the whole
+// hold: the part before the watch began is not read).
 func (w *Watcher) classify(l *Loop, ep *Episode, now time.Time) {
 	if l.tid.Load() == 0 || l.schedErr || l.baseSeq != l.seen {
 		return
@@ -137,7 +139,7 @@ func (w *Watcher) classify(l *Loop, ep *Episode, now time.Time) {
 		Waited: max(l.waitedSeen, l.prev.delay-l.base.delay)}
 	ep.Held = now.Sub(ep.Start)
 	ep.Cause = Blocked
-	if ep.Held-ep.Thread.Waited < w.o.Threshold {
+	if ep.Thread.Own(ep.Held) < w.o.Threshold {
 		ep.Cause = Starved
 	}
 }

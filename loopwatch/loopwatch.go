@@ -167,6 +167,17 @@ type ThreadTimes struct {
 	Watched, Ran, Waited time.Duration
 }
 
+// Own is how much of a hold of held was the callback's own doing, at the
+// share of Watched its thread did not spend waiting for a CPU: what the
+// hold would have been had it never waited.
+func (t ThreadTimes) Own(held time.Duration) time.Duration {
+	if t.Watched <= 0 {
+		return held
+	}
+	share := 1 - min(max(float64(t.Waited)/float64(t.Watched), 0), 1)
+	return time.Duration(share * float64(held))
+}
+
 // Culprit is the first frame: the innermost call outside the standard
 // library (the zero Frame without a stack).
 func (e Episode) Culprit() Frame {
