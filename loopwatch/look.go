@@ -40,7 +40,12 @@ func (w *Watcher) Look(now time.Time) {
 
 // lookAt moves one loop's episode on at now.
 func (w *Watcher) lookAt(l *Loop, now time.Time) {
-	seq, in := l.seq.Load(), l.in.Load()
+	// in before seq: Enter counts a callback before it marks it under way,
+	// so the seq read after an in that is true is that callback's or a
+	// later one's, never the one before (whose start would be taken for
+	// this one's).
+	in := l.in.Load()
+	seq := l.seq.Load()
 	if l.pending && (seq != l.seen || !in) {
 		w.decide(l, now) // it ended before its thread's counts were read again
 	}
@@ -200,9 +205,12 @@ func (w *Watcher) stack(l *Loop, ep *Episode, now time.Time) {
 	still := func() bool { return l.seq.Load() == seq && l.in.Load() }
 	if ep.Cause != Starved && w.o.StackEvery >= 0 && now.Sub(l.lastStack) >= w.o.StackEvery && l.gid.Load() != 0 && still() {
 		ep.State, ep.Frames = w.stackOf(l.gid.Load())
+		taken := time.Now().UnixNano()
 		l.lastStack = now
-		// The stack says where it is held only if it still is.
-		if !still() {
+		// The stack says where it is held only if it still is, or if
+		// ExitAt says it ended after the stack was taken (a slow stack, a
+		// short hold).
+		if !still() && !(l.seq.Load() == seq && l.end.Load() >= taken) {
 			ep.State, ep.Frames = "", nil
 		}
 	}
