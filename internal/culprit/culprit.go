@@ -137,11 +137,23 @@ func (r Record) Words() string {
 	case len(r.Frames) == 0:
 		return who + " " + held + " (no stack taken)"
 	}
-	in := ""
-	if r.State != "" {
-		in = " in " + r.State
+	return who + " " + held + " " + r.Where()
+}
+
+// Where is what the holder was doing and where: "in syscall at
+// block.nanosleep (block/block.go:82)"; empty without a stack.
+func (r Record) Where() string {
+	if len(r.Frames) == 0 {
+		return ""
 	}
-	return who + " " + held + in + " at " + r.Culprit().Short()
+	at := "at " + r.Culprit().Short()
+	switch r.State {
+	case "":
+		return at
+	case "runnable": // the runtime's word for a goroutine ready to run, not on a CPU yet
+		return "just woken, waiting to run, " + at
+	}
+	return "in " + r.State + " " + at
 }
 
 // FormatHeld is a hold's length as the kit shows it: "100 ms", "2.4 ms",

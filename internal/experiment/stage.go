@@ -507,11 +507,14 @@ func (r *runner) lagEvent(server string) func(lag.Event) {
 	return func(ev lag.Event) {
 		at := r.hub.Ms(time.Unix(0, ev.TimeNs)) // the window's end, on the stage's clock
 		for _, l := range ev.Loops {
-			where := ""
-			if c := l.Culprit; c != nil && c.StartNs >= ev.TimeNs-ev.WindowNs && c.Cause != culprit.Starved && len(c.Frames) > 0 {
-				where = c.Clean().Words()
+			where, heldMs := "", 0.0
+			// A block that began in the last second: its record grows
+			// from "so far" to its whole length as the events go by.
+			if c := l.Culprit; c != nil && c.StartNs >= ev.TimeNs-int64(time.Second) && c.Cause != culprit.Starved && len(c.Frames) > 0 {
+				clean := c.Clean()
+				where, heldMs = clean.Where(), float64(clean.HeldNs)/1e6
 			}
-			r.hub.Add(stage.Lag{Server: server, Loop: l.Loop, Ms: float64(l.LagMaxNs) / 1e6, Blocked: l.BlockedNow, At: at, Where: where})
+			r.hub.Add(stage.Lag{Server: server, Loop: l.Loop, Ms: float64(l.LagMaxNs) / 1e6, Blocked: l.BlockedNow, At: at, Where: where, HeldMs: heldMs})
 		}
 	}
 }

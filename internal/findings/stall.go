@@ -377,10 +377,7 @@ func CulpritsText(rs []culprit.Record) string {
 		if c.Cause == culprit.Starved || len(c.Frames) == 0 { // unknown: no locked thread to tell, the frame still says where
 			continue
 		}
-		at := "at " + c.Culprit().Short()
-		if c.State != "" {
-			at = "in " + c.State + " " + at
-		}
+		at := c.Where()
 		if _, ok := loops[at]; !ok {
 			order = append(order, at)
 		}

@@ -58,20 +58,21 @@ func lagCharts(f *findings.Findings, phase, number, what string) []section {
 				"The server's detector counts a block when a loop is held past %s; the tooltip gives the share of the stretch it was held and by which route.",
 				every, float64(mine[0].WindowNs)/1e9, warn)}
 		var ylabels, xcats, where []string
+		whereLoops := map[string][]string{} // by where: the loops held there
 		var data []opts.HeatMapData
 		for _, r := range mine {
 			tag := fmt.Sprintf("%d callers", r.Step.Conc)
 			if phase == "stall" {
 				tag = fmt.Sprintf("k=%d", r.Step.K)
 			}
-			var held []culprit.Record
 			for _, ll := range r.Loops {
-				if ll.Culprit != nil && ll.Blocks["/slow"] > 0 {
-					held = append(held, *ll.Culprit)
+				if c := ll.Culprit; c != nil && ll.Blocks["/slow"] > 0 && c.Cause != culprit.Starved && c.Where() != "" {
+					w := c.Where()
+					if !slices.Contains(where, w) {
+						where = append(where, w)
+					}
+					whereLoops[w] = append(whereLoops[w], fmt.Sprintf("%s loop %d", tag, ll.Loop))
 				}
-			}
-			if w := findings.CulpritsText(held); w != "" {
-				where = append(where, tag+", "+w)
 			}
 			for _, ll := range r.Loops {
 				label := fmt.Sprintf("%s, loop %d", tag, ll.Loop)
@@ -98,7 +99,11 @@ func lagCharts(f *findings.Findings, phase, number, what string) []section {
 			}
 		}
 		if len(where) > 0 {
-			sec.Caption += " Where the detector (loopwatch, a stack a second per loop at most) saw the loops held: " + strings.Join(where, "; ") + "."
+			var parts []string
+			for _, w := range where {
+				parts = append(parts, w+" ("+strings.Join(whereLoops[w], ", ")+")")
+			}
+			sec.Caption += " Where the detector (loopwatch, a stack a second per loop at most) saw the loops held: " + strings.Join(parts, "; ") + "."
 		}
 		// Row 0 at the top, as the table reads.
 		slices.Reverse(ylabels)

@@ -62,7 +62,7 @@
       if (!(S.verdicts[ev.id] && S.verdicts[ev.id].final)) { S.verdicts[ev.id] = ev; }
       break;
     case "lag": S.lag.push({t: ev.at !== undefined ? ev.at : S.t, loop: ev.loop, ms: ev.ms, blocked: ev.blocked}); lastLagT = S.t;
-      if (ev.where) { S.where[ev.server + "\u0000" + ev.loop] = {server: ev.server, loop: ev.loop, text: String(ev.where)}; }
+      if (ev.where) { S.where[ev.server + "\u0000" + ev.loop] = {server: ev.server, loop: ev.loop, where: String(ev.where), ms: +ev.held_ms || 0}; }
       break;
     case "done": S.done = true; S.report = ev.report || ""; S.dir = ev.dir || ""; break;
     }
@@ -242,11 +242,19 @@
     g.replaceChildren.apply(g, cells);
     // Under the grid: where the server's detector saw each blocked loop
     // held (its own servers: loopwatch).
-    var w = document.getElementById("where"), server = S.stallStep ? S.steps[S.stallStep].server : "";
-    var lines = Object.keys(S.where).map(function (k) { return S.where[k]; })
+    var w = document.getElementById("heldat"), server = S.stallStep ? S.steps[S.stallStep].server : "";
+    // One line a place: "loops 1, 2 held 100 ms in syscall at block.nanosleep (block/block.go:82)".
+    var places = [], by = {};
+    Object.keys(S.where).map(function (k) { return S.where[k]; })
       .filter(function (x) { return x.server === server; }).sort(function (a, b) { return a.loop - b.loop; })
-      .map(function (x) { return div("whereline", x.text); });
-    w.replaceChildren.apply(w, lines);
+      .forEach(function (x) {
+        if (!by[x.where]) { by[x.where] = {loops: [], ms: 0}; places.push(x.where); }
+        by[x.where].loops.push(x.loop); by[x.where].ms = Math.max(by[x.where].ms, x.ms);
+      });
+    w.replaceChildren.apply(w, places.map(function (p) {
+      var g = by[p];
+      return div("heldline", (g.loops.length > 1 ? "loops " : "loop ") + g.loops.join(", ") + " held " + fmt(g.ms, g.ms < 10 ? 1 : 0) + " ms " + p);
+    }));
     return Object.keys(S.conns).length > 0;
   }
   function draw5() {

@@ -50,7 +50,7 @@ func TestStageHostileNames(t *testing.T) {
 	hub.Add(stage.Step{ID: "stall-x", Phase: "stall", Server: evil, Conc: 1, K: 1, Endpoint: "/slow", State: "start", Screen: 4, Workers: 2, Ceiling: 10})
 	hub.Add(stage.Conn{ID: "stall-x", Conn: 0, Loop: 0, Ms: 120, Stalled: true})
 	hub.Add(stage.Verdict{ID: "stall-x", Judged: false, Conns: 6, Why: evil})
-	hub.Add(stage.Lag{Server: evil, Loop: 0, Ms: 120, Blocked: true, Where: "loop 0 held 100 ms in syscall at " + evil})
+	hub.Add(stage.Lag{Server: evil, Loop: 0, Ms: 120, Blocked: true, Where: "in syscall at " + evil, HeldMs: 100})
 	hub.Add(stage.Step{ID: "off-x", Phase: "offload", Server: evil, Conc: 4, Variant: "blocking", Endpoint: "/slow", State: "end", Screen: 2, Workers: 2, Ceiling: 400,
 		Row: &stage.StepRow{RPS: 390, FastP50Ms: 500, FastAtLeast: true}})
 	hub.Add(stage.Step{ID: "off-y", Phase: "offload", Server: evil, Conc: 4, Variant: "offloaded", Endpoint: "/offload", State: "end", Screen: 5, Workers: 20, Ceiling: 4000,
@@ -65,8 +65,9 @@ func TestStageHostileNames(t *testing.T) {
 		if n == 5 { // the fix's headline names no server; its chart draws them on a canvas
 			want = "window.stageState.screen === 5 && window.stageDrawn[5] === true"
 		}
-		if n == 4 { // and where the loop was held, as text, under the grid
-			want += " && document.getElementById('where').textContent.indexOf('held 100 ms in syscall at <img') >= 0"
+		if n == 4 { // and where the loop was held, as text, under the grid; the screen's title stays
+			want += " && document.getElementById('heldat').textContent.indexOf('loop 0 held 100 ms in syscall at <img') >= 0" +
+				" && document.getElementById('where').textContent.indexOf('4. Who stalls') === 0"
 		}
 		if _, err := chromedp.Run(bctx, chromedp.Poll[bool](want, chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(10*time.Second))); err != nil {
 			h, _ := chromedp.Run(bctx, chromedp.Evaluate[string](`document.getElementById('headline').textContent`))

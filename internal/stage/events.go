@@ -122,9 +122,10 @@ type Lag struct {
 	Blocked bool    `json:"blocked"`
 	At      int64   `json:"at"`
 	// Where is where the server's detector saw the loop held, for a block
-	// that began in the window: "loop 2 held 100 ms in syscall at
-	// block.nanosleep (block/block.go:82)".
-	Where string `json:"where,omitempty"`
+	// that began in the last second ("in syscall at block.nanosleep
+	// (block/block.go:82)"), and HeldMs how long (so far, while it holds).
+	Where  string  `json:"where,omitempty"`
+	HeldMs float64 `json:"held_ms,omitempty"`
 }
 
 // Done: the run ended; its report and directory.
