@@ -39,7 +39,11 @@ func TestFailsOnHeldLoop(t *testing.T) {
 		l.Exit()
 		close(done)
 	}()
-	for w.Stats().Stacks == 0 { // held until the watcher has taken its stack
+	// Held until the episode is counted: its stack is taken, and kept (it
+	// was still held), by then. (Stacks counts a stack as it is taken,
+	// before the watcher knows whether the loop was still held: released
+	// then, the stack was dropped and the test failed now and then.)
+	for w.Stats().Episodes == 0 {
 		time.Sleep(time.Millisecond)
 	}
 	close(release)
