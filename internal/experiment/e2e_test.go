@@ -186,10 +186,16 @@ func exactOrTooBusy(t *testing.T, f *findings.Findings) {
 	}
 	for _, r := range f.Stall {
 		if r.Judged == 0 {
-			if len(r.Unjudged) == 0 || !strings.Contains(r.Unjudged[0], "machine too busy to judge") {
-				t.Errorf("%s: neither judged nor said why: %+v", r.Step.ID, r.Unjudged)
+			switch {
+			case len(r.Unjudged) > 0 && strings.Contains(r.Unjudged[0], "machine too busy to judge"):
+				t.Logf("%s: %s", r.Step.ID, r.Unjudged[0])
+			case len(r.Unjudged) == 0 && !r.OK() && r.Why != "":
+				// Not measured (a measurement that failed on a machine this
+				// busy), and the row says so: never a figure.
+				t.Logf("%s: not measured: %s", r.Step.ID, r.Why)
+			default:
+				t.Errorf("%s: neither judged nor said why: %+v (why %q)", r.Step.ID, r.Unjudged, r.Why)
 			}
-			t.Logf("%s: %s", r.Step.ID, r.Unjudged[0])
 			continue
 		}
 		want := 3 * r.Step.K
