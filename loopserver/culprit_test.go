@@ -76,7 +76,8 @@ func TestCulpritNamed(t *testing.T) {
 						// stack several times slower: a 2 ms spin (which, unlike
 						// a wait, holds the P the watcher could use) is over
 						// before its stack is taken. Asked without it (go test
-						// ./..., as the README gives it).
+						// ./..., as the README gives it; .ci/run runs this test
+						// so too).
 						t.Logf("%s/spin 2ms: not asked under the race detector", eng)
 						continue
 					}

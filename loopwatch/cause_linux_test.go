@@ -33,6 +33,16 @@ func onLockedThread(l *Loop, setup func() error, f func()) (done chan error) {
 	return done
 }
 
+// cannot says the machine cannot make the test's conditions: a skip on a
+// developer's machine, a failure in CI (CI set), where the test must run.
+func cannot(t *testing.T, format string, args ...any) {
+	t.Helper()
+	if os.Getenv("CI") != "" {
+		t.Fatalf(format, args...)
+	}
+	t.Skipf(format, args...)
+}
+
 // until is the first episode reported that ok accepts, or fails after
 // 20 s.
 func until(t *testing.T, got chan Episode, ok func(Episode) bool) Episode {
@@ -85,7 +95,7 @@ func TestLockedSleepBlocked(t *testing.T) {
 func TestLockedStarved(t *testing.T) {
 	var cpus unix.CPUSet
 	if err := unix.SchedGetaffinity(0, &cpus); err != nil || cpus.Count() < 1 {
-		t.Skipf("affinity: %v", err)
+		cannot(t, "affinity: %v", err)
 	}
 	cpu := 0
 	for !cpus.IsSet(cpu) {
@@ -98,13 +108,13 @@ func TestLockedStarved(t *testing.T) {
 	}
 	hog := exec.Command("sh", "-c", "while :; do :; done") // a process that takes the loop's CPU
 	if err := hog.Start(); err != nil {
-		t.Skipf("no shell to take a CPU: %v", err)
+		cannot(t, "no shell to take a CPU: %v", err)
 	}
 	defer func() { hog.Process.Kill(); hog.Wait() }()
 	var one unix.CPUSet
 	one.Set(cpu)
 	if err := unix.SchedSetaffinity(hog.Process.Pid, &one); err != nil {
-		t.Skipf("cannot pin a process: %v", err)
+		cannot(t, "cannot pin a process: %v", err)
 	}
 	// Until the shell spins (it starts, then loops): 50 ms of its CPU.
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
@@ -156,10 +166,10 @@ func TestLockedStarved(t *testing.T) {
 		case e = <-got:
 		case err := <-done:
 			if err != nil {
-				t.Skipf("cannot make a starved thread here: %v", err)
+				cannot(t, "cannot make a starved thread here: %v", err)
 			}
 			if try == 10 {
-				t.Skip("the kernel never kept an idle-policy thread off the CPU for 50 ms in 10 tries")
+				cannot(t, "the kernel never kept an idle-policy thread off the CPU for 50 ms in 10 tries")
 			}
 			continue
 		case <-time.After(20 * time.Second):

@@ -33,7 +33,7 @@ func (w *Watcher) Look(now time.Time) {
 	if w.stopped {
 		return
 	}
-	for _, l := range w.Loops() {
+	for _, l := range w.list() {
 		w.lookAt(l, now)
 	}
 }

@@ -222,8 +222,8 @@ type Counts struct {
 type Watcher struct {
 	o     Options
 	log   *slog.Logger
-	mu    sync.Mutex // guards loops, stats
-	loops []*Loop
+	mu    sync.Mutex              // guards stats, and the making of loops
+	loops atomic.Pointer[[]*Loop] // copied on each new loop: a look reads it without a lock or a copy
 	stats Stats
 	stop  chan struct{}
 	done  chan struct{}
@@ -265,7 +265,7 @@ func (w *Watcher) Stop() {
 		return
 	}
 	w.stopped = true
-	for _, l := range w.Loops() {
+	for _, l := range w.list() {
 		l.files.close()
 		l.files = threadFiles{}
 	}
@@ -317,7 +317,8 @@ type Loop struct {
 func (w *Watcher) Loop(name string) *Loop {
 	l := &Loop{name: name}
 	w.mu.Lock()
-	w.loops = append(w.loops, l)
+	next := append(append([]*Loop(nil), w.list()...), l)
+	w.loops.Store(&next)
 	w.mu.Unlock()
 	return l
 }
@@ -375,8 +376,12 @@ func (l *Loop) Counts() Counts {
 }
 
 // Loops lists the watched loops, in the order they were made.
-func (w *Watcher) Loops() []*Loop {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return append([]*Loop(nil), w.loops...)
+func (w *Watcher) Loops() []*Loop { return append([]*Loop(nil), w.list()...) }
+
+// list is the loops as they are now; never written to.
+func (w *Watcher) list() []*Loop {
+	if p := w.loops.Load(); p != nil {
+		return *p
+	}
+	return nil
 }

@@ -167,3 +167,31 @@ func FormatHeld(d time.Duration) string {
 	}
 	return fmt.Sprintf("%.1f ms", float64(d)/1e6)
 }
+
+// Place is where records held, and who was held there.
+type Place struct {
+	Where string // Record.Where
+	Who   []string
+}
+
+// Places groups records by where they held, in order of first sight, each
+// named by who (who[i] names rs[i]); a starved record, or one without a
+// stack, says nowhere and is left out. A record of unknown cause (no
+// locked thread to tell) still says where.
+func Places(rs []Record, who []string) []Place {
+	var out []Place
+	at := map[string]int{}
+	for i, r := range rs {
+		if r.Cause == Starved || len(r.Frames) == 0 {
+			continue
+		}
+		w := r.Where()
+		j, ok := at[w]
+		if !ok {
+			j, at[w] = len(out), len(out)
+			out = append(out, Place{Where: w})
+		}
+		out[j].Who = append(out[j].Who, who[i])
+	}
+	return out
+}

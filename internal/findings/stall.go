@@ -371,25 +371,17 @@ func (r StallRow) CulpritText() string {
 // CulpritsText groups records by where they held: "in syscall at
 // block.nanosleep (block/block.go:82): loops 0, 2".
 func CulpritsText(rs []culprit.Record) string {
-	var order []string
-	loops := map[string][]int{}
-	for _, c := range rs {
-		if c.Cause == culprit.Starved || len(c.Frames) == 0 { // unknown: no locked thread to tell, the frame still says where
-			continue
-		}
-		at := c.Where()
-		if _, ok := loops[at]; !ok {
-			order = append(order, at)
-		}
-		loops[at] = append(loops[at], c.Loop)
+	who := make([]string, len(rs))
+	for i, r := range rs {
+		who[i] = strconv.Itoa(r.Loop)
 	}
 	var parts []string
-	for _, at := range order {
+	for _, p := range culprit.Places(rs, who) {
 		word := "loop "
-		if len(loops[at]) > 1 {
+		if len(p.Who) > 1 {
 			word = "loops "
 		}
-		parts = append(parts, at+": "+word+JoinInts(loops[at], ", "))
+		parts = append(parts, p.Where+": "+word+strings.Join(p.Who, ", "))
 	}
 	return strings.Join(parts, "; ")
 }

@@ -59,8 +59,7 @@ type sample struct{ at, lag int64 }
 type Loop struct {
 	Index int
 
-	// The request the loop is inside, for the detector.
-	seq     atomic.Uint64
+	// The request the loop is inside: whether it rests, and a block's route.
 	entered atomic.Int64 // unix ns; 0: between requests
 	route   atomic.Int32
 	left    atomic.Int64 // unix ns the last request ended
@@ -130,7 +129,6 @@ func (l *Loop) Locked() {
 
 // Enter records, on the loop, that it began serving route at now (unix ns).
 func (l *Loop) Enter(r protocol.Route, now int64) {
-	l.seq.Add(1)
 	l.route.Store(int32(r))
 	l.entered.Store(now)
 	if l.watch != nil {

@@ -57,8 +57,9 @@ func lagCharts(f *findings.Findings, phase, number, what string) []section {
 				claims(f, findings.ClaimLagShows)+" "+
 				"The server's detector counts a block when a loop is held past %s; the tooltip gives the share of the stretch it was held and by which route.",
 				every, float64(mine[0].WindowNs)/1e9, warn)}
-		var ylabels, xcats, where []string
-		whereLoops := map[string][]string{} // by where: the loops held there
+		var ylabels, xcats []string
+		var held []culprit.Record // the loops held in /slow with a stack, and who each is
+		var who []string
 		var data []opts.HeatMapData
 		for _, r := range mine {
 			tag := fmt.Sprintf("%d callers", r.Step.Conc)
@@ -66,12 +67,9 @@ func lagCharts(f *findings.Findings, phase, number, what string) []section {
 				tag = fmt.Sprintf("k=%d", r.Step.K)
 			}
 			for _, ll := range r.Loops {
-				if c := ll.Culprit; c != nil && ll.Blocks["/slow"] > 0 && c.Cause != culprit.Starved && c.Where() != "" {
-					w := c.Where()
-					if !slices.Contains(where, w) {
-						where = append(where, w)
-					}
-					whereLoops[w] = append(whereLoops[w], fmt.Sprintf("%s loop %d", tag, ll.Loop))
+				if ll.Culprit != nil && ll.Blocks["/slow"] > 0 {
+					held = append(held, *ll.Culprit)
+					who = append(who, fmt.Sprintf("%s loop %d", tag, ll.Loop))
 				}
 			}
 			for _, ll := range r.Loops {
@@ -98,10 +96,10 @@ func lagCharts(f *findings.Findings, phase, number, what string) []section {
 				}
 			}
 		}
-		if len(where) > 0 {
+		if places := culprit.Places(held, who); len(places) > 0 {
 			var parts []string
-			for _, w := range where {
-				parts = append(parts, w+" ("+strings.Join(whereLoops[w], ", ")+")")
+			for _, p := range places {
+				parts = append(parts, p.Where+" ("+strings.Join(p.Who, ", ")+")")
 			}
 			sec.Caption += " Where the detector (loopwatch, a stack a second per loop at most) saw the loops held: " + strings.Join(parts, "; ") + "."
 		}
