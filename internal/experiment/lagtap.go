@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -50,7 +51,8 @@ func tapLag(ctx context.Context, srv *server, limit time.Duration, onEvent func(
 			t.err = fmt.Errorf("/lag: %s", resp.Status)
 			return
 		}
-		dec := json.NewDecoder(resp.Body)
+		// As much as the run directory's reader takes back, no more.
+		dec := json.NewDecoder(io.LimitReader(resp.Body, results.MaxFileBytes))
 		for dec.More() {
 			var ev lag.Event
 			if err := dec.Decode(&ev); err != nil {

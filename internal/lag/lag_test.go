@@ -353,3 +353,26 @@ func TestStreamsThatDoNotRead(t *testing.T) {
 		t.Fatalf("the client that reads: %v", err)
 	}
 }
+
+// TestStreamCulprit: a block's record is in the first event after it was
+// found and in the first after it ended, not in the ones between.
+func TestStreamCulprit(t *testing.T) {
+	r := newRig(1, 0, time.Millisecond)
+	l := r.loops[0]
+	t0 := int64(1_000_000_000)
+	c := r.m.NewCursor(t0)
+	l.Enter(protocol.Slow, t0)
+	r.m.Step(t0 + ms/2)
+	r.m.Step(t0 + 3*ms/2) // found, with a stack (the test's goroutine)
+	if ev := r.m.Next(c, t0+2*ms); ev.Loops[0].Culprit == nil || ev.Loops[0].Culprit.Ended {
+		t.Fatalf("first event after it was found: %+v", ev.Loops[0].Culprit)
+	}
+	if ev := r.m.Next(c, t0+3*ms); ev.Loops[0].Culprit != nil {
+		t.Fatalf("sent again unchanged: %+v", ev.Loops[0].Culprit)
+	}
+	l.Leave(t0 + 5*ms)
+	r.m.Step(t0 + 11*ms/2)
+	if ev := r.m.Next(c, t0+6*ms); ev.Loops[0].Culprit == nil || !ev.Loops[0].Culprit.Ended || ev.Loops[0].Culprit.HeldNs != 5*ms {
+		t.Fatalf("first event after it ended: %+v", ev.Loops[0].Culprit)
+	}
+}

@@ -35,21 +35,24 @@ type LoopEvent struct {
 	Blocks        int64            `json:"blocks_total"`
 	BlocksByRoute map[string]int64 `json:"blocks_by_route"`
 	Starved       int64            `json:"starved_total"`
-	// Culprit is the loop's last block with a stack, whenever it began
-	// (its start says whether it is in a reader's window).
+	// Culprit is the loop's last block with a stack, in the first event
+	// after it was found and again when it ended (not in every event: a
+	// reader keeps the last it saw; its start says whether it is in the
+	// reader's window).
 	Culprit *culprit.Record `json:"culprit,omitempty"`
 }
 
 // Cursor is one reader's place in the stream.
 type Cursor struct {
 	at      int64
-	read    map[int]uint64 // per loop: beats read
-	blocked map[int]int64  // per loop: blocked time up to at
+	read    map[int]uint64          // per loop: beats read
+	blocked map[int]int64           // per loop: blocked time up to at
+	culprit map[int]*culprit.Record // per loop: the record last sent
 }
 
 // NewCursor starts a reader at now: its first event covers from now.
 func (m *Monitor) NewCursor(now int64) *Cursor {
-	c := &Cursor{at: now, read: map[int]uint64{}, blocked: map[int]int64{}}
+	c := &Cursor{at: now, read: map[int]uint64{}, blocked: map[int]int64{}, culprit: map[int]*culprit.Record{}}
 	for _, l := range m.loops() {
 		l.mu.Lock()
 		c.read[l.Index] = l.n
@@ -87,7 +90,10 @@ func (m *Monitor) Next(c *Cursor, now int64) Event {
 		le.BlockedNs = min(max(b-c.blocked[l.Index], 0), window)
 		c.blocked[l.Index] = b
 		le.BlockedShare = float64(le.BlockedNs) / float64(window)
-		le.Blocks, le.BlocksByRoute, le.Starved, le.Culprit = l.blocks.Load(), l.blocksByRoute(), l.starved.Load(), l.culprit.Load()
+		le.Blocks, le.BlocksByRoute, le.Starved = l.blocks.Load(), l.blocksByRoute(), l.starved.Load()
+		if r := l.culprit.Load(); r != c.culprit[l.Index] { // a record is replaced, never changed: new or ended
+			le.Culprit, c.culprit[l.Index] = r, r
+		}
 		if l.blockAt.Load() != 0 {
 			le.BlockedNow, le.Route = true, routeName(l.blockRt.Load())
 		}
