@@ -90,7 +90,31 @@ func (s *server) openHearts(addr net.Addr) error {
 			return fmt.Errorf("heartbeat: connection %d of %d was not opened by the engine within 5s", i+1, s.opts.loops)
 		}
 	}
+	s.bindAll()
 	return nil
+}
+
+// bindAll has every loop run once before the server says it listens: a
+// loop that learns its goroutine only at its first data (nbio) opens its
+// thread's files for the detector then, and a descriptor opened while
+// clients connect would move the next ones to other loops (nbio deals a
+// connection by its descriptor's number). Each unbound loop's heart is
+// woken; it waits a second at most.
+func (s *server) bindAll() {
+	deadline := time.Now().Add(time.Second)
+	for {
+		unbound := 0
+		for _, l := range s.loops.all() {
+			if l.gid.Load() == 0 {
+				unbound++
+				s.wake(l.index)
+			}
+		}
+		if unbound == 0 || time.Now().After(deadline) {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 // dialHeart binds a loopback socket first, so that its port is known (and

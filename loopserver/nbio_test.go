@@ -45,3 +45,24 @@ func TestNbioWakeBeforeHeart(t *testing.T) {
 		t.Fatalf("%d of 2 jobs ran", ran)
 	}
 }
+
+// TestBoundBeforeReady: by the time the server says it listens, every loop
+// has run (on nbio a loop learns its goroutine, and the detector opens its
+// thread's files, at its first data): nothing opens a descriptor later,
+// while clients are dealt to loops by their descriptor's number.
+func TestBoundBeforeReady(t *testing.T) {
+	for _, eng := range engines {
+		t.Run(eng, func(t *testing.T) {
+			var srv *server
+			start(t, eng, func(o *options) { o.started = func(s *server) { srv = s } })
+			for _, l := range srv.loops.all() {
+				if l.gid.Load() == 0 {
+					t.Errorf("loop %d has not run when the server said it listens", l.index)
+				}
+			}
+			if n := len(srv.loops.all()); n != 4 {
+				t.Errorf("%d loops", n)
+			}
+		})
+	}
+}

@@ -266,8 +266,7 @@ func (w *Watcher) Stop() {
 	}
 	w.stopped = true
 	for _, l := range w.list() {
-		l.files.close()
-		l.files = threadFiles{}
+		l.files.Swap(nil).close()
 	}
 }
 
@@ -304,8 +303,8 @@ type Loop struct {
 	// The loop thread's counts, while a callback is watched that lasted
 	// past one look: from base (read in callback baseSeq) to prev, and
 	// the off-CPU time of the looks that found the thread runnable.
-	files          threadFiles
-	schedErr       bool // the thread could not be read: Unknown
+	files          atomic.Pointer[threadFiles] // opened by LockedThread
+	schedErr       bool                        // the thread could not be read: Unknown
 	base, prev     threadSample
 	baseAt, prevAt time.Time
 	baseSeq        uint64
@@ -357,13 +356,16 @@ func (l *Loop) ExitAt(unixNano int64) {
 // LockedThread says, from the loop's own goroutine, that it runs alone on
 // the calling OS thread (locked with runtime.LockOSThread, for the loop's
 // life). loopwatch can then tell a blocking call from a thread that did not
-// get a CPU (Cause). It does nothing where the thread's counts cannot be
+// get a CPU (Cause). It opens two of the thread's /proc files, held until
+// the watcher stops. It does nothing where the thread's counts cannot be
 // read (outside Linux).
 func (l *Loop) LockedThread() {
 	if l.gid.Load() == 0 {
 		l.gid.Store(goid())
 	}
-	l.tid.Store(int64(gettid()))
+	tid := gettid()
+	l.files.Swap(openThread(tid)).close()
+	l.tid.Store(int64(tid))
 }
 
 // Name is the loop's name.

@@ -18,12 +18,32 @@ type threadSample struct {
 	runnable bool          // running or waiting to run (state R), not sleeping
 }
 
-// threadFiles are a loop thread's /proc files, opened once and read again
-// from their start (a few microseconds a read).
+// threadFiles are a loop thread's /proc files, opened once by
+// LockedThread (not when a callback runs long: a descriptor opened then
+// would shift the numbers of the server's next connections, which some
+// engines deal to loops by) and read again from their start (a few
+// microseconds a read).
 type threadFiles struct{ stat, schedstat *os.File }
 
+// openThread opens thread tid's files; nil when it cannot.
+func openThread(tid int) *threadFiles {
+	dir := "/proc/self/task/" + strconv.Itoa(tid) + "/"
+	st, err1 := os.Open(dir + "stat")
+	ss, err2 := os.Open(dir + "schedstat")
+	if err1 != nil || err2 != nil {
+		if st != nil {
+			st.Close()
+		}
+		if ss != nil {
+			ss.Close()
+		}
+		return nil
+	}
+	return &threadFiles{st, ss}
+}
+
 func (f *threadFiles) close() {
-	if f.stat != nil {
+	if f != nil {
 		f.stat.Close()
 		f.schedstat.Close()
 	}
@@ -32,22 +52,11 @@ func (f *threadFiles) close() {
 // sample reads l's thread; ok is false when it cannot be read (then the
 // loop's causes are Unknown from then on).
 func (l *Loop) sample() (threadSample, bool) {
-	tid := l.tid.Load()
-	if l.files.stat == nil {
-		dir := "/proc/self/task/" + strconv.FormatInt(tid, 10) + "/"
-		st, err1 := os.Open(dir + "stat")
-		ss, err2 := os.Open(dir + "schedstat")
-		if err1 != nil || err2 != nil {
-			if st != nil {
-				st.Close()
-			}
-			if ss != nil {
-				ss.Close()
-			}
-			return threadSample{}, false
-		}
-		l.files = threadFiles{st, ss}
+	files := l.files.Load()
+	if files == nil {
+		return threadSample{}, false
 	}
+	tid := l.tid.Load()
 	var s threadSample
 	// The thread's CPU clock: MAKE_THREAD_CPUCLOCK(tid, CPUCLOCK_SCHED).
 	var ts syscall.Timespec
@@ -57,7 +66,7 @@ func (l *Loop) sample() (threadSample, bool) {
 	}
 	s.ran = time.Duration(ts.Nano())
 	var buf [512]byte
-	n, _ := l.files.schedstat.ReadAt(buf[:], 0)
+	n, _ := files.schedstat.ReadAt(buf[:], 0)
 	f := bytes.Fields(buf[:n]) // "ran_ns waited_ns slices"
 	if len(f) < 2 {
 		return s, false
@@ -67,7 +76,7 @@ func (l *Loop) sample() (threadSample, bool) {
 		return s, false
 	}
 	s.delay = time.Duration(d)
-	n, _ = l.files.stat.ReadAt(buf[:], 0) // "tid (comm) S ...": the state after the last ')'
+	n, _ = files.stat.ReadAt(buf[:], 0) // "tid (comm) S ...": the state after the last ')'
 	i := bytes.LastIndexByte(buf[:n], ')')
 	if i < 0 || i+2 >= n {
 		return s, false

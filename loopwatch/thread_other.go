@@ -13,6 +13,8 @@ type threadSample struct {
 
 type threadFiles struct{}
 
-func (threadFiles) close() {}
+func openThread(int) *threadFiles { return nil }
+
+func (*threadFiles) close() {}
 
 func (l *Loop) sample() (threadSample, bool) { return threadSample{}, false }
