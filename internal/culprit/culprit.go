@@ -41,6 +41,11 @@ type Record struct {
 	State string `json:"state,omitempty"`
 	// Frames are its stack, the culprit first.
 	Frames []Frame `json:"frames,omitempty"`
+	// Looks and Found, for a thread seen from outside: at how many looks
+	// it was found held, of how many (HeldNs is then the time between the
+	// first and the last of them).
+	Looks int `json:"looks,omitempty"`
+	Found int `json:"found,omitempty"`
 }
 
 // Frame is one call.
@@ -94,6 +99,7 @@ func (r Record) Clean() Record {
 		r.Cause = Unknown
 	}
 	r.HeldNs = max(r.HeldNs, 0)
+	r.Looks, r.Found = max(r.Looks, 0), min(max(r.Found, 0), max(r.Looks, 0))
 	return r
 }
 
@@ -128,12 +134,19 @@ func (r Record) Words() string {
 		who = "thread " + r.Thread
 	}
 	held := "held " + FormatHeld(time.Duration(r.HeldNs))
-	if !r.Ended {
+	switch {
+	case r.Looks > 0:
+		held = fmt.Sprintf("held at %d of %d looks over %s", r.Found, r.Looks, FormatHeld(time.Duration(r.HeldNs)))
+	case r.Loop < 0 && r.HeldNs == 0:
+		held = "found" // at one look
+	case !r.Ended:
 		held += " so far"
 	}
 	switch {
 	case r.Cause == Starved:
 		return who + " " + held + ": its thread did not get a CPU (not a blocking call)"
+	case len(r.Frames) == 0 && r.State != "" && r.Loop < 0:
+		return who + " " + held + " " + r.Where()
 	case len(r.Frames) == 0:
 		return who + " " + held + " (no stack taken)"
 	}
@@ -141,9 +154,14 @@ func (r Record) Words() string {
 }
 
 // Where is what the holder was doing and where: "in syscall at
-// block.nanosleep (block/block.go:82)"; empty without a stack.
+// block.nanosleep (block/block.go:82)"; for a thread seen from outside
+// without a stack, the call it was in ("in futex"); otherwise empty
+// without a stack.
 func (r Record) Where() string {
 	if len(r.Frames) == 0 {
+		if r.Loop < 0 && r.State != "" { // a thread seen from outside, in a call
+			return "in " + r.State
+		}
 		return ""
 	}
 	at := "at " + r.Culprit().Short()
@@ -175,14 +193,14 @@ type Place struct {
 }
 
 // Places groups records by where they held, in order of first sight, each
-// named by who (who[i] names rs[i]); a starved record, or one without a
-// stack, says nowhere and is left out. A record of unknown cause (no
+// named by who (who[i] names rs[i]); a starved record, or one that says
+// nowhere (Where), is left out. A record of unknown cause (no
 // locked thread to tell) still says where.
 func Places(rs []Record, who []string) []Place {
 	var out []Place
 	at := map[string]int{}
 	for i, r := range rs {
-		if r.Cause == Starved || len(r.Frames) == 0 {
+		if r.Cause == Starved || r.Where() == "" {
 			continue
 		}
 		w := r.Where()

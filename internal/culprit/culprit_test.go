@@ -23,6 +23,30 @@ func TestWords(t *testing.T) {
 	}
 }
 
+// TestThreadWords: a thread seen from outside, held across looks or found
+// at one, with a stack or only the call it was in.
+func TestThreadWords(t *testing.T) {
+	r := Record{Loop: -1, Thread: "nioEventLoopGroup-3-2", HeldNs: int64(280 * time.Millisecond), Cause: Blocked, State: "Thread.sleep",
+		Looks: 8, Found: 7, Frames: []Frame{{Function: "bystander.Protocol.block", File: "Protocol.java", Line: 36}}}
+	if got, want := r.Words(), "thread nioEventLoopGroup-3-2 held at 7 of 8 looks over 280 ms in Thread.sleep at bystander.Protocol.block (Protocol.java:36)"; got != want {
+		t.Errorf("%q, want %q", got, want)
+	}
+	r.Looks, r.Found, r.HeldNs = 0, 0, 0
+	if got, want := r.Words(), "thread nioEventLoopGroup-3-2 found in Thread.sleep at bystander.Protocol.block (Protocol.java:36)"; got != want {
+		t.Errorf("%q, want %q", got, want)
+	}
+	r.Frames, r.State, r.Looks, r.Found, r.HeldNs = nil, "futex", 8, 8, int64(280*time.Millisecond)
+	if got, want := r.Words(), "thread nioEventLoopGroup-3-2 held at 8 of 8 looks over 280 ms in futex"; got != want {
+		t.Errorf("%q, want %q", got, want)
+	}
+	if p := Places([]Record{r}, []string{"x"}); len(p) != 1 || p[0].Where != "in futex" {
+		t.Errorf("places %+v", p)
+	}
+	if c := (Record{Loop: -1, Looks: 2, Found: 9}).Clean(); c.Found != 2 {
+		t.Errorf("found %d of %d", c.Found, c.Looks)
+	}
+}
+
 // TestClean: a record from a stranger is capped: frames, string lengths,
 // an unknown cause, a negative hold or line.
 func TestClean(t *testing.T) {

@@ -1,0 +1,416 @@
+package outside
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/bystander-kit/bystander/internal/culprit"
+)
+
+// Verdict is what the outside view makes of a Trace.
+type Verdict struct {
+	// Held are the threads the blockers' calls held, by name.
+	Held []culprit.Record
+	// Groups say, for each family of held threads (names that differ in
+	// their last number), how many were held and what the others did:
+	// "2 of 4 nioEventLoopGroup-3-* threads held; the other 2 free (in
+	// epoll_wait)".
+	Groups []string
+	// Notes say what could not be judged, and what the view cost.
+	Notes []string
+}
+
+// place is where a thread was at one look.
+type place struct {
+	kind string // "cpu", "idle", "call", "wait", "other"
+	call string // the system call, or the kernel wait where the call is unreadable
+	fd   string
+}
+
+func placeOf(th Thread) place {
+	switch th.Syscall {
+	case "running":
+		return place{kind: "cpu"}
+	case "none", "":
+		if th.State == "R" {
+			return place{kind: "cpu"}
+		}
+		if idleWaits[th.Wchan] {
+			return place{kind: "idle", call: th.Wchan}
+		}
+		if th.Wchan == "" {
+			return place{kind: "other"}
+		}
+		return place{kind: "wait", call: th.Wchan}
+	}
+	nr, err := strconv.Atoi(th.Syscall)
+	if err != nil {
+		return place{kind: "other"}
+	}
+	name := callName(nr)
+	if idleCalls[name] {
+		return place{kind: "idle", call: name}
+	}
+	return place{kind: "call", call: name, fd: th.FD}
+}
+
+// busy says the place is a call, a wait or a CPU: not a wait for work.
+func (p place) busy() bool { return p.kind == "cpu" || p.kind == "call" || p.kind == "wait" }
+
+// ambiguous: a futex wait is every idle pool thread's too; only a thread
+// seen elsewhere before the blockers came is judged by it.
+func (p place) ambiguous() bool { return strings.HasPrefix(p.call, "futex") }
+
+func (p place) words() string {
+	switch {
+	case p.kind == "cpu":
+		return "on a CPU"
+	case p.fd != "":
+		return p.call + " on " + p.fd
+	case p.kind == "wait":
+		return "kernel wait " + p.call
+	}
+	return p.call
+}
+
+// heldShare is how much of the looks a thread must be found in one place
+// (2 in 3: a loop blocked by back-to-back calls is found between two of
+// them now and then), and at most how much of the looks before the
+// blockers came it may have been there already.
+const heldShare = 2.0 / 3
+
+// Decide judges a trace: a thread is held when, while the blockers held,
+// it was found busy (in a system call that is not a wait for work, or on
+// a CPU) at 2 in 3 looks or more, named by the call it was found in most,
+// where it was not before they came (for a futex, which is also where an
+// idle thread rests: only a thread that had been waiting for work in an
+// event wait), and is not one of a JVM's own threads; and, in the first of
+// a JVM's stacks taken while they held, a thread with the application's
+// frames in Thread.sleep, blocked on a monitor or reading a socket, that
+// was not in that call before they came. A thread on a CPU that ran less than half the time it was
+// looked at waited for one: starved, not held by a call.
+func Decide(t *Trace) Verdict {
+	var v Verdict
+	v.Notes = append(v.Notes, t.Limits...)
+	if len(t.During) < 2 {
+		v.Notes = append(v.Notes, "the outside view took fewer than 2 looks while the blockers held: cannot judge its threads")
+		return v
+	}
+	// The Java stacks: every dump's, in order; the first dump's alone say
+	// which threads were in a call at one moment (later ones only put a
+	// stack to a thread the looks found held).
+	var dumps []map[int]JThread
+	var firstAt int64 // when the first usable dump began
+	var took, paused time.Duration
+	pauses := 0
+	names := map[int]string{} // tid -> whole name
+	for _, j := range t.JVM {
+		switch {
+		case j.Err != "":
+			v.Notes = append(v.Notes, j.Err)
+			continue
+		case t.BlockersEndNs > 0 && j.EndNs > t.BlockersEndNs:
+			v.Notes = append(v.Notes, "jcmd Thread.print answered after the blockers had stopped: its stacks say nothing of them and are not used")
+			continue
+		}
+		jts := map[int]JThread{}
+		for _, jt := range Parse(j.Dump) {
+			if jt.TID > 0 {
+				jts[jt.TID] = jt
+				names[jt.TID] = jt.Name
+			}
+		}
+		if len(dumps) == 0 {
+			firstAt = j.StartNs
+		}
+		dumps = append(dumps, jts)
+		took = max(took, time.Duration(j.EndNs-j.StartNs))
+		if j.PauseKnown {
+			paused, pauses = max(paused, time.Duration(j.PauseNs)), pauses+1
+		}
+	}
+	if len(dumps) > 0 {
+		line := fmt.Sprintf("%d Java stack dump(s) (jcmd Thread.print), after the measured window: each took %s at most", len(dumps), culprit.FormatHeld(took))
+		if pauses == len(dumps) {
+			line += fmt.Sprintf(" and stopped the JVM %s at most (its safepoint counters)", culprit.FormatHeld(paused))
+		}
+		v.Notes = append(v.Notes, line)
+	}
+	name := func(th Thread) string {
+		if n, ok := names[th.TID]; ok {
+			return n
+		}
+		if th.TID == t.PID {
+			return th.Comm + " (main thread)"
+		}
+		return th.Comm
+	}
+
+	type seen struct {
+		th           Thread
+		places       []place
+		times, runNs []int64
+	}
+	during := map[int]*seen{}
+	var order []int
+	for _, l := range t.During {
+		for _, th := range l.Threads {
+			s := during[th.TID]
+			if s == nil {
+				s = &seen{th: th}
+				during[th.TID] = s
+				order = append(order, th.TID)
+			}
+			s.places = append(s.places, placeOf(th))
+			s.times = append(s.times, l.TimeNs)
+			s.runNs = append(s.runNs, th.RunNs)
+		}
+	}
+	before := map[int][]place{}
+	for _, l := range t.Before {
+		for _, th := range l.Threads {
+			before[th.TID] = append(before[th.TID], placeOf(th))
+		}
+	}
+	held := map[int]culprit.Record{}
+	futexOnly := false
+	for _, tid := range order {
+		s := during[tid]
+		n := len(s.places)
+		if n < 2 {
+			continue
+		}
+		// Busy at 2 in 3 looks or more (a blocked loop is found now and then
+		// on a CPU between two calls, or waiting for one the looks took),
+		// named by the call it was found in most.
+		count := map[place]int{}
+		busy := 0
+		for _, p := range s.places {
+			if p.busy() {
+				busy++
+				count[p]++
+			}
+		}
+		var m place
+		c := 0
+		for _, p := range s.places { // the first most frequent call, a CPU only if no call
+			if p.busy() && (count[p] > c && (p.kind != "cpu" || c == 0) || c > 0 && m.kind == "cpu" && p.kind != "cpu") {
+				m, c = p, count[p]
+			}
+		}
+		if float64(busy) < heldShare*float64(n) {
+			continue
+		}
+		if b := before[tid]; len(b) > 0 {
+			was, idle := 0, 0
+			for _, p := range b {
+				if p == m {
+					was++
+				}
+				if p.kind == "idle" {
+					idle++
+				}
+			}
+			if float64(was) > (1-heldShare)*float64(len(b)) {
+				continue // it was there before the blockers came
+			}
+			// A futex is also where a thread rests once its work is done
+			// (a JIT compiler thread that was compiling): only a thread
+			// that had been waiting for work in its event wait is judged
+			// held by one.
+			if m.ambiguous() && float64(idle) < heldShare*float64(len(b)) {
+				continue
+			}
+		} else if m.ambiguous() {
+			continue
+		}
+		if vmThread(dumps, tid) {
+			continue // the JVM's own (a compiler, a collector): not the application's call
+		}
+		first, last := -1, 0
+		for i, p := range s.places {
+			if p.busy() {
+				if first < 0 {
+					first = i
+				}
+				last = i
+			}
+		}
+		span := s.times[last] - s.times[first]
+		r := culprit.Record{Loop: -1, Thread: name(s.th), StartNs: s.times[first], HeldNs: span, Cause: culprit.Blocked,
+			State: m.words(), Looks: n, Found: busy}
+		if m.kind == "cpu" { // on a CPU, or ready for one, at every busy look
+			if ran := s.runNs[last] - s.runNs[first]; span > 0 && float64(ran) < 0.5*float64(span) {
+				r.Cause, r.State = culprit.Starved, "ready to run"
+			}
+		}
+		for _, jts := range dumps {
+			if jt, ok := jts[tid]; ok && len(jt.Own()) > 0 && (inCall(jt) || m.kind == "cpu" && jt.State == "RUNNABLE") {
+				r.State, r.Frames = jt.Call(), jt.Own()
+				break
+			}
+		}
+		if r.Frames == nil && m.ambiguous() {
+			futexOnly = true
+		}
+		held[tid] = r.Clean()
+	}
+	var was map[int]JThread // the stacks before the blockers came
+	if b := t.BeforeJVM; b != nil && b.Err == "" && b.Dump != "" {
+		was = map[int]JThread{}
+		for _, jt := range Parse(b.Dump) {
+			was[jt.TID] = jt
+		}
+	} else if len(dumps) > 0 {
+		v.Notes = append(v.Notes, "no Java stacks from before the blockers came: only the threads the looks found held are named")
+	}
+	if len(dumps) > 0 && was != nil {
+		for tid, jt := range dumps[0] {
+			if _, ok := held[tid]; ok || !inCall(jt) || len(jt.Own()) == 0 {
+				continue
+			}
+			if b, ok := was[tid]; ok && inCall(b) && len(b.Own()) > 0 && b.Own()[0] == jt.Own()[0] {
+				continue // in the same call before they came: not theirs
+			}
+			held[tid] = culprit.Record{Loop: -1, Thread: jt.Name, StartNs: firstAt, Cause: culprit.Blocked, State: jt.Call(), Frames: jt.Own()}.Clean()
+		}
+	}
+	if futexOnly {
+		v.Notes = append(v.Notes, "futex is a wait on a lock or a condition: a sleep, a lock and Atomics.wait look the same from outside (a JVM's stacks tell them apart)")
+	}
+	for _, r := range held {
+		v.Held = append(v.Held, r)
+	}
+	slices.SortFunc(v.Held, func(a, b culprit.Record) int { return natural(a.Thread, b.Thread) })
+	var first map[int]JThread
+	if len(dumps) > 0 {
+		first = dumps[0]
+	}
+	v.Groups = groups(t, v.Held, names, first)
+	if t.LookCPUNs > 0 {
+		v.Notes = append(v.Notes, fmt.Sprintf("the %d looks at /proc cost the kit %s of CPU", len(t.Before)+len(t.During), culprit.FormatHeld(time.Duration(t.LookCPUNs))))
+	}
+	return v
+}
+
+// vmThread says a dump lists the thread without a Java frame: one of the
+// JVM's own threads (a compiler, a collector), which the application's
+// calls never run on.
+func vmThread(dumps []map[int]JThread, tid int) bool {
+	for _, jts := range dumps {
+		if jt, ok := jts[tid]; ok && len(jt.Frames) == 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// inCall says the Java thread is in a call that holds it: Thread.sleep,
+// blocked on a monitor, or reading from a socket or a file.
+func inCall(jt JThread) bool {
+	switch {
+	case strings.Contains(jt.State, "(sleeping)"), strings.HasPrefix(jt.State, "BLOCKED"):
+		return true
+	case jt.State == "RUNNABLE" && len(jt.Frames) > 0:
+		fn := jt.Frames[0].Function
+		for _, io := range []string{".read0", ".readv0", ".socketRead0", ".Net.poll", ".Net.connect0", ".pread0"} {
+			if strings.HasSuffix(fn, io) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// family is a name without its last number: "nioEventLoopGroup-3-", or
+// "" for a name that does not end in one.
+func family(name string) string {
+	f := strings.TrimRight(name, "0123456789")
+	if f == name || f == "" {
+		return ""
+	}
+	return f
+}
+
+// natural orders names with their last numbers as numbers: exec-9 before
+// exec-10.
+func natural(a, b string) int {
+	fa, fb := family(a), family(b)
+	if fa != "" && fa == fb {
+		na, _ := strconv.Atoi(a[len(fa):])
+		nb, _ := strconv.Atoi(b[len(fb):])
+		return cmp.Compare(na, nb)
+	}
+	return strings.Compare(a, b)
+}
+
+// groups says, for each family of held threads, how many of its threads
+// were held and where the others were at the last look.
+func groups(t *Trace, held []culprit.Record, names map[int]string, jts map[int]JThread) []string {
+	last := t.During[len(t.During)-1]
+	isHeld := map[string]bool{}
+	var fams []string
+	for _, r := range held {
+		isHeld[r.Thread] = true
+		if f := family(r.Thread); f != "" && !slices.Contains(fams, f) {
+			fams = append(fams, f)
+		}
+	}
+	var out []string
+	for _, f := range fams {
+		nHeld, of := 0, 0
+		where := map[string]int{}
+		for _, th := range last.Threads {
+			n := th.Comm
+			if whole, ok := names[th.TID]; ok {
+				n = whole
+			}
+			if family(n) != f {
+				continue
+			}
+			of++
+			if isHeld[n] {
+				nHeld++
+				continue
+			}
+			w := placeOf(th).words()
+			if jt, ok := jts[th.TID]; ok && waitsForWork(jt) {
+				w = "waiting for work"
+			}
+			where[w]++
+		}
+		if of == 0 {
+			continue
+		}
+		line := fmt.Sprintf("%d of %d %s* threads held", nHeld, of, f)
+		if others := of - nHeld; others > 0 {
+			var ws []string
+			for w := range where {
+				ws = append(ws, w)
+			}
+			slices.SortFunc(ws, func(a, b string) int { return cmp.Or(cmp.Compare(where[b], where[a]), strings.Compare(a, b)) })
+			if len(ws) > 2 {
+				ws = ws[:2]
+			}
+			line += fmt.Sprintf("; the other %d free (%s)", others, strings.Join(ws, ", "))
+		}
+		out = append(out, line)
+	}
+	return out
+}
+
+// waitsForWork says the Java thread is a pool's or a loop's idle wait.
+func waitsForWork(jt JThread) bool {
+	for _, f := range jt.Frames {
+		for _, w := range []string{".getTask", ".takeTask", "EPoll.wait", "EPollSelectorImpl.doSelect", "ForkJoinPool.awaitWork"} {
+			if strings.HasSuffix(f.Function, w) {
+				return true
+			}
+		}
+	}
+	return false
+}

@@ -1,0 +1,176 @@
+package outside
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// IsJVM says whether process pid runs a HotSpot JVM: it maps libjvm.so,
+// or, where its maps cannot be read (another user's), it is named java.
+func IsJVM(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/maps", pid))
+	if err != nil {
+		comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+		return string(comm) == "java\n"
+	}
+	return bytes.Contains(b, []byte("/libjvm.so"))
+}
+
+// DumpJVM runs `jcmd PID Thread.print` for at most limit, keeping at most
+// MaxDump bytes of what it prints, and reads the JVM's safepoint counters
+// before and after: the pause the dump cost. Run as root against another
+// user's JVM, jcmd runs as that user (a JVM lets its own user attach).
+func DumpJVM(ctx context.Context, pid int, limit time.Duration) *JVM {
+	j := &JVM{StartNs: time.Now().UnixNano()}
+	path, err := exec.LookPath("jcmd")
+	if err != nil {
+		j.Err = "jcmd is not installed (it comes with the JDK: apt-get install -y openjdk-17-jdk-headless): no Java stacks"
+		j.EndNs = j.StartNs
+		return j
+	}
+	before, errB := safepoints(pid)
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, path, strconv.Itoa(pid), "Thread.print")
+	out := &capped{max: MaxDump}
+	cmd.Stdout, cmd.Stderr = out, out
+	if uid, gid, ok := ownerOf(pid); ok && os.Geteuid() == 0 && uid != 0 {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uid, Gid: gid}}
+	}
+	err = cmd.Run()
+	j.EndNs = time.Now().UnixNano()
+	if cmd.ProcessState != nil {
+		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+			j.CPUNs = ru.Utime.Nano() + ru.Stime.Nano()
+		}
+	}
+	text := out.buf.String()
+	switch {
+	case ctx.Err() != nil:
+		j.Err = fmt.Sprintf("jcmd %d Thread.print did not answer within %s (a JVM that refuses attach, or a machine too busy): no Java stacks", pid, limit)
+		return j
+	case err != nil:
+		j.Err = fmt.Sprintf("jcmd %d Thread.print failed (%v: %s): no Java stacks", pid, err, firstLine(text))
+		return j
+	}
+	j.Dump = text
+	if after, errA := safepoints(pid); errB == nil && errA == nil && after.freq > 0 {
+		ticks := (after.time + after.sync) - (before.time + before.sync)
+		j.PauseNs = int64(float64(ticks) / float64(after.freq) * 1e9)
+		j.Safepoints = after.count - before.count
+		j.PauseKnown = j.PauseNs >= 0 && j.Safepoints >= 0
+		j.PauseNs, j.Safepoints = max(j.PauseNs, 0), max(j.Safepoints, 0)
+	}
+	return j
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	return cut(s, 200)
+}
+
+// capped keeps the first max bytes written to it and takes the rest
+// without keeping it.
+type capped struct {
+	buf bytes.Buffer
+	max int
+}
+
+func (c *capped) Write(p []byte) (int, error) {
+	if room := c.max - c.buf.Len(); room > 0 {
+		c.buf.Write(p[:min(room, len(p))])
+	}
+	return len(p), nil
+}
+
+// ownerOf is the real uid and gid of process pid.
+func ownerOf(pid int) (uint32, uint32, bool) {
+	var st syscall.Stat_t
+	if err := syscall.Stat(fmt.Sprintf("/proc/%d", pid), &st); err != nil {
+		return 0, 0, false
+	}
+	return st.Uid, st.Gid, true
+}
+
+// spCounters are a JVM's safepoint counters, in its high-resolution ticks.
+type spCounters struct{ time, sync, count, freq int64 }
+
+// safepoints reads the JVM's safepoint counters from its performance data
+// file (hsperfdata, which every HotSpot JVM keeps unless -XX:-UsePerfData),
+// in the process's own /tmp.
+func safepoints(pid int) (spCounters, error) {
+	nspid := strconv.Itoa(pid)
+	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid)); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if f := strings.Fields(line); len(f) > 1 && f[0] == "NSpid:" {
+				nspid = f[len(f)-1]
+			}
+		}
+	}
+	files, _ := filepath.Glob(fmt.Sprintf("/proc/%d/root/tmp/hsperfdata_*/%s", pid, nspid))
+	if len(files) != 1 {
+		return spCounters{}, errors.New("outside: no hsperfdata file")
+	}
+	f, err := os.Open(files[0])
+	if err != nil {
+		return spCounters{}, err
+	}
+	defer f.Close()
+	b := make([]byte, 1<<20)
+	n, _ := f.Read(b)
+	c, err := perfCounters(b[:n], "sun.rt.safepointTime", "sun.rt.safepointSyncTime", "sun.rt.safepoints", "sun.os.hrt.frequency")
+	if err != nil {
+		return spCounters{}, err
+	}
+	return spCounters{time: c[0], sync: c[1], count: c[2], freq: c[3]}, nil
+}
+
+// perfCounters reads the named long counters of a HotSpot performance
+// data file (its prologue: magic 0xcafec0c0, byte order, versions,
+// accessible, used, overflow, timestamp, entry offset, entry count; then
+// entries of length, name offset, vector length, type, flags, units,
+// variability, data offset).
+func perfCounters(b []byte, names ...string) ([]int64, error) {
+	if len(b) < 32 || binary.BigEndian.Uint32(b) != 0xcafec0c0 {
+		return nil, errors.New("outside: not a JVM performance data file")
+	}
+	var bo binary.ByteOrder = binary.BigEndian
+	if b[4] == 1 {
+		bo = binary.LittleEndian
+	}
+	off, n := int(bo.Uint32(b[24:])), int(bo.Uint32(b[28:]))
+	out := make([]int64, len(names))
+	found := 0
+	for i := 0; i < n && off >= 0 && off+20 <= len(b); i++ {
+		length, nameOff, vec := int(bo.Uint32(b[off:])), int(bo.Uint32(b[off+4:])), int(bo.Uint32(b[off+8:]))
+		typ, dataOff := b[off+12], int(bo.Uint32(b[off+16:]))
+		if length <= 0 || off+length > len(b) {
+			break
+		}
+		e := b[off : off+length]
+		if nameOff < len(e) && vec == 0 && typ == 'J' && dataOff >= 0 && dataOff+8 <= len(e) {
+			name, _, _ := bytes.Cut(e[nameOff:], []byte{0})
+			for k, want := range names {
+				if string(name) == want {
+					out[k] = int64(bo.Uint64(e[dataOff:]))
+					found++
+				}
+			}
+		}
+		off += length
+	}
+	if found < len(names) {
+		return nil, errors.New("outside: safepoint counters not found")
+	}
+	return out, nil
+}
