@@ -3,6 +3,7 @@ package experiment
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -84,6 +85,7 @@ func TestPublishedServers(t *testing.T) {
 	// Exact, or said to be too busy to judge (beside noisy neighbours a
 	// row of Tomcat's once was): never silently wrong.
 	exactOrTooBusy(t, f)
+	heldFromOutside(t, f)
 	for _, want := range []string{"Thread.sleep", "offload-tomcat-pool", "This run beside the published"} {
 		if !strings.Contains(stdout.String(), want) {
 			t.Errorf("the terminal lacks %q", want)
@@ -109,5 +111,52 @@ func TestNoJava(t *testing.T) {
 	}
 	if _, err := os.Stat(out); err == nil {
 		t.Error("a refused run left its directory behind")
+	}
+}
+
+// heldFromOutside: on the Java servers, with k blockers, the outside view
+// names every one of Netty's k blocked loops with its whole thread name,
+// in Thread.sleep at the server's blocking call (the looks find the loop
+// held; the stacks say where); on Tomcat the threads it found in that
+// call at one moment, at most k, beside the rest of its 200 free.
+func heldFromOutside(t *testing.T, f *findings.Findings) {
+	t.Helper()
+	for _, r := range f.Stall {
+		name := r.Step.Server.Name
+		if (name != "netty" && name != "tomcat") || r.Step.K == 0 {
+			continue
+		}
+		var where []string
+		for _, c := range r.Culprits {
+			if c.Culprit().Short() != "bystander.Protocol.block (Protocol.java:36)" || c.State != "Thread.sleep" {
+				t.Errorf("k=%d %s: %s", r.Step.K, name, c.Words())
+			}
+			where = append(where, c.Thread)
+		}
+		said := strings.Join(r.Outside, "\n")
+		switch name {
+		case "netty":
+			if len(r.Culprits) != r.Step.K {
+				t.Errorf("k=%d netty: held %q, want %d loops\n%s", r.Step.K, where, r.Step.K, said)
+			}
+			for _, c := range r.Culprits {
+				if !strings.HasPrefix(c.Thread, "nioEventLoopGroup-") || c.Looks == 0 {
+					t.Errorf("k=%d netty: %s", r.Step.K, c.Words())
+				}
+			}
+			if want := fmt.Sprintf("%d of 4 nioEventLoopGroup-", r.Step.K); !strings.Contains(said, want) {
+				t.Errorf("k=%d netty: the outside view said %q, want %q", r.Step.K, said, want)
+			}
+		case "tomcat":
+			if len(r.Culprits) == 0 || len(r.Culprits) > r.Step.K {
+				t.Errorf("k=%d tomcat: held %q, want 1 to %d threads\n%s", r.Step.K, where, r.Step.K, said)
+			}
+			if !strings.Contains(said, " of 200 http-nio-") || !strings.Contains(said, "free (waiting for work)") {
+				t.Errorf("k=%d tomcat: the outside view said %q", r.Step.K, said)
+			}
+		}
+		if !strings.Contains(said, "stopped the JVM") {
+			t.Errorf("k=%d %s: the JVM's pause is not said: %q", r.Step.K, name, said)
+		}
 	}
 }

@@ -654,6 +654,13 @@ func (r *runner) stall(ctx context.Context, srv *server, s Step, rel func(string
 		"--duration", s.Duration.String(), "--warmup", s.Warmup.String(), "--ready-file", ready,
 		"--out", filepath.Join(r.dir, rel("perconn"))})
 	defer stopConns()
+	// The outside view looks at the server's threads before the blockers
+	// come (before the prober starts too: nothing is measured yet).
+	ov := r.outsideView(srv, s)
+	if ov != nil {
+		ov.LookBefore(ctx, outsideLooks, outsideEvery)
+		ov.DumpJVMBefore(ctx, outsideDumpLimit)
+	}
 	pr, err := r.procs.start("gen", "prober", nil, pcArgs...)
 	if err != nil {
 		return err
@@ -670,9 +677,14 @@ func (r *runner) stall(ctx context.Context, srv *server, s Step, rel func(string
 	// The prober's clock starts as it says it is ready; what the machine
 	// and the processes used is read over most of its window.
 	from, to := began.Add(s.Warmup+100*time.Millisecond), began.Add(s.Warmup+s.Duration-50*time.Millisecond)
+	var blockersEnd time.Time
 	if s.K > 0 {
+		// The blockers outlast the prober's window by a little, and by the
+		// outside view's looks and stacks where it looks.
+		hold := s.Warmup + s.Duration + 300*time.Millisecond + ov.tail()
+		blockersEnd = time.Now().Add(hold)
 		blockers, err = r.procs.start("gen", "loadgen", nil, "--target", "http://"+srv.addr+asked("/slow", time.Duration(s.Server.BlockNs)), "--conc", strconv.Itoa(s.K),
-			"--duration", (s.Warmup + s.Duration + 300*time.Millisecond).String(), "--warmup", "0s", "--quiet",
+			"--duration", hold.String(), "--warmup", "0s", "--quiet",
 			"--out", filepath.Join(r.dir, rel("load")))
 		if err != nil {
 			pr.stop(os.Interrupt, 3*time.Second)
@@ -696,6 +708,10 @@ func (r *runner) stall(ctx context.Context, srv *server, s Step, rel func(string
 	}
 	errP := r.tool(ctx, pr, s.Warmup+s.Duration+30*time.Second)
 	ended := time.Now()
+	if ov != nil && blockers != nil && errP == nil {
+		// The measured window is over; the blockers still hold.
+		m.ThreadsFile = ov.during(ctx, r.dir, rel("threads"), blockersEnd)
+	}
 	var errB error
 	if blockers != nil {
 		errB = r.tool(ctx, blockers, s.Warmup+s.Duration+30*time.Second)

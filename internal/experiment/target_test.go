@@ -126,6 +126,19 @@ func TestTargetNode(t *testing.T) {
 		}
 	}
 	exactOrTooBusy(t, f)
+	// Seen from outside (pid=): with its loop blocked, Node's main thread
+	// is found held in its blocking call (Atomics.wait: a futex).
+	for _, r := range f.Stall {
+		if r.Step.K != 1 {
+			continue
+		}
+		if len(r.Culprits) != 1 || r.Culprits[0].Thread != "node (main thread)" || r.Culprits[0].State != "futex" {
+			t.Errorf("k=1: the outside view held %+v (said %q)", r.Culprits, r.Outside)
+		}
+		if !strings.Contains(stdout.String(), "k=1 node: held in futex: thread node (main thread)") {
+			t.Errorf("the stall table does not name the held thread:\n%s", stdout.String())
+		}
+	}
 	if len(f.Sweep) != 1 || f.Sweep[0].NominalCeiling != 50 {
 		t.Errorf("sweep: ceiling %v, want 1 loop / 20ms = 50", f.Sweep)
 	}

@@ -79,7 +79,8 @@ type FaceStall struct {
 	OthersWaitMs  *FaceFigure `json:"others_wait_ms"`
 	Machine       string      `json:"machine"`
 	Detector      string      `json:"detector"`
-	Culprit       string      `json:"culprit,omitempty"` // where the detector saw the loops held
+	Culprit       string      `json:"culprit,omitempty"` // where the detector, or the outside view, saw the loops held
+	Outside       []string    `json:"outside,omitempty"` // the rest of what the outside view said
 	Mismatch      []string    `json:"mismatch,omitempty"`
 	Unjudged      []string    `json:"unjudged,omitempty"`
 	BlockOff      string      `json:"block_off,omitempty"`
@@ -139,7 +140,7 @@ func (f *Findings) Face() Face {
 	for _, r := range f.Stall {
 		s := FaceStall{ID: r.Step.ID, Server: r.Step.Server.Name, K: r.Step.K, Stalled: r.StalledText(), Expected: num(r.Expected, "%.0f"),
 			Exactly: r.MatchText(), StalledWaitMs: face(r.StalledWait, 1e-3), OthersWaitMs: face(r.OthersWait, 1e-3), Machine: r.MachineText(),
-			Detector: r.DetectorText(), Culprit: r.CulpritText(), Mismatch: r.Mismatch, Unjudged: r.Unjudged, BlockOff: r.BlockOff}
+			Detector: r.DetectorText(), Culprit: r.CulpritText(), Outside: r.Outside, Mismatch: r.Mismatch, Unjudged: r.Unjudged, BlockOff: r.BlockOff}
 		if !r.OK() {
 			s.Why = r.Why
 		}

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bystander-kit/bystander/internal/outside"
 	"github.com/bystander-kit/bystander/internal/results"
 )
 
@@ -91,6 +92,8 @@ type Rep struct {
 	M                         results.Measurement
 	Load, Probe, Conns, Trace *results.Result
 	Lag                       *results.LagTrace
+	// Threads is what the outside view saw of the server's threads.
+	Threads *outside.Trace
 	// Cost is the measurement's per-request cost (CostOf), nil without one.
 	Cost *results.ServerCost
 }
@@ -291,6 +294,13 @@ func groups(dir string, run *results.Run) ([]*Group, []Unread) {
 				bad = &Unread{ID: m.ID, Repeat: m.Repeat, Field: "lag_file", File: m.LagFile, Why: err.Error()}
 			}
 			rep.Lag = t
+		}
+		if m.ThreadsFile != "" && bad == nil {
+			t, err := outside.ReadIn(dir, m.ThreadsFile)
+			if err != nil {
+				bad = &Unread{ID: m.ID, Repeat: m.Repeat, Field: "threads_file", File: m.ThreadsFile, Why: err.Error()}
+			}
+			rep.Threads = t
 		}
 		if bad != nil {
 			unread = append(unread, *bad)

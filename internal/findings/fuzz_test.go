@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/bystander-kit/bystander/internal/hist"
+	"github.com/bystander-kit/bystander/internal/outside"
 	"github.com/bystander-kit/bystander/internal/results"
 )
 
@@ -45,6 +46,21 @@ func smallRunDir(t testing.TB) (string, []byte) {
 	tr := results.New("prober", "trace", now, results.Params{DelayNs: 5e6})
 	tr.Trace = &results.Trace{Samples: []results.TraceSample{{Conn: 0, Loop: 1, TotalUs: 100}}, Accepted: p, Lateness: p, Return: p, Total: p}
 	write("trace/trace.json", tr)
+	// What the outside view saw: one thread from its event wait into a
+	// sleep, and a JVM's stack for it.
+	th := func(call string) []outside.Thread {
+		return []outside.Thread{{TID: 9, Comm: "loop-1", State: "S", Syscall: call}}
+	}
+	threads := outside.Trace{Schema: outside.Schema, Server: "s-loop", PID: 9, BlockersEndNs: 2e9,
+		Before: []outside.Look{{TimeNs: 1, Threads: th("232")}, {TimeNs: 2, Threads: th("232")}},
+		During: []outside.Look{{TimeNs: 1e9, Threads: th("35")}, {TimeNs: 1.04e9, Threads: th("35")}},
+		JVM: []outside.JVM{{StartNs: 1.1e9, EndNs: 1.2e9, Dump: "\"loop-1\" #1 nid=0x9 waiting\n   java.lang.Thread.State: TIMED_WAITING (sleeping)\n" +
+			"\tat java.lang.Thread.sleep(java.base@17/Native Method)\n\tat app.Handler.read(Handler.java:12)\n"}}}
+	if b, err := json.Marshal(threads); err != nil {
+		t.Fatal(err)
+	} else if err := os.WriteFile(filepath.Join(dir, "stall/threads.json"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	step := func(id, phase, kind string, k int) results.Step {
 		return results.Step{ID: id, Phase: phase, Server: results.Server{Name: "s-" + kind, Kind: kind, Workers: 4, BlockNs: 5e6}, Endpoint: "/slow", Conc: 4, K: k}
 	}
@@ -52,7 +68,7 @@ func smallRunDir(t testing.TB) (string, []byte) {
 		Measurements: []results.Measurement{
 			{Step: step("sweep-a", "sweep", "loop", 0), Repeat: 1, Status: "ok", LoadFile: "sweep/load.json", ProbeFile: "sweep/fast.json",
 				Use: &results.Use{WindowNs: 1e9, Cores: 2, MachineBusy: 0.5, Server: &results.ProcUse{CPUNs: 1e8}}},
-			{Step: step("stall-a", "stall", "loop", 1), Repeat: 1, Status: "ok", LoadFile: "sweep/load.json", PerConnFile: "stall/conns.json"},
+			{Step: step("stall-a", "stall", "loop", 1), Repeat: 1, Status: "ok", LoadFile: "sweep/load.json", PerConnFile: "stall/conns.json", ThreadsFile: "stall/threads.json"},
 			{Step: step("offload-a", "offload", "pool", 0), Repeat: 1, Status: "ok", LoadFile: "sweep/load.json", ProbeFile: "sweep/fast.json"},
 			{Step: step("trace-a", "trace", "loop", 0), Repeat: 1, Status: "ok", LoadFile: "sweep/load.json", TraceFile: "trace/trace.json"},
 			{Step: step("cliff-a", "cliff", "pool", 0), Repeat: 1, Status: "failed", Reason: "it died"},

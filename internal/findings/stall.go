@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/bystander-kit/bystander/internal/culprit"
+	"github.com/bystander-kit/bystander/internal/outside"
 	"github.com/bystander-kit/bystander/internal/results"
 	"github.com/bystander-kit/bystander/internal/stall"
 )
@@ -85,8 +86,14 @@ type StallRow struct {
 	DetectorReps  int
 	DetectorMatch bool
 	// Culprits are where the detector saw those loops held, in that
-	// repetition (loopwatch's stacks: one a second per loop at most).
+	// repetition (loopwatch's stacks: one a second per loop at most); or,
+	// for a server seen from outside, the threads the outside view found
+	// held in the first repetition it looked.
 	Culprits []culprit.Record
+	// Outside is the rest of what the outside view said: how many of each
+	// family of threads were held and what the others did, what it could
+	// not read, and what it cost.
+	Outside []string
 }
 
 // machineOf is what the machine did over a stall measurement's window.
@@ -229,6 +236,7 @@ func (r *StallRow) addRep(g *Group, rep Rep) {
 	r.BaselineUs = append(r.BaselineUs, pc.BaselineUs)
 	t := tally(pc, conns, v, b)
 	r.addDetector(rep, b)
+	r.addOutside(rep)
 	if r.Cells == nil {
 		r.Cells = t.cells
 		for l := range b.loops {
@@ -296,6 +304,20 @@ func (r *StallRow) addDetector(rep Rep, b blockers) {
 	r.DetectorReps++
 	if !b.known || !slices.Equal(lr.BlockedInSlow, want) {
 		r.DetectorMatch = false
+	}
+}
+
+// addOutside takes what the outside view saw of the server's threads, in
+// the first repetition where it looked.
+func (r *StallRow) addOutside(rep Rep) {
+	if rep.Threads == nil || r.Outside != nil || r.DetectorReps > 0 {
+		return
+	}
+	v := outside.Decide(rep.Threads)
+	r.Culprits = v.Held
+	r.Outside = append(append([]string{}, v.Groups...), v.Notes...)
+	if len(v.Held) == 0 {
+		r.Outside = append([]string{"the outside view found no thread held"}, r.Outside...)
 	}
 }
 
@@ -374,12 +396,18 @@ func CulpritsText(rs []culprit.Record) string {
 	who := make([]string, len(rs))
 	for i, r := range rs {
 		who[i] = strconv.Itoa(r.Loop)
+		if r.Loop < 0 {
+			who[i] = r.Thread
+		}
 	}
 	var parts []string
 	for _, p := range culprit.Places(rs, who) {
 		word := "loop "
 		if len(p.Who) > 1 {
 			word = "loops "
+		}
+		if rs[0].Loop < 0 {
+			word = strings.Replace(word, "loop", "thread", 1)
 		}
 		parts = append(parts, p.Where+": "+word+strings.Join(p.Who, ", "))
 	}

@@ -105,7 +105,7 @@ func (f *Findings) writeStall(w io.Writer) {
 	fmt.Fprintf(w, "\nStalled connections: %d /async connections per loop (the kit's servers: %d), each probed every %s; k loops kept blocked by %s calls (pool: k callers)\n",
 		p.StallConns/max(p.Loops, 1), p.StallConns, p.StallInterval, p.StallBlock)
 	tw := table(w, "k", "server", "stalled", "expected", "exactly those", "server made stalled wait", "others", "(stalled, from due)", "blockers' call", "machine", "loops blocked (server's detector)")
-	var said []string
+	var said, nopid []string
 	for _, r := range f.Stall {
 		name := fmt.Sprintf("k=%d %s", r.Step.K, r.Step.Server.Name)
 		for _, u := range r.Unjudged {
@@ -119,6 +119,13 @@ func (f *Findings) writeStall(w io.Writer) {
 		}
 		if c := r.CulpritText(); c != "" {
 			said = append(said, name+": held "+c)
+		}
+		for _, o := range r.Outside {
+			said = append(said, name+": seen from outside: "+o)
+		}
+		if srv := r.Step.Server; srv.External && srv.PID == 0 && r.Step.K > 0 && !slices.Contains(nopid, srv.Name) {
+			nopid = append(nopid, srv.Name)
+			said = append(said, srv.Name+": no pid= given: with one, the kit names the threads its blockers held, from /proc (and a JVM's stacks, with jcmd)")
 		}
 		if !r.Stalled.OK() && len(r.Unjudged) == 0 {
 			fmt.Fprintf(tw, "%d\t%s\t%s\t\t\t\t\t\t\t\t\n", r.Step.K, r.Step.Server.Name, r.Short())

@@ -59,6 +59,14 @@ func stallChart(f *findings.Findings, name string, mine []findings.StallRow, sta
 		for _, m := range r.Mismatch {
 			sec.Notes = append(sec.Notes, fmt.Sprintf("k=%d, not exactly those: %s", r.Step.K, m))
 		}
+		if r.Outside != nil { // seen from outside: /proc, and a JVM's stacks
+			if c := r.CulpritText(); c != "" {
+				sec.Notes = append(sec.Notes, fmt.Sprintf("k=%d, seen from outside: held %s", r.Step.K, c))
+			}
+			for _, o := range r.Outside {
+				sec.Notes = append(sec.Notes, fmt.Sprintf("k=%d, seen from outside: %s", r.Step.K, o))
+			}
+		}
 		n := map[int]int{}
 		for _, c := range r.Cells {
 			y := row[[2]int{c.Loop, n[c.Loop]}]

@@ -1,6 +1,7 @@
 package page
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/bystander-kit/bystander/internal/browsertest"
 	"github.com/bystander-kit/bystander/internal/findings"
+	"github.com/bystander-kit/bystander/internal/outside"
 	"github.com/bystander-kit/bystander/internal/results"
 )
 
@@ -93,5 +95,53 @@ func TestNotReadSaidAtTheTop(t *testing.T) {
 	i, j := strings.Index(page, "Not read: these measurements"), strings.Index(page, "<h2")
 	if i < 0 || j < 0 || i > j || !strings.Contains(page[i:j], "../../etc/&lt;b&gt;hostname") {
 		t.Fatalf("the page does not name the refused file above its first section")
+	}
+}
+
+// TestHostileThreadNames: a thread seen from outside is named by the
+// process it belongs to, which may be a stranger's: its name reaches the
+// stall section's notes as text.
+func TestHostileThreadNames(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "run")
+	if err := os.CopyFS(dir, os.DirFS(testRun)); err != nil {
+		t.Fatal(err)
+	}
+	run := readTestRun(t)
+	tr := outside.Trace{Schema: outside.Schema, Server: "pool", PID: 7}
+	for i := range 8 {
+		th := outside.Thread{TID: 8, Comm: evil, State: "S", Syscall: "35"}
+		if i < 3 {
+			th.Syscall = "232"
+			tr.Before = append(tr.Before, outside.Look{TimeNs: int64(i) * 4e7, Threads: []outside.Thread{th}})
+		}
+		th.Syscall = "35"
+		tr.During = append(tr.During, outside.Look{TimeNs: 1e9 + int64(i)*4e7, Threads: []outside.Thread{th}})
+	}
+	b, err := json.Marshal(tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := false
+	for i, m := range run.Measurements {
+		if m.Phase == "stall" && m.K > 0 && m.Server.Kind == "pool" && !set {
+			run.Measurements[i].ThreadsFile = filepath.Join("stall", m.ID+".threads.json")
+			if err := os.WriteFile(filepath.Join(dir, run.Measurements[i].ThreadsFile), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			set = true
+		}
+	}
+	if !set {
+		t.Fatal("the test run has no pool stall step with blockers")
+	}
+	page := renderString(t, dir, run, stub)
+	if !strings.Contains(page, "seen from outside: held in nanosleep: thread &lt;/script&gt;") {
+		t.Errorf("the held thread is not on the page")
+	}
+	for _, bad := range []string{"<script>window.pwned", `<img src=x`, "onerror=\"window.pwned"} {
+		if strings.Contains(page, bad) {
+			i := strings.Index(page, bad)
+			t.Errorf("the page carries %q as markup: ...%s...", bad, page[max(0, i-120):min(len(page), i+120)])
+		}
 	}
 }

@@ -121,6 +121,9 @@ type Measurement struct {
 	PerConnFile string `json:"perconn_file,omitempty"`
 	TraceFile   string `json:"trace_file,omitempty"`
 	LagFile     string `json:"lag_file,omitempty"`
+	// ThreadsFile is what the outside view saw of the server's threads
+	// (outside.Schema): the kit's Java servers and targets with pid=.
+	ThreadsFile string `json:"threads_file,omitempty"`
 	// Use is what the measurement's processes and the machine used over
 	// its measured window (v6); nil when it was not read.
 	Use *Use `json:"use,omitempty"`

@@ -1,0 +1,68 @@
+package experiment
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/bystander-kit/bystander/internal/outside"
+)
+
+// The outside view's looks: a few, some apart, before the blockers come
+// and again while they hold after the measured window; each Java stack
+// dump bounded.
+const (
+	outsideLooks     = 3
+	outsideHeldLooks = 8
+	outsideEvery     = 40 * time.Millisecond
+	outsideDumpLimit = 1500 * time.Millisecond
+)
+
+// outsideView looks at a server's threads from /proc (and a JVM's stacks)
+// while the kit's blockers hold it.
+type outsideView struct {
+	*outside.Trace
+	jvm bool
+}
+
+// outsideView is the view of srv for a stall step with blockers: the kit's
+// Java servers and a --target with pid= get one (the kit's Go loop servers
+// name their culprits themselves, with loopwatch); nil otherwise.
+func (r *runner) outsideView(srv *server, s Step) *outsideView {
+	pid := srv.pid()
+	if s.K == 0 || pid <= 0 || !(jvmServer(s.Server) || s.Server.External) {
+		return nil
+	}
+	return &outsideView{Trace: outside.New(s.Server.Name, pid, time.Time{}), jvm: outside.IsJVM(pid)}
+}
+
+// tail is how much longer the blockers hold for the view: its looks, and
+// up to two stack dumps of a JVM.
+func (v *outsideView) tail() time.Duration {
+	switch {
+	case v == nil:
+		return 0
+	case v.jvm:
+		return outsideHeldLooks*outsideEvery + 2*outsideDumpLimit + 500*time.Millisecond
+	}
+	return outsideHeldLooks*outsideEvery + 200*time.Millisecond
+}
+
+// during takes the looks and stacks while the blockers hold (until
+// blockersEnd) and writes the trace to rel in dir; it returns rel, or ""
+// when it could not be written.
+func (v *outsideView) during(ctx context.Context, dir, rel string, blockersEnd time.Time) string {
+	v.BlockersEndNs = blockersEnd.UnixNano()
+	v.LookDuring(ctx, outsideHeldLooks, outsideEvery)
+	v.DumpJVM(ctx, outsideDumpLimit, blockersEnd.Add(-100*time.Millisecond))
+	b, err := json.Marshal(v.Trace)
+	if err != nil {
+		return ""
+	}
+	if err := os.WriteFile(filepath.Join(dir, rel), b, 0o644); err != nil {
+		return ""
+	}
+	return rel
+}
