@@ -35,11 +35,13 @@ import (
 // CPU) beside their time, and for a server whose loops run on threads
 // named for them (loop-N) each loop thread's (LoopThreads): how long a
 // wake-up waited for a CPU, which tells a starved machine from a held
-// loop. Both optional: a v3-v6 run reads as it is.
-const RunSchema = "bystander.run/v7"
+// loop. Both optional: a v3-v6 run reads as it is. v8 (from v7): a stall
+// measurement names what the outside view saw of the server's threads
+// (ThreadsFile); optional: a v3-v7 run reads as it is.
+const RunSchema = "bystander.run/v8"
 
 // readableRunSchemas are the older run indexes DecodeRun reads as they are.
-var readableRunSchemas = []string{"bystander.run/v3", "bystander.run/v4", "bystander.run/v5", "bystander.run/v6"}
+var readableRunSchemas = []string{"bystander.run/v3", "bystander.run/v4", "bystander.run/v5", "bystander.run/v6", "bystander.run/v7"}
 
 // Run is run.json: the index of a run directory, written first and updated
 // after every measurement, so an interrupted run still says what it did.

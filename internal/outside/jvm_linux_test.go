@@ -1,0 +1,124 @@
+package outside
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bystander-kit/bystander/examples/java"
+)
+
+// TestArtNetty: a Netty server written without the kit in mind
+// (testdata/art: its own thread names, longer than /proc keeps, and a
+// legacy call asleep on its loop), looked at from outside while one
+// keep-alive caller keeps one of its two loops blocked: the blocked loop is
+// named whole, in Thread.sleep at the server's own frame, beside the other
+// loop free; the dump's pause is said.
+func TestArtNetty(t *testing.T) {
+	if m := java.Missing(); m != "" {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("%s: .ci/run installs them", m)
+		}
+		t.Skip(m)
+	}
+	if _, err := exec.LookPath("jcmd"); err != nil {
+		t.Skip("jcmd is missing (it comes with the JDK)")
+	}
+	dir := t.TempDir()
+	var cp []string
+	for _, j := range []string{"common", "buffer", "resolver", "transport", "codec", "codec-http"} {
+		cp = append(cp, filepath.Join(java.Jars(), "netty-"+j+".jar"))
+	}
+	jars := strings.Join(cp, ":")
+	if out, err := exec.Command("javac", "-cp", jars, "-d", dir, "testdata/art/ArtServer.java").CombinedOutput(); err != nil {
+		t.Fatalf("javac: %v\n%s", err, out)
+	}
+	portFile := filepath.Join(dir, "port")
+	cmd := exec.Command("java", "-cp", dir+":"+jars, "ArtServer", portFile)
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	var port string
+	for deadline := time.Now().Add(60 * time.Second); port == ""; time.Sleep(50 * time.Millisecond) {
+		if b, err := os.ReadFile(portFile); err == nil && len(b) > 0 {
+			port = string(b)
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("ArtServer never wrote its port")
+		}
+	}
+	base := "http://127.0.0.1:" + port
+	c := &http.Client{Transport: &http.Transport{}, Timeout: 10 * time.Second}
+	get := func(path string) error {
+		r, err := c.Get(base + path)
+		if err != nil {
+			return err
+		}
+		io.Copy(io.Discard, r.Body)
+		return r.Body.Close()
+	}
+	if err := get("/"); err != nil { // the connection's loop exists, and rests
+		t.Fatal(err)
+	}
+	// A second connection, on the other loop (Netty starts a loop's thread
+	// when it is first given a connection): the bystander.
+	other := &http.Client{Transport: &http.Transport{}, Timeout: 10 * time.Second}
+	if r, err := other.Get(base + "/"); err != nil {
+		t.Fatal(err)
+	} else {
+		io.Copy(io.Discard, r.Body)
+		r.Body.Close()
+	}
+	time.Sleep(300 * time.Millisecond)
+	ctx := context.Background()
+	tr := New("art", cmd.Process.Pid, time.Time{})
+	tr.LookBefore(ctx, 3, 20*time.Millisecond)
+	tr.DumpJVMBefore(ctx, 10*time.Second)
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() { // one keep-alive caller: one loop blocked, back to back
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if err := get("/stock"); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	time.Sleep(300 * time.Millisecond)
+	tr.LookDuring(ctx, 8, 40*time.Millisecond)
+	tr.DumpJVM(ctx, 10*time.Second, time.Now().Add(30*time.Second))
+	close(stop)
+	<-done
+	v := Decide(tr)
+	if len(v.Held) != 1 {
+		t.Fatalf("held %+v\ngroups %q\nnotes %q", v.Held, v.Groups, v.Notes)
+	}
+	r := v.Held[0]
+	if !strings.HasPrefix(r.Thread, "art-netty-event-loop-") || r.State != "Thread.sleep" || r.Looks != 8 ||
+		r.Culprit().Short() != "ArtServer$Inventory.lookupStock (ArtServer.java:55)" {
+		t.Errorf("held: %s", r.Words())
+	}
+	if len(r.Frames) < 2 || r.Frames[1].Function != "ArtServer$Inventory.channelRead0" {
+		t.Errorf("frames %+v", r.Frames)
+	}
+	if len(v.Groups) != 1 || !strings.HasPrefix(v.Groups[0], "1 of 2 art-netty-event-loop-") || !strings.HasSuffix(v.Groups[0], "the other 1 free (waiting for work)") {
+		t.Errorf("groups %q", v.Groups)
+	}
+	if notes := strings.Join(v.Notes, "\n"); !strings.Contains(notes, "stopped the JVM") {
+		t.Errorf("the pause is not said: %q", notes)
+	}
+	t.Log(r.Words())
+}
