@@ -117,8 +117,11 @@ func TestNoJava(t *testing.T) {
 // heldFromOutside: on the Java servers, with k blockers, the outside view
 // names every one of Netty's k blocked loops with its whole thread name,
 // in Thread.sleep at the server's blocking call (the looks find the loop
-// held; the stacks say where); on Tomcat the threads it found in that
-// call at one moment, at most k, beside the rest of its 200 free.
+// held and the stacks say where; on a machine so busy that the blockers'
+// own calls come slowly, the looks can find a loop waiting for the next
+// call too often to say so, and the stacks alone find it in the call); on
+// Tomcat the threads it found in that call at one moment, at most k,
+// beside the rest of its 200 free.
 func heldFromOutside(t *testing.T, f *findings.Findings) {
 	t.Helper()
 	for _, r := range f.Stall {
@@ -140,7 +143,7 @@ func heldFromOutside(t *testing.T, f *findings.Findings) {
 				t.Errorf("k=%d netty: held %q, want %d loops\n%s", r.Step.K, where, r.Step.K, said)
 			}
 			for _, c := range r.Culprits {
-				if !strings.HasPrefix(c.Thread, "nioEventLoopGroup-") || c.Looks == 0 {
+				if !strings.HasPrefix(c.Thread, "nioEventLoopGroup-") {
 					t.Errorf("k=%d netty: %s", r.Step.K, c.Words())
 				}
 			}

@@ -90,9 +90,11 @@ type StallRow struct {
 	// for a server seen from outside, the threads the outside view found
 	// held in the first repetition it looked.
 	Culprits []culprit.Record
-	// Outside is the rest of what the outside view said: how many of each
-	// family of threads were held and what the others did, what it could
-	// not read, and what it cost.
+	// Seen is the outside view's verdict (nil for a server it did not
+	// look at), and Outside the rest of what it said in words: how many of
+	// each family of threads were held and what the others did, what it
+	// could not read, and what it cost.
+	Seen    *outside.Verdict
 	Outside []string
 }
 
@@ -310,12 +312,11 @@ func (r *StallRow) addDetector(rep Rep, b blockers) {
 // addOutside takes what the outside view saw of the server's threads, in
 // the first repetition where it looked.
 func (r *StallRow) addOutside(rep Rep) {
-	if rep.Threads == nil || r.Outside != nil || r.DetectorReps > 0 {
+	if rep.Threads == nil || r.Seen != nil || r.DetectorReps > 0 {
 		return
 	}
 	v := outside.Decide(rep.Threads)
-	r.Culprits = v.Held
-	r.Outside = append(append([]string{}, v.Groups...), v.Notes...)
+	r.Seen, r.Culprits, r.Outside = &v, v.Held, v.Lines()
 	if len(v.Held) == 0 {
 		r.Outside = append([]string{"the outside view found no thread held"}, r.Outside...)
 	}

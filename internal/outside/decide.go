@@ -20,8 +20,42 @@ type Verdict struct {
 	// "2 of 4 nioEventLoopGroup-3-* threads held; the other 2 free (in
 	// epoll_wait)".
 	Groups []string
-	// Notes say what could not be judged, and what the view cost.
+	// Notes say what could not be read or judged, and how to read a call.
 	Notes []string
+	// What looking cost: the looks' CPU (the kit's), how many stack dumps
+	// were used, the longest one, and the longest pause of the JVM it
+	// caused (PauseKnown: the JVM's counters were read for every dump).
+	Looks      int
+	LookCPU    time.Duration
+	Dumps      int
+	DumpMax    time.Duration
+	PauseMax   time.Duration
+	PauseKnown bool
+}
+
+// Cost says what looking cost in one line, or "".
+func (v Verdict) Cost() string {
+	if v.Looks == 0 {
+		return ""
+	}
+	s := fmt.Sprintf("%d looks at /proc cost the kit %s of CPU", v.Looks, culprit.FormatHeld(v.LookCPU))
+	if v.Dumps > 0 {
+		s += fmt.Sprintf("; %d Java stack dump(s) (jcmd Thread.print) took %s at most", v.Dumps, culprit.FormatHeld(v.DumpMax))
+		if v.PauseKnown {
+			s += fmt.Sprintf(" and stopped the JVM %s at most (its safepoint counters)", culprit.FormatHeld(v.PauseMax))
+		}
+	}
+	return s + "; all after the measured window"
+}
+
+// Lines are the verdict in words, but for the held threads themselves:
+// the groups, the notes, the cost.
+func (v Verdict) Lines() []string {
+	out := append(append([]string{}, v.Groups...), v.Notes...)
+	if c := v.Cost(); c != "" {
+		out = append(out, c)
+	}
+	return out
 }
 
 // place is where a thread was at one look.
@@ -133,13 +167,7 @@ func Decide(t *Trace) Verdict {
 			paused, pauses = max(paused, time.Duration(j.PauseNs)), pauses+1
 		}
 	}
-	if len(dumps) > 0 {
-		line := fmt.Sprintf("%d Java stack dump(s) (jcmd Thread.print), after the measured window: each took %s at most", len(dumps), culprit.FormatHeld(took))
-		if pauses == len(dumps) {
-			line += fmt.Sprintf(" and stopped the JVM %s at most (its safepoint counters)", culprit.FormatHeld(paused))
-		}
-		v.Notes = append(v.Notes, line)
-	}
+	v.Dumps, v.DumpMax, v.PauseMax, v.PauseKnown = len(dumps), took, paused, len(dumps) > 0 && pauses == len(dumps)
 	name := func(th Thread) string {
 		if n, ok := names[th.TID]; ok {
 			return n
@@ -291,9 +319,7 @@ func Decide(t *Trace) Verdict {
 		first = dumps[0]
 	}
 	v.Groups = groups(t, v.Held, names, first)
-	if t.LookCPUNs > 0 {
-		v.Notes = append(v.Notes, fmt.Sprintf("the %d looks at /proc cost the kit %s of CPU", len(t.Before)+len(t.During), culprit.FormatHeld(time.Duration(t.LookCPUNs))))
-	}
+	v.Looks, v.LookCPU = len(t.Before)+len(t.During), time.Duration(t.LookCPUNs)
 	return v
 }
 

@@ -2,12 +2,15 @@ package page
 
 import (
 	"fmt"
+	"strings"
 	"sort"
 
 	"github.com/go-echarts/go-echarts/v2/charts"
 	"github.com/go-echarts/go-echarts/v2/opts"
 
+	"github.com/bystander-kit/bystander/internal/culprit"
 	"github.com/bystander-kit/bystander/internal/findings"
+	"github.com/bystander-kit/bystander/internal/outside"
 	"github.com/bystander-kit/bystander/internal/stall"
 )
 
@@ -40,6 +43,9 @@ func stallChart(f *findings.Findings, name string, mine []findings.StallRow, sta
 	row, ylabels := stallPlaces(mine)
 	var xcats []string
 	var data []opts.HeatMapData
+	var seen []outside.Verdict // what the outside view found, step by step
+	var seenK []int
+	cost := ""
 	col := 0
 	for _, r := range mine {
 		if r.Cells == nil {
@@ -59,12 +65,14 @@ func stallChart(f *findings.Findings, name string, mine []findings.StallRow, sta
 		for _, m := range r.Mismatch {
 			sec.Notes = append(sec.Notes, fmt.Sprintf("k=%d, not exactly those: %s", r.Step.K, m))
 		}
-		if r.Outside != nil { // seen from outside: /proc, and a JVM's stacks
-			if c := r.CulpritText(); c != "" {
-				sec.Notes = append(sec.Notes, fmt.Sprintf("k=%d, seen from outside: held %s", r.Step.K, c))
+		if v := r.Seen; v != nil { // seen from outside: /proc, and a JVM's stacks
+			seen = append(seen, *v)
+			seenK = append(seenK, r.Step.K)
+			for _, n := range v.Notes {
+				sec.Notes = append(sec.Notes, fmt.Sprintf("k=%d, seen from outside: %s", r.Step.K, n))
 			}
-			for _, o := range r.Outside {
-				sec.Notes = append(sec.Notes, fmt.Sprintf("k=%d, seen from outside: %s", r.Step.K, o))
+			if c := v.Cost(); c != "" {
+				cost = c // the last step's, as an example
 			}
 		}
 		n := map[int]int{}
@@ -79,6 +87,13 @@ func stallChart(f *findings.Findings, name string, mine []findings.StallRow, sta
 	if col == 0 {
 		sec.Missing = findings.Missing(groupsOf(mine, stallGroup), "stall")
 		return sec
+	}
+	if len(seen) > 0 {
+		sec.Caption += " Seen from outside (the threads in /proc, and a JVM's stacks, looked at while the blockers held, after each measured window): " +
+			seenWords(seen, seenK) + "."
+		if cost != "" {
+			sec.Caption += " What looking cost, at the last step: " + cost + "."
+		}
 	}
 	hm := charts.NewHeatMap()
 	hm.SetGlobalOptions(append(frame(id, 70+30*len(ylabels), nil),
@@ -148,4 +163,42 @@ func stallPlaces(mine []findings.StallRow) (map[[2]int]int, []string) {
 		}
 	}
 	return row, ylabels
+}
+
+// seenWords says what the outside view found held, step by step: the
+// place once when every held thread was in the same one, then for each k
+// how many of each family of threads were held, and which.
+func seenWords(vs []outside.Verdict, ks []int) string {
+	where := map[string]bool{}
+	for _, v := range vs {
+		for _, p := range culprit.Places(v.Held, make([]string, len(v.Held))) {
+			where[p.Where] = true
+		}
+	}
+	var head string
+	if len(where) == 1 {
+		for w := range where {
+			head = "every held thread was " + w + ": "
+		}
+	}
+	var parts []string
+	for i, v := range vs {
+		var names []string
+		for _, r := range v.Held {
+			names = append(names, r.Thread)
+		}
+		part := fmt.Sprintf("k=%d ", ks[i])
+		switch {
+		case len(v.Held) == 0:
+			part += "found no thread held"
+		case head == "":
+			part += "held " + findings.CulpritsText(v.Held)
+		case len(v.Groups) > 0:
+			part += "held " + strings.Join(names, ", ") + ": " + strings.Join(v.Groups, "; ")
+		default:
+			part += "held " + strings.Join(names, ", ")
+		}
+		parts = append(parts, part)
+	}
+	return head + strings.Join(parts, "; ")
 }

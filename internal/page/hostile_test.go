@@ -135,7 +135,7 @@ func TestHostileThreadNames(t *testing.T) {
 		t.Fatal("the test run has no pool stall step with blockers")
 	}
 	page := renderString(t, dir, run, stub)
-	if !strings.Contains(page, "seen from outside: held in nanosleep: thread &lt;/script&gt;") {
+	if !strings.Contains(page, "Seen from outside (the threads in /proc") || !strings.Contains(page, "every held thread was in nanosleep: k=4 held &lt;/script&gt;") {
 		t.Errorf("the held thread is not on the page")
 	}
 	for _, bad := range []string{"<script>window.pwned", `<img src=x`, "onerror=\"window.pwned"} {
