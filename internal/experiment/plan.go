@@ -154,7 +154,8 @@ func ParseFlags(args []string, stderr io.Writer, now time.Time) (Options, error)
 		" (netty and tomcat, the published experiment's own, need Java: "+java.Install+"),\nor none (--servers=) to measure only --target servers")
 	fs.Var(targetsFlag{&o.Targets}, "target", "measure a server you started, `NAME=URL[,loops=N|,workers=N][,offload=N][,pid=N]` (repeatable): URL is its base\n"+
 		"(http://127.0.0.1:8090); loops or workers are learned from X-Loop when not given; offload= is its /offload pool's\n"+
-		"workers; pid= gives its CPU and context switches from /proc. Checked first (prober --mode check)")
+		"workers; pid= gives its CPU and context switches from /proc, and in the stall phase the threads the blockers held,\n"+
+		"seen from outside (/proc, and a JVM's stacks with jcmd). Checked first (prober --mode check)")
 	fs.BoolVar(&o.AllowRemote, "allow-remote", false, "allow a --target that is not on a loopback address (the load still comes from this machine)")
 	fs.Var(listFlag{dst: &o.Phases}, "phases", "phases: "+strings.Join(allPhases, ","))
 	fs.StringVar(&o.Out, "out", "", "run directory, new or empty; a relative path is where you stand (default results/<UTC timestamp> beside --bin)")
