@@ -55,7 +55,7 @@ func (v *outsideView) tail() time.Duration {
 // when it could not be written.
 func (v *outsideView) during(ctx context.Context, dir, rel string, blockersEnd time.Time) string {
 	v.BlockersEndNs = blockersEnd.UnixNano()
-	v.LookDuring(ctx, outsideHeldLooks, outsideEvery)
+	v.LookDuring(ctx, outsideHeldLooks, outsideEvery, blockersEnd.Add(-50*time.Millisecond))
 	v.DumpJVM(ctx, outsideDumpLimit, blockersEnd.Add(-100*time.Millisecond))
 	b, err := json.Marshal(v.Trace)
 	if err != nil {

@@ -98,7 +98,7 @@ func TestArtNetty(t *testing.T) {
 		}
 	}()
 	time.Sleep(300 * time.Millisecond)
-	tr.LookDuring(ctx, 8, 40*time.Millisecond)
+	tr.LookDuring(ctx, 8, 40*time.Millisecond, time.Time{})
 	tr.DumpJVM(ctx, 10*time.Second, time.Now().Add(30*time.Second))
 	close(stop)
 	<-done

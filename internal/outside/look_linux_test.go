@@ -242,7 +242,7 @@ func TestNodeLoopHeld(t *testing.T) {
 		}()
 	}
 	time.Sleep(300 * time.Millisecond)
-	tr.LookDuring(ctx, 8, 40*time.Millisecond)
+	tr.LookDuring(ctx, 8, 40*time.Millisecond, time.Time{})
 	close(stop)
 	wg.Wait()
 	v := Decide(tr)
@@ -276,5 +276,21 @@ func TestHexAddr(t *testing.T) {
 		if _, ok := hexAddr(bad); ok {
 			t.Errorf("%q read", bad)
 		}
+	}
+}
+
+// TestLooksStopWithTheBlockers: no look is taken that would end after the
+// blockers stop; the trace says there were fewer.
+func TestLooksStopWithTheBlockers(t *testing.T) {
+	tr := New("self", os.Getpid(), time.Time{})
+	tr.LookDuring(context.Background(), 8, 20*time.Millisecond, time.Now().Add(70*time.Millisecond))
+	if len(tr.During) == 0 || len(tr.During) >= 8 {
+		t.Errorf("%d looks in 70 ms at 20 ms apart", len(tr.During))
+	}
+	if len(tr.Limits) != 1 || !strings.Contains(tr.Limits[0], "fewer looks") {
+		t.Errorf("limits %q", tr.Limits)
+	}
+	if last := tr.During[len(tr.During)-1].TimeNs; last > time.Now().UnixNano() {
+		t.Error("a look from the future")
 	}
 }

@@ -15,12 +15,14 @@ func New(server string, pid int, blockersEnd time.Time) *Trace {
 
 // LookBefore takes n looks, every apart, before the blockers come.
 func (t *Trace) LookBefore(ctx context.Context, n int, every time.Duration) {
-	t.Before = append(t.Before, t.looks(ctx, n, every)...)
+	t.Before = append(t.Before, t.looks(ctx, n, every, time.Time{})...)
 }
 
-// LookDuring takes n looks, every apart, while the blockers hold.
-func (t *Trace) LookDuring(ctx context.Context, n int, every time.Duration) {
-	t.During = append(t.During, t.looks(ctx, n, every)...)
+// LookDuring takes n looks, every apart, while the blockers hold: none
+// that would end after by (a process of thousands of threads takes long
+// to look at), when by is not zero.
+func (t *Trace) LookDuring(ctx context.Context, n int, every time.Duration, by time.Time) {
+	t.During = append(t.During, t.looks(ctx, n, every, by)...)
 }
 
 // DumpJVMBefore takes the Java threads' stacks once before the blockers
@@ -57,7 +59,7 @@ func (t *Trace) uncaught() bool {
 	return false
 }
 
-func (t *Trace) looks(ctx context.Context, n int, every time.Duration) []Look {
+func (t *Trace) looks(ctx context.Context, n int, every time.Duration, by time.Time) []Look {
 	// The looks' cost is their own thread's CPU time.
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
@@ -65,6 +67,7 @@ func (t *Trace) looks(ctx context.Context, n int, every time.Duration) []Look {
 	defer func() { t.LookCPUNs += max(0, threadCPU()-cpu0) }()
 	var out []Look
 	next := time.Now()
+	var took time.Duration // the longest look so far
 	for i := 0; i < n && len(t.Before)+len(t.During)+len(out) < 2*MaxLooks; i++ {
 		if i > 0 {
 			next = next.Add(every)
@@ -74,7 +77,13 @@ func (t *Trace) looks(ctx context.Context, n int, every time.Duration) []Look {
 			case <-time.After(time.Until(next)):
 			}
 		}
+		if !by.IsZero() && time.Now().Add(took).After(by) {
+			t.limit("the blockers stopped before every look was taken: fewer looks")
+			return out
+		}
+		began := time.Now()
 		l, limit, err := LookAt(t.PID)
+		took = max(took, time.Since(began))
 		if err != nil {
 			t.limit(err.Error())
 			return out
