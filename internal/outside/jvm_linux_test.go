@@ -122,3 +122,27 @@ func TestArtNetty(t *testing.T) {
 	}
 	t.Log(r.Words())
 }
+
+// TestDumpJVMFails: jcmd against a process that is not a JVM, or one that
+// does not answer in time, says so in one line and gives no stacks.
+func TestDumpJVMFails(t *testing.T) {
+	if _, err := exec.LookPath("jcmd"); err != nil {
+		t.Skip("jcmd is missing (it comes with the JDK)")
+	}
+	cmd := exec.Command("sleep", "30")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	if IsJVM(cmd.Process.Pid) {
+		t.Error("sleep taken for a JVM")
+	}
+	j := DumpJVM(context.Background(), cmd.Process.Pid, 3*time.Second) // jcmd waits ~10 s for a process that never answers
+	if j.Err == "" || j.Dump != "" || !strings.Contains(j.Err, "no Java stacks") {
+		t.Errorf("not a JVM: %+v", j)
+	}
+	j = DumpJVM(context.Background(), cmd.Process.Pid, time.Millisecond)
+	if !strings.Contains(j.Err, "did not answer within 1ms") || j.EndNs < j.StartNs {
+		t.Errorf("no time: %+v", j)
+	}
+}
