@@ -44,3 +44,27 @@ func TestOutsideRow(t *testing.T) {
 		t.Errorf("unread %+v", f.Unread)
 	}
 }
+
+// TestOutsideNotPossible: a target without pid= is told what one would
+// add; one on another machine, that the kit cannot look.
+func TestOutsideNotPossible(t *testing.T) {
+	dir, b := smallRunDir(t)
+	for _, c := range []struct{ url, want string }{
+		{"http://127.0.0.1:8090", "s-loop: no pid= given: with one, the kit names the threads its blockers held"},
+		{"http://10.1.2.3:8090", "s-loop: not on this machine: the kit cannot look at its threads"},
+	} {
+		run, err := results.DecodeRun(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range run.Measurements {
+			m := &run.Measurements[i]
+			m.Server.External, m.Server.URL, m.ThreadsFile = true, c.url, ""
+		}
+		var tables strings.Builder
+		Compute(dir, run).WriteTables(&tables)
+		if !strings.Contains(tables.String(), c.want) {
+			t.Errorf("%s: the stall table lacks %q:\n%s", c.url, c.want, tables.String())
+		}
+	}
+}

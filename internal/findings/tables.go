@@ -3,11 +3,13 @@ package findings
 import (
 	"fmt"
 	"io"
+	"net/url"
 	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/bystander-kit/bystander/internal/client"
 	"github.com/bystander-kit/bystander/internal/stall"
 )
 
@@ -125,7 +127,11 @@ func (f *Findings) writeStall(w io.Writer) {
 		}
 		if srv := r.Step.Server; srv.External && srv.PID == 0 && r.Step.K > 0 && !slices.Contains(nopid, srv.Name) {
 			nopid = append(nopid, srv.Name)
-			said = append(said, srv.Name+": no pid= given: with one, the kit names the threads its blockers held, from /proc (and a JVM's stacks, with jcmd)")
+			if u, err := url.Parse(srv.URL); err == nil && u.Hostname() != "" && !client.IsLoopback(u.Hostname()) {
+				said = append(said, srv.Name+": not on this machine: the kit cannot look at its threads (from /proc) to name the ones its blockers held")
+			} else {
+				said = append(said, srv.Name+": no pid= given: with one, the kit names the threads its blockers held, from /proc (and a JVM's stacks, with jcmd)")
+			}
 		}
 		if !r.Stalled.OK() && len(r.Unjudged) == 0 {
 			fmt.Fprintf(tw, "%d\t%s\t%s\t\t\t\t\t\t\t\t\n", r.Step.K, r.Step.Server.Name, r.Short())

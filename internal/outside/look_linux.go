@@ -21,7 +21,7 @@ func LookAt(pid int) (l Look, limit string, err error) {
 	base := fmt.Sprintf("/proc/%d", pid)
 	ents, err := os.ReadDir(base + "/task")
 	if err != nil {
-		return Look{}, "", fmt.Errorf("outside: pid %d: %w", pid, err)
+		return Look{}, "", fmt.Errorf("outside: pid %d's threads cannot be listed (%v): the process ended, or this is a container without its /proc; nothing to judge", pid, err)
 	}
 	l.TimeNs = time.Now().UnixNano()
 	sockets := map[string]string(nil) // socket inode -> "to ADDR", read once a look
