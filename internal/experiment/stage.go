@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -371,8 +372,24 @@ func verdictOf(id string, st findings.StallRow) *stage.Verdict {
 	} else if len(st.Unjudged) > 0 {
 		v.Why = st.Unjudged[0]
 	}
+	if o := st.Seen; o != nil { // seen from outside: a few lines, for a projector
+		names := make([]string, len(o.Held))
+		for i, h := range o.Held {
+			names[i] = h.Thread
+		}
+		for _, p := range culprit.Places(o.Held, names) {
+			v.Seen = append(v.Seen, "held "+p.Where+": "+strings.Join(p.Who, ", ")) // the place first: a long line is cut at its end
+		}
+		v.Seen = append(v.Seen, o.Groups...)
+		if len(v.Seen) > maxSeenLines {
+			v.Seen = v.Seen[:maxSeenLines]
+		}
+	}
 	return v
 }
+
+// maxSeenLines is how many lines of the outside view a stall screen shows.
+const maxSeenLines = 3
 
 // tapLive tails a tool's --live-out file into the stage while a step
 // runs; the returned stop reads what is left and ends.

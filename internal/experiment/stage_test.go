@@ -17,7 +17,9 @@ import (
 	"github.com/chromedp/chromedp/kb"
 
 	"github.com/bystander-kit/bystander/internal/browsertest"
+	"github.com/bystander-kit/bystander/internal/culprit"
 	"github.com/bystander-kit/bystander/internal/findings"
+	"github.com/bystander-kit/bystander/internal/outside"
 	"github.com/bystander-kit/bystander/internal/results"
 	"github.com/bystander-kit/bystander/internal/stage"
 	"github.com/bystander-kit/bystander/internal/wiretest"
@@ -356,5 +358,25 @@ func TestStepRowNotRead(t *testing.T) {
 	row := r.stepRow(m)
 	if !strings.Contains(row.NotRead, "not read") || !strings.Contains(row.NotRead, "hostname") || row.RPS != 0 {
 		t.Fatalf("%+v", row)
+	}
+}
+
+// TestVerdictSeen: a stall row seen from outside gives the stage its
+// lines: the place first (a projector cuts a long line at its end), then
+// how many of the family; at most maxSeenLines.
+func TestVerdictSeen(t *testing.T) {
+	held := []culprit.Record{{Loop: -1, Thread: "nioEventLoopGroup-3-2", Cause: culprit.Blocked, State: "Thread.sleep",
+		Frames: []culprit.Frame{{Function: "bystander.Protocol.block", File: "Protocol.java", Line: 36}}}}
+	held = append(held, held[0])
+	held[1].Thread = "nioEventLoopGroup-3-3"
+	st := findings.StallRow{Seen: &outside.Verdict{Held: held, Groups: []string{"2 of 4 nioEventLoopGroup-3-* threads held; the other 2 free (waiting for work)", "x", "y"}}}
+	v := verdictOf("stall-n", st)
+	want := []string{"held in Thread.sleep at bystander.Protocol.block (Protocol.java:36): nioEventLoopGroup-3-2, nioEventLoopGroup-3-3",
+		"2 of 4 nioEventLoopGroup-3-* threads held; the other 2 free (waiting for work)", "x"}
+	if !slices.Equal(v.Seen, want) {
+		t.Errorf("seen %q\nwant %q", v.Seen, want)
+	}
+	if v := verdictOf("stall-l", findings.StallRow{}); v.Seen != nil {
+		t.Errorf("a row not seen from outside: %q", v.Seen)
 	}
 }

@@ -251,10 +251,17 @@
         if (!by[x.where]) { by[x.where] = {loops: [], ms: 0}; places.push(x.where); }
         by[x.where].loops.push(x.loop); by[x.where].ms = Math.max(by[x.where].ms, x.ms);
       });
-    w.replaceChildren.apply(w, places.map(function (p) {
+    var lines = places.map(function (p) {
       var g = by[p];
       return div("heldline", (g.loops.length > 1 ? "loops " : "loop ") + g.loops.join(", ") + " held " + fmt(g.ms, g.ms < 10 ? 1 : 0) + " ms " + p);
-    }));
+    });
+    // A server the kit looked at from outside (/proc, a JVM's stacks): what
+    // it found held, once the step ended.
+    var v = S.verdicts[S.stallStep];
+    if (!lines.length && v && v.seen && v.seen.length) {
+      lines = v.seen.slice(0, 3).map(function (l, i) { return div("heldline", (i ? "" : "seen from outside: ") + String(l)); });
+    }
+    w.replaceChildren.apply(w, lines);
     return Object.keys(S.conns).length > 0;
   }
   function draw5() {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -128,5 +129,42 @@ func TestStageNotRead(t *testing.T) {
 		if !strings.Contains(h, "not read") || strings.Contains(h, "777") || strings.Contains(h, "3 of 12") {
 			t.Errorf("screen %d: %q", sc.n, h)
 		}
+	}
+}
+
+// TestStageSeenFromOutside: a stall step of a server the kit looked at
+// from outside shows, once it ended, the threads it found held under the
+// grid, as text (thread names come from the server's process).
+func TestStageSeenFromOutside(t *testing.T) {
+	chrome, hub, srv := stageOnPage(t)
+	evil := `<img src=x onerror="window.pwned=1">`
+	hub.Add(stage.Hello{Loops: 4, Slots: 20, BlockMs: 5, StallBlockMs: 100, Conc: []int{4}, StallConns: 12,
+		ServersKind: map[string]string{"netty": "loop"}, Ceiling: map[string]float64{"netty": 800}, Engines: []string{"gnet"}, Rule: "the rule"})
+	hub.Add(stage.Step{ID: "stall-n", Phase: "stall", Server: "netty", Conc: 2, K: 2, Endpoint: "/slow", State: "start", Screen: 4, Workers: 4, Ceiling: 40})
+	for c := range 12 {
+		hub.Add(stage.Conn{ID: "stall-n", Conn: c, Loop: c / 3, Ms: 1, Stalled: c < 6})
+	}
+	hub.Add(stage.Step{ID: "stall-n", Phase: "stall", Server: "netty", Conc: 2, K: 2, Endpoint: "/slow", State: "end", Screen: 4, Workers: 4, Ceiling: 40,
+		Row: &stage.StepRow{Stall: &stage.Verdict{ID: "stall-n", Final: true, Judged: true, Stalled: 6, Conns: 12,
+			Seen: []string{"held in Thread.sleep at bystander.Protocol.block (Protocol.java:36): nioEventLoopGroup-3-2, " + evil,
+				"2 of 4 nioEventLoopGroup-3-* threads held; the other 2 free (waiting for work)"}}}})
+	hub.Add(stage.Screen{Screen: 4})
+	bctx, problems := browsertest.Open(t, chrome, 1600, 900)
+	if err := chromedp.Do(bctx, chromedp.Navigate(srv.URL+"/"), chromedp.WaitReady("#stage")); err != nil {
+		t.Fatal(err)
+	}
+	want := "window.stageState.screen === 4 && document.getElementById('heldat').textContent.indexOf('seen from outside: held in Thread.sleep at bystander.Protocol.block (Protocol.java:36): nioEventLoopGroup-3-2, <img') >= 0" +
+		" && document.getElementById('heldat').textContent.indexOf('2 of 4 nioEventLoopGroup-3-* threads held') >= 0"
+	if _, err := chromedp.Run(bctx, chromedp.Poll[bool](want, chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(10*time.Second))); err != nil {
+		h, _ := chromedp.Run(bctx, chromedp.Evaluate[string](`document.getElementById('heldat').textContent`))
+		t.Fatalf("the outside view is not under the grid (%v): %q; the page said %q", err, h, problems())
+	}
+	time.Sleep(300 * time.Millisecond)
+	if imgs, err := chromedp.Run(bctx, chromedp.Evaluate[int](`document.querySelectorAll('img').length + (window.pwned ? 1 : 0)`)); err != nil || imgs != 0 {
+		t.Fatalf("a thread name made markup or ran: %d %v", imgs, err)
+	}
+	shot, err := chromedp.Run(bctx, chromedp.CaptureScreenshot())
+	if err == nil && os.Getenv("STAGE_SHOT") != "" {
+		os.WriteFile(os.Getenv("STAGE_SHOT"), shot, 0o644)
 	}
 }

@@ -112,6 +112,10 @@ type Verdict struct {
 	Why     string `json:"why,omitempty"`
 	// Final: the step's end, as the tables and the report say it.
 	Final bool `json:"final,omitempty"`
+	// Seen is what the outside view found held in the step (a server the
+	// kit looked at from /proc and a JVM's stacks), a line each: the
+	// threads and where, then how many of each family.
+	Seen []string `json:"seen,omitempty"`
 }
 
 // Lag is one loop's largest lag in a window of the server's /lag stream.
