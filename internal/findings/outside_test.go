@@ -33,6 +33,9 @@ func TestOutsideRow(t *testing.T) {
 	}
 	var tables strings.Builder
 	f.WriteTables(&tables)
+	if got := row.DetectorText(); got != "none; from outside: 1 thread held (below)" {
+		t.Errorf("detector column %q", got)
+	}
 	if want := "k=1 s-loop: held in Thread.sleep at app.Handler.read (Handler.java:12): thread loop-1"; !strings.Contains(tables.String(), want) {
 		t.Errorf("the stall table lacks %q:\n%s", want, tables.String())
 	}

@@ -363,9 +363,15 @@ func (r StallRow) MachineText() string {
 }
 
 // DetectorText is the detector's column: the loops it saw blocked in
-// /slow and whether they were the blockers' loops, or why there is none.
+// /slow and whether they were the blockers' loops, or why there is none
+// (and, for a server seen from outside, how many threads the kit found
+// held).
 func (r StallRow) DetectorText() string {
 	if r.DetectorReps == 0 {
+		if r.Seen != nil { // no detector of its own: the kit looked from outside
+			n := len(r.Seen.Held)
+			return fmt.Sprintf("none; from outside: %d thread%s held (below)", n, map[bool]string{true: "", false: "s"}[n == 1])
+		}
 		if r.Step.Server.Kind == "loop" {
 			return "not streamed"
 		}
