@@ -39,6 +39,7 @@ func DumpJVM(ctx context.Context, pid int, limit time.Duration) *JVM {
 		return j
 	}
 	before, errB := safepoints(pid)
+	defer removeAttachFiles(attachFiles(pid))
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, path, strconv.Itoa(pid), "Thread.print")
@@ -72,6 +73,50 @@ func DumpJVM(ctx context.Context, pid int, limit time.Duration) *JVM {
 		j.PauseNs, j.Safepoints = max(j.PauseNs, 0), max(j.Safepoints, 0)
 	}
 	return j
+}
+
+// attachFiles are where jcmd asks process pid to start its attach
+// listener (HotSpot's .attach_pid file, in the process's working
+// directory, else its /tmp) and that are not there yet: a jcmd that gives
+// up (a process that is not a JVM, or does not answer in time) leaves its
+// file behind, in whatever directory the server was started from.
+func attachFiles(pid int) []string {
+	name := ".attach_pid" + nsPID(pid)
+	var out []string
+	for _, dir := range []string{fmt.Sprintf("/proc/%d/cwd", pid), fmt.Sprintf("/proc/%d/root/tmp", pid)} {
+		d, err := filepath.EvalSymlinks(dir) // the directory itself: the process may end meanwhile
+		if err != nil {
+			continue
+		}
+		if _, err := os.Lstat(filepath.Join(d, name)); err == nil {
+			continue // someone else's attach in progress: not ours to remove
+		}
+		out = append(out, filepath.Join(d, name))
+	}
+	return out
+}
+
+// removeAttachFiles removes those of the files that are regular files now.
+func removeAttachFiles(paths []string) {
+	for _, p := range paths {
+		if st, err := os.Lstat(p); err == nil && st.Mode().IsRegular() {
+			os.Remove(p)
+		}
+	}
+}
+
+// nsPID is process pid's id in its own PID namespace (the last NSpid of
+// its status), as the JVM names its files.
+func nsPID(pid int) string {
+	id := strconv.Itoa(pid)
+	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid)); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if f := strings.Fields(line); len(f) > 1 && f[0] == "NSpid:" {
+				id = f[len(f)-1]
+			}
+		}
+	}
+	return id
 }
 
 func firstLine(s string) string {
@@ -109,15 +154,7 @@ type spCounters struct{ time, sync, count, freq int64 }
 // file (hsperfdata, which every HotSpot JVM keeps unless -XX:-UsePerfData),
 // in the process's own /tmp.
 func safepoints(pid int) (spCounters, error) {
-	nspid := strconv.Itoa(pid)
-	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid)); err == nil {
-		for _, line := range strings.Split(string(b), "\n") {
-			if f := strings.Fields(line); len(f) > 1 && f[0] == "NSpid:" {
-				nspid = f[len(f)-1]
-			}
-		}
-	}
-	files, _ := filepath.Glob(fmt.Sprintf("/proc/%d/root/tmp/hsperfdata_*/%s", pid, nspid))
+	files, _ := filepath.Glob(fmt.Sprintf("/proc/%d/root/tmp/hsperfdata_*/%s", pid, nsPID(pid)))
 	if len(files) != 1 {
 		return spCounters{}, errors.New("outside: no hsperfdata file")
 	}

@@ -2,6 +2,7 @@ package outside
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -130,6 +131,7 @@ func TestDumpJVMFails(t *testing.T) {
 		t.Skip("jcmd is missing (it comes with the JDK)")
 	}
 	cmd := exec.Command("sleep", "30")
+	cmd.Dir = t.TempDir() // where jcmd asks a JVM to attach: it must leave nothing there
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -144,5 +146,12 @@ func TestDumpJVMFails(t *testing.T) {
 	j = DumpJVM(context.Background(), cmd.Process.Pid, time.Millisecond)
 	if !strings.Contains(j.Err, "did not answer within 1ms") || j.EndNs < j.StartNs {
 		t.Errorf("no time: %+v", j)
+	}
+	// jcmd asks for an attach with a file in the process's directory (or
+	// its /tmp); one that gave up leaves it there, in a user's tree.
+	left, _ := filepath.Glob(filepath.Join(cmd.Dir, ".attach_pid*"))
+	tmp, _ := filepath.Glob(fmt.Sprintf("/tmp/.attach_pid%d", cmd.Process.Pid))
+	if len(left)+len(tmp) > 0 {
+		t.Errorf("jcmd's attach files left behind: %q", append(left, tmp...))
 	}
 }
