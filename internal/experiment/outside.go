@@ -18,6 +18,9 @@ const (
 	outsideHeldLooks = 8
 	outsideEvery     = 40 * time.Millisecond
 	outsideDumpLimit = 1500 * time.Millisecond
+	// outsideRest is how long after a blocking call's due end its thread
+	// is given to be back at rest, beyond the call itself.
+	outsideRest = 200 * time.Millisecond
 )
 
 // outsideView looks at a server's threads from /proc (and a JVM's stacks)
@@ -36,6 +39,21 @@ func (r *runner) outsideView(srv *server, s Step) *outsideView {
 		return nil
 	}
 	return &outsideView{Trace: outside.New(s.Server.Name, pid, time.Time{}), jvm: outside.IsJVM(pid)}
+}
+
+// before looks at the server at rest, before the blockers come: once the
+// last call of the step before has ended. Its blockers stopped, but a loop
+// can still be inside the call they last asked for, up to block long: a
+// thread looked at then seems to have been held before they came (beside
+// 4 noisy neighbours, one of Netty's four loops at k=4 was, and was not
+// named).
+func (v *outsideView) before(ctx context.Context, block time.Duration) {
+	if v == nil {
+		return
+	}
+	sleepUntil(ctx, time.Now().Add(block+outsideRest))
+	v.LookBefore(ctx, outsideLooks, outsideEvery)
+	v.DumpJVMBefore(ctx, outsideDumpLimit)
 }
 
 // tail is how much longer the blockers hold for the view: its looks, and

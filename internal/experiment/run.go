@@ -657,10 +657,7 @@ func (r *runner) stall(ctx context.Context, srv *server, s Step, rel func(string
 	// The outside view looks at the server's threads before the blockers
 	// come (before the prober starts too: nothing is measured yet).
 	ov := r.outsideView(srv, s)
-	if ov != nil {
-		ov.LookBefore(ctx, outsideLooks, outsideEvery)
-		ov.DumpJVMBefore(ctx, outsideDumpLimit)
-	}
+	ov.before(ctx, time.Duration(s.Server.BlockNs))
 	pr, err := r.procs.start("gen", "prober", nil, pcArgs...)
 	if err != nil {
 		return err

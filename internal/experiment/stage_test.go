@@ -380,3 +380,18 @@ func TestVerdictSeen(t *testing.T) {
 		t.Errorf("a row not seen from outside: %q", v.Seen)
 	}
 }
+
+// TestOutsideLooksAtRest: the looks before the blockers come wait for the
+// step before's last blocking call to end: at least one call and the
+// rest after it.
+func TestOutsideLooksAtRest(t *testing.T) {
+	v := &outsideView{Trace: outside.New("self", os.Getpid(), time.Time{})}
+	began := time.Now()
+	v.before(context.Background(), 150*time.Millisecond)
+	first := time.Unix(0, v.Before[0].TimeNs)
+	if len(v.Before) != outsideLooks || first.Sub(began) < 150*time.Millisecond+outsideRest {
+		t.Errorf("%d looks, the first %s after the call began", len(v.Before), first.Sub(began))
+	}
+	var none *outsideView
+	none.before(context.Background(), time.Hour) // no view: no wait
+}
