@@ -28,9 +28,7 @@ func TestArtNetty(t *testing.T) {
 		}
 		t.Skip(m)
 	}
-	if _, err := exec.LookPath("jcmd"); err != nil {
-		t.Skip("jcmd is missing (it comes with the JDK)")
-	}
+	needJcmd(t)
 	dir := t.TempDir()
 	var cp []string
 	for _, j := range []string{"common", "buffer", "resolver", "transport", "codec", "codec-http"} {
@@ -127,9 +125,7 @@ func TestArtNetty(t *testing.T) {
 // TestDumpJVMFails: jcmd against a process that is not a JVM, or one that
 // does not answer in time, says so in one line and gives no stacks.
 func TestDumpJVMFails(t *testing.T) {
-	if _, err := exec.LookPath("jcmd"); err != nil {
-		t.Skip("jcmd is missing (it comes with the JDK)")
-	}
+	needJcmd(t)
 	cmd := exec.Command("sleep", "30")
 	cmd.Dir = t.TempDir() // where jcmd asks a JVM to attach: it must leave nothing there
 	if err := cmd.Start(); err != nil {
@@ -153,5 +149,17 @@ func TestDumpJVMFails(t *testing.T) {
 	tmp, _ := filepath.Glob(fmt.Sprintf("/tmp/.attach_pid%d", cmd.Process.Pid))
 	if len(left)+len(tmp) > 0 {
 		t.Errorf("jcmd's attach files left behind: %q", append(left, tmp...))
+	}
+}
+
+// needJcmd skips outside CI when the JDK's jcmd is missing; CI installs
+// it, so there it fails.
+func needJcmd(t *testing.T) {
+	t.Helper()
+	if _, err := exec.LookPath("jcmd"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("jcmd is missing in CI: .ci/run installs the JDK")
+		}
+		t.Skip("jcmd is missing (it comes with the JDK)")
 	}
 }
