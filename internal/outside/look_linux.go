@@ -133,7 +133,7 @@ func describeFD(base string, fd int, sockets *map[string]string) string {
 func tcpPeers(base string) map[string]string {
 	out := map[string]string{}
 	for _, name := range []string{"tcp", "tcp6"} {
-		b, err := os.ReadFile(base + "/net/" + name)
+		b, err := readCapped(base+"/net/"+name, maxProcFile)
 		if err != nil {
 			continue
 		}
