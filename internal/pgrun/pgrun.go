@@ -1,0 +1,315 @@
+// Package pgrun starts a private PostgreSQL for one run of the kit and
+// removes it after: Debian's postgresql package's binaries (under
+// /usr/lib/postgresql/N/bin, not on PATH), a data directory of its own in
+// temporary space, a free loopback port, trust authentication on loopback
+// only, and, when the run is root, an unprivileged user (PostgreSQL refuses
+// to run as root). It never touches the package's own cluster.
+//
+// The server is the run's child: it receives SIGQUIT (immediate shutdown)
+// when the run dies, even by SIGKILL, and the next run's Sweep stops any
+// instance whose run is gone and removes its directory, saying so.
+package pgrun
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Prefix names every instance's directory in os.TempDir().
+const Prefix = "bystander-pg-"
+
+// Install is what to run when PostgreSQL is missing.
+const Install = "apt-get install postgresql (Debian's package; or give --pg-url to use your own)"
+
+// ErrNotInstalled: no PostgreSQL binaries were found.
+var ErrNotInstalled = errors.New("pgrun: PostgreSQL is not installed: " + Install)
+
+// User is the database role the instance is created with.
+const User = "bystander"
+
+// Options are what an instance is started with.
+type Options struct {
+	// MaxConnections is the server's max_connections (default 100).
+	MaxConnections int
+	// Wait bounds the whole start (default 60 s).
+	Wait time.Duration
+}
+
+// Instance is a running private PostgreSQL.
+type Instance struct {
+	Dir     string // the instance's directory: data/, sock/, owner, log
+	Port    int
+	Version string // the binaries' major version, e.g. "15"
+	PID     int
+
+	cmd  *exec.Cmd
+	done chan struct{}
+	once sync.Once
+	err  error
+}
+
+// URL is a connection string for the instance, over loopback TCP.
+func (in *Instance) URL() string {
+	return fmt.Sprintf("postgres://%s@127.0.0.1:%d/postgres?sslmode=disable", User, in.Port)
+}
+
+// BinDir finds the newest PostgreSQL's binaries: Debian's
+// /usr/lib/postgresql/N/bin, else the directory of an initdb on PATH.
+func BinDir() (dir, version string, err error) {
+	matches, _ := filepath.Glob("/usr/lib/postgresql/*/bin/initdb")
+	sort.Slice(matches, func(i, j int) bool { return majorOf(matches[i]) > majorOf(matches[j]) })
+	for _, m := range matches {
+		d := filepath.Dir(m)
+		if isExec(filepath.Join(d, "postgres")) {
+			return d, strconv.Itoa(majorOf(m)), nil
+		}
+	}
+	if p, err := exec.LookPath("initdb"); err == nil && isExec(filepath.Join(filepath.Dir(p), "postgres")) {
+		return filepath.Dir(p), "", nil
+	}
+	return "", "", ErrNotInstalled
+}
+
+func majorOf(path string) int {
+	n, _ := strconv.Atoi(filepath.Base(filepath.Dir(filepath.Dir(path))))
+	return n
+}
+
+func isExec(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0
+}
+
+// Start creates and starts a private instance. It removes whatever it
+// created when it fails.
+func Start(ctx context.Context, o Options) (in *Instance, err error) {
+	if o.MaxConnections <= 0 {
+		o.MaxConnections = 100
+	}
+	if o.Wait <= 0 {
+		o.Wait = 60 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(ctx, o.Wait)
+	defer cancel()
+	bin, version, err := BinDir()
+	if err != nil {
+		return nil, err
+	}
+	cred, err := runAs()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", Prefix)
+	if err != nil {
+		return nil, fmt.Errorf("pgrun: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			os.RemoveAll(dir)
+		}
+	}()
+	if err := writeOwner(dir); err != nil {
+		return nil, err
+	}
+	// The directory is the run's; data/ and sock/ are the server's user's.
+	if err := os.Chmod(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("pgrun: %w", err)
+	}
+	for _, sub := range []string{"data", "sock"} {
+		p := filepath.Join(dir, sub)
+		if err := os.Mkdir(p, 0o700); err != nil {
+			return nil, fmt.Errorf("pgrun: %w", err)
+		}
+		if cred != nil {
+			if err := os.Chown(p, int(cred.Uid), int(cred.Gid)); err != nil {
+				return nil, fmt.Errorf("pgrun: %w", err)
+			}
+		}
+	}
+	data := filepath.Join(dir, "data")
+	initdb := exec.CommandContext(ctx, filepath.Join(bin, "initdb"), "-D", data, "-A", "trust", "-U", User,
+		"-E", "UTF8", "--locale=C", "--no-sync", "--no-instructions")
+	initdb.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGKILL}
+	initdb.Dir = "/"
+	if out, err := initdb.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("pgrun: initdb: %v: %s", err, lastLines(out, 6))
+	}
+	var lastErr error
+	for range 3 { // a port found free may be taken before the server binds it
+		in, lastErr = startServer(ctx, bin, dir, cred, o)
+		if lastErr == nil {
+			in.Version = version
+			return in, nil
+		}
+		if ctx.Err() != nil || !strings.Contains(lastErr.Error(), "could not bind") {
+			break
+		}
+	}
+	return nil, lastErr
+}
+
+// startServer starts postgres on a free port and waits until it answers.
+func startServer(ctx context.Context, bin, dir string, cred *syscall.Credential, o Options) (*Instance, error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	logPath := filepath.Join(dir, "log")
+	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("pgrun: %w", err)
+	}
+	defer logf.Close()
+	cmd := exec.Command(filepath.Join(bin, "postgres"), "-D", filepath.Join(dir, "data"), "-p", strconv.Itoa(port),
+		"-k", filepath.Join(dir, "sock"), "-c", "listen_addresses=127.0.0.1",
+		"-c", "max_connections="+strconv.Itoa(o.MaxConnections), "-c", "fsync=off", "-c", "synchronous_commit=off",
+		"-c", "full_page_writes=off", "-c", "autovacuum=off", "-c", "log_min_messages=warning")
+	// Its own process group (a terminal's Ctrl-C is the run's to handle,
+	// which stops it in order) and SIGQUIT when the run dies.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Setpgid: true, Pdeathsig: syscall.SIGQUIT}
+	cmd.Dir = "/"
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("pgrun: starting postgres: %w", err)
+	}
+	in := &Instance{Dir: dir, Port: port, PID: cmd.Process.Pid, cmd: cmd, done: make(chan struct{})}
+	go func() {
+		in.err = cmd.Wait()
+		close(in.done)
+	}()
+	for {
+		err := ping(ctx, in.URL())
+		if err == nil {
+			return in, nil
+		}
+		select {
+		case <-in.done:
+			b, _ := readCapped(logPath, 64<<10)
+			return nil, fmt.Errorf("pgrun: postgres exited (%v): %s", in.err, lastLines(b, 6))
+		case <-ctx.Done():
+			in.Stop()
+			return nil, fmt.Errorf("pgrun: postgres did not answer on 127.0.0.1:%d: %v", port, err)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// ping connects once and asks SELECT 1.
+func ping(ctx context.Context, url string) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	c, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return err
+	}
+	defer c.Close(context.Background())
+	_, err = c.Exec(ctx, "SELECT 1")
+	return err
+}
+
+// Stop shuts the instance down (fast shutdown, then immediate, then
+// SIGKILL) and removes its directory. It is safe to call twice.
+func (in *Instance) Stop() error {
+	if in == nil {
+		return nil
+	}
+	in.once.Do(func() {
+		stopProcess(in.cmd.Process, in.done)
+		if err := os.RemoveAll(in.Dir); err != nil {
+			in.err = fmt.Errorf("pgrun: removing %s: %w", in.Dir, err)
+			return
+		}
+		in.err = nil
+	})
+	return in.err
+}
+
+// stopProcess asks a postmaster to stop: SIGINT (fast: ends the sessions,
+// checkpoints), SIGQUIT after 5 s, SIGKILL after 5 s more; done closes
+// when it has exited.
+func stopProcess(p *os.Process, done <-chan struct{}) {
+	for _, step := range []struct {
+		sig   syscall.Signal
+		grace time.Duration
+	}{{syscall.SIGINT, 5 * time.Second}, {syscall.SIGQUIT, 5 * time.Second}, {syscall.SIGKILL, 5 * time.Second}} {
+		if p.Signal(step.sig) != nil {
+			break
+		}
+		select {
+		case <-done:
+			return
+		case <-time.After(step.grace):
+		}
+	}
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+	}
+}
+
+// runAs is who the server runs as: nil (the run's own user) unless the run
+// is root, then the postgres user the package creates (nobody without it).
+func runAs() (*syscall.Credential, error) {
+	if os.Geteuid() != 0 {
+		return nil, nil
+	}
+	for _, name := range []string{"postgres", "nobody"} {
+		u, err := user.Lookup(name)
+		if err != nil {
+			continue
+		}
+		uid, err1 := strconv.Atoi(u.Uid)
+		gid, err2 := strconv.Atoi(u.Gid)
+		if err1 == nil && err2 == nil && uid != 0 {
+			return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), NoSetGroups: true}, nil
+		}
+	}
+	return nil, errors.New("pgrun: running as root and no unprivileged user (postgres or nobody) to run PostgreSQL as")
+}
+
+// freePort is a loopback port nothing listens on now.
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("pgrun: no free loopback port: %w", err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// lastLines is the last n lines of b, on one line each, for an error.
+func lastLines(b []byte, n int) string {
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, " / ")
+}
+
+// readCapped reads at most max bytes of a file.
+func readCapped(path string, max int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var b bytes.Buffer
+	_, err = b.ReadFrom(io.LimitReader(f, max))
+	return b.Bytes(), err
+}

@@ -1,0 +1,173 @@
+package pgrun
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// needPostgres skips outside CI when PostgreSQL is missing; CI installs it,
+// so there a missing one fails.
+func needPostgres(t *testing.T) {
+	t.Helper()
+	if _, _, err := BinDir(); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("CI installs PostgreSQL: %v", err)
+		}
+		t.Skip(err)
+	}
+}
+
+func gone(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	return err != nil || strings.Contains(string(b), ") Z ")
+}
+
+// A private instance starts, answers pg_sleep over loopback TCP, and
+// leaves no process and no directory once stopped.
+func TestStartStop(t *testing.T) {
+	needPostgres(t)
+	in, err := Start(context.Background(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := pgx.Connect(ctx, in.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if _, err := c.Exec(ctx, "SELECT pg_sleep(0.02)"); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took < 20*time.Millisecond {
+		t.Errorf("pg_sleep(0.02) answered in %s", took)
+	}
+	var who string
+	if err := c.QueryRow(ctx, "SELECT current_user").Scan(&who); err != nil || who != User {
+		t.Errorf("current_user %q, %v", who, err)
+	}
+	c.Close(ctx)
+	if st, err := os.Stat(filepath.Join(in.Dir, "data")); err != nil || !st.IsDir() {
+		t.Fatalf("no data directory: %v", err)
+	}
+	pid := in.PID
+	if err := in.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if err := in.Stop(); err != nil {
+		t.Errorf("a second Stop: %v", err)
+	}
+	if !gone(pid) {
+		t.Errorf("postgres %d still runs after Stop", pid)
+	}
+	if _, err := os.Stat(in.Dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("%s left behind: %v", in.Dir, err)
+	}
+}
+
+// An instance whose run is gone is stopped and removed by the next run's
+// Sweep, which says so; a live run's instance is left alone.
+func TestSweepStopsALeftover(t *testing.T) {
+	needPostgres(t)
+	mine, err := Start(context.Background(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mine.Stop()
+	left, err := Start(context.Background(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer left.Stop()
+	// Make left's run a process that has ended.
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(left.Dir, ownerFile), fmt.Appendf(nil, "%d 1\n", dead.Process.Pid), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	said := Sweep()
+	if len(said) != 1 || !strings.Contains(said[0], left.Dir) || !strings.Contains(said[0], fmt.Sprintf("stopped its server (pid %d)", left.PID)) {
+		t.Errorf("Sweep said %q", said)
+	}
+	select {
+	case <-left.done:
+	case <-time.After(15 * time.Second):
+		t.Errorf("the leftover's postgres %d still runs after Sweep", left.PID)
+	}
+	if _, err := os.Stat(left.Dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("%s left behind: %v", left.Dir, err)
+	}
+	if err := ping(context.Background(), mine.URL()); err != nil {
+		t.Errorf("Sweep touched a live run's instance: %v", err)
+	}
+	if said := Sweep(); len(said) != 0 {
+		t.Errorf("a second Sweep found %q", said)
+	}
+}
+
+// A run killed outright (SIGKILL) takes its server with it (SIGQUIT from
+// the kernel); the next run's Sweep removes the directory and says so.
+func TestKilledRunLeavesNothingAfterSweep(t *testing.T) {
+	needPostgres(t)
+	if os.Getenv("PGRUN_HELPER") == "1" {
+		in, err := Start(context.Background(), Options{})
+		if err != nil {
+			fmt.Println("ERR", err)
+			os.Exit(1)
+		}
+		fmt.Println("DIR", in.Dir, in.PID)
+		time.Sleep(time.Minute)
+		os.Exit(0)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run", "^TestKilledRunLeavesNothingAfterSweep$")
+	cmd.Env = append(os.Environ(), "PGRUN_HELPER=1")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var dir string
+	var pid int
+	for {
+		var word string
+		if _, err := fmt.Fscan(out, &word); err != nil {
+			t.Fatalf("helper: %v", err)
+		}
+		if word == "DIR" {
+			fmt.Fscan(out, &dir, &pid)
+			break
+		}
+	}
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	deadline := time.Now().Add(15 * time.Second)
+	for !gone(pid) && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	said := Sweep()
+	if len(said) != 1 || !strings.Contains(said[0], dir) {
+		t.Errorf("Sweep said %q", said)
+	}
+	if !gone(pid) {
+		t.Errorf("postgres %d runs on", pid)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("%s left behind: %v", dir, err)
+	}
+}
