@@ -106,6 +106,7 @@ type Stats struct {
 	Engine     string             `json:"engine"`
 	BlockNs    int64              `json:"block_ns"`
 	BlockMode  string             `json:"block_mode"`
+	DBConns    int                `json:"db_conns,omitempty"` // --block-mode postgres: the database pool's connections
 	Refused    int64              `json:"refused_requests"`
 	Requests   []routeCount       `json:"requests_by_route"`
 	Goroutines int                `json:"goroutines"`
@@ -120,7 +121,7 @@ type routeCount struct {
 }
 
 func (s *server) stats() any {
-	st := Stats{Server: "goserver", Engine: s.opts.engine, BlockNs: int64(s.opts.Block), BlockMode: s.opts.BlockMode.String(),
+	st := Stats{Server: "goserver", Engine: s.opts.engine, BlockNs: int64(s.opts.Block), BlockMode: s.opts.BlockMode.String(), DBConns: s.opts.DBConns(),
 		Refused: s.refused.Load(), Goroutines: goroutines(), UptimeNs: int64(time.Since(s.started)), Process: proc.Self(),
 		Offload: map[string]float64{"workers": float64(s.pool.Workers()), "queued": float64(s.pool.Queued())}}
 	for _, r := range append([]protocol.Route{protocol.Unknown}, protocol.Routes...) {
@@ -138,9 +139,14 @@ func run(ctx context.Context, o options, ready func(addr, admin net.Addr)) error
 	if err != nil {
 		return serverflags.ListenError("goserver", o.Addr, err)
 	}
+	if err := o.OpenDB(ctx, "goserver"); err != nil {
+		ln.Close()
+		return err
+	}
+	defer o.CloseDB()
 	s := &server{opts: o, pool: offload.New(o.OffloadWorkers, o.OffloadQueue), started: time.Now()}
 	defer s.pool.Close()
-	s.routes = &routes.Server{Block: o.Block, Delay: o.Delay, MaxBlock: o.MaxBlock, Mode: o.BlockMode, Pool: s.pool}
+	s.routes = &routes.Server{Block: o.Block, Delay: o.Delay, MaxBlock: o.MaxBlock, Call: o.Call(), Pool: s.pool}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 

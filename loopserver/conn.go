@@ -34,8 +34,9 @@ type conn struct {
 	keepAlive    bool
 	minor        int
 	head         bool
-	ready        atomic.Bool  // the continuation is due: an orphan may be answered
-	blockedNs    atomic.Int64 // measured by the offload worker
+	ready        atomic.Bool            // the continuation is due: an orphan may be answered
+	blockedNs    atomic.Int64           // measured by the offload worker
+	blockErr     atomic.Pointer[string] // the offloaded call's failure (--block-mode postgres), as the answer's body
 
 	// What the timeout sweeper reads from its own goroutine.
 	lastActive   atomic.Int64 // unix ns of the last bytes read or answer written

@@ -116,6 +116,10 @@ func run(ctx context.Context, o options, ready func(addr, admin net.Addr)) error
 	if err := serverflags.CheckFree("loopserver", o.Addr); err != nil {
 		return err
 	}
+	if err := o.OpenDB(ctx, "loopserver"); err != nil {
+		return err
+	}
+	defer o.CloseDB()
 	s := newServer(o)
 	if o.started != nil {
 		o.started(s)

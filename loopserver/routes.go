@@ -4,7 +4,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/bystander-kit/bystander/internal/block"
 	"github.com/bystander-kit/bystander/internal/h1"
 	"github.com/bystander-kit/bystander/internal/protocol"
 )
@@ -61,7 +60,10 @@ func (s *server) handle(c *conn, req *h1.Request, out []byte) ([]byte, bool) {
 		if p.HasBlock {
 			d = p.Block
 		}
-		blocked := s.block(s.opts.BlockMode, d)
+		blocked, err := s.block(d)
+		if err != nil {
+			return s.reply(out, c, req, 503, protocol.ReasonDatabase(err), start), !req.KeepAlive
+		}
 		out = h1.AppendStatusLine(out, 200)
 		out = s.timing(out, c, start)
 		out = h1.AppendHeaderInt(out, protocol.HeaderBlockedNs, int64(blocked))
@@ -86,9 +88,14 @@ func (s *server) handle(c *conn, req *h1.Request, out []byte) ([]byte, bool) {
 	if p.HasBlock {
 		d = p.Block
 	}
-	mode := s.opts.BlockMode
+	call := s.opts.Call()
 	if err := s.pool.Submit(func() {
-		c.blockedNs.Store(int64(block.For(mode, d)))
+		blocked, err := call.For(d)
+		c.blockedNs.Store(int64(blocked))
+		if err != nil {
+			reason := protocol.ReasonDatabase(err)
+			c.blockErr.Store(&reason)
+		}
 		s.resume(c)
 	}); err != nil {
 		c.setPending(false)
@@ -152,14 +159,18 @@ func (s *server) finish(c *conn, out []byte) ([]byte, bool) {
 	if c.head {
 		req.Method = []byte("HEAD")
 	}
-	out = h1.AppendStatusLine(out, 200)
+	status, body := 200, c.route.Body()
+	if reason := c.blockErr.Swap(nil); reason != nil {
+		status, body = 503, *reason
+	}
+	out = h1.AppendStatusLine(out, status)
 	out = s.timing(out, c, c.handlerStart)
 	out = h1.AppendHeaderInt(out, protocol.HeaderContinuationStart, now)
 	out = h1.AppendHeaderInt(out, protocol.HeaderContinuationLoop, int64(ran))
 	if c.route == protocol.Offload {
 		out = h1.AppendHeaderInt(out, protocol.HeaderBlockedNs, c.blockedNs.Load())
 	}
-	return h1.AppendBody(out, c.route.Body(), &req, c.keepAlive), !c.keepAlive
+	return h1.AppendBody(out, body, &req, c.keepAlive), !c.keepAlive
 }
 
 func (s *server) timing(out []byte, c *conn, start int64) []byte {
@@ -173,10 +184,10 @@ func (s *server) reply(out []byte, c *conn, req *h1.Request, status int, body st
 	return h1.AppendBody(out, body, req, req.KeepAlive)
 }
 
-// block is the blocking call of /slow: block.For, or the test's.
-func (s *server) block(m block.Mode, d time.Duration) time.Duration {
+// block is the blocking call of /slow: the server's, or the test's.
+func (s *server) block(d time.Duration) (time.Duration, error) {
 	if s.opts.blockFor != nil {
-		return s.opts.blockFor(m, d)
+		return s.opts.blockFor(s.opts.BlockMode, d), nil
 	}
-	return block.For(m, d)
+	return s.opts.Call().For(d)
 }

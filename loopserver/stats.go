@@ -16,6 +16,7 @@ type Stats struct {
 	LoopsWanted    int           `json:"loops_configured"`
 	BlockNs        int64         `json:"block_ns"`
 	BlockMode      string        `json:"block_mode"`
+	DBConns        int           `json:"db_conns,omitempty"` // --block-mode postgres: the database pool's connections
 	BlockWarnNs    int64         `json:"block_warn_ns"`
 	LagIntervalNs  int64         `json:"lag_interval_ns"`
 	Detection      lag.Detection `json:"block_detection"`
@@ -59,6 +60,7 @@ func (s *server) stats() Stats {
 		LoopsWanted:    s.opts.loops,
 		BlockNs:        int64(s.opts.Block),
 		BlockMode:      s.opts.BlockMode.String(),
+		DBConns:        s.opts.DBConns(),
 		BlockWarnNs:    int64(s.opts.blockWarn),
 		LagIntervalNs:  int64(s.opts.lagInterval),
 		Detection:      s.mon.Detection(),

@@ -102,7 +102,7 @@ func newServer(o options) *server {
 		pool:    offload.New(o.OffloadWorkers, o.OffloadQueue),
 		started: time.Now(),
 	}
-	s.routes = &routes.Server{Block: o.Block, Delay: o.Delay, MaxBlock: o.MaxBlock, Mode: o.BlockMode, Pool: s.pool}
+	s.routes = &routes.Server{Block: o.Block, Delay: o.Delay, MaxBlock: o.MaxBlock, Call: o.Call(), Pool: s.pool}
 	return s
 }
 
@@ -217,6 +217,7 @@ type Stats struct {
 	SlotAcquisitions int64        `json:"slot_acquisitions"`
 	BlockNs          int64        `json:"block_ns"`
 	BlockMode        string       `json:"block_mode"`
+	DBConns          int          `json:"db_conns,omitempty"` // --block-mode postgres: the database pool's connections
 	OffloadWorkers   int          `json:"offload_workers"`
 	OffloadQueued    int          `json:"offload_queued"`
 	Refused          int64        `json:"refused_requests"`
@@ -241,7 +242,7 @@ func (s *server) stats() Stats {
 		SlotsBusy: s.slots.busy.Load(), QueueNow: s.slots.waiting.Load(), QueueMax: s.slots.maxWait.Load(),
 		LongestQueueNs: s.slots.longest.Load(), SlotAcquisitions: s.slots.acquires.Load(),
 		BlockNs: int64(s.opts.Block), BlockMode: s.opts.BlockMode.String(),
-		OffloadWorkers: s.pool.Workers(), OffloadQueued: s.pool.Queued(),
+		DBConns: s.opts.DBConns(), OffloadWorkers: s.pool.Workers(), OffloadQueued: s.pool.Queued(),
 		Refused: s.refused.Load(), UptimeNs: int64(time.Since(s.started)), Process: proc.Self(),
 	}
 	for _, r := range append([]protocol.Route{protocol.Unknown}, protocol.Routes...) {
@@ -260,6 +261,11 @@ func run(ctx context.Context, o options, ready func(addr, admin net.Addr)) error
 	if err != nil {
 		return serverflags.ListenError("poolserver", o.Addr, err)
 	}
+	if err := o.OpenDB(ctx, "poolserver"); err != nil {
+		ln.Close()
+		return err
+	}
+	defer o.CloseDB()
 	s := newServer(o)
 	defer s.pool.Close()
 	ctx, cancel := context.WithCancel(ctx)

@@ -1,6 +1,8 @@
 // Package block is the blocking call whose cost the kit measures: it holds the
-// calling goroutine for a duration in one of three ways and reports how long
+// calling goroutine for a duration in one of four ways and reports how long
 // it really held it, so a report can compute ceilings from the measured block.
+// The fourth is a real database call, SELECT pg_sleep(d) on a connection of
+// the server's pool (DB).
 package block
 
 import (
@@ -24,9 +26,14 @@ const (
 	Syscall
 	// Spin burns CPU until the time is up.
 	Spin
+	// Postgres asks a PostgreSQL server for SELECT pg_sleep(d) on a
+	// connection of the server's pool (DB), as a handler calling its
+	// database does: the caller waits in Go's netpoller for the answer,
+	// and for a free connection first when all are taken.
+	Postgres
 )
 
-var modeNames = [...]string{"sleep", "syscall", "spin"}
+var modeNames = [...]string{"sleep", "syscall", "spin", "postgres"}
 
 func (m Mode) String() string {
 	if m < 0 || int(m) >= len(modeNames) {
@@ -35,14 +42,14 @@ func (m Mode) String() string {
 	return modeNames[m]
 }
 
-// ParseMode reads "sleep", "syscall" or "spin".
+// ParseMode reads "sleep", "syscall", "spin" or "postgres".
 func ParseMode(s string) (Mode, error) {
 	for i, n := range modeNames {
 		if s == n {
 			return Mode(i), nil
 		}
 	}
-	return 0, fmt.Errorf("block: unknown mode %q (want sleep, syscall or spin)", s)
+	return 0, fmt.Errorf("block: unknown mode %q (want sleep, syscall, spin or postgres)", s)
 }
 
 // Set implements flag.Value.
@@ -56,7 +63,8 @@ func (m *Mode) Set(s string) error {
 }
 
 // For blocks the caller for d in mode m and returns the time it really took.
-// A zero or negative d returns at once.
+// A zero or negative d returns at once. Postgres needs a database: For
+// sleeps in its place (Call.For makes the database call).
 func For(m Mode, d time.Duration) time.Duration {
 	start := time.Now()
 	if d <= 0 {

@@ -91,6 +91,16 @@ const (
 	ReasonQueueFull = "offload queue full\n"
 )
 
+// ReasonDatabase is the body of a 503 whose blocking call (--block-mode
+// postgres) failed: the error on one line, at most 200 bytes.
+func ReasonDatabase(err error) string {
+	msg := strings.Join(strings.Fields(err.Error()), " ")
+	if len(msg) > 200 {
+		msg = strings.ToValidUTF8(msg[:200], "")
+	}
+	return msg + "\n"
+}
+
 // DefaultMaxBlock bounds ?block= and ?delay= unless a server is told otherwise.
 const DefaultMaxBlock = 10 * time.Second
 

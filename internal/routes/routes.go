@@ -17,10 +17,11 @@ import (
 )
 
 // Server is what a server was told: the blocks, the delay, their bound,
-// how the call blocks, and the offload pool of /offload.
+// the blocking call (how it blocks, and its database), and the offload
+// pool of /offload.
 type Server struct {
 	Block, Delay, MaxBlock time.Duration
-	Mode                   block.Mode
+	Call                   block.Call
 	Pool                   *offload.Pool
 }
 
@@ -72,13 +73,17 @@ func (s *Server) Serve(ctx context.Context, method, path, query []byte, start ti
 	case protocol.Fast:
 		return a.with(200, protocol.BodyFast)
 	case protocol.Slow:
-		blocked := block.For(s.Mode, blockFor)
+		blocked, err := s.Call.For(blockFor)
+		if err != nil {
+			return a.with(503, protocol.ReasonDatabase(err))
+		}
 		a.Headers = append(a.Headers, Header{protocol.HeaderBlockedNs, int64(blocked)})
 		return a.with(200, protocol.BodySlow)
 	}
 
 	var wait <-chan time.Time
-	var blocked chan int64
+	var blocked chan error
+	var blockedNs int64
 	if route == protocol.Async {
 		d := s.Delay
 		if p.HasDelay {
@@ -88,19 +93,23 @@ func (s *Server) Serve(ctx context.Context, method, path, query []byte, start ti
 		defer t.Stop()
 		wait = t.C
 	} else {
-		blocked = make(chan int64, 1)
-		mode := s.Mode
-		if err := s.Pool.Submit(func() { blocked <- int64(block.For(mode, blockFor)) }); err != nil {
+		blocked = make(chan error, 1)
+		call := s.Call
+		if err := s.Pool.Submit(func() {
+			d, err := call.For(blockFor)
+			blockedNs = int64(d) // read after the send below
+			blocked <- err
+		}); err != nil {
 			return a.with(503, protocol.ReasonQueueFull)
 		}
 	}
 	if slot != nil {
 		slot.Release()
 	}
-	var blockedNs int64
+	var blockErr error
 	select {
 	case <-wait:
-	case blockedNs = <-blocked:
+	case blockErr = <-blocked:
 	case <-ctx.Done():
 		return Answer{Gone: true}
 	}
@@ -110,6 +119,9 @@ func (s *Server) Serve(ctx context.Context, method, path, query []byte, start ti
 		}
 	}
 	a.Headers = append(a.Headers, Header{protocol.HeaderContinuationStart, time.Now().UnixNano()})
+	if blockErr != nil {
+		return a.with(503, protocol.ReasonDatabase(blockErr))
+	}
 	if route == protocol.Offload {
 		a.Headers = append(a.Headers, Header{protocol.HeaderBlockedNs, blockedNs})
 	}

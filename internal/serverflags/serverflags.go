@@ -4,6 +4,7 @@
 package serverflags
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -21,12 +22,16 @@ import (
 
 // Common are the flags both servers share.
 type Common struct {
-	Addr           string
-	Admin          string
-	Block          time.Duration
-	Delay          time.Duration
-	MaxBlock       time.Duration
-	BlockMode      block.Mode
+	Addr      string
+	Admin     string
+	Block     time.Duration
+	Delay     time.Duration
+	MaxBlock  time.Duration
+	BlockMode block.Mode
+	// DBURL and DBPool are the database of --block-mode postgres: where it
+	// is, and how many connections the server's pool holds.
+	DBURL          string
+	DBPool         int
 	OffloadWorkers int
 	OffloadQueue   int
 	// A connection is closed when it sent nothing for IdleTimeout between
@@ -37,6 +42,7 @@ type Common struct {
 	IdleTimeout   time.Duration
 	HeaderTimeout time.Duration
 	BodyTimeout   time.Duration
+	db            *block.DB // opened by OpenDB
 	// ReadyFile, when set, gets the server's ready file (internal/ready)
 	// once it accepts connections: where it listens and its PID.
 	ReadyFile string
@@ -47,7 +53,7 @@ func Defaults(addr, admin string) Common {
 	return Common{
 		Addr: addr, Admin: admin,
 		Block: 5 * time.Millisecond, Delay: 5 * time.Millisecond, MaxBlock: protocol.DefaultMaxBlock,
-		BlockMode: block.Syscall, OffloadWorkers: 200, OffloadQueue: 10000,
+		BlockMode: block.Syscall, DBPool: DefaultDBPool, OffloadWorkers: 200, OffloadQueue: 10000,
 		IdleTimeout: time.Minute, HeaderTimeout: 10 * time.Second, BodyTimeout: 10 * time.Second,
 	}
 }
@@ -58,7 +64,9 @@ func (c *Common) Register(fs *flag.FlagSet) {
 	fs.DurationVar(&c.Block, "block", c.Block, "how long /slow and /offload block (default of ?block=)")
 	fs.DurationVar(&c.Delay, "delay", c.Delay, "how long /async waits before its continuation (default of ?delay=)")
 	fs.DurationVar(&c.MaxBlock, "max-block", c.MaxBlock, "largest ?block= or ?delay= accepted; above it 400")
-	fs.Var(&c.BlockMode, "block-mode", "how the blocking call blocks: sleep (parks the goroutine), syscall (holds the OS thread in nanosleep), spin (burns CPU)")
+	fs.Var(&c.BlockMode, "block-mode", "how the blocking call blocks: sleep (parks the goroutine), syscall (holds the OS thread in nanosleep), spin (burns CPU), postgres (SELECT pg_sleep on a connection of the server's database pool: --db-url, --db-pool)")
+	fs.StringVar(&c.DBURL, "db-url", c.DBURL, "with --block-mode postgres: the PostgreSQL the blocking call asks (postgres://USER@HOST:PORT/DB)")
+	fs.IntVar(&c.DBPool, "db-pool", c.DBPool, "with --block-mode postgres: connections in the server's database pool, all opened at start (HikariCP's default: 10)")
 	fs.IntVar(&c.OffloadWorkers, "offload-workers", c.OffloadWorkers, "workers of the pool /offload runs the blocking call on")
 	fs.IntVar(&c.OffloadQueue, "offload-queue", c.OffloadQueue, "jobs that may wait for an offload worker; past it /offload answers 503")
 	fs.StringVar(&c.Admin, "admin", c.Admin, "admin listener for GET /stats, /metrics (Prometheus), /lag (the loop server's loop lag, streamed) and /debug/pprof (empty disables)")
@@ -77,7 +85,11 @@ func (c *Common) Announce(stdout, stderr io.Writer, prog, what string, addr, adm
 	if c.Admin != "" {
 		side = fmt.Sprintf("admin http://%s/stats", admin)
 	}
-	line := fmt.Sprintf("%s: listening on http://%s (%s, block %s %s, delay %s); %s", prog, addr, what, c.Block, c.BlockMode, c.Delay, side)
+	mode := c.BlockMode.String()
+	if c.BlockMode == block.Postgres {
+		mode = fmt.Sprintf("postgres, %d database connections", c.DBPool)
+	}
+	line := fmt.Sprintf("%s: listening on http://%s (%s, block %s %s, delay %s); %s", prog, addr, what, c.Block, mode, c.Delay, side)
 	fmt.Fprintln(stdout, line)
 	if c.ReadyFile == "" {
 		return
@@ -89,6 +101,47 @@ func (c *Common) Announce(stdout, stderr io.Writer, prog, what string, addr, adm
 	if err := ready.Write(c.ReadyFile, f); err != nil {
 		fmt.Fprintf(stderr, "--ready-file: %v\n", err)
 	}
+}
+
+// DefaultDBPool is --db-pool's default: HikariCP's, the pool in front of
+// most Java services' databases.
+const DefaultDBPool = 10
+
+// DBOpenWait bounds how long a server waits for its database at start.
+const DBOpenWait = 30 * time.Second
+
+// OpenDB makes the server's blocking call ready: for --block-mode postgres
+// it opens the database pool (every connection, within DBOpenWait), which
+// Call then uses; the caller closes it with CloseDB when it stops. In the
+// other modes it does nothing.
+func (c *Common) OpenDB(ctx context.Context, prog string) error {
+	if c.BlockMode != block.Postgres {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, DBOpenWait)
+	defer cancel()
+	db, err := block.OpenDB(ctx, c.DBURL, c.DBPool)
+	if err != nil {
+		return fmt.Errorf("%s: --db-url: %w", prog, err)
+	}
+	c.db = db
+	return nil
+}
+
+// CloseDB closes what OpenDB opened.
+func (c *Common) CloseDB() { c.db.Close() }
+
+// Call is the server's blocking call: its mode, and its database once
+// OpenDB opened it.
+func (c *Common) Call() block.Call { return block.Call{Mode: c.BlockMode, DB: c.db} }
+
+// DBConns is the database connections the blocking call can hold at once:
+// the pool's size with --block-mode postgres, else 0 (no such limit).
+func (c *Common) DBConns() int {
+	if c.BlockMode != block.Postgres {
+		return 0
+	}
+	return c.DBPool
 }
 
 // Bounds on what an operator may ask for: a server that takes seconds and
@@ -113,6 +166,10 @@ func (c *Common) Validate(prog string) error {
 		return fmt.Errorf("%s: --offload-workers %d: want 1 to %d", prog, c.OffloadWorkers, MaxOffloadWorkers)
 	case c.OffloadQueue < 0 || c.OffloadQueue > MaxOffloadQueue:
 		return fmt.Errorf("%s: --offload-queue %d: want 0 to %d", prog, c.OffloadQueue, MaxOffloadQueue)
+	case c.BlockMode == block.Postgres && c.DBURL == "":
+		return fmt.Errorf("%s: --block-mode postgres needs --db-url (the PostgreSQL to ask; ./run.sh --block-mode postgres starts one of its own)", prog)
+	case c.BlockMode == block.Postgres && (c.DBPool < 1 || c.DBPool > block.MaxDBConns):
+		return fmt.Errorf("%s: --db-pool %d: want 1 to %d", prog, c.DBPool, block.MaxDBConns)
 	case c.IdleTimeout < 0 || c.IdleTimeout > time.Hour:
 		return fmt.Errorf("%s: --idle-timeout %s: want 0 (never) to 1h", prog, c.IdleTimeout)
 	case c.HeaderTimeout < 0 || c.HeaderTimeout > time.Hour:

@@ -1,0 +1,116 @@
+package block
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Call is a server's blocking call: its mode and, for Postgres, the
+// database it asks.
+type Call struct {
+	Mode Mode
+	DB   *DB
+}
+
+// For makes the call for d and returns how long it held what it blocks:
+// the thread or goroutine, or for Postgres the database connection (from
+// the moment it had one: the wait for a free connection is not the call's
+// duration, it is the pool's queue). An error only comes from the database.
+func (c Call) For(d time.Duration) (time.Duration, error) {
+	if c.Mode != Postgres {
+		return For(c.Mode, d), nil
+	}
+	if c.DB == nil {
+		return 0, errors.New("block: postgres mode without a database")
+	}
+	return c.DB.Sleep(d)
+}
+
+// MaxDBConns bounds --db-pool: PostgreSQL's default max_connections is 100.
+const MaxDBConns = 1000
+
+// DBWait bounds how long a call waits for a free connection and its answer
+// beyond the block it asked for: a database that stopped answering fails
+// the request with a clear error instead of holding it for ever.
+const DBWait = 30 * time.Second
+
+// DB is a server's database: a pool of Conns connections, all opened when
+// the server starts (a pool that connects lazily would put the connect in
+// the first requests' block), which Postgres-mode calls take one at a time.
+type DB struct {
+	pool  *pgxpool.Pool
+	Conns int
+}
+
+// OpenDB connects conns connections to the PostgreSQL server at url and
+// checks that each answers, within ctx.
+func OpenDB(ctx context.Context, url string, conns int) (*DB, error) {
+	if conns < 1 || conns > MaxDBConns {
+		return nil, fmt.Errorf("database pool of %d connections: want 1 to %d", conns, MaxDBConns)
+	}
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("database URL: %w", err)
+	}
+	cfg.MaxConns, cfg.MinConns = int32(conns), int32(conns)
+	cfg.MaxConnIdleTime, cfg.MaxConnLifetime = 24*time.Hour, 24*time.Hour
+	cfg.HealthCheckPeriod = time.Minute
+	if cfg.ConnConfig.ConnectTimeout == 0 {
+		cfg.ConnConfig.ConnectTimeout = 5 * time.Second
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("database: %w", err)
+	}
+	// Take every connection at once: each is opened and asked once now.
+	held := make([]*pgxpool.Conn, 0, conns)
+	defer func() {
+		for _, c := range held {
+			c.Release()
+		}
+	}()
+	for range conns {
+		c, err := pool.Acquire(ctx)
+		if err == nil {
+			_, err = c.Exec(ctx, "SELECT 1")
+			held = append(held, c)
+		}
+		if err != nil {
+			pool.Close()
+			// pgx says each address it tried on a line of its own.
+			return nil, fmt.Errorf("database at %s:%d: %s", cfg.ConnConfig.Host, cfg.ConnConfig.Port, strings.Join(strings.Fields(err.Error()), " "))
+		}
+	}
+	return &DB{pool: pool, Conns: conns}, nil
+}
+
+// Sleep asks the database for SELECT pg_sleep(d) on a free connection and
+// returns how long the connection was held for it (the round trip
+// included, the wait for the connection not).
+func (db *DB) Sleep(d time.Duration) (time.Duration, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), d+DBWait)
+	defer cancel()
+	c, err := db.pool.Acquire(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("database: no connection within %s: %w", d+DBWait, err)
+	}
+	defer c.Release()
+	start := time.Now()
+	if _, err := c.Exec(ctx, "SELECT pg_sleep($1)", pgx.QueryExecModeCacheStatement, max(d, 0).Seconds()); err != nil {
+		return time.Since(start), fmt.Errorf("database: %w", err)
+	}
+	return time.Since(start), nil
+}
+
+// Close closes the connections.
+func (db *DB) Close() {
+	if db != nil {
+		db.pool.Close()
+	}
+}

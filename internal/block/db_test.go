@@ -1,0 +1,86 @@
+package block
+
+import (
+	"context"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/bystander-kit/bystander/internal/pgrun"
+)
+
+// privateDB starts a private PostgreSQL for the test (CI installs it:
+// there a missing one fails), removed at the end.
+func privateDB(t *testing.T) *pgrun.Instance {
+	t.Helper()
+	if _, _, err := pgrun.BinDir(); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("CI installs PostgreSQL: %v", err)
+		}
+		t.Skip(err)
+	}
+	in, err := pgrun.Start(context.Background(), pgrun.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { in.Stop() })
+	return in
+}
+
+// The Postgres mode holds a database connection for at least the block
+// asked, the pool's size bounds how many calls hold one at once (a second
+// ceiling: 6 calls of 50 ms on 2 connections take 150 ms at least), the
+// time reported is the connection's, not the wait for it, and a database
+// that went away fails the call with an error, at once.
+func TestPostgres(t *testing.T) {
+	in := privateDB(t)
+	db, err := OpenDB(context.Background(), in.URL(), 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	call := Call{Mode: Postgres, DB: db}
+	if d, err := call.For(20 * time.Millisecond); err != nil || d < 20*time.Millisecond {
+		t.Fatalf("one call: %s, %v", d, err)
+	}
+	const calls, block = 6, 50 * time.Millisecond
+	var wg sync.WaitGroup
+	held := make([]time.Duration, calls)
+	start := time.Now()
+	for i := range calls {
+		wg.Go(func() {
+			var err error
+			if held[i], err = call.For(block); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	took := time.Since(start)
+	if took < calls/2*block {
+		t.Errorf("%d calls of %s on 2 connections took %s: the pool did not bound them", calls, block, took)
+	}
+	for i, h := range held {
+		if h < block || h >= took {
+			t.Errorf("call %d held its connection %s (asked %s, all took %s)", i, h, block, took)
+		}
+	}
+	if _, err := OpenDB(context.Background(), in.URL(), 0); err == nil {
+		t.Error("a pool of 0 connections opened")
+	}
+	if err := in.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	start = time.Now()
+	if _, err := call.For(block); err == nil || !strings.HasPrefix(err.Error(), "database: ") {
+		t.Errorf("a call to a stopped database: %v", err)
+	}
+	if took := time.Since(start); took > DBWait {
+		t.Errorf("a call to a stopped database took %s", took)
+	}
+	if _, err := (Call{Mode: Postgres}).For(block); err == nil {
+		t.Error("postgres mode without a database: no error")
+	}
+}
