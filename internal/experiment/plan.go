@@ -6,6 +6,7 @@
 package experiment
 
 import (
+	"cmp"
 	"errors"
 	"flag"
 	"fmt"
@@ -22,6 +23,7 @@ import (
 	"github.com/bystander-kit/bystander/internal/client"
 	"github.com/bystander-kit/bystander/internal/findings"
 	"github.com/bystander-kit/bystander/internal/results"
+	"github.com/bystander-kit/bystander/internal/serverflags"
 )
 
 // The phases, in the order they run.
@@ -32,9 +34,13 @@ type Options struct {
 	Block      time.Duration
 	StallBlock time.Duration
 	BlockMode  string
-	Delay      time.Duration
-	Loops      int
-	Slots      int
+	// PGURL is the user's PostgreSQL for --block-mode postgres (empty: the
+	// run starts a private one); DBPool each Go server's connections to it.
+	PGURL  string
+	DBPool int
+	Delay  time.Duration
+	Loops  int
+	Slots  int
 	// ProbeInterval is the /fast bystander's; TraceCallers block /slow
 	// during the trace phase.
 	ProbeInterval time.Duration
@@ -72,6 +78,10 @@ type Options struct {
 	JVMWarmup time.Duration
 	Bin       string // where the kit's binaries are
 	Args      []string
+
+	// db is the database the servers ask with --block-mode postgres, once
+	// the run has it: its URL, and what it is in words.
+	dbURL, dbDesc string
 }
 
 // listFlag is a comma-separated flag value; empty only when allowed.
@@ -131,7 +141,7 @@ func (l intsFlag) Set(s string) error {
 func ParseFlags(args []string, stderr io.Writer, now time.Time) (Options, error) {
 	o := Options{
 		Block: 5 * time.Millisecond, StallBlock: 100 * time.Millisecond, BlockMode: "syscall", Delay: 5 * time.Millisecond,
-		Loops: 4, Slots: 200, ProbeInterval: 50 * time.Millisecond,
+		DBPool: serverflags.DefaultDBPool, Loops: 4, Slots: 200, ProbeInterval: 50 * time.Millisecond,
 		Conc: []int{4, 16, 64}, Duration: 5 * time.Second, Warmup: time.Second, SweepEndpoint: "/slow",
 		Engines: []string{"gnet"}, Servers: []string{"loop", "pool"}, Phases: slices.Clone(allPhases),
 		Repeat: 1, Bin: "bin", Args: args,
@@ -139,7 +149,11 @@ func ParseFlags(args []string, stderr io.Writer, now time.Time) (Options, error)
 	fs := flag.NewFlagSet("run.sh", flag.ContinueOnError)
 	fs.DurationVar(&o.Block, "block", o.Block, "the blocking call for sweep and offload")
 	fs.DurationVar(&o.StallBlock, "stall-block", o.StallBlock, "the blocking call for stall, trace and cliff (their story is waiting behind blocked workers)")
-	fs.StringVar(&o.BlockMode, "block-mode", o.BlockMode, "how the servers' blocking call blocks: syscall (holds the OS thread in nanosleep, as a JDBC read or Thread.sleep does), sleep (parks the goroutine), spin (burns CPU)")
+	fs.StringVar(&o.BlockMode, "block-mode", o.BlockMode, "how the servers' blocking call blocks: syscall (holds the OS thread in nanosleep, as a JDBC read or Thread.sleep does), sleep (parks the goroutine),\n"+
+		"spin (burns CPU), postgres (SELECT pg_sleep over a real PostgreSQL connection from a pool of --db-pool: the run starts a private\n"+
+		"PostgreSQL from Debian's postgresql package and removes it at the end, or uses --pg-url)")
+	fs.StringVar(&o.PGURL, "pg-url", "", "with --block-mode postgres: your own PostgreSQL (postgres://USER@HOST:PORT/DB) instead of a private one")
+	fs.IntVar(&o.DBPool, "db-pool", o.DBPool, "with --block-mode postgres: each server's database connections (HikariCP's default: 10): a second ceiling")
 	fs.DurationVar(&o.Delay, "delay", o.Delay, "the /async delay (stall and trace)")
 	fs.IntVar(&o.Loops, "loops", o.Loops, "event loops of the loop server; the stall phase places 3 /async connections on each")
 	fs.IntVar(&o.Slots, "slots", o.Slots, "worker slots of the pool server, and workers of the loop server's offload pool")
@@ -296,7 +310,13 @@ func (o *Options) validate() error {
 		return bad("--sweep-endpoint %q: want /slow or /offload", o.SweepEndpoint)
 	}
 	if _, err := block.ParseMode(o.BlockMode); err != nil {
-		return bad("--block-mode %q: want syscall, sleep or spin", o.BlockMode)
+		return bad("--block-mode %q: want syscall, sleep, spin or postgres", o.BlockMode)
+	}
+	if o.BlockMode != "postgres" && (o.PGURL != "" || o.DBPool != serverflags.DefaultDBPool) {
+		return bad("--pg-url and --db-pool go with --block-mode postgres")
+	}
+	if o.DBPool < 1 || o.DBPool > block.MaxDBConns {
+		return bad("--db-pool %d: want 1 to %d", o.DBPool, block.MaxDBConns)
 	}
 	for _, e := range o.Engines {
 		if !slices.Contains(LoopEngines, e) {
@@ -398,6 +418,13 @@ func (o Options) servers(block time.Duration) []Server {
 			out = append(out, Server{Name: k.name, Kind: "goroutine", Engine: k.name, BlockNs: int64(block)})
 		}
 	}
+	if o.BlockMode == "postgres" {
+		for i := range out {
+			if out[i].Engine != "netty" && out[i].Engine != "tomcat" {
+				out[i].DBConns = o.DBPool
+			}
+		}
+	}
 	for _, t := range o.Targets {
 		s := t.Server
 		s.BlockNs = int64(block)
@@ -481,6 +508,11 @@ func BuildPlan(o Options) Plan {
 				case s.Kind != "pool":
 					continue
 				}
+				// Behind fewer database connections, the pool that binds
+				// is theirs: its cliff is at their number.
+				if s.DBConns > 0 {
+					size = min(size, s.DBConns)
+				}
 				for _, pct := range findings.CliffShares {
 					add(Step{ID: fmt.Sprintf("cliff-%s-%dpct", s.Name, pct), Phase: phase, Server: s, Endpoint: "/slow",
 						Conc: max(1, size*pct/100), Variant: fmt.Sprintf("%d%%", pct), Duration: o.Duration, Warmup: o.Warmup})
@@ -540,6 +572,10 @@ func (p Plan) Describe(w io.Writer) {
 	}
 	for _, t := range o.Targets {
 		fmt.Fprintf(w, "  target %s at %s: %s\n", t.Name, t.URL, t.Server.Facts)
+	}
+	if o.BlockMode == "postgres" {
+		fmt.Fprintf(w, "  the Go servers' blocking call is SELECT pg_sleep on one of %s of their own (%s)\n",
+			findings.Plural(o.DBPool, "database connection"), cmp.Or(o.dbDesc, "PostgreSQL"))
 	}
 	if o.usesJava() {
 		fmt.Fprintf(w, "  the Java servers block with Thread.sleep (not --block-mode), and are loaded on every endpoint for %s after each\n"+

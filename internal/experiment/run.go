@@ -18,6 +18,7 @@ import (
 
 	"github.com/bystander-kit/bystander/internal/files"
 	"github.com/bystander-kit/bystander/internal/findings"
+	"github.com/bystander-kit/bystander/internal/pgrun"
 	"github.com/bystander-kit/bystander/internal/ready"
 	"github.com/bystander-kit/bystander/internal/results"
 )
@@ -63,6 +64,14 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) error {
 		}
 		return refused(err)
 	}
+	stopDB, err := startDB(ctx, &o, stdout)
+	if err != nil {
+		if ctx.Err() != nil {
+			return &exitError{code: 130, err: err}
+		}
+		return refused(err)
+	}
+	defer stopDB()
 	r := newRunner(o, procs, stdout)
 	defer r.procs.stopAll()
 	if o.Stage {
@@ -144,6 +153,9 @@ func preflight(ctx context.Context, o Options, stdout io.Writer) (*procs, error)
 	}
 	if err := buildJava(ctx, o, func(s string) { fmt.Fprintln(stdout, s) }); err != nil {
 		return nil, err
+	}
+	for _, line := range pgrun.Sweep() {
+		fmt.Fprintln(stdout, "bystander: "+line)
 	}
 	rdir, cleanReady, err := readyDir()
 	if err != nil {
@@ -286,7 +298,7 @@ func newRun(plan Plan, start time.Time) *results.Run {
 			BlockNs: int64(o.Block), StallBlockNs: int64(o.StallBlock), Conc: o.Conc, DurationNs: int64(o.Duration),
 			WarmupNs: int64(o.Warmup), Engines: o.Engines, Servers: o.Servers, Phases: o.Phases, Repeat: o.Repeat,
 			Pin: o.Pin, Quick: o.Quick, Args: o.Args, Loops: o.Loops, PoolSlots: o.Slots, ProbeEveryNs: int64(o.ProbeInterval),
-			BlockMode: o.BlockMode, OffloadWorkers: o.Slots, AsyncDelayNs: int64(o.Delay), StallConns: stallConnsPerLoop * o.Loops,
+			BlockMode: o.BlockMode, DBPool: dbPool(o), DB: o.dbDesc, OffloadWorkers: o.Slots, AsyncDelayNs: int64(o.Delay), StallConns: stallConnsPerLoop * o.Loops,
 			StallIntervalNs: int64(stallInterval), TraceCallers: o.TraceCallers, TraceConns: traceConnsPerLoop * o.Loops,
 			Targets: targetServers(o.Targets), SweepEndpoint: o.SweepEndpoint, Stage: o.Stage,
 		},

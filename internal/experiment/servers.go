@@ -96,6 +96,9 @@ func serverCommand(s Server, o Options, readyFile string) (string, []string) {
 	common := []string{"--addr", "127.0.0.1:0", "--ready-file", readyFile, "--block", time.Duration(s.BlockNs).String(),
 		"--delay", o.Delay.String(), "--offload-workers", strconv.Itoa(o.Slots)}
 	goServer := append(common, "--admin", "127.0.0.1:0", "--block-mode", o.BlockMode)
+	if o.BlockMode == "postgres" {
+		goServer = append(goServer, "--db-url", o.dbURL, "--db-pool", strconv.Itoa(o.DBPool))
+	}
 	switch s.Engine {
 	case "netty":
 		return filepath.Join("java", java.Launchers["netty"]), append(common, "--loops", strconv.Itoa(s.Workers))

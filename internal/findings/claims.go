@@ -17,6 +17,10 @@ type ServerSummary struct {
 	// the sweep's endpoint blocks on (an /offload sweep: the offload pool).
 	Workers      int `json:"workers"`
 	SweepWorkers int `json:"sweep_workers"`
+	// DBConns are its database connections (--block-mode postgres; 0:
+	// none); DBBound when they, fewer than its workers, are SweepWorkers.
+	DBConns int  `json:"db_conns,omitempty"`
+	DBBound bool `json:"db_bound,omitempty"`
 	// Block is the sweep's asked block; NominalCeiling SweepWorkers / Block;
 	// MeasuredBlock the median of what the server said it blocked (0: it
 	// did not say) and MeasuredCeiling SweepWorkers / MeasuredBlock.
@@ -30,8 +34,14 @@ type ServerSummary struct {
 // WorkersText is "4 loops", "200 slots", "1 loop", or "workers unknown".
 func (s ServerSummary) WorkersText() string {
 	switch {
+	case s.Kind == "goroutine" && s.DBConns > 0:
+		return fmt.Sprintf("a goroutine per connection or request, %d database connections", s.DBConns)
 	case s.Kind == "goroutine":
 		return "a goroutine per connection or request"
+	case s.DBConns > 0 && s.Kind == "loop":
+		return fmt.Sprintf("%d event loops, %d database connections", s.Workers, s.DBConns)
+	case s.DBConns > 0:
+		return fmt.Sprintf("%d slots, %d database connections", s.Workers, s.DBConns)
 	case s.Workers == 0:
 		return "workers unknown"
 	case s.Kind == "loop" && s.Workers == 1:
@@ -63,7 +73,10 @@ func (s ServerSummary) CeilingText() string {
 	if s.Kind == "loop" {
 		noun = "loop"
 	}
-	if s.SweepWorkers != s.Workers {
+	switch {
+	case s.DBBound:
+		noun = "database connection"
+	case s.SweepWorkers != s.Workers:
 		noun = "offload worker"
 	}
 	if s.SweepWorkers != 1 {
@@ -96,7 +109,7 @@ func serverSummaries(f *Findings) []ServerSummary {
 		if !ok {
 			i = len(out)
 			index[s.Name] = i
-			out = append(out, ServerSummary{Name: s.Name, Kind: s.Kind, External: s.External, Workers: s.Workers})
+			out = append(out, ServerSummary{Name: s.Name, Kind: s.Kind, External: s.External, Workers: s.Workers, DBConns: s.DBConns})
 		}
 		if !slices.Contains(out[i].Phases, g.Step.Phase) {
 			out[i].Phases = append(out[i].Phases, g.Step.Phase)
@@ -110,6 +123,7 @@ func serverSummaries(f *Findings) []ServerSummary {
 			}
 			out[i].Block = time.Duration(r.Step.Server.BlockNs)
 			out[i].SweepWorkers = WorkersOf(r.Step, f.Params.OffloadWorkers)
+			out[i].DBBound = DBBinds(r.Step, f.Params.OffloadWorkers)
 			block = append(block, r.MeasuredBlock...)
 		}
 		out[i].NominalCeiling = CeilingPerS(out[i].SweepWorkers, out[i].Block)

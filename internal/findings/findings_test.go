@@ -31,6 +31,9 @@ func TestBoundOf(t *testing.T) {
 	node := results.Server{Name: "node", Kind: "loop", Workers: 1, BlockNs: 5e6, External: true, OffloadWorkers: 32}
 	notMeasured := func(c *results.ServerCost) *results.ServerCost { c.ServerNotMeasured = true; return c }
 	ms5 := 5 * time.Millisecond
+	// --block-mode postgres: each server's 10 database connections.
+	dbPool, dbLoop, dbGo := pool, loop, results.Server{Name: "nethttp", Kind: "goroutine", BlockNs: 5e6, DBConns: 10}
+	dbPool.DBConns, dbLoop.DBConns = 10, 10
 	for _, tc := range []struct {
 		name    string
 		step    results.Step
@@ -76,6 +79,14 @@ func TestBoundOf(t *testing.T) {
 			notMeasured(cost(0, 0.6, 1.95)), "cpu", 0, false, true, []string{"workers not known"}, "the server's own share is not measured"},
 		{"a server that blocked its own default, not what was asked: said", results.Step{Server: loop, Conc: 64}, load(194, 330*time.Millisecond, 20600*time.Microsecond),
 			cost(0.1, 0.05, 0.2), "workers", 0, false, true, []string{"the server blocked 20.6ms where 5ms was asked (+312%)"}, "4 loops / 20.6ms measured block"},
+		{"200 slots behind 10 database connections: a pool of 10", results.Step{Server: dbPool, Conc: 64}, load(1850, 34594*time.Microsecond, 5300*time.Microsecond), cost(0.3, 0.2, 0.6),
+			"workers", 0.9805, false, true, nil, "workers: its 10 database connections (behind 200 slots) / 5.3ms measured block = 1887 req/s"},
+		{"4 loops in front of 10 connections: the loops bind", results.Step{Server: dbLoop, Conc: 64}, load(750, 85*time.Millisecond, 5300*time.Microsecond), cost(0.1, 0.05, 0.2),
+			"workers", 0.99375, false, true, nil, "workers: 4 loops / 5.3ms measured block = 755 req/s"},
+		{"the loop server's offload pool behind 10 connections", results.Step{Server: dbLoop, Conc: 64, Variant: "offloaded", Endpoint: "/offload"}, load(1850, 34594*time.Microsecond, 5300*time.Microsecond),
+			cost(0.3, 0.2, 0.6), "workers", 0.9805, false, true, nil, "its 10 database connections (behind 200 offload workers)"},
+		{"a goroutine per request behind 10 connections", results.Step{Server: dbGo, Conc: 64}, load(1850, 34594*time.Microsecond, 5300*time.Microsecond), cost(0.3, 0.2, 0.6),
+			"workers", 0.9805, false, true, nil, "its 10 database connections (behind a goroutine per request)"},
 		{"external offloaded: its own offload pool, not --slots", results.Step{Server: node, Conc: 64, Variant: "offloaded", Endpoint: "/offload"}, load(6300, 10150*time.Microsecond, ms5),
 			notMeasured(cost(0, 0.3, 1.0)), "workers", 0.984, false, true, nil, "32 offload workers / 5ms"},
 	} {
@@ -281,5 +292,29 @@ func TestCostOf(t *testing.T) {
 	}
 	if CostOf(m, nil) != nil {
 		t.Error("a cost without a load")
+	}
+}
+
+// Behind fewer database connections than workers, the ceiling is theirs,
+// in the summary, its words and the pages' label.
+func TestDatabaseCeiling(t *testing.T) {
+	pool := results.Server{Name: "pool", Kind: "pool", Workers: 200, BlockNs: 5e6, DBConns: 10}
+	loop := results.Server{Name: "loop-gnet", Kind: "loop", Workers: 4, BlockNs: 5e6, DBConns: 10}
+	for _, tc := range []struct {
+		step  results.Step
+		want  int
+		binds bool
+		text  string
+	}{
+		{results.Step{Server: pool, Endpoint: "/slow"}, 10, true, "10 database connections / 5ms = 2,000 req/s"},
+		{results.Step{Server: loop, Endpoint: "/slow"}, 4, false, "4 loops / 5ms = 800 req/s"},
+		{results.Step{Server: loop, Endpoint: "/offload"}, 10, true, "10 database connections / 5ms = 2,000 req/s"},
+	} {
+		if got := WorkersOf(tc.step, 200); got != tc.want || DBBinds(tc.step, 200) != tc.binds {
+			t.Errorf("%s %s: workers %d binds %v, want %d %v", tc.step.Server.Name, tc.step.Endpoint, got, DBBinds(tc.step, 200), tc.want, tc.binds)
+		}
+		if got := StepCeilingText(tc.step, 200); got != tc.text {
+			t.Errorf("%s %s: %q, want %q", tc.step.Server.Name, tc.step.Endpoint, got, tc.text)
+		}
 	}
 }

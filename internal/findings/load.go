@@ -78,7 +78,20 @@ type Bound struct {
 // WorkersOf is how many workers can make the step's blocking call at
 // once: the server's loops or slots, or for /offload the pool it offloads
 // to (the kit's: offloadWorkers; a --target's: its offload=, 0 unknown).
+// Behind a database pool (--block-mode postgres) it is the pool's
+// connections when they are fewer: a pool of 200 slots in front of 10
+// connections is a pool of 10 for the blocking call.
 func WorkersOf(s results.Step, offloadWorkers int) int {
+	w := workersAhead(s, offloadWorkers)
+	if DBBinds(s, offloadWorkers) {
+		return s.Server.DBConns
+	}
+	return w
+}
+
+// workersAhead are the workers in front of the database: the loops or
+// slots, or /offload's pool.
+func workersAhead(s results.Step, offloadWorkers int) int {
 	switch {
 	case s.Endpoint != "/offload":
 		return s.Server.Workers
@@ -86,6 +99,14 @@ func WorkersOf(s results.Step, offloadWorkers int) int {
 		return s.Server.OffloadWorkers
 	}
 	return offloadWorkers
+}
+
+// DBBinds says whether the step's database connections are fewer than the
+// workers in front of them (or those are unbounded: a goroutine per
+// request), so that they bound the blocking call.
+func DBBinds(s results.Step, offloadWorkers int) bool {
+	w := workersAhead(s, offloadWorkers)
+	return s.Server.DBConns > 0 && (s.Server.DBConns < w || (w == 0 && s.Server.Kind == "goroutine"))
 }
 
 // StepCeiling is the workers a step's blocking call can run on and their
@@ -99,7 +120,8 @@ func StepCeiling(s results.Step, offloadWorkers int) (int, float64) {
 // "4 loops / 5ms = 800 req/s", or "" when its workers are not known.
 func StepCeilingText(s results.Step, offloadWorkers int) string {
 	w, c := StepCeiling(s, offloadWorkers)
-	return ServerSummary{Kind: s.Server.Kind, Workers: s.Server.Workers, SweepWorkers: w, Block: time.Duration(s.Server.BlockNs), NominalCeiling: c}.CeilingText()
+	return ServerSummary{Kind: s.Server.Kind, Workers: s.Server.Workers, SweepWorkers: w, DBConns: s.Server.DBConns, DBBound: DBBinds(s, offloadWorkers),
+		Block: time.Duration(s.Server.BlockNs), NominalCeiling: c}.CeilingText()
 }
 
 // BoundOf decides what bounds a measurement from its load result and the
@@ -181,8 +203,17 @@ func (b *Bound) workersOf(s results.Step, l *results.Load, offloadWorkers int) (
 		what = fmt.Sprintf("%d slots", workers)
 	}
 	if s.Endpoint == "/offload" {
-		workers = WorkersOf(s, offloadWorkers)
+		workers = workersAhead(s, offloadWorkers)
 		what = fmt.Sprintf("%d offload workers", workers)
+	}
+	if DBBinds(s, offloadWorkers) {
+		behind := what
+		if s.Server.Kind == "goroutine" {
+			behind = "a goroutine per request"
+		}
+		workers, what = s.Server.DBConns, fmt.Sprintf("its %d database connections (behind %s)", s.Server.DBConns, behind)
+		b.NominalCeiling = CeilingPerS(workers, time.Duration(s.Server.BlockNs))
+		return workers, what
 	}
 	if workers == 0 && s.Server.Kind != "goroutine" { // a goroutine server has none to know: its classification says what holds it
 		b.Notes = append(b.Notes, "workers not known (a --target without loops=, workers= or offload=): no workers ceiling")

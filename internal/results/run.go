@@ -74,8 +74,14 @@ type RunParams struct {
 	Loops        int      `json:"loops"`
 	PoolSlots    int      `json:"pool_slots"`
 	ProbeEveryNs int64    `json:"probe_interval_ns"`
-	// BlockMode is how the servers' blocking call blocks: syscall, sleep or spin.
-	BlockMode      string `json:"block_mode"`
+	// BlockMode is how the servers' blocking call blocks: syscall, sleep,
+	// spin or postgres.
+	BlockMode string `json:"block_mode"`
+	// DBPool and DB, with --block-mode postgres: each Go server's database
+	// connections, and which PostgreSQL answered ("PostgreSQL 15.18, private
+	// to the run" or "PostgreSQL 16.2 at --pg-url").
+	DBPool         int    `json:"db_pool,omitempty"`
+	DB             string `json:"db,omitempty"`
 	OffloadWorkers int    `json:"offload_workers"`
 	AsyncDelayNs   int64  `json:"async_delay_ns"`
 	// The stall phase: StallConns /async connections, each probed every
@@ -213,6 +219,9 @@ type Server struct {
 	Engine  string `json:"engine"`  // gnet | evio | ""
 	Workers int    `json:"workers"` // loops or slots; 0 when not known
 	BlockNs int64  `json:"block_ns"`
+	// DBConns are the database connections its blocking call can hold at
+	// once (--block-mode postgres: its pool's size); 0 when it calls none.
+	DBConns int `json:"db_conns,omitempty"`
 	// External servers: where (the base URL), the PID when given (0: the
 	// server's own cost is not measured), the offload pool's workers when
 	// given, and how the loops or workers were learned.

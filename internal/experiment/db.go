@@ -1,0 +1,83 @@
+package experiment
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/bystander-kit/bystander/internal/block"
+	"github.com/bystander-kit/bystander/internal/pgrun"
+	"github.com/jackc/pgx/v5"
+)
+
+// startDB gets the database of --block-mode postgres: the user's
+// (--pg-url), checked once, or a private PostgreSQL the run starts and
+// stopDB removes (also on Ctrl-C and failures: Run defers it). It sets
+// o.dbURL and o.dbDesc. Without --block-mode postgres it does nothing.
+func startDB(ctx context.Context, o *Options, stdout io.Writer) (stopDB func(), err error) {
+	stopDB = func() {}
+	if o.BlockMode != "postgres" {
+		return stopDB, nil
+	}
+	if o.PGURL != "" {
+		version, err := serverVersion(ctx, o.PGURL)
+		if err != nil {
+			return stopDB, fmt.Errorf("run.sh: --pg-url: %w", err)
+		}
+		o.dbURL, o.dbDesc = o.PGURL, fmt.Sprintf("PostgreSQL %s at --pg-url", version)
+		return stopDB, nil
+	}
+	// Each server holds its pool's connections; a few more for whoever else
+	// asks (psql while the run goes, the check below).
+	in, err := pgrun.Start(ctx, pgrun.Options{MaxConnections: max(100, 2*o.DBPool+10)})
+	if err != nil {
+		if errors.Is(err, pgrun.ErrNotInstalled) {
+			return stopDB, fmt.Errorf("run.sh: --block-mode postgres needs PostgreSQL: %s", pgrun.Install)
+		}
+		return stopDB, fmt.Errorf("run.sh: starting a private PostgreSQL: %w", err)
+	}
+	stopDB = func() {
+		if err := in.Stop(); err != nil {
+			fmt.Fprintf(stdout, "bystander: the private PostgreSQL: %v\n", err)
+		}
+	}
+	version, err := serverVersion(ctx, in.URL())
+	if err != nil {
+		stopDB()
+		return func() {}, fmt.Errorf("run.sh: the private PostgreSQL: %w", err)
+	}
+	o.dbURL, o.dbDesc = in.URL(), fmt.Sprintf("PostgreSQL %s, private to the run", version)
+	fmt.Fprintf(stdout, "bystander: started a private PostgreSQL %s on 127.0.0.1:%d (data in %s; removed when the run ends)\n", version, in.Port, in.Dir)
+	return stopDB, nil
+}
+
+// serverVersion asks a PostgreSQL its version, within 10 s.
+func serverVersion(ctx context.Context, url string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	c, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return "", err
+	}
+	defer c.Close(context.Background())
+	var v string
+	if err := c.QueryRow(ctx, "SHOW server_version").Scan(&v); err != nil {
+		return "", err
+	}
+	// "15.18 (Debian 15.18-0+deb12u1)": the number says it.
+	if f := strings.Fields(v); len(f) > 0 && len(f[0]) <= 20 {
+		return f[0], nil
+	}
+	return "", fmt.Errorf("server_version %q: not a version", v)
+}
+
+// dbPool is the run's --db-pool when its servers call a database.
+func dbPool(o Options) int {
+	if o.BlockMode != block.Postgres.String() {
+		return 0
+	}
+	return o.DBPool
+}

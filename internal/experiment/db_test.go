@@ -1,0 +1,154 @@
+package experiment
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/bystander-kit/bystander/internal/findings"
+	"github.com/bystander-kit/bystander/internal/pgrun"
+	"github.com/bystander-kit/bystander/internal/results"
+)
+
+func needPostgres(t *testing.T) {
+	t.Helper()
+	if _, _, err := pgrun.BinDir(); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("CI installs PostgreSQL: %v", err)
+		}
+		t.Skip(err)
+	}
+}
+
+// privateDir finds the private PostgreSQL's directory a run said it
+// started, and checks that neither it nor a process serving it is left.
+var startedLine = regexp.MustCompile(`started a private PostgreSQL \S+ on 127\.0\.0\.1:\d+ \(data in (\S+);`)
+
+func leftNothing(t *testing.T, stdout string) {
+	t.Helper()
+	m := startedLine.FindStringSubmatch(stdout)
+	if m == nil {
+		t.Fatalf("the run did not say where its PostgreSQL was:\n%s", stdout)
+	}
+	dir := m[1]
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("%s left behind: %v", dir, err)
+	}
+	if p := processesWith(filepath.Join(dir, "data")); len(p) > 0 {
+		t.Errorf("postgres serving %s runs on: %v", dir, p)
+	}
+}
+
+// TestPostgresMode runs the loop and pool servers with --block-mode
+// postgres on a private PostgreSQL: the loops' stalls stay exact, the
+// pool is bound by its database connections (never above 10 / the
+// measured block, where its 200 slots would allow 16 / block), its cliff
+// runs at shares of the 10, and nothing of the database is left after.
+func TestPostgresMode(t *testing.T) {
+	needPostgres(t)
+	bin := kit(t)
+	out := filepath.Join(t.TempDir(), "run")
+	o, err := ParseFlags([]string{"--quick", "--duration", "1s", "--warmup", "300ms", "--out", out, "--bin", bin, "--block-mode", "postgres",
+		"--phases", "sweep,stall,cliff", "--conc", "16"}, os.Stderr, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stdout bytes.Buffer
+	if code := runCode(context.Background(), o, &stdout, &stdout); code != 0 {
+		t.Fatalf("exit %d\n%s", code, stdout.String())
+	}
+	leftNothing(t, stdout.String())
+	run, err := results.ReadRun(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	noOrphans(t, run)
+	if run.Params.BlockMode != "postgres" || run.Params.DBPool != 10 || !strings.Contains(run.Params.DB, "private to the run") {
+		t.Errorf("run.json: mode %q pool %d db %q", run.Params.BlockMode, run.Params.DBPool, run.Params.DB)
+	}
+	f := findings.Compute(out, run)
+	exactOrTooBusy(t, f)
+	var pool int
+	for _, r := range f.Sweep {
+		if r.Step.Server.Name != "pool" {
+			continue
+		}
+		pool++
+		b := r.Bound()
+		if b == nil || !b.BlockMeasured {
+			t.Fatalf("%s: no measured block: %+v", r.Step.ID, b)
+		}
+		// Little's law on the connections: at most 10 held at once.
+		if limit := 1.05 * findings.CeilingPerS(10, b.MeasuredBlock); r.Throughput.Median() > limit {
+			t.Errorf("%s: %.0f req/s above 10 connections / %s = %.0f", r.Step.ID, r.Throughput.Median(), b.MeasuredBlock, limit/1.05)
+		}
+		if b.Kind == "workers" && !strings.Contains(b.Text, "its 10 database connections (behind 200 slots)") {
+			t.Errorf("%s: bound by workers, not said to be the database's: %s", r.Step.ID, b.Text)
+		}
+		t.Logf("%s: %.0f req/s; %s", r.Step.ID, r.Throughput.Median(), b.Line())
+	}
+	if pool == 0 {
+		t.Error("the pool's sweep is missing")
+	}
+	var cliff []int
+	for _, m := range run.Measurements {
+		if m.Phase == "cliff" && m.Server.Name == "pool" {
+			cliff = append(cliff, m.Conc)
+		}
+	}
+	if want := []int{6, 10, 15}; !slices.Equal(cliff, want) {
+		t.Errorf("the pool's cliff at %v callers, want %v (shares of its 10 connections)", cliff, want)
+	}
+	if s := f.Server("pool"); !s.DBBound || s.SweepWorkers != 10 || !strings.HasPrefix(s.CeilingText(), "10 database connections / 5ms") {
+		t.Errorf("the pool's summary: %+v %q", s, s.CeilingText())
+	}
+}
+
+// TestPostgresInterrupted: Ctrl-C (SIGINT to the terminal's process group)
+// during a run with a private PostgreSQL stops and removes it.
+func TestPostgresInterrupted(t *testing.T) {
+	needPostgres(t)
+	bin := kit(t)
+	out := filepath.Join(t.TempDir(), "run")
+	cmd := exec.Command(filepath.Join(bin, "experiment"), "--bin", bin, "--quick", "--block-mode", "postgres", "--phases", "sweep", "--conc", "4,8", "--out", out)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	var stdout bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stdout
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if run, err := results.ReadRun(out); err == nil && run.Measurements[0].Status == "ok" {
+			break
+		}
+		if time.Now().After(deadline) {
+			_ = cmd.Process.Kill()
+			t.Fatalf("no measurement finished within 60 s\n%s", stdout.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGINT)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 130 {
+			t.Errorf("exit %v, want 130", err)
+		}
+	case <-time.After(30 * time.Second):
+		_ = cmd.Process.Kill()
+		t.Fatalf("still running 30 s after Ctrl-C\n%s", stdout.String())
+	}
+	leftNothing(t, stdout.String())
+}
