@@ -4,17 +4,22 @@ package examples
 
 import (
 	"context"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/bystander-kit/bystander/examples/java"
 	"github.com/bystander-kit/bystander/internal/conform"
+	"github.com/bystander-kit/bystander/internal/pgrun"
 	"github.com/bystander-kit/bystander/internal/ready"
 	"github.com/bystander-kit/bystander/internal/wiretest"
+	"github.com/jackc/pgx/v5"
 )
 
 // Need returns the path of an interpreter, or skips the test outside CI
@@ -188,4 +193,75 @@ func TestGoConforms(t *testing.T) {
 		t.Fatalf("OK %v, loops %d (want 0: no event loops)", r.OK(), r.Loops)
 	}
 	badFlags(t, bin, "--addr=127.0.0.1:0")
+}
+
+// TestJavaDatabase: with --db-url the Java servers' blocking call is
+// SELECT pg_sleep on a HikariCP connection of a real PostgreSQL, on /slow
+// and /offload, and X-Blocked-Ns is the call's.
+func TestJavaDatabase(t *testing.T) {
+	javaServers(t)
+	if m := java.MissingDB(); m != "" {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("%s: .ci/run installs them", m)
+		}
+		t.Skip(m)
+	}
+	if _, _, err := pgrun.BinDir(); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("CI installs PostgreSQL: %v", err)
+		}
+		t.Skip(err)
+	}
+	db, err := pgrun.Start(context.Background(), pgrun.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Stop()
+	jdbc, err := java.JDBCURL(db.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, name := range []string{"netty", "tomcat"} {
+		f := startJava(t, name, "--db-url", jdbc, "--db-pool", "2")
+		for _, path := range []string{"/slow?block=30ms", "/offload?block=30ms"} {
+			resp, err := http.Get("http://" + f.Addr + path)
+			if err != nil {
+				t.Fatalf("%s %s: %v", name, path, err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			blocked, _ := strconv.ParseInt(resp.Header.Get("X-Blocked-Ns"), 10, 64)
+			if resp.StatusCode != 200 || blocked < int64(30*time.Millisecond) {
+				t.Errorf("%s %s: %d %q, X-Blocked-Ns %d", name, path, resp.StatusCode, body, blocked)
+			}
+		}
+		c, err := pgx.Connect(context.Background(), db.URL())
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The calls were the database's: each server's pool holds its 2
+		// connections, and one of them at least last asked pg_sleep.
+		var conns, slept int
+		err = c.QueryRow(context.Background(), "SELECT count(*), count(*) FILTER (WHERE query LIKE 'SELECT pg_sleep%') FROM pg_stat_activity WHERE application_name = 'PostgreSQL JDBC Driver'").Scan(&conns, &slept)
+		c.Close(context.Background())
+		if err != nil || conns != 2*(i+1) || slept < i+1 {
+			t.Errorf("%s: %d JDBC connections, %d last in pg_sleep (%v); want %d, %d at least", name, conns, slept, err, 2*(i+1), i+1)
+		}
+	}
+}
+
+func TestJDBCURL(t *testing.T) {
+	for in, want := range map[string]string{
+		"postgres://bystander@127.0.0.1:5432/postgres?sslmode=disable": "jdbc:postgresql://127.0.0.1:5432/postgres?sslmode=disable&user=bystander",
+		"postgresql://u:p%40ss@[::1]:6543/db":                          "jdbc:postgresql://[::1]:6543/db?password=p%40ss&user=u",
+	} {
+		if got, err := java.JDBCURL(in); err != nil || got != want {
+			t.Errorf("%s: %q %v, want %q", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"mysql://x@h/db", "127.0.0.1:5432", "postgres:///db"} {
+		if got, err := java.JDBCURL(bad); err == nil {
+			t.Errorf("%s: %q, want an error", bad, got)
+		}
+	}
 }

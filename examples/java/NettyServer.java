@@ -58,6 +58,8 @@ public final class NettyServer {
             "  --delay            the /async delay unless ?delay= says (default 5ms)",
             "  --offload-workers  threads of the pool /offload blocks on (default 200)",
             "  --ready-file       write {addr, pid, ...} as JSON here once it listens (for the kit)",
+            "  --db-url           a JDBC URL: the blocking call is SELECT pg_sleep on a HikariCP connection (default: Thread.sleep)",
+            "  --db-pool          the HikariCP pool's connections, all opened at start (default 10)",
             "Durations are Go durations: 5ms, 250us, 1.5s.");
 
     private static long defaultBlock, defaultDelay;
@@ -66,7 +68,8 @@ public final class NettyServer {
 
     public static void main(String[] args) throws Exception {
         Protocol.Flags f = new Protocol.Flags("NettyServer", USAGE, Map.of(
-                "addr", "127.0.0.1:8091", "loops", "4", "block", "5ms", "delay", "5ms", "offload-workers", "200", "ready-file", ""));
+                "addr", "127.0.0.1:8091", "loops", "4", "block", "5ms", "delay", "5ms", "offload-workers", "200", "ready-file", "",
+                "db-url", "", "db-pool", "10"));
         f.parse(args);
         String[] addr = f.addr();
         int n = f.count("loops", 1, 256);
@@ -74,6 +77,7 @@ public final class NettyServer {
         defaultBlock = f.durationNs("block");
         defaultDelay = f.durationNs("delay");
         offloadPool = new ThreadPoolExecutor(workers, workers, 60, TimeUnit.SECONDS, new ArrayBlockingQueue<>(10_000));
+        if (!f.string("db-url").isEmpty()) Protocol.openDB("NettyServer", f.string("db-url"), f.count("db-pool", 1, 1000));
 
         NioEventLoopGroup boss = new NioEventLoopGroup(1), group = new NioEventLoopGroup(n);
         // The group hands channels to its loops in turn (Netty's chooser is round-robin), so any 4k consecutive
@@ -229,6 +233,10 @@ public final class NettyServer {
                         return;
                     case "/slow": {
                         long blocked = Protocol.block(Protocol.duration(query, "block", defaultBlock)); // holds this loop
+                        if (blocked == Protocol.DB_FAILED) {
+                            answer(ctx, req, HttpResponseStatus.SERVICE_UNAVAILABLE, Protocol.DB_FAILED_BODY, start, loop, null);
+                            return;
+                        }
                         answer(ctx, req, HttpResponseStatus.OK, Protocol.SLOW, start, loop, r -> r.headers().set("X-Blocked-Ns", blocked));
                         return;
                     }
@@ -262,8 +270,10 @@ public final class NettyServer {
                                 ctx.executor().execute(() -> {
                                     try {
                                         long cs = Protocol.nowNs();
-                                        answer(ctx, kept, HttpResponseStatus.OK, Protocol.OFFLOAD, start, loop, r -> {
-                                            r.headers().set("X-Blocked-Ns", blocked);
+                                        boolean failed = blocked == Protocol.DB_FAILED;
+                                        answer(ctx, kept, failed ? HttpResponseStatus.SERVICE_UNAVAILABLE : HttpResponseStatus.OK,
+                                                failed ? Protocol.DB_FAILED_BODY : Protocol.OFFLOAD, start, loop, r -> {
+                                            if (!failed) r.headers().set("X-Blocked-Ns", blocked);
                                             r.headers().set("X-Continuation-Start", cs);
                                             r.headers().set("X-Continuation-Loop", currentLoop());
                                         });

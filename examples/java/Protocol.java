@@ -31,6 +31,7 @@ final class Protocol {
      * really took, in ns (X-Blocked-Ns).
      */
     static long block(long ns) {
+        if (db != null) return dbBlock(ns);
         long t0 = System.nanoTime(), end = t0 + ns;
         try {
             if (ns >= 1_000_000L) Thread.sleep(ns / 1_000_000L);
@@ -41,6 +42,69 @@ final class Protocol {
             LockSupport.parkNanos(left);
         }
         return System.nanoTime() - t0;
+    }
+
+    /** With --db-url: the database pool (HikariCP) whose connections the blocking call asks SELECT pg_sleep on. */
+    private static javax.sql.DataSource db;
+
+    /** block's answer when the database call failed: the server answers 503 with DB_FAILED_BODY. */
+    static final long DB_FAILED = -1;
+
+    static final String DB_FAILED_BODY = "database: the call failed (the server's stderr says why)\n";
+
+    private static final java.util.concurrent.atomic.AtomicInteger dbErrorsSaid = new java.util.concurrent.atomic.AtomicInteger();
+
+    /**
+     * Opens a HikariCP pool of n connections to the PostgreSQL at url (a JDBC URL) and takes every connection once, so
+     * that the first requests do not pay for connecting. HikariCP and the PostgreSQL driver are found at run time
+     * (Debian's libhikaricp-java and libpostgresql-jdbc-java on the classpath): without them the server says so.
+     */
+    static void openDB(String prog, String url, int n) {
+        try {
+            Class<?> cfgClass = Class.forName("com.zaxxer.hikari.HikariConfig");
+            Object cfg = cfgClass.getConstructor().newInstance();
+            cfgClass.getMethod("setJdbcUrl", String.class).invoke(cfg, url);
+            cfgClass.getMethod("setMaximumPoolSize", int.class).invoke(cfg, n);
+            cfgClass.getMethod("setMinimumIdle", int.class).invoke(cfg, n);
+            cfgClass.getMethod("setConnectionTimeout", long.class).invoke(cfg, 30_000L);
+            cfgClass.getMethod("setPoolName", String.class).invoke(cfg, "bystander-db");
+            db = (javax.sql.DataSource) Class.forName("com.zaxxer.hikari.HikariDataSource").getConstructor(cfgClass).newInstance(cfg);
+            java.util.List<java.sql.Connection> held = new java.util.ArrayList<>();
+            try {
+                for (int i = 0; i < n; i++) {
+                    java.sql.Connection c = db.getConnection();
+                    held.add(c);
+                    try (java.sql.Statement st = c.createStatement()) {
+                        st.execute("SELECT 1");
+                    }
+                }
+            } finally {
+                for (java.sql.Connection c : held) c.close();
+            }
+        } catch (ClassNotFoundException e) {
+            System.err.println(prog + ": --db-url needs HikariCP and the PostgreSQL JDBC driver on the classpath: "
+                    + "apt-get install libhikaricp-java libpostgresql-jdbc-java, then build again (" + e.getMessage() + ")");
+            System.exit(2);
+        } catch (Exception e) {
+            Throwable t = e instanceof java.lang.reflect.InvocationTargetException && e.getCause() != null ? e.getCause() : e;
+            System.err.println(prog + ": --db-url: " + t);
+            System.exit(1);
+        }
+    }
+
+    /** The database's blocking call: SELECT pg_sleep on a pool connection; the connection's hold in ns. */
+    private static long dbBlock(long ns) {
+        try (java.sql.Connection c = db.getConnection()) {
+            long t0 = System.nanoTime();
+            try (java.sql.PreparedStatement ps = c.prepareStatement("SELECT pg_sleep(?)")) {
+                ps.setDouble(1, ns / 1e9);
+                ps.execute();
+            }
+            return System.nanoTime() - t0;
+        } catch (java.sql.SQLException e) {
+            if (dbErrorsSaid.getAndIncrement() < 10) System.err.println("database: " + e);
+            return DB_FAILED;
+        }
     }
 
     private static final Map<String, Long> UNITS = new LinkedHashMap<>();

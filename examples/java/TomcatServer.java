@@ -42,6 +42,8 @@ public final class TomcatServer {
             "  --delay            the /async delay unless ?delay= says (default 5ms)",
             "  --offload-workers  threads of the pool /offload blocks on (default 200)",
             "  --ready-file       write {addr, pid, ...} as JSON here once it listens (for the kit)",
+            "  --db-url           a JDBC URL: the blocking call is SELECT pg_sleep on a HikariCP connection (default: Thread.sleep)",
+            "  --db-pool          the HikariCP pool's connections, all opened at start (default 10)",
             "Durations are Go durations: 5ms, 250us, 1.5s.");
 
     private static long defaultBlock, defaultDelay;
@@ -54,7 +56,8 @@ public final class TomcatServer {
 
     public static void main(String[] args) throws Exception {
         Protocol.Flags f = new Protocol.Flags("TomcatServer", USAGE, Map.of(
-                "addr", "127.0.0.1:8092", "threads", "200", "block", "5ms", "delay", "5ms", "offload-workers", "200", "ready-file", ""));
+                "addr", "127.0.0.1:8092", "threads", "200", "block", "5ms", "delay", "5ms", "offload-workers", "200", "ready-file", "",
+                "db-url", "", "db-pool", "10"));
         f.parse(args);
         String[] addr = f.addr();
         int threads = f.count("threads", 1, 10_000);
@@ -62,6 +65,7 @@ public final class TomcatServer {
         defaultBlock = f.durationNs("block");
         defaultDelay = f.durationNs("delay");
         offloadPool = new ThreadPoolExecutor(workers, workers, 60, TimeUnit.SECONDS, new ArrayBlockingQueue<>(10_000));
+        if (!f.string("db-url").isEmpty()) Protocol.openDB("TomcatServer", f.string("db-url"), f.count("db-pool", 1, 1000));
         Logger.getLogger("org.apache").setLevel(Level.WARNING);
 
         File base = Files.createTempDirectory("bystander-tomcat").toFile();
@@ -120,6 +124,10 @@ public final class TomcatServer {
                 long cs = Protocol.nowNs();
                 resp.setHeader("X-Continuation-Start", Long.toString(cs));
                 Object blocked = req.getAttribute(BLOCKED);
+                if (blocked != null && (Long) blocked == Protocol.DB_FAILED) {
+                    write(req, resp, 503, Protocol.DB_FAILED_BODY, (Long) req.getAttribute(START));
+                    return;
+                }
                 if (blocked != null) resp.setHeader("X-Blocked-Ns", blocked.toString());
                 write(req, resp, 200, (String) req.getAttribute(BODY), (Long) req.getAttribute(START));
                 return;
@@ -148,6 +156,10 @@ public final class TomcatServer {
                         return;
                     case "/slow": {
                         long blocked = Protocol.block(Protocol.duration(query, "block", defaultBlock)); // holds this thread
+                        if (blocked == Protocol.DB_FAILED) {
+                            write(req, resp, 503, Protocol.DB_FAILED_BODY, start);
+                            return;
+                        }
                         resp.setHeader("X-Blocked-Ns", Long.toString(blocked));
                         write(req, resp, 200, Protocol.SLOW, start);
                         return;

@@ -22,6 +22,13 @@ for j in "${netty[@]}" "${tomcat[@]}"; do
   fi
   cp="$cp${cp:+:}$jars/$j.jar"
 done
+# --db-url (the kit's --block-mode postgres) needs HikariCP, the PostgreSQL JDBC driver and slf4j's API at run
+# time only (found by reflection): on the launchers' classpath when installed
+# (apt-get install -y libhikaricp-java libpostgresql-jdbc-java).
+runcp=$cp
+for j in HikariCP postgresql slf4j-api slf4j-nop; do
+  [ -f "$jars/$j.jar" ] && runcp="$runcp:$jars/$j.jar"
+done
 mkdir -p "$out/classes"
 # The build ends with whoever started it: when that process is gone (the kit's run killed with kill -9, say),
 # a watcher ends javac, and no launcher is written after it.
@@ -36,7 +43,7 @@ wait "$jpid"
 kill -0 "$parent" 2>/dev/null || exit 1
 for s in NettyServer:nettyserver TomcatServer:tomcatserver; do
   cls=${s%%:*} name=${s##*:}
-  printf '#!/bin/sh\nexec java -cp "%s:%s" bystander.%s "$@"\n' "$out/classes" "$cp" "$cls" > "$out/$name.tmp"
+  printf '#!/bin/sh\nexec java -cp "%s:%s" bystander.%s "$@"\n' "$out/classes" "$runcp" "$cls" > "$out/$name.tmp"
   chmod +x "$out/$name.tmp"
   mv "$out/$name.tmp" "$out/$name"
 done

@@ -13,10 +13,12 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io/fs"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 )
@@ -118,7 +120,44 @@ func stampOf() (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("java: %w", err)
 	}
-	return hex.EncodeToString(h.Sum(nil)) + " " + Jars() + "\n", nil
+	// The database's jars join the launchers' classpath when installed: a
+	// build from before they were is not this one.
+	return hex.EncodeToString(h.Sum(nil)) + " " + Jars() + " db=" + strconv.FormatBool(MissingDB() == "") + "\n", nil
+}
+
+// InstallDB installs what --db-url needs (the kit's --block-mode postgres).
+const InstallDB = "apt-get install -y libhikaricp-java libpostgresql-jdbc-java"
+
+// MissingDB says what the servers miss to call a database (HikariCP and
+// the PostgreSQL JDBC driver), or "".
+func MissingDB() string {
+	var miss []string
+	for _, j := range []string{"HikariCP", "postgresql"} {
+		if _, err := os.Stat(filepath.Join(Jars(), j+".jar")); err != nil {
+			miss = append(miss, filepath.Join(Jars(), j+".jar"))
+		}
+	}
+	if len(miss) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%s missing: %s", strings.Join(miss, ", "), InstallDB)
+}
+
+// JDBCURL turns a PostgreSQL URL (postgres://USER:PASS@HOST:PORT/DB?...)
+// into the JDBC driver's (jdbc:postgresql://HOST:PORT/DB?user=USER&...).
+func JDBCURL(pg string) (string, error) {
+	u, err := url.Parse(pg)
+	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") || u.Host == "" {
+		return "", fmt.Errorf("java: %q is not a postgres:// URL", pg)
+	}
+	q := u.Query()
+	if u.User != nil {
+		q.Set("user", u.User.Username())
+		if p, ok := u.User.Password(); ok {
+			q.Set("password", p)
+		}
+	}
+	return "jdbc:postgresql://" + u.Host + u.EscapedPath() + "?" + q.Encode(), nil
 }
 
 // UpToDate says whether dir holds a build of these sources.

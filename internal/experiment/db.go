@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bystander-kit/bystander/examples/java"
 	"github.com/bystander-kit/bystander/internal/block"
 	"github.com/bystander-kit/bystander/internal/pgrun"
 	"github.com/jackc/pgx/v5"
@@ -23,6 +24,9 @@ func startDB(ctx context.Context, o *Options, stdout io.Writer) (stopDB func(), 
 		return stopDB, nil
 	}
 	if o.PGURL != "" {
+		if _, err := java.JDBCURL(o.PGURL); err != nil && o.usesJava() {
+			return stopDB, fmt.Errorf("run.sh: --pg-url: the Java servers need a postgres:// URL: %w", err)
+		}
 		version, err := serverVersion(ctx, o.PGURL)
 		if err != nil {
 			return stopDB, fmt.Errorf("run.sh: --pg-url: %w", err)

@@ -420,9 +420,7 @@ func (o Options) servers(block time.Duration) []Server {
 	}
 	if o.BlockMode == "postgres" {
 		for i := range out {
-			if out[i].Engine != "netty" && out[i].Engine != "tomcat" {
-				out[i].DBConns = o.DBPool
-			}
+			out[i].DBConns = o.DBPool
 		}
 	}
 	for _, t := range o.Targets {
@@ -574,12 +572,16 @@ func (p Plan) Describe(w io.Writer) {
 		fmt.Fprintf(w, "  target %s at %s: %s\n", t.Name, t.URL, t.Server.Facts)
 	}
 	if o.BlockMode == "postgres" {
-		fmt.Fprintf(w, "  the Go servers' blocking call is SELECT pg_sleep on one of %s of their own (%s)\n",
+		fmt.Fprintf(w, "  each server's blocking call is SELECT pg_sleep on one of %s of its own (pgx; HikariCP for Java) to %s\n",
 			findings.Plural(o.DBPool, "database connection"), cmp.Or(o.dbDesc, "PostgreSQL"))
 	}
 	if o.usesJava() {
-		fmt.Fprintf(w, "  the Java servers block with Thread.sleep (not --block-mode), and are loaded on every endpoint for %s after each\n"+
-			"  start, before they are measured: a JVM compiles the code that runs hot, and its first seconds are several times slower (--jvm-warmup)\n", o.JVMWarmup)
+		mode := "block with Thread.sleep (not --block-mode), and"
+		if o.BlockMode == "postgres" {
+			mode = "call the database through HikariCP, and"
+		}
+		fmt.Fprintf(w, "  the Java servers %s are loaded on every endpoint for %s after each\n"+
+			"  start, before they are measured: a JVM compiles the code that runs hot, and its first seconds are several times slower (--jvm-warmup)\n", mode, o.JVMWarmup)
 	}
 	for _, phase := range allPhases {
 		var n int

@@ -79,6 +79,9 @@ func buildJava(ctx context.Context, o Options, w func(string)) error {
 	if m := java.Missing(); m != "" {
 		return fmt.Errorf("run.sh: --servers %s needs Java and the published experiment's libraries from Debian's packages; %s", strings.Join(o.Servers, ","), m)
 	}
+	if m := java.MissingDB(); m != "" && o.BlockMode == "postgres" {
+		return fmt.Errorf("run.sh: --block-mode postgres with --servers %s: the Java servers call the database through HikariCP and the PostgreSQL JDBC driver; %s", strings.Join(o.Servers, ","), m)
+	}
 	dir := filepath.Join(o.Bin, "java")
 	if !java.UpToDate(dir) {
 		w("building the Java servers (examples/java/build.sh: javac over Debian's jars, once per change of their sources) ...")
@@ -98,6 +101,10 @@ func serverCommand(s Server, o Options, readyFile string) (string, []string) {
 	goServer := append(common, "--admin", "127.0.0.1:0", "--block-mode", o.BlockMode)
 	if o.BlockMode == "postgres" {
 		goServer = append(goServer, "--db-url", o.dbURL, "--db-pool", strconv.Itoa(o.DBPool))
+	}
+	if o.BlockMode == "postgres" && (s.Engine == "netty" || s.Engine == "tomcat") {
+		jdbc, _ := java.JDBCURL(o.dbURL) // checked when the run got its database
+		common = append(common, "--db-url", jdbc, "--db-pool", strconv.Itoa(o.DBPool))
 	}
 	switch s.Engine {
 	case "netty":
