@@ -16,6 +16,7 @@ import (
 type sample struct {
 	at                  time.Time
 	server, gen, prober *reading
+	db                  *reading // the private PostgreSQL, all its processes
 	machine             proc.Machine
 }
 
@@ -35,10 +36,23 @@ func readProc(pid int) *reading {
 	return &reading{u: u, threads: threads}
 }
 
-func takeSample(server, gen, prober int) sample {
-	s := sample{at: time.Now(), server: readProc(server), gen: readProc(gen), prober: readProc(prober)}
+func takeSample(server, gen, prober, db int) sample {
+	s := sample{at: time.Now(), server: readProc(server), gen: readProc(gen), prober: readProc(prober), db: readTree(db)}
 	s.machine, _ = proc.ReadMachine()
 	return s
+}
+
+// readTree reads a process and its children (a PostgreSQL server and its
+// backends): their CPU time summed, and how many they are as threads.
+func readTree(pid int) *reading {
+	if pid <= 0 {
+		return nil
+	}
+	cpu, n, err := proc.TreeCPU(pid)
+	if err != nil {
+		return nil
+	}
+	return &reading{u: proc.Usage{UserNs: cpu}, threads: n}
 }
 
 // useOf is what was used between two samples, raw: internal/findings
@@ -64,8 +78,12 @@ func useOf(s0, s1 sample, cores int) *results.Use {
 		slices.SortFunc(p.LoopThreads, func(x, y results.LoopThread) int { return x.Loop - y.Loop })
 		return p
 	}
+	var db *results.ProcUse
+	if s0.db != nil && s1.db != nil {
+		db = &results.ProcUse{CPUNs: max(0, s1.db.u.CPUNs()-s0.db.u.CPUNs()), Threads: s1.db.threads}
+	}
 	return &results.Use{WindowNs: int64(s1.at.Sub(s0.at)), Cores: cores, MachineBusy: s1.machine.BusySince(s0.machine),
-		Server: delta(s0.server, s1.server), Generator: delta(s0.gen, s1.gen), Prober: delta(s0.prober, s1.prober)}
+		Server: delta(s0.server, s1.server), Generator: delta(s0.gen, s1.gen), Prober: delta(s0.prober, s1.prober), DB: db}
 }
 
 // loopThread reads a thread named for its loop ("loop-2", as the kit's

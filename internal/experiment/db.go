@@ -53,7 +53,7 @@ func startDB(ctx context.Context, o *Options, stdout io.Writer) (stopDB func(), 
 		stopDB()
 		return func() {}, fmt.Errorf("run.sh: the private PostgreSQL: %w", err)
 	}
-	o.dbURL, o.dbDesc = in.URL(), fmt.Sprintf("PostgreSQL %s, private to the run", version)
+	o.dbURL, o.dbDesc, o.dbPID = in.URL(), fmt.Sprintf("PostgreSQL %s, private to the run", version), in.PID
 	fmt.Fprintf(stdout, "bystander: started a private PostgreSQL %s on 127.0.0.1:%d (data in %s; removed when the run ends)\n", version, in.Port, in.Dir)
 	return stopDB, nil
 }

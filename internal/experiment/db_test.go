@@ -96,6 +96,12 @@ func TestPostgresMode(t *testing.T) {
 		}
 		t.Logf("%s: %.0f req/s; %s", r.Step.ID, r.Throughput.Median(), b.Line())
 	}
+	// The private database's CPU is measured, and counted as the kit's.
+	for _, r := range f.Cost {
+		if r.Cost.DBCores <= 0 || r.Cost.DBCPUUsPerRequest <= 0 {
+			t.Errorf("%s: the database's CPU not measured: %+v", r.ID, r.Cost)
+		}
+	}
 	if pool == 0 {
 		t.Error("the pool's sweep is missing")
 	}

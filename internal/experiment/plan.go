@@ -80,8 +80,10 @@ type Options struct {
 	Args      []string
 
 	// db is the database the servers ask with --block-mode postgres, once
-	// the run has it: its URL, and what it is in words.
+	// the run has it: its URL, what it is in words, and the private
+	// instance's server process (0: the user's, not measured).
 	dbURL, dbDesc string
+	dbPID         int
 }
 
 // listFlag is a comma-separated flag value; empty only when allowed.

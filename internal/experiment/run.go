@@ -596,7 +596,7 @@ func (r *runner) load(ctx context.Context, srv *server, s Step, rel func(string)
 	// window, read from /proc.
 	from, to := at.Add(s.Warmup+100*time.Millisecond), at.Add(total-50*time.Millisecond)
 	var s0, s1 sample
-	pids := func() (int, int, int) { return srv.pid(), lg.cmd.Process.Pid, pr.cmd.Process.Pid }
+	pids := func() (int, int, int, int) { return srv.pid(), lg.cmd.Process.Pid, pr.cmd.Process.Pid, r.o.dbPID }
 	sampled := sleepUntil(ctx, from)
 	if sampled {
 		s0 = takeSample(pids())
@@ -701,12 +701,12 @@ func (r *runner) stall(ctx context.Context, srv *server, s Step, rel func(string
 		}
 	}
 	var s0, s1 sample
-	pids := func() (int, int, int) {
+	pids := func() (int, int, int, int) {
 		b := 0
 		if blockers != nil {
 			b = blockers.cmd.Process.Pid
 		}
-		return srv.pid(), b, pr.cmd.Process.Pid
+		return srv.pid(), b, pr.cmd.Process.Pid, r.o.dbPID
 	}
 	if sleepUntil(ctx, from) {
 		s0 = takeSample(pids())

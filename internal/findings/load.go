@@ -148,7 +148,7 @@ func BoundOf(s results.Step, lr *results.Result, c *results.ServerCost, offloadW
 	if cores <= 0 {
 		cores = float64(lr.Env.NumCPU)
 	}
-	b.KitCores = c.ServerCores + c.GeneratorCores + c.ProberCores
+	b.KitCores = c.ServerCores + c.GeneratorCores + c.ProberCores + c.DBCores
 	b.OtherCores = math.Max(0, c.MachineCores-b.KitCores)
 	// Without the server's own CPU, the others include the server: a busy
 	// machine is not evidence of another tenant.
@@ -516,6 +516,12 @@ func CostOf(m results.Measurement, lr *results.Result) *results.ServerCost {
 	c := &results.ServerCost{Requests: int64(reqs), MeasuredBlockNs: l.MeanBlockedNs, ThroughputPerS: l.ThroughputPerS,
 		ServerCores: coresOf(u.Server), GeneratorCores: coresOf(u.Generator), ProberCores: coresOf(u.Prober),
 		GeneratorCPUUsPerReq: lr.Generator.CPUUsPerRequest, MachineBusy: u.MachineBusy, MachineCores: u.MachineBusy * float64(u.Cores), Cores: u.Cores}
+	if u.DB != nil {
+		c.DBCores = coresOf(u.DB)
+		if reqs > 0 {
+			c.DBCPUUsPerRequest = float64(u.DB.CPUNs) / 1e3 / reqs
+		}
+	}
 	if u.Server == nil {
 		c.ServerNotMeasured = true
 		return c

@@ -208,7 +208,14 @@ func (f *Findings) writeCliff(w io.Writer) {
 // writeCost prints the cost per request and what bounds each row.
 func (f *Findings) writeCost(w io.Writer) {
 	fmt.Fprintf(w, "\nCost per request and what bounds each row (server from /proc over the measured window)\n")
-	tw := table(w, "measurement", "server CPU us", "ctx switches", "threads", "peak RSS", "generator CPU us", "bound")
+	// The private database's CPU (--block-mode postgres) is a column of
+	// its own when the run had one.
+	db := slices.ContainsFunc(f.Cost, func(r CostRow) bool { return r.Cost.DBCores > 0 })
+	cols := []string{"measurement", "server CPU us", "ctx switches", "threads", "peak RSS", "generator CPU us"}
+	if db {
+		cols = append(cols, "database CPU us")
+	}
+	tw := table(w, append(cols, "bound")...)
 	for _, r := range f.Cost {
 		id := r.ID
 		if r.Repeat > 1 {
@@ -219,6 +226,9 @@ func (f *Findings) writeCost(w io.Writer) {
 			line = "FLAGGED " + line
 		}
 		c := r.Cost
+		if db {
+			line = fmt.Sprintf("%.1f\t%s", c.DBCPUUsPerRequest, line)
+		}
 		if c.ServerNotMeasured {
 			const nm = "not measured (external)"
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%.1f\t%s\n", id, nm, nm, "-", "-", c.GeneratorCPUUsPerReq, line)

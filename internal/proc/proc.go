@@ -213,3 +213,45 @@ func (m Machine) BusySince(then Machine) float64 {
 	}
 	return 1 - float64(m.IdleTicks-then.IdleTicks)/float64(total)
 }
+
+// TreeCPU is the CPU time (user and system, ns) of pid and its children
+// (a PostgreSQL server and the backends it forked), and how many processes
+// that is. A child that ended between two readings takes its time with it.
+func TreeCPU(pid int) (cpuNs int64, procs int, err error) {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0, 0, fmt.Errorf("proc: %w", err)
+	}
+	found := false
+	for _, e := range ents {
+		n, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		i := bytes.LastIndexByte(stat, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(stat[i+1:]))
+		if len(f) < 13 {
+			continue
+		}
+		ppid, _ := strconv.Atoi(f[1])
+		if n != pid && ppid != pid {
+			continue
+		}
+		found = found || n == pid
+		ut, _ := strconv.ParseInt(f[11], 10, 64)
+		st, _ := strconv.ParseInt(f[12], 10, 64)
+		cpuNs += (ut + st) * int64(time.Second) / clockTicks
+		procs++
+	}
+	if !found {
+		return 0, 0, fmt.Errorf("proc: no process %d", pid)
+	}
+	return cpuNs, procs, nil
+}

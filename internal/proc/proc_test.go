@@ -225,3 +225,29 @@ func TestThreadsSince(t *testing.T) {
 		t.Error("the thread that woke 200 times is not listed under its name")
 	}
 }
+
+// TreeCPU counts a process and its children, and their CPU time.
+func TestTreeCPU(t *testing.T) {
+	cmd := exec.Command("sh", "-c", "sleep 5 & sleep 5 & i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done; wait")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	var cpu int64
+	var n int
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		var err error
+		if cpu, n, err = TreeCPU(cmd.Process.Pid); err != nil {
+			t.Fatal(err)
+		}
+		if n == 3 && cpu > 0 {
+			break
+		}
+	}
+	if n != 3 || cpu <= 0 {
+		t.Errorf("sh and its 2 sleeps: %d processes, %d ns CPU", n, cpu)
+	}
+	if _, _, err := TreeCPU(1 << 30); err == nil {
+		t.Error("no error for a process that does not exist")
+	}
+}

@@ -157,6 +157,10 @@ type Use struct {
 	Server    *ProcUse `json:"server,omitempty"`
 	Generator *ProcUse `json:"generator,omitempty"`
 	Prober    *ProcUse `json:"prober,omitempty"`
+	// DB is the private PostgreSQL of --block-mode postgres, its server
+	// and every process it started (CPU only; Threads counts processes);
+	// nil when the run used none, or the user's (--pg-url).
+	DB *ProcUse `json:"db,omitempty"`
 }
 
 // ProcUse is what one process used over the window: deltas, but Threads
@@ -195,13 +199,16 @@ type ServerCost struct {
 	// GeneratorCores is the load generator's, ProberCores the bystander
 	// prober's, MachineCores what every process of the machine used, all
 	// over the measured window; Cores is how many the machine has.
-	GeneratorCores  float64 `json:"generator_cores"`
-	ProberCores     float64 `json:"prober_cores"`
-	MachineCores    float64 `json:"machine_cores"`
-	Cores           int     `json:"cores"`
-	MachineBusy     float64 `json:"machine_busy"`
-	MeasuredBlockNs float64 `json:"measured_block_ns"`
-	ThroughputPerS  float64 `json:"throughput_per_s"`
+	GeneratorCores float64 `json:"generator_cores"`
+	// DBCores and DBCPUUsPerRequest are the private PostgreSQL's (0: none).
+	DBCores           float64 `json:"db_cores,omitempty"`
+	DBCPUUsPerRequest float64 `json:"db_cpu_us_per_request,omitempty"`
+	ProberCores       float64 `json:"prober_cores"`
+	MachineCores      float64 `json:"machine_cores"`
+	Cores             int     `json:"cores"`
+	MachineBusy       float64 `json:"machine_busy"`
+	MeasuredBlockNs   float64 `json:"measured_block_ns"`
+	ThroughputPerS    float64 `json:"throughput_per_s"`
 	// ServerNotMeasured: a server the user started, without its PID (or
 	// remote): the server's CPU, context switches, threads and memory are
 	// not known and are 0 here; MachineCores includes the server when it
