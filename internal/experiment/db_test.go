@@ -114,6 +114,12 @@ func TestPostgresMode(t *testing.T) {
 	if want := []int{6, 10, 15}; !slices.Equal(cliff, want) {
 		t.Errorf("the pool's cliff at %v callers, want %v (shares of its 10 connections)", cliff, want)
 	}
+	// Classified by what bound it: a pool of 10, not of its 200 slots.
+	for _, c := range f.Classes() {
+		if c.Server == "pool" && (c.Class != findings.ClassPool || c.Configured != 10 || !strings.Contains(c.Text, "a pool of 10: its 10 database connections, as configured, behind 200 slots")) {
+			t.Errorf("the pool classified %s: %s", c.Class, c.Text)
+		}
+	}
 	if s := f.Server("pool"); !s.DBBound || s.SweepWorkers != 10 || !strings.HasPrefix(s.CeilingText(), "10 database connections / 5ms") {
 		t.Errorf("the pool's summary: %+v %q", s, s.CeilingText())
 	}

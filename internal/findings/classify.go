@@ -201,10 +201,20 @@ func (f *Findings) forgiven(c *Class, sv ServerSummary, blockers int) {
 		c.Class, c.ServedAtOnce = ClassPool, int(math.Round(busiest))
 		measured := fmt.Sprintf("its cliff served at most %d callers at once (its throughput x the measured block, over the cliff's %s callers), then queued the rest",
 			c.ServedAtOnce, cliffCallers(cliff))
-		if sv.Kind == "pool" && sv.Workers > 0 {
+		switch {
+		case sv.DBConns > 0 && (sv.Workers == 0 || sv.DBConns < sv.Workers || sv.Kind != "pool"):
+			// Behind fewer database connections than slots, the pool that
+			// binds is the database's.
+			c.Configured = sv.DBConns
+			behind := "a goroutine per request"
+			if sv.Kind == "pool" && sv.Workers > 0 {
+				behind = fmt.Sprintf("%d slots", sv.Workers)
+			}
+			c.Text = fmt.Sprintf("a pool of %d: its %d database connections, as configured, behind %s: %s", c.Configured, sv.DBConns, behind, measured)
+		case sv.Kind == "pool" && sv.Workers > 0:
 			c.Configured = sv.Workers
 			c.Text = fmt.Sprintf("a pool of %d slots, as configured: %s", c.Configured, measured)
-		} else {
+		default:
 			c.Text = "a pool, its size not declared: " + measured
 		}
 	case c.Threads >= int(ThreadsPerCaller*float64(c.Callers)):

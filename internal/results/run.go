@@ -37,11 +37,16 @@ import (
 // wake-up waited for a CPU, which tells a starved machine from a held
 // loop. Both optional: a v3-v6 run reads as it is. v8 (from v7): a stall
 // measurement names what the outside view saw of the server's threads
-// (ThreadsFile); optional: a v3-v7 run reads as it is.
-const RunSchema = "bystander.run/v8"
+// (ThreadsFile); optional: a v3-v7 run reads as it is. v9 (from v8): with
+// --block-mode postgres the params say each server's database connections
+// and which database answered (DBPool, DB), a server its connections
+// (DBConns), a measurement's use the private database's CPU (Use.DB), and
+// a cost its share (DBCores, DBCPUUsPerRequest); all optional: a v3-v8 run
+// reads as it is.
+const RunSchema = "bystander.run/v9"
 
 // readableRunSchemas are the older run indexes DecodeRun reads as they are.
-var readableRunSchemas = []string{"bystander.run/v3", "bystander.run/v4", "bystander.run/v5", "bystander.run/v6", "bystander.run/v7"}
+var readableRunSchemas = []string{"bystander.run/v3", "bystander.run/v4", "bystander.run/v5", "bystander.run/v6", "bystander.run/v7", "bystander.run/v8"}
 
 // Run is run.json: the index of a run directory, written first and updated
 // after every measurement, so an interrupted run still says what it did.
