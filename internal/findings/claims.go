@@ -69,6 +69,12 @@ func (s ServerSummary) CeilingText() string {
 	if s.NominalCeiling == 0 {
 		return ""
 	}
+	return fmt.Sprintf("%s / %s = %s req/s", s.ceilingNoun(), s.Block, Thousands(s.NominalCeiling))
+}
+
+// ceilingNoun is the workers of the ceiling in words: "4 loops", "200
+// slots", "200 offload workers", "10 database connections".
+func (s ServerSummary) ceilingNoun() string {
 	noun := "slot"
 	if s.Kind == "loop" {
 		noun = "loop"
@@ -82,7 +88,7 @@ func (s ServerSummary) CeilingText() string {
 	if s.SweepWorkers != 1 {
 		noun += "s"
 	}
-	return fmt.Sprintf("%d %s / %s = %s req/s", s.SweepWorkers, noun, s.Block, Thousands(s.NominalCeiling))
+	return fmt.Sprintf("%d %s", s.SweepWorkers, noun)
 }
 
 // MeasuredApart is how far the ceiling from the measured block must be

@@ -241,6 +241,38 @@ func checkReport(t *testing.T, chrome, out string, f *findings.Findings, w, h in
 		}
 	}
 
+	// The ceiling calculator: a preset of this run's first server, then a
+	// figure typed, then one it refuses.
+	type calcOut struct{ Preset, Typed, Over, Bad string }
+	calc, err := chromedp.Run(ctx, chromedp.Evaluate[calcOut](`(() => {
+	  const $ = id => document.getElementById(id), out = {};
+	  const set = (id, v) => { $(id).value = v; $(id).dispatchEvent(new Event('input', {bubbles: true})); };
+	  document.querySelector('.calc-preset').click();
+	  out.Preset = $('calc_out').textContent;
+	  set('calc_workers', '4'); set('calc_block', '5'); set('calc_share', '100'); set('calc_peak', '500');
+	  out.Typed = $('calc_out').textContent;
+	  set('calc_peak', '1000');
+	  out.Over = $('calc_out').textContent;
+	  set('calc_block', '0');
+	  out.Bad = $('calc_out').textContent;
+	  return out;
+	})()`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := f.Presets(); len(p) == 0 || !strings.HasPrefix(calc.Preset, fmt.Sprintf("Ceiling: %d / ", p[0].Workers)) {
+		t.Errorf("the calculator's first preset %+v gave %q", p, calc.Preset)
+	}
+	for got, want := range map[string]string{
+		calc.Typed: "Ceiling: 4 / 5 ms = 800 requests/s. Peak 500/s: headroom 1.60x (60 % to spare). If the call slows 10x (5 to 50 ms), the ceiling falls to 80/s, below the peak.",
+		calc.Over:  "Peak 1,000/s is 1.25x what it can serve: it needs 5 workers, or a call 4.00 ms long.",
+		calc.Bad:   "Give workers (1 or more)",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the calculator says %q, want %q in it", got, want)
+		}
+	}
+
 	// From navigation start to the first frame after every chart was set up.
 	marks, _ := chromedp.Run(ctx, chromedp.Evaluate[[]map[string]any](`performance.getEntriesByType('mark').map(m => ({name: m.name, ms: Math.round(m.startTime)}))`))
 	// Timings for the note (docs/measurements.md), not assertions.
@@ -249,6 +281,7 @@ func checkReport(t *testing.T, chrome, out string, f *findings.Findings, w, h in
 	// A screenshot of the card and of every chart, for a person to look at.
 	name := fmt.Sprintf("report-%dx%d", w, h)
 	browsertest.Shot(t, ctx, shots, "#headline", name+"-headline")
+	browsertest.Shot(t, ctx, shots, "#calc", name+"-calc")
 	for _, id := range want {
 		browsertest.Shot(t, ctx, shots, "#"+id, name+"-"+id)
 	}

@@ -15,11 +15,12 @@ import (
 // costTable is chart 8: what each measurement cost and what bounds it.
 type costTable struct {
 	Rows []costRow
+	DB   bool // a column for the private database's CPU (--block-mode postgres)
 }
 
 type costRow struct {
-	ID, Server, CPU, CtxSw, Threads, RSS, Gen, Bound string
-	Flagged                                          bool
+	ID, Server, CPU, CtxSw, Threads, RSS, Gen, DB, Bound string
+	Flagged                                              bool
 }
 
 func costSection(f *findings.Findings) section {
@@ -35,7 +36,8 @@ func costSection(f *findings.Findings) section {
 		row := costRow{ID: r.ID, Server: r.Server,
 			CPU: fmt.Sprintf("%.1f", c.ServerCPUUsPerRequest), CtxSw: fmt.Sprintf("%.2f", c.CtxSwitchesPerRequest),
 			Threads: fmt.Sprint(c.Threads), RSS: fmt.Sprintf("%.0f MB", float64(c.PeakRSSBytes)/(1<<20)),
-			Gen: fmt.Sprintf("%.1f", c.GeneratorCPUUsPerReq), Bound: r.Bound.Line()}
+			Gen: fmt.Sprintf("%.1f", c.GeneratorCPUUsPerReq), DB: fmt.Sprintf("%.1f", c.DBCPUUsPerRequest), Bound: r.Bound.Line()}
+		sec.Table.DB = sec.Table.DB || c.DBCores > 0
 		if c.ServerNotMeasured {
 			row.CPU, row.CtxSw, row.Threads, row.RSS = "not measured (external)", "not measured (external)", "-", "-"
 		}
@@ -129,6 +131,7 @@ func buildPage(f *findings.Findings, a Asset) page {
 		{"block (sweep, offload)", fp.Block.String()},
 		{"block (stall, trace, cliff)", fp.StallBlock.String()},
 		{"how the call blocks", fp.BlockMode + blockModeNote[fp.BlockMode]},
+		{"database", dbLine(rp)},
 		{"/async delay", fp.Delay.String()},
 		{"callers", findings.JoinInts(fp.Conc, ", ")},
 		{"measured time, warm-up", fmt.Sprintf("%s, %s", fp.Duration, fp.Warmup)},
@@ -154,7 +157,7 @@ func buildPage(f *findings.Findings, a Asset) page {
 	p.Sections = append(p.Sections, lagCharts(f, "sweep", "3b", "during the sweep")...)
 	p.Sections = append(p.Sections, stallCharts(f)...)
 	p.Sections = append(p.Sections, lagCharts(f, "stall", "4b", "while k loops were kept blocked")...)
-	p.Sections = append(p.Sections, offloadChart(f), traceChart(f), cliffChart(f), costSection(f), publishedSection(f), classesSection(f))
+	p.Sections = append(p.Sections, offloadChart(f), traceChart(f), cliffChart(f), costSection(f), publishedSection(f), classesSection(f), calcSection(f))
 	p.useAsset(a)
 	return p
 }
@@ -168,11 +171,22 @@ func (p *page) useAsset(a Asset) {
 	}
 }
 
+// dbLine says which database the servers called and through how many
+// connections each, or "none".
+func dbLine(rp results.RunParams) string {
+	if rp.DBPool == 0 {
+		return "none (the call does not touch one)"
+	}
+	return fmt.Sprintf("%s; %s per server", orNone(rp.DB, "not recorded"), findings.Plural(rp.DBPool, "connection"))
+}
+
 // blockModeNote says what each block mode models.
 var blockModeNote = map[string]string{
 	"syscall": " (the thread is held in nanosleep, as a JDBC read or Thread.sleep holds a Java thread)",
 	"sleep":   " (time.Sleep: the goroutine is parked, its thread free for others)",
 	"spin":    " (a CPU-bound handler: the thread burns a core)",
+	"postgres": " (SELECT pg_sleep on a real PostgreSQL connection from each server's pool: a database call, with a second ceiling, " +
+		"the connections' / block, wherever they are fewer than the workers)",
 }
 
 // The page's HTML and its drawing script are files of their own,

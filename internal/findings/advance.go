@@ -1,0 +1,52 @@
+package findings
+
+import (
+	"time"
+)
+
+// Preset is one server of the run as the ceiling calculator's starting
+// point: its workers for the sweep's call (loops, slots, or the database
+// connections that bind), the block it measured, and the share of that
+// ceiling it reached where the workers bound it (the realistic factor).
+type Preset struct {
+	Server      string
+	Workers     int
+	WorkersText string        // "4 loops", "10 database connections"
+	Block       time.Duration // measured (the asked block where it did not say)
+	// Share is the median share of the workers' ceiling over the sweep's
+	// rows the workers bound; 0 when none did (then the run cannot say how
+	// near a real server of this kind comes to its ceiling).
+	Share float64
+	Rows  int // the rows Share is the median of
+}
+
+// Presets are the calculator's starting points, one per server whose
+// workers are known, in the order the servers were measured.
+func (f *Findings) Presets() []Preset {
+	var out []Preset
+	for _, s := range f.Servers {
+		if s.SweepWorkers <= 0 {
+			continue
+		}
+		p := Preset{Server: s.Name, Workers: s.SweepWorkers, WorkersText: s.ceilingNoun(), Block: s.Block}
+		if s.MeasuredBlock > 0 {
+			p.Block = s.MeasuredBlock
+		}
+		var shares Figure
+		for _, r := range f.Sweep {
+			if r.Step.Server.Name != s.Name {
+				continue
+			}
+			for _, b := range r.Bounds {
+				if b != nil && b.Kind == "workers" {
+					shares = append(shares, b.Share)
+				}
+			}
+		}
+		if shares.OK() {
+			p.Share, p.Rows = shares.Median(), len(shares)
+		}
+		out = append(out, p)
+	}
+	return out
+}
