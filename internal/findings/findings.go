@@ -49,10 +49,14 @@ func (f Figure) Spread() (lo, hi float64) {
 
 // Params are the run's parameters, as every caption and heading states them.
 type Params struct {
-	Block, StallBlock, Delay         time.Duration
-	ProbeInterval, StallInterval     time.Duration
-	Duration, Warmup                 time.Duration
-	BlockMode                        string
+	Block, StallBlock, Delay     time.Duration
+	ProbeInterval, StallInterval time.Duration
+	Duration, Warmup             time.Duration
+	BlockMode                    string
+	// DBPool is each server's database connections (--block-mode
+	// postgres; 0: no database), DB which database answered.
+	DBPool                           int
+	DB                               string
 	SweepEndpoint                    string // /slow, or /offload
 	Stage                            bool   // measured on stage (run.sh --stage)
 	Loops, Slots, OffloadWorkers     int
@@ -244,7 +248,7 @@ func paramsOf(p results.RunParams) Params {
 	return Params{
 		Block: time.Duration(p.BlockNs), StallBlock: time.Duration(p.StallBlockNs), Delay: time.Duration(p.AsyncDelayNs),
 		ProbeInterval: time.Duration(p.ProbeEveryNs), StallInterval: time.Duration(p.StallIntervalNs),
-		Duration: time.Duration(p.DurationNs), Warmup: time.Duration(p.WarmupNs), BlockMode: p.BlockMode, SweepEndpoint: cmp.Or(p.SweepEndpoint, "/slow"),
+		Duration: time.Duration(p.DurationNs), Warmup: time.Duration(p.WarmupNs), BlockMode: p.BlockMode, DBPool: p.DBPool, DB: p.DB, SweepEndpoint: cmp.Or(p.SweepEndpoint, "/slow"),
 		Stage: p.Stage, Loops: p.Loops, Slots: p.PoolSlots, OffloadWorkers: p.OffloadWorkers, StallConns: p.StallConns,
 		TraceCallers: p.TraceCallers, TraceConns: p.TraceConns, Repeat: p.Repeat, Conc: slices.Clone(p.Conc),
 	}

@@ -196,8 +196,15 @@ func (f *Findings) writeCliff(w io.Writer) {
 		return
 	}
 	p := f.Params
-	fmt.Fprintf(w, "\nThe pools' cliff: callers at shares of each pool's slots (a server with no pool: at the run's pool's), block %s, /fast probed every %s meanwhile\n", p.StallBlock, p.ProbeInterval)
+	db := ""
+	if p.DBPool > 0 {
+		db = ", or of its database connections where they are fewer"
+	}
+	fmt.Fprintf(w, "\nThe pools' cliff: callers at shares of each pool's slots%s (a server with no pool: at the run's pool's), block %s, /fast probed every %s meanwhile\n", db, p.StallBlock, p.ProbeInterval)
 	bystanderTable(w, "callers (of slots)", true, f.Cliff, func(r LoadRow) (string, LoadRow) {
+		if DBBinds(r.Step, p.OffloadWorkers) { // the database's connections are the pool that binds
+			return fmt.Sprintf("%d (%s of %d database connections)", r.Step.Conc, r.Step.Variant, r.Step.Server.DBConns), r
+		}
 		if r.Step.Server.Workers == 0 { // no pool declared: at the callers of the run's pool
 			return fmt.Sprint(r.Step.Conc), r
 		}

@@ -15,8 +15,8 @@ import (
 func cliffChart(f *findings.Findings) section {
 	p := f.Params
 	sec := section{ID: "cliff", Title: "7. The pool's cliff",
-		Caption: fmt.Sprintf("Each pool with callers at %s of its slots, each blocking %s, and the /fast bystander (a probe due every %s, timed from due) meanwhile. %s",
-			findings.CliffSharesText(), p.StallBlock, p.ProbeInterval, claims(f, findings.ClaimCliff))}
+		Caption: fmt.Sprintf("Each pool with callers at %s of its slots%s, each blocking %s, and the /fast bystander (a probe due every %s, timed from due) meanwhile. %s",
+			findings.CliffSharesText(), dbShare(p), p.StallBlock, p.ProbeInterval, claims(f, findings.ClaimCliff))}
 	// Each bar in its pool's hue, p50 palest; the legend's greys say which
 	// shade is which percentile. The log axis starts at the power of ten
 	// below the smallest bar, so every bar stands up from the axis.
@@ -31,7 +31,11 @@ func cliffChart(f *findings.Findings) section {
 			continue
 		}
 		ok = append(ok, r)
-		cats = append(cats, fmt.Sprintf("%s, %d callers (%s)", r.Step.Server.Name, r.Step.Conc, r.Step.Variant))
+		share := r.Step.Variant
+		if findings.DBBinds(r.Step, p.OffloadWorkers) {
+			share += fmt.Sprintf(" of %d db conns", r.Step.Server.DBConns)
+		}
+		cats = append(cats, fmt.Sprintf("%s, %d callers (%s)", r.Step.Server.Name, r.Step.Conc, share))
 		for i, v := range []findings.Figure{r.Fast.P50, r.Fast.P95, r.Fast.P99} {
 			bars[i] = append(bars[i], opts.BarData{Value: ms(v), ItemStyle: &opts.ItemStyle{Color: palette.Tint(hue[r.Step.Server.Name], shades[i])}})
 			smallest = min(smallest, ms(v))
@@ -67,4 +71,13 @@ func logFloor(v float64) float64 {
 		return 0.001
 	}
 	return math.Pow(10, math.Floor(math.Log10(v)))
+}
+
+// dbShare says, in a run whose servers call a database, that a pool's
+// shares are of its database connections where they are fewer.
+func dbShare(p findings.Params) string {
+	if p.DBPool == 0 {
+		return ""
+	}
+	return " (of its database connections, where they are fewer)"
 }
