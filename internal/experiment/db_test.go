@@ -127,6 +127,17 @@ func TestPostgresMode(t *testing.T) {
 			t.Errorf("the pool classified %s: %s", c.Class, c.Text)
 		}
 	}
+	// Beside the published figures (Thread.sleep), every row says the call
+	// differs.
+	rows := f.Published()
+	for _, r := range rows {
+		if !strings.Contains(r.Differs, "the call: a database call through 10 connections here, Thread.sleep published") {
+			t.Errorf("published %s %s: differs %q", r.What, r.Server, r.Differs)
+		}
+	}
+	if len(rows) == 0 {
+		t.Error("nothing set beside the published figures")
+	}
 	if s := f.Server("pool"); !s.DBBound || s.SweepWorkers != 10 || !strings.HasPrefix(s.CeilingText(), "10 database connections / 5ms") {
 		t.Errorf("the pool's summary: %+v %q", s, s.CeilingText())
 	}

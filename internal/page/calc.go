@@ -14,10 +14,10 @@ import (
 // (page.js) with no network; presets carry this run's servers.
 var calcTmpl = template.Must(template.New("calc").Parse(`<div id="calc" class="card">
 <div class="calc-in">
-<label>workers <small>(loops, threads, or database connections: whichever are fewest)</small><br><input id="calc_workers" type="number" min="1" max="100000" step="1" value="{{.Workers}}"></label>
-<label>the slowest blocking call, ms<br><input id="calc_block" type="number" min="0.001" max="3600000" step="any" value="{{.BlockMs}}"></label>
-<label>peak traffic, requests/s<br><input id="calc_peak" type="number" min="0" max="100000000" step="any" value="{{.Peak}}"></label>
-<label>share of the ceiling reached, % <small>(this run's, measured)</small><br><input id="calc_share" type="number" min="1" max="100" step="any" value="{{.Share}}"></label>
+<label>workers<input id="calc_workers" type="number" min="1" max="100000" step="1" value="{{.Workers}}"><small>loops, threads or database connections: the fewest</small></label>
+<label>the slowest blocking call, ms<input id="calc_block" type="number" min="0.001" max="3600000" step="any" value="{{.BlockMs}}"><small>its duration on a bad day, the round trip included</small></label>
+<label>peak traffic, requests/s<input id="calc_peak" type="number" min="0" max="100000000" step="any" value="{{.Peak}}"><small>what the service must serve at once</small></label>
+<label>share of the ceiling reached, %<input id="calc_share" type="number" min="1" max="100" step="any" value="{{.Share}}"><small>this run's, measured: no server reaches all of it</small></label>
 </div>
 <p id="calc_out" class="calc-out" aria-live="polite"></p>
 {{with .Presets}}<p class="calc-presets">From this run: {{range .}}<button type="button" class="calc-preset" data-workers="{{.Workers}}" data-block-ms="{{.BlockMs}}" data-share="{{.Share}}" title="{{.Title}}">{{.Server}}: {{.Words}}</button> {{end}}</p>{{end}}
