@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -181,4 +182,28 @@ func TestPostgresInterrupted(t *testing.T) {
 		t.Fatalf("still running 30 s after Ctrl-C\n%s", stdout.String())
 	}
 	leftNothing(t, stdout.String())
+}
+
+// TestPostgresRefused: a --pg-url nobody answers at refuses the run with
+// one line, before any load, and leaves no run directory; --db-pool and
+// --pg-url without --block-mode postgres are refused as flags.
+func TestPostgresRefused(t *testing.T) {
+	bin := kit(t)
+	out := filepath.Join(t.TempDir(), "run")
+	o, err := ParseFlags([]string{"--quick", "--out", out, "--bin", bin, "--block-mode", "postgres", "--pg-url", "postgres://nobody@127.0.0.1:1/db"}, os.Stderr, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	if code := runCode(context.Background(), o, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), "run.sh: --pg-url: ") {
+		t.Errorf("exit %d, stderr %q", code, stderr.String())
+	}
+	if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a refused run left %s: %v", out, err)
+	}
+	for _, args := range [][]string{{"--db-pool", "5"}, {"--pg-url", "postgres://u@127.0.0.1:5432/db"}, {"--block-mode", "postgres", "--db-pool", "0"}} {
+		if _, err := ParseFlags(args, io.Discard, time.Now()); err == nil {
+			t.Errorf("%v accepted", args)
+		}
+	}
 }
