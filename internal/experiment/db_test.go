@@ -123,8 +123,14 @@ func TestPostgresMode(t *testing.T) {
 		t.Errorf("the pool's cliff at %v callers, want %v (shares of its 10 connections)", cliff, want)
 	}
 	// Classified by what bound it: a pool of 10, not of its 200 slots.
+	// (On a machine too busy to judge its stalls, it is not classified, and
+	// says why.)
 	for _, c := range f.Classes() {
-		if c.Server == "pool" && (c.Class != findings.ClassPool || c.Configured != 10 || !strings.Contains(c.Text, "a pool of 10: its 10 database connections, as configured, behind 200 slots")) {
+		switch {
+		case c.Server != "pool":
+		case c.Class == findings.ClassUnknown && strings.HasPrefix(c.Text, "not classified: ") && !strings.Contains(c.Text, "not whole loops") && !strings.Contains(c.Text, "not measured"):
+			t.Logf("the pool: %s", c.Text)
+		case c.Class != findings.ClassPool || c.Configured != 10 || !strings.Contains(c.Text, "a pool of 10: its 10 database connections, as configured, behind 200 slots"):
 			t.Errorf("the pool classified %s: %s", c.Class, c.Text)
 		}
 	}
