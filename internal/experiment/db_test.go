@@ -58,8 +58,10 @@ func TestPostgresMode(t *testing.T) {
 	needPostgres(t)
 	bin := kit(t)
 	out := filepath.Join(t.TempDir(), "run")
+	// Two loops: the stall's k = 1, 2 say as much as four would, in half
+	// the steps.
 	o, err := ParseFlags([]string{"--quick", "--duration", "1s", "--warmup", "300ms", "--out", out, "--bin", bin, "--block-mode", "postgres",
-		"--phases", "sweep,stall,cliff", "--conc", "16"}, os.Stderr, time.Now())
+		"--phases", "sweep,stall,cliff", "--conc", "16", "--loops", "2"}, os.Stderr, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
