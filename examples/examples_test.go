@@ -16,7 +16,6 @@ import (
 
 	"github.com/bystander-kit/bystander/examples/java"
 	"github.com/bystander-kit/bystander/internal/conform"
-	"github.com/bystander-kit/bystander/internal/pgrun"
 	"github.com/bystander-kit/bystander/internal/ready"
 	"github.com/bystander-kit/bystander/internal/wiretest"
 	"github.com/jackc/pgx/v5"
@@ -206,17 +205,7 @@ func TestJavaDatabase(t *testing.T) {
 		}
 		t.Skip(m)
 	}
-	if _, _, err := pgrun.BinDir(); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("CI installs PostgreSQL: %v", err)
-		}
-		t.Skip(err)
-	}
-	db, err := pgrun.Start(context.Background(), pgrun.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Stop()
+	db := wiretest.Postgres(t)
 	jdbc, err := java.JDBCURL(db.URL())
 	if err != nil {
 		t.Fatal(err)

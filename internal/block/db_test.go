@@ -2,32 +2,13 @@ package block
 
 import (
 	"context"
-	"os"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/bystander-kit/bystander/internal/pgrun"
+	"github.com/bystander-kit/bystander/internal/wiretest"
 )
-
-// privateDB starts a private PostgreSQL for the test (CI installs it:
-// there a missing one fails), removed at the end.
-func privateDB(t *testing.T) *pgrun.Instance {
-	t.Helper()
-	if _, _, err := pgrun.BinDir(); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("CI installs PostgreSQL: %v", err)
-		}
-		t.Skip(err)
-	}
-	in, err := pgrun.Start(context.Background(), pgrun.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { in.Stop() })
-	return in
-}
 
 // The Postgres mode holds a database connection for at least the block
 // asked, the pool's size bounds how many calls hold one at once (a second
@@ -35,7 +16,7 @@ func privateDB(t *testing.T) *pgrun.Instance {
 // time reported is the connection's, not the wait for it, and a database
 // that went away fails the call with an error, at once.
 func TestPostgres(t *testing.T) {
-	in := privateDB(t)
+	in := wiretest.Postgres(t)
 	db, err := OpenDB(context.Background(), in.URL(), 2)
 	if err != nil {
 		t.Fatal(err)

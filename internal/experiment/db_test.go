@@ -16,19 +16,9 @@ import (
 	"time"
 
 	"github.com/bystander-kit/bystander/internal/findings"
-	"github.com/bystander-kit/bystander/internal/pgrun"
 	"github.com/bystander-kit/bystander/internal/results"
+	"github.com/bystander-kit/bystander/internal/wiretest"
 )
-
-func needPostgres(t *testing.T) {
-	t.Helper()
-	if _, _, err := pgrun.BinDir(); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("CI installs PostgreSQL: %v", err)
-		}
-		t.Skip(err)
-	}
-}
 
 // privateDir finds the private PostgreSQL's directory a run said it
 // started, and checks that neither it nor a process serving it is left.
@@ -55,7 +45,7 @@ func leftNothing(t *testing.T, stdout string) {
 // measured block, where its 200 slots would allow 16 / block), its cliff
 // runs at shares of the 10, and nothing of the database is left after.
 func TestPostgresMode(t *testing.T) {
-	needPostgres(t)
+	wiretest.NeedPostgres(t)
 	bin := kit(t)
 	out := filepath.Join(t.TempDir(), "run")
 	// Two loops: the stall's k = 1, 2 say as much as four would, in half
@@ -155,7 +145,7 @@ func TestPostgresMode(t *testing.T) {
 // TestPostgresInterrupted: Ctrl-C (SIGINT to the terminal's process group)
 // during a run with a private PostgreSQL stops and removes it.
 func TestPostgresInterrupted(t *testing.T) {
-	needPostgres(t)
+	wiretest.NeedPostgres(t)
 	bin := kit(t)
 	out := filepath.Join(t.TempDir(), "run")
 	cmd := exec.Command(filepath.Join(bin, "experiment"), "--bin", bin, "--quick", "--block-mode", "postgres", "--phases", "sweep", "--conc", "4,8", "--out", out)

@@ -57,6 +57,18 @@ func ReadIn(dir, rel string, limit int64) ([]byte, error) {
 	return b, nil
 }
 
+// ReadCapped reads at most max bytes of the file at path: a file of the
+// machine's (/proc, a server's log) that may be larger than what is needed
+// of it, read from its start and cut there, not refused.
+func ReadCapped(path string, max int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, max))
+}
+
 // OpenIn opens the file rel names inside dir for reading, with ReadIn's
 // checks (relative, inside, regular, at most limit bytes now); the caller
 // reads it as a stream, and bounds what it reads.

@@ -85,3 +85,17 @@ func TestReadIn(t *testing.T) {
 		}
 	}
 }
+
+// TestReadCapped: a larger file is read up to its cap, no further.
+func TestReadCapped(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "big")
+	if err := os.WriteFile(p, make([]byte, 1000), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := ReadCapped(p, 100); err != nil || len(b) != 100 {
+		t.Errorf("%d bytes, %v", len(b), err)
+	}
+	if _, err := ReadCapped(filepath.Join(t.TempDir(), "none"), 100); err == nil {
+		t.Error("no error for a file that does not exist")
+	}
+}

@@ -82,11 +82,10 @@ type Bound struct {
 // connections when they are fewer: a pool of 200 slots in front of 10
 // connections is a pool of 10 for the blocking call.
 func WorkersOf(s results.Step, offloadWorkers int) int {
-	w := workersAhead(s, offloadWorkers)
 	if DBBinds(s, offloadWorkers) {
 		return s.Server.DBConns
 	}
-	return w
+	return workersAhead(s, offloadWorkers)
 }
 
 // workersAhead are the workers in front of the database: the loops or

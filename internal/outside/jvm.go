@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,12 +13,14 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/bystander-kit/bystander/internal/files"
 )
 
 // IsJVM says whether process pid runs a HotSpot JVM: it maps libjvm.so,
 // or, where its maps cannot be read (another user's), it is named java.
 func IsJVM(pid int) bool {
-	b, err := readCapped(fmt.Sprintf("/proc/%d/maps", pid), maxProcFile)
+	b, err := files.ReadCapped(fmt.Sprintf("/proc/%d/maps", pid), maxProcFile)
 	if err != nil {
 		comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
 		return string(comm) == "java\n"
@@ -217,13 +218,3 @@ func perfCounters(b []byte, names ...string) ([]int64, error) {
 // TCP sockets, its memory maps): a server of a million connections must
 // not make the kit read without end.
 const maxProcFile = 16 << 20
-
-// readCapped reads at most max bytes of the file at path.
-func readCapped(path string, max int64) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return io.ReadAll(io.LimitReader(f, max))
-}

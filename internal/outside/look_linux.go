@@ -12,6 +12,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/bystander-kit/bystander/internal/files"
 )
 
 // LookAt reads every thread of process pid from /proc, at most MaxThreads.
@@ -133,7 +135,7 @@ func describeFD(base string, fd int, sockets *map[string]string) string {
 func tcpPeers(base string) map[string]string {
 	out := map[string]string{}
 	for _, name := range []string{"tcp", "tcp6"} {
-		b, err := readCapped(base+"/net/"+name, maxProcFile)
+		b, err := files.ReadCapped(base+"/net/"+name, maxProcFile)
 		if err != nil {
 			continue
 		}

@@ -294,14 +294,3 @@ func TestLooksStopWithTheBlockers(t *testing.T) {
 		t.Error("a look from the future")
 	}
 }
-
-// TestReadCapped: a larger /proc file is read up to its cap, no further.
-func TestReadCapped(t *testing.T) {
-	p := filepath.Join(t.TempDir(), "big")
-	if err := os.WriteFile(p, make([]byte, 1000), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if b, err := readCapped(p, 100); err != nil || len(b) != 100 {
-		t.Errorf("%d bytes, %v", len(b), err)
-	}
-}

@@ -11,11 +11,9 @@
 package pgrun
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -28,6 +26,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/bystander-kit/bystander/internal/files"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -200,7 +199,7 @@ func startServer(ctx context.Context, bin, dir string, cred *syscall.Credential,
 		}
 		select {
 		case <-in.done:
-			b, _ := readCapped(logPath, 64<<10)
+			b, _ := files.ReadCapped(logPath, 64<<10)
 			return nil, fmt.Errorf("pgrun: postgres exited (%v): %s", in.err, lastLines(b, 6))
 		case <-ctx.Done():
 			in.Stop()
@@ -300,16 +299,4 @@ func lastLines(b []byte, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, " / ")
-}
-
-// readCapped reads at most max bytes of a file.
-func readCapped(path string, max int64) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	var b bytes.Buffer
-	_, err = b.ReadFrom(io.LimitReader(f, max))
-	return b.Bytes(), err
 }

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/bystander-kit/bystander/internal/files"
 )
 
 // The owner file names the run an instance belongs to: its PID and its
@@ -27,7 +29,7 @@ func writeOwner(dir string) error {
 
 // startTime is a process's start time from /proc/PID/stat.
 func startTime(pid int) (uint64, error) {
-	b, err := readCapped(fmt.Sprintf("/proc/%d/stat", pid), 4096)
+	b, err := files.ReadCapped(fmt.Sprintf("/proc/%d/stat", pid), 4096)
 	if err != nil {
 		return 0, err
 	}
@@ -46,7 +48,7 @@ func startTime(pid int) (uint64, error) {
 // A directory without one is taken as alive while younger than a minute
 // (a run between creating it and writing the file).
 func ownerAlive(dir string) bool {
-	b, err := readCapped(filepath.Join(dir, ownerFile), 256)
+	b, err := files.ReadCapped(filepath.Join(dir, ownerFile), 256)
 	if err != nil {
 		st, err := os.Stat(dir)
 		return err == nil && time.Since(st.ModTime()) < time.Minute
@@ -90,7 +92,7 @@ func Sweep() []string {
 // is still a postgres serving that very directory, else 0.
 func postmaster(dir string) int {
 	data := filepath.Join(dir, "data")
-	b, err := readCapped(filepath.Join(data, "postmaster.pid"), 4096)
+	b, err := files.ReadCapped(filepath.Join(data, "postmaster.pid"), 4096)
 	if err != nil {
 		return 0
 	}
@@ -99,7 +101,7 @@ func postmaster(dir string) int {
 	if err != nil || pid <= 0 {
 		return 0
 	}
-	cmdline, err := readCapped(fmt.Sprintf("/proc/%d/cmdline", pid), 64<<10)
+	cmdline, err := files.ReadCapped(fmt.Sprintf("/proc/%d/cmdline", pid), 64<<10)
 	if err != nil {
 		return 0
 	}
@@ -114,7 +116,7 @@ func postmaster(dir string) int {
 // (immediate shutdown), SIGKILL after 5 s, and waits for it to be gone.
 func stopPID(pid int) {
 	gone := func() bool {
-		b, err := readCapped(fmt.Sprintf("/proc/%d/stat", pid), 4096)
+		b, err := files.ReadCapped(fmt.Sprintf("/proc/%d/stat", pid), 4096)
 		if err != nil {
 			return true
 		}

@@ -110,6 +110,26 @@ func Self() Usage {
 	}
 }
 
+// statFields are the fields of /proc/PID/stat after the command name,
+// which is in parentheses and may hold spaces: f[0] is field 3 (state),
+// f[1] the parent's PID, utime f[11], stime f[12], num_threads f[17]. Nil
+// when malformed.
+func statFields(stat []byte) []string {
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 {
+		return nil
+	}
+	return strings.Fields(string(stat[i+1:]))
+}
+
+// cpuOf is the user and system CPU time of statFields f, in ns (f has 13
+// fields at least).
+func cpuOf(f []string) (userNs, systemNs int64) {
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return ut * int64(time.Second) / clockTicks, st * int64(time.Second) / clockTicks
+}
+
 // clockTicks is USER_HZ, the unit of /proc CPU times; 100 on Linux.
 const clockTicks = 100
 
@@ -124,21 +144,12 @@ func Of(pid int) (Usage, int, error) {
 	if err != nil {
 		return u, 0, fmt.Errorf("proc: %w", err)
 	}
-	// Fields after the command name, which is in parentheses and may hold spaces.
-	i := bytes.LastIndexByte(stat, ')')
-	if i < 0 {
+	f := statFields(stat)
+	if len(f) < 18 {
 		return u, 0, fmt.Errorf("proc: malformed /proc/%d/stat", pid)
 	}
-	f := strings.Fields(string(stat[i+1:]))
-	// f[0] is field 3 (state); utime is field 14, stime 15, num_threads 20.
-	if len(f) < 18 {
-		return u, 0, fmt.Errorf("proc: short /proc/%d/stat", pid)
-	}
-	ut, _ := strconv.ParseInt(f[11], 10, 64)
-	st, _ := strconv.ParseInt(f[12], 10, 64)
 	threads, _ := strconv.Atoi(f[17])
-	u.UserNs = ut * int64(time.Second) / clockTicks
-	u.SystemNs = st * int64(time.Second) / clockTicks
+	u.UserNs, u.SystemNs = cpuOf(f)
 	tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
 	u.threads = make(map[string]threadCounts, len(tasks))
 	for _, t := range tasks {
@@ -232,11 +243,7 @@ func TreeCPU(pid int) (cpuNs int64, procs int, err error) {
 		if err != nil {
 			continue
 		}
-		i := bytes.LastIndexByte(stat, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(string(stat[i+1:]))
+		f := statFields(stat)
 		if len(f) < 13 {
 			continue
 		}
@@ -245,9 +252,8 @@ func TreeCPU(pid int) (cpuNs int64, procs int, err error) {
 			continue
 		}
 		found = found || n == pid
-		ut, _ := strconv.ParseInt(f[11], 10, 64)
-		st, _ := strconv.ParseInt(f[12], 10, 64)
-		cpuNs += (ut + st) * int64(time.Second) / clockTicks
+		user, system := cpuOf(f)
+		cpuNs += user + system
 		procs++
 	}
 	if !found {

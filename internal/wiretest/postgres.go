@@ -1,0 +1,34 @@
+package wiretest
+
+import (
+	"context"
+	"os"
+	"testing"
+
+	"github.com/bystander-kit/bystander/internal/pgrun"
+)
+
+// NeedPostgres skips the test outside CI when PostgreSQL is not installed;
+// CI installs it, so there a missing one fails.
+func NeedPostgres(t *testing.T) {
+	t.Helper()
+	if _, _, err := pgrun.BinDir(); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("CI installs PostgreSQL: %v", err)
+		}
+		t.Skip(err)
+	}
+}
+
+// Postgres starts a private PostgreSQL for the test (NeedPostgres first),
+// stopped and removed when the test ends.
+func Postgres(t *testing.T) *pgrun.Instance {
+	t.Helper()
+	NeedPostgres(t)
+	in, err := pgrun.Start(context.Background(), pgrun.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { in.Stop() })
+	return in
+}
