@@ -23,6 +23,7 @@ const maxLoops = 256
 type worker struct {
 	id        int
 	c         *client.Conn
+	switched  bool
 	lat       *hist.H // corrected in the open model
 	uncorr    *hist.H // open model only
 	requests  int64   // measured
@@ -37,26 +38,53 @@ type worker struct {
 	lastError error
 }
 
-// clock is the run's timeline.
+// clock is the run's timeline; from switchAt on (when not zero) requests
+// go to switchTo.
 type clock struct {
 	start, measure, end time.Time
+	switchAt            time.Time
+	switchTo            string
 }
 
-// second is the per-second series, shared by the workers.
-type seconds struct {
-	reqs, errs []atomic.Int64
+// series counts answers in steps of width over the measured window (by
+// when each completed), shared by the workers: the per-second series and,
+// when asked (--tick), a finer one with the block the server said.
+type series struct {
+	width           time.Duration
+	reqs, errs      []atomic.Int64
+	blocked, blockN []atomic.Int64
 	// all counts every answered request, warm-up included, for --live-out.
 	all atomic.Int64
 }
 
-func (s *seconds) add(i int, ok bool) {
+// newSeries covers a window of d in steps of width (nil for no width).
+func newSeries(width, d time.Duration) *series {
+	if width <= 0 {
+		return nil
+	}
+	n := int(d/width) + 1
+	return &series{width: width, reqs: make([]atomic.Int64, n), errs: make([]atomic.Int64, n),
+		blocked: make([]atomic.Int64, n), blockN: make([]atomic.Int64, n)}
+}
+
+// add books one answer that completed at since into the window; blockedNs
+// is the block it said (-1: none).
+func (s *series) add(since time.Duration, ok bool, blockedNs int64) {
+	if s == nil {
+		return
+	}
+	i := int(since / s.width)
 	if i < 0 || i >= len(s.reqs) {
 		return
 	}
-	if ok {
-		s.reqs[i].Add(1)
-	} else {
+	if !ok {
 		s.errs[i].Add(1)
+		return
+	}
+	s.reqs[i].Add(1)
+	if blockedNs >= 0 {
+		s.blocked[i].Add(blockedNs)
+		s.blockN[i].Add(1)
 	}
 }
 
@@ -99,13 +127,16 @@ func run(ctx context.Context, o options, progress func(elapsed, total time.Durat
 	}
 	start, _ := o.startAt.Begin(ctx) // interrupted while waiting: the run below ends at once, partial
 	ck := clock{start: start, measure: start.Add(o.warmup), end: start.Add(o.warmup + o.duration)}
-	secs := &seconds{
-		reqs: make([]atomic.Int64, int(o.duration/time.Second)+1),
-		errs: make([]atomic.Int64, int(o.duration/time.Second)+1),
+	if o.switchTo != "" {
+		to, _ := client.ParseTarget(o.switchTo, o.allowRemote) // checked with the flags
+		ck.switchAt, ck.switchTo = ck.measure.Add(o.switchAt), to.RequestTarget
 	}
+	secs := newSeries(time.Second, o.duration)
+	ticks := newSeries(o.tick, o.duration)
 	res := results.New("loadgen", mode, start, results.Params{
 		Target: o.target, Conns: o.conc, DurationNs: int64(o.duration), WarmupNs: int64(o.warmup),
 		TimeoutNs: int64(o.timeout), RatePerS: o.rate, StartAtUnixNs: o.startAt.UnixNs(), Args: o.args,
+		SwitchTo: o.switchTo, SwitchAtNs: int64(o.switchAt), TickNs: int64(o.tick),
 	})
 	res.StartLateNs = int64(o.startAt.Late(start))
 
@@ -126,9 +157,9 @@ func run(ctx context.Context, o options, progress func(elapsed, total time.Durat
 		go func() {
 			defer wg.Done()
 			if o.rate > 0 {
-				w.open(runCtx, ck, secs, o.rate, o.conc)
+				w.open(runCtx, ck, secs, ticks, o.rate, o.conc)
 			} else {
-				w.closed(runCtx, ck, secs)
+				w.closed(runCtx, ck, secs, ticks)
 			}
 		}()
 	}
@@ -173,7 +204,7 @@ func run(ctx context.Context, o options, progress func(elapsed, total time.Durat
 	if measured < 0 {
 		measured = 0
 	}
-	collect(res, ws, secs, measured, o.rate > 0)
+	collect(res, ws, secs, ticks, measured, o.rate > 0)
 	if c0 := cpu0.Load(); c0 != nil {
 		res.Generator = results.Cost{CPUNs: cpuEnd.CPUNs() - c0.CPUNs(), Requests: res.Load.Requests}
 		if res.Load.Requests > 0 {
@@ -190,8 +221,12 @@ func run(ctx context.Context, o options, progress func(elapsed, total time.Durat
 
 // do sends one request and books it; it returns when the answer (or an
 // error) is in. sent is when it was sent, due when it should have been.
-func (w *worker) do(ck clock, secs *seconds, due time.Time) {
+func (w *worker) do(ck clock, secs, ticks *series, due time.Time) {
 	sent := time.Now()
+	if ck.switchTo != "" && !w.switched && !sent.Before(ck.switchAt) {
+		w.c.Retarget(ck.switchTo)
+		w.switched = true
+	}
 	var r client.Response
 	err := w.c.Do(&r)
 	done := time.Now()
@@ -214,18 +249,20 @@ func (w *worker) do(ck clock, secs *seconds, due time.Time) {
 	if done.After(ck.end) {
 		return // after the window, answered or cut by its end
 	}
-	sec := int(done.Sub(ck.measure) / time.Second)
+	since := done.Sub(ck.measure)
 	if err != nil {
 		w.errs[kindIndex(client.KindOf(err))]++
 		w.lastError = err
-		secs.add(sec, false)
+		secs.add(since, false, -1)
+		ticks.add(since, false, -1)
 		if k := client.KindOf(err); k == client.Refused || k == client.Reset || k == client.Closed {
 			time.Sleep(10 * time.Millisecond) // a dead server: do not spin
 		}
 		return
 	}
 	w.requests++
-	secs.add(sec, true)
+	secs.add(since, true, -1)
+	ticks.add(since, true, r.BlockedNs)
 	w.lat.Record(done.Sub(due))
 	if w.uncorr != nil {
 		w.uncorr.Record(done.Sub(sent))
@@ -247,16 +284,16 @@ func (w *worker) do(ck clock, secs *seconds, due time.Time) {
 }
 
 // closed sends the next request when the previous answer is in.
-func (w *worker) closed(ctx context.Context, ck clock, secs *seconds) {
+func (w *worker) closed(ctx context.Context, ck clock, secs, ticks *series) {
 	for ctx.Err() == nil {
-		w.do(ck, secs, time.Now())
+		w.do(ck, secs, ticks, time.Now())
 	}
 }
 
 // open sends request k of this connection at its intended time
 // start + (k*conns + id) / rate, late if the previous answer was late,
 // never skipping one: the lateness is what the corrected latency shows.
-func (w *worker) open(ctx context.Context, ck clock, secs *seconds, rate float64, conns int) {
+func (w *worker) open(ctx context.Context, ck clock, secs, ticks *series, rate float64, conns int) {
 	for k := 0; ; k++ {
 		due := ck.start.Add(time.Duration((float64(k*conns+w.id) / rate) * float64(time.Second)))
 		if !due.Before(ck.end) {
@@ -265,11 +302,11 @@ func (w *worker) open(ctx context.Context, ck clock, secs *seconds, rate float64
 		if !pace.Until(ctx, due) {
 			return
 		}
-		w.do(ck, secs, due)
+		w.do(ck, secs, ticks, due)
 	}
 }
 
-func collect(res *results.Result, ws []*worker, secs *seconds, measured time.Duration, open bool) {
+func collect(res *results.Result, ws []*worker, secs, ticks *series, measured time.Duration, open bool) {
 	lat := hist.New()
 	var uncorr *hist.H
 	if open {
@@ -344,6 +381,18 @@ func collect(res *results.Result, ws []*worker, secs *seconds, measured time.Dur
 	l.PerSecond = []results.Second{}
 	for i := 0; i < len(secs.reqs) && i < full && i < results.MaxSeriesPoints; i++ {
 		l.PerSecond = append(l.PerSecond, results.Second{TS: i, Requests: secs.reqs[i].Load(), Errors: secs.errs[i].Load()})
+	}
+	if ticks != nil {
+		// Every step the window reached, the last one perhaps shorter.
+		l.Ticks = []results.Tick{}
+		for i := 0; i < len(ticks.reqs) && time.Duration(i)*ticks.width < measured && i < results.MaxSeriesPoints; i++ {
+			t := results.Tick{TMs: (time.Duration(i) * ticks.width).Milliseconds(), Requests: ticks.reqs[i].Load(), Errors: ticks.errs[i].Load(),
+				BlockedSamples: ticks.blockN[i].Load()}
+			if t.BlockedSamples > 0 {
+				t.MeanBlockedNs = float64(ticks.blocked[i].Load()) / float64(t.BlockedSamples)
+			}
+			l.Ticks = append(l.Ticks, t)
+		}
 	}
 	res.Load = l
 }

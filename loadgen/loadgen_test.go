@@ -12,7 +12,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -186,6 +188,16 @@ func TestFlags(t *testing.T) {
 		{[]string{"--start-at", "soon"}, false},
 		{[]string{"--start-at", "2001-01-01T00:00:00Z"}, false},
 		{[]string{"--start-at", time.Now().Add(2 * time.Second).UTC().Format(time.RFC3339Nano)}, true},
+		{[]string{"--switch-to", "http://127.0.0.1:8081/slow?block=50ms", "--switch-at", "1s", "--duration", "2s"}, true},
+		{[]string{"--switch-to", "http://127.0.0.1:8081/slow?block=50ms"}, false},                               // no moment
+		{[]string{"--switch-at", "1s"}, false},                                                                  // no target
+		{[]string{"--switch-to", "http://127.0.0.1:9999/slow", "--switch-at", "1s", "--duration", "2s"}, false}, // another server
+		{[]string{"--switch-to", "http://127.0.0.1:8081/slow", "--switch-at", "2s", "--duration", "2s"}, false}, // not inside
+		{[]string{"--switch-to", "http://10.1.2.3:8081/slow", "--switch-at", "1s", "--duration", "2s"}, false},  // not loopback
+		{[]string{"--tick", "100ms"}, true},
+		{[]string{"--tick", "1ms"}, false},
+		{[]string{"--tick", "10ms", "--duration", "1h"}, false}, // too many steps
+		{[]string{"--tick", "9s", "--duration", "8s"}, false},
 	} {
 		if _, err := parseFlags(tc.args, io.Discard); (err == nil) != tc.ok {
 			t.Errorf("%v: %v", tc.args, err)
@@ -237,6 +249,84 @@ func TestWindowCountsCompletions(t *testing.T) {
 	}
 	if perSecond != res.Load.Requests {
 		t.Fatalf("per-second series counts %d of %d", perSecond, res.Load.Requests)
+	}
+}
+
+// TestSwitchAndTicks: --switch-to sends every connection's requests to the
+// second target from --switch-at on, never before, and --tick counts the
+// window in steps with the block the server said. A server that sleeps
+// what ?block= asks and says it (X-Blocked-Ns), as the kit's servers do.
+func TestSwitchAndTicks(t *testing.T) {
+	var mu sync.Mutex
+	var slow []time.Time // when each request for 20 ms arrived
+	fast := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		arrived := time.Now()
+		d, _ := time.ParseDuration(r.URL.Query().Get("block"))
+		mu.Lock()
+		switch {
+		case d == 20*time.Millisecond:
+			slow = append(slow, arrived)
+		default:
+			fast++
+		}
+		mu.Unlock()
+		time.Sleep(d)
+		w.Header().Set("X-Blocked-Ns", strconv.FormatInt(int64(d), 10))
+		w.Header().Set("Content-Length", "3")
+		_, _ = io.WriteString(w, "ok\n")
+	}))
+	t.Cleanup(srv.Close)
+	at := time.Now().Add(300 * time.Millisecond).UTC()
+	o, err := parseFlags([]string{"--target", srv.URL + "/slow?block=2ms", "--switch-to", srv.URL + "/slow?block=20ms", "--switch-at", "1s",
+		"--tick", "100ms", "--conc", "4", "--warmup", "200ms", "--duration", "2.5s", "--start-at", at.Format(time.RFC3339Nano)}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := run(context.Background(), o, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	// The switch is 1 s into the window, after the 200 ms warm-up, from
+	// when the clock started (later than --start-at on a busy machine).
+	switchAt := time.Unix(0, res.StartUnixNs).Add(1200 * time.Millisecond)
+	before := 0
+	for _, a := range slow {
+		if a.Before(switchAt) {
+			before++
+		}
+	}
+	if before > 0 || len(slow) == 0 || fast == 0 {
+		t.Fatalf("%d requests for 20ms before the switch, %d in all, %d for 2ms: want none, some and some", before, len(slow), fast)
+	}
+	l := res.Load
+	if res.Params.SwitchTo != srv.URL+"/slow?block=20ms" || res.Params.SwitchAtNs != int64(time.Second) || res.Params.TickNs != int64(100*time.Millisecond) {
+		t.Fatalf("params %+v", res.Params)
+	}
+	if len(l.Ticks) != 25 {
+		t.Fatalf("%d ticks, want 25 (2.5 s in steps of 100 ms)", len(l.Ticks))
+	}
+	var n int64
+	for i, tk := range l.Ticks {
+		n += tk.Requests
+		if tk.TMs != int64(i)*100 || tk.BlockedSamples != tk.Requests {
+			t.Fatalf("tick %d: %+v", i, tk)
+		}
+		// No answer for 20ms completes before the switch: the ticks that
+		// end by then said 2 ms, every one; the last, 1.4 s after it, 20.
+		switch {
+		case tk.TMs+100 <= 1000 && tk.MeanBlockedNs != 2e6:
+			t.Fatalf("tick %d, before the switch, says a mean block of %.0f ns", i, tk.MeanBlockedNs)
+		case i == len(l.Ticks)-1 && tk.MeanBlockedNs != 20e6:
+			t.Fatalf("the last tick says a mean block of %.0f ns, want 20 ms", tk.MeanBlockedNs)
+		case tk.MeanBlockedNs < 2e6 || tk.MeanBlockedNs > 20e6:
+			t.Fatalf("tick %d: mean block %.0f ns", i, tk.MeanBlockedNs)
+		}
+	}
+	if n != l.Requests {
+		t.Fatalf("the ticks count %d answers, the window %d", n, l.Requests)
 	}
 }
 

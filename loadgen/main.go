@@ -8,6 +8,11 @@
 // previous answer arrives. --rate R switches to an open model at R req/s
 // spread over the connections, with latency measured from each request's
 // intended send time as wrk2 does, and the uncorrected figure beside it.
+//
+// --switch-to URL --switch-at D sends every connection's requests to a second
+// target of the same server from D into the window on (run.sh's slip phase:
+// the same endpoint with a slower ?block=); --tick D counts the answers in
+// steps of D too, with the block the server said in each.
 package main
 
 import (
@@ -42,6 +47,9 @@ type options struct {
 	allowRemote bool
 	quiet       bool
 	startAt     cli.StartAt
+	switchTo    string
+	switchAt    time.Duration
+	tick        time.Duration
 	liveOut     string
 	live        *live.Writer
 	args        []string
@@ -85,6 +93,9 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.allowRemote, "allow-remote", false, "allow a target that is not a loopback address")
 	fs.BoolVar(&o.quiet, "quiet", false, "no progress line on stderr")
 	fs.StringVar(&o.liveOut, "live-out", "", "append, 4 times a second, the requests answered so far as a JSON line to this file (for run.sh --stage)")
+	fs.StringVar(&o.switchTo, "switch-to", "", "from --switch-at on, send the requests to this URL instead (the same server: another path or ?block=)")
+	fs.DurationVar(&o.switchAt, "switch-at", 0, "with --switch-to: when, into the measured window, each connection's next request goes there")
+	fs.DurationVar(&o.tick, "tick", 0, "also count answers, and the block the server said, in steps of this (10ms or more; 0: per second only)")
 	fs.Var(&o.startAt, "start-at", "start the run's clock (warm-up first) at this RFC 3339 time, within a minute of now, to share a window with another tool (default: once connected)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: loadgen --target URL [flags]\n\nDrives one endpoint with keep-alive connections (closed model, or open with --rate).\n\nFlags:\n")
@@ -108,8 +119,25 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	case o.rate < 0 || o.rate > 1e7:
 		return o, fmt.Errorf("loadgen: --rate %g: want 0 (closed model) to 1e7", o.rate)
 	}
-	if _, err := client.ParseTarget(o.target, o.allowRemote); err != nil {
+	t, err := client.ParseTarget(o.target, o.allowRemote)
+	if err != nil {
 		return o, fmt.Errorf("loadgen: --target: %w", err)
+	}
+	if o.switchTo != "" || o.switchAt != 0 {
+		to, err := client.ParseTarget(o.switchTo, o.allowRemote)
+		switch {
+		case o.switchTo == "":
+			return o, fmt.Errorf("loadgen: --switch-at goes with --switch-to")
+		case err != nil:
+			return o, fmt.Errorf("loadgen: --switch-to: %w", err)
+		case to.Addr != t.Addr:
+			return o, fmt.Errorf("loadgen: --switch-to %s: want the --target's server (%s): the connections stay open", to.Addr, t.Addr)
+		case o.switchAt <= 0 || o.switchAt >= o.duration:
+			return o, fmt.Errorf("loadgen: --switch-at %s: want a moment inside the measured window (more than 0, less than --duration %s)", o.switchAt, o.duration)
+		}
+	}
+	if o.tick != 0 && (o.tick < 10*time.Millisecond || o.tick > o.duration || o.duration/o.tick > results.MaxSeriesPoints) {
+		return o, fmt.Errorf("loadgen: --tick %s: want 10ms or more, at most --duration, and at most %d steps in it", o.tick, results.MaxSeriesPoints)
 	}
 	if o.out != "" {
 		if err := results.CheckWritable(o.out); err != nil {
@@ -150,6 +178,12 @@ func summary(w io.Writer, o options, r *results.Result) {
 	if l.LatencyUncorrected != nil {
 		fmt.Fprintf(w, "loadgen: uncorrected (from actual send) p50 %s p99 %s; %d requests behind schedule\n",
 			us(l.LatencyUncorrected.P50Us), us(l.LatencyUncorrected.P99Us), l.BehindSchedule)
+	}
+	if o.switchTo != "" {
+		fmt.Fprintf(w, "loadgen: from %s into the window on, each connection's requests went to %s\n", o.switchAt, o.switchTo)
+	}
+	if len(l.Ticks) > 0 {
+		fmt.Fprintf(w, "loadgen: answers in %d steps of %s (the result's load.ticks)\n", len(l.Ticks), o.tick)
 	}
 	fmt.Fprintf(w, "loadgen: errors %s; connections dialled %d\n", results.ErrorsLine(r.Errors), l.Dials)
 	if len(l.RequestsPerLoop) > 0 {

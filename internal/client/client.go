@@ -122,11 +122,15 @@ const MaxConns = 10000
 // New returns a connection (not yet dialled) that sends GET target to addr
 // (host:port) with the given per-request timeout.
 func New(addr, target string, timeout time.Duration) *Conn {
-	return &Conn{
-		addr:    addr,
-		req:     []byte("GET " + target + " HTTP/1.1\r\nHost: " + addr + "\r\nUser-Agent: bystander\r\n\r\n"),
-		timeout: timeout,
-	}
+	c := &Conn{addr: addr, timeout: timeout}
+	c.Retarget(target)
+	return c
+}
+
+// Retarget makes the connection's next requests GET target instead (the
+// same server: a path and query).
+func (c *Conn) Retarget(target string) {
+	c.req = []byte("GET " + target + " HTTP/1.1\r\nHost: " + c.addr + "\r\nUser-Agent: bystander\r\n\r\n")
 }
 
 // Dial opens the connection now if it is not open.

@@ -38,10 +38,15 @@ import (
 // package does, from these, wherever a verdict is shown). Every field added
 // is optional and the verdict fields stay readable, so a v2 result reads as
 // it is.
-const Schema = "bystander.results/v3"
+//
+// v4 (from v3): loadgen can switch its requests to a second target at a
+// moment of the window (Params.SwitchTo, SwitchAtNs) and count answers in
+// steps shorter than a second with the block the server measured in each
+// (Load.Ticks); optional: a v2 or v3 result reads as it is.
+const Schema = "bystander.results/v4"
 
 // readableSchemas are the older result formats Decode reads as they are.
-var readableSchemas = []string{"bystander.results/v2"}
+var readableSchemas = []string{"bystander.results/v2", "bystander.results/v3"}
 
 // MaxSeriesPoints bounds the time series a program writes where a run could
 // make them grow without bound (loadgen's per-second series, the trace's
@@ -91,8 +96,13 @@ type Params struct {
 	StallBlockNs int64 `json:"stall_block_ns,omitempty"`
 	// StartAtUnixNs, when set, is the moment the run's clock started
 	// (--start-at), shared by tools whose windows must coincide.
-	StartAtUnixNs int64    `json:"start_at_unix_ns,omitempty"`
-	Args          []string `json:"args"`
+	StartAtUnixNs int64 `json:"start_at_unix_ns,omitempty"`
+	// SwitchTo, when set, is the target loadgen's requests went to from
+	// SwitchAtNs into the measured window on (--switch-to, --switch-at).
+	SwitchTo   string   `json:"switch_to,omitempty"`
+	SwitchAtNs int64    `json:"switch_at_ns,omitempty"`
+	TickNs     int64    `json:"tick_ns,omitempty"`
+	Args       []string `json:"args"`
 }
 
 // Env is where the run happened.
@@ -132,6 +142,18 @@ type Second struct {
 	Errors   int64 `json:"errors"`
 }
 
+// Tick is one step of a load run's finer series (loadgen --tick): the
+// answers that completed in it (TMs is its start, ms since the measured
+// start) and the mean block the server said it made them wait.
+type Tick struct {
+	TMs           int64   `json:"t_ms"`
+	Requests      int64   `json:"requests"`
+	Errors        int64   `json:"errors"`
+	MeanBlockedNs float64 `json:"mean_blocked_ns"`
+	// BlockedSamples is how many answers said their block (X-Blocked-Ns).
+	BlockedSamples int64 `json:"blocked_samples"`
+}
+
 // Load is what loadgen measured after the warm-up.
 type Load struct {
 	Requests       int64   `json:"requests"`
@@ -154,6 +176,8 @@ type Load struct {
 	// BehindSchedule counts open-model requests sent over 1 ms after their
 	// intended time (the generator could not keep the rate).
 	BehindSchedule int64 `json:"behind_schedule,omitempty"`
+	// Ticks is the window in steps of Params.TickNs (--tick), when asked.
+	Ticks []Tick `json:"ticks,omitempty"`
 }
 
 // ProbePoint is one probe; times are us since the run's start. A censored

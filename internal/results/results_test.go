@@ -50,7 +50,7 @@ func TestRoundTrip(t *testing.T) {
 		t.Fatalf("partial/end: %+v", got)
 	}
 	b, _ := os.ReadFile(path)
-	for _, field := range []string{`"schema": "bystander.results/v3"`, `"hdr_base64"`, `"server_wait"`, `"send_late"`, `"p99_9_us"`, `"duration_ns"`, `"throughput_per_s"`, `"cpu_model"`} {
+	for _, field := range []string{`"schema": "bystander.results/v4"`, `"hdr_base64"`, `"server_wait"`, `"send_late"`, `"p99_9_us"`, `"duration_ns"`, `"throughput_per_s"`, `"cpu_model"`} {
 		if !strings.Contains(string(b), field) {
 			t.Errorf("the file lacks %s", field)
 		}

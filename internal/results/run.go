@@ -42,11 +42,14 @@ import (
 // and which database answered (DBPool, DB), a server its connections
 // (DBConns), a measurement's use the private database's CPU (Use.DB), and
 // a cost its share (DBCores, DBCPUUsPerRequest); all optional: a v3-v8 run
+// reads as it is. v10 (from v9): the slip phase; a step says the block its
+// load asks for from SlipAtNs into its measured window (SlipBlockNs), the
+// params the slowed call asked for (SlipBlockNs); optional: a v3-v9 run
 // reads as it is.
-const RunSchema = "bystander.run/v9"
+const RunSchema = "bystander.run/v10"
 
 // readableRunSchemas are the older run indexes DecodeRun reads as they are.
-var readableRunSchemas = []string{"bystander.run/v3", "bystander.run/v4", "bystander.run/v5", "bystander.run/v6", "bystander.run/v7", "bystander.run/v8"}
+var readableRunSchemas = []string{"bystander.run/v3", "bystander.run/v4", "bystander.run/v5", "bystander.run/v6", "bystander.run/v7", "bystander.run/v8", "bystander.run/v9"}
 
 // Run is run.json: the index of a run directory, written first and updated
 // after every measurement, so an interrupted run still says what it did.
@@ -106,6 +109,9 @@ type RunParams struct {
 	// Stage is true when the run was given as a talk (run.sh --stage): its
 	// live page was served meanwhile, to a browser perhaps on this machine.
 	Stage bool `json:"stage,omitempty"`
+	// SlipBlockNs is the block the slip phase's load asks for from halfway
+	// through its window (--slip-block), after Block.
+	SlipBlockNs int64 `json:"slip_block_ns,omitempty"`
 }
 
 // Manifest is where and when the run happened.
@@ -255,6 +261,10 @@ type Step struct {
 	Variant  string        `json:"variant"`  // offload: blocking | offloaded | pool
 	Duration time.Duration `json:"duration_ns"`
 	Warmup   time.Duration `json:"warmup_ns"`
+	// SlipBlockNs, in the slip phase, is the block the load asks for from
+	// SlipAtNs into the measured window on (Server.BlockNs before it).
+	SlipBlockNs int64 `json:"slip_block_ns,omitempty"`
+	SlipAtNs    int64 `json:"slip_at_ns,omitempty"`
 }
 
 // Process is a child the run started, for the record (and the orphan test).
