@@ -24,9 +24,10 @@ type worker struct {
 	id        int
 	c         *client.Conn
 	switched  bool
-	lat       *hist.H // corrected in the open model
-	uncorr    *hist.H // open model only
-	requests  int64   // measured
+	lastOld   time.Time // the last answer to a request sent before the switch
+	lat       *hist.H   // corrected in the open model
+	uncorr    *hist.H   // open model only
+	requests  int64     // measured
 	warm      int64
 	errs      [8]int64
 	loops     [maxLoops]int64
@@ -205,6 +206,15 @@ func run(ctx context.Context, o options, progress func(elapsed, total time.Durat
 		measured = 0
 	}
 	collect(res, ws, secs, ticks, measured, o.rate > 0)
+	if o.switchTo != "" {
+		var last time.Time
+		for _, w := range ws {
+			if w.lastOld.After(last) {
+				last = w.lastOld
+			}
+		}
+		res.Load.SettledNs = int64(max(last.Sub(ck.measure), 0))
+	}
 	if c0 := cpu0.Load(); c0 != nil {
 		res.Generator = results.Cost{CPUNs: cpuEnd.CPUNs() - c0.CPUNs(), Requests: res.Load.Requests}
 		if res.Load.Requests > 0 {
@@ -227,11 +237,15 @@ func (w *worker) do(ck clock, secs, ticks *series, due time.Time) {
 		w.c.Retarget(ck.switchTo)
 		w.switched = true
 	}
+	old := ck.switchTo != "" && !w.switched
 	var r client.Response
 	err := w.c.Do(&r)
 	done := time.Now()
 	if errors.Is(err, client.ErrInterrupted) {
 		return // the run was cut short: neither an answer nor a failure
+	}
+	if old {
+		w.lastOld = done
 	}
 	if err == nil && !done.After(ck.end) {
 		secs.all.Add(1)

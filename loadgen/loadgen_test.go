@@ -315,18 +315,26 @@ func TestSwitchAndTicks(t *testing.T) {
 			t.Fatalf("tick %d: %+v", i, tk)
 		}
 		// No answer for 20ms completes before the switch: the ticks that
-		// end by then said 2 ms, every one; the last, 1.4 s after it, 20.
+		// end by then said 2 ms, every one.
 		switch {
 		case tk.TMs+100 <= 1000 && tk.MeanBlockedNs != 2e6:
 			t.Fatalf("tick %d, before the switch, says a mean block of %.0f ns", i, tk.MeanBlockedNs)
-		case i == len(l.Ticks)-1 && tk.MeanBlockedNs != 20e6:
-			t.Fatalf("the last tick says a mean block of %.0f ns, want 20 ms", tk.MeanBlockedNs)
 		case tk.MeanBlockedNs < 2e6 || tk.MeanBlockedNs > 20e6:
 			t.Fatalf("tick %d: mean block %.0f ns", i, tk.MeanBlockedNs)
 		}
 	}
 	if n != l.Requests {
 		t.Fatalf("the ticks count %d answers, the window %d", n, l.Requests)
+	}
+	// Settled: after the switch, and no answer for 2ms in a tick that
+	// starts after it.
+	if l.SettledNs < int64(time.Second) || l.SettledNs >= int64(2500*time.Millisecond) {
+		t.Fatalf("settled at %s into the window, want after the switch at 1s", time.Duration(l.SettledNs))
+	}
+	for _, tk := range l.Ticks {
+		if tk.TMs*int64(time.Millisecond) >= l.SettledNs && tk.Requests > 0 && tk.MeanBlockedNs != 20e6 {
+			t.Fatalf("tick at %d ms, after the last 2ms answer at %s, says %.0f ns", tk.TMs, time.Duration(l.SettledNs), tk.MeanBlockedNs)
+		}
 	}
 }
 

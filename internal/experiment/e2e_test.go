@@ -151,7 +151,9 @@ func TestQuickRun(t *testing.T) {
 			t.Errorf("phase %s measured nothing", p)
 		}
 	}
+	slipHolds(t, f, map[string]string{"loop-gnet": "3 loops", "pool": "6 callers"})
 	for _, want := range []string{"/slow throughput against the ceiling (block 8ms, sleep mode", "/fast bystander meanwhile", "a probe due every 30ms",
+		"The bad afternoon: /slow at 6 callers asking for 8ms, then 80ms from 1s into a 2s window",
 		"Stalled connections: 3 /async connections per loop (the kit's servers: 9)", "9 of 9", "Blocking on the loop vs offloaded vs the pool (6 callers, block 8ms)",
 		"/async (delay 7ms) taken apart while 5 callers block on /slow (60ms)", "The pools' cliff: callers at shares of each pool's slots (a server with no pool: at the run's pool's), block 60ms", "60 (150% of 40)", "Cost per request", "results: " + out} {
 		if !strings.Contains(stdout.String(), want) {
@@ -173,6 +175,38 @@ func TestQuickRun(t *testing.T) {
 	}
 	if b, err := os.ReadFile(filepath.Join(out, "summary.txt")); err != nil || !bytes.Contains(b, []byte("Stalled connections")) {
 		t.Errorf("summary.txt: %v", err)
+	}
+}
+
+// slipHolds: every server's slip has both sides, each measured against
+// the ceiling that binds it, what holds on any machine however busy: the
+// blocks measured at least what was asked (slower after the step), and
+// no side above its workers (or callers) / its measured block, but for
+// the requests already in flight when the side began. binds names what
+// each server's ceiling is (server name to "2 loops", "16 callers", ...).
+func slipHolds(t *testing.T, f *findings.Findings, binds map[string]string) {
+	t.Helper()
+	if len(f.Slip) != len(binds) {
+		t.Fatalf("%d slip rows, want %d", len(f.Slip), len(binds))
+	}
+	for _, r := range f.Slip {
+		name := r.Step.Server.Name
+		if r.Binds != binds[name] || !r.Before.PerS.OK() || !r.After.PerS.OK() {
+			t.Errorf("%s: binds %q (want %q), before %v after %v: %s", name, r.Binds, binds[name], r.Before.PerS, r.After.PerS, r.Why)
+			continue
+		}
+		t.Logf("%s", r.Sentence())
+		spans := []time.Duration{r.At, r.Step.Duration - time.Duration(r.AfterFrom.Median())}
+		for i, h := range []findings.SlipHalf{r.Before, r.After} {
+			mb := time.Duration(h.MeasuredBlock.Median())
+			if mb < h.Block || (i == 1 && mb <= time.Duration(r.Before.MeasuredBlock.Median())) {
+				t.Errorf("%s: side %d measured a block of %s for %s asked", name, i, mb, h.Block)
+			}
+			limit := findings.CeilingPerS(r.Workers, mb) + float64(r.Workers)/spans[i].Seconds()
+			if h.PerS.Median() > limit {
+				t.Errorf("%s: side %d at %.1f req/s, above %s / %s measured (%.1f with the requests in flight at its start)", name, i, h.PerS.Median(), r.Binds, mb, limit)
+			}
+		}
 	}
 }
 

@@ -33,7 +33,10 @@ var allPhases = findings.Phases
 type Options struct {
 	Block      time.Duration
 	StallBlock time.Duration
-	BlockMode  string
+	// SlipBlock is what the slip phase's load asks for from halfway on,
+	// after Block (default 10x Block).
+	SlipBlock time.Duration
+	BlockMode string
 	// PGURL is the user's PostgreSQL for --block-mode postgres (empty: the
 	// run starts a private one); DBPool each Go server's connections to it.
 	PGURL  string
@@ -151,6 +154,7 @@ func ParseFlags(args []string, stderr io.Writer, now time.Time) (Options, error)
 	fs := flag.NewFlagSet("run.sh", flag.ContinueOnError)
 	fs.DurationVar(&o.Block, "block", o.Block, "the blocking call for sweep and offload")
 	fs.DurationVar(&o.StallBlock, "stall-block", o.StallBlock, "the blocking call for stall, trace and cliff (their story is waiting behind blocked workers)")
+	fs.DurationVar(&o.SlipBlock, "slip-block", 0, "the slip phase's slowed call: its load asks for --block, then this from halfway through the window (default 10x --block)")
 	fs.StringVar(&o.BlockMode, "block-mode", o.BlockMode, "how the servers' blocking call blocks: syscall (holds the OS thread in nanosleep, as a JDBC read or Thread.sleep does), sleep (parks the goroutine),\n"+
 		"spin (burns CPU), postgres (SELECT pg_sleep over a real PostgreSQL connection from a pool of --db-pool: the run starts a private\n"+
 		"PostgreSQL from Debian's postgresql package and removes it at the end, or uses --pg-url)")
@@ -192,7 +196,8 @@ func ParseFlags(args []string, stderr io.Writer, now time.Time) (Options, error)
 
 Runs the whole experiment against real servers on loopback: the /slow sweep
 with a /fast bystander, the per-connection stall, blocking vs offloaded vs
-the pool, the /async trace and the pool's cliff; writes every result and a
+the pool, the /async trace, the pool's cliff and the bad afternoon (the
+call slowing tenfold mid-window: the slip); writes every result and a
 report into one directory and prints the story.
 
 Flags:
@@ -225,6 +230,9 @@ Flags:
 	}
 	if !set["trace-callers"] {
 		o.TraceCallers = 2 * o.Loops
+	}
+	if !set["slip-block"] {
+		o.SlipBlock = 10 * o.Block
 	}
 	// Paths the user gives are where the user stands (run.sh runs the
 	// orchestrator there), and are said whole; the default run directory
@@ -274,6 +282,8 @@ func (o *Options) validate() error {
 		return bad("--block %s: want more than 0 and at most 10s", o.Block)
 	case o.StallBlock <= 0 || o.StallBlock > 10*time.Second:
 		return bad("--stall-block %s: want more than 0 and at most 10s", o.StallBlock)
+	case o.SlipBlock <= 0 || o.SlipBlock > 10*time.Second:
+		return bad("--slip-block %s: want more than 0 and at most 10s", o.SlipBlock)
 	case o.Duration < 500*time.Millisecond || o.Duration > 10*time.Minute:
 		return bad("--duration %s: want 500ms to 10m", o.Duration)
 	case o.Warmup < 0 || o.Warmup > time.Minute:
@@ -448,6 +458,18 @@ func (o Options) short() time.Duration {
 	return max(o.Duration/2, time.Second)
 }
 
+// slipWindow is the slip phase's measured time: as short as the stall's,
+// at least 2 s (a second on each side of the step), in whole 200 ms so
+// that the step falls on a 100 ms tick.
+func (o Options) slipWindow() time.Duration {
+	const unit = 200 * time.Millisecond
+	d := max(o.short(), 2*time.Second)
+	return (d + unit - 1) / unit * unit
+}
+
+// slipTick is the slip's timeline step.
+const slipTick = 100 * time.Millisecond
+
 // BuildPlan lays out the measurements.
 func BuildPlan(o Options) Plan {
 	p := Plan{Options: o}
@@ -517,6 +539,12 @@ func BuildPlan(o Options) Plan {
 					add(Step{ID: fmt.Sprintf("cliff-%s-%dpct", s.Name, pct), Phase: phase, Server: s, Endpoint: "/slow",
 						Conc: max(1, size*pct/100), Variant: fmt.Sprintf("%d%%", pct), Duration: o.Duration, Warmup: o.Warmup})
 				}
+			}
+		case "slip":
+			d := o.slipWindow()
+			for _, s := range o.servers(o.Block) {
+				add(Step{ID: "slip-" + s.Name, Phase: phase, Server: s, Endpoint: "/slow", Conc: maxConc, Duration: d, Warmup: 300 * time.Millisecond,
+					SlipBlockNs: int64(o.SlipBlock), SlipAtNs: int64(d / 2), Variant: o.Block.String() + " -> " + o.SlipBlock.String()})
 			}
 		}
 	}
@@ -616,6 +644,16 @@ func (o Options) story(phase string) string {
 		return fmt.Sprintf("/async taken apart while %d callers block on /slow", o.TraceCallers)
 	case "cliff":
 		return fmt.Sprintf("each pool with callers at %s of its slots, /fast probed meanwhile", findings.CliffSharesText())
+	case "slip":
+		return fmt.Sprintf("/slow at %d callers asking for %s, then %s from halfway (the bad afternoon), /fast probed meanwhile", slices.Max(o.Conc), o.Block, o.SlipBlock)
 	}
 	return ""
+}
+
+// slipBlock is the slowed call the run records: none without the slip.
+func slipBlock(o Options) int64 {
+	if !slices.Contains(o.Phases, "slip") {
+		return 0
+	}
+	return int64(o.SlipBlock)
 }

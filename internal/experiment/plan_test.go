@@ -73,8 +73,10 @@ func TestPlanDetails(t *testing.T) {
 			t.Errorf("%s: block %s, want %s", s.ID, time.Duration(s.Server.BlockNs), wantBlock)
 		}
 		switch {
-		case s.Phase == "offload" && s.Conc != 64:
+		case (s.Phase == "offload" || s.Phase == "slip") && s.Conc != 64:
 			t.Errorf("%s at %d callers, want the highest (64)", s.ID, s.Conc)
+		case s.Phase == "slip" && (s.SlipBlockNs != int64(50*time.Millisecond) || s.Duration != 2600*time.Millisecond || s.SlipAtNs != int64(1300*time.Millisecond)):
+			t.Errorf("%s: slows to %s at %s of %s; want 50ms (10x the block) at 1.3s of 2.6s (on a 100 ms tick)", s.ID, time.Duration(s.SlipBlockNs), time.Duration(s.SlipAtNs), s.Duration)
 		case s.ID == "cliff-pool-150pct" && s.Conc != 300:
 			t.Errorf("cliff at 150%% has %d callers, want 300", s.Conc)
 		case s.Server.Kind == "loop" && s.Server.Workers != 4, s.Server.Kind == "pool" && s.Server.Workers != 200:
@@ -87,7 +89,7 @@ func TestPlanDetails(t *testing.T) {
 	}
 	var sb strings.Builder
 	p.Describe(&sb)
-	for _, want := range []string{"sweep", "stall", "offload", "trace", "cliff", "expected"} {
+	for _, want := range []string{"sweep", "stall", "offload", "trace", "cliff", "slip", "expected", "then 50ms from halfway"} {
 		if !strings.Contains(sb.String(), want) {
 			t.Errorf("plan description lacks %q:\n%s", want, sb.String())
 		}
@@ -172,7 +174,7 @@ func TestBadFlags(t *testing.T) {
 		{"--duration=100ms"}, {"--warmup=-1s"}, {"--repeat=0"}, {"--repeat=21"},
 		{"--stall-block=0s"}, {"extra"}, {"--nope"},
 		{"--block-mode=nap"}, {"--loops=0"}, {"--loops=65"}, {"--slots=0"}, {"--delay=-1ms"}, {"--probe-interval=0s"},
-		{"--trace-callers=0"}, {"--slots=6667"}, {"--slots=10000"},
+		{"--trace-callers=0"}, {"--slots=6667"}, {"--slots=10000"}, {"--slip-block=0"}, {"--slip-block=11s"}, {"--slip-block=-50ms"},
 	} {
 		if _, err := ParseFlags(args, io.Discard, now); err == nil {
 			t.Errorf("%v accepted", args)

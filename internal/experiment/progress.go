@@ -1,6 +1,7 @@
 package experiment
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"os"
@@ -69,14 +70,14 @@ func (p *progress) begin(s Step, rep int) {
 	}
 }
 
-// end says a measurement ended; tput is its throughput (0: none to say).
-func (p *progress) end(m results.Measurement, tput float64) {
+// end says a measurement ended; said is its figure ("" for none).
+func (p *progress) end(m results.Measurement, said string) {
 	p.done++
 	p.left -= m.Warmup + m.Duration + startCost
 	if p.left < 0 {
 		p.left = 0
 	}
-	line := fmt.Sprintf("[%d/%d %s] %s: %s", p.done, p.total, m.Phase, label(m.Step, m.Repeat), outcome(m, tput))
+	line := fmt.Sprintf("[%d/%d %s] %s: %s", p.done, p.total, m.Phase, label(m.Step, m.Repeat), outcome(m, said))
 	if p.tty && p.bar != nil {
 		_ = p.bar.Add(1)
 		if m.Status != "ok" {
@@ -113,12 +114,9 @@ func label(s Step, rep int) string {
 	return l
 }
 
-func outcome(m results.Measurement, tput float64) string {
+func outcome(m results.Measurement, said string) string {
 	if m.Status != "ok" {
 		return m.Status + ": " + m.Reason
 	}
-	if tput > 0 && m.Phase != "stall" && m.Phase != "trace" {
-		return fmt.Sprintf("%.0f req/s", tput)
-	}
-	return "ok"
+	return cmp.Or(said, "ok")
 }

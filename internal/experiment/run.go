@@ -236,7 +236,7 @@ func (r *runner) measure(ctx context.Context) {
 				r.prog.begin(step, rep)
 				m := r.step(ctx, step, rep)
 				r.set(i, func(mm *results.Measurement) { *mm = m })
-				r.prog.end(m, r.throughput(m))
+				r.prog.end(m, r.said(m))
 				r.save()
 			}
 			i++
@@ -300,7 +300,7 @@ func newRun(plan Plan, start time.Time) *results.Run {
 			Pin: o.Pin, Quick: o.Quick, Args: o.Args, Loops: o.Loops, PoolSlots: o.Slots, ProbeEveryNs: int64(o.ProbeInterval),
 			BlockMode: o.BlockMode, DBPool: dbPool(o), DB: o.dbDesc, OffloadWorkers: o.Slots, AsyncDelayNs: int64(o.Delay), StallConns: stallConnsPerLoop * o.Loops,
 			StallIntervalNs: int64(stallInterval), TraceCallers: o.TraceCallers, TraceConns: traceConnsPerLoop * o.Loops,
-			Targets: targetServers(o.Targets), SweepEndpoint: o.SweepEndpoint, Stage: o.Stage,
+			Targets: targetServers(o.Targets), SweepEndpoint: o.SweepEndpoint, Stage: o.Stage, SlipBlockNs: slipBlock(o),
 		},
 		Manifest: results.Manifest{
 			GitCommit: gitCommit(), GoVersion: goVersion(), Kernel: env.Kernel, CPUModel: env.CPUModel, Cores: env.NumCPU,
@@ -584,8 +584,15 @@ func (r *runner) load(ctx context.Context, srv *server, s Step, rel func(string)
 	// are, so the dealing is the same in every run: round-robin puts it
 	// beside one caller's, as the published experiment's bystander was.
 	waitReady(ctx, pr, ready, at)
-	lgArgs, stopLoad := r.liveArgs(s, "load", []string{"--target", "http://" + srv.addr + asked(s.Endpoint, time.Duration(s.Server.BlockNs)), "--conc", strconv.Itoa(s.Conc),
-		"--duration", s.Duration.String(), "--warmup", s.Warmup.String(), "--start-at", startAt, "--quiet", "--out", filepath.Join(r.dir, rel("load"))})
+	args := []string{"--target", "http://" + srv.addr + asked(s.Endpoint, time.Duration(s.Server.BlockNs)), "--conc", strconv.Itoa(s.Conc),
+		"--duration", s.Duration.String(), "--warmup", s.Warmup.String(), "--start-at", startAt, "--quiet", "--out", filepath.Join(r.dir, rel("load"))}
+	if s.SlipBlockNs > 0 {
+		// The slip: the same endpoint, a slower call from halfway on,
+		// counted in 100 ms steps.
+		args = append(args, "--switch-to", "http://"+srv.addr+asked(s.Endpoint, time.Duration(s.SlipBlockNs)),
+			"--switch-at", time.Duration(s.SlipAtNs).String(), "--tick", slipTick.String())
+	}
+	lgArgs, stopLoad := r.liveArgs(s, "load", args)
 	defer stopLoad()
 	lg, err := r.procs.start("gen", "loadgen", nil, lgArgs...)
 	if err != nil {
@@ -789,6 +796,24 @@ func (r *runner) throughput(m results.Measurement) float64 {
 		return 0
 	}
 	return lr.Load.ThroughputPerS
+}
+
+// said is a measurement's figure for its progress line: its throughput,
+// or on each side of the slip; "" for none.
+func (r *runner) said(m results.Measurement) string {
+	switch tput := r.throughput(m); {
+	case tput <= 0 || m.Phase == "stall" || m.Phase == "trace":
+		return ""
+	case m.Phase == "slip":
+		lr, _ := results.Read(filepath.Join(r.dir, m.LoadFile))
+		row := findings.SlipRowOf(&findings.Group{Step: m.Step, Reps: []findings.Rep{{M: m, Load: lr}}}, findings.Params{OffloadWorkers: r.o.Slots})
+		if !row.Before.PerS.OK() || !row.After.PerS.OK() {
+			return fmt.Sprintf("%.0f req/s", tput)
+		}
+		return fmt.Sprintf("%.0f req/s, then %.0f from %s on (%s -> %s)", row.Before.PerS.Median(), row.After.PerS.Median(), row.At, row.Before.Block, row.After.Block)
+	default:
+		return fmt.Sprintf("%.0f req/s", tput)
+	}
 }
 
 // asked is the request target that asks a server for the step's block

@@ -268,7 +268,7 @@ func (r *runner) stageStep(ctx context.Context, s Step, rep, at int) {
 	r.stepEvent(s, "start", nil)
 	r.prog.begin(s, rep)
 	m := r.step(ctx, s, rep)
-	r.prog.end(m, r.throughput(m))
+	r.prog.end(m, r.said(m))
 	if rep == 1 {
 		r.set(at, func(mm *results.Measurement) { *mm = m })
 	} else {

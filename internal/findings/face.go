@@ -25,12 +25,41 @@ type Face struct {
 	Offload     []FaceLoad      `json:"offload"`
 	Trace       []FaceTrace     `json:"trace"`
 	Cliff       []FaceLoad      `json:"cliff"`
+	Slip        []FaceSlip      `json:"slip,omitempty"`
 	Cost        []FaceCost      `json:"cost"`
 	Published   []PublishedRow  `json:"published"`
 	NotMeasured []string        `json:"not_measured"`
 	// NotRead names each measurement whose files were not read, and why.
 	NotRead []Unread `json:"not_read"`
 	Noticed []string `json:"noticed"`
+}
+
+// FaceSlip is one server's slip: each side of the step against the
+// ceiling that binds it.
+type FaceSlip struct {
+	ID       string       `json:"id"`
+	Server   string       `json:"server"`
+	Ceiling  string       `json:"ceiling"`
+	Before   FaceSlipSide `json:"before"`
+	After    FaceSlipSide `json:"after"`
+	Sentence string       `json:"sentence"`
+}
+
+// FaceSlipSide is one side of the slip's step.
+type FaceSlipSide struct {
+	AskedMs         float64     `json:"asked_ms"`
+	CeilingPerS     float64     `json:"ceiling_per_s"`
+	ReqPerS         *FaceFigure `json:"req_per_s"`
+	MeasuredBlockMs *FaceFigure `json:"measured_block_ms"`
+	ShareOfCeiling  *FaceFigure `json:"share_of_ceiling"`
+	FastP50Ms       *FaceFigure `json:"fast_p50_ms"`
+	FastDue         int64       `json:"fast_due"`
+	FastUnanswered  int64       `json:"fast_unanswered"`
+}
+
+func faceSlipSide(h SlipHalf) FaceSlipSide {
+	return FaceSlipSide{AskedMs: float64(h.Block.Microseconds()) / 1e3, CeilingPerS: math.Round(h.Ceiling*10) / 10, ReqPerS: face(h.PerS, 1),
+		MeasuredBlockMs: face(h.MeasuredBlock, 1e-6), ShareOfCeiling: face(h.Share, 1), FastP50Ms: face(h.Fast, 1e-3), FastDue: h.FastProbes, FastUnanswered: h.FastCensored}
 }
 
 // FaceFigure is a figure over the repetitions: median, smallest, largest.
@@ -149,6 +178,10 @@ func (f *Findings) Face() Face {
 	for _, r := range f.Trace {
 		x.Trace = append(x.Trace, FaceTrace{ID: r.Step.ID, Server: r.Step.Server.Name, AcceptedMs: face(r.Accepted.P50, 1e-3), LatenessMs: face(r.Lateness.P50, 1e-3),
 			ReturnMs: face(r.Return.P50, 1e-3), TotalP50Ms: face(r.Total.P50, 1e-3), TotalP99Ms: face(r.Total.P99, 1e-3), Samples: face(r.Total.N, 1)})
+	}
+	for _, r := range f.Slip {
+		x.Slip = append(x.Slip, FaceSlip{ID: r.Step.ID, Server: r.Step.Server.Name, Ceiling: r.CeilingText(), Before: faceSlipSide(r.Before),
+			After: faceSlipSide(r.After), Sentence: r.Sentence()})
 	}
 	for _, c := range f.Cost {
 		x.Cost = append(x.Cost, FaceCost{ID: c.ID, Server: c.Server, Repeat: c.Repeat, ServerCPUUs: math.Round(c.Cost.ServerCPUUsPerRequest*10) / 10,

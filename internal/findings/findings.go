@@ -19,7 +19,7 @@ import (
 )
 
 // Phases are the experiment's phases, in the order they run.
-var Phases = []string{"sweep", "stall", "offload", "trace", "cliff"}
+var Phases = []string{"sweep", "stall", "offload", "trace", "cliff", "slip"}
 
 // Figure is one value per repetition that has it.
 type Figure []float64
@@ -49,7 +49,9 @@ func (f Figure) Spread() (lo, hi float64) {
 
 // Params are the run's parameters, as every caption and heading states them.
 type Params struct {
-	Block, StallBlock, Delay     time.Duration
+	Block, StallBlock, Delay time.Duration
+	// SlipBlock is the slip phase's slowed call (0: not run).
+	SlipBlock                    time.Duration
 	ProbeInterval, StallInterval time.Duration
 	Duration, Warmup             time.Duration
 	BlockMode                    string
@@ -146,6 +148,7 @@ type Findings struct {
 	Offload []LoadRow
 	Trace   []TraceRow
 	Cliff   []LoadRow
+	Slip    []SlipRow
 	Cost    []CostRow
 	// LagRows are what the loop servers' own heartbeats and detectors said
 	// over each measured window, where they streamed it.
@@ -224,6 +227,8 @@ func Compute(dir string, run *results.Run) *Findings {
 			f.Trace = append(f.Trace, traceRow(g))
 		case "cliff":
 			f.Cliff = append(f.Cliff, loadRow(g, f.Params))
+		case "slip":
+			f.Slip = append(f.Slip, SlipRowOf(g, f.Params))
 		}
 	}
 	f.Cost = costRows(f.Groups, f.Params)
@@ -246,7 +251,7 @@ func Compute(dir string, run *results.Run) *Findings {
 
 func paramsOf(p results.RunParams) Params {
 	return Params{
-		Block: time.Duration(p.BlockNs), StallBlock: time.Duration(p.StallBlockNs), Delay: time.Duration(p.AsyncDelayNs),
+		Block: time.Duration(p.BlockNs), SlipBlock: time.Duration(p.SlipBlockNs), StallBlock: time.Duration(p.StallBlockNs), Delay: time.Duration(p.AsyncDelayNs),
 		ProbeInterval: time.Duration(p.ProbeEveryNs), StallInterval: time.Duration(p.StallIntervalNs),
 		Duration: time.Duration(p.DurationNs), Warmup: time.Duration(p.WarmupNs), BlockMode: p.BlockMode, DBPool: p.DBPool, DB: p.DB, SweepEndpoint: cmp.Or(p.SweepEndpoint, "/slow"),
 		Stage: p.Stage, Loops: p.Loops, Slots: p.PoolSlots, OffloadWorkers: p.OffloadWorkers, StallConns: p.StallConns,

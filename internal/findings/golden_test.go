@@ -17,8 +17,9 @@ var update = flag.Bool("update", false, "rewrite the goldens (tables.golden, fin
 // /offload sweep (v4), a --quick run of every phase (v6, with the
 // servers' own waits and /proc's raw figures), and a --quick run of every
 // Go server the kit starts (the three loop engines, the pool, net/http,
-// fasthttp, netpoll; sweep, stall and cliff).
-var goldenRuns = []string{"run", "custom-run", "node-run", "offload-run", "quick-run", "engines-run"}
+// fasthttp, netpoll; sweep, stall and cliff), and the slip phase of a
+// default run (v10: the call slows from 5 ms to 50 ms halfway).
+var goldenRuns = []string{"run", "custom-run", "node-run", "offload-run", "quick-run", "engines-run", "slip-run"}
 
 // TestGoldens: the tables and the JSON face of each test run are what was
 // reviewed; go test ./internal/findings -run TestGoldens -update rewrites

@@ -543,8 +543,13 @@ func costRows(gs []*Group, p Params) []CostRow {
 			if rep.Cost == nil {
 				continue
 			}
-			out = append(out, CostRow{ID: rep.M.ID, Server: rep.M.Server.Name, Repeat: rep.M.Repeat, Cost: rep.Cost,
-				Bound: BoundOf(rep.M.Step, rep.Load, rep.Cost, p.OffloadWorkers)})
+			b := BoundOf(rep.M.Step, rep.Load, rep.Cost, p.OffloadWorkers)
+			if g.Step.Phase == "slip" {
+				// Two calls in one window: no one ceiling bounds it.
+				b = &Bound{Text: fmt.Sprintf("two calls, %s then %s: each side against its own ceiling in the slip's figures",
+					time.Duration(g.Step.Server.BlockNs), time.Duration(g.Step.SlipBlockNs))}
+			}
+			out = append(out, CostRow{ID: rep.M.ID, Server: rep.M.Server.Name, Repeat: rep.M.Repeat, Cost: rep.Cost, Bound: b})
 		}
 	}
 	return out

@@ -53,6 +53,7 @@ func (f *Findings) WriteTables(w io.Writer) {
 	f.writeOffload(w)
 	f.writeTrace(w)
 	f.writeCliff(w)
+	f.writeSlip(w)
 	f.writeClasses(w)
 	f.writePublished(w)
 	f.writeCost(w)
@@ -210,6 +211,69 @@ func (f *Findings) writeCliff(w io.Writer) {
 		}
 		return fmt.Sprintf("%d (%s of %d)", r.Step.Conc, r.Step.Variant, r.Step.Server.Workers), r
 	})
+}
+
+// writeSlip prints the bad afternoon: each server on both sides of the
+// step, against the ceiling that binds each side.
+func (f *Findings) writeSlip(w io.Writer) {
+	if len(f.Slip) == 0 {
+		return
+	}
+	first := f.Slip[0]
+	fmt.Fprintf(w, "\nThe bad afternoon: /slow at %d callers asking for %s, then %s from %s into a %s window (the slip); /fast probed every %s meanwhile\n",
+		first.Step.Conc, first.Before.Block, first.After.Block, first.At, first.Step.Duration, f.Params.ProbeInterval)
+	tw := table(w, "server", "side", "asked", "measured block", "req/s", "the ceiling that binds", "of it", "/fast p50 from due", "/fast answered")
+	var notes []string
+	for _, r := range f.Slip {
+		name := r.Step.Server.Name
+		if !r.OK() || !r.Before.PerS.OK() || !r.After.PerS.OK() {
+			why := r.Short()
+			if r.OK() {
+				why = "the two sides not told apart: " + r.Why
+			}
+			fmt.Fprintf(tw, "%s\t%s\t\t\t\t\t\t\t\n", name, why)
+			continue
+		}
+		sides := []struct {
+			label string
+			h     SlipHalf
+		}{
+			{fmt.Sprintf("before (0-%s)", r.At), r.Before},
+			{fmt.Sprintf("after (%s-%s)", time.Duration(r.AfterFrom.Median()), r.Step.Duration), r.After},
+		}
+		for i, sd := range sides {
+			h := sd.h
+			fast := ms(h.Fast)
+			if h.FastCensored > 0 {
+				fast = ">=" + fast // censored probes count at their wait so far
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s / %s = %s req/s\t%s\t%s\t%d of %d\n", map[bool]string{true: name}[i == 0], sd.label, h.Block,
+				ms(h.MeasuredBlock.us()), perS(h.PerS), r.Binds, h.Block, Thousands(h.Ceiling), pct(h.Share), fast, h.FastProbes-h.FastCensored, h.FastProbes)
+		}
+		notes = append(notes, "  "+r.Sentence())
+	}
+	tw.Flush()
+	for _, n := range notes {
+		fmt.Fprintln(w, n)
+	}
+	fmt.Fprintln(w, "  (/fast from due: a probe unanswered when the window ended counts at its wait so far, so a figure marked >= is a lower bound)")
+}
+
+// perS is answers per second: whole above 100, one decimal below.
+func perS(v Figure) string {
+	if v.OK() && v.Median() < 100 {
+		return num(v, "%.1f")
+	}
+	return num(v, "%.0f")
+}
+
+// pct is a share as a whole percentage.
+func pct(v Figure) string {
+	out := make(Figure, len(v))
+	for i, x := range v {
+		out[i] = 100 * x
+	}
+	return num(out, "%.0f%%")
 }
 
 // writeCost prints the cost per request and what bounds each row.

@@ -61,18 +61,9 @@ func TestInBrowser(t *testing.T) {
 	}
 }
 
-func checkReport(t *testing.T, chrome, out string, f *findings.Findings, w, h int, shots string) {
-	ctx, problems := browsertest.Open(t, chrome, w, h)
-	start := time.Now()
-	if err := chromedp.Do(ctx, chromedp.Navigate("file://"+out), chromedp.WaitReady("#cost")); err != nil {
-		t.Fatal(err)
-	}
-	// The page draws every chart at load, by itself.
-	if _, err := chromedp.Run(ctx, chromedp.Poll[bool]("window.bystanderAllDrawnMs > 0", chromedp.WithPollingInterval(10*time.Millisecond))); err != nil {
-		t.Fatalf("the charts were not drawn: %v; the page said: %q", err, problems())
-	}
-	// Every chart container holds a canvas with something painted on it.
-	blank, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`(() => {
+// blankChartsJS evaluates to the ids of the chart containers with nothing
+// painted on their canvas.
+const blankChartsJS = `(() => {
 	  const blank = [];
 	  for (const el of document.querySelectorAll('.item')) {
 	    const c = el.querySelector('canvas');
@@ -84,7 +75,83 @@ func checkReport(t *testing.T, chrome, out string, f *findings.Findings, w, h in
 	    if (!painted) { blank.push(el.id); }
 	  }
 	  return blank;
+	})()`
+
+// TestSlipInBrowser: the bad afternoon of a real run (the slip phase of a
+// default run) drawn at load in a real browser: both charts painted, each
+// server's ceiling step labelled with its figures, the step's moment
+// labelled, legends where they fit, and the page logs no error.
+func TestSlipInBrowser(t *testing.T) {
+	chrome, a := browsertest.Chromium(t), inlined(t)
+	const slipRun = "../findings/testdata/slip-run"
+	f, err := findings.Read(slipRun)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "report.html")
+	var buf bytes.Buffer
+	if err := writePage(&buf, buildPage(f, a)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(out, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, problems := browsertest.Open(t, chrome, 1300, 900)
+	if err := chromedp.Do(ctx, chromedp.Navigate("file://"+out), chromedp.WaitReady("#slip_fast")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool]("window.bystanderAllDrawnMs > 0", chromedp.WithPollingInterval(10*time.Millisecond))); err != nil {
+		t.Fatalf("the charts were not drawn: %v; the page said: %q", err, problems())
+	}
+	blank, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](blankChartsJS))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(blank, "slip") || slices.Contains(blank, "slip_fast") {
+		t.Errorf("nothing painted in %v", blank)
+	}
+	layout, err := chromedp.Run(ctx, chromedp.Evaluate[map[string]browsertest.ChartLayout](browsertest.ChartLayoutJS))
+	if err != nil {
+		t.Fatal(err)
+	}
+	browsertest.CheckLegends(t, layout)
+	labels, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`(() => {
+	  const out = [];
+	  for (const s of echarts.getInstanceByDom(document.getElementById('slip')).getOption().series) {
+	    for (const d of s.data) { if (d && d.name && s.label && s.label.show) { out.push(d.name); } }
+	  }
+	  return out;
 	})()`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range f.Slip {
+		if !slices.ContainsFunc(labels, func(l string) bool {
+			return strings.Contains(l, r.Step.Server.Name) && strings.Contains(l, r.CeilingText())
+		}) {
+			t.Errorf("no label says %s's ceiling %q: %q", r.Step.Server.Name, r.CeilingText(), labels)
+		}
+	}
+	if !slices.Contains(labels, "the call: 5ms -> 50ms") {
+		t.Errorf("the step is not labelled: %q", labels)
+	}
+	for _, p := range problems() {
+		t.Error(p)
+	}
+}
+
+func checkReport(t *testing.T, chrome, out string, f *findings.Findings, w, h int, shots string) {
+	ctx, problems := browsertest.Open(t, chrome, w, h)
+	start := time.Now()
+	if err := chromedp.Do(ctx, chromedp.Navigate("file://"+out), chromedp.WaitReady("#cost")); err != nil {
+		t.Fatal(err)
+	}
+	// The page draws every chart at load, by itself.
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool]("window.bystanderAllDrawnMs > 0", chromedp.WithPollingInterval(10*time.Millisecond))); err != nil {
+		t.Fatalf("the charts were not drawn: %v; the page said: %q", err, problems())
+	}
+	// Every chart container holds a canvas with something painted on it.
+	blank, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](blankChartsJS))
 	if err != nil {
 		t.Fatal(err)
 	}

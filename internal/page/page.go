@@ -157,7 +157,9 @@ func buildPage(f *findings.Findings, a Asset) page {
 	p.Sections = append(p.Sections, lagCharts(f, "sweep", "3b", "during the sweep")...)
 	p.Sections = append(p.Sections, stallCharts(f)...)
 	p.Sections = append(p.Sections, lagCharts(f, "stall", "4b", "while k loops were kept blocked")...)
-	p.Sections = append(p.Sections, offloadChart(f), traceChart(f), cliffChart(f), costSection(f), publishedSection(f), classesSection(f), calcSection(f))
+	p.Sections = append(p.Sections, offloadChart(f), traceChart(f), cliffChart(f))
+	p.Sections = append(p.Sections, slipCharts(f)...)
+	p.Sections = append(p.Sections, costSection(f), publishedSection(f), classesSection(f), calcSection(f))
 	p.useAsset(a)
 	return p
 }

@@ -42,7 +42,8 @@ import (
 // v4 (from v3): loadgen can switch its requests to a second target at a
 // moment of the window (Params.SwitchTo, SwitchAtNs) and count answers in
 // steps shorter than a second with the block the server measured in each
-// (Load.Ticks); optional: a v2 or v3 result reads as it is.
+// (Load.Ticks), and when the last request sent before the switch was
+// answered (Load.SettledNs); optional: a v2 or v3 result reads as it is.
 const Schema = "bystander.results/v4"
 
 // readableSchemas are the older result formats Decode reads as they are.
@@ -178,6 +179,10 @@ type Load struct {
 	BehindSchedule int64 `json:"behind_schedule,omitempty"`
 	// Ticks is the window in steps of Params.TickNs (--tick), when asked.
 	Ticks []Tick `json:"ticks,omitempty"`
+	// SettledNs, with --switch-to, is when (since the measured start) the
+	// last answer to a request sent before the switch came back: from
+	// then on every answer is one of the second target's.
+	SettledNs int64 `json:"settled_ns,omitempty"`
 }
 
 // ProbePoint is one probe; times are us since the run's start. A censored

@@ -1,0 +1,270 @@
+package findings
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/bystander-kit/bystander/internal/results"
+)
+
+// The slip phase: /slow at the highest concurrency while the call the load
+// asks for slows in one step (5 ms, then 50 ms from halfway: a database on a
+// bad afternoon). Each half is measured on its own, against the ceiling
+// that binds it: the workers' (loops, slots, database connections) or,
+// where they are fewer, the callers' (a closed load of N callers never has
+// more than N requests in flight).
+
+// SlipHalf is one side of the step.
+type SlipHalf struct {
+	// Block is what the load asked for; Ceiling is Workers / Block.
+	Block   time.Duration
+	Ceiling float64
+	// PerS is the half's answers per second, MeasuredBlock the mean block
+	// the server said (ns), Share PerS of Workers / MeasuredBlock, Fast
+	// the /fast bystander's median from due (us): one value per
+	// repetition.
+	PerS, MeasuredBlock, Share, Fast Figure
+	// FastProbes is how many /fast probes were due in the half (every
+	// repetition); FastCensored how many of them were not answered by the
+	// window's end (counted at their wait so far).
+	FastProbes, FastCensored int64
+}
+
+// SlipTick is one step of the slip's timeline: the median over the
+// repetitions of the answers per second in it, and of the slowest /fast
+// probe due in it (from due, us; 0 with none due).
+type SlipTick struct {
+	TMs       int64
+	PerS      float64
+	FastMaxUs float64
+	// FastCensored: a probe due in the step was never answered (its wait
+	// is a lower bound).
+	FastCensored bool
+}
+
+// SlipRow is one server's slip.
+type SlipRow struct {
+	*Group
+	// Workers bound the ceiling on both sides; Binds says which: "4
+	// loops", "64 callers", "10 database connections".
+	Workers       int
+	Binds         string
+	CallersBind   bool
+	At, TickWidth time.Duration
+	Before, After SlipHalf
+	// Settling is how long after the step the last answer to a request
+	// asked before it came back (ns, per repetition): the after side
+	// starts at the first step of the timeline after that.
+	Settling Figure
+	// AfterFrom is where the after side starts in the window (ns, per
+	// repetition); it ends with the window.
+	AfterFrom Figure
+	Ticks     []SlipTick
+	// Why, when not empty, is why the halves could not be told apart (a
+	// result without its steps).
+	Why string
+}
+
+// Fell is how many times fewer answers per second the slowed call left
+// (before / after, the medians), 0 when not known.
+func (r SlipRow) Fell() float64 {
+	b, a := r.Before.PerS.Median(), r.After.PerS.Median()
+	if a <= 0 || b <= 0 {
+		return 0
+	}
+	return b / a
+}
+
+// CeilingText is the step of the ceiling that binds, in words: "4 loops:
+// 5ms -> 50ms = 800 -> 80 req/s".
+func (r SlipRow) CeilingText() string {
+	return fmt.Sprintf("%s: %s -> %s = %s -> %s req/s", r.Binds, r.Before.Block, r.After.Block, Thousands(r.Before.Ceiling), Thousands(r.After.Ceiling))
+}
+
+// slipBinds is the workers of a slip step's ceiling and their name: the
+// server's (as WorkersOf counts them), or the callers where those are
+// fewer or the server sets no bound of its own.
+func slipBinds(s results.Step, offloadWorkers int) (int, string, bool) {
+	w := WorkersOf(s, offloadWorkers)
+	if w == 0 || s.Conc < w {
+		return s.Conc, Plural(s.Conc, "caller"), true
+	}
+	sum := ServerSummary{Kind: s.Server.Kind, Workers: s.Server.Workers, SweepWorkers: w, DBConns: s.Server.DBConns, DBBound: DBBinds(s, offloadWorkers)}
+	return w, sum.ceilingNoun(), false
+}
+
+// SlipRowOf reads a slip group: its halves from loadgen's ticks and the
+// /fast prober's timeline, split at the step's moment.
+func SlipRowOf(g *Group, p Params) SlipRow {
+	s := g.Step
+	r := SlipRow{Group: g, At: time.Duration(s.SlipAtNs)}
+	r.Workers, r.Binds, r.CallersBind = slipBinds(s, p.OffloadWorkers)
+	r.Before = SlipHalf{Block: time.Duration(s.Server.BlockNs)}
+	r.After = SlipHalf{Block: time.Duration(s.SlipBlockNs)}
+	for _, h := range []*SlipHalf{&r.Before, &r.After} {
+		h.Ceiling = CeilingPerS(r.Workers, h.Block)
+	}
+	var perTick [][]float64 // per repetition, answers per second in each tick
+	var fastTick [][]float64
+	var censoredTick []bool
+	for _, rep := range g.Reps {
+		if rep.Load == nil || rep.Load.Load == nil {
+			continue
+		}
+		l := rep.Load.Load
+		width := time.Duration(rep.Load.Params.TickNs)
+		if width <= 0 || len(l.Ticks) == 0 || r.At <= 0 {
+			r.Why = "its load result has no steps (loadgen --tick) or no moment of the slip"
+			continue
+		}
+		r.TickWidth = width
+		measured := time.Duration(l.MeasuredNs)
+		// The after side: every answer in it one to a request asked after
+		// the step (those asked before, queued, take a while to drain).
+		settled := max(time.Duration(l.SettledNs), r.At)
+		r.Settling = append(r.Settling, float64(settled-r.At))
+		afterFrom := (settled + width - 1) / width * width
+		r.AfterFrom = append(r.AfterFrom, float64(afterFrom))
+		var rates []float64
+		var n [2]int64
+		var blocked, blockN [2]float64
+		for _, tk := range l.Ticks {
+			from := time.Duration(tk.TMs) * time.Millisecond
+			span := min(width, measured-from)
+			if span <= 0 {
+				continue
+			}
+			rates = append(rates, float64(tk.Requests)/span.Seconds())
+			side := sideAt(from, r.At, afterFrom)
+			if side < 0 {
+				continue
+			}
+			n[side] += tk.Requests
+			blocked[side] += tk.MeanBlockedNs * float64(tk.BlockedSamples)
+			blockN[side] += float64(tk.BlockedSamples)
+		}
+		perTick = append(perTick, rates)
+		spans := [2]time.Duration{min(r.At, measured), measured - afterFrom}
+		var fast [2][]float64
+		var ticksFast []float64
+		var ticksCensored []bool
+		if rep.Probe != nil && rep.Probe.Probe != nil {
+			warm := float64(rep.Probe.Params.WarmupNs) / 1e3
+			for _, pt := range rep.Probe.Probe.Timeline {
+				due := time.Duration((pt.DueUs - warm) * 1e3)
+				if due < 0 || due >= measured || pt.Error != "" {
+					continue
+				}
+				wait := max(pt.DoneUs-pt.DueUs, 0)
+				if side := sideAt(due, r.At, afterFrom); side >= 0 {
+					fast[side] = append(fast[side], wait)
+					r.sideOf(side).FastProbes++
+					if pt.Censored {
+						r.sideOf(side).FastCensored++
+					}
+				}
+				i := int(due / width)
+				for len(ticksFast) <= i {
+					ticksFast = append(ticksFast, 0)
+					ticksCensored = append(ticksCensored, false)
+				}
+				ticksFast[i] = max(ticksFast[i], wait)
+				ticksCensored[i] = ticksCensored[i] || pt.Censored
+			}
+		}
+		fastTick = append(fastTick, ticksFast)
+		if censoredTick == nil {
+			censoredTick = ticksCensored
+		} else {
+			for i, c := range ticksCensored {
+				if i < len(censoredTick) {
+					censoredTick[i] = censoredTick[i] || c
+				}
+			}
+		}
+		if spans[1] <= 0 {
+			r.Why = fmt.Sprintf("the requests asked for %s before the step were still being answered when the window ended", r.Before.Block)
+		}
+		for side, h := range []*SlipHalf{&r.Before, &r.After} {
+			if spans[side] <= 0 {
+				continue
+			}
+			h.PerS = append(h.PerS, float64(n[side])/spans[side].Seconds())
+			if blockN[side] > 0 {
+				mb := blocked[side] / blockN[side]
+				h.MeasuredBlock = append(h.MeasuredBlock, mb)
+				h.Share = append(h.Share, Share(float64(n[side])/spans[side].Seconds(), CeilingPerS(r.Workers, time.Duration(mb))))
+			}
+			if len(fast[side]) > 0 {
+				h.Fast = append(h.Fast, results.Median(fast[side]))
+			}
+		}
+	}
+	for i := 0; ; i++ {
+		var rates, fast []float64
+		for _, rs := range perTick {
+			if i < len(rs) {
+				rates = append(rates, rs[i])
+			}
+		}
+		for _, fs := range fastTick {
+			if i < len(fs) {
+				fast = append(fast, fs[i])
+			}
+		}
+		if len(rates) == 0 {
+			break
+		}
+		t := SlipTick{TMs: int64(i) * r.TickWidth.Milliseconds(), PerS: results.Median(rates)}
+		if len(fast) > 0 {
+			t.FastMaxUs = results.Median(fast)
+		}
+		t.FastCensored = i < len(censoredTick) && censoredTick[i]
+		r.Ticks = append(r.Ticks, t)
+	}
+	return r
+}
+
+// sideAt is the side of the step a moment of the window is on: 0 before
+// at, 1 from afterFrom on, -1 while the step settles.
+func sideAt(t, at, afterFrom time.Duration) int {
+	switch {
+	case t < at:
+		return 0
+	case t >= afterFrom:
+		return 1
+	}
+	return -1
+}
+
+func (r *SlipRow) sideOf(side int) *SlipHalf {
+	if side == 0 {
+		return &r.Before
+	}
+	return &r.After
+}
+
+// Sentence says the slip of one server in words, with its figures: how
+// far it fell against its ceiling, and where its after side starts.
+func (r SlipRow) Sentence() string {
+	name := r.Step.Server.Name
+	if !r.Before.PerS.OK() || !r.After.PerS.OK() {
+		if r.Why != "" {
+			return fmt.Sprintf("%s: the two sides not told apart: %s.", name, r.Why)
+		}
+		return ""
+	}
+	return fmt.Sprintf("%s fell %.1fx (%s -> %s req/s, %s and %s of %s), its ceiling %.0fx; its after side starts at %s, "+
+		"once the last answer asked for %s came back (%s after the step).",
+		name, r.Fell(), perS(r.Before.PerS), perS(r.After.PerS), pct(r.Before.Share), pct(r.After.Share), r.Binds+" / the measured block",
+		r.CeilingFell(), time.Duration(r.AfterFrom.Median()), r.Before.Block, ms(r.Settling.us()))
+}
+
+// CeilingFell is how many times lower the ceiling that binds is after the
+// step (the asked blocks' ratio).
+func (r SlipRow) CeilingFell() float64 {
+	if r.After.Ceiling <= 0 {
+		return 0
+	}
+	return r.Before.Ceiling / r.After.Ceiling
+}

@@ -1,0 +1,179 @@
+package page
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/go-echarts/go-echarts/v2/charts"
+	"github.com/go-echarts/go-echarts/v2/opts"
+
+	"github.com/bystander-kit/bystander/internal/findings"
+	"github.com/bystander-kit/bystander/internal/palette"
+)
+
+// slipStepName is the legend's name of the moment the call slows.
+const slipStepName = "the call slows"
+
+// 7b and 7c. The bad afternoon: throughput and the bystander as the call
+// slows mid-window.
+func slipCharts(f *findings.Findings) []section {
+	var ok []findings.SlipRow
+	for _, r := range f.Slip {
+		if len(r.Ticks) > 0 && r.Before.PerS.OK() && r.After.PerS.OK() {
+			ok = append(ok, r)
+		}
+	}
+	if len(f.Slip) == 0 && !slices.Contains(f.Run.Params.Phases, "slip") {
+		return nil // not asked for (a run before the phase, or --phases): nothing to say
+	}
+	first := findings.SlipRow{}
+	if len(f.Slip) > 0 {
+		first = f.Slip[0]
+	}
+	var said []string
+	for _, r := range f.Slip {
+		if s := r.Sentence(); s != "" {
+			said = append(said, s)
+		}
+	}
+	tput := section{ID: "slip", Title: "7b. The bad afternoon: the call slows tenfold, traffic does not change",
+		Caption: fmt.Sprintf("Each server loaded with %d callers on /slow asking for %s; from %s into the window (the grey line) the same callers ask for %s: "+
+			"the traffic did not change, the call did. Each line is the answers of one %s step, as req/s (the median over the repetitions); "+
+			"each dashed step is the ceiling that binds it, in the server's colour: its workers / the asked block, or its callers / the block where they are fewer "+
+			"(a closed load never has more requests in flight than callers). Each side is measured on its own against its ceiling; the after side starts once the last "+
+			"answer asked before the step has come back (the requests queued at the step drain first). ",
+			first.Step.Conc, first.Before.Block, first.At, first.After.Block, first.TickWidth) + strings.Join(said, " ")}
+	fast := section{ID: "slip_fast", Title: "7c. The bad afternoon: the /fast bystander meanwhile",
+		Caption: fmt.Sprintf("The slowest /fast probe due in each %s step (a probe due every %s on one connection, timed from when it was due; the median over the repetitions), "+
+			"in each server's colour; the grey line is the step. A probe still unanswered when the window ended is drawn as an open circle at its wait so far: "+
+			"the true wait was longer.", first.TickWidth, f.Params.ProbeInterval)}
+	if len(ok) == 0 {
+		groups := make([]*findings.Group, 0, len(f.Slip))
+		for _, r := range f.Slip {
+			groups = append(groups, r.Group)
+		}
+		tput.Missing = findings.Missing(groups, "slip")
+		for _, r := range f.Slip {
+			if r.OK() && r.Why != "" {
+				tput.Missing = r.Sentence()
+			}
+		}
+		fast.Missing = tput.Missing
+		return []section{tput, fast}
+	}
+	hue := hues(f)
+	var names []string
+	end, lo, hi := 0.0, math.Inf(1), 0.0
+	for _, r := range ok {
+		names = append(names, r.Step.Server.Name)
+		end = math.Max(end, r.Step.Duration.Seconds())
+		lo = math.Min(lo, r.After.Ceiling)
+		hi = math.Max(hi, r.Before.Ceiling)
+		for _, t := range r.Ticks {
+			if t.PerS > 0 {
+				lo, hi = math.Min(lo, t.PerS), math.Max(hi, t.PerS)
+			}
+		}
+	}
+	at := round(first.At.Seconds(), 3)
+	line := charts.NewLine()
+	for _, r := range ok {
+		name := r.Step.Server.Name
+		var data []opts.LineData
+		for _, t := range r.Ticks {
+			data = append(data, opts.LineData{Value: []any{round(float64(t.TMs)/1e3+r.TickWidth.Seconds()/2, 3), round(max(t.PerS, 0.1), 1)}})
+		}
+		line.AddSeries(name, data, append(colored(hue[name], opts.LineStyle{Width: 2.5}),
+			charts.WithLineChartOpts(opts.LineChart{ShowSymbol: opts.Bool(false)}))...)
+	}
+	// The ceilings' steps: servers with the same step share one line and
+	// one label, so no two labels lie on each other.
+	type step struct {
+		servers  []string
+		text     string
+		from, to float64
+	}
+	var steps []step
+	for _, r := range ok {
+		text := r.CeilingText()
+		i := -1
+		for j, s := range steps {
+			if s.text == text {
+				i = j
+			}
+		}
+		if i < 0 {
+			steps = append(steps, step{text: text, from: r.Before.Ceiling, to: r.After.Ceiling})
+			i = len(steps) - 1
+		}
+		steps[i].servers = append(steps[i].servers, r.Step.Server.Name)
+	}
+	for _, s := range steps {
+		label := strings.Join(s.servers, ", ") + ": " + s.text
+		line.AddSeries(s.servers[0], []opts.LineData{
+			{Value: []any{0, round(s.from, 1)}}, {Value: []any{at, round(s.from, 1)}},
+			{Value: []any{at, round(s.to, 1)}}, {Name: label, Value: []any{round(end, 3), round(s.to, 1)}},
+		}, append(colored(hue[s.servers[0]], opts.LineStyle{Type: "dashed", Width: 1.5}),
+			charts.WithLineChartOpts(opts.LineChart{ShowSymbol: opts.Bool(true), Symbol: "circle", SymbolSize: 1}),
+			charts.WithLabelOpts(opts.Label{Show: opts.Bool(true), Formatter: "{b}", Position: "top", Align: "right", Color: hue[s.servers[0]], FontWeight: "bold"}))...)
+	}
+	floor, top := logFloor(lo), math.Pow(10, math.Ceil(math.Log10(hi*1.5)))
+	stepLine(line, at, floor, top, fmt.Sprintf("%s -> %s", first.Before.Block, first.After.Block))
+	line.SetGlobalOptions(append(frame(tput.ID, 380, append(names, slipStepName)),
+		charts.WithXAxisOpts(opts.XAxis{Type: "value", Name: "seconds into the measured window", NameLocation: "middle", NameGap: 28, Min: 0, Max: round(end, 3)}),
+		charts.WithYAxisOpts(opts.YAxis{Type: "log", Name: "req/s in each step", Min: floor, Max: top}),
+	)...)
+	tput.Element, tput.Script = snippet(line)
+
+	// The bystander.
+	fl := charts.NewLine()
+	var censored []opts.ScatterData
+	fastLo, fastHi := math.Inf(1), 0.0
+	for _, r := range ok {
+		name := r.Step.Server.Name
+		var data []opts.LineData
+		for _, t := range r.Ticks {
+			if t.FastMaxUs <= 0 {
+				continue
+			}
+			x, y := round(float64(t.TMs)/1e3+r.TickWidth.Seconds()/2, 3), round(max(t.FastMaxUs/1e3, 0.001), 3)
+			fastLo, fastHi = math.Min(fastLo, y), math.Max(fastHi, y)
+			if t.FastCensored {
+				censored = append(censored, opts.ScatterData{Name: name + ": unanswered at the end, waited at least", Value: []any{x, y}})
+			}
+			data = append(data, opts.LineData{Value: []any{x, y}})
+		}
+		fl.AddSeries(name, data, append(colored(hue[name], opts.LineStyle{Width: 2}),
+			charts.WithLineChartOpts(opts.LineChart{ShowSymbol: opts.Bool(false)}))...)
+	}
+	if fastHi == 0 {
+		fast.Missing = "no /fast probe was due in the slip's windows"
+		return []section{tput, fast}
+	}
+	legend := append(names, slipStepName)
+	if len(censored) > 0 {
+		sc := charts.NewScatter()
+		legend = append(legend, censoredName)
+		sc.AddSeries(censoredName, limitScatter(censored), charts.WithItemStyleOpts(opts.ItemStyle{Color: "transparent", BorderColor: "#b30000", BorderWidth: 1.5}))
+		fl.Overlap(sc)
+	}
+	ffloor, ftop := logFloor(fastLo), math.Pow(10, math.Ceil(math.Log10(fastHi*1.5)))
+	stepLine(fl, at, ffloor, ftop, fmt.Sprintf("%s -> %s", first.Before.Block, first.After.Block))
+	fl.SetGlobalOptions(append(frame(fast.ID, 320, legend),
+		charts.WithXAxisOpts(opts.XAxis{Type: "value", Name: "seconds into the measured window", NameLocation: "middle", NameGap: 28, Min: 0, Max: round(end, 3)}),
+		charts.WithYAxisOpts(opts.YAxis{Type: "log", Name: "slowest /fast from due, ms", Min: ffloor, Max: ftop}),
+	)...)
+	fast.Element, fast.Script = snippet(fl)
+	return []section{tput, fast}
+}
+
+// stepLine draws the moment the call slows: a grey vertical line from lo
+// to hi at x, labelled at its top.
+func stepLine(line *charts.Line, x, lo, hi float64, label string) {
+	line.AddSeries(slipStepName, []opts.LineData{{Value: []any{x, lo}}, {Name: "the call: " + label, Value: []any{x, hi}}},
+		append(colored(palette.Tint("#000000", 0.45), opts.LineStyle{Type: "dotted", Width: 1.5}),
+			charts.WithLineChartOpts(opts.LineChart{ShowSymbol: opts.Bool(true), Symbol: "circle", SymbolSize: 1}),
+			charts.WithLabelOpts(opts.Label{Show: opts.Bool(true), Formatter: "{b}", Position: "insideEndTop", Color: "#555555"}))...)
+}
