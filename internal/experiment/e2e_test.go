@@ -153,7 +153,7 @@ func TestQuickRun(t *testing.T) {
 	}
 	slipHolds(t, f, map[string]string{"loop-gnet": "3 loops", "pool": "6 callers"})
 	for _, want := range []string{"/slow throughput against the ceiling (block 8ms, sleep mode", "/fast bystander meanwhile", "a probe due every 30ms",
-		"The bad afternoon: /slow at 6 callers asking for 8ms, then 80ms from 1s into a 2s window",
+		"The bad afternoon: /slow at 6 callers asking for 8ms, then 80ms from halfway through each window", "before (0-1s)",
 		"Stalled connections: 3 /async connections per loop (the kit's servers: 9)", "9 of 9", "Blocking on the loop vs offloaded vs the pool (6 callers, block 8ms)",
 		"/async (delay 7ms) taken apart while 5 callers block on /slow (60ms)", "The pools' cliff: callers at shares of each pool's slots (a server with no pool: at the run's pool's), block 60ms", "60 (150% of 40)", "Cost per request", "results: " + out} {
 		if !strings.Contains(stdout.String(), want) {

@@ -458,13 +458,22 @@ func (o Options) short() time.Duration {
 	return max(o.Duration/2, time.Second)
 }
 
-// slipWindow is the slip phase's measured time: as short as the stall's,
-// at least 2 s (a second on each side of the step), in whole 200 ms so
-// that the step falls on a 100 ms tick.
-func (o Options) slipWindow() time.Duration {
-	const unit = 200 * time.Millisecond
-	d := max(o.short(), 2*time.Second)
-	return (d + unit - 1) / unit * unit
+// slipWindow is the slip phase's measured time for a step: the step comes
+// halfway, and each side lasts as long as the stall's windows do, or
+// longer where the requests queued at the step take a while to drain:
+// each of the workers that bind it may hold callers / workers of them,
+// each now as slow as the slowed call (the last one asked before the step
+// can come back that late: 16 x 50 ms on 4 loops at 64 callers), and the
+// after side still has 0.8 s beyond that. In whole 100 ms, so that the
+// step falls on a tick.
+func (o Options) slipWindow(s Step) time.Duration {
+	w := findings.WorkersOf(s, o.Slots)
+	if w == 0 || w > s.Conc {
+		w = s.Conc
+	}
+	drain := time.Duration((s.Conc+w-1)/w) * o.SlipBlock
+	half := max(o.short()/2, drain+800*time.Millisecond)
+	return 2 * ((half + slipTick - 1) / slipTick * slipTick)
 }
 
 // slipTick is the slip's timeline step.
@@ -541,10 +550,12 @@ func BuildPlan(o Options) Plan {
 				}
 			}
 		case "slip":
-			d := o.slipWindow()
 			for _, s := range o.servers(o.Block) {
-				add(Step{ID: "slip-" + s.Name, Phase: phase, Server: s, Endpoint: "/slow", Conc: maxConc, Duration: d, Warmup: 300 * time.Millisecond,
-					SlipBlockNs: int64(o.SlipBlock), SlipAtNs: int64(d / 2), Variant: o.Block.String() + " -> " + o.SlipBlock.String()})
+				st := Step{ID: "slip-" + s.Name, Phase: phase, Server: s, Endpoint: "/slow", Conc: maxConc, Warmup: 300 * time.Millisecond,
+					SlipBlockNs: int64(o.SlipBlock), Variant: o.Block.String() + " -> " + o.SlipBlock.String()}
+				st.Duration = o.slipWindow(st)
+				st.SlipAtNs = int64(st.Duration / 2)
+				add(st)
 			}
 		}
 	}

@@ -115,9 +115,11 @@ func TestSlipInBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	browsertest.CheckLegends(t, layout)
+	// Each ceiling's step is named in the legend; the step is labelled.
 	labels, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`(() => {
-	  const out = [];
-	  for (const s of echarts.getInstanceByDom(document.getElementById('slip')).getOption().series) {
+	  const opt = echarts.getInstanceByDom(document.getElementById('slip')).getOption();
+	  const out = [...opt.legend[0].data];
+	  for (const s of opt.series) {
 	    for (const d of s.data) { if (d && d.name && s.label && s.label.show) { out.push(d.name); } }
 	  }
 	  return out;
@@ -132,7 +134,7 @@ func TestSlipInBrowser(t *testing.T) {
 			t.Errorf("no label says %s's ceiling %q: %q", r.Step.Server.Name, r.CeilingText(), labels)
 		}
 	}
-	if !slices.Contains(labels, "the call: 5ms -> 50ms") {
+	if !slices.Contains(labels, "the call: 5ms -> 50ms") || layout["slip"].Legend == "" {
 		t.Errorf("the step is not labelled: %q", labels)
 	}
 	for _, p := range problems() {

@@ -39,12 +39,13 @@ func slipCharts(f *findings.Findings) []section {
 		}
 	}
 	tput := section{ID: "slip", Title: "7b. The bad afternoon: the call slows tenfold, traffic does not change",
-		Caption: fmt.Sprintf("Each server loaded with %d callers on /slow asking for %s; from %s into the window (the grey line) the same callers ask for %s: "+
-			"the traffic did not change, the call did. Each line is the answers of one %s step, as req/s (the median over the repetitions); "+
-			"each dashed step is the ceiling that binds it, in the server's colour: its workers / the asked block, or its callers / the block where they are fewer "+
+		Caption: fmt.Sprintf("Each server loaded with %d callers on /slow asking for %s; from halfway through its window (the grey line, at 0) the same callers ask for %s: "+
+			"the traffic did not change, the call did. Each window is long enough for the requests queued at the step to drain (on the loops, callers / loops of the slowed call) "+
+			"and leave the after side 0.8 s or more. Each line is the answers of one %s step, as req/s (the median over the repetitions); "+
+			"each dashed step is the ceiling that binds it, in the server's colour and named below the chart: its workers / the asked block, or its callers / the block where they are fewer "+
 			"(a closed load never has more requests in flight than callers). Each side is measured on its own against its ceiling; the after side starts once the last "+
-			"answer asked before the step has come back (the requests queued at the step drain first). ",
-			first.Step.Conc, first.Before.Block, first.At, first.After.Block, first.TickWidth) + strings.Join(said, " ")}
+			"answer asked before the step has come back (the requests queued at the step drain first).",
+			first.Step.Conc, first.Before.Block, first.After.Block, first.TickWidth) + " In this run: " + strings.Join(said, " ")}
 	fast := section{ID: "slip_fast", Title: "7c. The bad afternoon: the /fast bystander meanwhile",
 		Caption: fmt.Sprintf("The slowest /fast probe due in each %s step (a probe due every %s on one connection, timed from when it was due; the median over the repetitions), "+
 			"in each server's colour; the grey line is the step. A probe still unanswered when the window ended is drawn as an open circle at its wait so far: "+
@@ -65,10 +66,12 @@ func slipCharts(f *findings.Findings) []section {
 	}
 	hue := hues(f)
 	var names []string
-	end, lo, hi := 0.0, math.Inf(1), 0.0
+	// x is seconds from the step: each server's window has its own length.
+	from, end, lo, hi := 0.0, 0.0, math.Inf(1), 0.0
 	for _, r := range ok {
 		names = append(names, r.Step.Server.Name)
-		end = math.Max(end, r.Step.Duration.Seconds())
+		from = math.Min(from, -r.At.Seconds())
+		end = math.Max(end, (r.Step.Duration - r.At).Seconds())
 		lo = math.Min(lo, r.After.Ceiling)
 		hi = math.Max(hi, r.Before.Ceiling)
 		for _, t := range r.Ticks {
@@ -77,13 +80,17 @@ func slipCharts(f *findings.Findings) []section {
 			}
 		}
 	}
-	at := round(first.At.Seconds(), 3)
+	// The axis from and to whole half seconds: no tick label crowds its end.
+	from, end = math.Floor(from*2)/2, math.Ceil(end*2)/2
+	x := func(r findings.SlipRow, t findings.SlipTick) float64 {
+		return round(float64(t.TMs)/1e3+r.TickWidth.Seconds()/2-r.At.Seconds(), 3)
+	}
 	line := charts.NewLine()
 	for _, r := range ok {
 		name := r.Step.Server.Name
 		var data []opts.LineData
 		for _, t := range r.Ticks {
-			data = append(data, opts.LineData{Value: []any{round(float64(t.TMs)/1e3+r.TickWidth.Seconds()/2, 3), round(max(t.PerS, 0.1), 1)}})
+			data = append(data, opts.LineData{Value: []any{x(r, t), round(max(t.PerS, 0.1), 1)}})
 		}
 		line.AddSeries(name, data, append(colored(hue[name], opts.LineStyle{Width: 2.5}),
 			charts.WithLineChartOpts(opts.LineChart{ShowSymbol: opts.Bool(false)}))...)
@@ -91,9 +98,10 @@ func slipCharts(f *findings.Findings) []section {
 	// The ceilings' steps: servers with the same step share one line and
 	// one label, so no two labels lie on each other.
 	type step struct {
-		servers  []string
-		text     string
-		from, to float64
+		servers    []string
+		text       string
+		from, to   float64
+		start, end float64 // seconds from the step
 	}
 	var steps []step
 	for _, r := range ok {
@@ -105,24 +113,27 @@ func slipCharts(f *findings.Findings) []section {
 			}
 		}
 		if i < 0 {
-			steps = append(steps, step{text: text, from: r.Before.Ceiling, to: r.After.Ceiling})
+			steps = append(steps, step{text: text, from: r.Before.Ceiling, to: r.After.Ceiling, start: -r.At.Seconds(), end: (r.Step.Duration - r.At).Seconds()})
 			i = len(steps) - 1
 		}
 		steps[i].servers = append(steps[i].servers, r.Step.Server.Name)
 	}
+	// Each step is named in the legend, dashed in its server's colour: a
+	// label on the chart would lie on some server's points.
+	var stepNames []string
 	for _, s := range steps {
 		label := strings.Join(s.servers, ", ") + ": " + s.text
-		line.AddSeries(s.servers[0], []opts.LineData{
-			{Value: []any{0, round(s.from, 1)}}, {Value: []any{at, round(s.from, 1)}},
-			{Value: []any{at, round(s.to, 1)}}, {Name: label, Value: []any{round(end, 3), round(s.to, 1)}},
+		stepNames = append(stepNames, label)
+		line.AddSeries(label, []opts.LineData{
+			{Value: []any{round(s.start, 3), round(s.from, 1)}}, {Value: []any{0, round(s.from, 1)}},
+			{Value: []any{0, round(s.to, 1)}}, {Value: []any{round(s.end, 3), round(s.to, 1)}},
 		}, append(colored(hue[s.servers[0]], opts.LineStyle{Type: "dashed", Width: 1.5}),
-			charts.WithLineChartOpts(opts.LineChart{ShowSymbol: opts.Bool(true), Symbol: "circle", SymbolSize: 1}),
-			charts.WithLabelOpts(opts.Label{Show: opts.Bool(true), Formatter: "{b}", Position: "top", Align: "right", Color: hue[s.servers[0]], FontWeight: "bold"}))...)
+			charts.WithLineChartOpts(opts.LineChart{ShowSymbol: opts.Bool(false)}))...)
 	}
 	floor, top := logFloor(lo), math.Pow(10, math.Ceil(math.Log10(hi*1.5)))
-	stepLine(line, at, floor, top, fmt.Sprintf("%s -> %s", first.Before.Block, first.After.Block))
-	line.SetGlobalOptions(append(frame(tput.ID, 380, append(names, slipStepName)),
-		charts.WithXAxisOpts(opts.XAxis{Type: "value", Name: "seconds into the measured window", NameLocation: "middle", NameGap: 28, Min: 0, Max: round(end, 3)}),
+	stepLine(line, floor, top, fmt.Sprintf("%s -> %s", first.Before.Block, first.After.Block))
+	line.SetGlobalOptions(append(frame(tput.ID, 380, append(append(names, stepNames...), slipStepName)),
+		charts.WithXAxisOpts(opts.XAxis{Type: "value", Name: "seconds from the step", NameLocation: "middle", NameGap: 28, Min: round(from, 3), Max: round(end, 3)}),
 		charts.WithYAxisOpts(opts.YAxis{Type: "log", Name: "req/s in each step", Min: floor, Max: top}),
 	)...)
 	tput.Element, tput.Script = snippet(line)
@@ -138,12 +149,12 @@ func slipCharts(f *findings.Findings) []section {
 			if t.FastMaxUs <= 0 {
 				continue
 			}
-			x, y := round(float64(t.TMs)/1e3+r.TickWidth.Seconds()/2, 3), round(max(t.FastMaxUs/1e3, 0.001), 3)
+			tx, y := x(r, t), round(max(t.FastMaxUs/1e3, 0.001), 3)
 			fastLo, fastHi = math.Min(fastLo, y), math.Max(fastHi, y)
 			if t.FastCensored {
-				censored = append(censored, opts.ScatterData{Name: name + ": unanswered at the end, waited at least", Value: []any{x, y}})
+				censored = append(censored, opts.ScatterData{Name: name + ": unanswered at the end, waited at least", Value: []any{tx, y}})
 			}
-			data = append(data, opts.LineData{Value: []any{x, y}})
+			data = append(data, opts.LineData{Value: []any{tx, y}})
 		}
 		fl.AddSeries(name, data, append(colored(hue[name], opts.LineStyle{Width: 2}),
 			charts.WithLineChartOpts(opts.LineChart{ShowSymbol: opts.Bool(false)}))...)
@@ -160,9 +171,9 @@ func slipCharts(f *findings.Findings) []section {
 		fl.Overlap(sc)
 	}
 	ffloor, ftop := logFloor(fastLo), math.Pow(10, math.Ceil(math.Log10(fastHi*1.5)))
-	stepLine(fl, at, ffloor, ftop, fmt.Sprintf("%s -> %s", first.Before.Block, first.After.Block))
+	stepLine(fl, ffloor, ftop, fmt.Sprintf("%s -> %s", first.Before.Block, first.After.Block))
 	fl.SetGlobalOptions(append(frame(fast.ID, 320, legend),
-		charts.WithXAxisOpts(opts.XAxis{Type: "value", Name: "seconds into the measured window", NameLocation: "middle", NameGap: 28, Min: 0, Max: round(end, 3)}),
+		charts.WithXAxisOpts(opts.XAxis{Type: "value", Name: "seconds from the step", NameLocation: "middle", NameGap: 28, Min: round(from, 3), Max: round(end, 3)}),
 		charts.WithYAxisOpts(opts.YAxis{Type: "log", Name: "slowest /fast from due, ms", Min: ffloor, Max: ftop}),
 	)...)
 	fast.Element, fast.Script = snippet(fl)
@@ -170,9 +181,9 @@ func slipCharts(f *findings.Findings) []section {
 }
 
 // stepLine draws the moment the call slows: a grey vertical line from lo
-// to hi at x, labelled at its top.
-func stepLine(line *charts.Line, x, lo, hi float64, label string) {
-	line.AddSeries(slipStepName, []opts.LineData{{Value: []any{x, lo}}, {Name: "the call: " + label, Value: []any{x, hi}}},
+// to hi at 0, labelled at its top.
+func stepLine(line *charts.Line, lo, hi float64, label string) {
+	line.AddSeries(slipStepName, []opts.LineData{{Value: []any{0, lo}}, {Name: "the call: " + label, Value: []any{0, hi}}},
 		append(colored(palette.Tint("#000000", 0.45), opts.LineStyle{Type: "dotted", Width: 1.5}),
 			charts.WithLineChartOpts(opts.LineChart{ShowSymbol: opts.Bool(true), Symbol: "circle", SymbolSize: 1}),
 			charts.WithLabelOpts(opts.Label{Show: opts.Bool(true), Formatter: "{b}", Position: "insideEndTop", Color: "#555555"}))...)
