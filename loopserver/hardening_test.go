@@ -266,22 +266,32 @@ func TestHalfClosed(t *testing.T) {
 		for _, target := range []string{"/async?delay=100ms", "/offload?block=100ms", "/fast"} {
 			t.Run(eng+target, func(t *testing.T) {
 				addr, _ := wiretest.StartServer(t, ".", "--engine", eng)
+				// 20 clients at once, each on its own connection: the
+				// answers come on the loops, or the offload pool, together.
+				var wg sync.WaitGroup
 				for range 20 {
-					c, err := net.Dial("tcp", addr)
-					if err != nil {
-						t.Fatal(err)
-					}
-					if _, err := c.Write([]byte("GET " + target + " HTTP/1.1\r\nHost: a\r\n\r\n")); err != nil {
-						t.Fatal(err)
-					}
-					_ = c.(*net.TCPConn).CloseWrite()
-					_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
-					b, err := io.ReadAll(c)
-					c.Close()
-					if !strings.HasPrefix(string(b), "HTTP/1.1 200") {
-						t.Fatalf("after the client's half-close: %q %v", b, err)
-					}
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						c, err := net.Dial("tcp", addr)
+						if err != nil {
+							t.Error(err)
+							return
+						}
+						defer c.Close()
+						if _, err := c.Write([]byte("GET " + target + " HTTP/1.1\r\nHost: a\r\n\r\n")); err != nil {
+							t.Error(err)
+							return
+						}
+						_ = c.(*net.TCPConn).CloseWrite()
+						_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+						b, err := io.ReadAll(c)
+						if !strings.HasPrefix(string(b), "HTTP/1.1 200") {
+							t.Errorf("after the client's half-close: %q %v", b, err)
+						}
+					}()
 				}
+				wg.Wait()
 			})
 		}
 	}

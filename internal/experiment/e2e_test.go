@@ -504,12 +504,13 @@ func TestServerDies(t *testing.T) {
 func TestStallStarvedServer(t *testing.T) {
 	bin := kit(t)
 	addr := wiretest.FreeAddr(t)
-	server := wiretest.Start(t, "nice", "-n", "19", filepath.Join(bin, "loopserver"), "--addr", addr, "--admin", "", "--block-warn", "0")
+	// Two loops: k = 0, 1, 2 starve as four would, in three steps of five.
+	server := wiretest.Start(t, "nice", "-n", "19", filepath.Join(bin, "loopserver"), "--addr", addr, "--admin", "", "--block-warn", "0", "--loops", "2")
 	wiretest.Noisy(t, filepath.Join(bin, "noisy"), 12, 3*time.Minute)
 	time.Sleep(time.Second) // the neighbours at work
 	out := filepath.Join(t.TempDir(), "run")
 	o, err := ParseFlags([]string{"--quick", "--phases", "stall", "--servers=", "--stall-block", "40ms", "--out", out, "--bin", bin,
-		"--target", fmt.Sprintf("starved=http://%s,loops=4,pid=%d", addr, server.Process.Pid)}, os.Stderr, time.Now())
+		"--target", fmt.Sprintf("starved=http://%s,loops=2,pid=%d", addr, server.Process.Pid)}, os.Stderr, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
