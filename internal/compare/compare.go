@@ -256,6 +256,14 @@ func rowsOf(f *findings.Findings) (map[string]measured, map[string]string) {
 	for _, r := range f.Cliff {
 		load(r, fmt.Sprintf("%d callers (%s)", r.Step.Conc, r.Step.Variant))
 	}
+	for _, r := range f.Slip {
+		// Each side of the step on its own: the whole window mixes them.
+		add(r.Group, fmt.Sprintf("%d callers (%s)", r.Step.Conc, r.Step.Variant),
+			Cell{Metric: fmt.Sprintf("throughput at %s, before the slip", r.Before.Block), Unit: "req/s", Better: "higher", A: r.Before.PerS},
+			Cell{Metric: fmt.Sprintf("throughput at %s, after the slip", r.After.Block), Unit: "req/s", Better: "higher", A: r.After.PerS},
+			Cell{Metric: "/fast p50 from due, before the slip", Unit: "ms", Better: "lower", A: toMs(r.Before.Fast)},
+			Cell{Metric: "/fast p50 from due, after the slip", Unit: "ms", Better: "lower", A: toMs(r.After.Fast)})
+	}
 	return out, unread
 }
 

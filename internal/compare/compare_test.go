@@ -19,6 +19,7 @@ const (
 	customRun  = "../findings/testdata/custom-run" // --quick with other values of every parameter
 	nodeRun    = "../findings/testdata/node-run"   // the Node.js example alone (--servers= --target)
 	offloadRun = "../findings/testdata/offload-run"
+	slipRun    = "../findings/testdata/slip-run" // ./run.sh --phases=slip
 )
 
 // TestTest: the U test across repetitions, benchstat's way.
@@ -57,30 +58,35 @@ func TestTest(t *testing.T) {
 // A run against itself: every measurement pairs, nothing differs, every
 // change is 0.
 func TestSameRun(t *testing.T) {
-	c, err := Runs(defaultRun, defaultRun)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(c.Differ) != 0 || len(c.Only) != 0 {
-		t.Fatalf("differ %q only %q", c.Differ, c.Only)
-	}
 	phases := map[string]bool{}
-	for _, r := range c.Rows {
-		phases[r.Phase] = true
-		for _, cell := range r.Cells {
-			if cell.Delta != 0 || cell.Tested {
-				t.Errorf("%s %s: delta %v tested %v", r.Key, cell.Metric, cell.Delta, cell.Tested)
+	var sb strings.Builder
+	// A default run has every phase but the slip, which a run of its own
+	// (./run.sh --phases=slip) has.
+	for _, run := range []string{defaultRun, slipRun} {
+		c, err := Runs(run, run)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(c.Differ) != 0 || len(c.Only) != 0 {
+			t.Fatalf("differ %q only %q", c.Differ, c.Only)
+		}
+		for _, r := range c.Rows {
+			phases[r.Phase] = true
+			for _, cell := range r.Cells {
+				if cell.Delta != 0 || cell.Tested {
+					t.Errorf("%s %s: delta %v tested %v", r.Key, cell.Metric, cell.Delta, cell.Tested)
+				}
 			}
 		}
+		c.Write(&sb, true)
 	}
 	for _, p := range findings.Phases {
 		if !phases[p] {
 			t.Errorf("phase %s not compared", p)
 		}
 	}
-	var sb strings.Builder
-	c.Write(&sb, true)
-	for _, want := range []string{"the runs have the same parameters", "sweep loop-gnet 64 callers", "/slow throughput (req/s)", "stalled connections", "no test (n=1+1)"} {
+	for _, want := range []string{"the runs have the same parameters", "sweep loop-gnet 64 callers", "/slow throughput (req/s)", "stalled connections", "no test (n=1+1)",
+		"slip loop-gnet 64 callers (5ms -> 50ms)", "throughput at 50ms, after the slip (req/s)"} {
 		if !strings.Contains(sb.String(), want) {
 			t.Errorf("the table lacks %q:\n%s", want, sb.String())
 		}
