@@ -110,7 +110,7 @@ func TestEvioStopsWhenStoppedAtStart(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := range 50 {
+			for i := range 25 { // 100 starts in all, each a chance for the race
 				o := options{Common: serverflags.Defaults("127.0.0.1:0", ""), engine: "evio", loops: 16, blockWarn: time.Second,
 					lagInterval: time.Millisecond, lockThreads: true}
 				if err := o.validate(); err != nil {
