@@ -63,15 +63,23 @@ type HeadlineFix struct {
 }
 
 // publishedFor is the published figure set beside server's in the
-// comparison's row what, or "": with the condition that differs when the
-// publication states it ("at 128 callers published").
+// comparison's row what, or "": with the conditions that differ where the
+// publication states them ("callers: 64 here, 128 published").
 func publishedFor(rows []PublishedRow, what, server string) string {
 	for _, r := range rows {
 		if r.What != what || r.Server != server {
 			continue
 		}
-		if r.Differs != "" && !strings.Contains(r.Differs, "not published") {
-			return r.Published + " (" + r.Differs + ")"
+		// Every condition that differs, but one the publication does not
+		// state (no figure to set against).
+		var differs []string
+		for _, d := range strings.Split(r.Differs, "; ") {
+			if d != "" && !strings.Contains(d, "not published") {
+				differs = append(differs, d)
+			}
+		}
+		if len(differs) > 0 {
+			return r.Published + " (" + strings.Join(differs, "; ") + ")"
 		}
 		return r.Published
 	}

@@ -113,3 +113,26 @@ func TestStallLine(t *testing.T) {
 		}
 	}
 }
+
+// TestPublishedFor: a headline tile's published figure carries what
+// differs from the publication, all of it but a condition the publication
+// does not state: a database run's tiles said "17,189 req/s" beside a pool
+// its database bound, dropping that the published call was Thread.sleep.
+func TestPublishedFor(t *testing.T) {
+	rows := []PublishedRow{
+		{What: publishedSweep, Server: "pool", Published: "17,189 req/s",
+			Differs: "callers: 64 here, not published; the call: a database call through 10 connections here, Thread.sleep published"},
+		{What: publishedSweep, Server: "loop-gnet", Published: "549 req/s", Differs: "callers: 64 here, not published"},
+		{What: publishedOffload, Server: "loop-gnet", Published: "18,311 req/s", Differs: "callers: 64 here, 128 published"},
+	}
+	for _, tc := range []struct{ what, server, want string }{
+		{publishedSweep, "pool", "17,189 req/s (the call: a database call through 10 connections here, Thread.sleep published)"},
+		{publishedSweep, "loop-gnet", "549 req/s"},
+		{publishedOffload, "loop-gnet", "18,311 req/s (callers: 64 here, 128 published)"},
+		{publishedOffload, "pool", ""},
+	} {
+		if got := publishedFor(rows, tc.what, tc.server); got != tc.want {
+			t.Errorf("%s %s: %q, want %q", tc.what, tc.server, got, tc.want)
+		}
+	}
+}
