@@ -62,6 +62,16 @@ type HeadlineFix struct {
 	Published string `json:"published,omitempty"`
 }
 
+// sayOnce drops what differs from the first of two published figures
+// shown together when the second says the same after it: "17,189 req/s;
+// /fast 0 ms (the call: ...)", not the call twice.
+func sayOnce(first, second string) (string, string) {
+	if i := strings.LastIndex(second, " ("); i > 0 && strings.HasSuffix(first, second[i:]) {
+		return strings.TrimSuffix(first, second[i:]), second
+	}
+	return first, second
+}
+
 // publishedFor is the published figure set beside server's in the
 // comparison's row what, or "": with the conditions that differ where the
 // publication states them ("callers: 64 here, 128 published").
@@ -114,8 +124,7 @@ func (f *Findings) Headline() Headline {
 					s.Fast = fastText(r.LoadRow, r.Fast.P50)
 				}
 				s.Held = heldBy(r)
-				s.PublishedThroughput = publishedFor(pub, publishedSweep, sv.Name)
-				s.PublishedFast = publishedFor(pub, publishedSweepFast, sv.Name)
+				s.PublishedThroughput, s.PublishedFast = sayOnce(publishedFor(pub, publishedSweep, sv.Name), publishedFor(pub, publishedSweepFast, sv.Name))
 				h.Servers = append(h.Servers, s)
 			}
 		}

@@ -136,3 +136,17 @@ func TestPublishedFor(t *testing.T) {
 		}
 	}
 }
+
+// TestSayOnce: a tile's two published figures say what differs once.
+func TestSayOnce(t *testing.T) {
+	for _, tc := range [][4]string{
+		{"17,189 req/s (the call: x)", "0 ms (the call: x)", "17,189 req/s", "0 ms (the call: x)"},
+		{"549 req/s (callers: 64 here, 128 published)", "217 ms", "549 req/s (callers: 64 here, 128 published)", "217 ms"},
+		{"549 req/s (a)", "217 ms (b)", "549 req/s (a)", "217 ms (b)"},
+		{"549 req/s", "", "549 req/s", ""},
+	} {
+		if a, b := sayOnce(tc[0], tc[1]); a != tc[2] || b != tc[3] {
+			t.Errorf("sayOnce(%q, %q) = %q, %q", tc[0], tc[1], a, b)
+		}
+	}
+}

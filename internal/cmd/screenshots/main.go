@@ -1,6 +1,7 @@
 // Command screenshots makes the pictures under docs/screenshots again, as
 // a reader of the README sees them: the report of a real run
-// (internal/cmd/screenshots/testdata/run, a default run on a quiet machine) on a page 1300 px wide, and each screen
+// (internal/cmd/screenshots/testdata/run, a default run on a quiet machine) on a page 1300 px wide, its slip
+// (internal/findings/testdata/slip-run: ./run.sh --phases=slip), and each screen
 // of the stage, replayed from a real recording
 // (internal/stage/testdata/quick-stage), on a 1600x900 projector page, light
 // and dark. It needs Debian's chromium and the report's echarts (fetched
@@ -34,6 +35,7 @@ import (
 
 const (
 	reportRun = "internal/cmd/screenshots/testdata/run" // a default run on a quiet machine (report.html left out)
+	slipRun   = "internal/findings/testdata/slip-run"   // ./run.sh --phases=slip: the bad afternoon
 	recording = "internal/stage/testdata/quick-stage/stage.ndjson"
 )
 
@@ -82,6 +84,7 @@ func run(ctx context.Context, out string) error {
 		{"go", "build", "-o", report, "./report"},
 		{report, "--fetch"},
 		{report, "--in", reportRun, "--out", filepath.Join(tmp, "report.html")},
+		{report, "--in", slipRun, "--out", filepath.Join(tmp, "slip.html")},
 		{report, "--stage-page", filepath.Join(tmp, "stage.html")},
 	} {
 		if b, err := exec.CommandContext(ctx, args[0], args[1:]...).CombinedOutput(); err != nil {
@@ -118,6 +121,24 @@ func run(ctx context.Context, out string) error {
 		return err
 	}
 	if err := save(out, "report-1300-stall.png", shot); err != nil {
+		return err
+	}
+
+	// The bad afternoon, from its heading down: the call slows tenfold, and
+	// each server falls with the ceiling that binds it.
+	if err := chromedp.Do(bctx, chromedp.Navigate("file://"+filepath.Join(tmp, "slip.html"))); err != nil {
+		return err
+	}
+	if _, err := chromedp.Run(bctx, chromedp.Poll[bool]("window.bystanderAllDrawnMs > 0", chromedp.WithPollingInterval(50*time.Millisecond))); err != nil {
+		return fmt.Errorf("the slip's charts were not drawn: %w", err)
+	}
+	if _, err := chromedp.Run(bctx, chromedp.Evaluate[bool](`(document.getElementById('h_slip').scrollIntoView({block: 'start'}), true)`)); err != nil {
+		return err
+	}
+	if shot, err = chromedp.Run(bctx, chromedp.CaptureScreenshot()); err != nil {
+		return err
+	}
+	if err := save(out, "report-1300-slip.png", shot); err != nil {
 		return err
 	}
 
