@@ -247,7 +247,7 @@ func (r *runner) stageScreens(ctx context.Context, hub *stage.Hub, ctl *stageCon
 				case <-ctl.wake:
 				}
 			}
-			state("measuring " + s.ID)
+			state("measuring " + label(s, 0)) // in words ("pool 64 callers"), not the step's id
 			reps[s.ID]++
 			r.stageStep(ctx, s, reps[s.ID], index[s.ID])
 		}

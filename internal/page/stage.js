@@ -236,7 +236,8 @@
       var r = (rows[l] || []).sort(function (a, b) { return a.conn - b.conn; });
       for (var i = 0; i < per; i++) {
         var c = r[i];
-        cells.push(c ? div("cell" + (c.stalled ? " lit" : ""), "#" + c.conn + " " + fmt(c.ms) + " ms") : div("cell", "-"));
+        // "#3 · 679 ms": a room read "#3 679 ms" as 3,679 ms.
+        cells.push(c ? div("cell" + (c.stalled ? " lit" : ""), "#" + c.conn + " \u00b7 " + fmt(c.ms) + " ms") : div("cell", "-"));
       }
     }
     g.replaceChildren.apply(g, cells);

@@ -118,6 +118,11 @@ func checkScreen(t *testing.T, ctx context.Context, n int, theme string) {
 	    if (!v || !v.judged) { out.Problems.push("no judged verdict for " + S.stallStep); break; }
 	    if (lit !== v.stalled) { out.Problems.push(lit + " cells lit, the verdict says " + v.stalled + " stalled"); }
 	    if (S.steps[S.stallStep].kk > 0 && v.stalled === 0) { out.Problems.push("k > 0 blocked loops and none stalled: not the recording's story"); }
+	    // A cell says its connection and its wait apart: "#3 · 679 ms" (a
+	    // room read "#3 679 ms" as 3,679 ms).
+	    for (const c of document.querySelectorAll('#grid .cell')) {
+	      if (c.textContent !== '-' && !/^#\d+ \u00b7 [\d.,]+ ms$/.test(c.textContent)) { out.Problems.push("a cell reads " + JSON.stringify(c.textContent)); }
+	    }
 	    break;
 	  }
 	  case 5: {
