@@ -787,25 +787,20 @@ func lateNotes(lr *results.Result, probeFile, dir string) []string {
 }
 
 // throughput is what the measurement's load result says, 0 without one.
-func (r *runner) throughput(m results.Measurement) float64 {
-	if m.LoadFile == "" {
-		return 0
-	}
-	lr, err := results.Read(filepath.Join(r.dir, m.LoadFile))
-	if err != nil || lr.Load == nil {
-		return 0
-	}
-	return lr.Load.ThroughputPerS
-}
-
 // said is a measurement's figure for its progress line: its throughput,
 // or on each side of the slip; "" for none.
 func (r *runner) said(m results.Measurement) string {
-	switch tput := r.throughput(m); {
-	case tput <= 0 || m.Phase == "stall" || m.Phase == "trace":
+	if m.LoadFile == "" || m.Phase == "stall" || m.Phase == "trace" {
+		return ""
+	}
+	lr, err := results.Read(filepath.Join(r.dir, m.LoadFile))
+	if err != nil || lr.Load == nil {
+		return ""
+	}
+	switch tput := lr.Load.ThroughputPerS; {
+	case tput <= 0:
 		return ""
 	case m.Phase == "slip":
-		lr, _ := results.Read(filepath.Join(r.dir, m.LoadFile))
 		row := findings.SlipRowOf(&findings.Group{Step: m.Step, Reps: []findings.Rep{{M: m, Load: lr}}}, findings.Params{OffloadWorkers: r.o.Slots})
 		if !row.Before.PerS.OK() || !row.After.PerS.OK() {
 			return fmt.Sprintf("%.0f req/s", tput)

@@ -2,6 +2,7 @@ package page
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -41,6 +42,23 @@ func TestInBrowser(t *testing.T) {
 	chrome, a := browsertest.Chromium(t), inlined(t)
 	run := readTestRun(t)
 	f := findings.Compute(testRun, run)
+	out, size := writeReport(t, f, a)
+	t.Logf("report of a default run: %d KB", size/1024)
+	if size > 700*1000 {
+		t.Errorf("report is %d bytes, over 700 KB", size)
+	}
+	shots := browsertest.ShotsDir(t)
+	for _, size := range [][2]int{{1300, 9000}, {1600, 900}} {
+		t.Run(fmt.Sprintf("%dx%d", size[0], size[1]), func(t *testing.T) {
+			checkReport(t, chrome, out, f, size[0], size[1], shots)
+		})
+	}
+}
+
+// writeReport writes f's report, echarts from a, to a file of the test's
+// and returns its path and size.
+func writeReport(t *testing.T, f *findings.Findings, a Asset) (string, int) {
+	t.Helper()
 	out := filepath.Join(t.TempDir(), "report.html")
 	var buf bytes.Buffer
 	if err := writePage(&buf, buildPage(f, a)); err != nil {
@@ -49,16 +67,21 @@ func TestInBrowser(t *testing.T) {
 	if err := os.WriteFile(out, buf.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("report of a default run: %d KB", buf.Len()/1024)
-	if buf.Len() > 700*1000 {
-		t.Errorf("report is %d bytes, over 700 KB", buf.Len())
+	return out, buf.Len()
+}
+
+// openDrawn opens the page at out in a w x h browser, once ready holds,
+// and waits until the page has drawn every chart at load, by itself.
+func openDrawn(t *testing.T, chrome, out, ready string, w, h int) (context.Context, func() []string) {
+	t.Helper()
+	ctx, problems := browsertest.Open(t, chrome, w, h)
+	if err := chromedp.Do(ctx, chromedp.Navigate("file://"+out), chromedp.WaitReady(ready)); err != nil {
+		t.Fatal(err)
 	}
-	shots := browsertest.ShotsDir(t)
-	for _, size := range [][2]int{{1300, 9000}, {1600, 900}} {
-		t.Run(fmt.Sprintf("%dx%d", size[0], size[1]), func(t *testing.T) {
-			checkReport(t, chrome, out, f, size[0], size[1], shots)
-		})
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool]("window.bystanderAllDrawnMs > 0", chromedp.WithPollingInterval(10*time.Millisecond))); err != nil {
+		t.Fatalf("the charts were not drawn: %v; the page said: %q", err, problems())
 	}
+	return ctx, problems
 }
 
 // blankChartsJS evaluates to the ids of the chart containers with nothing
@@ -88,21 +111,8 @@ func TestSlipInBrowser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := filepath.Join(t.TempDir(), "report.html")
-	var buf bytes.Buffer
-	if err := writePage(&buf, buildPage(f, a)); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(out, buf.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	ctx, problems := browsertest.Open(t, chrome, 1300, 900)
-	if err := chromedp.Do(ctx, chromedp.Navigate("file://"+out), chromedp.WaitReady("#slip_fast")); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := chromedp.Run(ctx, chromedp.Poll[bool]("window.bystanderAllDrawnMs > 0", chromedp.WithPollingInterval(10*time.Millisecond))); err != nil {
-		t.Fatalf("the charts were not drawn: %v; the page said: %q", err, problems())
-	}
+	out, _ := writeReport(t, f, a)
+	ctx, problems := openDrawn(t, chrome, out, "#slip_fast", 1300, 900)
 	blank, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](blankChartsJS))
 	if err != nil {
 		t.Fatal(err)
@@ -143,15 +153,8 @@ func TestSlipInBrowser(t *testing.T) {
 }
 
 func checkReport(t *testing.T, chrome, out string, f *findings.Findings, w, h int, shots string) {
-	ctx, problems := browsertest.Open(t, chrome, w, h)
 	start := time.Now()
-	if err := chromedp.Do(ctx, chromedp.Navigate("file://"+out), chromedp.WaitReady("#cost")); err != nil {
-		t.Fatal(err)
-	}
-	// The page draws every chart at load, by itself.
-	if _, err := chromedp.Run(ctx, chromedp.Poll[bool]("window.bystanderAllDrawnMs > 0", chromedp.WithPollingInterval(10*time.Millisecond))); err != nil {
-		t.Fatalf("the charts were not drawn: %v; the page said: %q", err, problems())
-	}
+	ctx, problems := openDrawn(t, chrome, out, "#cost", w, h)
 	// Every chart container holds a canvas with something painted on it.
 	blank, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](blankChartsJS))
 	if err != nil {

@@ -114,13 +114,7 @@ func run(ctx context.Context, out string) error {
 		return err
 	}
 	// The stall heatmap from its heading down: 3k of 12 stall with k loops blocked.
-	if _, err := chromedp.Run(bctx, chromedp.Evaluate[bool](`(document.getElementById('h_stall_loop_gnet').scrollIntoView({block: 'start'}), true)`)); err != nil {
-		return err
-	}
-	if shot, err = chromedp.Run(bctx, chromedp.CaptureScreenshot()); err != nil {
-		return err
-	}
-	if err := save(out, "report-1300-stall.png", shot); err != nil {
+	if err := fromHeading(bctx, "h_stall_loop_gnet", out, "report-1300-stall.png"); err != nil {
 		return err
 	}
 
@@ -132,13 +126,7 @@ func run(ctx context.Context, out string) error {
 	if _, err := chromedp.Run(bctx, chromedp.Poll[bool]("window.bystanderAllDrawnMs > 0", chromedp.WithPollingInterval(50*time.Millisecond))); err != nil {
 		return fmt.Errorf("the slip's charts were not drawn: %w", err)
 	}
-	if _, err := chromedp.Run(bctx, chromedp.Evaluate[bool](`(document.getElementById('h_slip').scrollIntoView({block: 'start'}), true)`)); err != nil {
-		return err
-	}
-	if shot, err = chromedp.Run(bctx, chromedp.CaptureScreenshot()); err != nil {
-		return err
-	}
-	if err := save(out, "report-1300-slip.png", shot); err != nil {
+	if err := fromHeading(bctx, "h_slip", out, "report-1300-slip.png"); err != nil {
 		return err
 	}
 
@@ -149,6 +137,18 @@ func run(ctx context.Context, out string) error {
 		}
 	}
 	return nil
+}
+
+// fromHeading takes the page from the heading id down, as name.
+func fromHeading(bctx context.Context, id, out, name string) error {
+	if _, err := chromedp.Run(bctx, chromedp.Evaluate[bool](`(document.getElementById('`+id+`').scrollIntoView({block: 'start'}), true)`)); err != nil {
+		return err
+	}
+	shot, err := chromedp.Run(bctx, chromedp.CaptureScreenshot())
+	if err != nil {
+		return err
+	}
+	return save(out, name, shot)
 }
 
 // stageShots serves the recording up to the end of screen n and takes the
