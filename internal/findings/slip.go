@@ -163,7 +163,12 @@ func SlipRowOf(g *Group, p Params) SlipRow {
 						r.sideOf(side).FastCensored++
 					}
 				}
+				// Drawn in its step of the load's timeline, none past it
+				// (the files, perhaps a stranger's, say the widths).
 				i := int(due / width)
+				if i >= len(l.Ticks) {
+					continue
+				}
 				for len(ticksFast) <= i {
 					ticksFast = append(ticksFast, 0)
 					ticksCensored = append(ticksCensored, false)

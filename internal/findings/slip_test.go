@@ -116,3 +116,18 @@ func TestSlip(t *testing.T) {
 		t.Fatalf("before %v, sentence %q", r.Before.PerS, r.Sentence())
 	}
 }
+
+// TestSlipHostileTicks: a stranger's run directory may say a 1 ns tick and
+// a /fast probe due an hour into the window; the timeline keeps to the
+// load's own steps, so nothing grows with what the files claim.
+func TestSlipHostileTicks(t *testing.T) {
+	loop := results.Server{Name: "loop-gnet", Kind: "loop", Workers: 4, BlockNs: 5e6}
+	g := slipGroup(loop, 64, 77, 8, 2150*time.Millisecond, [][3]float64{{100, 80, 0}})
+	g.Reps[0].Load.Params.TickNs = 1
+	g.Reps[0].Load.Load.MeasuredNs = int64(time.Hour)
+	g.Reps[0].Probe.Probe.Timeline = append(g.Reps[0].Probe.Probe.Timeline, results.ProbePoint{DueUs: 3e9, DoneUs: 3e9 + 1e3})
+	r := SlipRowOf(g, Params{})
+	if len(r.Ticks) != len(g.Reps[0].Load.Load.Ticks) {
+		t.Fatalf("%d ticks on the timeline, the load has %d", len(r.Ticks), len(g.Reps[0].Load.Load.Ticks))
+	}
+}

@@ -88,9 +88,15 @@ func slipCharts(f *findings.Findings) []section {
 	line := charts.NewLine()
 	for _, r := range ok {
 		name := r.Step.Server.Name
-		var data []opts.LineData
+		// Every series bounded: a long window, or a stranger's run, may hold
+		// more steps than a chart draws (the highest of each stretch kept).
+		var pts []point
 		for _, t := range r.Ticks {
-			data = append(data, opts.LineData{Value: []any{x(r, t), round(max(t.PerS, 0.1), 1)}})
+			pts = append(pts, point{X: x(r, t), Y: max(t.PerS, 0.1)})
+		}
+		var data []opts.LineData
+		for _, q := range peaks(pts, maxPoints) {
+			data = append(data, opts.LineData{Value: []any{q.X, round(q.Y, 1)}})
 		}
 		line.AddSeries(name, data, append(colored(hue[name], opts.LineStyle{Width: 2.5}),
 			charts.WithLineChartOpts(opts.LineChart{ShowSymbol: opts.Bool(false)}))...)
@@ -144,7 +150,7 @@ func slipCharts(f *findings.Findings) []section {
 	fastLo, fastHi := math.Inf(1), 0.0
 	for _, r := range ok {
 		name := r.Step.Server.Name
-		var data []opts.LineData
+		var pts []point
 		for _, t := range r.Ticks {
 			if t.FastMaxUs <= 0 {
 				continue
@@ -154,7 +160,11 @@ func slipCharts(f *findings.Findings) []section {
 			if t.FastCensored {
 				censored = append(censored, opts.ScatterData{Name: name + ": unanswered at the end, waited at least", Value: []any{tx, y}})
 			}
-			data = append(data, opts.LineData{Value: []any{tx, y}})
+			pts = append(pts, point{X: tx, Y: y})
+		}
+		var data []opts.LineData
+		for _, q := range peaks(pts, maxPoints) {
+			data = append(data, opts.LineData{Value: []any{q.X, q.Y}})
 		}
 		fl.AddSeries(name, data, append(colored(hue[name], opts.LineStyle{Width: 2}),
 			charts.WithLineChartOpts(opts.LineChart{ShowSymbol: opts.Bool(false)}))...)
