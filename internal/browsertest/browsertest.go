@@ -62,6 +62,32 @@ func Open(t *testing.T, chrome string, width, height int) (context.Context, func
 	ctx, cancel = context.WithTimeout(ctx, 3*time.Minute) // the stage test gives a whole short talk
 	t.Cleanup(cancel)
 
+	problems := watch(t, ctx)
+	// The page gets exactly width x height: a headless window's size
+	// includes what the browser keeps for itself.
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(int64(width), int64(height))); err != nil {
+		t.Fatal(err)
+	}
+	return ctx, problems
+}
+
+// Tab opens a second tab in the browser of ctx (an Open's), width x
+// height, with what its page says: two windows of one browser, as a
+// speaker's projector and speaker view are.
+func Tab(t *testing.T, ctx context.Context, width, height int) (context.Context, func() []string) {
+	t.Helper()
+	tab, cancel := chromedp.NewContext(ctx)
+	t.Cleanup(cancel)
+	problems := watch(t, tab)
+	if err := chromedp.Do(tab, chromedp.EmulateViewport(int64(width), int64(height))); err != nil {
+		t.Fatal(err)
+	}
+	return tab, problems
+}
+
+// watch records what the page of ctx says that a test must not see.
+func watch(t *testing.T, ctx context.Context) func() []string {
+	t.Helper()
 	var mu sync.Mutex
 	var problems []string
 	err := chromedp.Listen(ctx, func(ev any) {
@@ -87,12 +113,7 @@ func Open(t *testing.T, chrome string, width, height int) (context.Context, func
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The page gets exactly width x height: a headless window's size
-	// includes what the browser keeps for itself.
-	if err := chromedp.Do(ctx, chromedp.EmulateViewport(int64(width), int64(height))); err != nil {
-		t.Fatal(err)
-	}
-	return ctx, func() []string {
+	return func() []string {
 		mu.Lock()
 		defer mu.Unlock()
 		return slices.Clone(problems)

@@ -506,6 +506,9 @@ func BuildPlan(o Options) Plan {
 					ks = []int{0, o.Loops} // the contrast: as many blockers, no stall
 				}
 				for _, k := range ks {
+					if k == 0 && o.Stage {
+						continue // the stage shows k = 1 and up (screen 4): the baseline is the report's
+					}
 					add(Step{ID: fmt.Sprintf("stall-%s-k%d", s.Name, k), Phase: phase, Server: s, Endpoint: "/slow", K: k,
 						Conc: k, Duration: o.short(), Warmup: 300 * time.Millisecond})
 				}
@@ -645,10 +648,14 @@ func (o Options) story(phase string) string {
 	case "sweep":
 		return fmt.Sprintf("%s at each concurrency with a /fast bystander probing every %s meanwhile", o.SweepEndpoint, o.ProbeInterval)
 	case "stall":
-		if len(o.Targets) > 0 {
-			return fmt.Sprintf("%d /async connections per loop, then k = 0 up to every loop kept blocked (without loops: 0 and %d callers)", stallConnsPerLoop, o.Loops)
+		from, pools := 0, fmt.Sprintf("0 and %d", o.Loops)
+		if o.Stage {
+			from, pools = 1, fmt.Sprint(o.Loops) // the stage shows k = 1 and up
 		}
-		return fmt.Sprintf("%d /async connections, then k = 0..%d loops (or k pool callers) kept blocked", stallConnsPerLoop*o.Loops, o.Loops)
+		if len(o.Targets) > 0 {
+			return fmt.Sprintf("%d /async connections per loop, then k = %d up to every loop kept blocked (without loops: %s callers)", stallConnsPerLoop, from, pools)
+		}
+		return fmt.Sprintf("%d /async connections, then k = %d..%d loops (or k pool callers) kept blocked", stallConnsPerLoop*o.Loops, from, o.Loops)
 	case "offload":
 		return "at the highest concurrency: /slow on the loops, /offload on the loops, /slow on a pool"
 	case "trace":

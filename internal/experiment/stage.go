@@ -35,7 +35,7 @@ const screens = 5
 // screenOf says which screen shows a step: 1 the sweep's throughput, 2
 // the bystander beside /slow on the loops and on the pool, 3 one loop
 // blocked seen from inside (its lag), 4 the connections as k loops are
-// blocked, 5 the fix.
+// blocked (a slide per k: slidesOf), 5 the fix.
 func screenOf(s Step) int {
 	switch {
 	case s.Phase == "sweep":
@@ -113,7 +113,8 @@ func openStage(ctx context.Context, o Options, h *stage.Hub, stdout io.Writer) e
 	}
 	h.Allow(addr)
 	url := "http://" + addr + "/"
-	fmt.Fprintf(stdout, "stage: %s  (Space or Right: next, P: pause, R: repeat, T: theme)\n", url)
+	fmt.Fprintf(stdout, "stage: %s  (Space, Right or PageDown: next; Left or PageUp: back; 1-%d: a screen; B: blank; P: pause; R: repeat; T: theme)\n", url, screens)
+	fmt.Fprintf(stdout, "stage: the speaker view: %spresenter (a second window; both follow the same keys)\n", url)
 	if o.Open {
 		openReport(stdout, url)
 	}
@@ -203,8 +204,72 @@ func (r *runner) runStage(ctx context.Context, stdout io.Writer, started func())
 	}, nil
 }
 
-// stageScreens shows the screens as the keys ask: each screen measures
-// its steps; R measures the screen shown again.
+// slide is what one key shows: a screen, or on screen 4 one k of one
+// server (focus). steps are what it measures; a focus is measured when
+// shown unless an earlier slide measured it (k = 1 of a loop server: its
+// lag is screen 3, its connections the first slide of screen 4).
+type slide struct {
+	screen int
+	focus  *Step
+	steps  []Step
+}
+
+func (s slide) focusID() string {
+	if s.focus == nil {
+		return ""
+	}
+	return s.focus.ID
+}
+
+// slidesOf is the talk: screens 1 to 5 in order; screen 4 a slide per k
+// from 1 up, the loop servers' first (3 of 12 stall, then 6, 9, 12), then
+// the servers without loops (as many blocked, none stalls).
+func slidesOf(steps []Step) []slide {
+	var out []slide
+	for n := 1; n <= screens; n++ {
+		if n == 4 {
+			for _, loops := range []bool{true, false} {
+				for i, s := range steps {
+					if s.Phase == "stall" && s.K > 0 && (s.Server.Kind == "loop") == loops {
+						out = append(out, slide{screen: 4, focus: &steps[i]})
+					}
+				}
+			}
+			continue
+		}
+		sl := slide{screen: n}
+		for _, s := range steps {
+			if screenOf(s) == n {
+				sl.steps = append(sl.steps, s)
+			}
+		}
+		if len(sl.steps) > 0 {
+			out = append(out, sl)
+		}
+	}
+	return out
+}
+
+// nowText says in words what a step measures, for the footer: "now:
+// pool at 64 callers", "now: loop-gnet, 2 of 4 loops blocked".
+func nowText(s Step, loops int) string {
+	n := s.Server.Name
+	switch {
+	case s.Phase == "stall" && s.Server.Kind == "loop":
+		return fmt.Sprintf("now: %s, %d of %d loops blocked", n, s.K, loops)
+	case s.Phase == "stall":
+		return fmt.Sprintf("now: %s, %d callers blocked", n, s.K)
+	case s.Phase == "offload" && s.Variant == "blocking":
+		return fmt.Sprintf("now: %s, the call on its loops, %d callers", n, s.Conc)
+	case s.Phase == "offload" && s.Variant == "offloaded":
+		return fmt.Sprintf("now: %s, the call offloaded, %d callers", n, s.Conc)
+	}
+	return fmt.Sprintf("now: %s at %d callers", n, s.Conc)
+}
+
+// stageScreens shows the slides as the keys ask: next, goto N (the first
+// slide of screen N), repeat (the slide shown, measured again). Each slide
+// measures its steps.
 func (r *runner) stageScreens(ctx context.Context, hub *stage.Hub, ctl *stageControl) {
 	// Where each step's first measurement sits in run.json.
 	index := map[string]int{}
@@ -213,7 +278,8 @@ func (r *runner) stageScreens(ctx context.Context, hub *stage.Hub, ctl *stageCon
 	}
 	reps := map[string]int{}
 	state := func(s string) { hub.Add(stage.State{State: s}) }
-	screen := 0
+	slides := slidesOf(r.plan.Steps)
+	pos := -1
 	if r.o.Auto {
 		ctl.take("next")
 	}
@@ -227,18 +293,30 @@ func (r *runner) stageScreens(ctx context.Context, hub *stage.Hub, ctl *stageCon
 			}
 			continue
 		}
-		want := screen + 1
-		if key == "repeat" && screen > 0 {
-			want = screen
+		want := pos + 1
+		switch g, isGoto := stage.GotoScreen(key); {
+		case key == "repeat" && pos >= 0:
+			want = pos
+		case isGoto:
+			want = slices.IndexFunc(slides, func(s slide) bool { return s.screen == g })
+			if want < 0 {
+				state(fmt.Sprintf("no screen %d in this run: Space for the next", g))
+				continue
+			}
 		}
-		if want > screens {
+		if want >= len(slides) {
 			break
 		}
-		screen = want
-		hub.Add(stage.Screen{Screen: screen})
-		for _, s := range r.plan.Steps {
-			if screenOf(s) != screen || ctx.Err() != nil {
-				continue
+		pos = want
+		sl := slides[pos]
+		hub.Add(stage.Screen{Screen: sl.screen, Focus: sl.focusID()})
+		todo := sl.steps
+		if f := sl.focus; f != nil && (reps[f.ID] == 0 || key == "repeat") {
+			todo = []Step{*f}
+		}
+		for _, s := range todo {
+			if ctx.Err() != nil {
+				break
 			}
 			for ctl.isPaused() && ctx.Err() == nil {
 				state("paused: P resumes")
@@ -247,18 +325,18 @@ func (r *runner) stageScreens(ctx context.Context, hub *stage.Hub, ctl *stageCon
 				case <-ctl.wake:
 				}
 			}
-			state("measuring " + label(s, 0)) // in words ("pool 64 callers"), not the step's id
+			state(nowText(s, r.o.Loops)) // in words, not the step's id
 			reps[s.ID]++
 			r.stageStep(ctx, s, reps[s.ID], index[s.ID])
 		}
-		if screen == screens && r.o.Auto {
-			break
-		}
 		if r.o.Auto {
-			time.Sleep(time.Second) // a beat on each screen's last figures
+			if pos == len(slides)-1 {
+				break
+			}
+			time.Sleep(time.Second) // a beat on each slide's last figures
 			ctl.take("next")
 		}
-		state(fmt.Sprintf("screen %d done: Space for the next", screen))
+		state(fmt.Sprintf("screen %d done: Space for the next", sl.screen))
 	}
 }
 
@@ -300,7 +378,7 @@ func (r *runner) hello() stage.Hello {
 	o := r.o
 	h := stage.Hello{Loops: o.Loops, Slots: o.Slots, BlockMs: ms(o.Block), StallBlockMs: ms(o.StallBlock), Conc: o.Conc,
 		ServersKind: map[string]string{}, Ceiling: map[string]float64{}, CeilingText: map[string]string{}, StallConns: stallConnsPerLoop * o.Loops,
-		Engines: o.Engines, Rule: stall.Rule}
+		Engines: o.Engines, Rule: stall.Rule, Screens: screens}
 	var servers []palette.Server
 	for _, s := range r.plan.Steps {
 		h.ServersKind[s.Server.Name] = s.Server.Kind

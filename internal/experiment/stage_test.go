@@ -3,6 +3,7 @@ package experiment
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net"
 	"net/http"
 	"os"
@@ -67,10 +68,11 @@ func stageInlined(t *testing.T, bin string) {
 	}
 }
 
-// TestStage gives a short talk: the presenter presses Space for each of
-// the five screens in a real browser with the network closed; every screen
-// draws, frames arrive at least twice a second, the page logs no error,
-// and a replay of the recording ends on the same headlines.
+// TestStage gives a short talk: the presenter presses PageDown for each
+// slide in a real browser with the network closed, and once goes back
+// while a slide measures; every screen draws, frames arrive at least twice
+// a second, the page logs no error, and a replay of the recording, taken
+// forward a slide a key, ends on the same headlines.
 func TestStage(t *testing.T) {
 	chrome := browsertest.Chromium(t)
 	bin := kit(t)
@@ -94,19 +96,38 @@ func TestStage(t *testing.T) {
 			t.Fatalf("waiting for %s: %v; the page said %q\n%s", js, err, problems(), out.String())
 		}
 	}
-	for n := 1; n <= screens; n++ {
-		if err := chromedp.Do(bctx, chromedp.KeyEvent(" ")); err != nil {
+	key := func(ctx context.Context, k string) {
+		t.Helper()
+		if err := chromedp.Do(ctx, chromedp.KeyEvent(k)); err != nil {
 			t.Fatal(err)
 		}
+	}
+	// The talk on 2 loops: screens 1, 2, 3; screen 4 as k = 1 and 2 of
+	// the loops, then the pool; screen 5. A clicker's PageDown for each.
+	const slides = 7
+	for n := 1; n <= slides; n++ {
+		key(bctx, kb.PageDown)
 		if n == 1 {
 			// The footer says what is measured in words, not a step's id.
-			wait(`/^measuring (loop-gnet|pool) 4 callers$/.test(window.stageState.state)`)
+			wait(`/^now: (loop-gnet|pool) at 4 callers$/.test(window.stageLive.state)`)
 		}
-		wait("window.stageState.screen === " + string(rune('0'+n)) + " && /done/.test(window.stageState.state)")
+		if n == 2 {
+			// Back while screen 2 measures: screen 1 as it ended, the
+			// measurement going on meanwhile; End returns to live.
+			wait("window.stageView.slides === 2")
+			key(bctx, kb.ArrowLeft)
+			wait("window.stageView.view === 0 && window.stageState.screen === 1 && window.stageLive.screen === 2")
+			frames, err := chromedp.Run(bctx, chromedp.Evaluate[int]("window.stageFrames"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			wait(fmt.Sprintf("window.stageFrames > %d && window.stageView.view === 0 && window.stageState.screen === 1", frames+4))
+			key(bctx, kb.End)
+			wait("window.stageView.view === -1 && window.stageState.screen === 2")
+		}
+		wait(fmt.Sprintf("window.stageView.slides === %d && /done/.test(window.stageLive.state)", n))
 	}
-	if err := chromedp.Do(bctx, chromedp.KeyEvent(kb.ArrowRight)); err != nil { // past the last screen: the run ends
-		t.Fatal(err)
-	}
+	key(bctx, kb.ArrowRight) // past the last slide: the run ends
 	wait("window.stageState.done === true")
 	elapsed := time.Since(start)
 	type seen struct {
@@ -188,6 +209,14 @@ func TestStage(t *testing.T) {
 	rctx, rproblems := browsertest.Open(t, chrome, 1600, 900)
 	if err := chromedp.Do(rctx, chromedp.Navigate("http://"+raddr+"/"), chromedp.WaitReady("#stage")); err != nil {
 		t.Fatal(err)
+	}
+	// PageDown on a replay plays at once up to the next slide: the talk
+	// replayed in a few keys, not at its pace.
+	for n := 1; n <= slides; n++ {
+		if _, err := chromedp.Run(rctx, chromedp.Poll[bool](fmt.Sprintf("window.stageView.slides >= %d", n), chromedp.WithPollingInterval(50*time.Millisecond))); err != nil {
+			t.Fatalf("the replay did not reach slide %d: %v\n%s", n, err, rout.String())
+		}
+		key(rctx, kb.PageDown)
 	}
 	if _, err := chromedp.Run(rctx, chromedp.Poll[bool]("window.stageState.done === true", chromedp.WithPollingInterval(50*time.Millisecond))); err != nil {
 		t.Fatalf("the replay did not end: %v\n%s", err, rout.String())
@@ -288,17 +317,23 @@ func TestStageFlags(t *testing.T) {
 }
 
 // Every step of the stage's plan is on one of the five screens, each
-// screen has some, and screen 3 is exactly one loop blocked per loop server.
+// screen has some, screen 3 is exactly one loop blocked per loop server,
+// and screen 4 is a slide per k from 1 up, the loop servers' first; the
+// stage measures no k = 0 (the report's baseline).
 func TestScreens(t *testing.T) {
-	o, err := ParseFlags([]string{"--stage", "--engines", "gnet,evio"}, &bytes.Buffer{}, time.Now())
+	o, err := ParseFlags([]string{"--stage", "--engines", "gnet,evio", "--loops", "3"}, &bytes.Buffer{}, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
+	steps := BuildPlan(o).Steps
 	per := map[int][]string{}
-	for _, s := range BuildPlan(o).Steps {
+	for _, s := range steps {
 		n := screenOf(s)
 		if n < 1 || n > screens {
 			t.Fatalf("%s on screen %d", s.ID, n)
+		}
+		if s.Phase == "stall" && s.K == 0 {
+			t.Errorf("the stage plans %s", s.ID)
 		}
 		per[n] = append(per[n], s.ID)
 	}
@@ -312,6 +347,27 @@ func TestScreens(t *testing.T) {
 	}
 	if !slices.Equal(per[5], []string{"offload-loop-gnet-offloaded", "offload-loop-evio-offloaded"}) {
 		t.Errorf("screen 5: %v", per[5])
+	}
+	var talk []string
+	measured := map[string]bool{}
+	for _, sl := range slidesOf(steps) {
+		talk = append(talk, fmt.Sprintf("%d:%s", sl.screen, sl.focusID()))
+		for _, s := range sl.steps {
+			measured[s.ID] = true
+		}
+		if sl.focus != nil {
+			measured[sl.focus.ID] = true
+		}
+	}
+	want := []string{"1:", "2:", "3:", "4:stall-loop-gnet-k1", "4:stall-loop-gnet-k2", "4:stall-loop-gnet-k3",
+		"4:stall-loop-evio-k1", "4:stall-loop-evio-k2", "4:stall-loop-evio-k3", "4:stall-pool-k3", "5:"}
+	if !slices.Equal(talk, want) {
+		t.Errorf("the slides: %v\nwant %v", talk, want)
+	}
+	for _, s := range steps {
+		if !measured[s.ID] {
+			t.Errorf("%s is on no slide", s.ID)
+		}
 	}
 }
 

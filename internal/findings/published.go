@@ -217,6 +217,7 @@ func (m *matcher) stallWait() {
 	type waits struct {
 		stalled Figure
 		others  float64
+		known   bool // a k = 0 step gave the others' wait (a stage run has none)
 	}
 	byServer := map[string]*waits{}
 	var order []string
@@ -235,7 +236,7 @@ func (m *matcher) stallWait() {
 			w.stalled = append(w.stalled, r.StalledSendP50.Median())
 		}
 		if r.Step.K == 0 && r.OthersP50.OK() {
-			w.others = r.OthersP50.Median()
+			w.others, w.known = r.OthersP50.Median(), true
 		}
 	}
 	for _, name := range order {
@@ -244,7 +245,11 @@ func (m *matcher) stallWait() {
 			continue
 		}
 		lo, hi := w.stalled.Spread()
-		m.row(name, 0, fmt.Sprintf("%.0f-%.0f ms (others: %.1f ms)", lo/1e3, hi/1e3, w.others/1e3), 0, 0)
+		text := fmt.Sprintf("%.0f-%.0f ms", lo/1e3, hi/1e3)
+		if w.known {
+			text += fmt.Sprintf(" (others: %.1f ms)", w.others/1e3)
+		}
+		m.row(name, 0, text, 0, 0)
 	}
 }
 

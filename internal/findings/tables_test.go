@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -133,6 +134,32 @@ func TestPublished(t *testing.T) {
 	c.WriteTables(&sb)
 	if !strings.Contains(sb.String(), PublishedNone) {
 		t.Error("the tables do not say why nothing matched")
+	}
+}
+
+// TestPublishedWithoutBaseline: a run given on stage measures k = 1 and up
+// only; the stalled connections' wait is set beside the published one
+// without the others' (k = 0's), never as "others: 0.0 ms".
+func TestPublishedWithoutBaseline(t *testing.T) {
+	run, err := results.ReadRun(realRun)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run.Measurements = slices.DeleteFunc(run.Measurements, func(m results.Measurement) bool {
+		return m.Phase == "stall" && strings.HasSuffix(m.ID, "-k0")
+	})
+	found := false
+	for _, r := range Compute(realRun, run).Published() {
+		if !strings.HasPrefix(r.What, "a stalled connection's wait") {
+			continue
+		}
+		found = true
+		if strings.Contains(r.This, "others") || !strings.HasSuffix(r.This, " ms") {
+			t.Errorf("%s %s: %q, with no k = 0 measured", r.What, r.Server, r.This)
+		}
+	}
+	if !found {
+		t.Fatal("no stalled wait row")
 	}
 }
 

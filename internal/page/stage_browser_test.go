@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 
 	"github.com/bystander-kit/bystander/internal/browsertest"
 	"github.com/bystander-kit/bystander/internal/stage"
@@ -17,52 +19,100 @@ import (
 // quickStage is a real recording: ./run.sh --stage --auto --quick.
 const quickStage = "../stage/testdata/quick-stage/stage.ndjson"
 
-// TestStageScreens replays a real recording to the end of each screen and
-// opens it on a 1600x900 projector page, light and dark: each screen is
-// drawn with a headline; screen 1 labels each ceiling on its line in its
-// server's hue and no two point labels on one side lie together; screen 3
-// draws only what came after it opened; screen 4 lights exactly the
-// connections its verdict counts as stalled; screen 5 draws each bar in
-// its server's hue. A screenshot of each is written for a person to look at.
-func TestStageScreens(t *testing.T) {
-	chrome, a := browsertest.Chromium(t), inlined(t)
+// The projectors the stage is tried on: a common one, the screenshots',
+// and a large one.
+var projectors = [][2]int{{1280, 720}, {1600, 900}, {1920, 1080}}
+
+// slideSeen is what a slide shows, as the page says it.
+type slideSeen struct {
+	View, Screen, Slides int
+	Focus                string
+	Headline             string
+	Problems             []string
+}
+
+// replayed serves a real recording, every frame in, on a hub of its own.
+func replayed(t *testing.T) (string, int) {
+	t.Helper()
+	a := inlined(t)
 	page, err := writeStagePage(a)
 	if err != nil {
 		t.Fatal(err)
 	}
+	hub, err := stage.NewHub("", page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	frames, err := stage.ReplayWith(context.Background(), quickStage, hub, stage.ReplayOptions{Instant: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(hub)
+	t.Cleanup(srv.Close)
+	hub.Allow(srv.Listener.Addr().String())
+	return srv.URL, frames
+}
+
+// TestStageScreens replays a real recording (every frame in) at 1280x720,
+// 1600x900 and 1920x1080, light and dark, and walks through the talk with
+// the keys a clicker sends: Home, then PageDown to every slide and on to
+// live. On each: the slide the recording showed, drawn, its headline on
+// one line and about the loop server first, its numbers in their server's
+// hue; screen 1's point labels apart and its axes near the data; screen
+// 3 only what came after it opened, in a window that fits it; screen 4
+// opening on k = 1 (3 of 12), lighting exactly the connections its
+// verdict counts, every cell's text inside it; screen 5 each bar in its
+// server's hue. A screenshot of each is written for a person to look at.
+func TestStageScreens(t *testing.T) {
+	chrome := browsertest.Chromium(t)
+	url, frames := replayed(t)
 	shots := browsertest.ShotsDir(t)
-	for n := 1; n <= 5; n++ {
-		t.Run(fmt.Sprintf("screen %d", n), func(t *testing.T) {
-			hub, err := stage.NewHub("", page)
-			if err != nil {
+	for _, size := range projectors {
+		t.Run(fmt.Sprintf("%dx%d", size[0], size[1]), func(t *testing.T) {
+			ctx, problems := browsertest.Open(t, chrome, size[0], size[1])
+			if err := chromedp.Do(ctx, chromedp.Navigate(url+"/")); err != nil {
 				t.Fatal(err)
 			}
-			frames, err := stage.ReplayWith(context.Background(), quickStage, hub, stage.ReplayOptions{Instant: true, Until: stage.EndOf(n, n == 4)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			srv := httptest.NewServer(hub)
-			t.Cleanup(srv.Close)
-			hub.Allow(srv.Listener.Addr().String())
-			ctx, problems := browsertest.Open(t, chrome, 1600, 900)
-			if err := chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/")); err != nil {
-				t.Fatal(err)
-			}
-			ready := fmt.Sprintf("window.stageFrames >= %d && window.stageDrawn[%d] === true", frames, n)
+			ready := fmt.Sprintf("window.stageFrames >= %d", frames)
 			if _, err := chromedp.Run(ctx, chromedp.Poll[bool](ready, chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(30*time.Second))); err != nil {
-				t.Fatalf("screen %d was not drawn: %v; the page said %q", n, err, problems())
+				t.Fatalf("the frames did not arrive: %v; the page said %q", err, problems())
 			}
 			for _, theme := range []string{"dark", "light"} {
-				// T switches the theme and draws the screen again with
-				// every frame in.
-				if err := chromedp.Do(ctx, chromedp.KeyEvent("t")); err != nil {
-					t.Fatal(err)
-				}
+				press(t, ctx, "t")
 				if _, err := chromedp.Run(ctx, chromedp.Poll[bool](fmt.Sprintf("document.documentElement.classList.contains('dark') === %v", theme == "dark"))); err != nil {
 					t.Fatal(err)
 				}
-				checkScreen(t, ctx, n, theme)
-				browsertest.Shot(t, ctx, shots, "body", fmt.Sprintf("stage-%d-%s", n, theme))
+				press(t, ctx, kb.Home)
+				var seen []string
+				for i := 0; ; i++ {
+					got := checkSlide(t, ctx)
+					seen = append(seen, fmt.Sprintf("%d:%s", got.Screen, got.Focus))
+					for _, p := range got.Problems {
+						t.Errorf("%s, slide %d (screen %d %s): %s", theme, i, got.Screen, got.Focus, p)
+					}
+					if got.Headline == "" || strings.Contains(got.Headline, "measuring ...") {
+						t.Errorf("%s, slide %d: the headline says %q", theme, i, got.Headline)
+					}
+					if i == 3 && (got.Screen != 4 || !strings.HasSuffix(got.Focus, "-k1") || !strings.Contains(got.Headline, "3 of 12")) {
+						t.Errorf("screen 4 does not open on one loop blocked, 3 of 12 stalled: %+v", got)
+					}
+					name := fmt.Sprintf("stage-%d-%s", got.Screen, theme)
+					if got.Screen == 4 {
+						name = fmt.Sprintf("stage-4-%s-%s", got.Focus[strings.LastIndex(got.Focus, "-")+1:], theme)
+					}
+					browsertest.Shot(t, ctx, shots, "body", fmt.Sprintf("%s-%dx%d", name, size[0], size[1]))
+					if got.View < 0 {
+						break
+					}
+					if i > 20 {
+						t.Fatalf("PageDown never reached the live slide: %v", seen)
+					}
+					press(t, ctx, kb.PageDown)
+				}
+				want := []string{"1:", "2:", "3:", "4:stall-loop-gnet-k1", "4:stall-loop-gnet-k2", "4:stall-loop-gnet-k3", "4:stall-loop-gnet-k4", "4:stall-pool-k4", "5:"}
+				if strings.Join(seen, " ") != strings.Join(want, " ") {
+					t.Errorf("%s: the slides went %v, the recording showed %v", theme, seen, want)
+				}
 			}
 			for _, p := range problems() {
 				if !strings.Contains(p, "favicon") {
@@ -73,16 +123,41 @@ func TestStageScreens(t *testing.T) {
 	}
 }
 
-func checkScreen(t *testing.T, ctx context.Context, n int, theme string) {
+// press sends one key to the page as a keyboard would.
+func press(t *testing.T, ctx context.Context, key string) {
 	t.Helper()
-	type check struct {
-		Headline string
-		Problems []string
+	if err := chromedp.Do(ctx, chromedp.KeyEvent(key)); err != nil {
+		t.Fatal(err)
 	}
-	got, err := chromedp.Run(ctx, chromedp.Evaluate[check](fmt.Sprintf(`(() => {
-	  const S = window.stageState, out = {Headline: document.getElementById('headline').textContent, Problems: []};
+}
+
+// checkSlide says what the page shows and what is wrong with it.
+func checkSlide(t *testing.T, ctx context.Context) slideSeen {
+	t.Helper()
+	got, err := chromedp.Run(ctx, chromedp.Evaluate[slideSeen](`(() => {
+	  const S = window.stageState, V = window.stageView, n = S.screen;
+	  const h = document.getElementById('headline');
+	  const out = {View: V.view, Screen: n, Slides: V.slides, Focus: V.focus, Headline: h.textContent, Problems: []};
 	  const opt = id => echarts.getInstanceByDom(document.getElementById(id)).getOption();
-	  switch (%d) {
+	  if (!window.stageDrawn[n]) { out.Problems.push("not drawn"); }
+	  // One line, whole: the headline neither wraps nor runs out of its box.
+	  if (h.scrollWidth > h.clientWidth + 1 || h.getClientRects().length !== 1 || h.offsetHeight > 1.6 * parseFloat(getComputedStyle(h).lineHeight || '0') + 2) {
+	    out.Problems.push("the headline does not fit one line: " + h.scrollWidth + " > " + h.clientWidth + " px");
+	  }
+	  for (const e of document.querySelectorAll('footer span')) {
+	    if (e.scrollWidth > e.clientWidth + 1) { out.Problems.push("the footer is cut: " + JSON.stringify(e.textContent)); }
+	  }
+	  // Loop servers first, numbers in their server's hue.
+	  const kinds = S.info.servers_kind, names = Object.keys(kinds);
+	  const first = names.map(s => [s, h.textContent.indexOf(s)]).filter(x => x[1] >= 0).sort((a, b) => a[1] - b[1])[0];
+	  if (first && kinds[first[0]] !== 'loop' && names.some(s => kinds[s] === 'loop' && h.textContent.indexOf(s) >= 0)) { out.Problems.push("the headline names " + first[0] + " before the loop server"); }
+	  const hues = Object.values(S.info.colors).map(c => c.toLowerCase());
+	  for (const b of h.querySelectorAll('b')) {
+	    const rgb = getComputedStyle(b).color.match(/\d+/g).slice(0, 3).map(Number);
+	    const hex = '#' + rgb.map(v => v.toString(16).padStart(2, '0')).join('');
+	    if (hues.indexOf(hex) < 0) { out.Problems.push("a number in the headline is " + hex + ", no server's hue"); }
+	  }
+	  switch (n) {
 	  case 1: {
 	    const o = opt('c1');
 	    for (const name of Object.keys(S.info.ceiling_text || {})) {
@@ -91,37 +166,48 @@ func checkScreen(t *testing.T, ctx context.Context, n int, theme string) {
 	      if (!line) { out.Problems.push("no label on the line says " + name + "'s ceiling " + t); continue; }
 	      if (line.lineStyle.color !== S.info.colors[line.name]) { out.Problems.push(name + "'s ceiling is not in its hue"); }
 	    }
-	    const shown = {};
+	    // At each callers, labels lie apart: two within 30 % of each other
+	    // are on opposite sides, the higher point's above.
+	    const at = {};
+	    let lo = Infinity;
 	    for (const s of o.series) {
 	      if (s.lineStyle && s.lineStyle.type === 'dashed') { continue; }
 	      if (s.lineStyle.color !== S.info.colors[s.name]) { out.Problems.push(s.name + " is drawn " + s.lineStyle.color + ", its hue is " + S.info.colors[s.name]); }
 	      for (const d of s.data) {
+	        lo = Math.min(lo, d.value[1]);
 	        if (d.label && d.label.show === false) { continue; }
-	        const key = s.label.position + d.value[0];
-	        for (const v of (shown[key] || [])) {
-	          if (Math.max(v, d.value[1]) <= 1.3 * Math.min(v, d.value[1])) { out.Problems.push("two labels lie together at " + key + ": " + v + " and " + d.value[1]); }
-	        }
-	        (shown[key] = shown[key] || []).push(d.value[1]);
+	        (at[d.value[0]] = at[d.value[0]] || []).push({v: d.value[1], pos: d.label.position});
 	      }
 	    }
+	    for (const x of Object.keys(at)) {
+	      for (const a of at[x]) { for (const b of at[x]) {
+	        if (a === b || a.v < b.v || Math.max(a.v, b.v) > 1.3 * Math.min(a.v, b.v)) { continue; }
+	        if (!(a.pos === 'top' && b.pos === 'bottom')) { out.Problems.push("labels lie together at " + x + " callers: " + a.v + " (" + a.pos + ") and " + b.v + " (" + b.pos + ")"); }
+	      } }
+	    }
+	    const y = o.yAxis[0], xa = o.xAxis[0], conc = S.info.conc;
+	    if (!(y.min > lo / 2 && y.min <= lo)) { out.Problems.push("the req/s axis starts at " + y.min + ", the lowest point is " + lo); }
+	    if (!(xa.min >= Math.min(...conc) / 1.5 && xa.max <= Math.max(...conc) * 1.5)) { out.Problems.push("the callers axis runs " + xa.min + "-" + xa.max + " for " + conc); }
 	    break;
 	  }
 	  case 3: {
-	    const o = opt('c3');
-	    const from = Math.floor((S.screenAt - (S.t - 10000)) / 100);
+	    const o = opt('c3'), cols = o.xAxis[0].data.length;
+	    const from = Math.floor((S.screenAt - (S.t - cols * 100)) / 100);
 	    for (const d of o.series[0].data) { if (d[0] < from) { out.Problems.push("a lane cell from before the screen opened: x=" + d[0] + " < " + from); break; } }
+	    if (cols * 100 > Math.max(3000, S.t - S.screenAt + 100)) { out.Problems.push("a " + cols / 10 + " s window for " + (S.t - S.screenAt) + " ms of the screen"); }
 	    break;
 	  }
 	  case 4: {
-	    const v = S.verdicts[S.stallStep];
+	    const id = V.focus || S.stallStep, v = S.verdicts[id];
 	    const lit = document.querySelectorAll('#grid .cell.lit').length;
-	    if (!v || !v.judged) { out.Problems.push("no judged verdict for " + S.stallStep); break; }
+	    if (!v || !v.judged) { out.Problems.push("no judged verdict for " + id); break; }
 	    if (lit !== v.stalled) { out.Problems.push(lit + " cells lit, the verdict says " + v.stalled + " stalled"); }
-	    if (S.steps[S.stallStep].kk > 0 && v.stalled === 0) { out.Problems.push("k > 0 blocked loops and none stalled: not the recording's story"); }
+	    if (kinds[S.steps[id].server] === 'loop' && v.stalled !== 3 * S.steps[id].kk) { out.Problems.push("k = " + S.steps[id].kk + " and " + v.stalled + " stalled: not the recording's story"); }
 	    // A cell says its connection and its wait apart: "#3 · 679 ms" (a
-	    // room read "#3 679 ms" as 3,679 ms).
+	    // room read "#3 679 ms" as 3,679 ms), inside the cell.
 	    for (const c of document.querySelectorAll('#grid .cell')) {
 	      if (c.textContent !== '-' && !/^#\d+ \u00b7 [\d.,]+ ms$/.test(c.textContent)) { out.Problems.push("a cell reads " + JSON.stringify(c.textContent)); }
+	      if (c.scrollWidth > c.clientWidth + 1) { out.Problems.push("a cell's text runs out of it: " + c.textContent); }
 	    }
 	    break;
 	  }
@@ -136,14 +222,117 @@ func checkScreen(t *testing.T, ctx context.Context, n int, theme string) {
 	  }
 	  }
 	  return out;
-	})()`, n)))
+	})()`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Headline == "" || strings.Contains(got.Headline, "measuring ...") {
-		t.Errorf("%s: the headline says %q", theme, got.Headline)
+	return got
+}
+
+// TestStagePresenter opens the stage (1280x720) and the speaker view
+// (/presenter, 1600x900) in two windows of one browser, on a real
+// recording, and presses every key a clicker or a keyboard sends in the
+// speaker view: the stage's window follows it to the same slide, blanks
+// and comes back, and both say a key not taken (nothing before the first
+// slide, a screen the talk has not, a key the stage dropped). The speaker
+// view says what the screen shows, what comes next, and the time.
+func TestStagePresenter(t *testing.T) {
+	chrome := browsertest.Chromium(t)
+	url, frames := replayed(t)
+	sctx, sproblems := browsertest.Open(t, chrome, 1280, 720)
+	pctx, pproblems := browsertest.Tab(t, sctx, 1600, 900)
+	ready := fmt.Sprintf("window.stageFrames >= %d", frames)
+	for _, w := range []struct {
+		ctx  context.Context
+		path string
+	}{{sctx, "/"}, {pctx, "/presenter"}} {
+		if err := chromedp.Do(w.ctx, chromedp.Navigate(url+w.path)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := chromedp.Run(w.ctx, chromedp.Poll[bool](ready, chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(30*time.Second))); err != nil {
+			t.Fatalf("%s: the frames did not arrive: %v", w.path, err)
+		}
 	}
-	for _, p := range got.Problems {
-		t.Errorf("%s: %s", theme, p)
+	// The recording's slides: 1, 2, 3, four of screen 4, 5 (live).
+	const live = -1
+	for i, step := range []struct {
+		key          string
+		view, screen int
+		blank        bool
+		toast        string
+	}{
+		{kb.ArrowLeft, 7, 4, false, ""},
+		{kb.Backspace, 6, 4, false, ""},
+		{kb.PageUp, 5, 4, false, ""},
+		{kb.ArrowRight, 6, 4, false, ""},
+		{" ", 7, 4, false, ""},
+		{kb.PageDown, live, 5, false, ""},
+		{kb.Home, 0, 1, false, ""},
+		{kb.ArrowLeft, 0, 1, false, "nothing before"},
+		{kb.End, live, 5, false, ""},
+		{"3", 2, 3, false, ""},
+		{"4", 7, 4, false, ""},
+		{"1", 0, 1, false, ""},
+		{"5", live, 5, false, ""},
+		{"9", live, 5, false, "no screen 9"},
+		{"b", live, 5, true, ""},
+		{".", live, 5, false, ""},
+		{"B", live, 5, true, ""},
+		{".", live, 5, false, ""},
+	} {
+		press(t, pctx, step.key)
+		want := fmt.Sprintf("window.stageView.view === %d && window.stageView.screen === %d && window.stageView.blank === %v", step.view, step.screen, step.blank)
+		if step.toast != "" {
+			want += fmt.Sprintf(" && (window.stageToasts || []).some(m => m.indexOf(%q) >= 0)", step.toast)
+		}
+		for _, w := range []struct {
+			name string
+			ctx  context.Context
+		}{{"the speaker view", pctx}, {"the stage", sctx}} {
+			if _, err := chromedp.Run(w.ctx, chromedp.Poll[bool](want, chromedp.WithPollingInterval(20*time.Millisecond), chromedp.WithPollingTimeout(5*time.Second))); err != nil {
+				got, _ := chromedp.Run(w.ctx, chromedp.Evaluate[map[string]any](`({view: window.stageView, toasts: window.stageToasts || []})`))
+				t.Fatalf("key %d %q: %s shows %v, want %s", i, step.key, w.name, got, want)
+			}
+		}
+	}
+	// The stage's window goes black; the speaker view never does.
+	press(t, pctx, "b")
+	if _, err := chromedp.Run(sctx, chromedp.Poll[bool](`getComputedStyle(document.getElementById('blank')).display === 'block'`, chromedp.WithPollingTimeout(5*time.Second))); err != nil {
+		t.Error("B did not blank the stage's window")
+	}
+	if on, _ := chromedp.Run(pctx, chromedp.Evaluate[bool](`getComputedStyle(document.getElementById('blank')).display === 'block'`)); on {
+		t.Error("B blanked the speaker view")
+	}
+	press(t, pctx, ".")
+	// What the speaker reads: the screen, what it shows in words, what
+	// comes next, the time.
+	type panel struct{ Now, Notes, Next, Clock, State string }
+	got, err := chromedp.Run(pctx, chromedp.Evaluate[panel](`({Now: document.getElementById('pnow').textContent, Notes: document.getElementById('pnotes').textContent,
+	  Next: document.getElementById('pnext').textContent, Clock: document.getElementById('pclock').textContent, State: document.getElementById('pstate').textContent})`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(got.Now, "5.") || !strings.Contains(got.Notes, "offloaded") || !strings.Contains(got.Next, "report") || !regexp.MustCompile(`^\d+:\d\d$`).MatchString(got.Clock) || got.State != "live" {
+		t.Errorf("the speaker view: %+v", got)
+	}
+	press(t, pctx, "4")
+	if got, err := chromedp.Run(pctx, chromedp.Evaluate[string](`document.getElementById('pnotes').textContent`)); err != nil || !strings.Contains(got, "0 of 12") {
+		t.Errorf("the speaker view on the pool's slide of screen 4 says %q (%v)", got, err)
+	}
+	browsertest.Shot(t, pctx, browsertest.ShotsDir(t), "body", "stage-presenter")
+	press(t, pctx, kb.End)
+	// A key the stage did not take is said on the page: this replay's stage
+	// takes no keys, so the 17th waits behind 16 and is dropped.
+	for range 17 {
+		press(t, pctx, kb.PageDown)
+	}
+	if _, err := chromedp.Run(sctx, chromedp.Poll[bool](`(window.stageToasts || []).some(m => /key not taken: the stage has 16 keys waiting/.test(m))`, chromedp.WithPollingTimeout(5*time.Second))); err != nil {
+		toasts, _ := chromedp.Run(sctx, chromedp.Evaluate[[]string](`window.stageToasts || []`))
+		t.Errorf("a dropped key was not said: %q", toasts)
+	}
+	for _, p := range append(sproblems(), pproblems()...) {
+		if !strings.Contains(p, "favicon") && !strings.Contains(p, "503") {
+			t.Error(p)
+		}
 	}
 }

@@ -33,11 +33,15 @@ type Hello struct {
 	Engines     []string          `json:"engines"`
 	// Rule is the stall rule in words (internal/stall).
 	Rule string `json:"rule"`
+	// Screens is how many screens the talk has (5 when not said).
+	Screens int `json:"screens,omitempty"`
 }
 
-// Screen: the presenter moved to screen Screen.
+// Screen: the presenter moved to screen Screen; on a screen of several
+// slides (screen 4, one k each), Focus is the step the slide shows.
 type Screen struct {
-	Screen int `json:"screen"`
+	Screen int    `json:"screen"`
+	Focus  string `json:"focus,omitempty"`
 }
 
 // State is a line of what the stage is doing.

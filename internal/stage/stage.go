@@ -94,7 +94,8 @@ func (h *Hub) ownPage(r *http.Request) string {
 	return ""
 }
 
-// NewHub records to path ("" records nothing) and serves page at "/".
+// NewHub records to path ("" records nothing) and serves page at "/" and
+// "/presenter" (the speaker view: the page tells the two apart).
 func NewHub(path string, page []byte) (*Hub, error) {
 	h := &Hub{start: time.Now(), maxed: map[string]int{}, maxv: map[string]float64{}, clients: map[chan []byte]bool{}, control: make(chan string, 16), page: page,
 		connected: make(chan struct{})}
@@ -146,7 +147,8 @@ func (h *Hub) AddMax(key string, ev Event, value float64) {
 // Ms is t in the stage's clock: ms since it began, as frames count.
 func (h *Hub) Ms(t time.Time) int64 { return t.Sub(h.start).Milliseconds() }
 
-// Control gives the presenter's keys: next, pause, repeat.
+// Control gives the presenter's keys: next, pause, repeat, or "goto N"
+// (a screen not shown yet; the page goes back to one shown by itself).
 func (h *Hub) Control() <-chan string { return h.control }
 
 // Flush sends the pending events as one frame now.
@@ -223,18 +225,18 @@ func (h *Hub) Close() error {
 	return err
 }
 
-// ServeHTTP serves the page (/), the frames (/events) and the keys
-// (/control).
+// ServeHTTP serves the page (/ and /presenter), the frames (/events) and
+// the keys (/control).
 func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch r.URL.Path {
-	case "/":
+	case "/", "/presenter":
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		_, _ = w.Write(h.page)
 	case "/events":
 		h.events(w, r)
 	case "/control":
 		if r.Method != http.MethodPost {
-			http.Error(w, "POST next, pause or repeat", http.StatusMethodNotAllowed)
+			http.Error(w, "POST next, pause, repeat or goto N", http.StatusMethodNotAllowed)
 			return
 		}
 		if why := h.ownPage(r); why != "" {
@@ -243,13 +245,15 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		b, _ := io.ReadAll(io.LimitReader(r.Body, 64))
 		key := strings.TrimSpace(string(b))
-		if key != "next" && key != "pause" && key != "repeat" {
-			http.Error(w, "want next, pause or repeat", http.StatusBadRequest)
+		if _, ok := GotoScreen(key); !ok && key != "next" && key != "pause" && key != "repeat" {
+			http.Error(w, "want next, pause, repeat or goto N (a screen, 1 to 9)", http.StatusBadRequest)
 			return
 		}
 		select {
 		case h.control <- key:
-		default:
+		default: // never block the page; say the key was lost, the page shows it
+			http.Error(w, fmt.Sprintf("the stage has %d keys waiting: this one was dropped", cap(h.control)), http.StatusServiceUnavailable)
+			return
 		}
 		w.WriteHeader(http.StatusNoContent)
 	default:
@@ -340,9 +344,10 @@ const (
 )
 
 // Replay reads a recording (stage.ndjson) and sends its frames through h
-// at their recorded pace, from the first, as it reads them; "pause" on the
-// control channel stops and restarts the clock. It returns when the last
-// frame is sent.
+// at their recorded pace, from the first, as it reads them; on the control
+// channel, "pause" stops and restarts the clock, "next" plays at once up to
+// the next slide the recording shows and "goto N" up to screen N, from
+// where the recorded pace resumes. It returns when the last frame is sent.
 func Replay(ctx context.Context, path string, h *Hub) (int, error) {
 	return ReplayWith(ctx, path, h, ReplayOptions{})
 }
@@ -411,18 +416,28 @@ func ReplayWith(ctx context.Context, path string, h *Hub, o ReplayOptions) (int,
 	n := 0
 	var first int64
 	begin := time.Now()
-	var paused time.Duration
+	// shift moves every frame's moment: a pause adds how long it lasted;
+	// a skip takes out what it skipped. skip, while not 0, sends the frames
+	// at once up to the next slide (-1, the key "next") or to screen N or
+	// later ("goto N"), where the recorded pace resumes.
+	var shift time.Duration
+	skip := 0
 	for sc.Scan() {
 		var fr Frame
 		if err := json.Unmarshal(sc.Bytes(), &fr); err != nil {
 			return n, fmt.Errorf("stage: --replay %s: line %d: %w", path, n+2, err)
 		}
+		opens := 0 // the highest screen a "screen" event of this frame opens
 		for _, ev := range fr.Events {
 			var k struct {
-				K string `json:"k"`
+				K      string `json:"k"`
+				Screen int    `json:"screen"`
 			}
 			if json.Unmarshal(ev, &k) != nil || !slices.Contains(Kinds, k.K) {
 				return n, fmt.Errorf("stage: --replay %s: line %d: an event of a kind this page cannot play (%.60s)", path, n+2, ev)
+			}
+			if k.K == "screen" {
+				opens = max(opens, k.Screen, 1)
 			}
 		}
 		if o.Until != nil && o.Until(fr) {
@@ -431,8 +446,12 @@ func ReplayWith(ctx context.Context, path string, h *Hub, o ReplayOptions) (int,
 		if n == 0 {
 			first = fr.T
 		}
-		for !o.Instant {
-			wait := time.Duration(fr.T-first)*time.Millisecond + paused - time.Since(begin)
+		at := time.Duration(fr.T-first) * time.Millisecond
+		if skip != 0 && opens > 0 && (skip < 0 || opens >= skip) {
+			skip, shift = 0, time.Since(begin)-at // here the pace resumes
+		}
+		for !o.Instant && skip == 0 {
+			wait := at + shift - time.Since(begin)
 			if wait <= 0 {
 				break
 			}
@@ -440,15 +459,26 @@ func ReplayWith(ctx context.Context, path string, h *Hub, o ReplayOptions) (int,
 			case <-ctx.Done():
 				return n, ctx.Err()
 			case key := <-h.control:
-				if key == "pause" {
+				switch g, isGoto := GotoScreen(key); {
+				case key == "pause":
 					at := time.Now()
 					if !waitKey(ctx, h.control, "pause") {
 						return n, ctx.Err()
 					}
-					paused += time.Since(at)
+					shift += time.Since(at)
+				case key == "next":
+					skip = -1
+				case isGoto:
+					skip = g
+				}
+				if skip != 0 && opens > 0 && (skip < 0 || opens >= skip) {
+					skip, shift = 0, time.Since(begin)-at // this frame opens it: now
 				}
 			case <-time.After(wait):
 			}
+		}
+		if err := ctx.Err(); err != nil {
+			return n, err
 		}
 		h.send(fr)
 		n++
@@ -463,6 +493,15 @@ func ReplayWith(ctx context.Context, path string, h *Hub, o ReplayOptions) (int,
 		return 0, ErrNoFrames
 	}
 	return n, nil
+}
+
+// GotoScreen reads a "goto N" key: the screen N, 1 to 9.
+func GotoScreen(key string) (int, bool) {
+	n, ok := strings.CutPrefix(key, "goto ")
+	if !ok || len(n) != 1 || n[0] < '1' || n[0] > '9' {
+		return 0, false
+	}
+	return int(n[0] - '0'), true
 }
 
 // waitKey waits for key on c.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -296,5 +297,107 @@ func TestReplayWith(t *testing.T) {
 	}
 	if d := time.Since(start); d > 2*time.Second { // paced, it would take 2 s
 		t.Errorf("an instant replay took %s", d)
+	}
+}
+
+// TestControlKeys: the page may send next, pause, repeat and goto N (a
+// screen, 1 to 9); anything else is refused with what it may send; a key
+// the stage cannot queue (16 wait already) is refused, never blocks, and
+// says so; the speaker view is served beside the page.
+func TestControlKeys(t *testing.T) {
+	h, err := NewHub("", []byte("the page"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	h.Allow(srv.Listener.Addr().String())
+	for key, want := range map[string]int{"next": 204, "pause": 204, "repeat": 204, "goto 1": 204, "goto 9": 204, " goto 3\n": 204,
+		"goto 0": 400, "goto 10": 400, "goto": 400, "goto x": 400, "jump 3": 400, "": 400} {
+		if got := post(t, srv.URL+"/control", key, "", "", true); got != want {
+			t.Errorf("%q: %d, want %d", key, got, want)
+		}
+	}
+	for len(h.Control()) < cap(h.control) {
+		if got := post(t, srv.URL+"/control", "next", "", "", true); got != 204 {
+			t.Fatalf("a key with room for it: %d", got)
+		}
+	}
+	if got := post(t, srv.URL+"/control", "next", "", "", true); got != http.StatusServiceUnavailable {
+		t.Errorf("a key with no room for it: %d, want 503", got)
+	}
+	for _, path := range []string{"/", "/presenter"} {
+		resp, err := http.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || string(b) != "the page" {
+			t.Errorf("%s: %d %q", path, resp.StatusCode, b)
+		}
+	}
+}
+
+// TestReplaySkips: "next" plays a recording at once up to its next slide,
+// "goto N" up to screen N, and the recorded pace resumes from there; every
+// frame is sent, in order. The recording's slides are a minute apart: a
+// replay that did not skip would take three.
+func TestReplaySkips(t *testing.T) {
+	rec := filepath.Join(t.TempDir(), "stage.ndjson")
+	lines := []string{`{"schema":"` + Schema + `"}`}
+	frame := func(seq, at int64, evs ...Event) {
+		f := Frame{Seq: seq, T: at, Events: []json.RawMessage{}}
+		for _, ev := range evs {
+			b, _ := encode(ev)
+			f.Events = append(f.Events, b)
+		}
+		b, _ := json.Marshal(f)
+		lines = append(lines, string(b))
+	}
+	frame(0, 0, Screen{Screen: 1})
+	frame(1, 30_000, State{State: "one"})
+	frame(2, 60_000, Screen{Screen: 4, Focus: "stall-x-k1"})
+	frame(3, 90_000, State{State: "two"})
+	frame(4, 120_000, Screen{Screen: 4, Focus: "stall-x-k2"})
+	frame(5, 150_000, Screen{Screen: 5})
+	frame(6, 150_200, State{State: "end"})
+	if err := os.WriteFile(rec, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h, _ := NewHub("", nil)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { _, err := Replay(ctx, rec, h); done <- err }()
+	sent := func() int {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		return len(h.frames)
+	}
+	until := func(n int) {
+		t.Helper()
+		for sent() < n {
+			select {
+			case err := <-done:
+				t.Fatalf("the replay ended after %d frames, want %d first: %v", sent(), n, err)
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+	}
+	until(1)
+	h.control <- "next" // to the slide at 60 s: frames 1 and 2
+	until(3)
+	if n := sent(); n != 3 {
+		t.Fatalf("next played %d frames, want up to the next slide (3)", n)
+	}
+	h.control <- "goto 5" // past screen 4's second slide, to screen 5 and on at its pace
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	for i, b := range h.frames {
+		if string(b) != lines[i+1] {
+			t.Fatalf("frame %d: %s, want %s", i, b, lines[i+1])
+		}
 	}
 }
