@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -39,11 +40,12 @@ type worker struct {
 	lastError error
 }
 
-// clock is the run's timeline; from switchAt on (when not zero) requests
-// go to switchTo.
+// clock is the run's timeline; from switchNs on (Unix ns; when switchTo
+// is set) requests go to switchTo. A told switch (--switch-when) moves
+// switchNs earlier once, while the run goes on.
 type clock struct {
 	start, measure, end time.Time
-	switchAt            time.Time
+	switchNs            *atomic.Int64
 	switchTo            string
 }
 
@@ -130,7 +132,8 @@ func run(ctx context.Context, o options, progress func(elapsed, total time.Durat
 	ck := clock{start: start, measure: start.Add(o.warmup), end: start.Add(o.warmup + o.duration)}
 	if o.switchTo != "" {
 		to, _ := client.ParseTarget(o.switchTo, o.allowRemote) // checked with the flags
-		ck.switchAt, ck.switchTo = ck.measure.Add(o.switchAt), to.RequestTarget
+		ck.switchNs, ck.switchTo = new(atomic.Int64), to.RequestTarget
+		ck.switchNs.Store(ck.measure.Add(o.switchAt).UnixNano())
 	}
 	secs := newSeries(time.Second, o.duration)
 	ticks := newSeries(o.tick, o.duration)
@@ -171,6 +174,9 @@ func run(ctx context.Context, o options, progress func(elapsed, total time.Durat
 			cpu0.Store(&u)
 		}
 	}()
+	if o.switchWhen != "" {
+		go watchSwitch(runCtx, o.switchWhen, ck, max(o.tick, 100*time.Millisecond))
+	}
 	if o.live != nil {
 		// The stage's live throughput: answered requests so far, 4 times a
 		// second, from the clock's start.
@@ -214,6 +220,7 @@ func run(ctx context.Context, o options, progress func(elapsed, total time.Durat
 			}
 		}
 		res.Load.SettledNs = int64(max(last.Sub(ck.measure), 0))
+		res.Params.SwitchAtNs = ck.switchNs.Load() - ck.measure.UnixNano() // a told switch: when it came
 	}
 	if c0 := cpu0.Load(); c0 != nil {
 		res.Generator = results.Cost{CPUNs: cpuEnd.CPUNs() - c0.CPUNs(), Requests: res.Load.Requests}
@@ -229,11 +236,34 @@ func run(ctx context.Context, o options, progress func(elapsed, total time.Durat
 	return res, nil
 }
 
+// watchSwitch moves the switch to now once the file path exists (looked
+// for every 10 ms), never before the window's first step (one) has begun
+// nor after the moment --switch-at set.
+func watchSwitch(ctx context.Context, path string, ck clock, first time.Duration) {
+	t := time.NewTicker(10 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			if _, err := os.Stat(path); err != nil {
+				continue
+			}
+			at := max(now.UnixNano(), ck.measure.Add(first).UnixNano())
+			if cur := ck.switchNs.Load(); at < cur {
+				ck.switchNs.CompareAndSwap(cur, at)
+			}
+			return
+		}
+	}
+}
+
 // do sends one request and books it; it returns when the answer (or an
 // error) is in. sent is when it was sent, due when it should have been.
 func (w *worker) do(ck clock, secs, ticks *series, due time.Time) {
 	sent := time.Now()
-	if ck.switchTo != "" && !w.switched && !sent.Before(ck.switchAt) {
+	if ck.switchTo != "" && !w.switched && sent.UnixNano() >= ck.switchNs.Load() {
 		w.c.Retarget(ck.switchTo)
 		w.switched = true
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"net/http"
@@ -189,8 +190,10 @@ func TestFlags(t *testing.T) {
 		{[]string{"--start-at", "2001-01-01T00:00:00Z"}, false},
 		{[]string{"--start-at", time.Now().Add(2 * time.Second).UTC().Format(time.RFC3339Nano)}, true},
 		{[]string{"--switch-to", "http://127.0.0.1:8081/slow?block=50ms", "--switch-at", "1s", "--duration", "2s"}, true},
-		{[]string{"--switch-to", "http://127.0.0.1:8081/slow?block=50ms"}, false},                               // no moment
-		{[]string{"--switch-at", "1s"}, false},                                                                  // no target
+		{[]string{"--switch-to", "http://127.0.0.1:8081/slow?block=50ms"}, false}, // no moment
+		{[]string{"--switch-at", "1s"}, false},                                    // no target
+		{[]string{"--switch-when", "/tmp/x"}, false},                              // nothing to switch to
+		{[]string{"--switch-to", "http://127.0.0.1:8081/slow?block=50ms", "--switch-at", "1s", "--duration", "2s", "--switch-when", "x"}, true},
 		{[]string{"--switch-to", "http://127.0.0.1:9999/slow", "--switch-at", "1s", "--duration", "2s"}, false}, // another server
 		{[]string{"--switch-to", "http://127.0.0.1:8081/slow", "--switch-at", "2s", "--duration", "2s"}, false}, // not inside
 		{[]string{"--switch-to", "http://10.1.2.3:8081/slow", "--switch-at", "1s", "--duration", "2s"}, false},  // not loopback
@@ -335,6 +338,76 @@ func TestSwitchAndTicks(t *testing.T) {
 		if tk.TMs*int64(time.Millisecond) >= l.SettledNs && tk.Requests > 0 && tk.MeanBlockedNs != 20e6 {
 			t.Fatalf("tick at %d ms, after the last 2ms answer at %s, says %.0f ns", tk.TMs, time.Duration(l.SettledNs), tk.MeanBlockedNs)
 		}
+	}
+}
+
+// TestSwitchWhenTold: with --switch-when, the switch comes once the file
+// exists (the stage's key), never before it was made nor before the
+// window's first step, and at --switch-at at the latest; the result says
+// when it came, and no request for the second target arrived before.
+func TestSwitchWhenTold(t *testing.T) {
+	for _, early := range []bool{false, true} {
+		t.Run(fmt.Sprintf("made during the warm-up %v", early), func(t *testing.T) {
+			t.Parallel()
+			var mu sync.Mutex
+			var slow []time.Time
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				d, _ := time.ParseDuration(r.URL.Query().Get("block"))
+				if d == 20*time.Millisecond {
+					mu.Lock()
+					slow = append(slow, time.Now())
+					mu.Unlock()
+				}
+				time.Sleep(d)
+				w.Header().Set("Content-Length", "3")
+				_, _ = io.WriteString(w, "ok\n")
+			}))
+			t.Cleanup(srv.Close)
+			told := filepath.Join(t.TempDir(), "slow-now")
+			start := time.Now().Add(300 * time.Millisecond)
+			o, err := parseFlags([]string{"--target", srv.URL + "/slow?block=2ms", "--switch-to", srv.URL + "/slow?block=20ms", "--switch-at", "2s",
+				"--switch-when", told, "--tick", "100ms", "--conc", "4", "--warmup", "200ms", "--duration", "2.5s", "--start-at", start.UTC().Format(time.RFC3339Nano)}, io.Discard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tell := start.Add(700 * time.Millisecond) // 500 ms into the window
+			if early {
+				tell = start.Add(50 * time.Millisecond)
+			}
+			madeAt := make(chan time.Time, 1)
+			go func() {
+				time.Sleep(time.Until(tell))
+				madeAt <- time.Now()
+				_ = os.WriteFile(told, nil, 0o644)
+			}()
+			res, err := run(context.Background(), o, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			made := <-madeAt
+			measure := time.Unix(0, res.StartUnixNs).Add(200 * time.Millisecond)
+			at := time.Duration(res.Params.SwitchAtNs)
+			switch {
+			case at < 100*time.Millisecond:
+				t.Errorf("switched %s into the window, before its first step", at)
+			case measure.Add(at).Before(made.Add(-time.Millisecond)):
+				t.Errorf("switched %s into the window, before being told (%s)", at, made.Sub(measure))
+			case at > 2*time.Second:
+				t.Errorf("switched %s into the window, after --switch-at 2s", at)
+			case made.Sub(measure) < 1500*time.Millisecond && at >= 2*time.Second:
+				t.Errorf("told %s into the window, switched only at --switch-at", made.Sub(measure))
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(slow) == 0 {
+				t.Fatal("no request for the second target")
+			}
+			for _, a := range slow {
+				if a.Before(measure.Add(at)) {
+					t.Fatalf("a request for 20ms arrived %s into the window, before the switch the result says (%s)", a.Sub(measure), at)
+				}
+			}
+		})
 	}
 }
 

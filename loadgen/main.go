@@ -49,6 +49,7 @@ type options struct {
 	startAt     cli.StartAt
 	switchTo    string
 	switchAt    time.Duration
+	switchWhen  string
 	tick        time.Duration
 	liveOut     string
 	live        *live.Writer
@@ -95,6 +96,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.liveOut, "live-out", "", "append, 4 times a second, the requests answered so far as a JSON line to this file (for run.sh --stage)")
 	fs.StringVar(&o.switchTo, "switch-to", "", "from --switch-at on, send the requests to this URL instead (the same server: another path or ?block=)")
 	fs.DurationVar(&o.switchAt, "switch-at", 0, "with --switch-to: when, into the measured window, each connection's next request goes there")
+	fs.StringVar(&o.switchWhen, "switch-when", "", "with --switch-to: switch as soon as this file exists (run.sh --stage makes it at the presenter's key), --switch-at into the window at the latest")
 	fs.DurationVar(&o.tick, "tick", 0, "also count answers, and the block the server said, in steps of this (10ms or more; 0: per second only)")
 	fs.Var(&o.startAt, "start-at", "start the run's clock (warm-up first) at this RFC 3339 time, within a minute of now, to share a window with another tool (default: once connected)")
 	fs.Usage = func() {
@@ -122,6 +124,9 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	t, err := client.ParseTarget(o.target, o.allowRemote)
 	if err != nil {
 		return o, fmt.Errorf("loadgen: --target: %w", err)
+	}
+	if o.switchWhen != "" && o.switchTo == "" {
+		return o, fmt.Errorf("loadgen: --switch-when goes with --switch-to and --switch-at (the latest moment)")
 	}
 	if o.switchTo != "" || o.switchAt != 0 {
 		to, err := client.ParseTarget(o.switchTo, o.allowRemote)
@@ -180,7 +185,7 @@ func summary(w io.Writer, o options, r *results.Result) {
 			us(l.LatencyUncorrected.P50Us), us(l.LatencyUncorrected.P99Us), l.BehindSchedule)
 	}
 	if o.switchTo != "" {
-		fmt.Fprintf(w, "loadgen: from %s into the window on, each connection's requests went to %s\n", o.switchAt, o.switchTo)
+		fmt.Fprintf(w, "loadgen: from %s into the window on, each connection's requests went to %s\n", time.Duration(r.Params.SwitchAtNs), o.switchTo)
 	}
 	if len(l.Ticks) > 0 {
 		fmt.Fprintf(w, "loadgen: answers in %d steps of %s (the result's load.ticks)\n", len(l.Ticks), o.tick)

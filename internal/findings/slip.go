@@ -107,22 +107,33 @@ func SlipRowOf(g *Group, p Params) SlipRow {
 	var perTick [][]float64 // per repetition, answers per second in each tick
 	var fastTick [][]float64
 	var censoredTick []bool
+	var shift []int // per repetition, its ticks before the first's step: the timelines meet at their steps
+	first := true
 	for _, rep := range g.Reps {
 		if rep.Load == nil || rep.Load.Load == nil {
 			continue
 		}
 		l := rep.Load.Load
 		width := time.Duration(rep.Load.Params.TickNs)
-		if width <= 0 || len(l.Ticks) == 0 || r.At <= 0 {
+		// The step came when the load says it did: on stage, when the
+		// presenter's key came (--switch-when), else where the plan set it.
+		at := time.Duration(s.SlipAtNs)
+		if sw := rep.Load.Params.SwitchAtNs; sw > 0 {
+			at = time.Duration(sw)
+		}
+		if width <= 0 || len(l.Ticks) == 0 || at <= 0 {
 			r.Why = "its load result has no steps (loadgen --tick) or no moment of the slip"
 			continue
+		}
+		if first {
+			r.At, first = at, false
 		}
 		r.TickWidth = width
 		measured := time.Duration(l.MeasuredNs)
 		// The after side: every answer in it one to a request asked after
 		// the step (those asked before, queued, take a while to drain).
-		settled := max(time.Duration(l.SettledNs), r.At)
-		r.Settling = append(r.Settling, float64(settled-r.At))
+		settled := max(time.Duration(l.SettledNs), at)
+		r.Settling = append(r.Settling, float64(settled-at))
 		afterFrom := (settled + width - 1) / width * width
 		r.AfterFrom = append(r.AfterFrom, float64(afterFrom))
 		var rates []float64
@@ -135,7 +146,7 @@ func SlipRowOf(g *Group, p Params) SlipRow {
 				continue
 			}
 			rates = append(rates, float64(tk.Requests)/span.Seconds())
-			side := sideAt(from, r.At, afterFrom)
+			side := sideAt(from, at, afterFrom)
 			if side < 0 {
 				continue
 			}
@@ -144,7 +155,8 @@ func SlipRowOf(g *Group, p Params) SlipRow {
 			blockN[side] += float64(tk.BlockedSamples)
 		}
 		perTick = append(perTick, rates)
-		spans := [2]time.Duration{min(r.At, measured), measured - afterFrom}
+		shift = append(shift, int((at-r.At)/width))
+		spans := [2]time.Duration{min(at, measured), measured - afterFrom}
 		var fast [2][]float64
 		var ticksFast []float64
 		var ticksCensored []bool
@@ -156,7 +168,7 @@ func SlipRowOf(g *Group, p Params) SlipRow {
 					continue
 				}
 				wait := max(pt.DoneUs-pt.DueUs, 0)
-				if side := sideAt(due, r.At, afterFrom); side >= 0 {
+				if side := sideAt(due, at, afterFrom); side >= 0 {
 					fast[side] = append(fast[side], wait)
 					r.sideOf(side).FastProbes++
 					if pt.Censored {
@@ -205,19 +217,25 @@ func SlipRowOf(g *Group, p Params) SlipRow {
 			}
 		}
 	}
+	// The timeline is the first repetition's, each other's moved so that
+	// its step falls where the first's does (on stage a key decides when).
 	for i := 0; ; i++ {
 		var rates, fast []float64
-		for _, rs := range perTick {
-			if i < len(rs) {
-				rates = append(rates, rs[i])
+		more := false
+		for k, rs := range perTick {
+			j := i + shift[k]
+			more = more || j+1 < len(rs)
+			if j >= 0 && j < len(rs) {
+				rates = append(rates, rs[j])
 			}
-		}
-		for _, fs := range fastTick {
-			if i < len(fs) {
-				fast = append(fast, fs[i])
+			if fs := fastTick[k]; j >= 0 && j < len(fs) {
+				fast = append(fast, fs[j])
 			}
 		}
 		if len(rates) == 0 {
+			if more {
+				continue
+			}
 			break
 		}
 		t := SlipTick{TMs: int64(i) * r.TickWidth.Milliseconds(), PerS: results.Median(rates)}

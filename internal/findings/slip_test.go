@@ -13,7 +13,13 @@ import (
 // answers asked before the step drain until settled, then perAfter a tick
 // saying 50 ms. probes are /fast probes (due, wait) in ms of the window.
 func slipGroup(s results.Server, conc int, perBefore, perAfter int64, settled time.Duration, probes [][3]float64) *Group {
-	const at, width, window = 2 * time.Second, 100 * time.Millisecond, 4 * time.Second
+	return slipGroupAt(s, conc, perBefore, perAfter, 2*time.Second, settled, probes, false)
+}
+
+// slipGroupAt is slipGroup with its step at at: the plan's moment, or
+// (told) one the load says came before the plan's latest, 3 s.
+func slipGroupAt(s results.Server, conc int, perBefore, perAfter int64, at, settled time.Duration, probes [][3]float64, told bool) *Group {
+	const width, window = 100 * time.Millisecond, 4 * time.Second
 	l := &results.Load{MeasuredNs: int64(window), SettledNs: int64(settled)}
 	for i := range int(window / width) {
 		from := time.Duration(i) * width
@@ -27,13 +33,17 @@ func slipGroup(s results.Server, conc int, perBefore, perAfter int64, settled ti
 		l.Ticks = append(l.Ticks, tk)
 	}
 	lr := &results.Result{Params: results.Params{TickNs: int64(width)}, Load: l}
+	planned := at
+	if told {
+		lr.Params.SwitchAtNs, planned = int64(at), 3*time.Second
+	}
 	const warm = 300e3 // us
 	pr := &results.Result{Params: results.Params{WarmupNs: 300e6}, Probe: &results.Probe{}}
 	for _, p := range probes {
 		pr.Probe.Timeline = append(pr.Probe.Timeline, results.ProbePoint{DueUs: warm + p[0]*1e3, DoneUs: warm + (p[0]+p[1])*1e3, Censored: p[2] != 0})
 	}
 	step := results.Step{ID: "slip-" + s.Name, Phase: "slip", Server: s, Endpoint: "/slow", Conc: conc, Duration: window,
-		SlipBlockNs: int64(50 * time.Millisecond), SlipAtNs: int64(at)}
+		SlipBlockNs: int64(50 * time.Millisecond), SlipAtNs: int64(planned)}
 	return &Group{Step: step, Reps: []Rep{{Load: lr, Probe: pr}}, Load: []*results.Result{lr}, Probe: []*results.Result{pr}}
 }
 
@@ -129,5 +139,36 @@ func TestSlipHostileTicks(t *testing.T) {
 	r := SlipRowOf(g, Params{})
 	if len(r.Ticks) != len(g.Reps[0].Load.Load.Ticks) {
 		t.Fatalf("%d ticks on the timeline, the load has %d", len(r.Ticks), len(g.Reps[0].Load.Load.Ticks))
+	}
+}
+
+// TestSlipTold: on stage the step comes at the presenter's key, before the
+// plan's latest moment; each side is read from when the load says it
+// came, and repetitions told at other moments meet at their steps on the
+// timeline.
+func TestSlipTold(t *testing.T) {
+	loop := results.Server{Name: "loop-gnet", Kind: "loop", Workers: 4, BlockNs: 5e6}
+	g := slipGroupAt(loop, 64, 77, 8, 1200*time.Millisecond, 1350*time.Millisecond, nil, true)
+	r := SlipRowOf(g, Params{})
+	if r.At != 1200*time.Millisecond || r.Before.PerS.Median() != 770 || r.After.PerS.Median() != 80 {
+		t.Fatalf("told at 1.2 s: at %s, before %v, after %v req/s; want 1.2s, 770 and 80", r.At, r.Before.PerS, r.After.PerS)
+	}
+	// A second repetition told at 1.6 s: its step meets the first's.
+	g2 := slipGroupAt(loop, 64, 77, 8, 1600*time.Millisecond, 1750*time.Millisecond, nil, true)
+	g.Reps = append(g.Reps, g2.Reps...)
+	r = SlipRowOf(g, Params{})
+	if len(r.Ticks) < 20 {
+		t.Fatalf("%d ticks", len(r.Ticks))
+	}
+	for i, tk := range r.Ticks {
+		switch {
+		case tk.TMs < 1200 && tk.PerS != 770:
+			t.Errorf("tick %d ms, before both steps: %.0f req/s, want 770", tk.TMs, tk.PerS)
+		case tk.TMs >= 1400 && tk.TMs < 2400 && tk.PerS != 80:
+			t.Errorf("tick %d ms, after both steps settled: %.0f req/s, want 80 (the second repetition not moved to meet the first?)", tk.TMs, tk.PerS)
+		}
+		if tk.TMs != int64(i)*100 {
+			t.Fatalf("tick %d at %d ms", i, tk.TMs)
+		}
 	}
 }
