@@ -476,6 +476,10 @@ func (o Options) slipWindow(s Step) time.Duration {
 	return 2 * ((half + slipTick - 1) / slipTick * slipTick)
 }
 
+// stageSlipWait is how many of a slip's sides the stage waits for the
+// presenter's key before it slows the call by itself.
+const stageSlipWait = 4
+
 // slipTick is the slip's timeline step.
 const slipTick = 100 * time.Millisecond
 
@@ -558,6 +562,12 @@ func BuildPlan(o Options) Plan {
 					SlipBlockNs: int64(o.SlipBlock), Variant: o.Block.String() + " -> " + o.SlipBlock.String()}
 				st.Duration = o.slipWindow(st)
 				st.SlipAtNs = int64(st.Duration / 2)
+				if o.Stage {
+					// On stage the presenter's key slows the call: the
+					// before side waits for it, four times a side at most.
+					half := st.Duration / 2
+					st.SlipAtNs, st.Duration = int64(stageSlipWait*half), (stageSlipWait+1)*half
+				}
 				add(st)
 			}
 		}
@@ -663,7 +673,11 @@ func (o Options) story(phase string) string {
 	case "cliff":
 		return fmt.Sprintf("each pool with callers at %s of its slots, /fast probed meanwhile", findings.CliffSharesText())
 	case "slip":
-		return fmt.Sprintf("/slow at %d callers asking for %s, then %s from halfway (the bad afternoon), /fast probed meanwhile", slices.Max(o.Conc), o.Block, o.SlipBlock)
+		when := "from halfway"
+		if o.Stage {
+			when = "from the presenter's key"
+		}
+		return fmt.Sprintf("/slow at %d callers asking for %s, then %s %s (the bad afternoon), /fast probed meanwhile", slices.Max(o.Conc), o.Block, o.SlipBlock, when)
 	}
 	return ""
 }

@@ -591,6 +591,11 @@ func (r *runner) load(ctx context.Context, srv *server, s Step, rel func(string)
 		// counted in 100 ms steps.
 		args = append(args, "--switch-to", "http://"+srv.addr+asked(s.Endpoint, time.Duration(s.SlipBlockNs)),
 			"--switch-at", time.Duration(s.SlipAtNs).String(), "--tick", slipTick.String())
+		if r.hub != nil {
+			// On stage the presenter's key slows the call (tellSlip makes
+			// the file); the plan's moment is the latest.
+			args = append(args, "--switch-when", slipTold(r.dir, s))
+		}
 	}
 	lgArgs, stopLoad := r.liveArgs(s, "load", args)
 	defer stopLoad()
@@ -805,7 +810,7 @@ func (r *runner) said(m results.Measurement) string {
 		if !row.Before.PerS.OK() || !row.After.PerS.OK() {
 			return fmt.Sprintf("%.0f req/s", tput)
 		}
-		return fmt.Sprintf("%.0f req/s, then %.0f from %s on (%s -> %s)", row.Before.PerS.Median(), row.After.PerS.Median(), row.At, row.Before.Block, row.After.Block)
+		return fmt.Sprintf("%.0f req/s, then %.0f from %s on (%s -> %s)", row.Before.PerS.Median(), row.After.PerS.Median(), row.At.Round(10*time.Millisecond), row.Before.Block, row.After.Block)
 	default:
 		return fmt.Sprintf("%.0f req/s", tput)
 	}

@@ -27,19 +27,22 @@ import (
 
 // stagePhases are what the stage measures; its screens show them in the
 // story's order (screenOf), not the plan's.
-var stagePhases = []string{"sweep", "stall", "offload"}
+var stagePhases = []string{"sweep", "stall", "offload", "slip"}
 
-// The stage's five screens.
-const screens = 5
+// The stage's six screens.
+const screens = 6
 
 // screenOf says which screen shows a step: 1 the sweep's throughput, 2
 // the bystander beside /slow on the loops and on the pool, 3 one loop
 // blocked seen from inside (its lag), 4 the connections as k loops are
-// blocked (a slide per k: slidesOf), 5 the fix.
+// blocked (a slide per k: slidesOf), 5 the fix, 6 the bad afternoon
+// (the call slowed at the presenter's key, a slide per server).
 func screenOf(s Step) int {
 	switch {
 	case s.Phase == "sweep":
 		return 1
+	case s.Phase == "slip":
+		return 6
 	case s.Phase == "offload" && s.Variant == "offloaded":
 		return 5
 	case s.Phase == "offload":
@@ -53,16 +56,34 @@ func screenOf(s Step) int {
 // stageHub publishes what a step sees while it runs; nil off stage.
 type stageHub = stage.Hub
 
-// stageControl is the presenter's state: paused, and the screens asked for.
+// stageControl is the presenter's state: paused, and the screens asked
+// for; while the slip measures, the first "next" is its (onNext).
 type stageControl struct {
 	mu     sync.Mutex
 	paused bool
 	asks   []string
 	wake   chan struct{}
+	onNext func() bool
+}
+
+// hookNext gives the next "next" to f (nil: to the slides again); f says
+// whether it took the key.
+func (c *stageControl) hookNext(f func() bool) {
+	c.mu.Lock()
+	c.onNext = f
+	c.mu.Unlock()
 }
 
 func (c *stageControl) take(key string) {
 	c.mu.Lock()
+	if f := c.onNext; key == "next" && f != nil {
+		c.onNext = nil
+		c.mu.Unlock()
+		if f() {
+			return
+		}
+		c.mu.Lock()
+	}
 	if key == "pause" {
 		c.paused = !c.paused
 	} else {
@@ -221,17 +242,21 @@ func (s slide) focusID() string {
 	return s.focus.ID
 }
 
-// slidesOf is the talk: screens 1 to 5 in order; screen 4 a slide per k
+// slidesOf is the talk: screens 1 to 6 in order; screen 4 a slide per k
 // from 1 up, the loop servers' first (3 of 12 stall, then 6, 9, 12), then
-// the servers without loops (as many blocked, none stalls).
+// the servers without loops (as many blocked, none stalls); screen 6 a
+// slide per server's slip, the loops' first.
 func slidesOf(steps []Step) []slide {
 	var out []slide
 	for n := 1; n <= screens; n++ {
-		if n == 4 {
+		// Screens 4 and 6 show one step a slide: each k of the stall from
+		// 1 up, each server's slip; the loop servers' first.
+		one := map[int]string{4: "stall", 6: "slip"}[n]
+		if one != "" {
 			for _, loops := range []bool{true, false} {
 				for i, s := range steps {
-					if s.Phase == "stall" && s.K > 0 && (s.Server.Kind == "loop") == loops {
-						out = append(out, slide{screen: 4, focus: &steps[i]})
+					if s.Phase == one && (s.Phase != "stall" || s.K > 0) && (s.Server.Kind == "loop") == loops {
+						out = append(out, slide{screen: n, focus: &steps[i]})
 					}
 				}
 			}
@@ -263,6 +288,8 @@ func nowText(s Step, loops int) string {
 		return fmt.Sprintf("now: %s, the call on its loops, %d callers", n, s.Conc)
 	case s.Phase == "offload" && s.Variant == "offloaded":
 		return fmt.Sprintf("now: %s, the call offloaded, %d callers", n, s.Conc)
+	case s.Phase == "slip":
+		return fmt.Sprintf("now: %s at %d callers, the call %s: \u2192 slows it to %s", n, s.Conc, time.Duration(s.Server.BlockNs), time.Duration(s.SlipBlockNs))
 	}
 	return fmt.Sprintf("now: %s at %d callers", n, s.Conc)
 }
@@ -327,6 +354,40 @@ func (r *runner) stageScreens(ctx context.Context, hub *stage.Hub, ctl *stageCon
 			}
 			state(nowText(s, r.o.Loops)) // in words, not the step's id
 			reps[s.ID]++
+			if s.Phase == "slip" {
+				// The presenter's next key slows the call (the plan's
+				// moment at the latest); the one after is the next slide.
+				told := slipTold(r.dir, s)
+				_ = os.Remove(told) // a repeat's key is its own
+				var mu sync.Mutex
+				said, over := false, false
+				tell := func() bool {
+					mu.Lock()
+					defer mu.Unlock()
+					if said || over {
+						return said
+					}
+					said = r.tellSlip(s, told)
+					return said
+				}
+				ctl.hookNext(tell)
+				// --auto rehearses the key: a side into the window, give or
+				// take the server's start.
+				var auto *time.Timer
+				if r.o.Auto {
+					auto = time.AfterFunc(startDelay+s.Warmup+time.Second+s.Duration/(stageSlipWait+1), func() { tell() })
+				}
+				r.stageStep(ctx, s, reps[s.ID], index[s.ID])
+				if auto != nil {
+					auto.Stop()
+				}
+				ctl.hookNext(nil)
+				mu.Lock()
+				over = true
+				mu.Unlock()
+				_ = os.Remove(told)
+				continue
+			}
 			r.stageStep(ctx, s, reps[s.ID], index[s.ID])
 		}
 		if r.o.Auto {
@@ -338,6 +399,23 @@ func (r *runner) stageScreens(ctx context.Context, hub *stage.Hub, ctl *stageCon
 		}
 		state(fmt.Sprintf("screen %d done: Space for the next", sl.screen))
 	}
+}
+
+// slipTold is the file whose making tells the slip's load to slow the
+// call (loadgen --switch-when).
+func slipTold(dir string, s Step) string { return filepath.Join(dir, s.Phase, s.ID+".slow-now") }
+
+// tellSlip slows the slip's call now: it makes the file the load watches
+// and tells the page when; false when the file cannot be made (the key
+// then goes to the slides).
+func (r *runner) tellSlip(s Step, told string) bool {
+	if err := os.WriteFile(told, nil, 0o644); err != nil {
+		r.hub.Add(stage.State{State: "the call could not be slowed: " + err.Error()})
+		return false
+	}
+	r.hub.Add(stage.Slip{ID: s.ID, At: r.hub.Ms(time.Now())})
+	r.hub.Add(stage.State{State: fmt.Sprintf("now: %s, the call slowed to %s", s.Server.Name, time.Duration(s.SlipBlockNs))})
+	return true
 }
 
 // stageStep measures step s (its rep-th time) on stage; the first time
@@ -378,7 +456,7 @@ func (r *runner) hello() stage.Hello {
 	o := r.o
 	h := stage.Hello{Loops: o.Loops, Slots: o.Slots, BlockMs: ms(o.Block), StallBlockMs: ms(o.StallBlock), Conc: o.Conc,
 		ServersKind: map[string]string{}, Ceiling: map[string]float64{}, CeilingText: map[string]string{}, StallConns: stallConnsPerLoop * o.Loops,
-		Engines: o.Engines, Rule: stall.Rule, Screens: screens}
+		Engines: o.Engines, Rule: stall.Rule, Screens: screens - 1}
 	var servers []palette.Server
 	for _, s := range r.plan.Steps {
 		h.ServersKind[s.Server.Name] = s.Server.Kind
@@ -386,6 +464,9 @@ func (r *runner) hello() stage.Hello {
 		if s.Phase == "sweep" {
 			_, h.Ceiling[s.Server.Name] = findings.StepCeiling(s, o.Slots)
 			h.CeilingText[s.Server.Name] = findings.StepCeilingText(s, o.Slots)
+		}
+		if s.Phase == "slip" {
+			h.Screens, h.SlipBlockMs = screens, ms(time.Duration(s.SlipBlockNs))
 		}
 	}
 	h.Colors, h.Pale = palette.Of(servers), map[string]string{}
@@ -437,6 +518,10 @@ func (r *runner) stepRow(m results.Measurement) *stage.StepRow {
 		load(f.Offload[0])
 	case len(f.Stall) == 1:
 		row.Stall = verdictOf(m.ID, f.Stall[0])
+	case len(f.Slip) == 1:
+		if sl := f.Slip[0]; sl.Before.PerS.OK() && sl.After.PerS.OK() {
+			row.SlipBefore, row.SlipAfter, row.SlipAtMs = sl.Before.PerS.Median(), sl.After.PerS.Median(), float64(sl.At)/1e6
+		}
 	}
 	return row
 }
@@ -497,8 +582,8 @@ func (r *runner) liveArgs(s Step, kind string, args []string) ([]string, func())
 		var hist []live.Load
 		return args, r.tapLive(path, func(line []byte) {
 			var v live.Load
-			if json.Unmarshal(line, &v) != nil {
-				return
+			if json.Unmarshal(line, &v) != nil || v.End {
+				return // the last line comes after the window: its rate would fall as the load stops
 			}
 			hist = append(hist, v)
 			// The rate over the last second (or since the start).

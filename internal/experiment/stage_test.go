@@ -103,8 +103,9 @@ func TestStage(t *testing.T) {
 		}
 	}
 	// The talk on 2 loops: screens 1, 2, 3; screen 4 as k = 1 and 2 of
-	// the loops, then the pool; screen 5. A clicker's PageDown for each.
-	const slides = 7
+	// the loops, then the pool; screen 5; screen 6 the loops' slip, then
+	// the pool's. A clicker's PageDown for each.
+	const slides = 9
 	for n := 1; n <= slides; n++ {
 		key(bctx, kb.PageDown)
 		if n == 1 {
@@ -124,6 +125,13 @@ func TestStage(t *testing.T) {
 			wait(fmt.Sprintf("window.stageFrames > %d && window.stageView.view === 0 && window.stageState.screen === 1", frames+4))
 			key(bctx, kb.End)
 			wait("window.stageView.view === -1 && window.stageState.screen === 2")
+		}
+		if n == 8 {
+			// The loops' slip: the next key slows the call, live; the
+			// pool's (slide 9) slows by itself at the plan's moment.
+			wait(`window.stageView.slides === 8 && /^now: loop-gnet at 4 callers, the call 5ms/.test(window.stageLive.state)`)
+			key(bctx, kb.PageDown)
+			wait(`window.stageLive.slips['slip-loop-gnet'] !== undefined && /slowed to 50ms/.test(window.stageLive.state)`)
 		}
 		wait(fmt.Sprintf("window.stageView.slides === %d && /done/.test(window.stageLive.state)", n))
 	}
@@ -191,6 +199,17 @@ func TestStage(t *testing.T) {
 	}
 	if len(f.Stall) == 0 {
 		t.Fatal("no stall rows")
+	}
+	// The slip came at the key on the loops, at the plan's latest moment
+	// on the pool; both fell.
+	if len(f.Slip) != 2 {
+		t.Fatalf("%d slip rows", len(f.Slip))
+	}
+	for _, row := range f.Slip {
+		told := row.Step.Server.Kind == "loop"
+		if told != (row.At < time.Duration(row.Step.SlipAtNs)) || row.At > time.Duration(row.Step.SlipAtNs) || !(row.After.PerS.Median() < row.Before.PerS.Median()) {
+			t.Errorf("%s: slowed at %s (the plan's latest %s; told %v), %v -> %v req/s", row.Step.ID, row.At, time.Duration(row.Step.SlipAtNs), told, row.Before.PerS, row.After.PerS)
+		}
 	}
 	for _, row := range f.Stall {
 		v, ok := onPage[row.Step.ID]
@@ -360,13 +379,18 @@ func TestScreens(t *testing.T) {
 		}
 	}
 	want := []string{"1:", "2:", "3:", "4:stall-loop-gnet-k1", "4:stall-loop-gnet-k2", "4:stall-loop-gnet-k3",
-		"4:stall-loop-evio-k1", "4:stall-loop-evio-k2", "4:stall-loop-evio-k3", "4:stall-pool-k3", "5:"}
+		"4:stall-loop-evio-k1", "4:stall-loop-evio-k2", "4:stall-loop-evio-k3", "4:stall-pool-k3", "5:", "6:slip-loop-gnet", "6:slip-loop-evio", "6:slip-pool"}
 	if !slices.Equal(talk, want) {
 		t.Errorf("the slides: %v\nwant %v", talk, want)
 	}
 	for _, s := range steps {
 		if !measured[s.ID] {
 			t.Errorf("%s is on no slide", s.ID)
+		}
+		// On stage the slip waits for the presenter's key: four sides at
+		// most, then a side after it.
+		if s.Phase == "slip" && (s.SlipAtNs*5 != int64(s.Duration)*4 || s.Duration < 5*time.Second) {
+			t.Errorf("%s: the call slows at %s of %s at the latest", s.ID, time.Duration(s.SlipAtNs), s.Duration)
 		}
 	}
 }

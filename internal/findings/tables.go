@@ -220,8 +220,8 @@ func (f *Findings) writeSlip(w io.Writer) {
 		return
 	}
 	first := f.Slip[0]
-	fmt.Fprintf(w, "\nThe bad afternoon: /slow at %d callers asking for %s, then %s from halfway through each window (the slip); /fast probed every %s meanwhile\n",
-		first.Step.Conc, first.Before.Block, first.After.Block, f.Params.ProbeInterval)
+	fmt.Fprintf(w, "\nThe bad afternoon: /slow at %d callers asking for %s, then %s %s (the slip); /fast probed every %s meanwhile\n",
+		first.Step.Conc, first.Before.Block, first.After.Block, f.SlipMoment(), f.Params.ProbeInterval)
 	tw := table(w, "server", "side", "asked", "measured block", "req/s", "the ceiling that binds", "of it", "/fast p50 from due", "/fast answered")
 	var notes []string
 	for _, r := range f.Slip {
@@ -238,7 +238,7 @@ func (f *Findings) writeSlip(w io.Writer) {
 			label string
 			h     SlipHalf
 		}{
-			{fmt.Sprintf("before (0-%s)", r.At), r.Before},
+			{fmt.Sprintf("before (0-%s)", r.At.Round(time.Millisecond)), r.Before},
 			{fmt.Sprintf("after (%s-%s)", time.Duration(r.AfterFrom.Median()), r.Step.Duration), r.After},
 		}
 		for i, sd := range sides {

@@ -6,19 +6,20 @@
   // showed then while the measurement goes on.
   function newState() {
     return {info: null, screen: 0, screenAt: 0, focus: "", state: "waiting", steps: {}, order: [], probes: [], lag: [], grids: {}, verdicts: {}, where: {},
-      stallStep: "", lastStall: "", t: 0, startT: -1, done: false, report: "", dir: ""};
+      stallStep: "", lastStall: "", t: 0, startT: -1, done: false, report: "", dir: "", tps: {}, slips: {}};
   }
   var L = newState(), S = L;
-  var titles = ["", "1. Throughput against the ceiling", "2. The bystander", "3. The loops, from inside", "4. Who stalls", "5. The fix"];
+  var titles = ["", "1. Throughput against the ceiling", "2. The bystander", "3. The loops, from inside", "4. Who stalls", "5. The fix", "6. The bad afternoon"];
   // What each screen will show, for the speaker view's "next".
   var coming = ["", "throughput as callers grow, against each server's ceiling", "an endpoint that does no work, beside the blocking one",
-    "one loop blocked, seen from inside: its beats wait", "k loops blocked, one key each: which connections stall", "the same call moved off the loop"];
+    "one loop blocked, seen from inside: its beats wait", "k loops blocked, one key each: which connections stall", "the same call moved off the loop",
+    "the call slows tenfold at a key: the loops fall with it"];
   var presenter = location.pathname === "/presenter";
   window.stageState = S;
   window.stageLive = L;
   window.stageFrames = 0;
   window.stageDrawn = {};
-  window.stageHeadlines = ["", "", "", "", "", ""];
+  window.stageHeadlines = ["", "", "", "", "", "", ""];
   window.stageView = {view: -1, screen: 0, focus: "", blank: false, slides: 0};
   var charts = {};
   // A screen is drawn again only when something it shows changed (or its
@@ -27,9 +28,9 @@
   // measures takes CPU from the measurement, and the charts'
   // redraws were a third of what the page cost (docs/measurements.md). The
   // headline's number and the grid of screen 4 follow every frame.
-  var dirty = {1: true, 2: true, 3: true, 4: true, 5: true}, lastShown = "", lastProbeT = -1e9, lastLagT = -1e9, shown = {}, drawnAt = -1e9, empty = {};
-  var redrawEvery = 2000, canvasScreens = {1: true, 2: true, 3: true, 5: true};
-  var marks = {hello: [1, 2, 3, 4, 5], step: [1, 2, 4, 5], tp: [1, 5], probe: [2], lag: [3, 4], conn: [4], verdict: [4], screen: [4]};
+  var dirty = {1: true, 2: true, 3: true, 4: true, 5: true, 6: true}, lastShown = "", lastProbeT = -1e9, lastLagT = -1e9, shown = {}, drawnAt = -1e9, empty = {};
+  var redrawEvery = 2000, canvasScreens = {1: true, 2: true, 3: true, 5: true, 6: true};
+  var marks = {hello: [1, 2, 3, 4, 5, 6], step: [1, 2, 4, 5, 6], tp: [1, 5, 6], probe: [2], lag: [3, 4], conn: [4], verdict: [4], screen: [4, 6], slip: [6]};
   var dark = /theme=dark/.test(location.search);
   document.documentElement.classList.toggle("dark", dark);
   document.documentElement.classList.toggle("presenter", presenter);
@@ -55,6 +56,7 @@
     switch (ev.k) {
     case "hello": S.info = ev; break;
     case "screen":
+      if (S.screen === 3 && ev.screen !== 3) { S.lag3 = {from: S.screenAt, to: t}; } // screen 3's headline keeps to its own time
       S.screen = ev.screen; S.screenAt = t; S.focus = ev.focus || "";
       if (S.startT < 0) { S.startT = t; }
       break;
@@ -64,6 +66,7 @@
       Object.keys(ev).forEach(function (k) { st[k] = ev[k]; });
       if (S.order.indexOf(ev.id) < 0) { S.order.push(ev.id); }
       if (ev.phase === "stall" && ev.state === "start") { S.lastStall = ev.id; S.where[ev.id] = {}; }
+      if (ev.state === "start") { st.startT = t; st.slip = undefined; S.tps[ev.id] = []; delete S.slips[ev.id]; }
       // Its end carries the figures the tables and the report give.
       if (ev.row) {
         if (ev.row.not_read) {
@@ -73,9 +76,11 @@
         if (ev.row.rps !== undefined) { st.rps = ev.row.rps; }
         if (ev.row.fast_p50_ms !== undefined) { st.fast_p50_ms = ev.row.fast_p50_ms; st.fast_at_least = !!ev.row.fast_at_least; }
         if (ev.row.stall) { S.verdicts[ev.id] = ev.row.stall; }
+        if (ev.row.slip_before) { st.slip = {before: ev.row.slip_before, after: ev.row.slip_after, atMs: ev.row.slip_at_ms}; }
       }
       break;
-    case "tp": stepOf(ev.id).rps_live = ev.rps; break;
+    case "tp": stepOf(ev.id).rps_live = ev.rps; (S.tps[ev.id] = S.tps[ev.id] || []).push([t, ev.rps]); break;
+    case "slip": S.slips[ev.id] = t; break;
     case "probe": S.probes.push({t: t, id: ev.id, server: ev.server, ms: ev.ms}); break;
     case "conn":
       // Each stall step keeps its own grid; a recording without a slide's
@@ -98,7 +103,7 @@
 
   // The stall step a screen 4 slide shows: its focus, or (a recording
   // made before slides had one) the newest grid.
-  function shownStall() { return S.focus && S.steps[S.focus] ? S.focus : S.stallStep; }
+  function shownStall() { return S.screen === 4 && S.focus && S.steps[S.focus] ? S.focus : S.stallStep; }
 
   // A step whose files were not read has no figure: not its live rate,
   // not a 0.
@@ -119,6 +124,16 @@
   }
   function stepsWhere(f) { return S.order.map(function (id) { return S.steps[id]; }).filter(f); }
 
+  // slipOf is a slip step's rate before and after its call slowed: at its
+  // end the findings' (each side on its own, the drain on neither), before
+  // that the live rate before the key and since.
+  function slipOf(st) {
+    if (st.slip) { return {before: st.slip.before, after: st.slip.after, final: true}; }
+    var tps = S.tps[st.id] || [], at = S.slips[st.id], before, after;
+    tps.forEach(function (p) { if (at === undefined || p[0] <= at) { before = p[1]; } else { after = p[1]; } });
+    return {before: before, after: after, final: false};
+  }
+
   // The headlines carry the live number; computed for every screen at
   // every frame, the same from a recording as live. A headline is a list
   // of pieces: a string is text, {b: ..., s: server} a number set large in
@@ -126,7 +141,7 @@
   // the page as text only. Each speaks of the loop servers first.
   function b(v, server) { return {b: String(v), s: server}; }
   function headlines() {
-    var h = [[], [], [], [], [], []];
+    var h = [[], [], [], [], [], [], []];
     var sweep = stepsWhere(function (s) { return s.phase === "sweep" && (rps(s) !== undefined || s.not_read); });
     if (sweep.length) {
       // The highest callers the loop servers reached (or, without one,
@@ -159,7 +174,8 @@
     }
     // Screen 3 speaks of what happened since it opened, never of the
     // screens before it.
-    var recent = S.lag.filter(function (e) { return e.t >= Math.max(S.t - 2000, lagFrom()); });
+    var win = S.screen === 3 || !S.lag3 ? {from: lagFrom(), to: S.t} : S.lag3;
+    var recent = S.lag.filter(function (e) { return e.t >= Math.max(win.to - 2000, win.from) && e.t <= win.to; });
     if (recent.length) {
       var worst = recent.reduce(function (a, b) { return b.ms > a.ms ? b : a; });
       var others = recent.filter(function (e) { return e.loop !== worst.loop; }).reduce(function (a, e) { return Math.max(a, e.ms); }, 0);
@@ -190,6 +206,17 @@
       h[5] = ["offloaded: ", b(fmt(offloaded.rps), offloaded.server), " req/s, ", b(fmt(offloaded.rps / blocking.rps, 1) + "\u00d7", offloaded.server), " blocking; /fast " + fastText(offloaded)];
     } else if (off.length) {
       h[5] = [off.map(function (s) { return s.variant + " " + fmt(s.rps) + " req/s"; }).join(", ")];
+    }
+    var sl = S.screen === 6 && S.focus ? S.steps[S.focus] : stepsWhere(function (s) { return s.phase === "slip" && s.state; }).pop();
+    if (sl) {
+      var sw = slipOf(sl), slow = fmt(S.info.slip_block_ms) + " ms", was = fmt(S.info.block_ms) + " ms";
+      if (sl.not_read) {
+        h[6] = [sl.server + ": ", b("not read", sl.server), notReadText(sl.not_read)];
+      } else if (sw.after !== undefined) {
+        h[6] = [sl.server + ": ", b(fmt(sw.before), sl.server), " \u2192 ", b(fmt(sw.after), sl.server), " req/s" + (sw.final ? "" : " so far") + ", the call " + was + " \u2192 " + slow];
+      } else if (sw.before !== undefined) {
+        h[6] = [sl.server + ": ", b(fmt(sw.before), sl.server), " req/s, the call " + was + (sl.state === "end" ? "" : " \u00b7 \u2192 slows it to " + slow)];
+      }
     }
     return h;
   }
@@ -228,6 +255,15 @@
           "A blocked caller holds one of " + fmt(S.info.slots) + " threads; every other connection finds one free.");
       } else if (s && v && !v.judged) {
         out.push("Not judged: " + (v.why || v.not_read || "the machine was too busy") + ".");
+      }
+    } else if (n === 6) {
+      var sl = S.focus ? S.steps[S.focus] : null, sw = sl ? slipOf(sl) : {};
+      if (sl && sw.after !== undefined) {
+        var w = Math.min(sl.workers || sl.conc, sl.conc), unit = isLoop(sl.server) ? " loops" : w < (sl.workers || 0) ? " callers" : " workers";
+        out.push(sl.server + " answered " + fmt(sw.before) + " req/s with the call at " + fmt(S.info.block_ms) + " ms and " + fmt(sw.after) + (sw.final ? "" : " so far") + " at " + fmt(S.info.slip_block_ms) + " ms.");
+        out.push("Its ceiling fell with the call: " + w + unit + " / " + fmt(S.info.slip_block_ms) + " ms = " + fmt(w * 1000 / S.info.slip_block_ms) + " req/s; on a loop, every connection waits the longer call.");
+      } else if (sl) {
+        out.push("The call takes " + fmt(S.info.block_ms) + " ms; \u2192 makes it " + fmt(S.info.slip_block_ms) + " ms, as a slow database does on a bad afternoon.");
       }
     } else if (n === 5) {
       var h = headlines()[5];
@@ -397,7 +433,32 @@
         label: {show: true, position: "top", fontSize: px(28), lineHeight: px(36), formatter: function (p) { var s = off[p.dataIndex]; return fmt(p.value) + " req/s" + (s.fast_p50_ms !== undefined ? "\n/fast " + fastText(s) : ""); }}}]}, {replaceMerge: ["series"]});
     return off.length > 0;
   }
-  var draws = [null, draw1, draw2, draw3, draw4, draw5];
+  // draw6: the slip's live throughput from its start, the moment the
+  // call slowed, and the ceiling before and after (the workers that bind:
+  // the loops, or the callers where fewer).
+  function draw6() {
+    var sl = S.focus ? S.steps[S.focus] : null;
+    if (!sl || sl.startT === undefined) { return false; }
+    var from = sl.startT, data = (S.tps[sl.id] || []).map(function (p) { return [(p[0] - from) / 1000, Math.round(p[1])]; });
+    var w = Math.min(sl.workers || sl.conc, sl.conc), c0 = w * 1000 / S.info.block_ms, c1 = w * 1000 / S.info.slip_block_ms, at = S.slips[sl.id];
+    var top = Math.max(c0 * 1.1, Math.max.apply(null, data.map(function (d) { return d[1]; }).concat([1])) * 1.15);
+    var unit = Math.pow(10, Math.floor(Math.log10(top))) / 2;
+    top = Math.ceil(top / unit) * unit; // a round top: 900, not 891
+    var xmax = Math.max(5, Math.ceil((S.t - from) / 1000));
+    var who = fmt(w) + (isLoop(sl.server) ? " loops" : w < (sl.workers || 0) ? " callers" : " workers");
+    var lines = [{yAxis: c0, name: "ceiling " + who + " / " + fmt(S.info.block_ms) + " ms = " + fmt(c0)}, {yAxis: c1, name: "ceiling " + who + " / " + fmt(S.info.slip_block_ms) + " ms = " + fmt(c1)}];
+    var marks = lines.map(function (l) { return {yAxis: l.yAxis, label: {formatter: l.name, position: "insideEndTop", fontSize: px(20), color: hue(sl.server)}, lineStyle: {type: "dashed", width: px(3), color: hue(sl.server)}}; });
+    if (at !== undefined) {
+      marks.push({xAxis: (at - from) / 1000, label: {formatter: "the call: " + fmt(S.info.block_ms) + " \u2192 " + fmt(S.info.slip_block_ms) + " ms", position: "end", fontSize: px(22), fontWeight: "bold", color: dark ? "#f5f5f5" : "#111111"},
+        lineStyle: {type: "solid", width: px(3), color: dark ? "#f5f5f5" : "#111111"}});
+    }
+    chart("c6").setOption({animation: false, backgroundColor: "transparent", textStyle: big(), legend: {bottom: 0, textStyle: big()}, grid: {left: px(130), right: px(40), top: px(50), bottom: px(110)},
+      xAxis: Object.assign(axis("value", "seconds from the start"), {min: 0, max: xmax}), yAxis: Object.assign(axis("value", "req/s", 90), {min: 0, max: top}),
+      series: [{name: sl.server, type: "line", showSymbol: false, data: data, lineStyle: {width: px(5), color: hue(sl.server)}, itemStyle: {color: hue(sl.server)},
+        markLine: {symbol: "none", silent: true, data: marks}}]}, {replaceMerge: ["series"]});
+    return data.length > 0;
+  }
+  var draws = [null, draw1, draw2, draw3, draw4, draw5, draw6];
 
   // text puts v in the element id: a string as its text, a headline's
   // pieces as text and <b> elements in a server's hue; nothing is ever
@@ -435,7 +496,7 @@
     if (S.t - lastLagT < 10000) { dirty[3] = true; }
     var moved = key !== lastShown;
     if (moved) {
-      for (var i = 1; i <= 5; i++) { document.getElementById("s" + i).classList.toggle("on", i === n); }
+      for (var i = 1; i <= 6; i++) { document.getElementById("s" + i).classList.toggle("on", i === n); }
       Object.keys(charts).forEach(function (id) { charts[id].resize(); });
     }
     text("where", n ? titles[n] + "  (" + n + " of " + screenCount() + ")" : "bystander: what one blocking call does to everyone else");
@@ -509,7 +570,7 @@
   function show(i) {
     view = i < 0 || i >= slides.length - 1 ? -1 : i;
     S = view < 0 ? L : snapshot(view);
-    dirty = {1: true, 2: true, 3: true, 4: true, 5: true};
+    dirty = {1: true, 2: true, 3: true, 4: true, 5: true, 6: true};
     render();
   }
   function snapshot(i) {

@@ -97,8 +97,8 @@ func TestStageScreens(t *testing.T) {
 						t.Errorf("screen 4 does not open on one loop blocked, 3 of 12 stalled: %+v", got)
 					}
 					name := fmt.Sprintf("stage-%d-%s", got.Screen, theme)
-					if got.Screen == 4 {
-						name = fmt.Sprintf("stage-4-%s-%s", got.Focus[strings.LastIndex(got.Focus, "-")+1:], theme)
+					if got.Screen == 4 || got.Screen == 6 {
+						name = fmt.Sprintf("stage-%d-%s-%s", got.Screen, got.Focus[strings.LastIndex(got.Focus, "-")+1:], theme)
 					}
 					browsertest.Shot(t, ctx, shots, "body", fmt.Sprintf("%s-%dx%d", name, size[0], size[1]))
 					if got.View < 0 {
@@ -109,7 +109,8 @@ func TestStageScreens(t *testing.T) {
 					}
 					press(t, ctx, kb.PageDown)
 				}
-				want := []string{"1:", "2:", "3:", "4:stall-loop-gnet-k1", "4:stall-loop-gnet-k2", "4:stall-loop-gnet-k3", "4:stall-loop-gnet-k4", "4:stall-pool-k4", "5:"}
+				want := []string{"1:", "2:", "3:", "4:stall-loop-gnet-k1", "4:stall-loop-gnet-k2", "4:stall-loop-gnet-k3", "4:stall-loop-gnet-k4", "4:stall-pool-k4", "5:",
+					"6:slip-loop-gnet", "6:slip-pool"}
 				if strings.Join(seen, " ") != strings.Join(want, " ") {
 					t.Errorf("%s: the slides went %v, the recording showed %v", theme, seen, want)
 				}
@@ -211,6 +212,16 @@ func checkSlide(t *testing.T, ctx context.Context) slideSeen {
 	    }
 	    break;
 	  }
+	  case 6: {
+	    // The slip: its rate before and after the call slowed, the key's
+	    // moment on the chart, both ceilings, in the server's hue.
+	    const o = opt('c6'), s = S.steps[V.focus], marks = o.series[0].markLine.data;
+	    if (!/ → [\d,]+ req\/s, the call 5 ms → 50 ms$/.test(h.textContent)) { out.Problems.push("the headline does not say the rate before and after: " + h.textContent); }
+	    if (!s.slip || !(s.slip.after < s.slip.before)) { out.Problems.push("no fall in the findings: " + JSON.stringify(s.slip)); }
+	    if (!marks.some(m => m.xAxis !== undefined && /the call: 5 → 50 ms/.test(m.label.formatter))) { out.Problems.push("no line where the call slowed"); }
+	    if (marks.filter(m => m.yAxis !== undefined && m.lineStyle.color === S.info.colors[s.server]).length !== 2) { out.Problems.push("not both ceilings in the server's hue"); }
+	    break;
+	  }
 	  case 5: {
 	    const o = opt('c5');
 	    const off = S.order.map(id => S.steps[id]).filter(s => s.phase === 'offload' && s.rps !== undefined);
@@ -253,7 +264,8 @@ func TestStagePresenter(t *testing.T) {
 			t.Fatalf("%s: the frames did not arrive: %v", w.path, err)
 		}
 	}
-	// The recording's slides: 1, 2, 3, four of screen 4, 5 (live).
+	// The recording's slides: 1, 2, 3, five of screen 4 (k = 1 to 4, the
+	// pool), 5, two of screen 6 (the loops, the pool: live).
 	const live = -1
 	for i, step := range []struct {
 		key          string
@@ -261,24 +273,25 @@ func TestStagePresenter(t *testing.T) {
 		blank        bool
 		toast        string
 	}{
-		{kb.ArrowLeft, 7, 4, false, ""},
-		{kb.Backspace, 6, 4, false, ""},
-		{kb.PageUp, 5, 4, false, ""},
-		{kb.ArrowRight, 6, 4, false, ""},
-		{" ", 7, 4, false, ""},
-		{kb.PageDown, live, 5, false, ""},
+		{kb.ArrowLeft, 9, 6, false, ""},
+		{kb.Backspace, 8, 5, false, ""},
+		{kb.PageUp, 7, 4, false, ""},
+		{kb.ArrowRight, 8, 5, false, ""},
+		{" ", 9, 6, false, ""},
+		{kb.PageDown, live, 6, false, ""},
 		{kb.Home, 0, 1, false, ""},
 		{kb.ArrowLeft, 0, 1, false, "nothing before"},
-		{kb.End, live, 5, false, ""},
+		{kb.End, live, 6, false, ""},
 		{"3", 2, 3, false, ""},
 		{"4", 7, 4, false, ""},
 		{"1", 0, 1, false, ""},
-		{"5", live, 5, false, ""},
-		{"9", live, 5, false, "no screen 9"},
-		{"b", live, 5, true, ""},
-		{".", live, 5, false, ""},
-		{"B", live, 5, true, ""},
-		{".", live, 5, false, ""},
+		{"5", 8, 5, false, ""},
+		{"6", live, 6, false, ""},
+		{"9", live, 6, false, "no screen 9"},
+		{"b", live, 6, true, ""},
+		{".", live, 6, false, ""},
+		{"B", live, 6, true, ""},
+		{".", live, 6, false, ""},
 	} {
 		press(t, pctx, step.key)
 		want := fmt.Sprintf("window.stageView.view === %d && window.stageView.screen === %d && window.stageView.blank === %v", step.view, step.screen, step.blank)
@@ -312,7 +325,7 @@ func TestStagePresenter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(got.Now, "5.") || !strings.Contains(got.Notes, "offloaded") || !strings.Contains(got.Next, "report") || !regexp.MustCompile(`^\d+:\d\d$`).MatchString(got.Clock) || got.State != "live" {
+	if !strings.HasPrefix(got.Now, "6.") || !strings.Contains(got.Notes, "Its ceiling fell with the call") || !strings.Contains(got.Next, "report") || !regexp.MustCompile(`^\d+:\d\d$`).MatchString(got.Clock) || got.State != "live" {
 		t.Errorf("the speaker view: %+v", got)
 	}
 	press(t, pctx, "4")

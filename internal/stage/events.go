@@ -33,8 +33,10 @@ type Hello struct {
 	Engines     []string          `json:"engines"`
 	// Rule is the stall rule in words (internal/stall).
 	Rule string `json:"rule"`
-	// Screens is how many screens the talk has (5 when not said).
-	Screens int `json:"screens,omitempty"`
+	// Screens is how many screens the talk has (5 when not said);
+	// SlipBlockMs the slip's slowed call (screen 6).
+	Screens     int     `json:"screens,omitempty"`
+	SlipBlockMs float64 `json:"slip_block_ms,omitempty"`
 }
 
 // Screen: the presenter moved to screen Screen; on a screen of several
@@ -77,6 +79,11 @@ type StepRow struct {
 	FastAtLeast bool    `json:"fast_at_least,omitempty"`
 	// A stall measurement: the stall rule's verdict.
 	Stall *Verdict `json:"stall,omitempty"`
+	// A slip: req/s before the call slowed and after (the drain between
+	// on neither side), and when it slowed, ms into the measured window.
+	SlipBefore float64 `json:"slip_before,omitempty"`
+	SlipAfter  float64 `json:"slip_after,omitempty"`
+	SlipAtMs   float64 `json:"slip_at_ms,omitempty"`
 	// NotRead says which of its files was not read, and why: its figures
 	// are then not known, and the page says so rather than show the live
 	// rate or a 0.
@@ -136,6 +143,12 @@ type Lag struct {
 	HeldMs float64 `json:"held_ms,omitempty"`
 }
 
+// Slip: the presenter slowed the slip's call, At ms into the stage.
+type Slip struct {
+	ID string `json:"id"`
+	At int64  `json:"at"`
+}
+
 // Done: the run ended; its report and directory.
 type Done struct {
 	Report string `json:"report"`
@@ -152,9 +165,10 @@ func (Conn) Kind() string       { return "conn" }
 func (Verdict) Kind() string    { return "verdict" }
 func (Lag) Kind() string        { return "lag" }
 func (Done) Kind() string       { return "done" }
+func (Slip) Kind() string       { return "slip" }
 
 // Kinds are the events a recording may hold.
-var Kinds = []string{"hello", "screen", "state", "step", "tp", "probe", "conn", "verdict", "lag", "done"}
+var Kinds = []string{"hello", "screen", "state", "step", "tp", "probe", "conn", "verdict", "lag", "done", "slip"}
 
 // encode writes ev as a JSON object with its kind in "k" first.
 func encode(ev Event) (json.RawMessage, error) {
