@@ -360,38 +360,6 @@ type ReplayOptions struct {
 	Until   func(Frame) bool
 }
 
-// EndOf is an Until that stops a replay where screen n ended: before the
-// frame that opens a later screen. With loopsOnly, a stall screen ends
-// before the first stall measurement of a server without loops (the
-// loops' grid is the one that tells the story).
-func EndOf(n int, loopsOnly bool) func(Frame) bool {
-	kinds := map[string]string{}
-	return func(f Frame) bool {
-		for _, ev := range f.Events {
-			var e struct {
-				K           string            `json:"k"`
-				Screen      int               `json:"screen"`
-				ServersKind map[string]string `json:"servers_kind"`
-				Phase       string            `json:"phase"`
-				Server      string            `json:"server"`
-				State       string            `json:"state"`
-			}
-			if json.Unmarshal(ev, &e) != nil {
-				continue
-			}
-			switch {
-			case e.K == "hello":
-				kinds = e.ServersKind
-			case e.K == "screen" && e.Screen > n:
-				return true
-			case loopsOnly && e.K == "step" && e.Phase == "stall" && e.State == "start" && kinds[e.Server] != "loop":
-				return true
-			}
-		}
-		return false
-	}
-}
-
 // ReplayWith is Replay as o says.
 func ReplayWith(ctx context.Context, path string, h *Hub, o ReplayOptions) (int, error) {
 	f, err := files.OpenIn(filepath.Dir(path), filepath.Base(path), MaxRecording)

@@ -3,8 +3,8 @@
 // (internal/cmd/screenshots/testdata/run, a default run on a quiet machine) on a page 1300 px wide, its slip
 // (internal/findings/testdata/slip-run: ./run.sh --phases=slip), and each screen
 // of the stage, replayed from a real recording
-// (internal/stage/testdata/quick-stage), on a 1600x900 projector page, light
-// and dark. It needs Debian's chromium and the report's echarts (fetched
+// (internal/stage/testdata/quick-stage) and walked with a clicker's keys, on
+// a 1600x900 projector page, light and dark, and the speaker view. It needs Debian's chromium and the report's echarts (fetched
 // and checked once, as the report does).
 //
 //	go run ./internal/cmd/screenshots [--out docs/screenshots]
@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 
 	"github.com/bystander-kit/bystander/internal/stage"
 )
@@ -45,7 +46,7 @@ func main() {
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "Usage: go run ./internal/cmd/screenshots [--out DIR]\n\n"+
 			"Makes the README's screenshots again: the report of %s at 1300 px,\n"+
-			"each stage screen of %s at 1600x900, light and dark.\n\nFlags:\n", reportRun, recording)
+			"each stage screen of %s at 1600x900, light and dark, and the speaker view.\n\nFlags:\n", reportRun, recording)
 		flag.PrintDefaults()
 	}
 	flag.Parse()
@@ -130,11 +131,10 @@ func run(ctx context.Context, out string) error {
 		return err
 	}
 
-	// The stage: each screen as it ended, light and dark.
-	for n := 1; n <= 5; n++ {
-		if err := stageShots(ctx, chrome, page, n, out); err != nil {
-			return fmt.Errorf("stage screen %d: %w", n, err)
-		}
+	// The stage: each screen as it ended, light and dark, and the speaker
+	// view beside it.
+	if err := stageShots(ctx, chrome, page, out); err != nil {
+		return fmt.Errorf("the stage: %w", err)
 	}
 	return nil
 }
@@ -151,16 +151,16 @@ func fromHeading(bctx context.Context, id, out, name string) error {
 	return save(out, name, shot)
 }
 
-// stageShots serves the recording up to the end of screen n and takes the
-// page in both themes.
-func stageShots(ctx context.Context, chrome string, page []byte, n int, out string) error {
+// stageShots serves the whole recording and walks it with the keys a
+// clicker sends (Home, then PageDown), as a speaker rehearsing would: each
+// screen as it ended, light and dark (screen 4 on its first slide, one loop
+// blocked: 3 of 12; screen 6 on the loops'), then the speaker view.
+func stageShots(ctx context.Context, chrome string, page []byte, out string) error {
 	hub, err := stage.NewHub("", page)
 	if err != nil {
 		return err
 	}
-	// Each screen as it ended; screen 4 as the loop servers' stalls ended,
-	// before the pool's (the story is in the loops' grid).
-	frames, err := stage.ReplayWith(ctx, recording, hub, stage.ReplayOptions{Instant: true, Until: stage.EndOf(n, n == 4)})
+	frames, err := stage.ReplayWith(ctx, recording, hub, stage.ReplayOptions{Instant: true})
 	if err != nil {
 		return err
 	}
@@ -173,26 +173,63 @@ func stageShots(ctx context.Context, chrome string, page []byte, n int, out stri
 	hub.Allow(addr)
 	bctx, done := browser(ctx, chrome, 1600, 900)
 	defer done()
-	if err := chromedp.Do(bctx, chromedp.Navigate("http://"+addr+"/")); err != nil {
-		return err
-	}
-	ready := fmt.Sprintf("window.stageFrames >= %d && window.stageDrawn[%d] === true", frames, n)
-	if _, err := chromedp.Run(bctx, chromedp.Poll[bool](ready, chromedp.WithPollingInterval(50*time.Millisecond))); err != nil {
-		return fmt.Errorf("the page did not draw it: %w", err)
-	}
-	// T switches the theme and draws the screen again, with every frame
-	// in: dark, then light again.
-	for _, theme := range []string{"dark", "light"} {
-		if err := chromedp.Do(bctx, chromedp.KeyEvent("t")); err != nil {
+	for _, path := range []string{"/", "/presenter"} {
+		if path == "/presenter" {
+			var cancel context.CancelFunc
+			bctx, cancel = chromedp.NewContext(bctx) // a second window of the same browser
+			defer cancel()
+			if err := chromedp.Do(bctx, chromedp.EmulateViewport(1600, 900)); err != nil {
+				return err
+			}
+		}
+		if err := chromedp.Do(bctx, chromedp.Navigate("http://"+addr+path)); err != nil {
 			return err
 		}
-		time.Sleep(300 * time.Millisecond) // a frame of the browser's
-		shot, err := chromedp.Run(bctx, chromedp.CaptureScreenshot())
-		if err != nil {
-			return err
+		if _, err := chromedp.Run(bctx, chromedp.Poll[bool](fmt.Sprintf("window.stageFrames >= %d", frames), chromedp.WithPollingInterval(50*time.Millisecond))); err != nil {
+			return fmt.Errorf("%s: the frames did not arrive: %w", path, err)
 		}
-		if err := save(out, fmt.Sprintf("stage-%d-%s.png", n, theme), shot); err != nil {
-			return err
+		if path == "/presenter" {
+			// The speaker view on the first slide of screen 4.
+			if err := chromedp.Do(bctx, chromedp.KeyEvent(kb.Home), chromedp.KeyEvent(kb.PageDown), chromedp.KeyEvent(kb.PageDown), chromedp.KeyEvent(kb.PageDown)); err != nil {
+				return err
+			}
+			time.Sleep(300 * time.Millisecond)
+			shot, err := chromedp.Run(bctx, chromedp.CaptureScreenshot())
+			if err != nil {
+				return err
+			}
+			return save(out, "stage-presenter.png", shot)
+		}
+		for _, theme := range []string{"dark", "light"} {
+			// T switches the theme; Home goes to the first slide.
+			if err := chromedp.Do(bctx, chromedp.KeyEvent("t"), chromedp.KeyEvent(kb.Home)); err != nil {
+				return err
+			}
+			taken := map[int]bool{}
+			for range 30 {
+				time.Sleep(300 * time.Millisecond) // a frame of the browser's
+				type view struct{ View, Screen int }
+				v, err := chromedp.Run(bctx, chromedp.Evaluate[view](`({View: window.stageView.view, Screen: window.stageView.screen})`))
+				if err != nil {
+					return err
+				}
+				if !taken[v.Screen] {
+					taken[v.Screen] = true
+					shot, err := chromedp.Run(bctx, chromedp.CaptureScreenshot())
+					if err != nil {
+						return err
+					}
+					if err := save(out, fmt.Sprintf("stage-%d-%s.png", v.Screen, theme), shot); err != nil {
+						return err
+					}
+				}
+				if v.View < 0 {
+					break
+				}
+				if err := chromedp.Do(bctx, chromedp.KeyEvent(kb.PageDown)); err != nil {
+					return err
+				}
+			}
 		}
 	}
 	return nil
