@@ -56,12 +56,20 @@ func TestStageHostileNames(t *testing.T) {
 		Row: &stage.StepRow{RPS: 390, FastP50Ms: 500, FastAtLeast: true}})
 	hub.Add(stage.Step{ID: "off-y", Phase: "offload", Server: evil, Conc: 4, Variant: "offloaded", Endpoint: "/offload", State: "end", Screen: 5, Workers: 20, Ceiling: 4000,
 		Row: &stage.StepRow{RPS: 3900, FastP50Ms: 0.3}})
+	hub.Add(stage.Step{ID: "slip-x", Phase: "slip", Server: evil, Conc: 4, Endpoint: "/slow", State: "start", Screen: 6, Workers: 2, Ceiling: 400})
+	hub.Add(stage.Throughput{ID: "slip-x", RPS: 390})
+	hub.Add(stage.Slip{ID: "slip-x", At: 10})
+	hub.Add(stage.Throughput{ID: "slip-x", RPS: 39})
 	bctx, problems := browsertest.Open(t, chrome, 1600, 900)
 	if err := chromedp.Do(bctx, chromedp.Navigate(srv.URL+"/"), chromedp.WaitReady("#stage")); err != nil {
 		t.Fatal(err)
 	}
-	for _, n := range []int{1, 2, 4, 5} {
-		hub.Add(stage.Screen{Screen: n})
+	for _, n := range []int{1, 2, 4, 5, 6} {
+		focus := ""
+		if n == 6 {
+			focus = "slip-x"
+		}
+		hub.Add(stage.Screen{Screen: n, Focus: focus})
 		want := "window.stageState.screen === " + string(rune('0'+n)) + " && document.getElementById('headline').textContent.indexOf('onerror') >= 0"
 		if n == 5 { // the fix's headline names no server; its chart draws them on a canvas
 			want = "window.stageState.screen === 5 && window.stageDrawn[5] === true"
