@@ -583,7 +583,7 @@
   // nav does what a key says, here; from says whether it came from the
   // keyboard (then it is also sent to the other windows and the stage).
   function nav(k, fromKeyboard) {
-    if (fromKeyboard && bc && k !== "theme") { bc.postMessage({nav: k}); }
+    if (fromKeyboard && bc) { bc.postMessage({nav: k}); }
     var at = current();
     switch (k) {
     case "next":
@@ -645,9 +645,16 @@
   });
 
   function start() {
-    var es = new EventSource("/events");
+    var es = new EventSource("/events"), lastSeq = -Infinity;
+    es.onopen = function () { window.stageOpens = (window.stageOpens || 0) + 1; };
     es.onmessage = function (m) {
       var f = JSON.parse(m.data);
+      // A stream that reconnects is sent every frame again: each is taken
+      // once.
+      if (typeof f.seq === "number") {
+        if (f.seq <= lastSeq) { return; }
+        lastSeq = f.seq;
+      }
       L.t = f.t;
       events.push({t: f.t, ev: null});
       f.events.forEach(function (ev) {

@@ -34,6 +34,13 @@ type slideSeen struct {
 // replayed serves a real recording, every frame in, on a hub of its own.
 func replayed(t *testing.T) (string, int) {
 	t.Helper()
+	srv, frames := replayedServer(t)
+	return srv.URL, frames
+}
+
+// replayedServer is replayed, with its server.
+func replayedServer(t *testing.T) (*httptest.Server, int) {
+	t.Helper()
 	a := inlined(t)
 	page, err := writeStagePage(a)
 	if err != nil {
@@ -50,7 +57,7 @@ func replayed(t *testing.T) (string, int) {
 	srv := httptest.NewServer(hub)
 	t.Cleanup(srv.Close)
 	hub.Allow(srv.Listener.Addr().String())
-	return srv.URL, frames
+	return srv, frames
 }
 
 // TestStageScreens replays a real recording (every frame in) at 1280x720,
@@ -345,6 +352,49 @@ func TestStagePresenter(t *testing.T) {
 	}
 	for _, p := range append(sproblems(), pproblems()...) {
 		if !strings.Contains(p, "favicon") && !strings.Contains(p, "503") {
+			t.Error(p)
+		}
+	}
+}
+
+// TestStageReconnects: a page whose stream is cut reconnects and is sent
+// every frame again; it takes each once: the same slides, the same count
+// of frames, the same headlines.
+func TestStageReconnects(t *testing.T) {
+	chrome := browsertest.Chromium(t)
+	srv, frames := replayedServer(t)
+	ctx, problems := browsertest.Open(t, chrome, 1280, 720)
+	if err := chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](fmt.Sprintf("window.stageFrames >= %d", frames), chromedp.WithPollingTimeout(30*time.Second))); err != nil {
+		t.Fatal(err)
+	}
+	type seen struct {
+		Frames, Slides int
+		Headlines      []string
+	}
+	const js = `({Frames: window.stageFrames, Slides: window.stageView.slides, Headlines: window.stageHeadlines})`
+	before, err := chromedp.Run(ctx, chromedp.Evaluate[seen](js))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The stream cut: the browser opens it again (its retry: 3 s) and
+	// is sent every frame so far.
+	srv.CloseClientConnections()
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool]("window.stageOpens >= 2", chromedp.WithPollingTimeout(20*time.Second))); err != nil {
+		t.Fatalf("the page did not open its stream again: %v", err)
+	}
+	time.Sleep(time.Second) // the frames sent again reach the page
+	after, err := chromedp.Run(ctx, chromedp.Evaluate[seen](js))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.Frames != before.Frames || after.Slides != before.Slides || strings.Join(after.Headlines, "|") != strings.Join(before.Headlines, "|") {
+		t.Errorf("after the stream reopened: %+v\nbefore: %+v", after, before)
+	}
+	for _, p := range problems() {
+		if !strings.Contains(p, "favicon") && !strings.Contains(p, "events") {
 			t.Error(p)
 		}
 	}
