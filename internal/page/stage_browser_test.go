@@ -105,7 +105,7 @@ func TestStageScreens(t *testing.T) {
 					}
 					name := fmt.Sprintf("stage-%d-%s", got.Screen, theme)
 					if got.Screen == 4 || got.Screen == 6 {
-						name = fmt.Sprintf("stage-%d-%s-%s", got.Screen, got.Focus[strings.LastIndex(got.Focus, "-")+1:], theme)
+						name = fmt.Sprintf("stage-%d-%s-%s", got.Screen, got.Focus[strings.Index(got.Focus, "-")+1:], theme) // its step: loop-gnet-k2
 					}
 					browsertest.Shot(t, ctx, shots, "body", fmt.Sprintf("%s-%dx%d", name, size[0], size[1]))
 					if got.View < 0 {
