@@ -47,42 +47,51 @@ var tarballs = []struct{ name, version, integrity string }{
 //go:embed bundle_entry.js
 var bundleEntry string
 
-// asset is the echarts script for the page: inlined (packed: gzipped, for
-// a page under 700 KB, unpacked by the browser), or a CDN tag with the
-// reason it could not be inlined.
+// asset is the echarts script for the page: inlined (packed: gzipped,
+// base64, unpacked by the browser), or a CDN tag with the reason it could
+// not be inlined.
 type Asset struct {
 	js   []byte // nil: use the CDN
 	note string // why not inlined, when js is nil
 }
 
-// script is echarts for a page, and the loader both pages call:
-// window.bystanderEcharts() gives a Promise that resolves once echarts is
-// there. Inlined, the bundle comes gzipped and base64 (a page under 700
-// KB) and the browser unpacks it with its own DecompressionStream; without
-// it, a CDN tag.
+// script is echarts for a page, the loader both pages call, and before
+// them the unpacker (window.bystanderUnpack): window.bystanderEcharts()
+// gives a Promise that resolves once echarts is there. Inlined, the
+// bundle comes gzipped and base64 and the browser unpacks it with its own
+// DecompressionStream; without it, a CDN tag.
 func (a Asset) script() template.HTML {
+	unpack := strings.TrimSuffix(unpackHTML, "\n") + "\n"
 	if a.js == nil {
-		return template.HTML(strings.ReplaceAll(strings.TrimSuffix(echartsCDNHTML, "\n"), "{{CDN}}", echartsCDN))
+		return template.HTML(unpack + strings.ReplaceAll(strings.TrimSuffix(echartsCDNHTML, "\n"), "{{CDN}}", echartsCDN))
 	}
-	return template.HTML(strings.Replace(strings.TrimSuffix(echartsInlineHTML, "\n"), "{{B64}}", base64.StdEncoding.EncodeToString(a.packed()), 1))
+	return template.HTML(unpack + strings.Replace(strings.TrimSuffix(echartsInlineHTML, "\n"), "{{B64}}", base64.StdEncoding.EncodeToString(a.packed()), 1))
 }
 
 // The loaders both pages call (window.bystanderEcharts), files of their
-// own: inlined, and from the CDN.
+// own: inlined, and from the CDN; and the unpacker of what a page carries
+// packed, which both pages hold before them.
 var (
 	//go:embed echarts_inline.html
 	echartsInlineHTML string
 	//go:embed echarts_cdn.html
 	echartsCDNHTML string
+	//go:embed unpack.html
+	unpackHTML string
 )
 
-// packed is the bundle gzipped (deterministic: no name, no time).
-func (a Asset) packed() []byte {
-	var b bytes.Buffer
-	zw, _ := gzip.NewWriterLevel(&b, gzip.BestCompression)
-	_, _ = zw.Write(a.js)
+// packed is the bundle gzipped.
+func (a Asset) packed() []byte { return pack(a.js) }
+
+// pack gzips b, deterministically (no name, no time): what a page carries
+// packed (echarts, the charts' scripts), window.bystanderUnpack unpacks
+// (unpack.html).
+func pack(b []byte) []byte {
+	var out bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&out, gzip.BestCompression)
+	_, _ = zw.Write(b)
 	_ = zw.Close()
-	return b.Bytes()
+	return out.Bytes()
 }
 
 func cachePath() (string, error) {

@@ -3,9 +3,11 @@ package page
 import (
 	"bytes"
 	_ "embed"
+	"encoding/base64"
 	"fmt"
 	"html/template"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/bystander-kit/bystander/internal/findings"
@@ -100,8 +102,11 @@ type page struct {
 	NotRead []string
 	// RunTitle heads the closing table of parameters ("The run").
 	RunTitle string
-	// Script is the page's drawing script (page.js).
+	// Script is the page's drawing script (page.js); Charts every chart's
+	// script, packed (writePage): page.js unpacks and runs them once
+	// echarts is there.
 	Script template.JS
+	Charts template.HTML
 	// Headline is the result at one glance, at the top; Hue each
 	// server's colour.
 	Headline *findings.Headline
@@ -202,9 +207,28 @@ var (
 	tpl = template.Must(template.New("page").Parse(pageHTML))
 )
 
-// writePage writes the page.
+// writePage writes the page. The charts' scripts go in one packed
+// script, not beside each chart: their data is most of a page (200 KB of
+// a default run's 520), and packed it is a fifth of that (docs/measurements.md).
 func writePage(w io.Writer, p page) error {
 	p.Script = template.JS(pageJS)
+	p.Sections = slices.Clone(p.Sections)
+	var charts strings.Builder
+	for i, sec := range p.Sections {
+		if sec.Script == "" {
+			continue
+		}
+		js, ok := strings.CutPrefix(string(sec.Script), "<script>")
+		if js, ok = strings.CutSuffix(js, "</script>"); !ok {
+			return fmt.Errorf("report: the chart %s's script is not one script element", sec.ID)
+		}
+		charts.WriteString(js + "\n")
+		p.Sections[i].Script = ""
+	}
+	if charts.Len() > 0 {
+		// Base64 has nothing to escape in a JS string or an HTML script.
+		p.Charts = template.HTML(`<script>window.bystanderChartsPacked = "` + base64.StdEncoding.EncodeToString(pack([]byte(charts.String()))) + `";</script>`)
+	}
 	var buf bytes.Buffer
 	if err := tpl.Execute(&buf, p); err != nil {
 		return fmt.Errorf("report: %w", err)

@@ -15,7 +15,13 @@
     window.bystanderAllDrawnMs = performance.now();
   }
   window.bystanderDrawAll = drawAll;
-  window.bystanderEcharts().then(drawAll, function (e) {
+  // The charts' scripts come packed (page.go's writePage): unpacked and run
+  // once echarts is there, each registers its chart, in page order.
+  function charts() {
+    var b64 = window.bystanderChartsPacked;
+    return b64 ? window.bystanderUnpack(b64).then(function (js) { (0, eval)(js); }) : undefined;
+  }
+  window.bystanderEcharts().then(charts).then(drawAll, function (e) {
     var p = document.createElement("p");
     p.className = "note";
     p.textContent = "The charts cannot be drawn: " + e.message;

@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"flag"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -37,13 +38,75 @@ func readTestRun(t *testing.T) *results.Run {
 	return run
 }
 
+// renderString is the page of run, its charts' scripts unpacked where the
+// page carries them packed (readable): what the tests read.
 func renderString(t *testing.T, dir string, run *results.Run, a Asset) string {
 	t.Helper()
 	var b bytes.Buffer
 	if err := writePage(&b, buildPage(findings.Compute(dir, run), a)); err != nil {
 		t.Fatal(err)
 	}
-	return b.String()
+	return readable(t, b.String())
+}
+
+var packedCharts = regexp.MustCompile(`window\.bystanderChartsPacked = "([A-Za-z0-9+/=]*)";`)
+
+// readable is page with its packed charts' scripts unpacked in their
+// place, as a reader of the page's source (or of the golden) wants them.
+func readable(t *testing.T, page string) string {
+	t.Helper()
+	m := packedCharts.FindStringSubmatch(page)
+	if m == nil {
+		return page
+	}
+	return strings.Replace(page, m[0], "/* the charts' scripts, unpacked for the tests */\n"+unpacked(t, m[1]), 1)
+}
+
+// unpacked is what window.bystanderUnpack gives for b64.
+func unpacked(t *testing.T, b64 string) string {
+	t.Helper()
+	b, err := base64.StdEncoding.DecodeString(b64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(js)
+}
+
+// TestChartsPacked: the page carries every chart's script once, packed, in
+// page order, and none beside its chart (TestInBrowser: a default run's
+// report, echarts inlined, is then 400 KB at most, and draws every chart).
+func TestChartsPacked(t *testing.T) {
+	run := readTestRun(t)
+	p := buildPage(findings.Compute(testRun, run), stub)
+	var want strings.Builder
+	for _, sec := range p.Sections {
+		if sec.Script != "" {
+			want.WriteString(strings.TrimSuffix(strings.TrimPrefix(string(sec.Script), "<script>"), "</script>") + "\n")
+		}
+	}
+	var b bytes.Buffer
+	if err := writePage(&b, p); err != nil {
+		t.Fatal(err)
+	}
+	page := b.String()
+	m := packedCharts.FindStringSubmatch(page)
+	if m == nil {
+		t.Fatal("no packed charts in the page")
+	}
+	if got := unpacked(t, m[1]); got != want.String() || !strings.Contains(got, "bystanderCharts.push") {
+		t.Errorf("the packed charts are not every chart's script in page order (%d bytes, want %d)", len(got), want.Len())
+	}
+	if n := strings.Count(page, "bystanderCharts.push"); n != 0 {
+		t.Errorf("%d chart scripts beside their charts", n)
+	}
 }
 
 // TestGolden: the same run gives the same page, byte for byte (fixed chart
