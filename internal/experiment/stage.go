@@ -281,6 +281,9 @@ func nowText(s Step, loops int) string {
 	n := s.Server.Name
 	switch {
 	case s.Phase == "stall" && s.Server.Kind == "loop":
+		if s.Server.Workers > 0 {
+			loops = s.Server.Workers // a server's own loops (Netty's, a --target's)
+		}
 		return fmt.Sprintf("now: %s, %d of %d loops blocked", n, s.K, loops)
 	case s.Phase == "stall":
 		return fmt.Sprintf("now: %s, %d callers blocked", n, s.K)

@@ -218,8 +218,9 @@ func writePage(w io.Writer, p page) error {
 		if sec.Script == "" {
 			continue
 		}
-		js, ok := strings.CutPrefix(string(sec.Script), "<script>")
-		if js, ok = strings.CutSuffix(js, "</script>"); !ok {
+		js, open := strings.CutPrefix(string(sec.Script), "<script>")
+		js, closed := strings.CutSuffix(js, "</script>")
+		if !open || !closed {
 			return fmt.Errorf("report: the chart %s's script is not one script element", sec.ID)
 		}
 		charts.WriteString(js + "\n")
