@@ -134,6 +134,13 @@
     return {before: before, after: after, final: false};
   }
 
+  // slipBinds is what binds a slip step: its workers (the loops), or its
+  // callers where fewer (a closed load has no more in flight), in words.
+  function slipBinds(st) {
+    var w = Math.min(st.workers || st.conc, st.conc);
+    return {w: w, who: fmt(w) + (isLoop(st.server) ? " loops" : w < (st.workers || 0) ? " callers" : " workers")};
+  }
+
   // The headlines carry the live number; computed for every screen at
   // every frame, the same from a recording as live. A headline is a list
   // of pieces: a string is text, {b: ..., s: server} a number set large in
@@ -224,7 +231,7 @@
   // notes are what the speaker view says of a screen, a sentence or two,
   // from the same figures: the live ones the stage judged with the kit's
   // one rule, and at each step's end the findings the report gives.
-  function notes(n) {
+  function notes(n, hs) {
     var out = [];
     if (n === 1) {
       stepsWhere(function (s) { return s.phase === "sweep" && rps(s) !== undefined; }).forEach(function (s) {
@@ -259,15 +266,14 @@
     } else if (n === 6) {
       var sl = S.focus ? S.steps[S.focus] : null, sw = sl ? slipOf(sl) : {};
       if (sl && sw.after !== undefined) {
-        var w = Math.min(sl.workers || sl.conc, sl.conc), unit = isLoop(sl.server) ? " loops" : w < (sl.workers || 0) ? " callers" : " workers";
+        var bw = slipBinds(sl);
         out.push(sl.server + " answered " + fmt(sw.before) + " req/s with the call at " + fmt(S.info.block_ms) + " ms and " + fmt(sw.after) + (sw.final ? "" : " so far") + " at " + fmt(S.info.slip_block_ms) + " ms.");
-        out.push("Its ceiling fell with the call: " + w + unit + " / " + fmt(S.info.slip_block_ms) + " ms = " + fmt(w * 1000 / S.info.slip_block_ms) + " req/s; on a loop, every connection waits the longer call.");
+        out.push("Its ceiling fell with the call: " + bw.who + " / " + fmt(S.info.slip_block_ms) + " ms = " + fmt(bw.w * 1000 / S.info.slip_block_ms) + " req/s; on a loop, every connection waits the longer call.");
       } else if (sl) {
         out.push("The call takes " + fmt(S.info.block_ms) + " ms; \u2192 makes it " + fmt(S.info.slip_block_ms) + " ms, as a slow database does on a bad afternoon.");
       }
     } else if (n === 5) {
-      var h = headlines()[5];
-      if (h.length) { out.push(h.map(function (p) { return typeof p === "string" ? p : p.b; }).join("") + "."); }
+      if (hs[5].length) { out.push(plain(hs[5]) + "."); }
     }
     return out.join(" ");
   }
@@ -440,12 +446,11 @@
     var sl = S.focus ? S.steps[S.focus] : null;
     if (!sl || sl.startT === undefined) { return false; }
     var from = sl.startT, data = (S.tps[sl.id] || []).map(function (p) { return [(p[0] - from) / 1000, Math.round(p[1])]; });
-    var w = Math.min(sl.workers || sl.conc, sl.conc), c0 = w * 1000 / S.info.block_ms, c1 = w * 1000 / S.info.slip_block_ms, at = S.slips[sl.id];
+    var bw = slipBinds(sl), w = bw.w, who = bw.who, c0 = w * 1000 / S.info.block_ms, c1 = w * 1000 / S.info.slip_block_ms, at = S.slips[sl.id];
     var top = Math.max(c0 * 1.1, Math.max.apply(null, data.map(function (d) { return d[1]; }).concat([1])) * 1.15);
     var unit = Math.pow(10, Math.floor(Math.log10(top))) / 2;
     top = Math.ceil(top / unit) * unit; // a round top: 900, not 891
     var xmax = Math.max(5, Math.ceil((S.t - from) / 1000));
-    var who = fmt(w) + (isLoop(sl.server) ? " loops" : w < (sl.workers || 0) ? " callers" : " workers");
     var lines = [{yAxis: c0, name: "ceiling " + who + " / " + fmt(S.info.block_ms) + " ms = " + fmt(c0)}, {yAxis: c1, name: "ceiling " + who + " / " + fmt(S.info.slip_block_ms) + " ms = " + fmt(c1)}];
     var marks = lines.map(function (l) { return {yAxis: l.yAxis, label: {formatter: l.name, position: "insideEndTop", fontSize: px(20), color: hue(sl.server)}, lineStyle: {type: "dashed", width: px(3), color: hue(sl.server)}}; });
     if (at !== undefined) {
@@ -513,7 +518,7 @@
         if (!empty[n]) { window.stageDrawn[n] = true; }
       }
     }
-    if (presenter) { renderPresenter(); }
+    if (presenter) { renderPresenter(hs); }
     lastShown = key;
     window.stageState = S;
     window.stageView = {view: view, screen: S.screen, focus: S.focus, blank: blank, slides: slides.length};
@@ -530,7 +535,7 @@
     return view < 0 ? "\u2192 next \u00b7 \u2190 back \u00b7 1-" + screenCount() + " a screen \u00b7 B blank \u00b7 P pause \u00b7 R repeat \u00b7 T theme" :
       "looking back: screen " + S.screen + " as it ended \u00b7 End returns to live";
   }
-  function renderPresenter() {
+  function renderPresenter(hs) {
     var n = S.screen, next = n + 1 <= screenCount() ? titles[n + 1] + ": " + coming[n + 1] : "the end: the report is written";
     if (n === 4 && S.info) {
       var id = shownStall(), s = S.steps[id];
@@ -540,7 +545,7 @@
     text("pclock", L.startT >= 0 ? clock(L.t - L.startT) : "0:00");
     text("pstate", (view < 0 ? "live" : "looking back (End: live)") + (blank ? " \u00b7 the screen is blank (B)" : ""));
     text("pnow", n ? titles[n] : "not started: press Space");
-    text("pnotes", n ? notes(n) || "measuring ..." : "");
+    text("pnotes", n ? notes(n, hs) || "measuring ..." : "");
     text("pnext", "next: " + next);
   }
 

@@ -31,14 +31,8 @@ type slideSeen struct {
 	Problems             []string
 }
 
-// replayed serves a real recording, every frame in, on a hub of its own.
-func replayed(t *testing.T) (string, int) {
-	t.Helper()
-	srv, frames := replayedServer(t)
-	return srv.URL, frames
-}
-
-// replayedServer is replayed, with its server.
+// replayedServer serves a real recording, every frame in, on a hub of its
+// own.
 func replayedServer(t *testing.T) (*httptest.Server, int) {
 	t.Helper()
 	a := inlined(t)
@@ -72,7 +66,8 @@ func replayedServer(t *testing.T) (*httptest.Server, int) {
 // server's hue. A screenshot of each is written for a person to look at.
 func TestStageScreens(t *testing.T) {
 	chrome := browsertest.Chromium(t)
-	url, frames := replayed(t)
+	srv, frames := replayedServer(t)
+	url := srv.URL
 	shots := browsertest.ShotsDir(t)
 	for _, size := range projectors {
 		t.Run(fmt.Sprintf("%dx%d", size[0], size[1]), func(t *testing.T) {
@@ -256,7 +251,8 @@ func checkSlide(t *testing.T, ctx context.Context) slideSeen {
 // view says what the screen shows, what comes next, and the time.
 func TestStagePresenter(t *testing.T) {
 	chrome := browsertest.Chromium(t)
-	url, frames := replayed(t)
+	srv, frames := replayedServer(t)
+	url := srv.URL
 	sctx, sproblems := browsertest.Open(t, chrome, 1280, 720)
 	pctx, pproblems := browsertest.Tab(t, sctx, 1600, 900)
 	ready := fmt.Sprintf("window.stageFrames >= %d", frames)
