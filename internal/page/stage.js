@@ -257,7 +257,7 @@
       if (s && v && v.judged) {
         var exact = isLoop(s.server) && v.stalled === 3 * s.kk;
         out.push(s.server + " with " + s.kk + (isLoop(s.server) ? " of " + S.info.loops + " loops" : " callers") + " blocked: " + v.stalled + " of " + v.conns + " connections stalled" +
-          (exact ? ", exactly the " + v.stalled + " on the blocked loop" + (s.kk > 1 ? "s" : "") : "") + ".");
+          (exact ? ", as many as share the " + s.kk + " blocked loop" + (s.kk > 1 ? "s" : "") + " (3 a loop)" : "") + ".");
         out.push(isLoop(s.server) ? "A connection lives on one loop and waits whenever its loop is blocked, whatever it asked for." :
           "A blocked caller holds one of " + fmt(S.info.slots) + " threads; every other connection finds one free.");
       } else if (s && v && !v.judged) {
