@@ -23,8 +23,11 @@ const maxLoops = 256
 // touches it until the run ends.
 type worker struct {
 	id        int
-	c         *client.Conn
+	c         *client.PConn
+	k         int       // open model: the index of its next request
+	pause     time.Time // after a dead server's error: no request before
 	switched  bool
+	old       bool      // the request in flight went to the first target
 	lastOld   time.Time // the last answer to a request sent before the switch
 	lat       *hist.H   // corrected in the open model
 	uncorr    *hist.H   // open model only
@@ -111,20 +114,34 @@ func run(ctx context.Context, o options, progress func(elapsed, total time.Durat
 	if o.rate > 0 {
 		mode = "open"
 	}
+	// The connections are dealt over the pollers (--threads), each one
+	// goroutine driving its share.
+	ps := make([]*client.Poller, min(o.threads, o.conc))
+	drivers := make([]*driver, len(ps))
+	for i := range ps {
+		p, err := client.NewPoller()
+		if err != nil {
+			for _, p := range ps[:i] {
+				p.Close()
+			}
+			return nil, fmt.Errorf("loadgen: %w", err)
+		}
+		ps[i], drivers[i] = p, &driver{rate: o.rate, conns: o.conc}
+		defer p.Close()
+	}
 	ws := make([]*worker, o.conc)
 	for i := range ws {
-		ws[i] = &worker{id: i, c: client.New(t.Addr, t.RequestTarget, o.timeout), lat: hist.New()}
+		d := drivers[i%len(ps)]
+		ws[i] = &worker{id: i, c: ps[i%len(ps)].Add(t.Addr, t.RequestTarget, o.timeout), lat: hist.New()}
 		if o.rate > 0 {
 			ws[i].uncorr = hist.New()
 		}
+		d.ws = append(d.ws, ws[i])
 	}
 	// Dial every connection before the clock starts, so the warm-up is
 	// about the server, not the handshakes; a refused target stops here.
-	for _, w := range ws {
-		if err := w.c.Dial(); err != nil {
-			for _, w := range ws {
-				w.c.Close()
-			}
+	for _, p := range ps {
+		if err := p.Dial(); err != nil {
 			return nil, fmt.Errorf("loadgen: cannot connect to %s: %w", t.Addr, err)
 		}
 	}
@@ -146,25 +163,19 @@ func run(ctx context.Context, o options, progress func(elapsed, total time.Durat
 
 	runCtx, cancel := context.WithDeadline(ctx, ck.end)
 	defer cancel()
-	// Unblock requests in flight when the run is cut short.
-	stopClose := context.AfterFunc(ctx, func() {
-		for _, w := range ws {
-			w.c.Interrupt()
-		}
-	})
-	defer stopClose()
 
 	var cpu0 atomic.Pointer[proc.Usage]
 	var wg sync.WaitGroup
-	for _, w := range ws {
+	runErrs := make([]error, len(ps))
+	for i, p := range ps {
+		d := drivers[i]
+		d.ck, d.secs, d.ticks = ck, secs, ticks
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if o.rate > 0 {
-				w.open(runCtx, ck, secs, ticks, o.rate, o.conc)
-			} else {
-				w.closed(runCtx, ck, secs, ticks)
-			}
+			// ctx, not runCtx: past the window's end the requests in flight
+			// are still answered (and not counted); Ctrl-C cuts them.
+			runErrs[i] = p.Run(ctx, d)
 		}()
 	}
 	// Mark the measured window's CPU start, report progress.
@@ -196,8 +207,8 @@ func run(ctx context.Context, o options, progress func(elapsed, total time.Durat
 	wg.Wait()
 	cpuEnd := proc.Self()
 	end := time.Now()
-	for _, w := range ws {
-		w.c.Close()
+	if err := errors.Join(runErrs...); err != nil {
+		return nil, fmt.Errorf("loadgen: %w", err)
 	}
 	reason := ""
 	if ctx.Err() != nil {
@@ -259,22 +270,59 @@ func watchSwitch(ctx context.Context, path string, ck clock, first time.Duration
 	}
 }
 
-// do sends one request and books it; it returns when the answer (or an
-// error) is in. sent is when it was sent, due when it should have been.
-func (w *worker) do(ck clock, secs, ticks *series, due time.Time) {
-	sent := time.Now()
-	if ck.switchTo != "" && !w.switched && sent.UnixNano() >= ck.switchNs.Load() {
-		w.c.Retarget(ck.switchTo)
+// driver schedules and books one poller's connections (client.Driver);
+// ws is indexed by the connections' IDs in that poller.
+type driver struct {
+	ws          []*worker
+	ck          clock
+	secs, ticks *series
+	rate        float64 // open model; 0: closed
+	conns       int
+}
+
+// deadPause is how long a connection waits after the server refused,
+// reset or closed it: a dead server is not spun on.
+const deadPause = 10 * time.Millisecond
+
+// Next: closed, the next request leaves at once (after a dead server's
+// pause); open, request k of connection id is due at
+// start + (k*conns + id) / rate, late if the previous answer was late,
+// never skipped: the lateness is what the corrected latency shows.
+func (d *driver) Next(c *client.PConn, now time.Time) (time.Time, bool) {
+	w := d.ws[c.ID]
+	if d.rate > 0 {
+		due := d.ck.start.Add(time.Duration((float64(w.k*d.conns+w.id) / d.rate) * float64(time.Second)))
+		w.k++
+		return due, due.Before(d.ck.end)
+	}
+	due := now
+	if w.pause.After(now) {
+		due = w.pause
+	}
+	return due, due.Before(d.ck.end)
+}
+
+// Send moves the connection to the second target once the switch came.
+func (d *driver) Send(c *client.PConn, now time.Time) {
+	w, ck := d.ws[c.ID], d.ck
+	if ck.switchTo != "" && !w.switched && now.UnixNano() >= ck.switchNs.Load() {
+		c.Retarget(ck.switchTo)
 		w.switched = true
 	}
-	old := ck.switchTo != "" && !w.switched
-	var r client.Response
-	err := w.c.Do(&r)
-	done := time.Now()
+	w.old = ck.switchTo != "" && !w.switched
+}
+
+// Done books one request: sent is when it left, due when it should have
+// (the same in the closed model).
+func (d *driver) Done(c *client.PConn, due, sent, done time.Time, r *client.Response, err error) {
+	w, ck, secs, ticks := d.ws[c.ID], d.ck, d.secs, d.ticks
 	if errors.Is(err, client.ErrInterrupted) {
 		return // the run was cut short: neither an answer nor a failure
 	}
-	if old {
+	if k := client.KindOf(err); k == client.Refused || k == client.Reset || k == client.Closed {
+		w.pause = done.Add(deadPause)
+	}
+	if w.old {
 		w.lastOld = done
 	}
 	if err == nil && !done.After(ck.end) {
@@ -299,9 +347,6 @@ func (w *worker) do(ck clock, secs, ticks *series, due time.Time) {
 		w.lastError = err
 		secs.add(since, false, -1)
 		ticks.add(since, false, -1)
-		if k := client.KindOf(err); k == client.Refused || k == client.Reset || k == client.Closed {
-			time.Sleep(10 * time.Millisecond) // a dead server: do not spin
-		}
 		return
 	}
 	w.requests++
@@ -324,29 +369,6 @@ func (w *worker) do(ck clock, secs, ticks *series, due time.Time) {
 	if r.QueuedNs >= 0 {
 		w.queued += r.QueuedNs
 		w.queuedN++
-	}
-}
-
-// closed sends the next request when the previous answer is in.
-func (w *worker) closed(ctx context.Context, ck clock, secs, ticks *series) {
-	for ctx.Err() == nil {
-		w.do(ck, secs, ticks, time.Now())
-	}
-}
-
-// open sends request k of this connection at its intended time
-// start + (k*conns + id) / rate, late if the previous answer was late,
-// never skipping one: the lateness is what the corrected latency shows.
-func (w *worker) open(ctx context.Context, ck clock, secs, ticks *series, rate float64, conns int) {
-	for k := 0; ; k++ {
-		due := ck.start.Add(time.Duration((float64(k*conns+w.id) / rate) * float64(time.Second)))
-		if !due.Before(ck.end) {
-			return
-		}
-		if !pace.Until(ctx, due) {
-			return
-		}
-		w.do(ck, secs, ticks, due)
 	}
 }
 

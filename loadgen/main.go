@@ -39,6 +39,7 @@ const (
 type options struct {
 	target      string
 	conc        int
+	threads     int
 	duration    time.Duration
 	warmup      time.Duration
 	timeout     time.Duration
@@ -86,6 +87,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.SetOutput(stderr)
 	fs.StringVar(&o.target, "target", "http://127.0.0.1:8081/slow", "URL to load (loopback only unless --allow-remote)")
 	fs.IntVar(&o.conc, "conc", 16, "keep-alive connections, each with one request in flight")
+	fs.IntVar(&o.threads, "threads", 1, "goroutines driving the connections, each its share through its own epoll set (1 to 64)")
 	fs.DurationVar(&o.duration, "duration", 8*time.Second, "measured time, after the warm-up (at most 1h)")
 	fs.DurationVar(&o.warmup, "warmup", time.Second, "time before measuring starts (at most 10m)")
 	fs.DurationVar(&o.timeout, "timeout", 10*time.Second, "per-request timeout")
@@ -112,6 +114,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	switch {
 	case o.conc < 1 || o.conc > maxConc:
 		return o, fmt.Errorf("loadgen: --conc %d: want 1 to %d", o.conc, maxConc)
+	case o.threads < 1 || o.threads > 64:
+		return o, fmt.Errorf("loadgen: --threads %d: want 1 to 64", o.threads)
 	case o.duration <= 0 || o.duration > maxDuration:
 		return o, fmt.Errorf("loadgen: --duration %s: want more than 0 and at most %s", o.duration, maxDuration)
 	case o.warmup < 0 || o.warmup > maxWarmup:

@@ -1,16 +1,11 @@
 package main
 
 import (
-	"fmt"
-	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strconv"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/bystander-kit/bystander/internal/proc"
 	"github.com/bystander-kit/bystander/internal/results"
@@ -76,10 +71,10 @@ func BenchmarkFastCPU(b *testing.B) {
 		addr, pid := spawn(b, "--engine", eng)
 		ts = append(ts, &target{name: eng, addr: addr, pid: pid})
 	}
-	if addr, pid, ok := spawnNginx(b, 1); ok {
+	if addr, pid, ok := wiretest.Nginx(b, 1); ok {
 		ts = append(ts, &target{name: "nginx", addr: addr, pid: pid})
 	}
-	if addr, pid, ok := spawnNginx(b, 4); ok {
+	if addr, pid, ok := wiretest.Nginx(b, 4); ok {
 		ts = append(ts, &target{name: "nginx4w", addr: addr, pid: pid})
 	}
 	// The loops not locked to their threads, for comparison.
@@ -150,51 +145,6 @@ func BenchmarkFastCPU(b *testing.B) {
 	}
 	b.ReportMetric(results.Median(wrkUs["gnet"])/results.Median(wrkUs["nginx"]), "gnet/nginx_wrk")
 	b.ReportMetric(results.Median(wrkUs["gnet-unlocked"])/results.Median(wrkUs["nginx"]), "gnet-unlocked/nginx_wrk")
-}
-
-func spawnNginx(b *testing.B, workers int) (string, int, bool) {
-	bin, err := exec.LookPath("nginx")
-	if err != nil {
-		for _, p := range []string{"/usr/sbin/nginx"} {
-			if _, e := os.Stat(p); e == nil {
-				bin, err = p, nil
-			}
-		}
-	}
-	if err != nil {
-		b.Log("nginx is not installed (apt-get install nginx-light): measured without it")
-		return "", 0, false
-	}
-	dir := b.TempDir()
-	addr := wiretest.FreeAddr(b)
-	conf := fmt.Sprintf(`daemon off; master_process %[3]s; worker_processes %[4]d; pid %[1]s/nginx.pid;
-error_log %[1]s/error.log; events { worker_connections 1024; }
-http { access_log off; keepalive_requests 1000000;
-  client_body_temp_path %[1]s; proxy_temp_path %[1]s; fastcgi_temp_path %[1]s; uwsgi_temp_path %[1]s; scgi_temp_path %[1]s;
-  server { listen %[2]s; location /fast { default_type text/plain; return 200 "fast\n"; } } }
-`, dir, addr, map[bool]string{true: "off", false: "on"}[workers == 1], workers)
-	if err := os.WriteFile(filepath.Join(dir, "nginx.conf"), []byte(conf), 0o644); err != nil {
-		b.Fatal(err)
-	}
-	cmd := exec.Command(bin, "-p", dir, "-c", filepath.Join(dir, "nginx.conf"))
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	// TERM, not KILL: the master then stops its workers instead of orphaning them.
-	b.Cleanup(func() { _ = cmd.Process.Signal(syscall.SIGTERM); _ = cmd.Wait() })
-	for i := 0; ; i++ {
-		c, err := net.Dial("tcp", addr)
-		if err == nil {
-			c.Close()
-			break
-		}
-		if i > 100 {
-			b.Fatalf("nginx did not listen on %s", addr)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return addr, cmd.Process.Pid, true
 }
 
 // BenchmarkFastCPUBefore sets this loop server's CPU per /fast request

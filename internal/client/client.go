@@ -1,18 +1,21 @@
-// Package client is the kit's raw HTTP/1.1 keep-alive client: one TCP
-// connection, one request at a time, the protocol's timing headers read into
-// fields, Content-Length bodies read and dropped, no allocation per request.
-// It is what the load generator and the probers measure with; net/http's
-// client costs several times more CPU per request (measured on a 2-core
-// machine at 64 keep-alive connections on /fast: about 61 us of generator CPU
-// per request against 12-17 us for a raw keep-alive client and 10-13 us for
-// wrk, which caps net/http's client near 23k req/s).
+// Package client is the kit's raw HTTP/1.1 keep-alive client: one request
+// at a time per connection, the protocol's timing headers read into fields,
+// Content-Length bodies read and dropped, no allocation per request.
+//
+// Conn is one connection for one goroutine, with blocking calls: what the
+// probers' placing and checks use. Poller drives many connections from one
+// goroutine through its own epoll set, a write and a read per request: what
+// the load generator and the per-connection prober measure with. Go's
+// net/http client costs several times more CPU per request (measured on a
+// 2-core machine at 64 keep-alive connections on /fast: about 61 us of
+// generator CPU per request, against 10-13 us for wrk and less for a
+// Poller: docs/measurements.md).
 //
 // Every failure is classified (Kind) so callers can count it, and a
 // connection the server closed is redialled on the next request.
 package client
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -102,7 +105,9 @@ type Conn struct {
 	req     []byte
 	timeout time.Duration
 	c       net.Conn
-	br      *bufio.Reader
+	// buf[r:w] is what was read and not yet consumed.
+	buf  []byte
+	r, w int
 	// Dials counts connections opened, the first one included.
 	Dials int
 
@@ -152,11 +157,10 @@ func (c *Conn) Dial() error {
 	c.mu.Lock()
 	c.c = nc
 	c.mu.Unlock()
-	if c.br == nil {
-		c.br = bufio.NewReaderSize(nc, 4096)
-	} else {
-		c.br.Reset(nc)
+	if c.buf == nil {
+		c.buf = make([]byte, 4096)
 	}
+	c.r, c.w = 0, 0
 	return nil
 }
 
@@ -220,29 +224,110 @@ func (c *Conn) Do(r *Response) error {
 
 var errMalformed = errors.New("malformed response")
 
+// MaxHead is the longest response head (status line and headers) the
+// client reads; a longer one is malformed.
+const MaxHead = 16 << 10
+
+// read reads one answer into r: its head, then its body, dropped.
 func (c *Conn) read(r *Response) error {
+	for {
+		n, err := parseHead(c.buf[c.r:c.w], r)
+		if err != nil {
+			return err
+		}
+		if n > 0 {
+			c.r += n
+			break
+		}
+		if err := c.fill(); err != nil {
+			return err
+		}
+	}
+	skip := r.ContentLength
+	for {
+		if have := c.w - c.r; have >= skip {
+			c.r += skip
+			return nil
+		}
+		skip -= c.w - c.r
+		c.r, c.w = 0, 0
+		if err := c.fill(); err != nil {
+			return err
+		}
+	}
+}
+
+// fill reads what the socket has into the buffer, making room first:
+// what was consumed is dropped, and a head that does not fit yet grows the
+// buffer up to MaxHead.
+func (c *Conn) fill() error {
+	c.buf, c.r, c.w = room(c.buf, c.r, c.w)
+	n, err := c.c.Read(c.buf[c.w:])
+	c.w += n
+	if n > 0 {
+		return nil
+	}
+	if err == nil {
+		err = io.ErrNoProgress
+	}
+	return &Error{classify(err), err}
+}
+
+// room makes space at the end of buf[r:w] for a read: it moves the unread
+// bytes to the front and, when they fill the buffer, doubles it (parseHead
+// refuses a head of MaxHead bytes, so it never grows past twice that).
+func room(buf []byte, r, w int) ([]byte, int, int) {
+	if r > 0 {
+		w = copy(buf, buf[r:w])
+		r = 0
+	}
+	if w == len(buf) {
+		nb := make([]byte, 2*len(buf))
+		copy(nb, buf[:w])
+		buf = nb
+	}
+	return buf, r, w
+}
+
+// parseHead reads a response head from the front of b into r and returns
+// its length, or 0 when b does not hold a whole head yet. The body (its
+// length is r.ContentLength) is the caller's to skip.
+func parseHead(b []byte, r *Response) (int, error) {
 	*r = Response{Loop: -1, ContinuationLoop: -1, HandlerStart: -1, ContinuationStart: -1, BlockedNs: -1, QueuedNs: -1, ContentLength: -1}
-	line, err := c.br.ReadSlice('\n')
-	if err != nil {
-		return &Error{classify(err), err}
+	pos := 0
+	next := func() ([]byte, bool) {
+		i := bytes.IndexByte(b[pos:], '\n')
+		if i < 0 {
+			return nil, false
+		}
+		line := b[pos : pos+i+1]
+		pos += i + 1
+		return line, true
+	}
+	more := func() (int, error) {
+		if len(b) >= MaxHead {
+			return 0, &Error{Malformed, fmt.Errorf("%w: head over %d KiB", errMalformed, MaxHead>>10)}
+		}
+		return 0, nil
+	}
+	line, ok := next()
+	if !ok {
+		return more()
 	}
 	// "HTTP/1.1 200 OK"
 	if len(line) < 12 || !bytes.HasPrefix(line, []byte("HTTP/1.")) || line[8] != ' ' {
-		return &Error{Malformed, fmt.Errorf("%w: status line %q", errMalformed, trim(line))}
+		return 0, &Error{Malformed, fmt.Errorf("%w: status line %q", errMalformed, trim(line))}
 	}
 	st, ok := atoi(line[9:12])
 	if !ok {
-		return &Error{Malformed, fmt.Errorf("%w: status line %q", errMalformed, trim(line))}
+		return 0, &Error{Malformed, fmt.Errorf("%w: status line %q", errMalformed, trim(line))}
 	}
 	r.Status = int(st)
 	r.Close = line[7] == '0'
 	for {
-		line, err = c.br.ReadSlice('\n')
-		if err != nil {
-			if errors.Is(err, bufio.ErrBufferFull) {
-				return &Error{Malformed, fmt.Errorf("%w: header line over 4 KiB", errMalformed)}
-			}
-			return &Error{classify(err), err}
+		line, ok = next()
+		if !ok {
+			return more()
 		}
 		line = trim(line)
 		if len(line) == 0 {
@@ -250,15 +335,15 @@ func (c *Conn) read(r *Response) error {
 		}
 		colon := bytes.IndexByte(line, ':')
 		if colon <= 0 {
-			return &Error{Malformed, fmt.Errorf("%w: header line %q", errMalformed, line)}
+			return 0, &Error{Malformed, fmt.Errorf("%w: header line %q", errMalformed, line)}
 		}
 		name, value := line[:colon], bytes.TrimSpace(line[colon+1:])
 		var dst *int64
 		switch {
 		case fold(name, "content-length"):
 			n, ok := atoi(value)
-			if !ok {
-				return &Error{Malformed, fmt.Errorf("%w: Content-Length %q", errMalformed, value)}
+			if !ok || n < 0 {
+				return 0, &Error{Malformed, fmt.Errorf("%w: Content-Length %q", errMalformed, value)}
 			}
 			r.ContentLength = int(n)
 			continue
@@ -278,23 +363,20 @@ func (c *Conn) read(r *Response) error {
 		case fold(name, protocol.HeaderQueuedNs):
 			dst = &r.QueuedNs
 		case fold(name, "transfer-encoding"):
-			return &Error{Malformed, fmt.Errorf("%w: Transfer-Encoding is not read by this client", errMalformed)}
+			return 0, &Error{Malformed, fmt.Errorf("%w: Transfer-Encoding is not read by this client", errMalformed)}
 		default:
 			continue
 		}
 		if n, ok := atoi(value); ok {
 			*dst = n
 		} else {
-			return &Error{Malformed, fmt.Errorf("%w: %s %q", errMalformed, name, value)}
+			return 0, &Error{Malformed, fmt.Errorf("%w: %s %q", errMalformed, name, value)}
 		}
 	}
 	if r.ContentLength < 0 {
-		return &Error{Malformed, fmt.Errorf("%w: no Content-Length", errMalformed)}
+		return 0, &Error{Malformed, fmt.Errorf("%w: no Content-Length", errMalformed)}
 	}
-	if _, err := c.br.Discard(r.ContentLength); err != nil {
-		return &Error{classify(err), err}
-	}
-	return nil
+	return pos, nil
 }
 
 func trim(b []byte) []byte {

@@ -1,0 +1,457 @@
+package client
+
+import (
+	"container/heap"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// A Poller drives many connections from one goroutine, the way wrk does:
+// non-blocking sockets in one epoll set, each connection one request at a
+// time, the next request written as soon as the previous answer is read (a
+// write and a read per request, and a share of one epoll wait), or at the
+// moment its schedule says, slept to within microseconds by epoll_pwait2's
+// nanosecond timeout. Go's own network path costs more per request: a read
+// that finds nothing (EAGAIN) before every answer, the goroutine parked and
+// readied through the runtime's poller, and timers that wake up to a
+// millisecond late.
+//
+// A Driver says when each connection's next request is due and books what
+// came back. A Poller and its connections belong to the goroutine that
+// calls Run; Stop is the one method safe from any goroutine.
+type Poller struct {
+	epfd, wake int
+	conns      []*PConn
+	due        dueHeap
+	events     []unix.EpollEvent
+	active     int // connections whose driver has not said done
+	inFlight   int
+	stopped    atomic.Bool
+	closed     bool
+}
+
+// A Driver schedules and books one Poller's requests. Its methods run on
+// the Poller's goroutine.
+type Driver interface {
+	// Next says when connection c's next request is due: at the start, and
+	// after each request ended (now is when). ok false: c is done.
+	Next(c *PConn, now time.Time) (due time.Time, ok bool)
+	// Send is told that c's request is leaving now (a driver may Retarget c).
+	Send(c *PConn, now time.Time)
+	// Done books one request of c: the answer in r when err is nil (or of
+	// kind BadStatus), else the failure; ErrInterrupted when Stop cut it.
+	Done(c *PConn, due, sent, end time.Time, r *Response, err error)
+}
+
+// PConn is one keep-alive connection of a Poller.
+type PConn struct {
+	// ID is the caller's: Add numbers connections 0, 1, ... in order.
+	ID      int
+	addr    string
+	req     []byte
+	timeout time.Duration
+	fd      int
+	buf     []byte
+	r, w    int
+	// Dials counts connections opened, the first one included.
+	Dials int
+
+	busy      bool // a request is in flight
+	head      bool // its head is read; skip bytes of body remain
+	skip      int
+	resp      Response
+	due, sent time.Time
+	deadline  time.Time
+}
+
+// NewPoller makes an empty poller.
+func NewPoller() (*Poller, error) {
+	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	if err != nil {
+		return nil, fmt.Errorf("client: epoll: %w", err)
+	}
+	wake, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
+	if err != nil {
+		unix.Close(epfd)
+		return nil, fmt.Errorf("client: eventfd: %w", err)
+	}
+	p := &Poller{epfd: epfd, wake: wake, events: make([]unix.EpollEvent, 256)}
+	ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: -1}
+	if err := unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, wake, &ev); err != nil {
+		p.Close()
+		return nil, fmt.Errorf("client: epoll: %w", err)
+	}
+	return p, nil
+}
+
+// Add makes a connection (not yet dialled) that sends GET target to addr
+// (host:port) with the given per-request timeout.
+func (p *Poller) Add(addr, target string, timeout time.Duration) *PConn {
+	c := &PConn{ID: len(p.conns), addr: addr, timeout: timeout, fd: -1}
+	c.Retarget(target)
+	p.conns = append(p.conns, c)
+	return c
+}
+
+// Retarget makes the connection's next requests GET target instead (the
+// same server: a path and query).
+func (c *PConn) Retarget(target string) {
+	c.req = []byte("GET " + target + " HTTP/1.1\r\nHost: " + c.addr + "\r\nUser-Agent: bystander\r\n\r\n")
+}
+
+// Dial opens every connection not open yet, in order; the first failure
+// is returned, classified.
+func (p *Poller) Dial() error {
+	for _, c := range p.conns {
+		if err := p.dial(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// dial opens c with Go's dialler (a timeout, and its errors), then takes a
+// duplicate of the socket into the epoll set and closes Go's: the poller
+// reads and writes the descriptor itself.
+func (p *Poller) dial(c *PConn) error {
+	if c.fd >= 0 {
+		return nil
+	}
+	nc, err := net.DialTimeout("tcp", c.addr, c.timeout)
+	if err != nil {
+		return &Error{classify(err), err}
+	}
+	defer nc.Close()
+	tc := nc.(*net.TCPConn)
+	_ = tc.SetNoDelay(true)
+	rc, err := tc.SyscallConn()
+	if err != nil {
+		return &Error{Other, err}
+	}
+	fd := -1
+	if cerr := rc.Control(func(s uintptr) { fd, err = unix.FcntlInt(s, unix.F_DUPFD_CLOEXEC, 0) }); cerr != nil {
+		err = cerr
+	}
+	if err != nil {
+		return &Error{Other, fmt.Errorf("taking the socket: %w", err)}
+	}
+	// The duplicate shares the open file, non-blocking as Go set it.
+	ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLRDHUP, Fd: int32(c.ID)}
+	if err := unix.EpollCtl(p.epfd, unix.EPOLL_CTL_ADD, fd, &ev); err != nil {
+		unix.Close(fd)
+		return &Error{Other, fmt.Errorf("epoll: %w", err)}
+	}
+	c.fd = fd
+	c.Dials++
+	if c.buf == nil {
+		c.buf = make([]byte, 4096)
+	}
+	c.r, c.w = 0, 0
+	return nil
+}
+
+// drop closes c's socket; its next request redials.
+func (p *Poller) drop(c *PConn) {
+	if c.fd < 0 {
+		return
+	}
+	_ = unix.EpollCtl(p.epfd, unix.EPOLL_CTL_DEL, c.fd, nil)
+	unix.Close(c.fd)
+	c.fd = -1
+}
+
+// Stop makes Run return soon, its requests in flight booked as
+// ErrInterrupted. Safe from any goroutine, and more than once.
+func (p *Poller) Stop() {
+	if p.stopped.CompareAndSwap(false, true) {
+		var one = [8]byte{1}
+		_, _ = unix.Write(p.wake, one[:])
+	}
+}
+
+// Close closes every connection and the poller.
+func (p *Poller) Close() {
+	if p.closed {
+		return
+	}
+	p.closed = true
+	for _, c := range p.conns {
+		p.drop(c)
+	}
+	unix.Close(p.wake)
+	unix.Close(p.epfd)
+}
+
+// sweepEvery is how often requests in flight are checked against their
+// deadlines: a timeout is noticed up to this late.
+const sweepEvery = 10 * time.Millisecond
+
+// Run drives every connection until its driver says it is done, or ctx
+// ends or Stop is called (then what is in flight is booked interrupted).
+func (p *Poller) Run(ctx context.Context, d Driver) error {
+	defer context.AfterFunc(ctx, p.Stop)()
+	now := time.Now()
+	p.active = len(p.conns)
+	for _, c := range p.conns {
+		p.next(c, d, now, false)
+	}
+	nextSweep := now.Add(sweepEvery)
+	for p.active > 0 {
+		now = time.Now()
+		for len(p.due) > 0 && !p.due[0].due.After(now) {
+			c := heap.Pop(&p.due).(*PConn)
+			p.send(c, d, c.due)
+			now = time.Now()
+		}
+		if p.active == 0 {
+			break
+		}
+		wait := time.Duration(-1)
+		if len(p.due) > 0 {
+			wait = max(p.due[0].due.Sub(now), 0)
+		}
+		if p.inFlight > 0 {
+			if now.After(nextSweep) {
+				p.sweep(d, now)
+				nextSweep = now.Add(sweepEvery)
+				continue
+			}
+			if s := nextSweep.Sub(now); wait < 0 || s < wait {
+				wait = s
+			}
+		}
+		n, err := epollWait(p.epfd, p.events, wait)
+		if err != nil {
+			if errors.Is(err, unix.EINTR) {
+				continue
+			}
+			return fmt.Errorf("client: epoll: %w", err)
+		}
+		for _, ev := range p.events[:n] {
+			if ev.Fd < 0 {
+				p.interrupt(d)
+				return nil
+			}
+			p.readable(p.conns[ev.Fd], d)
+		}
+	}
+	return nil
+}
+
+// next asks the driver for c's next due time: at once or later, or never.
+// Only after an answer is a request due now sent at once; after a failure
+// it waits for Run's next turn (a driver that asks again at once for a dead
+// server makes Run spin, never recurse).
+func (p *Poller) next(c *PConn, d Driver, now time.Time, answered bool) {
+	due, ok := d.Next(c, now)
+	if !ok {
+		p.active--
+		return
+	}
+	c.due = due
+	if answered && !due.After(now) {
+		p.send(c, d, due)
+		return
+	}
+	heap.Push(&p.due, c)
+}
+
+// send writes c's request (dialling first if its socket was closed).
+func (p *Poller) send(c *PConn, d Driver, due time.Time) {
+	c.due = due
+	now := time.Now()
+	c.sent = now
+	d.Send(c, now)
+	if c.fd < 0 {
+		if err := p.dial(c); err != nil {
+			p.end(c, d, now, nil, err)
+			return
+		}
+		now = time.Now()
+	}
+	c.sent, c.busy, c.head = now, true, false
+	c.deadline = now.Add(c.timeout)
+	p.inFlight++
+	n, err := unix.Write(c.fd, c.req)
+	if err == nil && n < len(c.req) {
+		// One request at a time: the socket's send buffer holds it whole
+		// unless something is badly wrong.
+		err = io.ErrShortWrite
+	}
+	if err != nil {
+		p.fail(c, d, err)
+	}
+}
+
+// readable reads what c's socket holds and books the answer once whole.
+func (p *Poller) readable(c *PConn, d Driver) {
+	for c.fd >= 0 {
+		if !c.head || c.w > c.r {
+			c.buf, c.r, c.w = room(c.buf, c.r, c.w)
+		} else {
+			c.r, c.w = 0, 0 // skipping a body: read over what was skipped
+		}
+		space := len(c.buf) - c.w
+		n, err := unix.Read(c.fd, c.buf[c.w:])
+		if err != nil {
+			if err == unix.EAGAIN || err == unix.EINTR {
+				return
+			}
+			p.fail(c, d, err)
+			return
+		}
+		if n == 0 {
+			p.fail(c, d, io.EOF)
+			return
+		}
+		if !c.busy {
+			// Bytes nobody asked for: the connection is not usable.
+			p.drop(c)
+			return
+		}
+		c.w += n
+		if !p.parse(c, d) {
+			return
+		}
+		if n < space {
+			return // drained: the next bytes are the next event's
+		}
+	}
+}
+
+// parse books c's answer when the buffer holds it whole, reporting whether
+// to go on reading.
+func (p *Poller) parse(c *PConn, d Driver) bool {
+	if !c.head {
+		n, err := parseHead(c.buf[c.r:c.w], &c.resp)
+		if err != nil {
+			p.fail(c, d, err)
+			return false
+		}
+		if n == 0 {
+			return true
+		}
+		c.r += n
+		c.head, c.skip = true, c.resp.ContentLength
+	}
+	have := c.w - c.r
+	if have < c.skip {
+		c.skip -= have
+		c.r = c.w
+		return true
+	}
+	c.r += c.skip
+	c.skip = 0
+	now := time.Now()
+	c.busy = false
+	p.inFlight--
+	r := &c.resp
+	var err error
+	if r.Status < 200 || r.Status > 299 {
+		err = &Error{BadStatus, fmt.Errorf("status %d", r.Status)}
+	}
+	if r.Close {
+		p.drop(c)
+	}
+	p.end(c, d, now, r, err)
+	return false
+}
+
+// fail ends c's request in flight with err (or, idle, just closes c).
+func (p *Poller) fail(c *PConn, d Driver, err error) {
+	p.drop(c)
+	if !c.busy {
+		return
+	}
+	c.busy = false
+	p.inFlight--
+	var ce *Error
+	if !errors.As(err, &ce) && err != ErrInterrupted {
+		err = &Error{classify(err), err}
+	}
+	p.end(c, d, time.Now(), nil, err)
+}
+
+// end books c's request and asks for the next one.
+func (p *Poller) end(c *PConn, d Driver, now time.Time, r *Response, err error) {
+	if r == nil {
+		r = &c.resp
+		*r = Response{Loop: -1, ContinuationLoop: -1, HandlerStart: -1, ContinuationStart: -1, BlockedNs: -1, QueuedNs: -1, ContentLength: -1}
+	}
+	d.Done(c, c.due, c.sent, now, r, err)
+	if err == ErrInterrupted {
+		return
+	}
+	p.next(c, d, now, err == nil || KindOf(err) == BadStatus)
+}
+
+// sweep fails the requests in flight past their deadlines.
+func (p *Poller) sweep(d Driver, now time.Time) {
+	for _, c := range p.conns {
+		if c.busy && c.timeout > 0 && now.After(c.deadline) {
+			p.fail(c, d, os.ErrDeadlineExceeded)
+		}
+	}
+}
+
+// interrupt books every request in flight as interrupted.
+func (p *Poller) interrupt(d Driver) {
+	for _, c := range p.conns {
+		if c.busy {
+			p.drop(c)
+			c.busy = false
+			p.inFlight--
+			d.Done(c, c.due, c.sent, time.Now(), &c.resp, ErrInterrupted)
+		}
+	}
+}
+
+// pwait2 is whether epoll_pwait2 (Linux 5.11) is there: a timeout in
+// nanoseconds. Without it the wait is epoll_wait's in whole milliseconds,
+// rounded up (late by up to a millisecond, never early).
+var pwait2 atomic.Int32 // 0 unknown, 1 yes, 2 no
+
+func epollWait(epfd int, events []unix.EpollEvent, d time.Duration) (int, error) {
+	if d >= 0 && pwait2.Load() != 2 {
+		ts := unix.NsecToTimespec(int64(d))
+		n, _, errno := unix.Syscall6(unix.SYS_EPOLL_PWAIT2, uintptr(epfd), uintptr(unsafe.Pointer(&events[0])), uintptr(len(events)),
+			uintptr(unsafe.Pointer(&ts)), 0, 0)
+		if errno != unix.ENOSYS {
+			pwait2.Store(1)
+			if errno != 0 {
+				return 0, errno
+			}
+			return int(n), nil
+		}
+		pwait2.Store(2)
+	}
+	ms := -1
+	if d >= 0 {
+		ms = int((d + time.Millisecond - 1) / time.Millisecond)
+	}
+	return unix.EpollWait(epfd, events, ms)
+}
+
+// dueHeap orders connections waiting for their due time.
+type dueHeap []*PConn
+
+func (h dueHeap) Len() int           { return len(h) }
+func (h dueHeap) Less(i, j int) bool { return h[i].due.Before(h[j].due) }
+func (h dueHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *dueHeap) Push(x any)        { *h = append(*h, x.(*PConn)) }
+func (h *dueHeap) Pop() any {
+	old := *h
+	c := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	return c
+}

@@ -1,0 +1,388 @@
+package client
+
+import (
+	"context"
+	"io"
+	"net"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// echoServer answers every request on every connection with ans, reading
+// until each request's blank line (requests may come split or together).
+func echoServer(t *testing.T, ans string) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				buf := make([]byte, 4096)
+				var pending []byte
+				for {
+					n, err := c.Read(buf)
+					if err != nil {
+						return
+					}
+					pending = append(pending, buf[:n]...)
+					for {
+						i := strings.Index(string(pending), "\r\n\r\n")
+						if i < 0 {
+							break
+						}
+						pending = pending[i+4:]
+						if _, err := io.WriteString(c, ans); err != nil {
+							return
+						}
+					}
+				}
+			}()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+// book is a driver for tests: each connection sends n requests back to
+// back (or on a schedule every `every`), and every end is kept.
+type book struct {
+	n      int
+	every  time.Duration
+	start  time.Time
+	sent   []int
+	ends   []booked
+	onDone func(c *PConn, err error)
+}
+
+type booked struct {
+	conn            int
+	due, sent, done time.Time
+	r               Response
+	err             error
+}
+
+func (b *book) Next(c *PConn, now time.Time) (time.Time, bool) {
+	for len(b.sent) <= c.ID {
+		b.sent = append(b.sent, 0)
+	}
+	if b.sent[c.ID] >= b.n {
+		return time.Time{}, false
+	}
+	k := b.sent[c.ID]
+	b.sent[c.ID]++
+	if b.every > 0 {
+		return b.start.Add(time.Duration(k) * b.every), true
+	}
+	return now, true
+}
+
+func (b *book) Send(*PConn, time.Time) {}
+
+func (b *book) Done(c *PConn, due, sent, done time.Time, r *Response, err error) {
+	b.ends = append(b.ends, booked{c.ID, due, sent, done, *r, err})
+	if b.onDone != nil {
+		b.onDone(c, err)
+	}
+}
+
+func newPoller(t *testing.T) *Poller {
+	t.Helper()
+	p, err := NewPoller()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	return p
+}
+
+// TestPollerClosedLoop: many connections, each its requests back to back,
+// every answer read whole (a body larger than the buffer too), one dial each.
+func TestPollerClosedLoop(t *testing.T) {
+	for _, body := range []int{5, 100000} {
+		ans := "HTTP/1.1 200 OK\r\nX-Loop: 3\r\nX-Blocked-Ns: 5070000\r\nContent-Length: " + itoa(body) + "\r\n\r\n" + strings.Repeat("b", body)
+		addr := echoServer(t, ans)
+		p := newPoller(t)
+		for range 8 {
+			p.Add(addr, "/fast", 5*time.Second)
+		}
+		if err := p.Dial(); err != nil {
+			t.Fatal(err)
+		}
+		b := &book{n: 50}
+		if err := p.Run(context.Background(), b); err != nil {
+			t.Fatal(err)
+		}
+		if len(b.ends) != 8*50 {
+			t.Fatalf("body %d: %d requests booked, want %d", body, len(b.ends), 8*50)
+		}
+		for _, e := range b.ends {
+			if e.err != nil || e.r.Status != 200 || e.r.Loop != 3 || e.r.BlockedNs != 5070000 || e.r.ContentLength != body {
+				t.Fatalf("body %d: %+v", body, e)
+			}
+			if e.sent.Before(e.due) || e.done.Before(e.sent) {
+				t.Fatalf("body %d: times out of order: %+v", body, e)
+			}
+		}
+		for _, c := range p.conns {
+			if c.Dials != 1 {
+				t.Fatalf("body %d: connection %d dialled %d times", body, c.ID, c.Dials)
+			}
+		}
+	}
+}
+
+func itoa(n int) string {
+	if n == 0 {
+		return "0"
+	}
+	var b []byte
+	for ; n > 0; n /= 10 {
+		b = append([]byte{byte('0' + n%10)}, b...)
+	}
+	return string(b)
+}
+
+// TestPollerSchedule: requests on a schedule leave at their due time,
+// never before, and every due request is booked once with its due time.
+func TestPollerSchedule(t *testing.T) {
+	addr := echoServer(t, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+	p := newPoller(t)
+	for range 3 {
+		p.Add(addr, "/fast", 5*time.Second)
+	}
+	if err := p.Dial(); err != nil {
+		t.Fatal(err)
+	}
+	b := &book{n: 20, every: 5 * time.Millisecond, start: time.Now().Add(10 * time.Millisecond)}
+	if err := p.Run(context.Background(), b); err != nil {
+		t.Fatal(err)
+	}
+	if len(b.ends) != 60 {
+		t.Fatalf("%d booked, want 60", len(b.ends))
+	}
+	seen := map[[2]int64]bool{}
+	for _, e := range b.ends {
+		if e.err != nil {
+			t.Fatal(e.err)
+		}
+		if e.sent.Before(e.due) {
+			t.Fatalf("sent %s before its due time", e.due.Sub(e.sent))
+		}
+		k := [2]int64{int64(e.conn), e.due.UnixNano()}
+		if seen[k] {
+			t.Fatalf("due time booked twice: %+v", e)
+		}
+		seen[k] = true
+	}
+}
+
+// TestPollerErrorKinds: every failure the blocking client classifies, the
+// poller classifies the same, and the connection is redialled after it.
+func TestPollerErrorKinds(t *testing.T) {
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	dead := ln.Addr().String()
+	ln.Close()
+	cases := []struct {
+		name string
+		addr string
+		want Kind
+	}{
+		{"closed", rawServer(t, func(net.Conn) {}), Closed},
+		{"reset", rawServer(t, func(c net.Conn) { c.(*net.TCPConn).SetLinger(0) }), Reset},
+		{"timeout", rawServer(t, func(net.Conn) { time.Sleep(time.Second) }), Timeout},
+		{"garbage", rawServer(t, func(c net.Conn) { io.WriteString(c, "SSH-2.0-OpenSSH\r\n\r\n") }), Malformed},
+		{"no length", rawServer(t, func(c net.Conn) { io.WriteString(c, "HTTP/1.1 200 OK\r\n\r\n") }), Malformed},
+		{"bad header", rawServer(t, func(c net.Conn) { io.WriteString(c, "HTTP/1.1 200 OK\r\nX-Loop: two\r\nContent-Length: 0\r\n\r\n") }), Malformed},
+		{"chunked", rawServer(t, func(c net.Conn) { io.WriteString(c, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n") }), Malformed},
+		{"short body", rawServer(t, func(c net.Conn) { io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc") }), Closed},
+		{"huge head", rawServer(t, func(c net.Conn) {
+			io.WriteString(c, "HTTP/1.1 200 OK\r\nX-Pad: "+strings.Repeat("a", MaxHead)+"\r\nContent-Length: 0\r\n\r\n")
+		}), Malformed},
+		{"404", rawServer(t, func(c net.Conn) { io.WriteString(c, "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n") }), BadStatus},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newPoller(t)
+			p.Add(tc.addr, "/fast", 300*time.Millisecond)
+			if err := p.Dial(); err != nil {
+				t.Fatal(err)
+			}
+			b := &book{n: 2}
+			if err := p.Run(context.Background(), b); err != nil {
+				t.Fatal(err)
+			}
+			if len(b.ends) != 2 {
+				t.Fatalf("%d booked, want 2", len(b.ends))
+			}
+			if e := b.ends[0]; KindOf(e.err) != tc.want {
+				t.Fatalf("kind %q (%v), want %q", KindOf(e.err), e.err, tc.want)
+			}
+			// A failure closes the connection, so the second request goes
+			// on a new one, and fails the same; a 404 keeps its connection
+			// (the second request then finds it closed by rawServer: closed,
+			// or reset when the close came after the request arrived).
+			want, dials := []Kind{tc.want}, 2
+			if tc.want == BadStatus {
+				want, dials = []Kind{Closed, Reset}, 1
+			}
+			if e := b.ends[1]; !slices.Contains(want, KindOf(e.err)) {
+				t.Fatalf("second: kind %q (%v), want one of %q", KindOf(e.err), e.err, want)
+			}
+			if d := p.conns[0].Dials; d != dials {
+				t.Fatalf("%d dials, want %d", d, dials)
+			}
+		})
+	}
+	t.Run("refused", func(t *testing.T) {
+		p := newPoller(t)
+		p.Add(dead, "/fast", 300*time.Millisecond)
+		if err := p.Dial(); KindOf(err) != Refused {
+			t.Fatalf("dial: %v, want refused", err)
+		}
+		b := &book{n: 3}
+		if err := p.Run(context.Background(), b); err != nil {
+			t.Fatal(err)
+		}
+		if len(b.ends) != 3 || KindOf(b.ends[2].err) != Refused {
+			t.Fatalf("%+v", b.ends)
+		}
+	})
+}
+
+// TestPollerStop: Stop (or the context's end) cuts the requests in flight,
+// booked as interrupted, and Run returns at once.
+func TestPollerStop(t *testing.T) {
+	addr := rawServer(t, func(net.Conn) { time.Sleep(5 * time.Second) })
+	p := newPoller(t)
+	for range 4 {
+		p.Add(addr, "/fast", time.Minute)
+	}
+	if err := p.Dial(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(50*time.Millisecond, cancel)
+	b := &book{n: 5}
+	start := time.Now()
+	if err := p.Run(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > 4*time.Second {
+		t.Fatalf("Run returned %s after the cancel", d)
+	}
+	if len(b.ends) != 4 {
+		t.Fatalf("%d booked, want the 4 in flight", len(b.ends))
+	}
+	for _, e := range b.ends {
+		if e.err != ErrInterrupted {
+			t.Fatalf("%v, want interrupted", e.err)
+		}
+	}
+}
+
+// TestPollerAllocs: requests after the first allocate nothing (the server
+// here is a plain loop over a fixed answer, so that its allocations are
+// not counted).
+func TestPollerAllocs(t *testing.T) {
+	ans := []byte("HTTP/1.1 200 OK\r\nX-Loop: 1\r\nContent-Length: 5\r\n\r\nfast\n")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		sc, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer sc.Close()
+		buf := make([]byte, 4096)
+		for {
+			if _, err := sc.Read(buf); err != nil {
+				return
+			}
+			if _, err := sc.Write(ans); err != nil {
+				return
+			}
+		}
+	}()
+	addr := ln.Addr().String()
+	p := newPoller(t)
+	p.Add(addr, "/fast", 5*time.Second)
+	if err := p.Dial(); err != nil {
+		t.Fatal(err)
+	}
+	var n atomic.Int64
+	run := func(k int) {
+		b := &counter{n: k, count: &n}
+		if err := p.Run(context.Background(), b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run(10)
+	allocs := testing.AllocsPerRun(3, func() { run(1000) })
+	if allocs > 20 { // Run's own few (its context hook), not one per request
+		t.Errorf("%v allocations for 1000 requests", allocs)
+	}
+	if n.Load() < 3010 {
+		t.Fatalf("%d answered", n.Load())
+	}
+}
+
+type counter struct {
+	n     int
+	left  int
+	count *atomic.Int64
+	init  bool
+}
+
+func (c *counter) Next(_ *PConn, now time.Time) (time.Time, bool) {
+	if !c.init {
+		c.left, c.init = c.n, true
+	}
+	c.left--
+	return now, c.left >= 0
+}
+func (c *counter) Send(*PConn, time.Time) {}
+func (c *counter) Done(_ *PConn, _, _, _ time.Time, _ *Response, err error) {
+	if err == nil {
+		c.count.Add(1)
+	}
+}
+
+// FuzzParseHead: whatever bytes come, parsing never panics, a head found
+// is inside the bytes, and the same bytes cut short are never read as a
+// different whole head.
+func FuzzParseHead(f *testing.F) {
+	f.Add([]byte("HTTP/1.1 200 OK\r\nX-Loop: 1\r\nContent-Length: 5\r\n\r\nfast\n"))
+	f.Add([]byte("HTTP/1.0 404 Not Found\nConnection: close\nContent-Length: 0\n\n"))
+	f.Add([]byte("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"))
+	f.Add([]byte("HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var r Response
+		n, err := parseHead(b, &r)
+		if n < 0 || n > len(b) || (err != nil && n != 0) {
+			t.Fatalf("n %d err %v for %d bytes", n, err, len(b))
+		}
+		if n > 0 {
+			if r.ContentLength < 0 || r.Status < 0 {
+				t.Fatalf("head of %d bytes read as %+v", n, r)
+			}
+			for k := range n {
+				if m, err := parseHead(b[:k], &r); err == nil && m != 0 {
+					t.Fatalf("a head of %d bytes found in the first %d of a head of %d", m, k, n)
+				}
+			}
+		}
+	})
+}
