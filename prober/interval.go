@@ -4,11 +4,9 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"sync"
 	"time"
 
 	"github.com/bystander-kit/bystander/internal/hist"
-	"github.com/bystander-kit/bystander/internal/pace"
 	"github.com/bystander-kit/bystander/internal/proc"
 	"github.com/bystander-kit/bystander/internal/ready"
 	"github.com/bystander-kit/bystander/internal/results"
@@ -20,11 +18,12 @@ import (
 // warm-up, so with the load's --start-at and --warmup the window is the
 // load's measured window.
 func runInterval(ctx context.Context, o options) (*results.Result, error) {
-	pcs, done, err := dialAll(ctx, o)
+	ps, err := dialAll(ctx, o)
 	if err != nil {
 		return nil, err
 	}
-	defer done()
+	defer ps.close()
+	pcs := ps.pcs
 	if o.readyFile != "" {
 		if err := ready.Write(o.readyFile, ready.File{Conns: len(pcs), Line: fmt.Sprintf("prober: ready: %d connection(s) open", len(pcs))}); err != nil {
 			return nil, fmt.Errorf("prober: --ready-file: %w", err)
@@ -37,14 +36,19 @@ func runInterval(ctx context.Context, o options) (*results.Result, error) {
 	res.StartLateNs = int64(o.startAt.Late(start))
 	cpu0 := proc.Self()
 
-	var mu sync.Mutex
 	corrected, uncorrected, lag := hist.New(), hist.New(), hist.New()
 	pr := &results.Probe{WindowNs: int64(o.duration), Timeline: []results.ProbePoint{}}
-	forEach(pcs, func(p *probeConn) {
+	scheds := make([]*schedule, len(pcs))
+	jobs := make([]job, len(pcs))
+	for i, p := range pcs {
 		phase := time.Duration(int64(o.interval) * int64(p.id) / int64(o.conns))
-		s := probeSchedule(ctx, p, start, from, end, phase, o.interval, 0, pace.Until)
-		mu.Lock()
-		defer mu.Unlock()
+		scheds[i] = newSchedule(p, start, from, end, phase, o.interval, 0)
+		jobs[i] = scheds[i]
+	}
+	if err := ps.run(jobs); err != nil {
+		return nil, err
+	}
+	for _, s := range scheds {
 		corrected.Merge(s.corrected)
 		uncorrected.Merge(s.uncorrected)
 		lag.Merge(s.lag)
@@ -54,7 +58,7 @@ func runInterval(ctx context.Context, o options) (*results.Result, error) {
 		pr.Failed += s.failed
 		pr.Censored += s.censored
 		pr.Late += s.late
-	})
+	}
 	cpu := proc.Self().CPUNs() - cpu0.CPUNs()
 	sort.SliceStable(pr.Timeline, func(a, b int) bool { return pr.Timeline[a].DueUs < pr.Timeline[b].DueUs })
 	pr.Corrected, pr.Uncorrected, pr.SendLag = corrected.Summary(), uncorrected.Summary(), lag.Summary()

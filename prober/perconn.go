@@ -6,12 +6,10 @@ import (
 	"io"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/bystander-kit/bystander/internal/client"
 	"github.com/bystander-kit/bystander/internal/hist"
-	"github.com/bystander-kit/bystander/internal/pace"
 	"github.com/bystander-kit/bystander/internal/proc"
 	"github.com/bystander-kit/bystander/internal/ready"
 	"github.com/bystander-kit/bystander/internal/results"
@@ -29,12 +27,13 @@ import (
 // It records what it saw; which connections stalled is the stall
 // package's verdict, printed here and computed again wherever it is shown.
 func runPerConn(ctx context.Context, o options, stdout io.Writer) (*results.Result, error) {
-	pcs, done, err := dialAll(ctx, o)
+	ps, err := dialAll(ctx, o)
 	if err != nil {
 		return nil, err
 	}
-	defer done()
-	base, err := place(pcs)
+	defer ps.close()
+	pcs := ps.pcs
+	base, err := place(ps)
 	if err != nil {
 		return nil, err
 	}
@@ -68,10 +67,15 @@ func runPerConn(ctx context.Context, o options, stdout io.Writer) (*results.Resu
 	res := results.New("prober", "perconn", start, params(o))
 	cpu0 := proc.Self()
 	scheds := make([]*schedule, len(pcs))
-	forEach(pcs, func(p *probeConn) {
+	jobs := make([]job, len(pcs))
+	for i, p := range pcs {
 		phase := time.Duration(int64(o.interval) * int64(p.id) / int64(len(pcs)))
-		scheds[p.id] = probeSchedule(ctx, p, start, from, end, phase, o.interval, o.delay, pace.Sleep)
-	})
+		scheds[i] = newSchedule(p, start, from, end, phase, o.interval, o.delay)
+		jobs[i] = scheds[i]
+	}
+	if err := ps.run(jobs); err != nil {
+		return nil, err
+	}
 	pc := &results.PerConn{IntervalNs: int64(o.interval), DelayNs: int64(o.delay), BaselineUs: float64(baseline) / 1e3,
 		QuickestPlacingUs: float64(quickest) / 1e3, PlacedConcurrently: true, Spread: sp}
 	var sent int64
@@ -101,35 +105,45 @@ const baselineRequests = 6
 // server already loaded (a loop held by someone else's calls) costs the
 // placing one wait, not one per request; it returns the latencies of all
 // but each connection's first (which may pay for the connection's setup).
-func place(pcs []*probeConn) (*hist.H, error) {
-	hs := make([]*hist.H, len(pcs))
-	errs := make([]error, len(pcs))
-	var wg sync.WaitGroup
-	for i, p := range pcs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			hs[i] = hist.New()
-			for n := range baselineRequests {
-				var r client.Response
-				t := time.Now()
-				if err := p.do(&r); err != nil {
-					errs[i] = fmt.Errorf("prober: connection %d: placing request %d failed, so its loop is unknown: %w", p.id, n+1, err)
-					return
-				}
-				if n > 0 {
-					hs[i].Record(time.Since(t))
-				}
-			}
-		}()
+func place(ps *probers) (*hist.H, error) {
+	pls := make([]*placing, len(ps.pcs))
+	jobs := make([]job, len(ps.pcs))
+	for i, p := range ps.pcs {
+		pls[i] = &placing{p: p, h: hist.New()}
+		jobs[i] = pls[i]
 	}
-	wg.Wait()
+	if err := ps.run(jobs); err != nil {
+		return nil, err
+	}
 	all := hist.New()
-	for i := range pcs {
-		if errs[i] != nil {
-			return nil, errs[i]
+	for _, pl := range pls {
+		if pl.err != nil {
+			return nil, pl.err
 		}
-		all.Merge(hs[i])
+		all.Merge(pl.h)
 	}
 	return all, nil
+}
+
+// placing is one connection's placing requests, back to back (a job).
+type placing struct {
+	p   *probeConn
+	n   int // requests answered
+	h   *hist.H
+	err error
+}
+
+func (pl *placing) next(now time.Time) (time.Time, bool) {
+	return now, pl.err == nil && pl.n < baselineRequests
+}
+
+func (pl *placing) done(_, sent, fin time.Time, _ *client.Response, err error) {
+	if err != nil {
+		pl.err = fmt.Errorf("prober: connection %d: placing request %d failed, so its loop is unknown: %w", pl.p.id, pl.n+1, err)
+		return
+	}
+	if pl.n > 0 {
+		pl.h.Record(fin.Sub(sent))
+	}
+	pl.n++
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"time"
 
 	"github.com/bystander-kit/bystander/internal/client"
@@ -14,8 +13,14 @@ import (
 // count as on time.
 const lateAfter = time.Millisecond
 
-// schedule is what one connection saw of its due probes.
+// schedule probes one connection at t0 + phase + k x interval (a job) and
+// keeps what it saw of its due probes.
 type schedule struct {
+	p                           *probeConn
+	t0, from, end               time.Time
+	phase, interval             time.Duration
+	delay                       time.Duration
+	k                           int
 	points                      []results.ProbePoint
 	corrected, uncorrected, lag *hist.H
 	// serverWait is what the server made each answered probe wait, from
@@ -42,11 +47,11 @@ func serverWait(r *client.Response, sent time.Time, delay time.Duration) (time.D
 	return max(w, 0), true
 }
 
-// probeSchedule probes one connection at t0 + phase + k x interval for
-// every due time in [from, end), whatever happened before: a probe that
-// could not be sent on time (the previous one had not come back) is sent
-// as soon as it can and timed from its due time, which is the bystander's
-// real wait and what a prober timing from the send would hide.
+// newSchedule probes p at t0 + phase + k x interval for every due time in
+// [from, end), whatever happened before: a probe that could not be sent on
+// time (the previous one had not come back) is sent as soon as it can and
+// timed from its due time, which is the bystander's real wait and what a
+// prober timing from the send would hide.
 //
 // Every due probe is accounted for. One answered inside the window counts
 // its latency from due (corrected) and from its send (uncorrected); one
@@ -54,75 +59,79 @@ func serverWait(r *client.Response, sent time.Time, delay time.Duration) (time.D
 // (in flight, or never sent because those before it were held up) is
 // censored: it counts in corrected at its wait so far, end - due, a lower
 // bound, so a saturated bystander's percentiles are never those of the
-// lucky few that got through.
-//
-// wait is how it waits for a due time: pace.Until, within a tenth of a
-// millisecond, for the /fast bystander's one probe every 50 ms; pace.Sleep,
-// within about a millisecond and costing nothing meanwhile, for the
-// per-connection prober's twelve every 10 ms, whose verdict is judged from
-// the server's own timestamps and does not depend on when a probe left.
-func probeSchedule(ctx context.Context, p *probeConn, t0, from, end time.Time, phase, interval, delay time.Duration,
-	wait func(context.Context, time.Time) bool) *schedule {
-	s := &schedule{corrected: hist.New(), uncorrected: hist.New(), lag: hist.New(), serverWait: hist.New()}
-	k := 0
+// lucky few that got through. A probe leaves at its due time, a few tens
+// of microseconds late on an idle machine (the poller's wait is in
+// nanoseconds); the per-connection verdict is judged from the server's own
+// timestamps in any case and does not depend on when a probe left.
+func newSchedule(p *probeConn, t0, from, end time.Time, phase, interval, delay time.Duration) *schedule {
+	s := &schedule{p: p, t0: t0, from: from, end: end, phase: phase, interval: interval, delay: delay,
+		corrected: hist.New(), uncorrected: hist.New(), lag: hist.New(), serverWait: hist.New()}
 	if first := t0.Add(phase); first.Before(from) {
-		k = int((from.Sub(first) + interval - 1) / interval)
-	}
-	dueAt := func(k int) time.Time { return t0.Add(phase + time.Duration(k)*interval) }
-	censor := func(due, sent time.Time) {
-		pt := results.ProbePoint{Conn: p.id, Loop: p.loop, DueUs: usSince(t0, due), DoneUs: usSince(t0, end), Censored: true}
-		if !sent.IsZero() {
-			pt.SentUs = usSince(t0, sent)
-		}
-		s.points = append(s.points, pt)
-		s.corrected.Record(end.Sub(due))
-		s.censored++
-	}
-	for ; dueAt(k).Before(end); k++ {
-		due := dueAt(k)
-		if ctx.Err() != nil || !wait(ctx, due) {
-			return s // interrupted: the result is partial and says so
-		}
-		s.due++
-		sent := time.Now()
-		if !sent.Before(end) {
-			censor(due, time.Time{})
-			continue
-		}
-		var r client.Response
-		err := p.do(&r)
-		fin := time.Now()
-		if err == client.ErrInterrupted {
-			s.due--
-			return s
-		}
-		s.lag.Record(sent.Sub(due))
-		if sent.Sub(due) > lateAfter {
-			s.late++
-		}
-		if fin.After(end) {
-			censor(due, sent)
-			continue
-		}
-		pt := results.ProbePoint{Conn: p.id, Loop: p.loop, DueUs: usSince(t0, due), SentUs: usSince(t0, sent),
-			DoneUs: usSince(t0, fin), Status: r.Status}
-		ln := live.Probe{Conn: p.id, Loop: p.loop, DueMs: float64(due.Sub(t0)) / 1e6, Ms: float64(fin.Sub(due)) / 1e6, Failed: err != nil}
-		if w, ok := serverWait(&r, sent, delay); ok && err == nil {
-			ln.WaitMs = float64(w) / 1e6
-		}
-		p.live.Write(ln)
-		if err != nil {
-			pt.Error = string(client.KindOf(err))
-			s.failed++
-		} else {
-			s.answered++
-			s.corrected.Record(fin.Sub(due))
-			s.uncorrected.Record(fin.Sub(sent))
-			if w, ok := serverWait(&r, sent, delay); ok {
-				s.serverWait.Record(w)
-			}
-		}
-		s.points = append(s.points, pt)
+		s.k = int((from.Sub(first) + interval - 1) / interval)
 	}
 	return s
+}
+
+func (s *schedule) dueAt(k int) time.Time { return s.t0.Add(s.phase + time.Duration(k)*s.interval) }
+
+func (s *schedule) censor(due, sent time.Time) {
+	pt := results.ProbePoint{Conn: s.p.id, Loop: s.p.loop, DueUs: usSince(s.t0, due), DoneUs: usSince(s.t0, s.end), Censored: true}
+	if !sent.IsZero() {
+		pt.SentUs = usSince(s.t0, sent)
+	}
+	s.points = append(s.points, pt)
+	s.corrected.Record(s.end.Sub(due))
+	s.censored++
+}
+
+// next is the next due time; the ones the window's end overtook while a
+// probe was out are censored unsent.
+func (s *schedule) next(now time.Time) (time.Time, bool) {
+	for ; s.dueAt(s.k).Before(s.end); s.k++ {
+		due := s.dueAt(s.k)
+		if !now.Before(s.end) && !now.Before(due) {
+			s.due++
+			s.censor(due, time.Time{})
+			continue
+		}
+		s.k++
+		return due, true
+	}
+	return time.Time{}, false
+}
+
+func (s *schedule) done(due, sent, fin time.Time, r *client.Response, err error) {
+	if err == client.ErrInterrupted {
+		return // cut short: the result is partial and says so
+	}
+	s.due++
+	s.lag.Record(sent.Sub(due))
+	if sent.Sub(due) > lateAfter {
+		s.late++
+	}
+	if fin.After(s.end) {
+		s.censor(due, sent)
+		return
+	}
+	p := s.p
+	pt := results.ProbePoint{Conn: p.id, Loop: p.loop, DueUs: usSince(s.t0, due), SentUs: usSince(s.t0, sent),
+		DoneUs: usSince(s.t0, fin), Status: r.Status}
+	ln := live.Probe{Conn: p.id, Loop: p.loop, DueMs: float64(due.Sub(s.t0)) / 1e6, Ms: float64(fin.Sub(due)) / 1e6, Failed: err != nil}
+	w, ok := serverWait(r, sent, s.delay)
+	if ok && err == nil {
+		ln.WaitMs = float64(w) / 1e6
+	}
+	p.live.Write(ln)
+	if err != nil {
+		pt.Error = string(client.KindOf(err))
+		s.failed++
+	} else {
+		s.answered++
+		s.corrected.Record(fin.Sub(due))
+		s.uncorrected.Record(fin.Sub(sent))
+		if ok {
+			s.serverWait.Record(w)
+		}
+	}
+	s.points = append(s.points, pt)
 }

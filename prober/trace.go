@@ -3,12 +3,10 @@ package main
 import (
 	"context"
 	"sort"
-	"sync"
 	"time"
 
 	"github.com/bystander-kit/bystander/internal/client"
 	"github.com/bystander-kit/bystander/internal/hist"
-	"github.com/bystander-kit/bystander/internal/pace"
 	"github.com/bystander-kit/bystander/internal/proc"
 	"github.com/bystander-kit/bystander/internal/results"
 )
@@ -25,71 +23,38 @@ import (
 // trace tells where the time went, not how long it was (the probers time
 // that with the monotonic clock).
 func runTrace(ctx context.Context, o options) (*results.Result, error) {
-	pcs, done, err := dialAll(ctx, o)
+	ps, err := dialAll(ctx, o)
 	if err != nil {
 		return nil, err
 	}
-	defer done()
+	defer ps.close()
+	pcs := ps.pcs
 	start := time.Now()
 	from := start.Add(o.warmup)
 	end := from.Add(o.duration)
 	res := results.New("prober", "trace", start, params(o))
 	cpu0 := proc.Self()
-	var mu sync.Mutex
+	tjs := make([]*tracing, len(pcs))
+	jobs := make([]job, len(pcs))
+	for i, p := range pcs {
+		tjs[i] = &tracing{p: p, o: o, start: start, from: from, end: end,
+			acc: hist.New(), late: hist.New(), ret: hist.New(), tot: hist.New()}
+		jobs[i] = tjs[i]
+	}
+	if err := ps.run(jobs); err != nil {
+		return nil, err
+	}
 	var samples []results.TraceSample
 	acc, late, ret, tot := hist.New(), hist.New(), hist.New(), hist.New()
 	var missing int64
-	forEach(pcs, func(p *probeConn) {
-		var mine []results.TraceSample
-		a, l, rt, t := hist.New(), hist.New(), hist.New(), hist.New()
-		var miss int64
-		for k := 0; ctx.Err() == nil; k++ {
-			if o.interval > 0 && !pace.Until(ctx, start.Add(time.Duration(k)*o.interval)) {
-				break
-			}
-			sent := time.Now()
-			if !sent.Before(end) {
-				break
-			}
-			var r client.Response
-			err := p.do(&r)
-			fin := time.Now()
-			if err == client.ErrInterrupted {
-				break
-			}
-			if err != nil || sent.Before(from) {
-				continue
-			}
-			if r.HandlerStart < 0 || r.ContinuationStart < 0 {
-				miss++ // not an /async of the protocol: no spans to draw
-				continue
-			}
-			s := results.TraceSample{
-				Conn: p.id, Loop: p.loop, SentUs: usSince(start, sent),
-				AcceptedUs: float64(r.HandlerStart-sent.UnixNano()) / 1e3,
-				LatenessUs: float64(r.ContinuationStart-r.HandlerStart-int64(o.delay)) / 1e3,
-				ReturnUs:   float64(fin.UnixNano()-r.ContinuationStart) / 1e3,
-				ServerUs:   float64(r.ContinuationStart-r.HandlerStart) / 1e3,
-				TotalUs:    float64(fin.UnixNano()-sent.UnixNano()) / 1e3,
-			}
-			if r.QueuedNs >= 0 {
-				s.QueuedUs = float64(r.QueuedNs) / 1e3
-			}
-			mine = append(mine, s)
-			a.Record(time.Duration(s.AcceptedUs * 1e3))
-			l.Record(time.Duration(s.LatenessUs * 1e3))
-			rt.Record(time.Duration(s.ReturnUs * 1e3))
-			t.Record(time.Duration(s.TotalUs * 1e3))
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		samples = append(samples, mine...)
-		acc.Merge(a)
-		late.Merge(l)
-		ret.Merge(rt)
-		tot.Merge(t)
-		missing += miss
-	})
+	for _, tj := range tjs {
+		samples = append(samples, tj.samples...)
+		acc.Merge(tj.acc)
+		late.Merge(tj.late)
+		ret.Merge(tj.ret)
+		tot.Merge(tj.tot)
+		missing += tj.missing
+	}
 	sort.Slice(samples, func(a, b int) bool { return samples[a].SentUs < samples[b].SentUs })
 	tr := &results.Trace{Accepted: acc.Summary(), Lateness: late.Summary(), Return: ret.Summary(), Total: tot.Summary()}
 	if len(samples) > results.MaxSeriesPoints {
@@ -113,4 +78,56 @@ func runTrace(ctx context.Context, o options) (*results.Result, error) {
 	}
 	res.Finish(time.Now(), interruptedReason(ctx, start, o.warmup+o.duration))
 	return res, nil
+}
+
+// tracing is one connection's traced requests (a job): back to back, or
+// every --interval from the start, until the window's end.
+type tracing struct {
+	p                   *probeConn
+	o                   options
+	start, from, end    time.Time
+	k                   int
+	samples             []results.TraceSample
+	acc, late, ret, tot *hist.H
+	missing             int64
+}
+
+func (tj *tracing) next(now time.Time) (time.Time, bool) {
+	due := now
+	if tj.o.interval > 0 {
+		due = tj.start.Add(time.Duration(tj.k) * tj.o.interval)
+		tj.k++
+	}
+	leaves := due
+	if now.After(due) {
+		leaves = now
+	}
+	return due, leaves.Before(tj.end)
+}
+
+func (tj *tracing) done(_, sent, fin time.Time, r *client.Response, err error) {
+	if err != nil || sent.Before(tj.from) {
+		return
+	}
+	if r.HandlerStart < 0 || r.ContinuationStart < 0 {
+		tj.missing++ // not an /async of the protocol: no spans to draw
+		return
+	}
+	p, o := tj.p, tj.o
+	s := results.TraceSample{
+		Conn: p.id, Loop: p.loop, SentUs: usSince(tj.start, sent),
+		AcceptedUs: float64(r.HandlerStart-sent.UnixNano()) / 1e3,
+		LatenessUs: float64(r.ContinuationStart-r.HandlerStart-int64(o.delay)) / 1e3,
+		ReturnUs:   float64(fin.UnixNano()-r.ContinuationStart) / 1e3,
+		ServerUs:   float64(r.ContinuationStart-r.HandlerStart) / 1e3,
+		TotalUs:    float64(fin.UnixNano()-sent.UnixNano()) / 1e3,
+	}
+	if r.QueuedNs >= 0 {
+		s.QueuedUs = float64(r.QueuedNs) / 1e3
+	}
+	tj.samples = append(tj.samples, s)
+	tj.acc.Record(time.Duration(s.AcceptedUs * 1e3))
+	tj.late.Record(time.Duration(s.LatenessUs * 1e3))
+	tj.ret.Record(time.Duration(s.ReturnUs * 1e3))
+	tj.tot.Record(time.Duration(s.TotalUs * 1e3))
 }

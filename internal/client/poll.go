@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"runtime"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -30,13 +31,18 @@ import (
 // calls Run; Stop is the one method safe from any goroutine.
 type Poller struct {
 	epfd, wake int
-	conns      []*PConn
-	due        dueHeap
-	events     []unix.EpollEvent
-	active     int // connections whose driver has not said done
-	inFlight   int
-	stopped    atomic.Bool
-	closed     bool
+	// With ReadOnSchedule: the sockets' own epoll set (epfd then holds
+	// the wake-up only), and how long after its due time a request's
+	// answer may wait to be read.
+	sockfd   int
+	lazyFor  time.Duration
+	conns    []*PConn
+	due      dueHeap
+	events   []unix.EpollEvent
+	active   int // connections whose driver has not said done
+	inFlight int
+	stopped  atomic.Bool
+	closed   bool
 }
 
 // A Driver schedules and books one Poller's requests. Its methods run on
@@ -65,7 +71,11 @@ type PConn struct {
 	// Dials counts connections opened, the first one included.
 	Dials int
 
-	busy      bool // a request is in flight
+	busy      bool  // a request is in flight
+	stamp     int64 // with ReadOnSchedule: when the last bytes read arrived (the kernel's, Unix ns)
+	msg       unix.Msghdr
+	iov       unix.Iovec
+	oob       []byte
 	head      bool // its head is read; skip bytes of body remain
 	skip      int
 	resp      Response
@@ -84,7 +94,7 @@ func NewPoller() (*Poller, error) {
 		unix.Close(epfd)
 		return nil, fmt.Errorf("client: eventfd: %w", err)
 	}
-	p := &Poller{epfd: epfd, wake: wake, events: make([]unix.EpollEvent, 256)}
+	p := &Poller{epfd: epfd, sockfd: -1, wake: wake, events: make([]unix.EpollEvent, 256)}
 	ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: -1}
 	if err := unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, wake, &ev); err != nil {
 		p.Close()
@@ -100,6 +110,33 @@ func (p *Poller) Add(addr, target string, timeout time.Duration) *PConn {
 	c.Retarget(target)
 	p.conns = append(p.conns, c)
 	return c
+}
+
+// ReadOnSchedule makes Run wake only when a request is due, not when an
+// answer comes: the answers that came meanwhile are read then, each timed
+// by when it reached the socket (the kernel's receive timestamp,
+// SO_TIMESTAMPNS), not by when it was read. A prober with twelve
+// connections each due every 10 ms then wakes 1,200 times a second instead
+// of 2,400; on a virtual machine a wake-up costs about 15 us of CPU
+// (docs/measurements.md). An answer still awaited lazy after its request's
+// due time (the next request of its connection is due by then: give the
+// interval) is read as soon as it comes, so a connection held up is
+// never held further by the poller. Call it before Dial.
+func (p *Poller) ReadOnSchedule(lazy time.Duration) error {
+	if p.sockfd < 0 {
+		fd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+		if err != nil {
+			return fmt.Errorf("client: epoll: %w", err)
+		}
+		ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: -1}
+		if err := unix.EpollCtl(fd, unix.EPOLL_CTL_ADD, p.wake, &ev); err != nil {
+			unix.Close(fd)
+			return fmt.Errorf("client: epoll: %w", err)
+		}
+		p.sockfd = fd
+	}
+	p.lazyFor = lazy
+	return nil
 }
 
 // Retarget makes the connection's next requests GET target instead (the
@@ -145,8 +182,19 @@ func (p *Poller) dial(c *PConn) error {
 		return &Error{Other, fmt.Errorf("taking the socket: %w", err)}
 	}
 	// The duplicate shares the open file, non-blocking as Go set it.
+	set := p.epfd
+	if p.sockfd >= 0 {
+		set = p.sockfd
+		if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1); err != nil {
+			unix.Close(fd)
+			return &Error{Other, fmt.Errorf("SO_TIMESTAMPNS: %w", err)}
+		}
+		if c.oob == nil {
+			c.oob = make([]byte, unix.CmsgSpace(int(unsafe.Sizeof(unix.Timespec{}))))
+		}
+	}
 	ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLRDHUP, Fd: int32(c.ID)}
-	if err := unix.EpollCtl(p.epfd, unix.EPOLL_CTL_ADD, fd, &ev); err != nil {
+	if err := unix.EpollCtl(set, unix.EPOLL_CTL_ADD, fd, &ev); err != nil {
 		unix.Close(fd)
 		return &Error{Other, fmt.Errorf("epoll: %w", err)}
 	}
@@ -164,7 +212,11 @@ func (p *Poller) drop(c *PConn) {
 	if c.fd < 0 {
 		return
 	}
-	_ = unix.EpollCtl(p.epfd, unix.EPOLL_CTL_DEL, c.fd, nil)
+	set := p.epfd
+	if p.sockfd >= 0 {
+		set = p.sockfd
+	}
+	_ = unix.EpollCtl(set, unix.EPOLL_CTL_DEL, c.fd, nil)
 	unix.Close(c.fd)
 	c.fd = -1
 }
@@ -189,6 +241,9 @@ func (p *Poller) Close() {
 	}
 	unix.Close(p.wake)
 	unix.Close(p.epfd)
+	if p.sockfd >= 0 {
+		unix.Close(p.sockfd)
+	}
 }
 
 // sweepEvery is how often requests in flight are checked against their
@@ -205,7 +260,14 @@ func (p *Poller) Run(ctx context.Context, d Driver) error {
 		p.next(c, d, now, false)
 	}
 	nextSweep := now.Add(sweepEvery)
+	shared := runtime.GOMAXPROCS(0) == 1
 	for p.active > 0 {
+		if p.sockfd >= 0 && p.inFlight > 0 {
+			// The answers that came since the last wake.
+			if stop, err := p.poll(p.sockfd, 0, shared, d); stop || err != nil {
+				return err
+			}
+		}
 		now = time.Now()
 		for len(p.due) > 0 && !p.due[0].due.After(now) {
 			c := heap.Pop(&p.due).(*PConn)
@@ -219,7 +281,7 @@ func (p *Poller) Run(ctx context.Context, d Driver) error {
 		if len(p.due) > 0 {
 			wait = max(p.due[0].due.Sub(now), 0)
 		}
-		if p.inFlight > 0 {
+		if p.inFlight > 0 && p.sockfd < 0 {
 			if now.After(nextSweep) {
 				p.sweep(d, now)
 				nextSweep = now.Add(sweepEvery)
@@ -229,22 +291,64 @@ func (p *Poller) Run(ctx context.Context, d Driver) error {
 				wait = s
 			}
 		}
-		n, err := epollWait(p.epfd, p.events, wait)
-		if err != nil {
-			if errors.Is(err, unix.EINTR) {
+		set := p.epfd
+		if p.sockfd >= 0 {
+			// Sleep to the next due time, unless an answer is awaited past
+			// its lazy time: then its coming wakes.
+			set = p.epfd
+			if len(p.due) == 0 {
+				set = p.sockfd
+			}
+			// The scan also finds the next deadline: no periodic sweep.
+			expired := false
+			for _, c := range p.conns {
+				if !c.busy {
+					continue
+				}
+				if c.timeout > 0 {
+					dl := c.deadline.Sub(now)
+					expired = expired || dl <= 0
+					if wait < 0 || dl < wait {
+						wait = max(dl, 0)
+					}
+				}
+				late := c.due.Add(p.lazyFor).Sub(now)
+				if late <= 0 {
+					set = p.sockfd
+				} else if wait < 0 || late < wait {
+					wait = late
+				}
+			}
+			if expired {
+				p.sweep(d, now)
 				continue
 			}
-			return fmt.Errorf("client: epoll: %w", err)
 		}
-		for _, ev := range p.events[:n] {
-			if ev.Fd < 0 {
-				p.interrupt(d)
-				return nil
-			}
-			p.readable(p.conns[ev.Fd], d)
+		if stop, err := p.poll(set, wait, shared, d); stop || err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// poll waits on an epoll set up to wait (0: a look; -1: no limit) and
+// reads what came; stop is Stop's wake-up.
+func (p *Poller) poll(set int, wait time.Duration, shared bool, d Driver) (stop bool, err error) {
+	n, err := epollWait(set, p.events, wait, shared && wait != 0)
+	if err != nil {
+		if errors.Is(err, unix.EINTR) {
+			return false, nil
+		}
+		return false, fmt.Errorf("client: epoll: %w", err)
+	}
+	for _, ev := range p.events[:n] {
+		if ev.Fd < 0 {
+			p.interrupt(d)
+			return true, nil
+		}
+		p.readable(p.conns[ev.Fd], d)
+	}
+	return false, nil
 }
 
 // next asks the driver for c's next due time: at once or later, or never.
@@ -281,7 +385,7 @@ func (p *Poller) send(c *PConn, d Driver, due time.Time) {
 	c.sent, c.busy, c.head = now, true, false
 	c.deadline = now.Add(c.timeout)
 	p.inFlight++
-	n, err := unix.Write(c.fd, c.req)
+	n, err := rawWrite(c.fd, c.req)
 	if err == nil && n < len(c.req) {
 		// One request at a time: the socket's send buffer holds it whole
 		// unless something is badly wrong.
@@ -301,7 +405,13 @@ func (p *Poller) readable(c *PConn, d Driver) {
 			c.r, c.w = 0, 0 // skipping a body: read over what was skipped
 		}
 		space := len(c.buf) - c.w
-		n, err := unix.Read(c.fd, c.buf[c.w:])
+		var n int
+		var err error
+		if p.sockfd >= 0 {
+			n, err = c.recv()
+		} else {
+			n, err = rawRead(c.fd, c.buf[c.w:])
+		}
 		if err != nil {
 			if err == unix.EAGAIN || err == unix.EINTR {
 				return
@@ -352,6 +462,16 @@ func (p *Poller) parse(c *PConn, d Driver) bool {
 	c.r += c.skip
 	c.skip = 0
 	now := time.Now()
+	if p.sockfd >= 0 && c.stamp > 0 {
+		// When the answer's last bytes reached the socket, on the
+		// monotonic clock: now less how long ago that was.
+		if ago := now.UnixNano() - c.stamp; ago > 0 {
+			now = now.Add(-time.Duration(ago))
+		}
+		if now.Before(c.sent) {
+			now = c.sent
+		}
+	}
 	c.busy = false
 	p.inFlight--
 	r := &c.resp
@@ -415,16 +535,88 @@ func (p *Poller) interrupt(d Driver) {
 	}
 }
 
+// The poller's system calls go to the kernel directly (RawSyscall), not
+// through Go's syscall path: that one tells the scheduler the thread may
+// block, and while the poller waits in epoll the runtime's monitor thread
+// then woke every 20 us and handed the processor to a thread that found
+// nothing to do and slept again, a futex and a nanosleep per probe that
+// cost several times what the probe did (measured: docs/measurements.md).
+// Reads and writes are non-blocking; the wait blocks, holding its
+// processor, until an event, its timeout or a signal (the runtime's
+// preemption signal interrupts it with EINTR, and Run goes round again).
+// With a single processor (GOMAXPROCS=1: a process pinned to one CPU) the
+// wait goes through Go's path after all, so that the process's other
+// goroutines are not kept waiting for a preemption every 10 ms.
+
+func rawRead(fd int, b []byte) (int, error) {
+	if len(b) == 0 {
+		return 0, nil
+	}
+	n, _, errno := unix.RawSyscall(unix.SYS_READ, uintptr(fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
+	if errno != 0 {
+		return 0, errno
+	}
+	return int(n), nil
+}
+
+func rawWrite(fd int, b []byte) (int, error) {
+	if len(b) == 0 {
+		return 0, nil
+	}
+	n, _, errno := unix.RawSyscall(unix.SYS_WRITE, uintptr(fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
+	if errno != 0 {
+		return 0, errno
+	}
+	return int(n), nil
+}
+
+// recv reads into c's buffer with recvmsg, keeping the kernel's receive
+// timestamp of the bytes read (c.stamp; 0 when none came with them).
+func (c *PConn) recv() (int, error) {
+	b := c.buf[c.w:]
+	if len(b) == 0 {
+		return 0, nil
+	}
+	c.iov.Base = &b[0]
+	c.iov.SetLen(len(b))
+	c.msg.Iov = &c.iov
+	c.msg.Iovlen = 1
+	c.msg.Control = &c.oob[0]
+	c.msg.SetControllen(len(c.oob))
+	n, _, errno := unix.RawSyscall(unix.SYS_RECVMSG, uintptr(c.fd), uintptr(unsafe.Pointer(&c.msg)), 0)
+	if errno != 0 {
+		return 0, errno
+	}
+	c.stamp = 0
+	if cl := int(c.msg.Controllen); cl >= unix.CmsgLen(0) {
+		h := (*unix.Cmsghdr)(unsafe.Pointer(&c.oob[0]))
+		if h.Level == unix.SOL_SOCKET && h.Type == unix.SO_TIMESTAMPNS && int(h.Len) >= unix.CmsgLen(int(unsafe.Sizeof(unix.Timespec{}))) {
+			ts := (*unix.Timespec)(unsafe.Pointer(&c.oob[unix.CmsgLen(0)]))
+			c.stamp = ts.Nano()
+		}
+	}
+	return int(n), nil
+}
+
 // pwait2 is whether epoll_pwait2 (Linux 5.11) is there: a timeout in
 // nanoseconds. Without it the wait is epoll_wait's in whole milliseconds,
 // rounded up (late by up to a millisecond, never early).
 var pwait2 atomic.Int32 // 0 unknown, 1 yes, 2 no
 
-func epollWait(epfd int, events []unix.EpollEvent, d time.Duration) (int, error) {
-	if d >= 0 && pwait2.Load() != 2 {
-		ts := unix.NsecToTimespec(int64(d))
-		n, _, errno := unix.Syscall6(unix.SYS_EPOLL_PWAIT2, uintptr(epfd), uintptr(unsafe.Pointer(&events[0])), uintptr(len(events)),
-			uintptr(unsafe.Pointer(&ts)), 0, 0)
+func epollWait(epfd int, events []unix.EpollEvent, d time.Duration, shared bool) (int, error) {
+	ev := uintptr(unsafe.Pointer(&events[0]))
+	call := unix.RawSyscall6
+	if shared {
+		call = unix.Syscall6
+	}
+	if pwait2.Load() != 2 {
+		var tsp uintptr // nil: no timeout
+		var ts unix.Timespec
+		if d >= 0 {
+			ts = unix.NsecToTimespec(int64(d))
+			tsp = uintptr(unsafe.Pointer(&ts))
+		}
+		n, _, errno := call(unix.SYS_EPOLL_PWAIT2, uintptr(epfd), ev, uintptr(len(events)), tsp, 0, 0)
 		if errno != unix.ENOSYS {
 			pwait2.Store(1)
 			if errno != 0 {
@@ -438,7 +630,11 @@ func epollWait(epfd int, events []unix.EpollEvent, d time.Duration) (int, error)
 	if d >= 0 {
 		ms = int((d + time.Millisecond - 1) / time.Millisecond)
 	}
-	return unix.EpollWait(epfd, events, ms)
+	n, _, errno := call(unix.SYS_EPOLL_PWAIT, uintptr(epfd), ev, uintptr(len(events)), uintptr(ms), 0, 0)
+	if errno != 0 {
+		return 0, errno
+	}
+	return int(n), nil
 }
 
 // dueHeap orders connections waiting for their due time.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net"
+	"runtime"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -385,4 +386,108 @@ func FuzzParseHead(f *testing.F) {
 			}
 		}
 	})
+}
+
+// heldServer answers each request after hold(conn index, request index).
+func heldServer(t *testing.T, hold func(conn, req int) time.Duration) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for i := 0; ; i++ {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				buf := make([]byte, 4096)
+				for k := 0; ; k++ {
+					if _, err := c.Read(buf); err != nil {
+						return
+					}
+					time.Sleep(hold(i, k))
+					if _, err := io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"); err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+// phased is a schedule per connection: request k of connection i due at
+// start + phase[i] + k x every.
+type phased struct {
+	book
+	phase []time.Duration
+}
+
+func (b *phased) Next(c *PConn, now time.Time) (time.Time, bool) {
+	due, ok := b.book.Next(c, now)
+	return due.Add(b.phase[c.ID]), ok
+}
+
+// TestPollerReadOnSchedule: answers read on the schedule's wake-ups are
+// timed by when they came (never before the server could have sent them,
+// never after they were booked), and a connection whose answer is awaited
+// past its next due time is read, and sent again, when the answer comes,
+// not at another connection's next due time.
+func TestPollerReadOnSchedule(t *testing.T) {
+	const hold = 3 * time.Millisecond
+	addr := heldServer(t, func(conn, req int) time.Duration {
+		if conn == 0 && req == 1 {
+			return 500 * time.Millisecond // connection 0's second answer is held up
+		}
+		return hold
+	})
+	p := newPoller(t)
+	for range 2 {
+		p.Add(addr, "/fast", 5*time.Second)
+	}
+	const every = 400 * time.Millisecond
+	if err := p.ReadOnSchedule(every); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Dial(); err != nil {
+		t.Fatal(err)
+	}
+	b := &phased{book: book{n: 4, every: every, start: time.Now().Add(20 * time.Millisecond)}, phase: []time.Duration{0, 10 * time.Millisecond}}
+	var at []time.Time
+	b.onDone = func(*PConn, error) { at = append(at, time.Now()) }
+	// One processor: the poller's wait then goes through Go's system call
+	// path, which the runtime's preemption signal does not cut short, so
+	// nothing but the poller's own rule wakes it for the held-up answer.
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	if err := p.Run(context.Background(), b); err != nil {
+		t.Fatal(err)
+	}
+	if len(b.ends) != 8 {
+		t.Fatalf("%d booked, want 8", len(b.ends))
+	}
+	var first []booked
+	for i, e := range b.ends {
+		if e.err != nil {
+			t.Fatal(e.err)
+		}
+		if e.done.Sub(e.sent) < hold {
+			t.Fatalf("answer timed %s after its send; the server held it %s", e.done.Sub(e.sent), hold)
+		}
+		if e.done.After(at[i]) {
+			t.Fatalf("answer timed %s after it was booked", e.done.Sub(at[i]))
+		}
+		if e.conn == 0 {
+			first = append(first, e)
+		}
+	}
+	// Connection 0's second answer came about 500 ms after its send, past
+	// its third due time (400 ms later): the third left when it came, not at
+	// connection 1's next due time (310 ms after that).
+	if gap := first[2].sent.Sub(first[1].done); gap > 250*time.Millisecond {
+		t.Fatalf("the held-up connection's next request left %s after its answer came", gap)
+	}
 }

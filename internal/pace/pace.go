@@ -1,7 +1,9 @@
 // Package pace waits until a moment with sub-millisecond accuracy. Go's
 // timers wake through epoll with millisecond timeouts, so time.Sleep alone
-// lands up to a millisecond late; a prober that promises to send within 1 ms
-// of the due time sleeps until just before it and yields the rest.
+// lands up to a millisecond late; Until sleeps until just before the moment
+// and yields the rest, for a moment met once (the load generator's start of
+// its measured window). What waits often (a probe every few milliseconds)
+// waits in the kernel instead: client.Poller's epoll_pwait2.
 package pace
 
 import (
@@ -34,26 +36,6 @@ func Until(ctx context.Context, t time.Time) bool {
 		runtime.Gosched()
 	}
 	return true
-}
-
-// Sleep returns at t or a little after (a timer's lateness, up to about a
-// millisecond), or when ctx is done, reporting whether t was reached. It
-// costs nothing while it waits: for a caller that waits often (twelve
-// connections each probed every 10 ms), Until's last millisecond of
-// yielding would cost more than a core.
-func Sleep(ctx context.Context, t time.Time) bool {
-	d := time.Until(t)
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-timer.C:
-		return true
-	}
 }
 
 // Every calls f with the time, every d, until stop is closed: the servers'

@@ -23,20 +23,3 @@ func TestUntil(t *testing.T) {
 		t.Fatal("reached an hour away with a cancelled context")
 	}
 }
-
-// TestSleep: it returns at the moment or after it, and false when the
-// context ends first.
-func TestSleep(t *testing.T) {
-	at := time.Now().Add(20 * time.Millisecond)
-	if !Sleep(context.Background(), at) || time.Now().Before(at) {
-		t.Fatal("returned before the moment")
-	}
-	if !Sleep(context.Background(), time.Now().Add(-time.Second)) {
-		t.Fatal("a moment passed is reached")
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	if Sleep(ctx, time.Now().Add(time.Hour)) {
-		t.Fatal("an ended context reached the moment")
-	}
-}
