@@ -257,11 +257,13 @@ func watchSwitch(ctx context.Context, path string, ck clock, first time.Duration
 		select {
 		case <-ctx.Done():
 			return
-		case now := <-t.C:
+		case <-t.C:
 			if _, err := os.Stat(path); err != nil {
 				continue
 			}
-			at := max(now.UnixNano(), ck.measure.Add(first).UnixNano())
+			// Now, when the file was seen, not when the tick fell due: a
+			// tick read late would date the switch before the file was made.
+			at := max(time.Now().UnixNano(), ck.measure.Add(first).UnixNano())
 			if cur := ck.switchNs.Load(); at < cur {
 				ck.switchNs.CompareAndSwap(cur, at)
 			}

@@ -94,26 +94,30 @@ func TestThroughputMatchesCeiling(t *testing.T) {
 }
 
 // TestOpenModel: at a fixed rate the generator keeps the schedule, and the
-// corrected latency (from the intended send) is never below the uncorrected.
+// corrected latency (from the intended send) is never below the uncorrected;
+// with the connections dealt over two pollers too.
 func TestOpenModel(t *testing.T) {
 	addr := startServer(t, "../loopserver")
-	o, err := parseFlags([]string{"--target", "http://" + addr + "/fast", "--conc", "4", "--rate", "400", "--duration", "2s", "--warmup", "200ms"}, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := run(context.Background(), o, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l := res.Load
-	if res.Mode != "open" || l.LatencyUncorrected == nil {
-		t.Fatalf("mode %s", res.Mode)
-	}
-	if math.Abs(l.ThroughputPerS-400)/400 > 0.05 {
-		t.Fatalf("%.1f req/s at --rate 400", l.ThroughputPerS)
-	}
-	if l.Latency.P50Us < l.LatencyUncorrected.P50Us || l.Latency.MaxUs < l.LatencyUncorrected.MaxUs {
-		t.Fatalf("corrected %+v below uncorrected %+v", l.Latency, *l.LatencyUncorrected)
+	for _, threads := range []string{"1", "2"} {
+		o, err := parseFlags([]string{"--target", "http://" + addr + "/fast", "--conc", "4", "--rate", "400", "--duration", "2s", "--warmup", "200ms",
+			"--threads", threads}, io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := run(context.Background(), o, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l := res.Load
+		if res.Mode != "open" || l.LatencyUncorrected == nil {
+			t.Fatalf("mode %s", res.Mode)
+		}
+		if math.Abs(l.ThroughputPerS-400)/400 > 0.05 || l.Dials != 4 {
+			t.Fatalf("--threads %s: %.1f req/s at --rate 400, %d dials for 4 connections", threads, l.ThroughputPerS, l.Dials)
+		}
+		if l.Latency.P50Us < l.LatencyUncorrected.P50Us || l.Latency.MaxUs < l.LatencyUncorrected.MaxUs {
+			t.Fatalf("--threads %s: corrected %+v below uncorrected %+v", threads, l.Latency, *l.LatencyUncorrected)
+		}
 	}
 }
 
@@ -197,6 +201,9 @@ func TestFlags(t *testing.T) {
 		{[]string{"--switch-to", "http://127.0.0.1:9999/slow", "--switch-at", "1s", "--duration", "2s"}, false}, // another server
 		{[]string{"--switch-to", "http://127.0.0.1:8081/slow", "--switch-at", "2s", "--duration", "2s"}, false}, // not inside
 		{[]string{"--switch-to", "http://10.1.2.3:8081/slow", "--switch-at", "1s", "--duration", "2s"}, false},  // not loopback
+		{[]string{"--threads", "2"}, true},
+		{[]string{"--threads", "0"}, false},
+		{[]string{"--threads", "65"}, false},
 		{[]string{"--tick", "100ms"}, true},
 		{[]string{"--tick", "1ms"}, false},
 		{[]string{"--tick", "10ms", "--duration", "1h"}, false}, // too many steps

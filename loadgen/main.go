@@ -5,7 +5,9 @@
 //	loadgen --target http://127.0.0.1:8081/slow --conc 64 --duration 8s --warmup 1s --out slow.json
 //
 // Closed model by default: each connection sends its next request when the
-// previous answer arrives. --rate R switches to an open model at R req/s
+// previous answer arrives. The connections are driven as wrk drives them,
+// from one goroutine through an epoll set (client.Poller; --threads for
+// more), a write and a read per request. --rate R switches to an open model at R req/s
 // spread over the connections, with latency measured from each request's
 // intended send time as wrk2 does, and the uncorrected figure beside it.
 //

@@ -260,11 +260,11 @@ func (p *Poller) Run(ctx context.Context, d Driver) error {
 		p.next(c, d, now, false)
 	}
 	nextSweep := now.Add(sweepEvery)
-	shared := runtime.GOMAXPROCS(0) == 1
+	procs := int32(runtime.GOMAXPROCS(0))
 	for p.active > 0 {
 		if p.sockfd >= 0 && p.inFlight > 0 {
 			// The answers that came since the last wake.
-			if stop, err := p.poll(p.sockfd, 0, shared, d); stop || err != nil {
+			if stop, err := p.poll(p.sockfd, 0, procs, d); stop || err != nil {
 				return err
 			}
 		}
@@ -324,7 +324,7 @@ func (p *Poller) Run(ctx context.Context, d Driver) error {
 				continue
 			}
 		}
-		if stop, err := p.poll(set, wait, shared, d); stop || err != nil {
+		if stop, err := p.poll(set, wait, procs, d); stop || err != nil {
 			return err
 		}
 	}
@@ -332,9 +332,20 @@ func (p *Poller) Run(ctx context.Context, d Driver) error {
 }
 
 // poll waits on an epoll set up to wait (0: a look; -1: no limit) and
-// reads what came; stop is Stop's wake-up.
-func (p *Poller) poll(set int, wait time.Duration, shared bool, d Driver) (stop bool, err error) {
-	n, err := epollWait(set, p.events, wait, shared && wait != 0)
+// reads what came; stop is Stop's wake-up. A wait that may block holds its
+// processor only while another is left for the process's other goroutines
+// (procs is GOMAXPROCS): see rawHeld.
+func (p *Poller) poll(set int, wait time.Duration, procs int32, d Driver) (stop bool, err error) {
+	raw := wait == 0
+	if !raw {
+		if rawHeld.Add(1) < procs {
+			raw = true
+			defer rawHeld.Add(-1)
+		} else {
+			rawHeld.Add(-1)
+		}
+	}
+	n, err := epollWait(set, p.events, wait, !raw)
 	if err != nil {
 		if errors.Is(err, unix.EINTR) {
 			return false, nil
@@ -544,9 +555,11 @@ func (p *Poller) interrupt(d Driver) {
 // Reads and writes are non-blocking; the wait blocks, holding its
 // processor, until an event, its timeout or a signal (the runtime's
 // preemption signal interrupts it with EINTR, and Run goes round again).
-// With a single processor (GOMAXPROCS=1: a process pinned to one CPU) the
-// wait goes through Go's path after all, so that the process's other
-// goroutines are not kept waiting for a preemption every 10 ms.
+// A wait holds its processor only while at least one other is free
+// (rawHeld): with one processor (GOMAXPROCS=1, a process pinned to one CPU),
+// or as many pollers waiting as processors, the wait goes through Go's path
+// after all, so that the process's other goroutines are never kept waiting
+// for a preemption every 10 ms.
 
 func rawRead(fd int, b []byte) (int, error) {
 	if len(b) == 0 {
@@ -597,6 +610,10 @@ func (c *PConn) recv() (int, error) {
 	}
 	return int(n), nil
 }
+
+// rawHeld counts the pollers of this process waiting in the kernel with
+// their processor held.
+var rawHeld atomic.Int32
 
 // pwait2 is whether epoll_pwait2 (Linux 5.11) is there: a timeout in
 // nanoseconds. Without it the wait is epoll_wait's in whole milliseconds,
