@@ -27,8 +27,8 @@ import (
 //     less the same with --lag-interval 0 (two servers, probed in turns),
 //     as a share of the machine.
 //
-//	git worktree add /tmp/before REV && (cd /tmp/before && go build -o bin/ ./prober)
-//	BYSTANDER_BEFORE=/tmp/before/bin/prober go test ./prober -run '^$' -bench Footprint -benchtime 1x
+//     git worktree add /tmp/before REV && (cd /tmp/before && go build -o bin/ ./prober)
+//     BYSTANDER_BEFORE=/tmp/before/bin/prober go test ./prober -run '^$' -bench Footprint -benchtime 1x
 func BenchmarkFootprint(b *testing.B) {
 	now := wiretest.Build(b, ".")
 	before := os.Getenv("BYSTANDER_BEFORE")
