@@ -252,8 +252,14 @@ const sweepEvery = 10 * time.Millisecond
 
 // Run drives every connection until its driver says it is done, or ctx
 // ends or Stop is called (then what is in flight is booked interrupted).
+// It may be run again with another driver (the prober places its
+// connections, then probes them); once stopped, it sends nothing more.
 func (p *Poller) Run(ctx context.Context, d Driver) error {
 	defer context.AfterFunc(ctx, p.Stop)()
+	if p.stopped.Load() {
+		return nil // stopped before, or while it ran before: nothing more
+	}
+	p.due = p.due[:0]
 	now := time.Now()
 	p.active = len(p.conns)
 	for _, c := range p.conns {

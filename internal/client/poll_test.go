@@ -491,3 +491,24 @@ func TestPollerReadOnSchedule(t *testing.T) {
 		t.Fatalf("the held-up connection's next request left %s after its answer came", gap)
 	}
 }
+
+// TestPollerRunAfterStop: a poller stopped (the run was cut short) sends
+// nothing more when run again, and returns at once.
+func TestPollerRunAfterStop(t *testing.T) {
+	var got atomic.Int64
+	addr := heldServer(t, func(int, int) time.Duration { got.Add(1); return 0 })
+	p := newPoller(t)
+	p.Add(addr, "/fast", time.Second)
+	if err := p.Dial(); err != nil {
+		t.Fatal(err)
+	}
+	p.Stop()
+	b := &book{n: 3}
+	if err := p.Run(context.Background(), b); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond)
+	if n := got.Load(); n != 0 || len(b.ends) != 0 {
+		t.Fatalf("the server got %d requests, %d booked, after Stop", n, len(b.ends))
+	}
+}
