@@ -185,10 +185,11 @@ type Load struct {
 	SettledNs int64 `json:"settled_ns,omitempty"`
 }
 
-// ProbePoint is one probe; times are us since the run's start. A censored
-// probe was due but never answered before the window ended: DoneUs is the
-// end, SentUs 0 when it was never sent, and its wait is at least DoneUs -
-// DueUs.
+// ProbePoint is one probe; times are us since the run's start. DoneUs is
+// when the answer reached the prober's socket (the kernel's receive
+// timestamp), not when the prober read it. A censored probe was due but
+// never answered before the window ended: DoneUs is the end, SentUs 0 when
+// it was never sent, and its wait is at least DoneUs - DueUs.
 type ProbePoint struct {
 	Conn     int     `json:"conn"`
 	Loop     int     `json:"loop"`
