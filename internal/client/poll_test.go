@@ -12,46 +12,9 @@ import (
 	"time"
 )
 
-// echoServer answers every request on every connection with ans, reading
-// until each request's blank line (requests may come split or together).
+// echoServer answers every whole request on every connection with ans.
 func echoServer(t *testing.T, ans string) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				buf := make([]byte, 4096)
-				var pending []byte
-				for {
-					n, err := c.Read(buf)
-					if err != nil {
-						return
-					}
-					pending = append(pending, buf[:n]...)
-					for {
-						i := strings.Index(string(pending), "\r\n\r\n")
-						if i < 0 {
-							break
-						}
-						pending = pending[i+4:]
-						if _, err := io.WriteString(c, ans); err != nil {
-							return
-						}
-					}
-				}
-			}()
-		}
-	}()
-	return ln.Addr().String()
+	return heldServer(t, ans, func(int, int) time.Duration { return 0 })
 }
 
 // book is a driver for tests: each connection sends n requests back to
@@ -295,29 +258,7 @@ func TestPollerStop(t *testing.T) {
 // here is a plain loop over a fixed answer, so that its allocations are
 // not counted).
 func TestPollerAllocs(t *testing.T) {
-	ans := []byte("HTTP/1.1 200 OK\r\nX-Loop: 1\r\nContent-Length: 5\r\n\r\nfast\n")
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		sc, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		defer sc.Close()
-		buf := make([]byte, 4096)
-		for {
-			if _, err := sc.Read(buf); err != nil {
-				return
-			}
-			if _, err := sc.Write(ans); err != nil {
-				return
-			}
-		}
-	}()
-	addr := ln.Addr().String()
+	addr := plainServer(t, "HTTP/1.1 200 OK\r\nX-Loop: 1\r\nContent-Length: 5\r\n\r\nfast\n")
 	p := newPoller(t)
 	p.Add(addr, "/fast", 5*time.Second)
 	if err := p.Dial(); err != nil {
@@ -388,8 +329,9 @@ func FuzzParseHead(f *testing.F) {
 	})
 }
 
-// heldServer answers each request after hold(conn index, request index).
-func heldServer(t *testing.T, hold func(conn, req int) time.Duration) string {
+// heldServer answers each whole request (one read in two pieces is still
+// one request) with ans after hold(connection index, request index).
+func heldServer(t *testing.T, ans string, hold func(conn, req int) time.Duration) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -404,8 +346,6 @@ func heldServer(t *testing.T, hold func(conn, req int) time.Duration) string {
 			}
 			go func() {
 				defer c.Close()
-				// One answer per whole request (a request read in two
-				// pieces is still one).
 				buf := make([]byte, 4096)
 				var pending []byte
 				for k := 0; ; {
@@ -422,7 +362,7 @@ func heldServer(t *testing.T, hold func(conn, req int) time.Duration) string {
 						pending = pending[end+4:]
 						time.Sleep(hold(i, k))
 						k++
-						if _, err := io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"); err != nil {
+						if _, err := io.WriteString(c, ans); err != nil {
 							return
 						}
 					}
@@ -452,7 +392,7 @@ func (b *phased) Next(c *PConn, now time.Time) (time.Time, bool) {
 // not at another connection's next due time.
 func TestPollerReadOnSchedule(t *testing.T) {
 	const hold = 3 * time.Millisecond
-	addr := heldServer(t, func(conn, req int) time.Duration {
+	addr := heldServer(t, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", func(conn, req int) time.Duration {
 		if conn == 0 && req == 1 {
 			return 500 * time.Millisecond // connection 0's second answer is held up
 		}
@@ -512,7 +452,7 @@ func TestPollerReadOnSchedule(t *testing.T) {
 // nothing more when run again, and returns at once.
 func TestPollerRunAfterStop(t *testing.T) {
 	var got atomic.Int64
-	addr := heldServer(t, func(int, int) time.Duration { got.Add(1); return 0 })
+	addr := heldServer(t, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", func(int, int) time.Duration { got.Add(1); return 0 })
 	p := newPoller(t)
 	p.Add(addr, "/fast", time.Second)
 	if err := p.Dial(); err != nil {
