@@ -7,12 +7,14 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/bystander-kit/bystander/internal/protocol"
+	"golang.org/x/sys/unix"
 )
 
 const ms = int64(time.Millisecond)
@@ -374,5 +376,126 @@ func TestStreamCulprit(t *testing.T) {
 	r.m.Step(t0 + 11*ms/2)
 	if ev := r.m.Next(c, t0+6*ms); ev.Loops[0].Culprit == nil || !ev.Loops[0].Culprit.Ended || ev.Loops[0].Culprit.HeldNs != 5*ms {
 		t.Fatalf("first event after it ended: %+v", ev.Loops[0].Culprit)
+	}
+}
+
+// onThread runs a loop's thread: locked, Locked said, then wait (in the
+// thread) until stop closes; it returns once Locked has run.
+func onThread(t *testing.T, l *Loop, wait func(stop chan struct{})) (stop chan struct{}) {
+	stop, ready := make(chan struct{}), make(chan struct{})
+	go func() {
+		runtime.LockOSThread() // left locked: the thread ends with the goroutine
+		l.Locked()
+		close(ready)
+		wait(stop)
+	}()
+	<-ready
+	t.Cleanup(func() { close(stop) })
+	return stop
+}
+
+// parkedIn waits in epoll_pwait (the engines' wait), with no timeout,
+// until stop closes (which an eventfd in the set then says).
+func parkedIn(stop chan struct{}) {
+	ep, err1 := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	efd, err2 := unix.Eventfd(0, unix.EFD_CLOEXEC)
+	if err1 != nil || err2 != nil {
+		panic(fmt.Sprint(err1, err2))
+	}
+	defer unix.Close(ep)
+	defer unix.Close(efd)
+	if err := unix.EpollCtl(ep, unix.EPOLL_CTL_ADD, efd, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(efd)}); err != nil {
+		panic(err)
+	}
+	go func() { <-stop; _, _ = unix.Write(efd, []byte{1, 0, 0, 0, 0, 0, 0, 0}) }()
+	ev := make([]unix.EpollEvent, 1)
+	for {
+		if n, _ := unix.EpollWait(ep, ev, -1); n > 0 {
+			return
+		}
+	}
+}
+
+// sleeping waits until l's thread sleeps in a system call (its /proc
+// syscall file names one; "running" while it runs).
+func sleeping(t *testing.T, l *Loop) {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var b [8]byte
+		n, _ := l.sys.Load().ReadAt(b[:], 0)
+		if n > 0 && b[0] >= '0' && b[0] <= '9' {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("loop %d's thread never slept in a system call: %q", l.Index, b[:n])
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestParkedNotWoken: a beat due while a locked loop's thread sleeps in its
+// epoll wait, between requests, is recorded as run at once (lag 0) and the
+// loop is not woken for it; a loop inside a request, or whose thread is in
+// any other wait (a sleep), or running, is handed its beat as before.
+func TestParkedNotWoken(t *testing.T) {
+	r := newRig(4, time.Millisecond, 0)
+	onThread(t, r.loops[0], parkedIn)
+	onThread(t, r.loops[1], parkedIn)
+	onThread(t, r.loops[2], func(stop chan struct{}) { <-stop }) // a Go wait: a futex, not the loop's epoll wait
+	spin := func(stop chan struct{}) {
+		for !isClosed(stop) {
+		}
+	}
+	onThread(t, r.loops[3], spin) // running (or waiting for a CPU: "running" too)
+	now := time.Now().UnixNano()
+	r.loops[1].Enter(protocol.Slow, now) // parked, but inside a request: a beat waits for it
+	for _, l := range r.loops {
+		l.left.Store(now) // not resting
+	}
+	for _, l := range r.loops[:3] {
+		sleeping(t, l)
+	}
+	for tick := range 40 {
+		r.m.Step(now + int64(tick)*ms/4) // 4 phases: each loop's turn every 4th tick
+		for _, l := range r.loops {
+			if d := l.due.Load(); d != 0 && l != r.loops[1] {
+				l.Beat(d+ms/10, time.Millisecond) // a woken loop runs its beat 100 us late
+			}
+		}
+	}
+	poked := map[int]int{}
+	for _, i := range r.poked {
+		poked[i]++
+	}
+	if poked[0] != 0 {
+		t.Errorf("the parked loop was woken %d times for its beats", poked[0])
+	}
+	if st := r.loops[0].Stats(now); st.LagBeats != 10 || st.LagMaxNs > 1000 { // 1 us: the histogram's least
+		t.Errorf("parked loop: %+v, want 10 beats, none late", st)
+	}
+	if poked[1] != 1 || r.loops[1].due.Load() == 0 {
+		t.Errorf("the loop inside a request was handed %d beats (want its one, still waiting)", poked[1])
+	}
+	for _, i := range []int{2, 3} {
+		if poked[i] != 10 {
+			t.Errorf("loop %d (not in its epoll wait) was handed %d beats, want 10", i, poked[i])
+		}
+		if st := r.loops[i].Stats(now); st.LagBeats != 10 || st.LagMaxNs < ms/20 {
+			t.Errorf("loop %d: %+v, want 10 beats 100 us late", i, st)
+		}
+	}
+	r.m.Stop()
+	if r.loops[0].sys.Load() != nil {
+		t.Error("the monitor's Stop left a loop's /proc file open")
+	}
+}
+
+// isClosed says whether ch is closed, without waiting.
+func isClosed(ch chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
 	}
 }
