@@ -24,8 +24,8 @@ import (
 //     it, on the same server in the same rounds, and the ratio;
 //
 //   - the heartbeat: the server's CPU while probed with --lag-interval 1ms
-//     less the same with --lag-interval 0 (two servers, probed in turns),
-//     as a share of the machine.
+//     less the same with --lag-interval 0 (two servers, probed in turns,
+//     each first in every other round), as a share of the machine.
 //
 //     git worktree add /tmp/before REV && (cd /tmp/before && go build -o bin/ ./prober)
 //     BYSTANDER_BEFORE=/tmp/before/bin/prober go test ./prober -run '^$' -bench Footprint -benchtime 1x
@@ -60,10 +60,16 @@ func BenchmarkFootprint(b *testing.B) {
 	}
 	var share, per, old, oldPer, ratio, beat []float64
 	b.ResetTimer()
-	for range 5 {
-		s, p, srvOn := probe(now, on, onPID)
+	for round := range 5 {
+		var s, p, srvOn, srvOff float64
+		if round%2 == 0 { // each server probed first in turn
+			s, p, srvOn = probe(now, on, onPID)
+			_, _, srvOff = probe(now, off, offPID)
+		} else {
+			_, _, srvOff = probe(now, off, offPID)
+			s, p, srvOn = probe(now, on, onPID)
+		}
 		share, per = append(share, s), append(per, p)
-		_, _, srvOff := probe(now, off, offPID)
 		beat = append(beat, srvOn-srvOff)
 		if before != "" {
 			s0, p0, _ := probe(before, on, onPID)
