@@ -36,6 +36,19 @@ type transport interface {
 	fd(c *conn) int
 }
 
+// keeper is a transport whose engine leaves a descriptor it closes in its
+// epoll set (nbio, which never deletes one): while the core keeps a
+// duplicate (keepFD), the socket lives on, and so does its entry in the
+// set, reporting the socket's events under the closed descriptor's number,
+// which the next connection takes (nbio then closed that connection on the
+// kept socket's end of input). hold takes c's descriptor out of the set
+// for as long as the duplicate is kept; release puts it back if the engine
+// still has it. Both run on c's loop.
+type keeper interface {
+	hold(c *conn)
+	release(c *conn)
+}
+
 // rewaker is a transport that can lose the wake of a job it was handed
 // (evio): rewake wakes c's loop again for the jobs already queued.
 type rewaker interface {
@@ -204,6 +217,9 @@ func (s *server) keepFD(c *conn) {
 	if fd := s.t.fd(c); fd >= 0 {
 		if dup, err := syscall.Dup(fd); err == nil {
 			c.dupFD = dup
+			if k, ok := s.t.(keeper); ok {
+				k.hold(c)
+			}
 		}
 	}
 }
@@ -211,6 +227,9 @@ func (s *server) keepFD(c *conn) {
 // dropFD lets the duplicate go once the answer went out the usual way.
 func (s *server) dropFD(c *conn) {
 	if c.dupFD > 0 {
+		if k, ok := s.t.(keeper); ok {
+			k.release(c)
+		}
 		syscall.Close(c.dupFD)
 		c.dupFD = 0
 	}

@@ -250,6 +250,48 @@ var nbioLeft = func() []int {
 	return f.Index
 }()
 
+// nbioEpfd is the epoll set of nc's poller (its unexported p.epfd, v1.6.8
+// poller_epoll.go; TestNbioEpollField fails if it moves), or -1.
+func nbioEpfd(nc *nbio.Conn) int {
+	p := reflect.ValueOf(nc).Elem().FieldByName("p")
+	if p.Kind() != reflect.Pointer || p.IsNil() {
+		return -1
+	}
+	f := p.Elem().FieldByName("epfd")
+	if f.Kind() != reflect.Int {
+		return -1
+	}
+	return int(f.Int())
+}
+
+// hold takes c's descriptor out of its poller's epoll set while the core
+// keeps a duplicate of it (keeper): nbio closes a descriptor without
+// deleting it from the set, and the entry lives as long as the socket.
+func (e *nbioEngine) hold(c *conn) {
+	nc := c.handle.(*nbio.Conn)
+	if ep := nbioEpfd(nc); ep >= 0 {
+		_ = syscall.EpollCtl(ep, syscall.EPOLL_CTL_DEL, nc.Hash(), nil)
+	}
+}
+
+// release puts c's descriptor back in the set with the events nbio asks
+// for in its level-triggered mode (the kit's: Config.EpollMod unset),
+// writes too if output waits, unless nbio has closed it meanwhile (on this
+// loop, as every close of it is).
+func (e *nbioEngine) release(c *conn) {
+	nc := c.handle.(*nbio.Conn)
+	ep := nbioEpfd(nc)
+	if closed, _ := nc.IsClosed(); closed || ep < 0 {
+		return
+	}
+	events := uint32(syscall.EPOLLERR | syscall.EPOLLHUP | syscall.EPOLLRDHUP | syscall.EPOLLPRI | syscall.EPOLLIN)
+	if nbioUnsent(nc) > 0 {
+		events |= syscall.EPOLLOUT
+	}
+	fd := nc.Hash()
+	_ = syscall.EpollCtl(ep, syscall.EPOLL_CTL_ADD, fd, &syscall.EpollEvent{Fd: int32(fd), Events: events})
+}
+
 // The transport: nbio hands each read's bytes to data and keeps unsent
 // output itself; a job reaches a loop through its mailbox and its heart.
 

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"net"
 	"syscall"
 	"testing"
 
 	"github.com/bystander-kit/bystander/internal/wiretest"
+	"github.com/lesismal/nbio"
 )
 
 // TestNbioUnsentField: the engine reads nbio's unsent bytes from an
@@ -14,6 +16,38 @@ import (
 func TestNbioUnsentField(t *testing.T) {
 	if nbioLeft == nil {
 		t.Fatal("nbio.Conn has no int field left: the engine cannot tell how much output waits")
+	}
+}
+
+// TestNbioEpollField: the engine takes a kept connection out of its
+// poller's epoll set through nbio's unexported poller field (keeper); if
+// nbio moves it, this fails rather than closed descriptors' events
+// silently closing new connections again (TestReusedDescriptor).
+func TestNbioEpollField(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	g := nbio.NewEngine(nbio.Config{NPoller: 1})
+	if err := g.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer g.Stop()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc, err := g.AddConn(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep := nbioEpfd(nc)
+	if ep < 0 {
+		t.Fatal("nbio.Conn has no poller with an int field epfd: kept connections cannot be taken out of its set")
+	}
+	if err := syscall.EpollCtl(ep, syscall.EPOLL_CTL_DEL, nc.Hash(), nil); err != nil {
+		t.Fatalf("epfd %d is not the epoll set holding the connection: %v", ep, err)
 	}
 }
 
