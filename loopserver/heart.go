@@ -24,7 +24,7 @@ import (
 type hearts struct {
 	pending atomic.Int32 // hearts dialled and not yet opened
 	mu      sync.Mutex   // guards ports, fds and closed
-	ports   map[int]chan *loop
+	ports   map[int]chan *conn
 	fds     []int // the client ends, closed when the server stops
 	closed  bool  // the server stopped: a heart dialled now is closed at once
 	// byLoop is each loop's heart's client end, by loop index: writing a
@@ -59,7 +59,13 @@ func (s *server) openHearts(addr net.Addr) error {
 	if !ok {
 		return fmt.Errorf("heartbeat: listener address %v is not TCP", addr)
 	}
-	for i := 0; i < s.opts.loops; i++ {
+	// A heart dealt to a loop that has one already (nbio deals by
+	// descriptor number, which a descriptor opened meanwhile moves) is
+	// closed and another dialled, a few times at most.
+	for i, tries := 0, 0; i < s.opts.loops; tries++ {
+		if tries == 4*s.opts.loops {
+			return fmt.Errorf("heartbeat: %d connections dialled, %d of %d loops got one", tries, i, s.opts.loops)
+		}
 		fd, ch, err := s.dialHeart(to)
 		if err != nil {
 			return fmt.Errorf("heartbeat: connection %d of %d: %w", i+1, s.opts.loops, err)
@@ -77,15 +83,20 @@ func (s *server) openHearts(addr net.Addr) error {
 			return nil // stopping: no heartbeat is missing from a server that is gone
 		}
 		select {
-		case l := <-ch:
-			if l.heart.Load() == nil {
-				return fmt.Errorf("heartbeat: connection %d landed on loop %d, which already had one", i+1, l.index)
-			}
+		case c := <-ch:
 			s.hearts.mu.Lock()
-			if !s.hearts.closed {
-				s.hearts.byLoop[l.index] = fd
+			took := c.loop.heart.Load() == c
+			if took && !s.hearts.closed {
+				s.hearts.byLoop[c.loop.index] = fd
+			}
+			if !took && !s.hearts.closed { // its loop has one: let it go
+				s.hearts.fds = s.hearts.fds[:len(s.hearts.fds)-1]
+				unix.Close(fd)
 			}
 			s.hearts.mu.Unlock()
+			if took {
+				i++
+			}
 		case <-time.After(5 * time.Second):
 			return fmt.Errorf("heartbeat: connection %d of %d was not opened by the engine within 5s", i+1, s.opts.loops)
 		}
@@ -119,7 +130,7 @@ func (s *server) bindAll() {
 
 // dialHeart binds a loopback socket first, so that its port is known (and
 // registered) before the engine can see the connection, then connects.
-func (s *server) dialHeart(to *net.TCPAddr) (int, chan *loop, error) {
+func (s *server) dialHeart(to *net.TCPAddr) (int, chan *conn, error) {
 	family, local, remote := unix.AF_INET, unix.Sockaddr(&unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}), unix.Sockaddr(&unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}, Port: to.Port})
 	if to.IP.To4() == nil && !to.IP.IsUnspecified() {
 		family, local, remote = unix.AF_INET6, &unix.SockaddrInet6{Addr: [16]byte{15: 1}}, &unix.SockaddrInet6{Addr: [16]byte{15: 1}, Port: to.Port}
@@ -128,7 +139,7 @@ func (s *server) dialHeart(to *net.TCPAddr) (int, chan *loop, error) {
 	if err != nil {
 		return -1, nil, err
 	}
-	fail := func(err error) (int, chan *loop, error) { unix.Close(fd); return -1, nil, err }
+	fail := func(err error) (int, chan *conn, error) { unix.Close(fd); return -1, nil, err }
 	if err := unix.Bind(fd, local); err != nil {
 		return fail(err)
 	}
@@ -143,7 +154,7 @@ func (s *server) dialHeart(to *net.TCPAddr) (int, chan *loop, error) {
 	case *unix.SockaddrInet6:
 		port = a.Port
 	}
-	ch := make(chan *loop, 1)
+	ch := make(chan *conn, 1)
 	s.hearts.mu.Lock()
 	s.hearts.ports[port] = ch
 	s.hearts.mu.Unlock()
@@ -191,8 +202,8 @@ func (s *server) openedHeart(remote net.Addr, handle any, l *loop) *conn {
 		l = s.loops.register()
 	}
 	c := &conn{loop: l, heart: true, handle: handle}
-	l.heart.CompareAndSwap(nil, c)
-	ch <- l
+	l.heart.CompareAndSwap(nil, c) // not when l has one: openHearts then lets it go
+	ch <- c
 	return c
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"net"
 	"strconv"
 
 	"bufio"
@@ -276,5 +277,49 @@ func TestLoopThreadsNamed(t *testing.T) {
 				time.Sleep(50 * time.Millisecond)
 			}
 		})
+	}
+}
+
+// TestHeartLandsTwice: an engine that deals a heart to a loop that already
+// has one (nbio deals by descriptor number, and a descriptor opened on a
+// loop meanwhile moves it) must not leave another loop without a heart: the
+// second heart was taken as that loop's, its descriptor written over the
+// first's, and the loop left without one got no continuation for the
+// server's life (one nbio loop's /offload clients unanswered for 10 s in
+// about 1 of 50 TestHalfClosed runs). The heart that landed twice is
+// closed and another dialled.
+func TestHeartLandsTwice(t *testing.T) {
+	s := newServer(options{loops: 2, lagInterval: time.Millisecond, log: &wiretest.Buffer{}})
+	s.hearts.ports, s.hearts.byLoop = map[int]chan *conn{}, map[int]int{}
+	for i := range 2 {
+		s.loops.at(i).gid.Store(uint64(i + 1)) // bound: bindAll has nothing to wait for
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	// The engine: the first two hearts land on loop 0, the rest on loop 1.
+	go func() {
+		for n := 0; ; n++ {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close()
+			s.openedHeart(c.RemoteAddr(), c, s.loops.at(min(n/2, 1)))
+		}
+	}()
+	if err := s.openHearts(ln.Addr()); err != nil {
+		t.Fatal(err)
+	}
+	defer s.closeHearts()
+	for i := range 2 {
+		if s.loops.at(i).heart.Load() == nil {
+			t.Errorf("loop %d has no heart", i)
+		}
+	}
+	if len(s.hearts.byLoop) != 2 || s.hearts.byLoop[0] == s.hearts.byLoop[1] {
+		t.Errorf("the hearts' client ends by loop: %v, want one each", s.hearts.byLoop)
 	}
 }

@@ -58,7 +58,7 @@ func TestNbioEpollField(t *testing.T) {
 // went without heartbeats for the server's life.
 func TestNbioWakeBeforeHeart(t *testing.T) {
 	s := newServer(options{loops: 1, log: &wiretest.Buffer{}})
-	s.hearts.ports, s.hearts.byLoop = map[int]chan *loop{}, map[int]int{}
+	s.hearts.ports, s.hearts.byLoop = map[int]chan *conn{}, map[int]int{}
 	e := &nbioEngine{s: s, boxes: make([]mailbox, 1)}
 	ran := 0
 	e.queue(0, func() { ran++ }) // no heart: the wake cannot be made

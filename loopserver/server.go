@@ -57,13 +57,8 @@ func newServer(o options) *server {
 	}
 	s.nofile, s.maxConns = connCap()
 	s.maxConns = max(s.maxConns-int64(2*o.loops), 1) // the hearts' two ends
-	s.hearts.ports, s.hearts.byLoop = map[int]chan *loop{}, map[int]int{}
-	s.mon = lag.New(lag.Options{Interval: o.lagInterval, Warn: o.blockWarn, StackEvery: o.stackEvery, Log: o.log, Name: "loopserver", Repeat: o.engine == "evio",
-		// nbio's loops are woken for every beat: with parked loops left
-		// alone, one nbio loop in about 50 runs of TestHalfClosed (its
-		// /offload case) served none of its clients for 10 s, a fault not
-		// yet understood that the beats' wakes had hidden.
-		WakeParked: o.engine == "nbio"},
+	s.hearts.ports, s.hearts.byLoop = map[int]chan *conn{}, map[int]int{}
+	s.mon = lag.New(lag.Options{Interval: o.lagInterval, Warn: o.blockWarn, StackEvery: o.stackEvery, Log: o.log, Name: "loopserver", Repeat: o.engine == "evio"},
 		s.loops.lagLoops, s.poke)
 	s.loops.newLag = s.mon.NewLoop
 	return s

@@ -243,9 +243,6 @@ type Options struct {
 	Repeat bool
 	// IdleEvery is how often a resting loop gets a beat (IdleEvery when 0).
 	IdleEvery time.Duration
-	// WakeParked hands a beat to a loop asleep in its epoll wait too,
-	// waking it, instead of recording the beat as run at once.
-	WakeParked bool
 }
 
 // Monitor hands out the heartbeats and runs the detector.
@@ -476,7 +473,7 @@ func (m *Monitor) Step(now int64) {
 			switch due := l.due.Load(); {
 			case due == 0 && !m.resting(l, now):
 				l.handed = now
-				if !m.opts.WakeParked && l.parked() {
+				if l.parked() {
 					l.ranFree(now)
 					break
 				}

@@ -484,20 +484,6 @@ func TestParkedNotWoken(t *testing.T) {
 			t.Errorf("loop %d: %+v, want 10 beats 100 us late", i, st)
 		}
 	}
-	r.m.opts.WakeParked = true // an engine whose parked loops are woken (nbio)
-	before := len(r.poked)
-	for tick := range 8 {
-		r.m.Step(now + int64(40+tick)*ms/4)
-	}
-	woken := 0
-	for _, i := range r.poked[before:] {
-		if i == 0 {
-			woken++
-		}
-	}
-	if woken != 1 || r.loops[0].due.Load() == 0 {
-		t.Errorf("with WakeParked the parked loop was handed %d beats (want 1, waiting): poked %v", woken, r.poked[before:])
-	}
 	r.m.Stop()
 	if r.loops[0].sys.Load() != nil {
 		t.Error("the monitor's Stop left a loop's /proc file open")
