@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tidwall/evio"
+	"golang.org/x/sys/unix"
 )
 
 // evioEngine serves on evio. Its RoundRobin balancer is racy (a loop that
@@ -90,7 +91,45 @@ func (e *evioEngine) data(ec evio.Conn, in []byte) ([]byte, evio.Action) {
 	if closeNow {
 		return h.out, evio.Close // evio sends the output, then closes
 	}
+	if c.dupFD > 0 && len(h.out) == 0 && evioUnsent(ec) == 0 {
+		e.quiet(c)
+	}
 	return h.out, evio.None
+}
+
+// quiet makes c's entry in its loop's epoll set edge-triggered while the
+// core keeps a duplicate of its socket (an answer is owed): evio closes a
+// descriptor at the end of input without taking it out of its
+// level-triggered set, and the entry lives as long as the socket, so the
+// end of input was reported again at every wait and the loop spun until
+// the answer went out. Edge-triggered, it is reported once. evio sets the
+// entry level-triggered again itself when it next has output for c (an
+// answer: its ModReadWrite), which it does only while it has c open; with
+// neither output nor an action to take it changes nothing after this
+// callback (v1.0.8 loopRead, loopWake).
+func (e *evioEngine) quiet(c *conn) {
+	ep, ok := evioEpfd(c.handle.(*evioConn).ec)
+	fd := e.fd(c)
+	if !ok || fd < 0 {
+		return
+	}
+	_ = unix.EpollCtl(ep, unix.EPOLL_CTL_MOD, fd, &unix.EpollEvent{Fd: int32(fd), Events: unix.EPOLLIN | unix.EPOLLRDHUP | unix.EPOLLET})
+}
+
+// evioEpfd is the epoll set of ec's loop (evio v1.0.8: conn.loop.poll.fd,
+// all unexported; TestEvioUnsentField fails if it moves).
+func evioEpfd(ec evio.Conn) (int, bool) {
+	v := reflect.ValueOf(ec)
+	for _, name := range []string{"loop", "poll", "fd"} {
+		if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct {
+			return -1, false
+		}
+		v = v.Elem().FieldByName(name)
+	}
+	if v.Kind() != reflect.Int {
+		return -1, false
+	}
+	return int(v.Int()), true
 }
 
 // jobs runs the jobs queued for c, on its loop. evio's wake replaces the

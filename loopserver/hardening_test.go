@@ -2,9 +2,11 @@ package main
 
 import (
 	"bufio"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"os/exec"
 	"reflect"
 	"strings"
@@ -177,8 +179,9 @@ func TestPipelinedContinuations(t *testing.T) {
 	}
 }
 
-// TestEvioUnsentField: the evio connection still keeps its unsent output
-// and its descriptor where evioUnsent and dupFor read them.
+// TestEvioUnsentField: the evio connection still keeps its unsent output,
+// its descriptor and its loop's epoll set where evioUnsent, the fd of the
+// transport and quiet read them.
 func TestEvioUnsentField(t *testing.T) {
 	var ec evio.Conn
 	ready, opened := make(chan struct{}), make(chan struct{})
@@ -221,6 +224,9 @@ func TestEvioUnsentField(t *testing.T) {
 	}
 	if f, ok := evioField(ec, evioFD); !ok || f.Int() <= 0 {
 		t.Fatalf("evioField does not find the descriptor: %v %v", f, ok)
+	}
+	if ep, ok := evioEpfd(ec); !ok || ep <= 0 {
+		t.Fatalf("evioEpfd does not find the loop's epoll set (conn.loop.poll.fd): %d %v", ep, ok)
 	}
 }
 
@@ -347,6 +353,70 @@ func TestReusedDescriptor(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestKeptSocketQuiet: while a half-closed client waits for its /async
+// answer, the loops sleep. evio closes the descriptor at the end of input
+// but leaves it in its level-triggered epoll set, where the socket the kit
+// keeps for the answer reported its end of input again at every wait: the
+// loop spun, a whole core for as long as the answer was owed. Measured on
+// the loop threads' own counts (time on a CPU plus time waiting for one,
+// /proc schedstat), which a busy machine does not shrink for a thread that
+// spins. Every engine.
+func TestKeptSocketQuiet(t *testing.T) {
+	for _, eng := range engines {
+		t.Run(eng, func(t *testing.T) {
+			addr, cmd := wiretest.StartServer(t, ".", "--engine", eng)
+			a, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer a.Close()
+			if _, err := a.Write([]byte("GET /async?delay=2s HTTP/1.1\r\nHost: a\r\n\r\n")); err != nil {
+				t.Fatal(err)
+			}
+			_ = a.(*net.TCPConn).CloseWrite()
+			time.Sleep(200 * time.Millisecond) // the engine saw the end of input
+			before := loopThreadsTime(t, cmd.Process.Pid)
+			const window = 800 * time.Millisecond
+			time.Sleep(window)
+			if spent := loopThreadsTime(t, cmd.Process.Pid) - before; spent > window/4 {
+				t.Errorf("the loop threads ran or waited to run %s of %s while one half-closed client waited: a loop spins", spent, window)
+			}
+			_ = a.SetReadDeadline(time.Now().Add(10 * time.Second))
+			if b, err := io.ReadAll(a); !strings.HasPrefix(string(b), "HTTP/1.1 200") {
+				t.Errorf("the half-closed client: %q %v", b, err)
+			}
+		})
+	}
+}
+
+// loopThreadsTime is the time pid's loop threads ("loop-N") have spent on
+// a CPU and waiting for one, from /proc schedstat.
+func loopThreadsTime(t *testing.T, pid int) time.Duration {
+	dir := fmt.Sprintf("/proc/%d/task", pid)
+	tasks, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum, loops int64
+	for _, task := range tasks {
+		comm, _ := os.ReadFile(dir + "/" + task.Name() + "/comm")
+		if !strings.HasPrefix(string(comm), "loop-") {
+			continue
+		}
+		loops++
+		b, _ := os.ReadFile(dir + "/" + task.Name() + "/schedstat")
+		var ran, waited int64
+		if _, err := fmt.Sscan(string(b), &ran, &waited); err != nil {
+			t.Fatalf("schedstat %q: %v", b, err)
+		}
+		sum += ran + waited
+	}
+	if loops == 0 {
+		t.Fatal("no loop thread (loop-N) found")
+	}
+	return time.Duration(sum)
 }
 
 // TestEvioLostWake: evio v1.0.8's poll loses a wake that arrives between
