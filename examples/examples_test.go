@@ -78,6 +78,15 @@ func badFlags(t *testing.T, interp, script string) {
 // failure of the server.
 var timing = map[string]bool{conform.CheckSlowHoldsLoop: true, conform.CheckAsyncFreesLoop: true, conform.CheckOffloadFrees: true}
 
+// TestMain removes the Java servers built for the tests once they are done.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if javaDir != "" {
+		os.RemoveAll(javaDir)
+	}
+	os.Exit(code)
+}
+
 var (
 	javaOnce sync.Once
 	javaDir  string

@@ -28,6 +28,16 @@ var (
 	binErr  error
 )
 
+// TestMain removes the kit's programs once the tests are done: about
+// 120 MB a run, left in the temporary directory before.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binDir != "" {
+		os.RemoveAll(binDir)
+	}
+	os.Exit(code)
+}
+
 // kit builds the kit's programs into one directory, as run.sh does.
 func kit(t *testing.T) string {
 	t.Helper()
