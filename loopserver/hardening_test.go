@@ -314,15 +314,7 @@ func TestReusedDescriptor(t *testing.T) {
 	for _, eng := range engines {
 		t.Run(eng, func(t *testing.T) {
 			addr, _ := wiretest.StartServer(t, ".", "--engine", eng)
-			a, err := net.Dial("tcp", addr)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer a.Close()
-			if _, err := a.Write([]byte("GET /async?delay=1s HTTP/1.1\r\nHost: a\r\n\r\n")); err != nil {
-				t.Fatal(err)
-			}
-			_ = a.(*net.TCPConn).CloseWrite()
+			a := halfClosed(t, addr, "/async?delay=1s")
 			time.Sleep(100 * time.Millisecond) // the engine saw the end of input and closed its descriptor
 			// More connections than loops, one after another: one of them
 			// takes the closed descriptor's number on a's loop.
@@ -347,10 +339,7 @@ func TestReusedDescriptor(t *testing.T) {
 					resp.Body.Close()
 				}
 			}
-			_ = a.SetReadDeadline(time.Now().Add(10 * time.Second))
-			if b, err := io.ReadAll(a); !strings.HasPrefix(string(b), "HTTP/1.1 200") {
-				t.Errorf("the half-closed client: %q %v", b, err)
-			}
+			answered(t, a)
 		})
 	}
 }
@@ -367,15 +356,7 @@ func TestKeptSocketQuiet(t *testing.T) {
 	for _, eng := range engines {
 		t.Run(eng, func(t *testing.T) {
 			addr, cmd := wiretest.StartServer(t, ".", "--engine", eng)
-			a, err := net.Dial("tcp", addr)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer a.Close()
-			if _, err := a.Write([]byte("GET /async?delay=2s HTTP/1.1\r\nHost: a\r\n\r\n")); err != nil {
-				t.Fatal(err)
-			}
-			_ = a.(*net.TCPConn).CloseWrite()
+			a := halfClosed(t, addr, "/async?delay=2s")
 			time.Sleep(200 * time.Millisecond) // the engine saw the end of input
 			before := loopThreadsTime(t, cmd.Process.Pid)
 			const window = 800 * time.Millisecond
@@ -383,11 +364,31 @@ func TestKeptSocketQuiet(t *testing.T) {
 			if spent := loopThreadsTime(t, cmd.Process.Pid) - before; spent > window/4 {
 				t.Errorf("the loop threads ran or waited to run %s of %s while one half-closed client waited: a loop spins", spent, window)
 			}
-			_ = a.SetReadDeadline(time.Now().Add(10 * time.Second))
-			if b, err := io.ReadAll(a); !strings.HasPrefix(string(b), "HTTP/1.1 200") {
-				t.Errorf("the half-closed client: %q %v", b, err)
-			}
+			answered(t, a)
 		})
+	}
+}
+
+// halfClosed sends target's request on a new connection to addr and shuts
+// down its sending side, as printf ... | nc -N does.
+func halfClosed(t *testing.T, addr, target string) net.Conn {
+	a, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	if _, err := a.Write([]byte("GET " + target + " HTTP/1.1\r\nHost: a\r\n\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	_ = a.(*net.TCPConn).CloseWrite()
+	return a
+}
+
+// answered says whether the half-closed client a got its answer.
+func answered(t *testing.T, a net.Conn) {
+	_ = a.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if b, err := io.ReadAll(a); !strings.HasPrefix(string(b), "HTTP/1.1 200") {
+		t.Errorf("the half-closed client: %q %v", b, err)
 	}
 }
 
