@@ -32,13 +32,16 @@ func (r *recorder) end() {
 }
 
 // orders serves the example (fixed or not) under w and sends orders on one
-// connection until until says so or 10 s pass; every order is answered.
+// connection, 5 ms apart, until until says so or 10 s pass; every order is
+// answered.
 func orders(t *testing.T, fixed bool, w *loopwatch.Watcher, until func() bool) {
 	t.Helper()
-	ordersWith(t, Config{Fixed: fixed}, w, until)
+	ordersWith(t, Config{Fixed: fixed}, w, 5*time.Millisecond, until)
 }
 
-func ordersWith(t *testing.T, cfg Config, w *loopwatch.Watcher, until func() bool) {
+// ordersWith is orders with the example's cfg, and pause between an
+// answer and the next order.
+func ordersWith(t *testing.T, cfg Config, w *loopwatch.Watcher, pause time.Duration, until func() bool) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -78,7 +81,7 @@ func ordersWith(t *testing.T, cfg Config, w *loopwatch.Watcher, until func() boo
 		if err != nil || line != fmt.Sprintf("ok order %d\n", i) {
 			t.Fatalf("order %d: %q %v", i, line, err)
 		}
-		time.Sleep(5 * time.Millisecond)
+		time.Sleep(pause)
 	}
 }
 
@@ -145,7 +148,10 @@ func TestAuditNamedAtEveryLength(t *testing.T) {
 			defer w.Stop()
 			found := func() bool { mu.Lock(); defer mu.Unlock(); return named != nil }
 			// An order now and then meets a sync: orders until one is named.
-			ordersWith(t, Config{Sync: d}, w, found)
+			// Sent back to back, an order is waiting for the lock from
+			// about when a sync takes it: the loop is held for nearly
+			// the whole sync, not a random part of it.
+			ordersWith(t, Config{Sync: d}, w, 0, found)
 			if !found() {
 				mu.Lock()
 				defer mu.Unlock()
