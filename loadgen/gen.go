@@ -282,12 +282,8 @@ type driver struct {
 	conns       int
 }
 
-// deadPause is how long a connection waits after the server refused,
-// reset or closed it: a dead server is not spun on.
-const deadPause = 10 * time.Millisecond
-
 // Next: closed, the next request leaves at once (after a dead server's
-// pause); open, request k of connection id is due at
+// pause, client.DeadPause); open, request k of connection id is due at
 // start + (k*conns + id) / rate, late if the previous answer was late,
 // never skipped: the lateness is what the corrected latency shows.
 func (d *driver) Next(c *client.PConn, now time.Time) (time.Time, bool) {
@@ -321,8 +317,8 @@ func (d *driver) Done(c *client.PConn, due, sent, done time.Time, r *client.Resp
 	if errors.Is(err, client.ErrInterrupted) {
 		return // the run was cut short: neither an answer nor a failure
 	}
-	if k := client.KindOf(err); k == client.Refused || k == client.Reset || k == client.Closed {
-		w.pause = done.Add(deadPause)
+	if client.Dead(err) {
+		w.pause = done.Add(client.DeadPause)
 	}
 	if w.old {
 		w.lastOld = done

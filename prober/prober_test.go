@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bystander-kit/bystander/internal/client"
 	"github.com/bystander-kit/bystander/internal/live"
 	"github.com/bystander-kit/bystander/internal/protocol"
 	"github.com/bystander-kit/bystander/internal/results"
@@ -360,6 +361,36 @@ func TestTrace(t *testing.T) {
 				t.Fatalf("%s: spans %+v add up to %.0f us, total %.0f", dir, s, sum, s.TotalUs)
 			}
 		}
+	}
+}
+
+// TestTraceDeadServer: back to back, a server that dies mid-run is not
+// spun on: each connection waits client.DeadPause after a refusal, reset
+// or close, and the run ends on time with the errors counted.
+func TestTraceDeadServer(t *testing.T) {
+	addr, cmd := wiretest.StartServer(t, "../loopserver")
+	died := make(chan time.Time, 1)
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		_ = cmd.Process.Kill()
+		died <- time.Now()
+	}()
+	start := time.Now()
+	res, err := runTrace(context.Background(), opts(t, "--mode", "trace", "--target", "http://"+addr+"/async?delay=1ms", "--conns", "2", "--duration", "1500ms", "--warmup", "0s"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	end := time.Now()
+	if took := end.Sub(start); took > 3*time.Second {
+		t.Fatalf("run took %s", took)
+	}
+	// After the death, at most one attempt a pause per connection (a busy
+	// machine makes fewer, never more); spun on, a refused dial on
+	// loopback takes tens of microseconds: thousands.
+	dead := end.Sub(<-died)
+	most := 2 * (int64(dead/client.DeadPause) + 2)
+	if n := results.TotalErrors(res.Errors); n == 0 || n > most {
+		t.Fatalf("%d errors in the %s after the server died (%s), want 1 to %d", n, dead.Round(time.Millisecond), results.ErrorsLine(res.Errors), most)
 	}
 }
 

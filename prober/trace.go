@@ -81,7 +81,8 @@ func runTrace(ctx context.Context, o options) (*results.Result, error) {
 }
 
 // tracing is one connection's traced requests (a job): back to back, or
-// every --interval from the start, until the window's end.
+// every --interval from the start, until the window's end; back to back, a
+// dead server's error holds the next request client.DeadPause.
 type tracing struct {
 	p                   *probeConn
 	o                   options
@@ -90,10 +91,14 @@ type tracing struct {
 	samples             []results.TraceSample
 	acc, late, ret, tot *hist.H
 	missing             int64
+	pause               time.Time // after a dead server's error: no request before
 }
 
 func (tj *tracing) next(now time.Time) (time.Time, bool) {
 	due := now
+	if tj.pause.After(now) {
+		due = tj.pause
+	}
 	if tj.o.interval > 0 {
 		due = tj.start.Add(time.Duration(tj.k) * tj.o.interval)
 		tj.k++
@@ -106,6 +111,9 @@ func (tj *tracing) next(now time.Time) (time.Time, bool) {
 }
 
 func (tj *tracing) done(_, sent, fin time.Time, r *client.Response, err error) {
+	if client.Dead(err) {
+		tj.pause = fin.Add(client.DeadPause)
+	}
 	if err != nil || sent.Before(tj.from) {
 		return
 	}

@@ -48,6 +48,18 @@ const (
 // Kinds lists every kind in a fixed order, for reports.
 var Kinds = []Kind{Refused, Reset, Timeout, Closed, Malformed, BadStatus, Other}
 
+// DeadPause is how long a connection that asks back to back waits after
+// the server refused, reset or closed it (Dead): a dead server is not spun
+// on.
+const DeadPause = 10 * time.Millisecond
+
+// Dead says whether err says the server is gone or going (refused, reset,
+// closed): the connection's next request should wait DeadPause.
+func Dead(err error) bool {
+	k := KindOf(err)
+	return k == Refused || k == Reset || k == Closed
+}
+
 // Error is a failed request with its kind.
 type Error struct {
 	Kind Kind
