@@ -31,8 +31,11 @@ type gnetEngine struct {
 	// booted is closed once gnet has booted and eng is set: only then can
 	// the engine be stopped (a server stopped earlier waits for it).
 	booted chan struct{}
-	ln     net.Listener
-	ready  func(net.Addr)
+	// sockDir holds the unix socket gnet listens on (gnet.Run wants an
+	// address); removed once gnet has bound it.
+	sockDir string
+	ln      net.Listener
+	ready   func(net.Addr)
 	// slots holds one token per connection accepted and handed to gnet but
 	// not yet opened on a loop, and bounds how many are under way at once:
 	// gnet takes a connection by duplicating its descriptor, so each one
@@ -62,7 +65,8 @@ func (e *gnetEngine) serve(ctx context.Context, s *server, addr string, ready fu
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
+	e.sockDir = dir
+	defer os.RemoveAll(dir) // if gnet never booted
 	e.acceptErr = make(chan error, 1)
 	e.slots = make(chan struct{}, handoverSlots(s))
 	e.booted = make(chan struct{})
@@ -148,7 +152,11 @@ func (l gnetLog) Fatalf(f string, a ...any) {
 	fmt.Fprintf(l.w, "loopserver: gnet: "+f+"\n", a...)
 }
 
+// OnBoot: gnet has bound its unix socket, which nothing dials (the kit
+// accepts the connections itself), so its directory goes now: a server
+// killed rather than stopped leaves nothing in the temporary directory.
 func (e *gnetEngine) OnBoot(eng gnet.Engine) gnet.Action {
+	_ = os.RemoveAll(e.sockDir)
 	e.eng = eng
 	close(e.booted)
 	return gnet.None

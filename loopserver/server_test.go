@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"slices"
 	"sort"
 	"strings"
@@ -556,4 +557,19 @@ func parallel(t *testing.T, eng string) {
 	if eng != "nbio" {
 		t.Parallel()
 	}
+}
+
+// TestGnetSocketDirGone: gnet needs an address of its own to listen on
+// (the kit accepts the connections itself); its unix socket's directory is
+// gone once gnet has bound it, so a server that is killed, not stopped,
+// leaves nothing behind in the temporary directory.
+func TestGnetSocketDirGone(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	ts := start(t, "gnet", nil)
+	wiretest.Dial(t, ts.addr).MustGet("/fast")
+	if left, _ := os.ReadDir(tmp); len(left) != 0 {
+		t.Fatalf("while the server runs, %s holds %v: a kill would leave it", tmp, left)
+	}
+	ts.stop(t)
 }
