@@ -4,7 +4,9 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/bystander-kit/bystander/internal/proc"
@@ -55,8 +57,11 @@ func BenchmarkSlow16(b *testing.B) {
 // installed, nginx on the same load with one worker (the reference the loop
 // server's target was set against: nginx 1.22 with one worker measured 10.0 us
 // per request, gnet 10.7-11.4, on this kind of 2-core machine) and with 4
-// workers (the same shape as 4 loops). The servers take turns,
-// b.N requests each per round over 5 rounds, and the medians are reported,
+// workers (the same shape as 4 loops), beside gnet with its loops not
+// locked and gnet without the observers (no heartbeat, no detector). The
+// servers take turns, b.N requests each per round over 5 rounds, each first
+// in its turn, and the medians are reported, with the loop servers'
+// per-round ratios to nginx with 4 workers (median [min-max] with -v),
 // so the ratio is measured side by side on a noisy machine:
 //
 //	go test ./loopserver -run '^$' -bench FastCPU -benchtime 100000x
@@ -80,6 +85,10 @@ func BenchmarkFastCPU(b *testing.B) {
 	// The loops not locked to their threads, for comparison.
 	addr, pid := spawn(b, "--engine", "gnet", "--lock-threads=false")
 	ts = append(ts, &target{name: "gnet-unlocked", addr: addr, pid: pid})
+	// Without the observers (the heartbeat and the blocked-loop detector,
+	// on as the experiment runs it): their share of the cost.
+	addr, pid = spawn(b, "--engine", "gnet", "--lag-interval", "0", "--block-warn", "0")
+	ts = append(ts, &target{name: "gnet-unwatched", addr: addr, pid: pid})
 	// Go's other servers: net/http (the pool server without its pool),
 	// fasthttp and netpoll (goserver).
 	for _, o := range []struct {
@@ -91,8 +100,11 @@ func BenchmarkFastCPU(b *testing.B) {
 		ts = append(ts, &target{name: o.name, addr: addr, pid: cmd.Process.Pid})
 	}
 	b.ResetTimer()
-	for range 5 {
-		for _, t := range ts {
+	for round := range 5 {
+		// Each server first in its turn: the one after a warm-up or a
+		// neighbour's burst is not always the same.
+		for i := range ts {
+			t := ts[(i+round)%len(ts)]
 			gen := proc.Self()
 			t.us = append(t.us, wiretest.ServerCPUPerRequest(b, t.addr, t.pid, "/fast", 64, b.N))
 			t.gen = append(t.gen, float64(proc.Self().CPUNs()-gen.CPUNs())/1e3/float64(b.N))
@@ -112,6 +124,25 @@ func BenchmarkFastCPU(b *testing.B) {
 			if t.name != "nginx" {
 				b.ReportMetric(us[t.name]/us["nginx"], t.name+"/nginx")
 			}
+		}
+	}
+	var w4 *target
+	for _, t := range ts {
+		if t.name == "nginx4w" {
+			w4 = t
+		}
+	}
+	if w4 != nil { // the loop servers against nginx of their shape, round by round
+		for _, t := range ts {
+			if !slices.Contains(engines, t.name) && !strings.HasPrefix(t.name, "gnet-") {
+				continue
+			}
+			var r []float64
+			for i := range t.us {
+				r = append(r, t.us[i]/w4.us[i])
+			}
+			b.ReportMetric(results.Median(r), t.name+"/nginx4w")
+			b.Logf("%s / nginx with 4 workers per round %.2f: median %.2f [%.2f-%.2f]", t.name, r, results.Median(r), slices.Min(r), slices.Max(r))
 		}
 	}
 	// The same comparison with Debian's wrk as the client (the load the
