@@ -120,14 +120,14 @@ func (e *evioEngine) quiet(c *conn) {
 // all unexported; TestEvioUnsentField fails if it moves).
 func evioEpfd(ec evio.Conn) (int, bool) {
 	v := reflect.ValueOf(ec)
-	for _, name := range []string{"loop", "poll", "fd"} {
-		if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct {
+	for _, f := range []struct {
+		name string
+		kind reflect.Kind
+	}{{"loop", reflect.Pointer}, {"poll", reflect.Pointer}, {"fd", reflect.Int}} {
+		var ok bool
+		if v, ok = fieldOf(v, f.name, f.kind); !ok {
 			return -1, false
 		}
-		v = v.Elem().FieldByName(name)
-	}
-	if v.Kind() != reflect.Int {
-		return -1, false
 	}
 	return int(v.Int()), true
 }
@@ -222,34 +222,10 @@ const (
 	evioOut
 )
 
-// evioFields caches, per connection type, the index of each field
-// (-1: absent or not of the expected kind), so the per-continuation path
-// looks them up by index, not by name.
-var evioFields sync.Map // reflect.Type -> [2]int
-
-// evioField is field which of ec's connection struct.
+// evioField is field which (evioFD, evioOut) of ec's connection struct.
 func evioField(ec evio.Conn, which int) (reflect.Value, bool) {
-	v := reflect.ValueOf(ec)
-	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
-		return reflect.Value{}, false
+	if which == evioFD {
+		return fieldOf(reflect.ValueOf(ec), "fd", reflect.Int)
 	}
-	v = v.Elem()
-	idx, ok := evioFields.Load(v.Type())
-	if !ok {
-		found := [2]int{-1, -1}
-		for i, want := range []struct {
-			name string
-			kind reflect.Kind
-		}{{"fd", reflect.Int}, {"out", reflect.Slice}} {
-			if f, ok := v.Type().FieldByName(want.name); ok && len(f.Index) == 1 && f.Type.Kind() == want.kind {
-				found[i] = f.Index[0]
-			}
-		}
-		idx, _ = evioFields.LoadOrStore(v.Type(), found)
-	}
-	i := idx.([2]int)[which]
-	if i < 0 {
-		return reflect.Value{}, false
-	}
-	return v.Field(i), true
+	return fieldOf(reflect.ValueOf(ec), "out", reflect.Slice)
 }

@@ -253,12 +253,12 @@ var nbioLeft = func() []int {
 // nbioEpfd is the epoll set of nc's poller (its unexported p.epfd, v1.6.8
 // poller_epoll.go; TestNbioEpollField fails if it moves), or -1.
 func nbioEpfd(nc *nbio.Conn) int {
-	p := reflect.ValueOf(nc).Elem().FieldByName("p")
-	if p.Kind() != reflect.Pointer || p.IsNil() {
+	p, ok := fieldOf(reflect.ValueOf(nc), "p", reflect.Pointer)
+	if !ok {
 		return -1
 	}
-	f := p.Elem().FieldByName("epfd")
-	if f.Kind() != reflect.Int {
+	f, ok := fieldOf(p, "epfd", reflect.Int)
+	if !ok {
 		return -1
 	}
 	return int(f.Int())
