@@ -8,8 +8,11 @@ import (
 // The kit reads a few unexported fields of evio's and nbio's connections
 // (their descriptors, unsent output and epoll sets: neither library says
 // them, and both are pinned; tests fail if a field moves). fieldOf looks a
-// field up by name once per struct type, and by index after that: some of
-// these reads are on the path of every continuation.
+// field up by name once per struct type, and by index after that (about
+// 40 ns a read; evio's unsent output is read at every callback): evio's
+// connection type is unexported, so it is known only from a value. nbio's
+// unsent bytes, read as often, keep an index found once from its exported
+// type (nbioLeft, about 6 ns a read).
 
 // fieldIndex caches a struct type's field index by name (-1: none, or not
 // a field of the struct itself).

@@ -86,10 +86,11 @@ func (s *server) openHearts(addr net.Addr) error {
 		case c := <-ch:
 			s.hearts.mu.Lock()
 			took := c.loop.heart.Load() == c
-			if took && !s.hearts.closed {
+			switch {
+			case s.hearts.closed: // closeHearts closed fd with the rest
+			case took:
 				s.hearts.byLoop[c.loop.index] = fd
-			}
-			if !took && !s.hearts.closed { // its loop has one: let it go
+			default: // its loop has one: let it go (fd was appended last)
 				s.hearts.fds = s.hearts.fds[:len(s.hearts.fds)-1]
 				unix.Close(fd)
 			}

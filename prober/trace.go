@@ -96,12 +96,11 @@ type tracing struct {
 
 func (tj *tracing) next(now time.Time) (time.Time, bool) {
 	due := now
-	if tj.pause.After(now) {
-		due = tj.pause
-	}
 	if tj.o.interval > 0 {
 		due = tj.start.Add(time.Duration(tj.k) * tj.o.interval)
 		tj.k++
+	} else if tj.pause.After(now) {
+		due = tj.pause
 	}
 	leaves := due
 	if now.After(due) {
