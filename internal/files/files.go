@@ -104,13 +104,67 @@ func OpenIn(dir, rel string, limit int64) (*os.File, error) {
 	if fi.Size() > limit {
 		return nil, fmt.Errorf("files: %q is %d bytes, over the %d a run directory's file may hold", rel, fi.Size(), limit)
 	}
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	return openRegular(path, syscall.O_NOFOLLOW, fmt.Sprintf("%q", rel))
+}
+
+// openRegular opens path, which a stat has just found a regular file, for
+// reading: non-blocking, so that a FIFO put in its place since the stat
+// cannot block the open, and checked again once open (name says the file
+// in errors).
+func openRegular(path string, flags int, name string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|flags, 0)
 	if err != nil {
-		return nil, fmt.Errorf("files: %q: %w", rel, err)
+		return nil, fmt.Errorf("files: %s: %w", name, err)
 	}
 	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
 		f.Close()
-		return nil, fmt.Errorf("files: %q is not a regular file", rel)
+		return nil, fmt.Errorf("files: %s is not a regular file", name)
 	}
 	return f, nil
+}
+
+// ReadRegular reads the file a user named (a flag's value: their own file,
+// anywhere, through symlinks): it must be a regular file (a FIFO, a device
+// or a directory is refused before it is opened, so nothing blocks) of at
+// most limit bytes; a larger one is refused, not cut.
+func ReadRegular(path string, limit int64) ([]byte, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("files: %w", err)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("files: %s is not a regular file (%s): name a file", path, kind(fi.Mode()))
+	}
+	if fi.Size() > limit {
+		return nil, fmt.Errorf("files: %s is %d bytes, over the %d it may hold", path, fi.Size(), limit)
+	}
+	f, err := openRegular(path, 0, path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("files: %s: %w", path, err)
+	}
+	if int64(len(b)) > limit {
+		return nil, fmt.Errorf("files: %s grew over the %d bytes it may hold", path, limit)
+	}
+	return b, nil
+}
+
+// kind names a file that is not regular, for errors.
+func kind(m os.FileMode) string {
+	switch t := m.Type(); {
+	case t&os.ModeDir != 0:
+		return "a directory"
+	case t&os.ModeNamedPipe != 0:
+		return "a FIFO"
+	case t&os.ModeSocket != 0:
+		return "a socket"
+	case t&os.ModeDevice != 0:
+		return "a device"
+	default:
+		return t.String()
+	}
 }

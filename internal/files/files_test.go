@@ -99,3 +99,42 @@ func TestReadCapped(t *testing.T) {
 		t.Error("no error for a file that does not exist")
 	}
 }
+
+// TestReadRegular: a file a user names is read through symlinks, wherever
+// it is, when it is regular and no larger than the cap; a FIFO, a device
+// or a directory is refused at once (never opened, so never waited on),
+// and a larger file refused, not cut.
+func TestReadRegular(t *testing.T) {
+	dir := t.TempDir()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.WriteFile(filepath.Join(dir, "a.txt"), []byte("GET /\n"), 0o644))
+	must(os.WriteFile(filepath.Join(dir, "big"), make([]byte, 2048), 0o644))
+	must(os.Symlink("a.txt", filepath.Join(dir, "link")))
+	must(syscall.Mkfifo(filepath.Join(dir, "fifo"), 0o644))
+	for _, name := range []string{"a.txt", "link"} {
+		if b, err := ReadRegular(filepath.Join(dir, name), 1024); err != nil || string(b) != "GET /\n" {
+			t.Errorf("%s: %q %v", name, b, err)
+		}
+	}
+	for path, why := range map[string]string{
+		filepath.Join(dir, "fifo"):    "not a regular file (a FIFO)",
+		dir:                           "not a regular file (a directory)",
+		"/dev/zero":                   "not a regular file (a device)",
+		filepath.Join(dir, "big"):     "2048 bytes, over the 1024",
+		filepath.Join(dir, "missing"): "no such file",
+	} {
+		start := time.Now()
+		b, err := ReadRegular(path, 1024)
+		if err == nil || !strings.Contains(err.Error(), why) || b != nil {
+			t.Errorf("%s: %d bytes, %v; want an error saying %q", path, len(b), err, why)
+		}
+		if time.Since(start) > time.Second {
+			t.Errorf("%s took %s: a refusal must be at once", path, time.Since(start))
+		}
+	}
+}
