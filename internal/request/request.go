@@ -332,7 +332,7 @@ func checkMethod(m string) error {
 			if up := strings.ToUpper(m); isUpperWord(up) {
 				return fmt.Errorf("method %q: methods are upper case (%s)", short(m), up)
 			}
-			return fmt.Errorf("method %q: want upper-case letters, such as GET or POST", short(m))
+			return fmt.Errorf("method %q: want upper-case letters, such as GET or POST", short(redact(m)))
 		}
 	}
 	return nil
@@ -354,7 +354,7 @@ func isUpperWord(s string) bool {
 // with well-formed percent escapes; no fragment (it is never sent).
 func checkTarget(t string) error {
 	if t == "" || t[0] != '/' {
-		return fmt.Errorf("path %q: want a path starting with '/', such as /health", short(t))
+		return fmt.Errorf("path %q: want a path starting with '/', such as /health", short(redact(t)))
 	}
 	for i := 0; i < len(t); i++ {
 		c := t[i]
@@ -389,7 +389,9 @@ func checkHeader(name, value string) error {
 	}
 	for i := 0; i < len(name); i++ {
 		if !isTokenChar(name[i]) {
-			return fmt.Errorf("header name %q: want letters, digits and !#$%%&'*+-.^_`|~ only, then ':' and the value", short(name))
+			// Only what comes before the bad character: a line such as
+			// "Authorization Bearer a:b" must not be repeated.
+			return fmt.Errorf("header name %q, then %q: a name holds letters, digits and !#$%%&'*+-.^_`|~ only, then ':' and the value", short(name[:i]), name[i:i+1])
 		}
 	}
 	for i := 0; i < len(value); i++ {
@@ -442,8 +444,10 @@ func short(s string) string {
 func requestLine(line, addr string) (method, target string, err error) {
 	f := strings.Fields(line)
 	switch {
+	case len(f) == 1 && isUpperWord(f[0]):
+		return "", "", fmt.Errorf("%q without a path: want METHOD PATH, such as GET /health", f[0])
 	case len(f) == 1:
-		return "", "", fmt.Errorf("%q without a path: want METHOD PATH, such as GET /health", short(f[0]))
+		return "", "", errors.New("want METHOD PATH, such as GET /health: a method first, upper case")
 	case len(f) > 2 && strings.HasPrefix(f[2], "HTTP/"):
 		return "", "", errors.New("leave the HTTP version out: want METHOD URL (the kit sends HTTP/1.1)")
 	case len(f) > 2:
@@ -471,7 +475,7 @@ func originForm(u, addr string) (string, error) {
 		if i := strings.Index(u, "://"); i > 0 {
 			return "", fmt.Errorf("a %s:// URL: want a path such as /health, or an http:// URL on the target", short(lower[:i]))
 		}
-		return "", fmt.Errorf("%q: want a path starting with '/', such as /health, or an http:// URL on the target", short(u))
+		return "", fmt.Errorf("%q: want a path starting with '/', such as /health, or an http:// URL on the target", short(redact(u)))
 	}
 	rest := u[len("http://"):]
 	end := strings.IndexAny(rest, "/?#")
@@ -496,6 +500,23 @@ func originForm(u, addr string) (string, error) {
 		path = "/" + path
 	}
 	return path, nil
+}
+
+// redact hides what comes before an '@' in a URL's authority (its
+// user:password@), scheme or not, so that an error never repeats it.
+func redact(u string) string {
+	scheme, rest := "", u
+	if i := strings.Index(u, "://"); i >= 0 {
+		scheme, rest = u[:i+3], u[i+3:]
+	}
+	end := strings.IndexAny(rest, "/?#")
+	if end < 0 {
+		end = len(rest)
+	}
+	if at := strings.LastIndex(rest[:end], "@"); at >= 0 {
+		rest = "xxxxx@" + rest[at+1:]
+	}
+	return scheme + rest
 }
 
 // splitAuthority splits host[:port] (an IPv6 address in brackets); the
