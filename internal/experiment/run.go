@@ -51,10 +51,11 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) error {
 		return refused(err)
 	}
 	defer procs.cleanReady()
-	out, err := newOutDir(o.Out, o.Overwrite)
+	out, err := newOutDir(o)
 	if err != nil {
 		return refused(err)
 	}
+	o.Out = out.path // the default's own: results/<ts>, or <ts>-2 when another run took it
 	defer out.dropUnlessKept()
 	// Servers the user started are checked first: what they are decides
 	// the plan, and one that cannot be measured is refused before any load.
@@ -174,11 +175,43 @@ type outDir struct {
 	made, kept bool
 }
 
-func newOutDir(path string, overwrite bool) (*outDir, error) {
-	_, statErr := os.Stat(path)
-	d := &outDir{path: path, made: errors.Is(statErr, fs.ErrNotExist)}
-	return d, prepareOut(path, overwrite)
+// newOutDir makes the run directory: --out as prepareOut says, or the
+// default results/<UTC timestamp>, made new by this run alone (freshDir).
+func newOutDir(o Options) (*outDir, error) {
+	if o.outDefault {
+		path, err := freshDir(o.Out)
+		return &outDir{path: path, made: err == nil}, err
+	}
+	_, statErr := os.Stat(o.Out)
+	d := &outDir{path: o.Out, made: errors.Is(statErr, fs.ErrNotExist)}
+	return d, prepareOut(o.Out, o.Overwrite)
 }
+
+// freshDir makes base, or base-2, base-3 ... when taken, and returns the
+// one it made: each made exclusively (mkdir fails on one that exists), so
+// two runs started in the same second never share one.
+func freshDir(base string) (string, error) {
+	if err := os.MkdirAll(filepath.Dir(base), 0o755); err != nil {
+		return "", fmt.Errorf("run.sh: %v", err)
+	}
+	for i := 1; i <= maxSameSecond; i++ {
+		path := base
+		if i > 1 {
+			path += "-" + strconv.Itoa(i)
+		}
+		err := os.Mkdir(path, 0o755)
+		if err == nil {
+			return path, nil
+		}
+		if !errors.Is(err, fs.ErrExist) {
+			return "", fmt.Errorf("run.sh: %v", err)
+		}
+	}
+	return "", fmt.Errorf("run.sh: %s and %s-2 to -%d are all taken (%d runs in one second?): give --out", base, base, maxSameSecond, maxSameSecond)
+}
+
+// maxSameSecond is how many default run directories one second may have.
+const maxSameSecond = 100
 
 // keep: measuring has begun, and what it writes stays.
 func (d *outDir) keep() { d.kept = true }
