@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -478,4 +479,55 @@ func TestOutsideLooksAtRest(t *testing.T) {
 	}
 	var none *outsideView
 	none.before(context.Background(), time.Hour) // no view: no wait
+}
+
+// TestStageKeysBounded: keys posted faster than the stage measures wait in
+// a bounded queue: 2,000 repeat keys leave one repeat waiting (one already
+// waiting is not queued twice), so the stage measures again once, not
+// 2,000 times; 2,000 next keys leave stage.MaxKeys waiting and the rest
+// are answered 503, as the page says; a pause is taken whatever waits.
+func TestStageKeysBounded(t *testing.T) {
+	hub, err := stage.NewHub("", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctl := stageKeys(hub)
+	srv := httptest.NewServer(hub)
+	defer srv.Close()
+	hub.Allow(srv.Listener.Addr().String())
+	post := func(key string, n int) map[int]int {
+		codes := map[int]int{}
+		for range n {
+			req, _ := http.NewRequest("POST", srv.URL+"/control", strings.NewReader(key))
+			req.Header.Set(stage.ControlHeader, "1")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			codes[resp.StatusCode]++
+		}
+		return codes
+	}
+	drain := func() []string {
+		var out []string
+		for k, ok := ctl.next(); ok; k, ok = ctl.next() {
+			out = append(out, k)
+		}
+		return out
+	}
+	codes := post("repeat", 2000)
+	if w := drain(); len(w) != 1 || w[0] != "repeat" {
+		t.Errorf("2,000 repeat keys (%v answered) left %d waiting, want one repeat", codes, len(w))
+	}
+	codes = post("next", 2000)
+	if codes[204] != stage.MaxKeys || codes[503] != 2000-stage.MaxKeys {
+		t.Errorf("2,000 next keys answered %v, want %d 204 and the rest 503", codes, stage.MaxKeys)
+	}
+	if got := post("pause", 1); got[204] != 1 || !ctl.isPaused() {
+		t.Errorf("a pause with %d keys waiting: %v, paused %v", stage.MaxKeys, got, ctl.isPaused())
+	}
+	if w := drain(); len(w) != stage.MaxKeys {
+		t.Errorf("%d keys waiting, want %d", len(w), stage.MaxKeys)
+	}
 }
