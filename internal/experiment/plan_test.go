@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -425,5 +426,32 @@ func TestSlotsTheCliffCanDrive(t *testing.T) {
 	_, err := ParseFlags([]string{"--slots=6667"}, io.Discard, now)
 	if err == nil || !strings.Contains(err.Error(), "6666") || !strings.Contains(err.Error(), "cliff") {
 		t.Errorf("--slots=6667: %v", err)
+	}
+}
+
+// TestToolsBounded: the commands the run asks for its manifest (git, go)
+// are waited for within a bound, also when a child of theirs keeps their
+// output open after they answered.
+func TestToolsBounded(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"git", "go"} {
+		script := "#!/bin/sh\nsleep 20 &\necho $! >> " + filepath.Join(dir, "children") + "\necho answer\n"
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(script), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	defer func() { // the children the test's own scripts left
+		b, _ := os.ReadFile(filepath.Join(dir, "children"))
+		for _, f := range strings.Fields(string(b)) {
+			if pid, err := strconv.Atoi(f); err == nil {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	}()
+	t.Setenv("PATH", dir+":"+os.Getenv("PATH"))
+	began := time.Now()
+	c, v := gitCommit(), goVersion()
+	if took := time.Since(began); took > 10*time.Second { // 60 s before: 20 s each
+		t.Errorf("git and go answered at once, their children held their output: waited %s (%q, %q)", took, c, v)
 	}
 }

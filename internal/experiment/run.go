@@ -892,6 +892,7 @@ func (r *runner) report() {
 	r.save() // the report reads run.json
 	cmd := exec.Command(bin, "--in", r.dir, "--out", out)
 	cmd.Stdout, cmd.Stderr = r.out, r.out
+	cmd.WaitDelay = toolWaitDelay
 	if err := cmd.Run(); err != nil {
 		r.run.ReportNote = fmt.Sprintf("the report failed: %v", err)
 		return
@@ -911,20 +912,43 @@ func openReport(w io.Writer, path string) {
 }
 
 func gitCommit() string {
-	out, err := exec.Command("git", "rev-parse", "HEAD").Output()
+	out, err := toolOutput("git", "rev-parse", "HEAD")
 	if err != nil {
 		return "unknown (not a git checkout)"
 	}
 	s := strings.TrimSpace(string(out))
-	if st, err := exec.Command("git", "status", "--porcelain", "--untracked-files=no").Output(); err == nil && len(st) > 0 {
+	if st, err := toolOutput("git", "status", "--porcelain", "--untracked-files=no"); err == nil && len(st) > 0 {
 		s += " (with uncommitted changes)"
 	}
 	return s
 }
 
 func goVersion() string {
-	if out, err := exec.Command("go", "env", "GOVERSION").Output(); err == nil {
+	if out, err := toolOutput("go", "env", "GOVERSION"); err == nil {
 		return strings.TrimSpace(string(out))
 	}
 	return runtime.Version()
 }
+
+// toolOutput is what a command the manifest asks (git, go) prints, within
+// toolLimit, and waited for toolWaitDelay at most once it has ended: a
+// child of its left holding its output does not hold the run.
+func toolOutput(name string, args ...string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), toolLimit)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.WaitDelay = toolWaitDelay
+	out, err := cmd.Output()
+	if errors.Is(err, exec.ErrWaitDelay) {
+		err = nil // it answered and ended; what it left behind kept the pipe
+	}
+	return out, err
+}
+
+// The bounds of the run's waits for the commands it runs: toolLimit for
+// one the manifest asks, toolWaitDelay for any command's output once the
+// command has ended (or was ended).
+const (
+	toolLimit     = 10 * time.Second
+	toolWaitDelay = time.Second
+)

@@ -47,10 +47,22 @@ func DumpJVM(ctx context.Context, pid int, limit time.Duration) *JVM {
 	cmd := exec.CommandContext(ctx, path, strconv.Itoa(pid), "Thread.print")
 	out := &capped{max: MaxDump}
 	cmd.Stdout, cmd.Stderr = out, out
+	// jcmd in a process group of its own, ended whole at the limit: a
+	// child it left holding its output kept the wait for that output
+	// open (a stall step took 69 s against a 1.5 s limit); WaitDelay
+	// bounds that wait whatever holds it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if uid, gid, ok := ownerOf(pid); ok && os.Geteuid() == 0 && uid != 0 {
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uid, Gid: gid}}
+		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uid, Gid: gid}
 	}
+	killGroup := func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.Cancel, cmd.WaitDelay = killGroup, jcmdWaitDelay
 	err = cmd.Run()
+	if cmd.Process != nil {
+		// What jcmd left behind ends with it (a group's id is not given
+		// to another process while one of the group lives).
+		_ = killGroup()
+	}
 	j.EndNs = time.Now().UnixNano()
 	if cmd.ProcessState != nil {
 		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
@@ -76,6 +88,10 @@ func DumpJVM(ctx context.Context, pid int, limit time.Duration) *JVM {
 	}
 	return j
 }
+
+// jcmdWaitDelay is how long jcmd's output is waited for once jcmd has
+// ended or its limit has passed.
+const jcmdWaitDelay = 200 * time.Millisecond
 
 // attachFiles are where jcmd asks process pid to start its attach
 // listener (HotSpot's .attach_pid file, in the process's working

@@ -1,6 +1,7 @@
 package outside
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -8,7 +9,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -161,5 +164,47 @@ func needJcmd(t *testing.T) {
 			t.Fatal("jcmd is missing in CI: .ci/run installs the JDK")
 		}
 		t.Skip("jcmd is missing (it comes with the JDK)")
+	}
+}
+
+// TestDumpJVMBounded: a jcmd whose child keeps its output open (one that
+// never exits, one that exits at once) costs its limit and no more, plus
+// a small delay, and its child does not outlive it (a stall step took 69 s
+// against a 1.5 s limit: the wait for jcmd's output had no bound).
+func TestDumpJVMBounded(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("PATH", dir+":"+os.Getenv("PATH"))
+	const limit = 500 * time.Millisecond
+	for name, tail := range map[string]string{"never exits": "exec sleep 20", "exits at once": "exit 1"} {
+		t.Run(name, func(t *testing.T) {
+			child := filepath.Join(dir, "child")
+			os.Remove(child)
+			script := fmt.Sprintf("#!/bin/sh\necho \"$1:\"\nsleep 20 &\necho $! > %s\n%s\n", child, tail)
+			if err := os.WriteFile(filepath.Join(dir, "jcmd"), []byte(script), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			began := time.Now()
+			j := DumpJVM(context.Background(), os.Getpid(), limit)
+			took := time.Since(began)
+			if took > limit+3*time.Second || j.Err == "" || j.Dump != "" {
+				t.Errorf("took %s against a limit of %s: %+v", took, limit, j)
+			}
+			b, err := os.ReadFile(child)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+			for deadline := time.Now().Add(2 * time.Second); pid > 0; time.Sleep(20 * time.Millisecond) {
+				st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+				if err != nil || bytes.Contains(st, []byte(") Z ")) {
+					break // gone, or ended and not yet reaped by its new parent
+				}
+				if time.Now().After(deadline) {
+					syscall.Kill(pid, syscall.SIGKILL)
+					t.Errorf("jcmd's child %d outlived it", pid)
+					break
+				}
+			}
+		})
 	}
 }
