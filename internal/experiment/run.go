@@ -35,6 +35,9 @@ type runner struct {
 	prog  *progress
 	hub   *stageHub // the stage's live view, or nil
 	start time.Time
+	// noJcmd are the servers whose stacks jcmd refused in this run
+	// (guarded by mu): not asked again.
+	noJcmd map[string]bool
 }
 
 // Run executes the plan built from o: preflight, the output directory, the

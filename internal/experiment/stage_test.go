@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -529,5 +530,68 @@ func TestStageKeysBounded(t *testing.T) {
 	}
 	if w := drain(); len(w) != stage.MaxKeys {
 		t.Errorf("%d keys waiting, want %d", len(w), stage.MaxKeys)
+	}
+}
+
+// TestJcmdRefusedOnce: a JVM that refuses attach (-XX:+DisableAttachMechanism,
+// a real one, and the JDK's real jcmd) is said with jcmd's reason, once in
+// the run: the step that met it says it, later steps of the same server do
+// not ask jcmd again (it was said at every k, the reason lost).
+func TestJcmdRefusedOnce(t *testing.T) {
+	for _, p := range []string{"java", "jcmd"} {
+		if _, err := exec.LookPath(p); err != nil {
+			if os.Getenv("CI") != "" {
+				t.Fatalf("%s is missing in CI: .ci/run installs the JDK", p)
+			}
+			t.Skipf("%s is missing (it comes with the JDK)", p)
+		}
+	}
+	dir := t.TempDir()
+	src := filepath.Join(dir, "Rest.java")
+	if err := os.WriteFile(src, []byte(`public class Rest { public static void main(String[] a) throws Exception { System.out.println("ready"); Thread.sleep(120000); } }`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	jvm := exec.Command("java", "-XX:+DisableAttachMechanism", src)
+	jvm.Dir = dir
+	out, err := jvm.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := jvm.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = jvm.Process.Kill(); _ = jvm.Wait() }()
+	if _, err := io.ReadFull(out, make([]byte, 5)); err != nil { // "ready": its main runs
+		t.Fatal(err)
+	}
+	r := &runner{}
+	srv := &server{extPID: jvm.Process.Pid}
+	var notes []string
+	for k := 1; k <= 3; k++ {
+		s := Step{Phase: "stall", K: k, Server: results.Server{Name: "refuser", External: true}}
+		v := r.outsideView(srv, s)
+		if v == nil || (k == 1) != v.dumps {
+			t.Fatalf("k=%d: view %+v", k, v)
+		}
+		v.before(context.Background(), 0)
+		if rel := v.during(context.Background(), dir, fmt.Sprintf("k%d.threads.json", k), time.Now().Add(v.tail())); rel == "" {
+			t.Fatalf("k=%d: no trace written", k)
+		}
+		if k > 1 && (v.BeforeJVM != nil || len(v.JVM) > 0) {
+			t.Errorf("k=%d: jcmd asked again after it refused: %+v %+v", k, v.BeforeJVM, v.JVM)
+		}
+		notes = append(notes, outside.Decide(v.Trace).Notes...)
+	}
+	said := 0
+	for _, n := range notes {
+		if strings.Contains(n, "jcmd") {
+			said++
+			if !strings.Contains(n, "AttachNotSupportedException: The VM does not support the attach mechanism") {
+				t.Errorf("the reason lost: %q", n)
+			}
+		}
+	}
+	if said != 1 {
+		t.Errorf("the refusal said %d times over 3 steps: %q", said, notes)
 	}
 }

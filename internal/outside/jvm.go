@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -75,7 +76,10 @@ func DumpJVM(ctx context.Context, pid int, limit time.Duration) *JVM {
 		j.Err = fmt.Sprintf("jcmd %d Thread.print did not answer within %s (a JVM that refuses attach, or a machine too busy): no Java stacks", pid, limit)
 		return j
 	case err != nil:
-		j.Err = fmt.Sprintf("jcmd %d Thread.print failed (%v: %s): no Java stacks", pid, err, firstLine(text))
+		// It answered, and not with stacks: a JVM that refuses attach
+		// (jcmd's reason is the exception's line, after "PID:"), or not
+		// a JVM. Asking again will not help.
+		j.Err, j.refused = fmt.Sprintf("jcmd %d Thread.print failed (%v): %s: no Java stacks", pid, err, reason(text)), true
 		return j
 	}
 	j.Dump = text
@@ -137,10 +141,25 @@ func nsPID(pid int) string {
 	return id
 }
 
-func firstLine(s string) string {
-	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
-	return cut(s, 200)
+// reason is the line of jcmd's output that says why it failed: the first
+// but for the "PID:" it starts with and a Java stack's "at ..." lines, a
+// Java exception named without its package.
+func reason(out string) string {
+	for _, line := range strings.Split(out, "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "at ") || strings.Trim(line, "0123456789") == ":" {
+			continue
+		}
+		if loc := javaPackage.FindStringIndex(line); loc != nil && loc[1] < len(line) && line[loc[1]] >= 'A' && line[loc[1]] <= 'Z' {
+			line = line[loc[1]:]
+		}
+		return cut(line, 200)
+	}
+	return "it said nothing"
 }
+
+// javaPackage is the package before a Java class's name at a line's start.
+var javaPackage = regexp.MustCompile(`^([a-z_$][a-z0-9_$]*\.)+`)
 
 // capped keeps the first max bytes written to it and takes the rest
 // without keeping it.

@@ -208,3 +208,43 @@ func TestDumpJVMBounded(t *testing.T) {
 		})
 	}
 }
+
+// refusingJcmd is what the JDK 17's jcmd prints, and its status, against a
+// JVM started with -XX:+DisableAttachMechanism.
+const refusingJcmd = `#!/bin/sh
+echo "$1:"
+echo "com.sun.tools.attach.AttachNotSupportedException: The VM does not support the attach mechanism"
+echo "	at jdk.attach/sun.tools.attach.HotSpotAttachProvider.testAttachable(HotSpotAttachProvider.java:154)"
+echo "	at jdk.attach/sun.tools.attach.AttachProviderImpl.attachVirtualMachine(AttachProviderImpl.java:56)"
+echo "	at jdk.attach/com.sun.tools.attach.VirtualMachine.attach(VirtualMachine.java:207)"
+echo "	at jdk.jcmd/sun.tools.jcmd.JCmd.executeCommandForPid(JCmd.java:113)"
+echo "	at jdk.jcmd/sun.tools.jcmd.JCmd.main(JCmd.java:97)"
+exit 1
+`
+
+// TestDumpJVMRefused: a JVM that refuses attach is said with jcmd's
+// reason (it was "failed (exit status 1: PID:)", the reason lost), and
+// the trace says it was refused (not a time-out: asking again will not
+// help).
+func TestDumpJVMRefused(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "jcmd"), []byte(refusingJcmd), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", dir+":"+os.Getenv("PATH"))
+	tr := New("x", os.Getpid(), time.Time{})
+	tr.BeforeJVM = DumpJVM(context.Background(), os.Getpid(), 5*time.Second)
+	if e := tr.BeforeJVM.Err; !strings.Contains(e, "AttachNotSupportedException: The VM does not support the attach mechanism") || strings.Contains(e, "\n") {
+		t.Errorf("refused: %q", e)
+	}
+	if !tr.Refused() {
+		t.Error("a refusal not told from a time-out")
+	}
+	v := Decide(tr)
+	if n := strings.Count(strings.Join(v.Notes, "\n"), "does not support the attach"); n != 1 {
+		t.Errorf("the refusal said %d times in %q", n, v.Notes)
+	}
+	if tr := (&Trace{JVM: []JVM{*DumpJVM(context.Background(), os.Getpid(), time.Millisecond)}}); tr.Refused() {
+		t.Error("a time-out taken for a refusal")
+	}
+}
