@@ -215,6 +215,39 @@ func TestFlags(t *testing.T) {
 	}
 }
 
+// TestSwitchWhenExists: --switch-when names a file that is not there
+// yet (the switch comes when it is made); a file, directory or FIFO
+// already there would switch at the window's first step without a word,
+// so it is refused at start, in one line naming the path.
+func TestSwitchWhenExists(t *testing.T) {
+	dir := t.TempDir()
+	file, sub, fifo, link := filepath.Join(dir, "file"), filepath.Join(dir, "dir"), filepath.Join(dir, "fifo"), filepath.Join(dir, "link")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(dir, "nowhere"), link); err != nil {
+		t.Fatal(err)
+	}
+	args := func(when string) []string {
+		return []string{"--switch-to", "http://127.0.0.1:8081/slow?block=50ms", "--switch-at", "1s", "--duration", "2s", "--switch-when", when}
+	}
+	for _, p := range []string{file, sub, fifo, link} {
+		_, err := parseFlags(args(p), io.Discard)
+		if err == nil || !strings.HasPrefix(err.Error(), "loadgen: --switch-when") || !strings.Contains(err.Error(), p) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("--switch-when %s (there already): %v", filepath.Base(p), err)
+		}
+	}
+	if _, err := parseFlags(args(filepath.Join(dir, "not-yet")), io.Discard); err != nil {
+		t.Errorf("--switch-when a path not made yet: %v", err)
+	}
+}
+
 func TestRefusedTarget(t *testing.T) {
 	o, _ := parseFlags([]string{"--target", "http://" + wiretest.FreeAddr(t) + "/slow", "--duration", "1s"}, io.Discard)
 	if _, err := run(context.Background(), o, nil); err == nil || !strings.Contains(err.Error(), "cannot connect") {

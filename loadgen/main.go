@@ -19,6 +19,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -133,6 +134,16 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	}
 	if o.switchWhen != "" && o.switchTo == "" {
 		return o, fmt.Errorf("loadgen: --switch-when goes with --switch-to and --switch-at (the latest moment)")
+	}
+	if o.switchWhen != "" {
+		// The switch comes when the file is made: one there already (a
+		// file, a directory, a FIFO, a link) would switch at the window's
+		// first step.
+		if _, err := os.Lstat(o.switchWhen); err == nil {
+			return o, fmt.Errorf("loadgen: --switch-when %s is there already: it would switch at the first step; give a path not made yet (the switch comes when it is)", o.switchWhen)
+		} else if !errors.Is(err, os.ErrNotExist) {
+			return o, fmt.Errorf("loadgen: --switch-when: %v", err)
+		}
 	}
 	if o.switchTo != "" || o.switchAt != 0 {
 		to, err := client.ParseTarget(o.switchTo, o.allowRemote)

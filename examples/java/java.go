@@ -21,6 +21,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 )
 
 //go:embed *.java build.sh
@@ -93,6 +94,9 @@ func Build(ctx context.Context, dir string) (bool, error) {
 	// signal follows the thread that started the child, so that thread
 	// stays this goroutine's until the child ends.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	// Ended (the run interrupted), bash leaves javac holding its output
+	// until build.sh's watcher ends it: that wait is bounded.
+	cmd.WaitDelay = time.Second
 	runtime.LockOSThread()
 	out, err := cmd.CombinedOutput()
 	runtime.UnlockOSThread()

@@ -58,6 +58,75 @@ func kit(t *testing.T) string {
 	return binDir
 }
 
+// TestTwoRunsOneSecond: two run.sh started in the same second, as real
+// processes, each keep their results in a directory of their own (they
+// shared results/<ts>, and one's files replaced the other's).
+func TestTwoRunsOneSecond(t *testing.T) {
+	kitBin := kit(t)
+	root := t.TempDir()
+	bin := filepath.Join(root, "bin") // results/ lands beside it
+	if err := os.Mkdir(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"experiment", "loopserver", "poolserver", "loadgen", "prober"} {
+		if err := os.Symlink(filepath.Join(kitBin, p), filepath.Join(bin, p)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	said := regexp.MustCompile(`(?m)^results: (\S+)$`)
+	for try := 1; ; try++ {
+		// Both start 50 ms into a second: both name it.
+		time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second + 50*time.Millisecond)))
+		var wg sync.WaitGroup
+		outs := make([][]byte, 2)
+		for i := range outs {
+			wg.Go(func() {
+				cmd := exec.Command(filepath.Join(bin, "experiment"), "--bin", bin, "--servers", "loop", "--phases", "sweep", "--conc", "4",
+					"--duration", "500ms", "--warmup", "100ms")
+				cmd.WaitDelay = time.Second
+				b, err := cmd.CombinedOutput()
+				if err != nil {
+					t.Errorf("run %d: %v\n%s", i, err, b)
+				}
+				outs[i] = b
+			})
+		}
+		wg.Wait()
+		if t.Failed() {
+			return
+		}
+		var dirs []string
+		for i, b := range outs {
+			m := said.FindSubmatch(b)
+			if m == nil {
+				t.Fatalf("run %d said no results directory:\n%s", i, b)
+			}
+			dirs = append(dirs, string(m[1]))
+		}
+		if strings.TrimSuffix(dirs[0], "-2") != strings.TrimSuffix(dirs[1], "-2") && try < 3 {
+			t.Logf("the runs named two seconds (%q): again", dirs)
+			continue
+		}
+		if dirs[0] == dirs[1] {
+			t.Fatalf("two runs in one second shared %s", dirs[0])
+		}
+		pids := map[int]string{}
+		for _, d := range dirs {
+			run, err := results.ReadRun(d)
+			if err != nil {
+				t.Fatalf("%s: %v", d, err)
+			}
+			for _, p := range run.Processes {
+				if other, ok := pids[p.PID]; ok {
+					t.Errorf("%s and %s both list pid %d: one run's files replaced the other's", other, d, p.PID)
+				}
+				pids[p.PID] = d
+			}
+		}
+		return
+	}
+}
+
 // noOrphans checks that every process the run started has ended.
 func noOrphans(t *testing.T, run *results.Run) {
 	t.Helper()

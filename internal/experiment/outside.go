@@ -27,18 +27,34 @@ const (
 // while the kit's blockers hold it.
 type outsideView struct {
 	*outside.Trace
-	jvm bool
+	// dumps: a JVM's stacks are taken (jcmd has not refused this
+	// server earlier in the run); refused tells the run when jcmd does.
+	dumps   bool
+	refused func()
 }
 
 // outsideView is the view of srv for a stall step with blockers: the kit's
 // Java servers and a --target with pid= get one (the kit's Go loop servers
-// name their culprits themselves, with loopwatch); nil otherwise.
+// name their culprits themselves, with loopwatch); nil otherwise. A JVM
+// whose stacks jcmd refused once in the run (refusing attach) is not asked
+// again: the refusal is said once, in the step it came in.
 func (r *runner) outsideView(srv *server, s Step) *outsideView {
 	pid := srv.pid()
 	if s.K == 0 || pid <= 0 || !(jvmServer(s.Server) || s.Server.External) {
 		return nil
 	}
-	return &outsideView{Trace: outside.New(s.Server.Name, pid, time.Time{}), jvm: outside.IsJVM(pid)}
+	name := s.Server.Name
+	r.mu.Lock()
+	refused := r.noJcmd[name]
+	r.mu.Unlock()
+	return &outsideView{Trace: outside.New(name, pid, time.Time{}), dumps: !refused && outside.IsJVM(pid), refused: func() {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if r.noJcmd == nil {
+			r.noJcmd = map[string]bool{}
+		}
+		r.noJcmd[name] = true
+	}}
 }
 
 // before looks at the server at rest, before the blockers come: once the
@@ -53,7 +69,19 @@ func (v *outsideView) before(ctx context.Context, block time.Duration) {
 	}
 	sleepUntil(ctx, time.Now().Add(block+outsideRest))
 	v.LookBefore(ctx, outsideLooks, outsideEvery)
-	v.DumpJVMBefore(ctx, outsideDumpLimit)
+	if v.dumps {
+		v.DumpJVMBefore(ctx, outsideDumpLimit)
+		v.stopIfRefused()
+	}
+}
+
+// stopIfRefused takes no more stacks once jcmd has refused one, in this
+// step or later in the run.
+func (v *outsideView) stopIfRefused() {
+	if v.Refused() {
+		v.dumps = false
+		v.refused()
+	}
 }
 
 // tail is how much longer the blockers hold for the view: its looks, and
@@ -62,7 +90,7 @@ func (v *outsideView) tail() time.Duration {
 	switch {
 	case v == nil:
 		return 0
-	case v.jvm:
+	case v.dumps:
 		return outsideHeldLooks*outsideEvery + 2*outsideDumpLimit + 500*time.Millisecond
 	}
 	return outsideHeldLooks*outsideEvery + 200*time.Millisecond
@@ -74,7 +102,10 @@ func (v *outsideView) tail() time.Duration {
 func (v *outsideView) during(ctx context.Context, dir, rel string, blockersEnd time.Time) string {
 	v.BlockersEndNs = blockersEnd.UnixNano()
 	v.LookDuring(ctx, outsideHeldLooks, outsideEvery, blockersEnd.Add(-50*time.Millisecond))
-	v.DumpJVM(ctx, outsideDumpLimit, blockersEnd.Add(-100*time.Millisecond))
+	if v.dumps {
+		v.DumpJVM(ctx, outsideDumpLimit, blockersEnd.Add(-100*time.Millisecond))
+		v.stopIfRefused()
+	}
 	b, err := json.Marshal(v.Trace)
 	if err != nil {
 		return ""

@@ -87,6 +87,9 @@ type Options struct {
 	// instance's server process (0: the user's, not measured).
 	dbURL, dbDesc string
 	dbPID         int
+	// outDefault: Out is the default, results/<UTC timestamp>, made new
+	// by the run (another run's of the same second taken: <ts>-2).
+	outDefault bool
 }
 
 // listFlag is a comma-separated flag value; empty only when allowed.
@@ -178,7 +181,7 @@ func ParseFlags(args []string, stderr io.Writer, now time.Time) (Options, error)
 		"seen from outside (/proc, and a JVM's stacks with jcmd). Checked first (prober --mode check)")
 	fs.BoolVar(&o.AllowRemote, "allow-remote", false, "allow a --target that is not on a loopback address (the load still comes from this machine)")
 	fs.Var(listFlag{dst: &o.Phases}, "phases", "phases: "+strings.Join(allPhases, ","))
-	fs.StringVar(&o.Out, "out", "", "run directory, new or empty; a relative path is where you stand (default results/<UTC timestamp> beside --bin)")
+	fs.StringVar(&o.Out, "out", "", "run directory, new or empty; a relative path is where you stand (default results/<UTC timestamp> beside --bin,\nmade new by this run: <UTC timestamp>-2 when another run of the same second has it)")
 	fs.BoolVar(&o.Overwrite, "overwrite", false, "clear --out first when it holds an earlier run of the kit's and nothing else (only the files that run lists are removed)")
 	fs.IntVar(&o.Repeat, "repeat", 1, "repetitions; variants alternate within each, medians and spread reported")
 	fs.BoolVar(&o.Pin, "pin", false, "start servers and generators on disjoint CPU sets (taskset); needs 2 CPUs or more")
@@ -239,6 +242,7 @@ Flags:
 	// lies beside the kit's bin directory, in results/.
 	if o.Out == "" {
 		o.Out = filepath.Join(filepath.Dir(abs(o.Bin)), "results", now.UTC().Format("20060102T150405Z"))
+		o.outDefault = true
 	}
 	o.Out = abs(o.Out)
 	if o.Replay != "" {

@@ -7,7 +7,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -262,6 +265,65 @@ func TestPrepareOut(t *testing.T) {
 	}
 }
 
+// TestResultsDirPerRun: runs started in the same second (one clock) each
+// get a results directory of their own, made exclusively: results/<ts>,
+// then <ts>-2, <ts>-3 (two run.sh in one second shared one, and one's files
+// replaced the other's). At once too. An --out given keeps its rules.
+func TestResultsDirPerRun(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "bin")
+	base := filepath.Join(filepath.Dir(bin), "results", now.UTC().Format("20060102T150405Z"))
+	var got []string
+	for i := range 3 {
+		o, err := ParseFlags([]string{"--bin", bin}, io.Discard, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := newOutDir(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(d.path, "run.json"), []byte(strconv.Itoa(i)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, d.path)
+	}
+	if want := []string{base, base + "-2", base + "-3"}; !slices.Equal(got, want) {
+		t.Fatalf("three runs in one second got %q, want %q", got, want)
+	}
+	for i, d := range got {
+		if b, _ := os.ReadFile(filepath.Join(d, "run.json")); string(b) != strconv.Itoa(i) {
+			t.Errorf("%s holds run %q, want run %d's", d, b, i)
+		}
+	}
+	// Eight at once: eight directories, none shared.
+	o, _ := ParseFlags([]string{"--bin", bin}, io.Discard, now.Add(time.Second))
+	paths := make([]string, 8)
+	var wg sync.WaitGroup
+	for i := range paths {
+		wg.Go(func() {
+			if d, err := newOutDir(o); err != nil {
+				t.Error(err)
+			} else {
+				paths[i] = d.path
+			}
+		})
+	}
+	wg.Wait()
+	slices.Sort(paths)
+	if n := len(slices.Compact(slices.Clone(paths))); n != len(paths) {
+		t.Errorf("8 runs at once got %d directories: %q", n, paths)
+	}
+	// An --out given: a new or empty directory, as it is (TestPrepareOut).
+	given := filepath.Join(t.TempDir(), "given")
+	if err := os.Mkdir(given, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	o, _ = ParseFlags([]string{"--bin", bin, "--out", given}, io.Discard, now)
+	if d, err := newOutDir(o); err != nil || d.path != given {
+		t.Errorf("--out %s (empty): %v, %v", given, d, err)
+	}
+}
+
 // TestUnfinished: run.json is written as unfinished until the run ends.
 func TestUnfinished(t *testing.T) {
 	o, _ := ParseFlags([]string{"--phases", "sweep"}, io.Discard, now)
@@ -364,5 +426,32 @@ func TestSlotsTheCliffCanDrive(t *testing.T) {
 	_, err := ParseFlags([]string{"--slots=6667"}, io.Discard, now)
 	if err == nil || !strings.Contains(err.Error(), "6666") || !strings.Contains(err.Error(), "cliff") {
 		t.Errorf("--slots=6667: %v", err)
+	}
+}
+
+// TestToolsBounded: the commands the run asks for its manifest (git, go)
+// are waited for within a bound, also when a child of theirs keeps their
+// output open after they answered.
+func TestToolsBounded(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"git", "go"} {
+		script := "#!/bin/sh\nsleep 20 &\necho $! >> " + filepath.Join(dir, "children") + "\necho answer\n"
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(script), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	defer func() { // the children the test's own scripts left
+		b, _ := os.ReadFile(filepath.Join(dir, "children"))
+		for _, f := range strings.Fields(string(b)) {
+			if pid, err := strconv.Atoi(f); err == nil {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	}()
+	t.Setenv("PATH", dir+":"+os.Getenv("PATH"))
+	began := time.Now()
+	c, v := gitCommit(), goVersion()
+	if took := time.Since(began); took > 10*time.Second { // 60 s before: 20 s each
+		t.Errorf("git and go answered at once, their children held their output: waited %s (%q, %q)", took, c, v)
 	}
 }

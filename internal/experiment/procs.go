@@ -144,6 +144,7 @@ func (p *procs) start(role, name string, stdout io.Writer, args ...string) (*chi
 	if stdout != nil {
 		cmd.Stdout = stdout
 	}
+	cmd.WaitDelay = toolWaitDelay // once it ended, whatever holds its output
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting %s: %w", name, err)
 	}

@@ -35,6 +35,9 @@ type runner struct {
 	prog  *progress
 	hub   *stageHub // the stage's live view, or nil
 	start time.Time
+	// noJcmd are the servers whose stacks jcmd refused in this run
+	// (guarded by mu): not asked again.
+	noJcmd map[string]bool
 }
 
 // Run executes the plan built from o: preflight, the output directory, the
@@ -51,10 +54,11 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) error {
 		return refused(err)
 	}
 	defer procs.cleanReady()
-	out, err := newOutDir(o.Out, o.Overwrite)
+	out, err := newOutDir(o)
 	if err != nil {
 		return refused(err)
 	}
+	o.Out = out.path // the default's own: results/<ts>, or <ts>-2 when another run took it
 	defer out.dropUnlessKept()
 	// Servers the user started are checked first: what they are decides
 	// the plan, and one that cannot be measured is refused before any load.
@@ -174,11 +178,43 @@ type outDir struct {
 	made, kept bool
 }
 
-func newOutDir(path string, overwrite bool) (*outDir, error) {
-	_, statErr := os.Stat(path)
-	d := &outDir{path: path, made: errors.Is(statErr, fs.ErrNotExist)}
-	return d, prepareOut(path, overwrite)
+// newOutDir makes the run directory: --out as prepareOut says, or the
+// default results/<UTC timestamp>, made new by this run alone (freshDir).
+func newOutDir(o Options) (*outDir, error) {
+	if o.outDefault {
+		path, err := freshDir(o.Out)
+		return &outDir{path: path, made: err == nil}, err
+	}
+	_, statErr := os.Stat(o.Out)
+	d := &outDir{path: o.Out, made: errors.Is(statErr, fs.ErrNotExist)}
+	return d, prepareOut(o.Out, o.Overwrite)
 }
+
+// freshDir makes base, or base-2, base-3 ... when taken, and returns the
+// one it made: each made exclusively (mkdir fails on one that exists), so
+// two runs started in the same second never share one.
+func freshDir(base string) (string, error) {
+	if err := os.MkdirAll(filepath.Dir(base), 0o755); err != nil {
+		return "", fmt.Errorf("run.sh: %v", err)
+	}
+	for i := 1; i <= maxSameSecond; i++ {
+		path := base
+		if i > 1 {
+			path += "-" + strconv.Itoa(i)
+		}
+		err := os.Mkdir(path, 0o755)
+		if err == nil {
+			return path, nil
+		}
+		if !errors.Is(err, fs.ErrExist) {
+			return "", fmt.Errorf("run.sh: %v", err)
+		}
+	}
+	return "", fmt.Errorf("run.sh: %s and %s-2 to -%d are all taken (%d runs in one second?): give --out", base, base, maxSameSecond, maxSameSecond)
+}
+
+// maxSameSecond is how many default run directories one second may have.
+const maxSameSecond = 100
 
 // keep: measuring has begun, and what it writes stays.
 func (d *outDir) keep() { d.kept = true }
@@ -859,6 +895,7 @@ func (r *runner) report() {
 	r.save() // the report reads run.json
 	cmd := exec.Command(bin, "--in", r.dir, "--out", out)
 	cmd.Stdout, cmd.Stderr = r.out, r.out
+	cmd.WaitDelay = toolWaitDelay
 	if err := cmd.Run(); err != nil {
 		r.run.ReportNote = fmt.Sprintf("the report failed: %v", err)
 		return
@@ -878,20 +915,43 @@ func openReport(w io.Writer, path string) {
 }
 
 func gitCommit() string {
-	out, err := exec.Command("git", "rev-parse", "HEAD").Output()
+	out, err := toolOutput("git", "rev-parse", "HEAD")
 	if err != nil {
 		return "unknown (not a git checkout)"
 	}
 	s := strings.TrimSpace(string(out))
-	if st, err := exec.Command("git", "status", "--porcelain", "--untracked-files=no").Output(); err == nil && len(st) > 0 {
+	if st, err := toolOutput("git", "status", "--porcelain", "--untracked-files=no"); err == nil && len(st) > 0 {
 		s += " (with uncommitted changes)"
 	}
 	return s
 }
 
 func goVersion() string {
-	if out, err := exec.Command("go", "env", "GOVERSION").Output(); err == nil {
+	if out, err := toolOutput("go", "env", "GOVERSION"); err == nil {
 		return strings.TrimSpace(string(out))
 	}
 	return runtime.Version()
 }
+
+// toolOutput is what a command the manifest asks (git, go) prints, within
+// toolLimit, and waited for toolWaitDelay at most once it has ended: a
+// child of its left holding its output does not hold the run.
+func toolOutput(name string, args ...string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), toolLimit)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.WaitDelay = toolWaitDelay
+	out, err := cmd.Output()
+	if errors.Is(err, exec.ErrWaitDelay) {
+		err = nil // it answered and ended; what it left behind kept the pipe
+	}
+	return out, err
+}
+
+// The bounds of the run's waits for the commands it runs: toolLimit for
+// one the manifest asks, toolWaitDelay for any command's output once the
+// command has ended (or was ended).
+const (
+	toolLimit     = 10 * time.Second
+	toolWaitDelay = time.Second
+)

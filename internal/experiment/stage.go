@@ -66,6 +66,14 @@ type stageControl struct {
 	onNext func() bool
 }
 
+// stageKeys gives the presenter's keys from hub to a stageControl as they
+// come: the page is answered 503 for a key it has no room for.
+func stageKeys(hub *stage.Hub) *stageControl {
+	ctl := &stageControl{wake: make(chan struct{}, 1)}
+	hub.Take(ctl.take)
+	return ctl
+}
+
 // hookNext gives the next "next" to f (nil: to the slides again); f says
 // whether it took the key.
 func (c *stageControl) hookNext(f func() bool) {
@@ -74,19 +82,28 @@ func (c *stageControl) hookNext(f func() bool) {
 	c.mu.Unlock()
 }
 
-func (c *stageControl) take(key string) {
+// take takes a key, and says whether it did: a pause at once, a key
+// asking for slides in turn, stage.MaxKeys of them waiting at most (a
+// repeat waiting already is not queued twice: a held-down R, or 2,000
+// posted at once, measure again once).
+func (c *stageControl) take(key string) bool {
 	c.mu.Lock()
 	if f := c.onNext; key == "next" && f != nil {
 		c.onNext = nil
 		c.mu.Unlock()
 		if f() {
-			return
+			return true
 		}
 		c.mu.Lock()
 	}
-	if key == "pause" {
+	switch {
+	case key == "pause":
 		c.paused = !c.paused
-	} else {
+	case key == "repeat" && slices.Contains(c.asks, key):
+	case len(c.asks) >= stage.MaxKeys:
+		c.mu.Unlock()
+		return false
+	default:
 		c.asks = append(c.asks, key)
 	}
 	c.mu.Unlock()
@@ -94,6 +111,7 @@ func (c *stageControl) take(key string) {
 	case c.wake <- struct{}{}:
 	default:
 	}
+	return true
 }
 
 func (c *stageControl) next() (string, bool) {
@@ -183,6 +201,7 @@ func (r *runner) runStage(ctx context.Context, stdout io.Writer, started func())
 	if err != nil {
 		return nil, refused(err)
 	}
+	ctl := stageKeys(hub)
 	sctx, stop := context.WithCancel(context.Background()) // outlives ctx: the page says the run was interrupted
 	if err := openStage(sctx, r.o, hub, stdout); err != nil {
 		stop()
@@ -195,17 +214,6 @@ func (r *runner) runStage(ctx context.Context, stdout io.Writer, started func())
 	hub.Add(r.hello())
 	waitForPage(ctx, r.o, hub, stdout)
 
-	ctl := &stageControl{wake: make(chan struct{}, 1)}
-	go func() {
-		for {
-			select {
-			case <-sctx.Done():
-				return
-			case k := <-hub.Control():
-				ctl.take(k)
-			}
-		}
-	}()
 	r.stageScreens(ctx, hub, ctl)
 	r.skipPending(ctx, "the stage ended before its screen")
 	return func() {

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -478,4 +480,118 @@ func TestOutsideLooksAtRest(t *testing.T) {
 	}
 	var none *outsideView
 	none.before(context.Background(), time.Hour) // no view: no wait
+}
+
+// TestStageKeysBounded: keys posted faster than the stage measures wait in
+// a bounded queue: 2,000 repeat keys leave one repeat waiting (one already
+// waiting is not queued twice), so the stage measures again once, not
+// 2,000 times; 2,000 next keys leave stage.MaxKeys waiting and the rest
+// are answered 503, as the page says; a pause is taken whatever waits.
+func TestStageKeysBounded(t *testing.T) {
+	hub, err := stage.NewHub("", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctl := stageKeys(hub)
+	srv := httptest.NewServer(hub)
+	defer srv.Close()
+	hub.Allow(srv.Listener.Addr().String())
+	post := func(key string, n int) map[int]int {
+		codes := map[int]int{}
+		for range n {
+			req, _ := http.NewRequest("POST", srv.URL+"/control", strings.NewReader(key))
+			req.Header.Set(stage.ControlHeader, "1")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			codes[resp.StatusCode]++
+		}
+		return codes
+	}
+	drain := func() []string {
+		var out []string
+		for k, ok := ctl.next(); ok; k, ok = ctl.next() {
+			out = append(out, k)
+		}
+		return out
+	}
+	codes := post("repeat", 2000)
+	if w := drain(); len(w) != 1 || w[0] != "repeat" {
+		t.Errorf("2,000 repeat keys (%v answered) left %d waiting, want one repeat", codes, len(w))
+	}
+	codes = post("next", 2000)
+	if codes[204] != stage.MaxKeys || codes[503] != 2000-stage.MaxKeys {
+		t.Errorf("2,000 next keys answered %v, want %d 204 and the rest 503", codes, stage.MaxKeys)
+	}
+	if got := post("pause", 1); got[204] != 1 || !ctl.isPaused() {
+		t.Errorf("a pause with %d keys waiting: %v, paused %v", stage.MaxKeys, got, ctl.isPaused())
+	}
+	if w := drain(); len(w) != stage.MaxKeys {
+		t.Errorf("%d keys waiting, want %d", len(w), stage.MaxKeys)
+	}
+}
+
+// TestJcmdRefusedOnce: a JVM that refuses attach (-XX:+DisableAttachMechanism,
+// a real one, and the JDK's real jcmd) is said with jcmd's reason, once in
+// the run: the step that met it says it, later steps of the same server do
+// not ask jcmd again (it was said at every k, the reason lost).
+func TestJcmdRefusedOnce(t *testing.T) {
+	for _, p := range []string{"java", "jcmd"} {
+		if _, err := exec.LookPath(p); err != nil {
+			if os.Getenv("CI") != "" {
+				t.Fatalf("%s is missing in CI: .ci/run installs the JDK", p)
+			}
+			t.Skipf("%s is missing (it comes with the JDK)", p)
+		}
+	}
+	dir := t.TempDir()
+	src := filepath.Join(dir, "Rest.java")
+	if err := os.WriteFile(src, []byte(`public class Rest { public static void main(String[] a) throws Exception { System.out.println("ready"); Thread.sleep(120000); } }`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	jvm := exec.Command("java", "-XX:+DisableAttachMechanism", src)
+	jvm.Dir = dir
+	out, err := jvm.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := jvm.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = jvm.Process.Kill(); _ = jvm.Wait() }()
+	if _, err := io.ReadFull(out, make([]byte, 5)); err != nil { // "ready": its main runs
+		t.Fatal(err)
+	}
+	r := &runner{}
+	srv := &server{extPID: jvm.Process.Pid}
+	var notes []string
+	for k := 1; k <= 3; k++ {
+		s := Step{Phase: "stall", K: k, Server: results.Server{Name: "refuser", External: true}}
+		v := r.outsideView(srv, s)
+		if v == nil || (k == 1) != v.dumps {
+			t.Fatalf("k=%d: view %+v", k, v)
+		}
+		v.before(context.Background(), 0)
+		if rel := v.during(context.Background(), dir, fmt.Sprintf("k%d.threads.json", k), time.Now().Add(v.tail())); rel == "" {
+			t.Fatalf("k=%d: no trace written", k)
+		}
+		if k > 1 && (v.BeforeJVM != nil || len(v.JVM) > 0) {
+			t.Errorf("k=%d: jcmd asked again after it refused: %+v %+v", k, v.BeforeJVM, v.JVM)
+		}
+		notes = append(notes, outside.Decide(v.Trace).Notes...)
+	}
+	said := 0
+	for _, n := range notes {
+		if strings.Contains(n, "jcmd") {
+			said++
+			if !strings.Contains(n, "AttachNotSupportedException: The VM does not support the attach mechanism") {
+				t.Errorf("the reason lost: %q", n)
+			}
+		}
+	}
+	if said != 1 {
+		t.Errorf("the refusal said %d times over 3 steps: %q", said, notes)
+	}
 }

@@ -130,6 +130,9 @@ const heldShare = 2.0 / 3
 func Decide(t *Trace) Verdict {
 	var v Verdict
 	v.Notes = append(v.Notes, t.Limits...)
+	if b := t.BeforeJVM; b != nil && b.Err != "" && len(t.JVM) == 0 {
+		v.Notes = append(v.Notes, b.Err) // none taken since: this says why
+	}
 	if len(t.During) < 2 {
 		v.Notes = append(v.Notes, "the outside view took fewer than 2 looks while the blockers held: cannot judge its threads")
 		return v

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -47,10 +48,22 @@ func DumpJVM(ctx context.Context, pid int, limit time.Duration) *JVM {
 	cmd := exec.CommandContext(ctx, path, strconv.Itoa(pid), "Thread.print")
 	out := &capped{max: MaxDump}
 	cmd.Stdout, cmd.Stderr = out, out
+	// jcmd in a process group of its own, ended whole at the limit: a
+	// child it left holding its output kept the wait for that output
+	// open (a stall step took 69 s against a 1.5 s limit); WaitDelay
+	// bounds that wait whatever holds it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if uid, gid, ok := ownerOf(pid); ok && os.Geteuid() == 0 && uid != 0 {
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uid, Gid: gid}}
+		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uid, Gid: gid}
 	}
+	killGroup := func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.Cancel, cmd.WaitDelay = killGroup, jcmdWaitDelay
 	err = cmd.Run()
+	if cmd.Process != nil {
+		// What jcmd left behind ends with it (a group's id is not given
+		// to another process while one of the group lives).
+		_ = killGroup()
+	}
 	j.EndNs = time.Now().UnixNano()
 	if cmd.ProcessState != nil {
 		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
@@ -63,7 +76,10 @@ func DumpJVM(ctx context.Context, pid int, limit time.Duration) *JVM {
 		j.Err = fmt.Sprintf("jcmd %d Thread.print did not answer within %s (a JVM that refuses attach, or a machine too busy): no Java stacks", pid, limit)
 		return j
 	case err != nil:
-		j.Err = fmt.Sprintf("jcmd %d Thread.print failed (%v: %s): no Java stacks", pid, err, firstLine(text))
+		// It answered, and not with stacks: a JVM that refuses attach
+		// (jcmd's reason is the exception's line, after "PID:"), or not
+		// a JVM. Asking again will not help.
+		j.Err, j.refused = fmt.Sprintf("jcmd %d Thread.print failed (%v): %s: no Java stacks", pid, err, reason(text)), true
 		return j
 	}
 	j.Dump = text
@@ -76,6 +92,10 @@ func DumpJVM(ctx context.Context, pid int, limit time.Duration) *JVM {
 	}
 	return j
 }
+
+// jcmdWaitDelay is how long jcmd's output is waited for once jcmd has
+// ended or its limit has passed.
+const jcmdWaitDelay = 200 * time.Millisecond
 
 // attachFiles are where jcmd asks process pid to start its attach
 // listener (HotSpot's .attach_pid file, in the process's working
@@ -121,10 +141,25 @@ func nsPID(pid int) string {
 	return id
 }
 
-func firstLine(s string) string {
-	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
-	return cut(s, 200)
+// reason is the line of jcmd's output that says why it failed: the first
+// but for the "PID:" it starts with and a Java stack's "at ..." lines, a
+// Java exception named without its package.
+func reason(out string) string {
+	for _, line := range strings.Split(out, "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "at ") || strings.Trim(line, "0123456789") == ":" {
+			continue
+		}
+		if loc := javaPackage.FindStringIndex(line); loc != nil && loc[1] < len(line) && line[loc[1]] >= 'A' && line[loc[1]] <= 'Z' {
+			line = line[loc[1]:]
+		}
+		return cut(line, 200)
+	}
+	return "it said nothing"
 }
+
+// javaPackage is the package before a Java class's name at a line's start.
+var javaPackage = regexp.MustCompile(`^([a-z_$][a-z0-9_$]*\.)+`)
 
 // capped keeps the first max bytes written to it and takes the rest
 // without keeping it.

@@ -1,6 +1,7 @@
 package outside
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -8,7 +9,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -161,5 +164,87 @@ func needJcmd(t *testing.T) {
 			t.Fatal("jcmd is missing in CI: .ci/run installs the JDK")
 		}
 		t.Skip("jcmd is missing (it comes with the JDK)")
+	}
+}
+
+// TestDumpJVMBounded: a jcmd whose child keeps its output open (one that
+// never exits, one that exits at once) costs its limit and no more, plus
+// a small delay, and its child does not outlive it (a stall step took 69 s
+// against a 1.5 s limit: the wait for jcmd's output had no bound).
+func TestDumpJVMBounded(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("PATH", dir+":"+os.Getenv("PATH"))
+	const limit = 500 * time.Millisecond
+	for name, tail := range map[string]string{"never exits": "exec sleep 20", "exits at once": "exit 1"} {
+		t.Run(name, func(t *testing.T) {
+			child := filepath.Join(dir, "child")
+			os.Remove(child)
+			script := fmt.Sprintf("#!/bin/sh\necho \"$1:\"\nsleep 20 &\necho $! > %s\n%s\n", child, tail)
+			if err := os.WriteFile(filepath.Join(dir, "jcmd"), []byte(script), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			began := time.Now()
+			j := DumpJVM(context.Background(), os.Getpid(), limit)
+			took := time.Since(began)
+			if took > limit+3*time.Second || j.Err == "" || j.Dump != "" {
+				t.Errorf("took %s against a limit of %s: %+v", took, limit, j)
+			}
+			b, err := os.ReadFile(child)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+			for deadline := time.Now().Add(2 * time.Second); pid > 0; time.Sleep(20 * time.Millisecond) {
+				st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+				if err != nil || bytes.Contains(st, []byte(") Z ")) {
+					break // gone, or ended and not yet reaped by its new parent
+				}
+				if time.Now().After(deadline) {
+					syscall.Kill(pid, syscall.SIGKILL)
+					t.Errorf("jcmd's child %d outlived it", pid)
+					break
+				}
+			}
+		})
+	}
+}
+
+// refusingJcmd is what the JDK 17's jcmd prints, and its status, against a
+// JVM started with -XX:+DisableAttachMechanism.
+const refusingJcmd = `#!/bin/sh
+echo "$1:"
+echo "com.sun.tools.attach.AttachNotSupportedException: The VM does not support the attach mechanism"
+echo "	at jdk.attach/sun.tools.attach.HotSpotAttachProvider.testAttachable(HotSpotAttachProvider.java:154)"
+echo "	at jdk.attach/sun.tools.attach.AttachProviderImpl.attachVirtualMachine(AttachProviderImpl.java:56)"
+echo "	at jdk.attach/com.sun.tools.attach.VirtualMachine.attach(VirtualMachine.java:207)"
+echo "	at jdk.jcmd/sun.tools.jcmd.JCmd.executeCommandForPid(JCmd.java:113)"
+echo "	at jdk.jcmd/sun.tools.jcmd.JCmd.main(JCmd.java:97)"
+exit 1
+`
+
+// TestDumpJVMRefused: a JVM that refuses attach is said with jcmd's
+// reason (it was "failed (exit status 1: PID:)", the reason lost), and
+// the trace says it was refused (not a time-out: asking again will not
+// help).
+func TestDumpJVMRefused(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "jcmd"), []byte(refusingJcmd), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", dir+":"+os.Getenv("PATH"))
+	tr := New("x", os.Getpid(), time.Time{})
+	tr.BeforeJVM = DumpJVM(context.Background(), os.Getpid(), 5*time.Second)
+	if e := tr.BeforeJVM.Err; !strings.Contains(e, "AttachNotSupportedException: The VM does not support the attach mechanism") || strings.Contains(e, "\n") {
+		t.Errorf("refused: %q", e)
+	}
+	if !tr.Refused() {
+		t.Error("a refusal not told from a time-out")
+	}
+	v := Decide(tr)
+	if n := strings.Count(strings.Join(v.Notes, "\n"), "does not support the attach"); n != 1 {
+		t.Errorf("the refusal said %d times in %q", n, v.Notes)
+	}
+	if tr := (&Trace{JVM: []JVM{*DumpJVM(context.Background(), os.Getpid(), time.Millisecond)}}); tr.Refused() {
+		t.Error("a time-out taken for a refusal")
 	}
 }

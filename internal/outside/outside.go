@@ -84,6 +84,24 @@ type JVM struct {
 	Safepoints int64 `json:"safepoints"`
 	PauseKnown bool  `json:"pause_known"`
 	CPUNs      int64 `json:"jcmd_cpu_ns"` // jcmd's own CPU
+	// refused: jcmd answered, and not with stacks (Trace.Refused); known
+	// to the run that took the dump only, not kept in the file.
+	refused bool
+}
+
+// Refused says whether jcmd refused a dump of this trace's (it answered,
+// and not with stacks: a JVM that refuses attach, or not a JVM), rather
+// than ran out of time: asking again in the same run will not help.
+func (t *Trace) Refused() bool {
+	if t.BeforeJVM != nil && t.BeforeJVM.refused {
+		return true
+	}
+	for _, j := range t.JVM {
+		if j.refused {
+			return true
+		}
+	}
+	return false
 }
 
 // Caps on what a Trace keeps, for one read from a stranger's directory.

@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
+	"context"
 	"crypto/sha256"
 	"crypto/sha512"
 	_ "embed"
@@ -17,6 +18,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/bystander-kit/bystander/internal/files"
 	"github.com/evanw/esbuild/pkg/api"
@@ -157,6 +159,9 @@ func loadAsset(given string, offline bool, log io.Writer) Asset {
 // fetch runs `npm pack` for echarts and its two dependencies, checks each
 // tarball against its published integrity, lays them out as node_modules,
 // bundles what the pages use with esbuild, checks the bundle and caches it.
+// npmLimit bounds each npm pack (a registry that does not answer).
+const npmLimit = 2 * time.Minute
+
 func fetch(path string, log io.Writer) ([]byte, error) {
 	npm, err := exec.LookPath("npm")
 	if err != nil {
@@ -170,12 +175,16 @@ func fetch(path string, log io.Writer) ([]byte, error) {
 	fmt.Fprintf(log, "report: fetching echarts %s with npm pack and bundling what the report uses (once; cached in %s)\n", echartsVersion, filepath.Dir(path))
 	for _, tb := range tarballs {
 		spec := tb.name + "@" + tb.version
-		cmd := exec.Command(npm, "pack", spec, "--silent")
+		ctx, cancel := context.WithTimeout(context.Background(), npmLimit)
+		cmd := exec.CommandContext(ctx, npm, "pack", spec, "--silent")
+		cmd.WaitDelay = time.Second // once npm ended, whatever of its holds its output
 		cmd.Dir = tmp
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
-		if err := cmd.Run(); err != nil {
-			return nil, fmt.Errorf("npm pack %s failed: %v %s", spec, err, strings.TrimSpace(stderr.String()))
+		err := cmd.Run()
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("npm pack %s failed (%s at most): %v %s", spec, npmLimit, err, strings.TrimSpace(stderr.String()))
 		}
 		tgz, err := os.ReadFile(filepath.Join(tmp, tb.name+"-"+tb.version+".tgz"))
 		if err != nil {

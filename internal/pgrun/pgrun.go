@@ -146,6 +146,7 @@ func Start(ctx context.Context, o Options) (in *Instance, err error) {
 		"-E", "UTF8", "--locale=C", "--no-sync", "--no-instructions")
 	initdb.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGKILL}
 	initdb.Dir = "/"
+	initdb.WaitDelay = time.Second // ended, its postgres children may hold its output a moment
 	if out, err := initdb.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("pgrun: initdb: %v: %s", err, lastLines(out, 6))
 	}

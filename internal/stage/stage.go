@@ -51,6 +51,7 @@ type Hub struct {
 	clients map[chan []byte]bool
 	rec     *os.File
 	control chan string
+	take    func(key string) bool // Take's, or nil: keys go to control
 	page    []byte
 	hosts   map[string]bool // the Host values the page may be reached at (Allow)
 	// connected is closed when the first page opens the frames.
@@ -97,7 +98,7 @@ func (h *Hub) ownPage(r *http.Request) string {
 // NewHub records to path ("" records nothing) and serves page at "/" and
 // "/presenter" (the speaker view: the page tells the two apart).
 func NewHub(path string, page []byte) (*Hub, error) {
-	h := &Hub{start: time.Now(), maxed: map[string]int{}, maxv: map[string]float64{}, clients: map[chan []byte]bool{}, control: make(chan string, 16), page: page,
+	h := &Hub{start: time.Now(), maxed: map[string]int{}, maxv: map[string]float64{}, clients: map[chan []byte]bool{}, control: make(chan string, MaxKeys), page: page,
 		connected: make(chan struct{})}
 	if path != "" {
 		f, err := os.Create(path)
@@ -147,9 +148,40 @@ func (h *Hub) AddMax(key string, ev Event, value float64) {
 // Ms is t in the stage's clock: ms since it began, as frames count.
 func (h *Hub) Ms(t time.Time) int64 { return t.Sub(h.start).Milliseconds() }
 
+// MaxKeys is how many of the presenter's keys may wait for the stage: past
+// it a key is answered 503, which the page says.
+const MaxKeys = 16
+
 // Control gives the presenter's keys: next, pause, repeat, or "goto N"
 // (a screen not shown yet; the page goes back to one shown by itself).
+// MaxKeys wait in it at most.
 func (h *Hub) Control() <-chan string { return h.control }
+
+// Take hands each key to f as it comes, in place of Control: f keeps its
+// own queue, bounded, and says whether it took the key (false: MaxKeys
+// wait already, and the key is answered 503).
+func (h *Hub) Take(f func(key string) bool) {
+	h.mu.Lock()
+	h.take = f
+	h.mu.Unlock()
+}
+
+// give hands key to Take's function, or queues it for Control without
+// ever blocking the page; false when there is no room for it.
+func (h *Hub) give(key string) bool {
+	h.mu.Lock()
+	f := h.take
+	h.mu.Unlock()
+	if f != nil {
+		return f(key)
+	}
+	select {
+	case h.control <- key:
+		return true
+	default:
+		return false
+	}
+}
 
 // Flush sends the pending events as one frame now.
 func (h *Hub) Flush() {
@@ -249,10 +281,8 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, "want next, pause, repeat or goto N (a screen, 1 to 9)", http.StatusBadRequest)
 			return
 		}
-		select {
-		case h.control <- key:
-		default: // never block the page; say the key was lost, the page shows it
-			http.Error(w, fmt.Sprintf("the stage has %d keys waiting: this one was dropped", cap(h.control)), http.StatusServiceUnavailable)
+		if !h.give(key) { // never block the page; say the key was lost, the page shows it
+			http.Error(w, fmt.Sprintf("the stage has %d keys waiting: this one was dropped", MaxKeys), http.StatusServiceUnavailable)
 			return
 		}
 		w.WriteHeader(http.StatusNoContent)

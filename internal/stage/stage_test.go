@@ -326,6 +326,19 @@ func TestControlKeys(t *testing.T) {
 	if got := post(t, srv.URL+"/control", "next", "", "", true); got != http.StatusServiceUnavailable {
 		t.Errorf("a key with no room for it: %d, want 503", got)
 	}
+	// Keys handed to a taker of the stage's (Take): what it does not take
+	// is answered 503, what it takes 204; Control gets neither.
+	var took []string
+	h.Take(func(key string) bool {
+		took = append(took, key)
+		return key != "repeat"
+	})
+	if a, b := post(t, srv.URL+"/control", "next", "", "", true), post(t, srv.URL+"/control", "repeat", "", "", true); a != 204 || b != http.StatusServiceUnavailable {
+		t.Errorf("taken: %d, not taken: %d, want 204 and 503", a, b)
+	}
+	if len(took) != 2 || len(h.Control()) != MaxKeys {
+		t.Errorf("the taker got %q, Control holds %d", took, len(h.Control()))
+	}
 	for _, path := range []string{"/", "/presenter"} {
 		resp, err := http.Get(srv.URL + path)
 		if err != nil {

@@ -88,7 +88,9 @@ func run(ctx context.Context, out string) error {
 		{report, "--in", slipRun, "--out", filepath.Join(tmp, "slip.html")},
 		{report, "--stage-page", filepath.Join(tmp, "stage.html")},
 	} {
-		if b, err := exec.CommandContext(ctx, args[0], args[1:]...).CombinedOutput(); err != nil {
+		cmd := exec.CommandContext(ctx, args[0], args[1:]...)
+		cmd.WaitDelay = time.Second // once it ended, whatever holds its output
+		if b, err := cmd.CombinedOutput(); err != nil {
 			return fmt.Errorf("%s: %v\n%s", filepath.Base(args[0]), err, b)
 		}
 	}
