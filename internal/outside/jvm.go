@@ -35,18 +35,56 @@ func IsJVM(pid int) bool {
 // user's JVM, jcmd runs as that user (a JVM lets its own user attach).
 func DumpJVM(ctx context.Context, pid int, limit time.Duration) *JVM {
 	j := &JVM{StartNs: time.Now().UnixNano()}
-	path, err := exec.LookPath("jcmd")
-	if err != nil {
-		j.Err = "jcmd is not installed (it comes with the JDK: apt-get install -y openjdk-17-jdk-headless): no Java stacks"
-		j.EndNs = j.StartNs
+	before, errB := safepoints(pid)
+	r := Jcmd(ctx, pid, limit, MaxDump, "Thread.print")
+	j.EndNs, j.CPUNs = time.Now().UnixNano(), r.CPUNs
+	if r.Err != "" {
+		j.Err, j.refused = r.Err+": no Java stacks", r.Refused
 		return j
 	}
-	before, errB := safepoints(pid)
+	j.Dump = r.Out
+	if after, errA := safepoints(pid); errB == nil && errA == nil && after.freq > 0 {
+		ticks := (after.time + after.sync) - (before.time + before.sync)
+		j.PauseNs = int64(float64(ticks) / float64(after.freq) * 1e9)
+		j.Safepoints = after.count - before.count
+		j.PauseKnown = j.PauseNs >= 0 && j.Safepoints >= 0
+		j.PauseNs, j.Safepoints = max(j.PauseNs, 0), max(j.Safepoints, 0)
+	}
+	return j
+}
+
+// JcmdResult is what one jcmd command gave.
+type JcmdResult struct {
+	Out   string // what it printed, at most the bytes asked for
+	CPUNs int64  // jcmd's own CPU
+	// Err says in one line why it gave nothing usable: jcmd missing, no
+	// answer within the limit, or a refusal (Refused: it answered, and not
+	// with what was asked: a JVM that refuses attach, or not a JVM; asking
+	// again will not help).
+	Err     string
+	Refused bool
+}
+
+// Jcmd runs `jcmd PID ARGS...` for at most limit, keeping at most keep
+// bytes of what it prints. Run as root against another user's JVM, jcmd
+// runs as that user (a JVM lets its own user attach); an attach file it
+// leaves behind is removed.
+func Jcmd(ctx context.Context, pid int, limit time.Duration, keep int, args ...string) JcmdResult {
+	var r JcmdResult
+	what := fmt.Sprintf("jcmd %d %s", pid, strings.Join(args, " "))
+	if len(args) > 0 {
+		what = fmt.Sprintf("jcmd %d %s", pid, args[0])
+	}
+	path, err := exec.LookPath("jcmd")
+	if err != nil {
+		r.Err = "jcmd is not installed (it comes with the JDK: apt-get install -y openjdk-17-jdk-headless)"
+		return r
+	}
 	defer removeAttachFiles(attachFiles(pid))
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, path, strconv.Itoa(pid), "Thread.print")
-	out := &capped{max: MaxDump}
+	cmd := exec.CommandContext(ctx, path, append([]string{strconv.Itoa(pid)}, args...)...)
+	out := &capped{max: keep}
 	cmd.Stdout, cmd.Stderr = out, out
 	// jcmd in a process group of its own, ended whole at the limit: a
 	// child it left holding its output kept the wait for that output
@@ -64,33 +102,24 @@ func DumpJVM(ctx context.Context, pid int, limit time.Duration) *JVM {
 		// to another process while one of the group lives).
 		_ = killGroup()
 	}
-	j.EndNs = time.Now().UnixNano()
 	if cmd.ProcessState != nil {
 		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-			j.CPUNs = ru.Utime.Nano() + ru.Stime.Nano()
+			r.CPUNs = ru.Utime.Nano() + ru.Stime.Nano()
 		}
 	}
 	text := out.buf.String()
 	switch {
 	case ctx.Err() != nil:
-		j.Err = fmt.Sprintf("jcmd %d Thread.print did not answer within %s (a JVM that refuses attach, or a machine too busy): no Java stacks", pid, limit)
-		return j
+		r.Err = fmt.Sprintf("%s did not answer within %s (a JVM that refuses attach, or a machine too busy)", what, limit)
 	case err != nil:
-		// It answered, and not with stacks: a JVM that refuses attach
-		// (jcmd's reason is the exception's line, after "PID:"), or not
-		// a JVM. Asking again will not help.
-		j.Err, j.refused = fmt.Sprintf("jcmd %d Thread.print failed (%v): %s: no Java stacks", pid, err, reason(text)), true
-		return j
+		// It answered, and not with what was asked: a JVM that refuses
+		// attach (jcmd's reason is the exception's line, after "PID:"),
+		// or not a JVM. Asking again will not help.
+		r.Err, r.Refused = fmt.Sprintf("%s failed (%v): %s", what, err, Reason(text)), true
+	default:
+		r.Out = text
 	}
-	j.Dump = text
-	if after, errA := safepoints(pid); errB == nil && errA == nil && after.freq > 0 {
-		ticks := (after.time + after.sync) - (before.time + before.sync)
-		j.PauseNs = int64(float64(ticks) / float64(after.freq) * 1e9)
-		j.Safepoints = after.count - before.count
-		j.PauseKnown = j.PauseNs >= 0 && j.Safepoints >= 0
-		j.PauseNs, j.Safepoints = max(j.PauseNs, 0), max(j.Safepoints, 0)
-	}
-	return j
+	return r
 }
 
 // jcmdWaitDelay is how long jcmd's output is waited for once jcmd has
@@ -141,10 +170,10 @@ func nsPID(pid int) string {
 	return id
 }
 
-// reason is the line of jcmd's output that says why it failed: the first
+// Reason is the line of jcmd's output that says why it failed: the first
 // but for the "PID:" it starts with and a Java stack's "at ..." lines, a
 // Java exception named without its package.
-func reason(out string) string {
+func Reason(out string) string {
 	for _, line := range strings.Split(out, "\n") {
 		line = strings.TrimSpace(line)
 		if line == "" || strings.HasPrefix(line, "at ") || strings.Trim(line, "0123456789") == ":" {
