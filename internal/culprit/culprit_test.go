@@ -62,3 +62,70 @@ func TestClean(t *testing.T) {
 		t.Errorf("cause %q held %d state %d bytes", c.Cause, c.HeldNs, len(c.State))
 	}
 }
+
+// TestServiceWords: the one sentence a watched service's hold is said in:
+// how many of the serving threads, the share of the window, what held
+// them and to whom, the frame, how often; a file the source did not give
+// is said to be inferred; a pool's hold is forgiven only when the
+// experiment says so; nothing held is said too.
+func TestServiceWords(t *testing.T) {
+	s := Service{Source: SourceJFR, Role: "event-loop threads", Serving: 4, WindowNs: int64(5 * time.Second), ThresholdNs: int64(time.Millisecond),
+		Holds: []Hold{{State: "in a socket read", Peer: "127.0.0.1:5432", Held: 4, HeldNs: int64(19200 * time.Millisecond), Calls: 3712,
+			Frames: []Frame{{Function: "LedgerClient.balance", File: "LedgerClient.java", Line: 57}}}}}
+	if got, want := s.Words(), "4 of 4 event-loop threads held 96 % of the window in a socket read to 127.0.0.1:5432 at LedgerClient.balance (LedgerClient.java:57): 3712 calls, 5.2 ms on average"; got != want {
+		t.Errorf("%q\nwant %q", got, want)
+	}
+	s.Holds[0].FileInferred = true
+	if got := s.Words(); !strings.Contains(got, "at LedgerClient.balance (LedgerClient.java:57, file name inferred)") {
+		t.Errorf("inferred: %q", got)
+	}
+	s.Pool, s.Role, s.Serving = true, "request threads", 10
+	if got := s.Words(); strings.Contains(got, "forgiven") || !strings.HasPrefix(got, "4 of 10 request threads held 96 %") {
+		t.Errorf("a pool not yet judged: %q", got)
+	}
+	s.Forgiven = "bystanders' median within 1.1x of unloaded, none stalled"
+	if got := s.Words(); !strings.HasSuffix(got, "; held, and forgiven (bystanders' median within 1.1x of unloaded, none stalled)") {
+		t.Errorf("forgiven: %q", got)
+	}
+	cpu := Service{Source: SourceProc, Role: "event-loop threads", Serving: 1, WindowNs: int64(2 * time.Second),
+		Holds: []Hold{{State: "on a CPU", Held: 1, HeldNs: int64(3 * time.Second), Threads: []string{"node (main thread)"}}}}
+	if got, want := cpu.Words(), "1 of 1 event-loop threads held 100 % of the window on a CPU"; got != want {
+		t.Errorf("%q, want %q", got, want)
+	}
+	none := Service{Source: SourceGoTrace, Role: "event-loop goroutines", Serving: 4, WindowNs: int64(2 * time.Second), ThresholdNs: int64(time.Millisecond)}
+	if got, want := none.Words(), "none of the 4 event-loop goroutines held past 1.0 ms over 2.0 s (Go execution trace)"; got != want {
+		t.Errorf("%q, want %q", got, want)
+	}
+}
+
+// TestServiceClean: a watched service read from a stranger is capped.
+func TestServiceClean(t *testing.T) {
+	s := Service{Role: strings.Repeat("r", 10*MaxText), Serving: -1, WindowNs: -1, CostNs: -5}
+	for range MaxHolds + 3 {
+		h := Hold{State: strings.Repeat("s", 2*MaxText), Held: -2, HeldNs: -1, Calls: -1, LongestNs: -1}
+		for range MaxNames + 5 {
+			h.Threads = append(h.Threads, strings.Repeat("n", 2*MaxText))
+		}
+		for range MaxFrames + 5 {
+			h.Frames = append(h.Frames, Frame{Function: "f", Line: -3})
+		}
+		s.Holds = append(s.Holds, h)
+	}
+	for range MaxLimits + 4 {
+		s.Limits = append(s.Limits, strings.Repeat("l", 2*MaxText))
+	}
+	c := s.Clean()
+	h := c.Holds[0]
+	if len(c.Holds) != MaxHolds || len(h.Threads) != MaxNames || len(h.Threads[0]) != MaxText || len(h.Frames) != MaxFrames || h.Frames[0].Line != 0 {
+		t.Errorf("holds %d, names %d (%d bytes), frames %d", len(c.Holds), len(h.Threads), len(h.Threads[0]), len(h.Frames))
+	}
+	if len(c.Role) != MaxText || len(h.State) != MaxText || len(c.Limits) != MaxLimits || len(c.Limits[0]) != MaxText {
+		t.Errorf("strings not cut: role %d, state %d, limits %d", len(c.Role), len(h.State), len(c.Limits))
+	}
+	if c.Serving != 0 || c.WindowNs != 0 || c.CostNs != 0 || h.HeldNs != 0 || h.Calls != 0 || h.LongestNs != 0 || h.Held != MaxNames {
+		t.Errorf("figures: %+v", c)
+	}
+	if c.Share(h) != 0 {
+		t.Errorf("share over no window: %v", c.Share(h))
+	}
+}
