@@ -316,7 +316,7 @@ func Decide(t *Trace) Verdict {
 	for _, r := range held {
 		v.Held = append(v.Held, r)
 	}
-	slices.SortFunc(v.Held, func(a, b culprit.Record) int { return natural(a.Thread, b.Thread) })
+	slices.SortFunc(v.Held, func(a, b culprit.Record) int { return Natural(a.Thread, b.Thread) })
 	var first map[int]JThread
 	if len(dumps) > 0 {
 		first = dumps[0]
@@ -355,9 +355,9 @@ func inCall(jt JThread) bool {
 	return false
 }
 
-// family is a name without its last number: "nioEventLoopGroup-3-", or
+// Family is a name without its last number: "nioEventLoopGroup-3-", or
 // "" for a name that does not end in one.
-func family(name string) string {
+func Family(name string) string {
 	f := strings.TrimRight(name, "0123456789")
 	if f == name || f == "" {
 		return ""
@@ -365,10 +365,10 @@ func family(name string) string {
 	return f
 }
 
-// natural orders names with their last numbers as numbers: exec-9 before
+// Natural orders names with their last numbers as numbers: exec-9 before
 // exec-10.
-func natural(a, b string) int {
-	fa, fb := family(a), family(b)
+func Natural(a, b string) int {
+	fa, fb := Family(a), Family(b)
 	if fa != "" && fa == fb {
 		na, _ := strconv.Atoi(a[len(fa):])
 		nb, _ := strconv.Atoi(b[len(fb):])
@@ -385,7 +385,7 @@ func groups(t *Trace, held []culprit.Record, names map[int]string, jts map[int]J
 	var fams []string
 	for _, r := range held {
 		isHeld[r.Thread] = true
-		if f := family(r.Thread); f != "" && !slices.Contains(fams, f) {
+		if f := Family(r.Thread); f != "" && !slices.Contains(fams, f) {
 			fams = append(fams, f)
 		}
 	}
@@ -398,7 +398,7 @@ func groups(t *Trace, held []culprit.Record, names map[int]string, jts map[int]J
 			if whole, ok := names[th.TID]; ok {
 				n = whole
 			}
-			if family(n) != f {
+			if Family(n) != f {
 				continue
 			}
 			of++

@@ -1,0 +1,770 @@
+package watch
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/bystander-kit/bystander/internal/culprit"
+	"github.com/bystander-kit/bystander/internal/outside"
+)
+
+// jfrEvents are the events the kit asks Flight Recorder for, each past the
+// threshold with its stack: where a thread waits in a call.
+var jfrEvents = []string{"jdk.SocketRead", "jdk.SocketWrite", "jdk.ThreadSleep", "jdk.JavaMonitorEnter",
+	"jdk.JavaMonitorWait", "jdk.ThreadPark", "jdk.FileRead", "jdk.FileWrite"}
+
+// JFC is the recording's settings, as a .jfc file any JDK with Flight
+// Recorder reads (8u262 and later): the events above past threshold, with
+// their stacks, and every thread's stack (jdk.ThreadDump) at the
+// recording's start and end, for the threads' roles and the frames' files.
+func JFC(threshold time.Duration) []byte {
+	th := fmt.Sprintf("%d us", max(threshold.Microseconds(), 1))
+	if threshold%time.Millisecond == 0 {
+		th = fmt.Sprintf("%d ms", threshold.Milliseconds())
+	}
+	var b bytes.Buffer
+	b.WriteString(`<?xml version="1.0" encoding="UTF-8"?>` + "\n")
+	b.WriteString(`<configuration version="2.0" label="bystander" description="bystander: where serving threads wait in a call past ` + th + `">` + "\n")
+	for _, e := range jfrEvents {
+		fmt.Fprintf(&b, `  <event name="%s"><setting name="enabled">true</setting><setting name="stackTrace">true</setting><setting name="threshold">%s</setting></event>`+"\n", e, th)
+	}
+	b.WriteString(`  <event name="jdk.ThreadDump"><setting name="enabled">true</setting><setting name="period">everyChunk</setting></event>` + "\n")
+	b.WriteString("</configuration>\n")
+	return b.Bytes()
+}
+
+// Caps and bounds on the JVM's side of watching.
+const (
+	jcmdLimit = 20 * time.Second // JFR.start (the first one starts Flight Recorder in the JVM) and JFR.stop
+	jfrLimit  = 60 * time.Second // jfr print
+	// MaxRecording is the largest recording printed; MaxPrint the most of
+	// jfr's print read (about 6 kB an event at the stack depth asked).
+	MaxRecording = 256 << 20
+	MaxPrint     = 128 << 20
+	// MaxPlaces caps the distinct places a recording's holds are counted
+	// in.
+	MaxPlaces = 4096
+	// jfrStackDepth is how many frames of each event are printed: the
+	// application's call under the JDK's socket frames, not the loop's
+	// whole pipeline (the stack dumps give that).
+	jfrStackDepth = 24
+)
+
+// JFR watches JVM pid through Flight Recorder for o.Window: `jcmd PID
+// JFR.start` with the kit's settings, JFR.stop into a file, `jfr print
+// --json`, read with caps. A JVM that refuses attach, or whose Flight
+// Recorder is disabled, gives a Service with no window and the reason.
+func JFR(ctx context.Context, pid int, o Options) culprit.Service {
+	o = o.withDefaults()
+	s := culprit.Service{Source: culprit.SourceJFR, ThresholdNs: int64(o.Threshold)}
+	jfr, err := exec.LookPath("jfr")
+	if err != nil {
+		s.Limits = append(s.Limits, "watch: jfr is not installed (it comes with the JDK: apt-get install -y openjdk-17-jdk-headless): no Flight Recorder")
+		return s
+	}
+	dir, err := newRecordingDir(pid)
+	if err != nil {
+		s.Limits = append(s.Limits, err.Error())
+		return s
+	}
+	defer dir.remove()
+	if err := dir.write("bystander.jfc", JFC(o.Threshold)); err != nil {
+		s.Limits = append(s.Limits, err.Error())
+		return s
+	}
+	name := fmt.Sprintf("bystander-%d-%d", os.Getpid(), time.Now().UnixNano())
+	// duration= ends the recording by itself should the kit end first.
+	start := outside.Jcmd(ctx, pid, jcmdLimit, 64<<10, "JFR.start", "name="+name, "settings="+dir.inJVM("bystander.jfc"),
+		fmt.Sprintf("duration=%ds", int((o.Window+time.Minute).Seconds())), "maxsize=256m")
+	s.CostNs += start.CPUNs
+	switch {
+	case start.Err != "":
+		s.Limits = append(s.Limits, "watch: Flight Recorder not started: "+start.Err)
+		return s
+	case !strings.Contains(start.Out, "Started recording"):
+		s.Limits = append(s.Limits, fmt.Sprintf("watch: Flight Recorder did not start in pid %d: %s", pid, outside.Reason(start.Out)))
+		return s
+	}
+	from := time.Now()
+	sleepCtx(ctx, o.Window)
+	to := time.Now()
+	stop := outside.Jcmd(context.WithoutCancel(ctx), pid, jcmdLimit, 64<<10, "JFR.stop", "name="+name, "filename="+dir.inJVM("recording.jfr"))
+	s.CostNs += stop.CPUNs
+	switch {
+	case stop.Err != "":
+		s.Limits = append(s.Limits, "watch: Flight Recorder's recording not written: "+stop.Err)
+		return s
+	case !strings.Contains(stop.Out, "Stopped recording"):
+		s.Limits = append(s.Limits, fmt.Sprintf("watch: Flight Recorder's recording not written by pid %d: %s", pid, outside.Reason(stop.Out)))
+		return s
+	}
+	if ctx.Err() != nil {
+		s.Limits = append(s.Limits, "watch: cut short: Flight Recorder watched "+culprit.FormatHeld(to.Sub(from)))
+	}
+	rec, err := dir.recording("recording.jfr")
+	if err != nil {
+		s.Limits = append(s.Limits, err.Error())
+		return s
+	}
+	r, cpu, err := printRecording(context.WithoutCancel(ctx), jfr, rec, dir.uid, dir.gid)
+	s.CostNs += cpu
+	if err != nil {
+		s.Limits = append(s.Limits, err.Error())
+		if r == nil {
+			return s
+		}
+	}
+	s.WindowNs = int64(to.Sub(from))
+	r.judge(&s, from, to)
+	return s
+}
+
+// recordingDir is where the JVM reads the settings and writes the
+// recording: a directory of the kit's, owned by the JVM's user, seen by
+// the kit at host and by the JVM at jvm (in its own mount namespace: a
+// container's /tmp).
+type recordingDir struct {
+	host, jvm string
+	uid, gid  uint32
+	asOwner   bool // the JVM's user is not the kit's: jfr print runs as it
+}
+
+func newRecordingDir(pid int) (*recordingDir, error) {
+	var st syscall.Stat_t
+	if err := syscall.Stat(fmt.Sprintf("/proc/%d", pid), &st); err != nil {
+		return nil, fmt.Errorf("watch: pid %d: %v: the process ended, or this is a container without its /proc", pid, err)
+	}
+	base, jvmBase := os.TempDir(), os.TempDir()
+	self, _ := os.Readlink("/proc/self/ns/mnt")
+	if theirs, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/mnt", pid)); err == nil && theirs != self {
+		base, jvmBase = fmt.Sprintf("/proc/%d/root/tmp", pid), "/tmp" // a container: its own /tmp
+	}
+	host, err := os.MkdirTemp(base, "bystander-jfr-")
+	if err != nil {
+		return nil, fmt.Errorf("watch: no directory for Flight Recorder's recording: %v", err)
+	}
+	d := &recordingDir{host: host, jvm: filepath.Join(jvmBase, filepath.Base(host)), uid: st.Uid, gid: st.Gid}
+	if os.Geteuid() == 0 && st.Uid != 0 {
+		// The JVM writes the recording as its user, into a directory of
+		// its own; the kit reads it as that user too (jfr print).
+		if err := os.Chown(host, int(st.Uid), int(st.Gid)); err != nil {
+			os.RemoveAll(host)
+			return nil, fmt.Errorf("watch: the recording's directory cannot be given to pid %d's user: %v", pid, err)
+		}
+		d.asOwner = true
+	}
+	return d, nil
+}
+
+func (d *recordingDir) inJVM(name string) string { return filepath.Join(d.jvm, name) }
+
+func (d *recordingDir) write(name string, b []byte) error {
+	if err := os.WriteFile(filepath.Join(d.host, name), b, 0o644); err != nil {
+		return fmt.Errorf("watch: Flight Recorder's settings not written: %v", err)
+	}
+	return nil
+}
+
+// recording is the recording's path, once it is a regular file of at
+// most MaxRecording bytes (the JVM's user could put anything there).
+func (d *recordingDir) recording(name string) (string, error) {
+	p := filepath.Join(d.host, name)
+	st, err := os.Lstat(p)
+	switch {
+	case err != nil:
+		return "", fmt.Errorf("watch: Flight Recorder's recording is missing: %v", err)
+	case !st.Mode().IsRegular():
+		return "", fmt.Errorf("watch: Flight Recorder's recording %s is not a regular file: not read", p)
+	case st.Size() > MaxRecording:
+		return "", fmt.Errorf("watch: Flight Recorder's recording is %d MiB, more than the %d MiB read: a shorter window, or a higher threshold", st.Size()>>20, MaxRecording>>20)
+	}
+	return p, nil
+}
+
+func (d *recordingDir) remove() { os.RemoveAll(d.host) }
+
+// jfrFrame, jfrEvent: what the kit reads of `jfr print --json`.
+type jfrFrame struct {
+	Method struct {
+		Type struct {
+			Name string `json:"name"`
+		} `json:"type"`
+		Name string `json:"name"`
+	} `json:"method"`
+	LineNumber int `json:"lineNumber"`
+}
+
+type jfrClass struct {
+	Name string `json:"name"`
+}
+
+type jfrEvent struct {
+	Type   string `json:"type"`
+	Values struct {
+		StartTime   string `json:"startTime"`
+		Duration    string `json:"duration"`
+		EventThread *struct {
+			OSName     string `json:"osName"`
+			OSThreadID int64  `json:"osThreadId"`
+			JavaName   string `json:"javaName"`
+		} `json:"eventThread"`
+		StackTrace *struct {
+			Frames []jfrFrame `json:"frames"`
+		} `json:"stackTrace"`
+		// A socket's peer; other events have an "address" of another
+		// kind (a parked object's, a number): read as a string or not.
+		Host         json.RawMessage `json:"host"`
+		Address      json.RawMessage `json:"address"`
+		Port         json.RawMessage `json:"port"`
+		Path         json.RawMessage `json:"path"`
+		MonitorClass *jfrClass       `json:"monitorClass"`
+		ParkedClass  *jfrClass       `json:"parkedClass"`
+		Result       string          `json:"result"`
+	} `json:"values"`
+}
+
+// maxPrint is MaxPrint, lowered by the tests.
+var maxPrint int64 = MaxPrint
+
+// jfrHold is one event past the threshold, on a thread.
+type jfrHold struct {
+	thread      string
+	start, end  time.Time
+	state, peer string
+	// frames are the culprit frame and a few of its callers; idle says the
+	// hold was a wait for work; role is the one its frames say, if any.
+	frames []culprit.Frame
+	idle   bool
+	role   string
+}
+
+// recording is what the kit read of a recording.
+type recording struct {
+	holds []jfrHold
+	dumps []string // the thread dumps, at the recording's start and end
+	// events counts the events read; cut says the print was cut at
+	// MaxPrint.
+	events  int
+	cut     bool
+	dropped int // holds past maxHolds
+	names   map[string]string
+}
+
+// printRecording runs `jfr print --json` over the recording (as uid:gid
+// when asked, for another user's JVM), reading at most MaxPrint bytes of
+// it, for at most jfrLimit; it returns what it read and jfr's CPU.
+func printRecording(ctx context.Context, jfr, path string, uid, gid uint32) (*recording, int64, error) {
+	ctx, cancel := context.WithTimeout(ctx, jfrLimit)
+	defer cancel()
+	args := []string{"print", "--json", "--stack-depth", strconv.Itoa(jfrStackDepth), "--events", strings.Join(append(jfrEvents[:len(jfrEvents):len(jfrEvents)], "jdk.ThreadDump"), ","), path}
+	cmd := exec.CommandContext(ctx, jfr, args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if os.Geteuid() == 0 && uid != 0 {
+		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uid, Gid: gid}
+	}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 500 * time.Millisecond
+	var errOut bytes.Buffer
+	cmd.Stderr = &limitedBuffer{b: &errOut, max: 4096}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, 0, fmt.Errorf("watch: jfr print: %v", err)
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, 0, fmt.Errorf("watch: jfr print did not start: %v", err)
+	}
+	r, readErr := readRecording(out)
+	if readErr != nil || r.cut {
+		cancel() // what is left is not read: jfr must not wait to write it
+	}
+	waitErr := cmd.Wait()
+	var cpu int64
+	if cmd.ProcessState != nil {
+		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+			cpu = ru.Utime.Nano() + ru.Stime.Nano()
+		}
+	}
+	switch {
+	case r.cut:
+		return r, cpu, fmt.Errorf("watch: Flight Recorder's print was read up to %d MiB (%d events): the holds are those of its start; a shorter window, or a higher threshold", maxPrint>>20, r.events)
+	case readErr != nil && errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return r, cpu, fmt.Errorf("watch: jfr print did not finish within %s (%d events read): a machine too busy, or a recording too large", jfrLimit, r.events)
+	case readErr != nil:
+		return r, cpu, fmt.Errorf("watch: jfr print's output unreadable after %d events (%v): %s", r.events, readErr, outside.Reason(errOut.String()))
+	case waitErr != nil:
+		return r, cpu, fmt.Errorf("watch: jfr print failed (%v): %s", waitErr, outside.Reason(errOut.String()))
+	}
+	return r, cpu, nil
+}
+
+// readRecording reads jfr's JSON, one event at a time, at most MaxPrint
+// bytes: {"recording": {"events": [ ... ]}}.
+func readRecording(out io.Reader) (*recording, error) {
+	lim := &io.LimitedReader{R: out, N: maxPrint}
+	dec := json.NewDecoder(lim)
+	r := &recording{}
+	for i := 0; ; i++ {
+		tok, err := dec.Token()
+		if err != nil {
+			if errors.Is(err, io.EOF) && i == 0 {
+				return r, nil // nothing printed: no events
+			}
+			return r, err
+		}
+		if tok == json.Delim('[') {
+			break
+		}
+		if i > 8 {
+			return r, errors.New("not Flight Recorder's JSON: no list of events")
+		}
+	}
+	for dec.More() {
+		var e jfrEvent
+		if err := dec.Decode(&e); err != nil {
+			var typ *json.UnmarshalTypeError
+			if errors.As(err, &typ) {
+				r.events++ // read whole, a field of another type: what it had is kept
+				r.add(e)
+				continue
+			}
+			if lim.N <= 0 {
+				r.cut = true
+				return r, nil
+			}
+			return r, err
+		}
+		r.events++
+		r.add(e)
+	}
+	return r, nil
+}
+
+// add keeps what the event says: a hold, or a thread dump (the last two).
+func (r *recording) add(e jfrEvent) {
+	v := e.Values
+	if e.Type == "jdk.ThreadDump" {
+		dump := v.Result
+		if len(dump) > outside.MaxDump {
+			dump = dump[:outside.MaxDump]
+		}
+		r.dumps = append(r.dumps, dump)
+		if len(r.dumps) > 2 {
+			r.dumps = r.dumps[len(r.dumps)-2:]
+		}
+		return
+	}
+	start, err := time.Parse(time.RFC3339Nano, v.StartTime)
+	d, ok := isoDuration(v.Duration)
+	if err != nil || !ok || v.EventThread == nil {
+		return
+	}
+	h := jfrHold{thread: v.EventThread.JavaName, start: start, end: start.Add(d)}
+	if h.thread == "" {
+		h.thread = v.EventThread.OSName
+	}
+	if h.thread == "" {
+		h.thread = fmt.Sprintf("tid %d", v.EventThread.OSThreadID)
+	}
+	h.thread = cut(h.thread)
+	switch e.Type {
+	case "jdk.SocketRead", "jdk.SocketWrite":
+		h.state = "in a socket read"
+		if e.Type == "jdk.SocketWrite" {
+			h.state = "in a socket write"
+		}
+		host := str(v.Address)
+		if host == "" {
+			host = str(v.Host)
+		}
+		var port uint16
+		if json.Unmarshal(v.Port, &port) == nil && host != "" {
+			h.peer = cut(net.JoinHostPort(host, strconv.Itoa(int(port))))
+		}
+	case "jdk.ThreadSleep":
+		h.state = "in a sleep"
+	case "jdk.JavaMonitorEnter":
+		h.state = "blocked on a monitor" + ofClass(" of ", v.MonitorClass)
+	case "jdk.JavaMonitorWait":
+		h.state = "in Object.wait" + ofClass(" on ", v.MonitorClass)
+	case "jdk.ThreadPark":
+		h.state = "parked" + ofClass(" on ", v.ParkedClass)
+	case "jdk.FileRead":
+		h.state = cut("in a file read of " + str(v.Path))
+	case "jdk.FileWrite":
+		h.state = cut("in a file write to " + str(v.Path))
+	default:
+		return
+	}
+	var frames []culprit.Frame
+	if v.StackTrace != nil {
+		for i, f := range v.StackTrace.Frames {
+			if i == jfrStackDepth {
+				break
+			}
+			fn := r.intern(strings.ReplaceAll(f.Method.Type.Name, "/", ".") + "." + f.Method.Name)
+			frames = append(frames, culprit.Frame{Function: fn, Line: max(f.LineNumber, 0)})
+		}
+	}
+	// What the hold needs of its stack, decided now: whether it is a wait
+	// for work, the role its frames say, and the culprit frame with a few
+	// of its callers.
+	h.idle, h.role = javaIdleWait(frames), javaRole("", frames)
+	i := culpritAt(frames, javaIsRuntime, javaIsServer)
+	h.frames = frames[min(i, len(frames)):min(i+holdFrames, len(frames))]
+	if len(r.holds) < maxHolds {
+		r.holds = append(r.holds, h)
+	} else {
+		r.dropped++
+	}
+}
+
+// intern keeps one copy of each function's name (a recording repeats a
+// few thousand of them), at most maxNames.
+func (r *recording) intern(s string) string {
+	s = cut(s)
+	if v, ok := r.names[s]; ok {
+		return v
+	}
+	if r.names == nil {
+		r.names = map[string]string{}
+	}
+	if len(r.names) < maxNames {
+		r.names[s] = s
+	}
+	return s
+}
+
+// Caps on what a recording keeps: its holds (the print's cap bounds them
+// first: about 6 kB an event), the frames kept of each from the culprit
+// on, the distinct function names.
+const (
+	maxHolds   = 200_000
+	holdFrames = 8
+	maxNames   = 100_000
+)
+
+// str is a JSON string's value, or "".
+func str(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		return ""
+	}
+	return s
+}
+
+func ofClass(sep string, c *jfrClass) string {
+	if c == nil || c.Name == "" {
+		return ""
+	}
+	n := strings.ReplaceAll(c.Name, "/", ".")
+	return sep + cut(n[strings.LastIndex(n, ".")+1:])
+}
+
+func cut(s string) string {
+	if len(s) > culprit.MaxText {
+		s = strings.ToValidUTF8(s[:culprit.MaxText], "")
+	}
+	return s
+}
+
+// isoDuration reads an ISO-8601 duration as jfr prints one: "PT0.005923666S",
+// "PT1M2.5S", "PT0S".
+func isoDuration(s string) (time.Duration, bool) {
+	rest, ok := strings.CutPrefix(s, "PT")
+	if !ok || rest == "" || len(rest) > 64 {
+		return 0, false
+	}
+	var d float64
+	for rest != "" {
+		i := strings.IndexAny(rest, "HMS")
+		if i <= 0 {
+			return 0, false
+		}
+		n, err := strconv.ParseFloat(rest[:i], 64)
+		if err != nil || n < 0 {
+			return 0, false
+		}
+		switch rest[i] {
+		case 'H':
+			d += n * 3600
+		case 'M':
+			d += n * 60
+		case 'S':
+			d += n
+		}
+		rest = rest[i+1:]
+	}
+	if d > 1e6 {
+		return 0, false
+	}
+	return time.Duration(d * 1e9), true
+}
+
+// The Java frames that are the runtime's, and the servers' libraries'.
+var (
+	javaRuntime = []string{"java.", "javax.", "jdk.", "sun.", "com.sun.", "jakarta."}
+	javaServers = []string{"io.netty.", "org.apache.tomcat.", "org.apache.catalina.", "org.apache.coyote.", "org.eclipse.jetty.",
+		"io.undertow.", "org.xnio.", "org.jboss.threads.", "io.vertx.", "reactor.netty.", "io.helidon.", "org.glassfish.grizzly."}
+	// javaIdle are where a serving thread waits for work: a pool's queue,
+	// a loop's task queue.
+	javaIdle = []string{"java.util.concurrent.ThreadPoolExecutor.getTask", "org.apache.tomcat.util.threads.ThreadPoolExecutor.getTask",
+		"org.apache.tomcat.util.threads.TaskQueue.", "java.util.concurrent.ForkJoinPool.awaitWork",
+		"io.netty.util.concurrent.SingleThreadEventExecutor.takeTask", "org.eclipse.jetty.util.thread.QueuedThreadPool$Runner.idleJobPoll",
+		"org.eclipse.jetty.util.thread.ReservedThreadExecutor$ReservedThread.reservedWait",
+		"java.util.concurrent.ScheduledThreadPoolExecutor$DelayedWorkQueue.", "org.jboss.threads.EnhancedQueueExecutor$ThreadBody.run"}
+	// javaLoops and javaPools are frames, javaLoopNames and javaPoolNames
+	// thread names, of the threads that serve connections: event loops
+	// (Netty, Vert.x, XNIO's I/O threads) and pools (Tomcat's, Jetty's,
+	// XNIO's task threads).
+	javaLoops = []string{"io.netty.channel.nio.NioEventLoop.run", "io.netty.channel.epoll.EpollEventLoop.run",
+		"io.netty.channel.kqueue.KQueueEventLoop.run", "io.netty.channel.SingleThreadIoEventLoop.run", "org.xnio.nio.WorkerThread.run"}
+	javaPools = []string{"org.apache.tomcat.util.threads.ThreadPoolExecutor$Worker.run", "org.eclipse.jetty.util.thread.QueuedThreadPool$Runner.run",
+		"org.jboss.threads.EnhancedQueueExecutor$ThreadBody.run"}
+	javaLoopNames = regexp.MustCompile(`^(nio|epoll|kqueue|ioUring|multiThreadIo)EventLoopGroup-\d+-\d+$|^vert\.x-eventloop-thread-\d+$|^XNIO-\d+ I/O-\d+$|^reactor-http-(nio|epoll)-\d+$`)
+	javaPoolNames = regexp.MustCompile(`-exec-\d+$|^qtp\d+-\d+$|^XNIO-\d+ task-\d+$|^default task-\d+$`)
+)
+
+func javaIsRuntime(fn string) bool { return hasPrefix(fn, javaRuntime) }
+func javaIsServer(fn string) bool  { return hasPrefix(fn, javaServers) }
+
+// The roles.
+const (
+	roleLoop  = "event-loop threads"
+	rolePool  = "request threads"
+	roleOther = "threads"
+)
+
+// javaRole is a thread's role by its stack (a dump's, or an event's),
+// else by its name.
+func javaRole(name string, frames []culprit.Frame) string {
+	for _, f := range frames {
+		switch {
+		case hasPrefix(f.Function, javaLoops):
+			return roleLoop
+		case hasPrefix(f.Function, javaPools):
+			return rolePool
+		}
+	}
+	switch {
+	case javaLoopNames.MatchString(name):
+		return roleLoop
+	case javaPoolNames.MatchString(name):
+		return rolePool
+	}
+	return roleOther
+}
+
+// javaIdleWait says the hold is a wait for work: a frame below the
+// application's (or anywhere, without one) is a pool's or a loop's wait.
+func javaIdleWait(frames []culprit.Frame) bool {
+	for _, f := range frames {
+		if !javaIsRuntime(f.Function) && !javaIsServer(f.Function) {
+			return false // the application's call
+		}
+		if hasPrefix(f.Function, javaIdle) {
+			return true
+		}
+	}
+	return false
+}
+
+// judge fills s from the recording, over the window from..to: the serving
+// threads' holds that are not waits for work, by place, in the role most
+// held (event loops, a pool's request threads, or, where no serving
+// thread is known, any thread in the application's frames).
+func (r *recording) judge(s *culprit.Service, from, to time.Time) {
+	// The dumps: every thread's role and the frames' files.
+	roles, files := map[string]string{}, map[string]string{}
+	var last []outside.JThread
+	for _, d := range r.dumps {
+		last = outside.Parse(d)
+		for _, jt := range last {
+			var fs []culprit.Frame
+			for _, f := range jt.Frames {
+				fs = append(fs, f.Frame)
+				if f.File != "" && f.Line > 0 {
+					files[className(f.Function)] = f.File
+				}
+			}
+			if role := javaRole(jt.Name, fs); role != roleOther || roles[jt.Name] == "" {
+				roles[jt.Name] = role
+			}
+		}
+	}
+	roleOf := func(h jfrHold) string {
+		if role, ok := roles[h.thread]; ok && role != roleOther {
+			return role
+		}
+		if h.role != roleOther {
+			return h.role
+		}
+		return javaRole(h.thread, nil)
+	}
+	tallies := map[string]*tally{}
+	seen := map[string]map[string]bool{} // role -> threads seen in any event
+	full := false
+	for _, h := range r.holds {
+		role := roleOf(h)
+		if seen[role] == nil {
+			seen[role] = map[string]bool{}
+		}
+		seen[role][h.thread] = true
+		if h.idle {
+			continue
+		}
+		b, e := h.start, h.end
+		if b.Before(from) {
+			b = from
+		}
+		if e.After(to) {
+			e = to
+		}
+		if !e.After(b) {
+			continue
+		}
+		t := tallies[role]
+		if t == nil {
+			t = newTally()
+			tallies[role] = t
+		}
+		frames, inferred := h.frames, false
+		if len(frames) > 0 {
+			frames = append([]culprit.Frame(nil), frames...)
+			frames[0].File, inferred = javaFile(frames[0].Function, files)
+		}
+		if !t.add(h.thread, h.state, h.peer, frames, inferred, e.Sub(b)) {
+			full = true
+		}
+	}
+	// The role: the serving role held most; where no serving thread is
+	// known, any thread in the application's frames.
+	role, most := "", int64(-1)
+	for _, c := range []string{roleLoop, rolePool} {
+		if t := tallies[c]; t != nil {
+			if held := t.total(); held > most {
+				role, most = c, held
+			}
+		}
+	}
+	if role == "" {
+		for _, c := range []string{roleLoop, rolePool} {
+			if len(seen[c]) > 0 || hasRole(roles, c) {
+				role = c
+				break
+			}
+		}
+	}
+	if role == "" {
+		role = roleOther
+		s.Limits = append(s.Limits, "watch: no thread that serves connections recognised (Netty's, Tomcat's, Jetty's, Undertow's or Vert.x's, by their frames or names): every thread held in the application's frames is named")
+	}
+	s.Role, s.Pool = role, role == rolePool
+	if t := tallies[role]; t != nil {
+		s.Holds = t.holds()
+	}
+	// How many threads of the role: those in the held threads' families
+	// (Netty's acceptor group is not its worker group), from the last
+	// dump, else those the recording saw.
+	fams := map[string]bool{}
+	for _, h := range s.Holds {
+		for _, n := range h.Threads {
+			fams[outside.Family(n)] = true
+		}
+	}
+	count := func(names map[string]bool) int {
+		n := 0
+		for name := range names {
+			if len(fams) == 0 || fams[outside.Family(name)] {
+				n++
+			}
+		}
+		return n
+	}
+	inDump := map[string]bool{}
+	for _, jt := range last {
+		if roles[jt.Name] == role {
+			inDump[jt.Name] = true
+		}
+	}
+	if role != roleOther {
+		s.Serving = count(inDump)
+		if s.Serving == 0 {
+			s.Serving = count(seen[role])
+		}
+	}
+	if len(r.dumps) == 0 {
+		s.Limits = append(s.Limits, "watch: Flight Recorder gave no thread dump (jdk.ThreadDump): serving threads known by name only, frames' files inferred")
+	}
+	if r.dropped > 0 {
+		s.Limits = append(s.Limits, fmt.Sprintf("watch: more than %d holds in the recording: the first counted", maxHolds))
+	}
+	if full {
+		s.Limits = append(s.Limits, fmt.Sprintf("watch: more than %d places held: the first counted", MaxPlaces))
+	}
+}
+
+func (t *tally) total() int64 {
+	var n int64
+	for _, p := range t.places {
+		n += p.HeldNs
+	}
+	return n
+}
+
+func hasRole(roles map[string]string, role string) bool {
+	for _, r := range roles {
+		if r == role {
+			return true
+		}
+	}
+	return false
+}
+
+// className is a Java frame's class: "LedgerClient" of
+// "LedgerClient.balance".
+func className(fn string) string {
+	if i := strings.LastIndexByte(fn, '.'); i > 0 {
+		return fn[:i]
+	}
+	return fn
+}
+
+// javaFile is the frame's file: a dump's, else inferred from its class
+// ("com.acme.Ledger$Client" in "Ledger.java"), which it says.
+func javaFile(fn string, files map[string]string) (string, bool) {
+	class := className(fn)
+	if f, ok := files[class]; ok {
+		return f, false
+	}
+	outer, _, _ := strings.Cut(class[strings.LastIndexByte(class, '.')+1:], "$")
+	if outer == "" {
+		return "", true
+	}
+	return outer + ".java", true
+}
+
+// limitedBuffer keeps the first max bytes written to it.
+type limitedBuffer struct {
+	b   *bytes.Buffer
+	max int
+}
+
+func (l *limitedBuffer) Write(p []byte) (int, error) {
+	if room := l.max - l.b.Len(); room > 0 {
+		l.b.Write(p[:min(room, len(p))])
+	}
+	return len(p), nil
+}

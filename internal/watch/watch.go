@@ -1,0 +1,159 @@
+// Package watch finds what holds a service's serving threads in the
+// service's own traffic, watching it as it runs for a window: Flight
+// Recorder for a JVM (every socket read, sleep, monitor and park past a
+// threshold, with its thread, stack and peer), the execution trace a Go
+// service's net/http/pprof serves (every goroutine's system calls and
+// blocks, with durations and stacks), and /proc for any other process
+// (its threads, their calls and peers, on a CPU or not). Each fills one
+// culprit.Service, said in one sentence.
+//
+// What a service gives (a recording, a trace) is a stranger's input: every
+// read is capped and every wait bounded.
+package watch
+
+import (
+	"cmp"
+	"context"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/bystander-kit/bystander/internal/culprit"
+	"github.com/bystander-kit/bystander/internal/outside"
+)
+
+// Target is the service to watch: its process, and for a Go service the
+// listener that serves /debug/pprof/ ("http://127.0.0.1:6060").
+type Target struct {
+	PID   int
+	Pprof string
+}
+
+// Options say how long to watch and what counts as held.
+type Options struct {
+	Window    time.Duration // default DefaultWindow
+	Threshold time.Duration // default DefaultThreshold
+}
+
+// The defaults: a window long enough for a few hundred 5 ms calls, and a
+// threshold below the calls people ask about.
+const (
+	DefaultWindow    = 3 * time.Second
+	DefaultThreshold = time.Millisecond
+)
+
+func (o Options) withDefaults() Options {
+	if o.Window <= 0 {
+		o.Window = DefaultWindow
+	}
+	if o.Threshold <= 0 {
+		o.Threshold = DefaultThreshold
+	}
+	return o
+}
+
+// holdKey is one place a thread was held.
+type holdKey struct {
+	state, peer string
+	fn          string
+	line        int
+}
+
+// tally adds up holds by place and by thread.
+type tally struct {
+	places map[holdKey]*place
+}
+
+type place struct {
+	culprit.Hold
+	byThread map[string]int64
+}
+
+func newTally() *tally { return &tally{places: map[holdKey]*place{}} }
+
+// add counts one hold of d (within the window) by thread at the place;
+// false when the place is new and MaxPlaces are counted already.
+func (t *tally) add(thread, state, peer string, frames []culprit.Frame, inferred bool, d time.Duration) bool {
+	k := holdKey{state: state, peer: peer}
+	if len(frames) > 0 {
+		k.fn, k.line = frames[0].Function, frames[0].Line
+	}
+	p := t.places[k]
+	if p == nil {
+		if len(t.places) >= MaxPlaces {
+			return false
+		}
+		if len(frames) > culprit.MaxFrames {
+			frames = frames[:culprit.MaxFrames]
+		}
+		p = &place{Hold: culprit.Hold{State: state, Peer: peer, Frames: frames, FileInferred: inferred}, byThread: map[string]int64{}}
+		t.places[k] = p
+	}
+	p.byThread[thread] += int64(d)
+	p.HeldNs += int64(d)
+	p.Calls++
+	p.LongestNs = max(p.LongestNs, int64(d))
+	return true
+}
+
+// holds are the places, the longest held first (at most
+// culprit.MaxHolds), each with its threads in natural order.
+func (t *tally) holds() []culprit.Hold {
+	var out []culprit.Hold
+	for _, p := range t.places {
+		h := p.Hold
+		for n := range p.byThread {
+			h.Threads = append(h.Threads, n)
+		}
+		slices.SortFunc(h.Threads, outside.Natural)
+		h.Held = len(h.Threads)
+		if len(h.Threads) > culprit.MaxNames {
+			h.Threads = h.Threads[:culprit.MaxNames]
+		}
+		out = append(out, h)
+	}
+	slices.SortFunc(out, func(a, b culprit.Hold) int {
+		return cmp.Or(cmp.Compare(b.HeldNs, a.HeldNs), strings.Compare(a.Where(), b.Where()))
+	})
+	if len(out) > culprit.MaxHolds {
+		out = out[:culprit.MaxHolds]
+	}
+	return out
+}
+
+// culpritAt is the index of the first frame (innermost first) that is
+// not the runtime's or the server library's (skip says which are), or
+// the first that is not the runtime's when all are, or 0.
+func culpritAt(frames []culprit.Frame, runtime, library func(fn string) bool) int {
+	for i, f := range frames {
+		if !runtime(f.Function) && !library(f.Function) {
+			return i
+		}
+	}
+	for i, f := range frames {
+		if !runtime(f.Function) {
+			return i
+		}
+	}
+	return 0
+}
+
+// hasPrefix says whether s starts with one of the prefixes.
+func hasPrefix(s string, prefixes []string) bool {
+	for _, p := range prefixes {
+		if strings.HasPrefix(s, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// sleepCtx waits d or until ctx is done.
+func sleepCtx(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
