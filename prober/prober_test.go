@@ -365,8 +365,9 @@ func TestTrace(t *testing.T) {
 }
 
 // TestTraceDeadServer: back to back, a server that dies mid-run is not
-// spun on: each connection waits client.DeadPause after a refusal, reset
-// or close, and the run ends on time with the errors counted.
+// spun on: each connection waits client.FirstPause or more (client.Backoff)
+// after a refusal, reset or close, and the run ends on time with the errors
+// counted.
 func TestTraceDeadServer(t *testing.T) {
 	addr, cmd := wiretest.StartServer(t, "../loopserver")
 	died := make(chan time.Time, 1)
@@ -388,7 +389,7 @@ func TestTraceDeadServer(t *testing.T) {
 	// machine makes fewer, never more); spun on, a refused dial on
 	// loopback takes tens of microseconds: thousands.
 	dead := end.Sub(<-died)
-	most := 2 * (int64(dead/client.DeadPause) + 2)
+	most := 2 * (int64(dead/client.FirstPause) + 2)
 	if n := results.TotalErrors(res.Errors); n == 0 || n > most {
 		t.Fatalf("%d errors in the %s after the server died (%s), want 1 to %d", n, dead.Round(time.Millisecond), results.ErrorsLine(res.Errors), most)
 	}
@@ -504,5 +505,48 @@ func TestLiveOut(t *testing.T) {
 	var l live.Probe
 	if err := json.Unmarshal([]byte(lines[0]), &l); err != nil || l.Ms <= 0 || l.Failed {
 		t.Fatalf("%q: %+v %v", lines[0], l, err)
+	}
+}
+
+// TestUnreadableServer: the trace back to back and the interval prober
+// against a server whose answers they cannot read: the trace's connection
+// pauses after each failed answer (client.Backoff) instead of redialling at
+// once (at most 100 connections a second; spun on, thousands), and either
+// mode writes what it measured, says what it got instead of an answer and
+// exits 1.
+func TestUnreadableServer(t *testing.T) {
+	for _, tc := range []struct {
+		name, answer string
+		args         []string
+		kind         string
+	}{
+		{"trace, garbage", "HELLO\r\n\r\n", []string{"--mode", "trace"}, "malformed"},
+		{"trace, bad length", "HTTP/1.1 200 OK\r\nContent-Length: x\r\n\r\n", []string{"--mode", "trace"}, "malformed"},
+		{"interval, garbage", "HELLO\r\n\r\n", []string{"--mode", "interval", "--interval", "20ms"}, "malformed"},
+		{"interval, 503", "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 5\r\n\r\nbusy\n", []string{"--mode", "interval", "--interval", "20ms"}, "bad_status"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := wiretest.AnswerWith(t, tc.answer, true)
+			out := filepath.Join(t.TempDir(), "p.json")
+			var stdout, stderr bytes.Buffer
+			start := time.Now()
+			code := mainExit(append(tc.args, "--target", "http://"+srv.Addr+"/async", "--duration", "1500ms", "--out", out), &stdout, &stderr)
+			took := time.Since(start)
+			dials := srv.Accepts()
+			if code != 1 || !strings.Contains(stderr.String(), "prober: no answer") || !strings.Contains(stderr.String(), tc.kind) {
+				t.Errorf("exit %d, stderr %q: want 1 and a line saying no answer came, only %s", code, stderr.String(), tc.kind)
+			}
+			if perS := float64(dials) / took.Seconds(); perS > 100 {
+				t.Errorf("%d connections in %s: %.0f a second, want at most 100", dials, took.Round(time.Millisecond), perS)
+			}
+			res, err := results.Read(out)
+			if err != nil {
+				t.Fatalf("the result was not written: %v", err)
+			}
+			if results.TotalErrors(res.Errors) == 0 {
+				t.Errorf("errors %s", results.ErrorsLine(res.Errors))
+			}
+			t.Logf("%d connections in %s; %s", dials, took.Round(time.Millisecond), strings.TrimSpace(stderr.String()))
+		})
 	}
 }
