@@ -531,3 +531,67 @@ func TestUnreadableServer(t *testing.T) {
 		})
 	}
 }
+
+// framingServer is Go's net/http answering as services do: /chunked in
+// chunks (no length; a Flush mid-body), /close delimited by the close
+// (Transfer-Encoding: identity, no length: net/http then closes after the
+// answer), /redirect a 302, /missing a 404 with a body.
+func framingServer(t *testing.T) string {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/chunked", "/close":
+			if r.URL.Path == "/close" {
+				w.Header().Set("Transfer-Encoding", "identity")
+			}
+			w.Header().Set("X-Handler-Start", strconv.FormatInt(time.Now().UnixNano(), 10))
+			w.Header().Set("X-Continuation-Start", strconv.FormatInt(time.Now().UnixNano(), 10))
+			_, _ = io.WriteString(w, strings.Repeat("first part\n", 50))
+			w.(http.Flusher).Flush()
+			_, _ = io.WriteString(w, strings.Repeat("second part\n", 500))
+		case "/redirect":
+			http.Redirect(w, r, "/elsewhere", http.StatusFound)
+		default:
+			http.Error(w, "no such page here", http.StatusNotFound)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// TestFraming: answers as services send them are read right: chunked (and
+// flushed mid-body) on kept connections, delimited by the close (a
+// connection each), and a 302 counts as answered; a 404's first line of
+// body is said.
+func TestFraming(t *testing.T) {
+	url := framingServer(t)
+	for _, tc := range []struct {
+		path     string
+		keepsAll bool
+	}{{"/chunked", true}, {"/close", false}, {"/redirect", true}} {
+		t.Run(tc.path, func(t *testing.T) {
+			o, err := parseFlags([]string{"--target", url + tc.path, "--conc", "4", "--duration", "500ms", "--warmup", "100ms"}, io.Discard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := run(context.Background(), o, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			l := res.Load
+			if l.Requests < 10 || results.TotalErrors(res.Errors) != 0 {
+				t.Fatalf("%d requests, errors %s", l.Requests, results.ErrorsLine(res.Errors))
+			}
+			if tc.keepsAll && l.Dials != 4 {
+				t.Errorf("%d connections dialled, want the 4 kept", l.Dials)
+			}
+			if !tc.keepsAll && l.Dials < l.Requests {
+				t.Errorf("%d connections dialled for %d answers, each delimited by its close", l.Dials, l.Requests)
+			}
+		})
+	}
+	var stderr bytes.Buffer
+	code := mainExit([]string{"--target", url + "/missing", "--conc", "1", "--duration", "200ms", "--warmup", "0s", "--quiet"}, io.Discard, &stderr)
+	if code != 1 || !strings.Contains(stderr.String(), `status 404: "no such page here"`) {
+		t.Fatalf("exit %d, stderr %q: want 1, saying the status and the body's first line", code, stderr.String())
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -547,6 +548,58 @@ func TestUnreadableServer(t *testing.T) {
 				t.Errorf("errors %s", results.ErrorsLine(res.Errors))
 			}
 			t.Logf("%d connections in %s; %s", dials, took.Round(time.Millisecond), strings.TrimSpace(stderr.String()))
+		})
+	}
+}
+
+// TestFraming: answers as services send them are read right by the
+// interval prober and the trace: chunked (flushed mid-body), delimited by
+// the close, and a 302 (answered, its status in the timeline).
+func TestFraming(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/chunked", "/close":
+			if r.URL.Path == "/close" {
+				w.Header().Set("Transfer-Encoding", "identity")
+			}
+			w.Header().Set(protocol.HeaderHandlerStart, strconv.FormatInt(time.Now().UnixNano(), 10))
+			w.Header().Set(protocol.HeaderContinuationStart, strconv.FormatInt(time.Now().UnixNano(), 10))
+			_, _ = io.WriteString(w, strings.Repeat("first part\n", 50))
+			w.(http.Flusher).Flush()
+			_, _ = io.WriteString(w, strings.Repeat("second part\n", 500))
+		case "/redirect":
+			http.Redirect(w, r, "/elsewhere", http.StatusFound)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	for _, tc := range []struct {
+		path   string
+		status int
+	}{{"/chunked", 200}, {"/close", 200}, {"/redirect", 302}} {
+		t.Run(tc.path, func(t *testing.T) {
+			res, err := run(context.Background(), opts(t, "--target", srv.URL+tc.path, "--interval", "20ms", "--duration", "400ms"), io.Discard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := res.Probe
+			if p.Completed < 10 || p.Failed != 0 || results.TotalErrors(res.Errors) != 0 {
+				t.Fatalf("interval: %d answered, %d failed, errors %s", p.Completed, p.Failed, results.ErrorsLine(res.Errors))
+			}
+			for _, pt := range p.Timeline {
+				if !pt.Censored && pt.Status != tc.status {
+					t.Fatalf("interval: status %d in the timeline, want %d", pt.Status, tc.status)
+				}
+			}
+			if tc.status != 200 {
+				return
+			}
+			res, err = runTrace(context.Background(), opts(t, "--mode", "trace", "--target", srv.URL+tc.path+"?delay=0s", "--duration", "300ms"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res.Trace.Samples) < 10 || results.TotalErrors(res.Errors) != 0 {
+				t.Fatalf("trace: %d samples, errors %s", len(res.Trace.Samples), results.ErrorsLine(res.Errors))
+			}
 		})
 	}
 }

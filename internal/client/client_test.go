@@ -138,9 +138,8 @@ func TestErrorKinds(t *testing.T) {
 		{"reset", rawServer(t, func(c net.Conn) { c.(*net.TCPConn).SetLinger(0) }), Reset},
 		{"timeout", rawServer(t, func(net.Conn) { time.Sleep(time.Second) }), Timeout},
 		{"garbage", rawServer(t, func(c net.Conn) { io.WriteString(c, "SSH-2.0-OpenSSH\r\n\r\n") }), Malformed},
-		{"no length", rawServer(t, func(c net.Conn) { io.WriteString(c, "HTTP/1.1 200 OK\r\n\r\n") }), Malformed},
 		{"bad header", rawServer(t, func(c net.Conn) { io.WriteString(c, "HTTP/1.1 200 OK\r\nX-Loop: two\r\nContent-Length: 0\r\n\r\n") }), Malformed},
-		{"chunked", rawServer(t, func(c net.Conn) { io.WriteString(c, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n") }), Malformed},
+		{"bad chunk", rawServer(t, func(c net.Conn) { io.WriteString(c, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n\r\n") }), Malformed},
 		{"short body", rawServer(t, func(c net.Conn) { io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc") }), Closed},
 	}
 	for _, tc := range cases {
