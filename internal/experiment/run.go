@@ -529,11 +529,14 @@ func (r *runner) step(ctx context.Context, s Step, rep int) results.Measurement 
 	if !srv.alive() {
 		return fail("the server died during the measurement: %v", srv.exitErr())
 	}
+	if why := answeredNone(r.dir, m); why != "" {
+		if err != nil { // the tools say what they got instead (loadgen and the prober exit 1 with no answer)
+			return fail("%s; %v", why, err)
+		}
+		return fail("%s", why)
+	}
 	if err != nil {
 		return fail("%v", err)
-	}
-	if why := answeredNone(r.dir, m); why != "" {
-		return fail("%s", why)
 	}
 	return m
 }
