@@ -4,13 +4,17 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"io/fs"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -57,9 +61,14 @@ func TestPostgresMode(t *testing.T) {
 		t.Fatal(err)
 	}
 	var stdout bytes.Buffer
+	watch := watchSecrets()
 	if code := runCode(context.Background(), o, &stdout, &stdout); code != 0 {
+		watch.stop()
 		t.Fatalf("exit %d\n%s", code, stdout.String())
 	}
+	// The servers got the database's password in their environment, and
+	// it is nowhere a run's reader, or another local user, could see it.
+	watch.noSecret(t, "", stdout.String(), out)
 	leftNothing(t, stdout.String())
 	run, err := results.ReadRun(out)
 	if err != nil {
@@ -207,5 +216,97 @@ func TestPostgresRefused(t *testing.T) {
 		if _, err := ParseFlags(args, io.Discard, time.Now()); err == nil {
 			t.Errorf("%v accepted", args)
 		}
+	}
+}
+
+// secretWatch looks at the run's servers while it runs: their argv (which
+// every local user reads, ps) and the PGPASSWORD of their environment.
+type secretWatch struct {
+	mu        sync.Mutex
+	argv      []string
+	passwords map[string]bool
+	stop      func()
+}
+
+// watchSecrets looks every 50 ms at this process's children that were
+// given --db-url (the run's servers).
+func watchSecrets() *secretWatch {
+	w := &secretWatch{passwords: map[string]bool{}}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	w.stop = func() { cancel(); <-done }
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			w.look()
+			select {
+			case <-ctx.Done():
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}()
+	return w
+}
+
+func (w *secretWatch) look() {
+	pids, _ := filepath.Glob("/proc/[0-9]*")
+	me := fmt.Sprintf("PPid:\t%d\n", os.Getpid())
+	for _, p := range pids {
+		st, err := os.ReadFile(p + "/status")
+		if err != nil || !strings.Contains(string(st), me) {
+			continue
+		}
+		cmdline, err := os.ReadFile(p + "/cmdline")
+		if err != nil || !strings.Contains(string(cmdline), "\x00--db-url\x00") {
+			continue
+		}
+		env, _ := os.ReadFile(p + "/environ")
+		w.mu.Lock()
+		w.argv = append(w.argv, strings.ReplaceAll(string(cmdline), "\x00", " "))
+		for _, kv := range strings.Split(string(env), "\x00") {
+			if v, ok := strings.CutPrefix(kv, "PGPASSWORD="); ok && v != "" {
+				w.passwords[v] = true
+			}
+		}
+		w.mu.Unlock()
+	}
+}
+
+// noSecret stops the watch and checks that the servers got a password in
+// their environment (want, when not "", that one), and that none of the
+// passwords seen, nor want, is in a server's argv, in out (what the run
+// printed) or in any file of the run directory.
+func (w *secretWatch) noSecret(t *testing.T, want, out, dir string) {
+	t.Helper()
+	w.stop()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.argv) == 0 {
+		t.Fatal("no server with --db-url seen")
+	}
+	if len(w.passwords) == 0 || (want != "" && !w.passwords[want]) {
+		t.Errorf("the servers' environment held no PGPASSWORD (want %v): %d seen", want != "", len(w.passwords))
+	}
+	secrets := slices.Collect(maps.Keys(w.passwords))
+	if want != "" {
+		secrets = append(secrets, want)
+	}
+	for _, s := range secrets {
+		for _, a := range w.argv {
+			if strings.Contains(a, s) {
+				t.Errorf("a server's argv holds the password: %s", strings.ReplaceAll(a, s, "<password>"))
+			}
+		}
+		if strings.Contains(out, s) {
+			t.Error("the run printed the password")
+		}
+		filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+			if err == nil && d.Type().IsRegular() {
+				if b, err := os.ReadFile(p); err == nil && bytes.Contains(b, []byte(s)) {
+					t.Errorf("%s holds the password", p)
+				}
+			}
+			return nil
+		})
 	}
 }

@@ -83,10 +83,14 @@ type Options struct {
 	Args      []string
 
 	// db is the database the servers ask with --block-mode postgres, once
-	// the run has it: its URL, what it is in words, and the private
-	// instance's server process (0: the user's, not measured).
+	// the run has it: its URL (never with a password), what it is in
+	// words, the private instance's server process (0: the user's, not
+	// measured), and the password the servers get in their environment
+	// (the private instance's, or the one pgx found for --pg-url in
+	// PGPASSWORD or ~/.pgpass): never written anywhere.
 	dbURL, dbDesc string
 	dbPID         int
+	dbPassword    string
 }
 
 // listFlag is a comma-separated flag value; empty only when allowed.

@@ -21,7 +21,9 @@ func NeedPostgres(t *testing.T) {
 }
 
 // Postgres starts a private PostgreSQL for the test (NeedPostgres first),
-// stopped and removed when the test ends.
+// stopped and removed when the test ends. Its servers' password is in the
+// test's PGPASSWORD (as a run hands it to its servers), where pgx and the
+// servers the test starts find it: the test may not be parallel.
 func Postgres(t *testing.T) *pgrun.Instance {
 	t.Helper()
 	NeedPostgres(t)
@@ -30,5 +32,6 @@ func Postgres(t *testing.T) *pgrun.Instance {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { in.Stop() })
+	t.Setenv("PGPASSWORD", in.Password())
 	return in
 }
