@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -30,6 +33,38 @@ func (c Call) For(d time.Duration) (time.Duration, error) {
 		return 0, errors.New("block: postgres mode without a database")
 	}
 	return c.DB.Sleep(d)
+}
+
+// ErrDBPassword refuses a database URL with a password in it: a server's
+// URL is in its argv, which every local user reads (ps), and a run writes
+// its arguments into files made to be shared.
+var ErrDBPassword = errors.New("the URL carries a password, which every local user could read in the servers' arguments (ps) " +
+	"and a run would write where it is shared: give the URL without it, and the password in PGPASSWORD or ~/.pgpass (pgx reads both)")
+
+// DBHosts checks a database URL as the kit takes it, a postgres:// URL
+// without a password, and returns the hosts a connection would try (with
+// PGHOST and the like applied; a unix socket's directory starts with /).
+// Its errors never repeat the URL.
+func DBHosts(raw string) ([]string, error) {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+		return nil, errors.New("want a postgres:// URL, postgres://USER@HOST:PORT/DB (a unix socket's directory as ?host=/DIR)")
+	}
+	q := u.Query()
+	if _, ok := u.User.Password(); ok || q.Has("password") || q.Has("sslpassword") {
+		return nil, ErrDBPassword
+	}
+	cfg, err := pgconn.ParseConfig(raw)
+	if err != nil {
+		return nil, err
+	}
+	hosts := []string{cfg.Host}
+	for _, f := range cfg.Fallbacks {
+		if !slices.Contains(hosts, f.Host) {
+			hosts = append(hosts, f.Host)
+		}
+	}
+	return hosts, nil
 }
 
 // MaxDBConns bounds --db-pool: PostgreSQL's default max_connections is 100.

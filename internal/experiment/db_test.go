@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/bystander-kit/bystander/internal/findings"
+	"github.com/bystander-kit/bystander/internal/pgrun"
 	"github.com/bystander-kit/bystander/internal/results"
 	"github.com/bystander-kit/bystander/internal/wiretest"
 )
@@ -309,4 +310,73 @@ func (w *secretWatch) noSecret(t *testing.T, want, out, dir string) {
 			return nil
 		})
 	}
+}
+
+// TestPGURLFlags: a --pg-url that carries a password is refused in one
+// line that does not repeat it and says where the password goes instead;
+// one that is not on this machine is refused without --allow-remote.
+func TestPGURLFlags(t *testing.T) {
+	for _, tc := range []struct {
+		url, want string // want "" ok, else in the error
+		remote    bool
+	}{
+		{"postgres://owner@127.0.0.1:55432/postgres", "", false},
+		{"postgresql://owner@localhost/db?sslmode=disable", "", false},
+		{"postgres://owner@[::1]:5432/db", "", false},
+		{"postgres://owner@%2Fvar%2Frun%2Fpostgresql/db", "?host=/DIR", false},
+		{"postgres://owner@/db?host=/var/run/postgresql", "", false},
+		{"postgres://owner:S3CRET@127.0.0.1:55432/postgres", "PGPASSWORD or ~/.pgpass", false},
+		{"postgres://owner:S3CRET@127.0.0.1:55432/postgres", "PGPASSWORD or ~/.pgpass", true},
+		{"postgres://owner@127.0.0.1:55432/postgres?password=S3CRET", "PGPASSWORD or ~/.pgpass", false},
+		{"postgres://owner@127.0.0.1:55432/postgres?sslmode=require&sslpassword=S3CRET", "PGPASSWORD or ~/.pgpass", false},
+		{"postgres://owner:S3CRET@db.example.com:5432/postgres%zz", "postgres://", false},
+		{"host=127.0.0.1 user=owner password=S3CRET", "postgres://", false},
+		{"postgres://owner@10.1.2.3:5432/db", "--allow-remote", false},
+		{"postgres://owner@10.1.2.3:5432/db", "", true},
+		{"postgres://owner@db.example.com/db", "--allow-remote", false},
+		{"postgres://owner@127.0.0.1,10.1.2.3/db", "--allow-remote", false},
+		{"postgres://owner@127.0.0.1/db?host=10.1.2.3", "--allow-remote", false},
+	} {
+		args := []string{"--block-mode", "postgres", "--pg-url", tc.url}
+		if tc.remote {
+			args = append(args, "--allow-remote")
+		}
+		_, err := ParseFlags(args, io.Discard, time.Now())
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%v: %v", args, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want) || !strings.HasPrefix(err.Error(), "run.sh: --pg-url")):
+			t.Errorf("%v: %v, want an error with %q", args, err, tc.want)
+		case err != nil && (strings.Contains(err.Error(), "S3CRET") || strings.Contains(err.Error(), "\n")):
+			t.Errorf("%v: not one line without the password: %v", args, err)
+		}
+	}
+}
+
+// TestPGURLPassword: the password of a --pg-url database, from a
+// password file (~/.pgpass, here PGPASSFILE's), reaches the servers in
+// their environment (PGPASSWORD, which the Java servers read too) and
+// nowhere else: not their argv, the run's output or any file of the run.
+func TestPGURLPassword(t *testing.T) {
+	db := wiretest.Postgres(t)
+	pgpass := filepath.Join(t.TempDir(), "pgpass")
+	if err := os.WriteFile(pgpass, fmt.Appendf(nil, "127.0.0.1:%d:*:%s:%s\n", db.Port, pgrun.User, db.Password()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PGPASSFILE", pgpass)
+	t.Setenv("PGPASSWORD", "") // none: pgx reads the file
+	bin := kit(t)
+	out := filepath.Join(t.TempDir(), "run")
+	o, err := ParseFlags([]string{"--quick", "--duration", "500ms", "--warmup", "200ms", "--out", out, "--bin", bin, "--block-mode", "postgres",
+		"--pg-url", db.URL(), "--servers", "loop,pool", "--phases", "sweep", "--conc", "4"}, os.Stderr, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stdout bytes.Buffer
+	watch := watchSecrets()
+	if code := runCode(context.Background(), o, &stdout, &stdout); code != 0 {
+		watch.stop()
+		t.Fatalf("exit %d\n%s", code, stdout.String())
+	}
+	watch.noSecret(t, db.Password(), stdout.String(), out)
 }
