@@ -84,7 +84,9 @@ type DB struct {
 }
 
 // OpenDB connects conns connections to the PostgreSQL server at url and
-// checks that each answers, within ctx.
+// checks that each answers, within ctx. When one fails it gives back
+// those it took and closes them, also within ctx, and says why in the
+// database's words ("sorry, too many clients already").
 func OpenDB(ctx context.Context, url string, conns int) (*DB, error) {
 	if conns < 1 || conns > MaxDBConns {
 		return nil, fmt.Errorf("database pool of %d connections: want 1 to %d", conns, MaxDBConns)
@@ -105,11 +107,11 @@ func OpenDB(ctx context.Context, url string, conns int) (*DB, error) {
 	}
 	// Take every connection at once: each is opened and asked once now.
 	held := make([]*pgxpool.Conn, 0, conns)
-	defer func() {
+	release := func() {
 		for _, c := range held {
 			c.Release()
 		}
-	}()
+	}
 	for range conns {
 		c, err := pool.Acquire(ctx)
 		if err == nil {
@@ -117,12 +119,31 @@ func OpenDB(ctx context.Context, url string, conns int) (*DB, error) {
 			held = append(held, c)
 		}
 		if err != nil {
-			pool.Close()
+			// The pool's Close waits for every connection it lent: they are
+			// given back first.
+			release()
+			closeWithin(ctx, pool)
 			// pgx says each address it tried on a line of its own.
 			return nil, fmt.Errorf("database at %s:%d: %s", cfg.ConnConfig.Host, cfg.ConnConfig.Port, strings.Join(strings.Fields(err.Error()), " "))
 		}
 	}
+	release()
 	return &DB{pool: pool, Conns: conns}, nil
+}
+
+// closeWithin closes the pool, waiting for it until ctx ends: a database
+// that stopped answering may hold each connection's goodbye for pgx's
+// 15 s, and the server that opened the pool is on its way out.
+func closeWithin(ctx context.Context, pool *pgxpool.Pool) {
+	closed := make(chan struct{})
+	go func() {
+		pool.Close()
+		close(closed)
+	}()
+	select {
+	case <-closed:
+	case <-ctx.Done():
+	}
 }
 
 // Sleep asks the database for SELECT pg_sleep(d) on a free connection and

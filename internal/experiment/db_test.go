@@ -22,6 +22,7 @@ import (
 	"github.com/bystander-kit/bystander/internal/findings"
 	"github.com/bystander-kit/bystander/internal/pgrun"
 	"github.com/bystander-kit/bystander/internal/results"
+	"github.com/bystander-kit/bystander/internal/serverflags"
 	"github.com/bystander-kit/bystander/internal/wiretest"
 )
 
@@ -379,4 +380,41 @@ func TestPGURLPassword(t *testing.T) {
 		t.Fatalf("exit %d\n%s", code, stdout.String())
 	}
 	watch.noSecret(t, db.Password(), stdout.String(), out)
+}
+
+// TestPostgresTooManyClients: a server whose pool the database does not
+// let in whole exits at start with the database's own words, well within
+// the 30 s it may take to open its pool, and the measurement says them (it
+// said "not ready within 30s", or the words after 30 s: the server hung
+// closing its pool, ignoring SIGTERM, until its 30 s were up or for ever).
+func TestPostgresTooManyClients(t *testing.T) {
+	db := wiretest.PostgresWith(t, pgrun.Options{MaxConnections: 4})
+	bin := kit(t)
+	out := filepath.Join(t.TempDir(), "run")
+	o, err := ParseFlags([]string{"--quick", "--out", out, "--bin", bin, "--block-mode", "postgres", "--pg-url", db.URL(), "--db-pool", "10",
+		"--servers", "pool", "--phases", "sweep", "--conc", "4"}, os.Stderr, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stdout bytes.Buffer
+	start := time.Now()
+	if code := runCode(context.Background(), o, &stdout, &stdout); code != 1 {
+		t.Fatalf("exit %d, want 1\n%s", code, stdout.String())
+	}
+	// A refused connection is refused at once: the run (one server's
+	// start, the report) is done long before the server's wait for its
+	// pool could have ended.
+	if took := time.Since(start); took >= serverflags.DBOpenWait {
+		t.Errorf("the run took %s: the server waited out its %s for the database", took.Round(time.Second), serverflags.DBOpenWait)
+	}
+	run, err := results.ReadRun(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	noOrphans(t, run)
+	m := run.Measurements[0]
+	t.Logf("%s: %s", m.Status, m.Reason)
+	if m.Status != "failed" || !strings.Contains(m.Reason, "exited at start") || !strings.Contains(m.Reason, "too many clients") {
+		t.Errorf("%s: %s: %s; want the server's exit at start with the database's words", m.ID, m.Status, m.Reason)
+	}
 }

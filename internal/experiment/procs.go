@@ -283,6 +283,10 @@ func (p *procs) startServer(ctx context.Context, s Server, o Options) (*server, 
 	case ctx.Err() != nil:
 		return fail("%w", ctx.Err())
 	case err != nil:
+		// What it said last may be why (a database slow to let it in).
+		if t := c.stderr.String(); t != "" {
+			return fail("%s did not say it listens: %v; its stderr ends:\n    %s", name, err, strings.ReplaceAll(t, "\n", "\n    "))
+		}
 		return fail("%s did not say it listens: %v", name, err)
 	}
 	srv := &server{child: c, addr: rf.Addr, admin: rf.Admin, kind: s.Kind}

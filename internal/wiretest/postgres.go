@@ -26,8 +26,14 @@ func NeedPostgres(t *testing.T) {
 // servers the test starts find it: the test may not be parallel.
 func Postgres(t *testing.T) *pgrun.Instance {
 	t.Helper()
+	return PostgresWith(t, pgrun.Options{})
+}
+
+// PostgresWith is Postgres started with o (a small max_connections, say).
+func PostgresWith(t *testing.T, o pgrun.Options) *pgrun.Instance {
+	t.Helper()
 	NeedPostgres(t)
-	in, err := pgrun.Start(context.Background(), pgrun.Options{})
+	in, err := pgrun.Start(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
