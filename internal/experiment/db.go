@@ -65,8 +65,26 @@ func startDB(ctx context.Context, o *Options, stdout io.Writer) (stopDB func(), 
 		return func() {}, fmt.Errorf("run.sh: the private PostgreSQL: %w", err)
 	}
 	o.dbURL, o.dbDesc, o.dbPID, o.dbPassword = in.URL(), fmt.Sprintf("PostgreSQL %s, private to the run", version), in.PID, in.Password()
+	o.dbDied = in.Died
 	fmt.Fprintf(stdout, "bystander: started a private PostgreSQL %s on 127.0.0.1:%d (data in %s; removed when the run ends)\n", version, in.Port, in.Dir)
 	return stopDB, nil
+}
+
+// dbGone is why a measurement fails once the private PostgreSQL died
+// under the run, which it says once on the run's output; "" while it runs
+// (and for the user's own database, which the run does not watch).
+func (r *runner) dbGone() string {
+	if r.o.dbDied == nil {
+		return ""
+	}
+	err := r.o.dbDied()
+	if err == nil {
+		return ""
+	}
+	r.dbSaid.Do(func() {
+		r.prog.say(fmt.Sprintf("bystander: the private PostgreSQL died mid-run (%v): the measurements from here on fail, their figures would not be the servers'", err))
+	})
+	return fmt.Sprintf("the private PostgreSQL died mid-run (%v): these figures would not be the server's", err)
 }
 
 // serverVersion asks a PostgreSQL its version, within 10 s.

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -417,4 +418,86 @@ func TestPostgresTooManyClients(t *testing.T) {
 	if m.Status != "failed" || !strings.Contains(m.Reason, "exited at start") || !strings.Contains(m.Reason, "too many clients") {
 		t.Errorf("%s: %s: %s; want the server's exit at start with the database's words", m.ID, m.Status, m.Reason)
 	}
+}
+
+// TestPostgresDied: the private PostgreSQL killed mid-run is said as such,
+// once, and the measurement it died in and those after it fail with that
+// reason (they said bad_status counts and "connection refused", never
+// that the database had died); the one before it stands.
+func TestPostgresDied(t *testing.T) {
+	wiretest.NeedPostgres(t)
+	bin := kit(t)
+	out := filepath.Join(t.TempDir(), "run")
+	stdout, err := os.Create(filepath.Join(t.TempDir(), "stdout"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stdout.Close()
+	cmd := exec.Command(filepath.Join(bin, "experiment"), "--bin", bin, "--quick", "--duration", "1500ms", "--block-mode", "postgres",
+		"--servers", "pool", "--phases", "sweep", "--conc", "4,8,16", "--out", out)
+	cmd.Stdout, cmd.Stderr = stdout, stdout
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	said := func() string { b, _ := os.ReadFile(stdout.Name()); return string(b) }
+	until := func(what string, ok func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(90 * time.Second); !ok(); time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				_ = cmd.Process.Kill()
+				<-done
+				t.Fatalf("%s: not within 90 s\n%s", what, said())
+			}
+		}
+	}
+	// The first measurement ends; the second's load runs; the database is
+	// killed under it.
+	until("the first measurement", func() bool {
+		run, err := results.ReadRun(out)
+		return err == nil && run.Measurements[0].Status == "ok"
+	})
+	until("the second measurement's load", func() bool { return len(processesWith("sweep-pool-c8.load.json")) > 0 })
+	m := startedLine.FindStringSubmatch(said())
+	if m == nil {
+		t.Fatalf("the run did not say where its PostgreSQL was:\n%s", said())
+	}
+	b, err := os.ReadFile(filepath.Join(m[1], "data", "postmaster.pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, _, _ := strings.Cut(string(b), "\n")
+	pid, err := strconv.Atoi(first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+			t.Errorf("exit %v, want 1 (a measurement failed)", err)
+		}
+	case <-time.After(120 * time.Second):
+		_ = cmd.Process.Kill()
+		t.Fatalf("still running 120 s after the database died\n%s", said())
+	}
+	text := said()
+	if n := strings.Count(text, "bystander: the private PostgreSQL died mid-run (signal: killed): "); n != 1 {
+		t.Errorf("the database's death said %d times, want once:\n%s", n, text)
+	}
+	run, err := results.ReadRun(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, m := range run.Measurements {
+		dead := strings.Contains(m.Reason, "the private PostgreSQL died mid-run (signal: killed)")
+		if (i == 0) != (m.Status == "ok") || (i > 0) != dead {
+			t.Errorf("%s: %s: %s", m.ID, m.Status, m.Reason)
+		}
+	}
+	leftNothing(t, text)
 }

@@ -91,6 +91,9 @@ type Options struct {
 	dbURL, dbDesc string
 	dbPID         int
 	dbPassword    string
+	// dbDied says how the private instance ended when it died under the
+	// run (nil while it runs; nil func for the user's, not watched).
+	dbDied func() error
 }
 
 // listFlag is a comma-separated flag value; empty only when allowed.

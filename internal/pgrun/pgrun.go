@@ -36,6 +36,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -86,8 +87,10 @@ type Instance struct {
 	done chan struct{}
 	once sync.Once
 	err  error
-	// exit is how the server process ended, once done is closed.
-	exit error
+	// exit is how the server process ended, once done is closed;
+	// stopping is set once Stop asks it to.
+	exit     error
+	stopping atomic.Bool
 	// password is User's, adminPassword Superuser's.
 	password, adminPassword string
 }
@@ -361,12 +364,31 @@ func ping(ctx context.Context, cfg *pgx.ConnConfig) error {
 	return err
 }
 
+// Died says how the server ended when it ended unasked (killed, crashed,
+// stopped by someone else): its exit, "signal: killed"; nil while it runs
+// and once Stop stopped it.
+func (in *Instance) Died() error {
+	select {
+	case <-in.done:
+	default:
+		return nil
+	}
+	switch {
+	case in.stopping.Load():
+		return nil
+	case in.exit == nil:
+		return errors.New("exit status 0")
+	}
+	return in.exit
+}
+
 // Stop shuts the instance down (fast shutdown, then immediate, then
 // SIGKILL) and removes its directory. It is safe to call twice.
 func (in *Instance) Stop() error {
 	if in == nil {
 		return nil
 	}
+	in.stopping.Store(true)
 	in.once.Do(func() {
 		stopProcess(in.cmd.Process, in.done)
 		if err := os.RemoveAll(in.Dir); err != nil {

@@ -280,3 +280,34 @@ func connectAs(ctx context.Context, in *Instance, host, user, password string) e
 	}
 	return err
 }
+
+// Died is nil while the server runs and after Stop, and says how it ended
+// when it was killed under the run.
+func TestDied(t *testing.T) {
+	needPostgres(t)
+	in, err := Start(context.Background(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Stop()
+	if err := in.Died(); err != nil {
+		t.Errorf("running: Died %v", err)
+	}
+	if err := syscall.Kill(in.PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-in.done:
+	case <-time.After(15 * time.Second):
+		t.Fatal("postgres still runs 15 s after SIGKILL")
+	}
+	if err := in.Died(); err == nil || err.Error() != "signal: killed" {
+		t.Errorf("killed: Died %v", err)
+	}
+	if err := in.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if err := in.Died(); err != nil {
+		t.Errorf("after Stop: Died %v", err)
+	}
+}
