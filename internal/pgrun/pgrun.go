@@ -345,7 +345,7 @@ func startServer(ctx context.Context, bin, dir string, cred *syscall.Credential,
 			return nil, fmt.Errorf("pgrun: postgres exited (%v): %s", in.exit, lastLines(b, 6))
 		case <-ctx.Done():
 			in.Stop()
-			return nil, fmt.Errorf("pgrun: postgres did not answer on 127.0.0.1:%d: %v", port, err)
+			return nil, fmt.Errorf("pgrun: postgres (port %d) did not answer on its socket: %v", port, err)
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
