@@ -13,6 +13,7 @@ import (
 	"crypto/sha256"
 	"embed"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io/fs"
 	"maps"
@@ -196,19 +197,22 @@ func MissingDB() string {
 	return fmt.Sprintf("%s missing: %s", strings.Join(miss, ", "), InstallDB)
 }
 
-// JDBCURL turns a PostgreSQL URL (postgres://USER:PASS@HOST:PORT/DB?...)
-// into the JDBC driver's (jdbc:postgresql://HOST:PORT/DB?user=USER&...).
+// JDBCURL turns a PostgreSQL URL (postgres://USER@HOST:PORT/DB?...) into
+// the JDBC driver's (jdbc:postgresql://HOST:PORT/DB?user=USER&...). A URL
+// with a password is refused: the JDBC URL goes in the server's argv,
+// which every local user can read; the servers take the password from
+// PGPASSWORD.
 func JDBCURL(pg string) (string, error) {
 	u, err := url.Parse(pg)
 	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") || u.Host == "" {
-		return "", fmt.Errorf("java: %q is not a postgres:// URL", pg)
+		return "", errors.New("java: the database URL is not a postgres:// URL")
 	}
 	q := u.Query()
+	if _, ok := u.User.Password(); ok || q.Has("password") {
+		return "", errors.New("java: the database URL carries a password: the servers take it from PGPASSWORD, never from their arguments")
+	}
 	if u.User != nil {
 		q.Set("user", u.User.Username())
-		if p, ok := u.User.Password(); ok {
-			q.Set("password", p)
-		}
 	}
 	return "jdbc:postgresql://" + u.Host + u.EscapedPath() + "?" + q.Encode(), nil
 }

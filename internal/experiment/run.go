@@ -39,6 +39,8 @@ type runner struct {
 	// noJcmd are the servers whose stacks jcmd refused in this run
 	// (guarded by mu): not asked again.
 	noJcmd map[string]bool
+	// dbSaid: the private database's death was said.
+	dbSaid sync.Once
 }
 
 // Run executes the plan built from o: preflight, the output directory, the
@@ -495,8 +497,14 @@ func (r *runner) step(ctx context.Context, s Step, rep int) results.Measurement 
 		}
 		return m
 	}
+	if why := r.dbGone(); why != "" {
+		return fail("%s", why)
+	}
 	srv, err := r.procs.startServer(ctx, s.Server, r.o)
 	if err != nil {
+		if why := r.dbGone(); why != "" {
+			return fail("%s", why)
+		}
 		return fail("the server did not start: %v", err)
 	}
 	defer srv.stop(syscall.SIGTERM, 2*time.Second)
@@ -526,6 +534,9 @@ func (r *runner) step(ctx context.Context, s Step, rep int) results.Measurement 
 		// a server gone now ended with the run, not on its own.
 		m.Status, m.Reason = "failed", "interrupted during the measurement; partial files kept"
 		return m
+	}
+	if why := r.dbGone(); why != "" {
+		return fail("%s", why)
 	}
 	if !srv.alive() {
 		return fail("the server died during the measurement: %v", srv.exitErr())
