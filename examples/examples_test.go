@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -214,10 +215,17 @@ func TestJavaDatabase(t *testing.T) {
 		}
 		t.Skip(m)
 	}
-	db := wiretest.Postgres(t)
+	db := wiretest.Postgres(t) // its password in PGPASSWORD, where the servers read it
 	jdbc, err := java.JDBCURL(db.URL())
 	if err != nil {
 		t.Fatal(err)
+	}
+	// A password in --db-url is refused: every local user reads argv.
+	for _, name := range []string{"netty", "tomcat"} {
+		out, err := exec.Command(filepath.Join(javaServers(t), java.Launchers[name]), "--addr", "127.0.0.1:0", "--db-url", jdbc+"&password=s3cret").CombinedOutput()
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 || !strings.Contains(string(out), "PGPASSWORD") || strings.Contains(string(out), "s3cret") {
+			t.Errorf("%s with a password in --db-url: %v, %q; want exit 2 saying PGPASSWORD, without the password", name, err, out)
+		}
 	}
 	for i, name := range []string{"netty", "tomcat"} {
 		f := startJava(t, name, "--db-url", jdbc, "--db-pool", "2")
@@ -251,15 +259,17 @@ func TestJavaDatabase(t *testing.T) {
 func TestJDBCURL(t *testing.T) {
 	for in, want := range map[string]string{
 		"postgres://bystander@127.0.0.1:5432/postgres?sslmode=disable": "jdbc:postgresql://127.0.0.1:5432/postgres?sslmode=disable&user=bystander",
-		"postgresql://u:p%40ss@[::1]:6543/db":                          "jdbc:postgresql://[::1]:6543/db?password=p%40ss&user=u",
+		"postgresql://u@[::1]:6543/db":                                 "jdbc:postgresql://[::1]:6543/db?user=u",
 	} {
 		if got, err := java.JDBCURL(in); err != nil || got != want {
 			t.Errorf("%s: %q %v, want %q", in, got, err, want)
 		}
 	}
-	for _, bad := range []string{"mysql://x@h/db", "127.0.0.1:5432", "postgres:///db"} {
-		if got, err := java.JDBCURL(bad); err == nil {
-			t.Errorf("%s: %q, want an error", bad, got)
+	// A password would go in the server's argv: refused, and not repeated.
+	for _, bad := range []string{"mysql://x@h/db", "127.0.0.1:5432", "postgres:///db", "postgresql://u:s3cret@[::1]:6543/db",
+		"postgres://u@127.0.0.1/db?password=s3cret", "postgres://u:s3cret@/db"} {
+		if got, err := java.JDBCURL(bad); err == nil || strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("%s: %q, %v; want an error without the password", bad, got, err)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -105,4 +106,60 @@ func parseFloat(b *testing.B, pattern string, out []byte) float64 {
 		b.Fatal(err)
 	}
 	return v
+}
+
+// BenchmarkBeforeAfter is loadgen's CPU per request beside an earlier
+// build of itself (BYSTANDER_BEFORE), on one loop server (/fast, 64
+// keep-alive connections, closed loop, 3 s after a 500 ms warm-up), in
+// turns over 9 rounds, each first in every other round: each one's CPU
+// per request from its process's rusage (every answer, the warm-up's
+// included), their medians, and the median of the per-round ratios with
+// their range. What a change to the client costs the kit's own
+// measurements, within the noise of a shared machine or not:
+//
+//	mkdir /tmp/before && git archive REV | tar -x -C /tmp/before && (cd /tmp/before && go build -o bin/ ./loadgen)
+//	BYSTANDER_BEFORE=/tmp/before/bin/loadgen go test ./loadgen -run '^$' -bench BeforeAfter -benchtime 1x
+func BenchmarkBeforeAfter(b *testing.B) {
+	before := os.Getenv("BYSTANDER_BEFORE")
+	if before == "" {
+		b.Skip("BYSTANDER_BEFORE names no earlier loadgen")
+	}
+	now := wiretest.Build(b, ".")
+	addr, _ := wiretest.StartServer(b, "../loopserver")
+	dir := b.TempDir()
+	cpuPerReq := func(bin string) float64 {
+		out := filepath.Join(dir, "r.json")
+		cmd := exec.Command(bin, "--target", "http://"+addr+"/fast", "--conc", "64", "--duration", "3s", "--warmup", "500ms", "--quiet", "--out", out)
+		if o, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("%s: %v %s", bin, err, o)
+		}
+		r, err := results.Read(out)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if n := results.TotalErrors(r.Errors); n > 0 {
+			b.Fatalf("%s: %d failed requests", bin, n)
+		}
+		cpu := cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+		return float64(cpu.Microseconds()) / float64(r.Load.Requests+r.Load.WarmupRequests)
+	}
+	var nows, befores, ratio []float64
+	b.ResetTimer()
+	for round := range 9 {
+		var n, o float64
+		if round%2 == 0 {
+			n, o = cpuPerReq(now), cpuPerReq(before)
+		} else {
+			o, n = cpuPerReq(before), cpuPerReq(now)
+		}
+		nows, befores, ratio = append(nows, n), append(befores, o), append(ratio, n/o)
+	}
+	b.StopTimer()
+	b.Logf("loop server /fast, CPU us/req at 64 conns: now %.2f, before %.2f", nows, befores)
+	b.Logf("now/before per round: %.3f", ratio)
+	b.ReportMetric(results.Median(nows), "now_cpu_us/req")
+	b.ReportMetric(results.Median(befores), "before_cpu_us/req")
+	b.ReportMetric(results.Median(ratio), "now/before")
+	b.ReportMetric(slices.Min(ratio), "now/before_min")
+	b.ReportMetric(slices.Max(ratio), "now/before_max")
 }

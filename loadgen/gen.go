@@ -24,8 +24,8 @@ const maxLoops = 256
 type worker struct {
 	id        int
 	c         *client.PConn
-	k         int       // open model: the index of its next request
-	pause     time.Time // after a dead server's error: no request before
+	k         int            // open model: the index of its next request
+	backoff   client.Backoff // closed model: the pause after a failed answer
 	switched  bool
 	old       bool      // the request in flight went to the first target
 	lastOld   time.Time // the last answer to a request sent before the switch
@@ -104,7 +104,9 @@ func kindIndex(k client.Kind) int {
 }
 
 // run drives the target and returns the result, partial when ctx ended
-// first. progress, if not nil, is called about once a second.
+// first. progress, if not nil, is called about once a second. A run that
+// got no answer at all returns its result and an error (client.ErrNoAnswer)
+// saying what came instead.
 func run(ctx context.Context, o options, progress func(elapsed, total time.Duration, requests int64)) (*results.Result, error) {
 	t, err := client.ParseTarget(o.target, o.allowRemote)
 	if err != nil {
@@ -210,6 +212,10 @@ func run(ctx context.Context, o options, progress func(elapsed, total time.Durat
 	if err := errors.Join(runErrs...); err != nil {
 		return nil, fmt.Errorf("loadgen: %w", err)
 	}
+	var tally client.Tally
+	for _, d := range drivers {
+		tally.Merge(&d.tally)
+	}
 	reason := ""
 	if ctx.Err() != nil {
 		reason = fmt.Sprintf("interrupted after %.1fs of %s warm-up + %s", end.Sub(start).Seconds(), o.warmup, o.duration)
@@ -244,6 +250,11 @@ func run(ctx context.Context, o options, progress func(elapsed, total time.Durat
 	}
 	o.live.Write(live.Load{Ms: end.Sub(ck.start).Milliseconds(), Answered: secs.all.Load(), End: true})
 	res.Finish(end, reason)
+	if reason == "" {
+		if err := tally.NoAnswer(end.Sub(start)); err != nil {
+			return res, fmt.Errorf("loadgen: %w", err)
+		}
+	}
 	return res, nil
 }
 
@@ -280,10 +291,11 @@ type driver struct {
 	secs, ticks *series
 	rate        float64 // open model; 0: closed
 	conns       int
+	tally       client.Tally // every request's end, the window's or not
 }
 
-// Next: closed, the next request leaves at once (after a dead server's
-// pause, client.DeadPause); open, request k of connection id is due at
+// Next: closed, the next request leaves at once (after a failed answer,
+// once the connection's pause is over: client.Backoff); open, request k of connection id is due at
 // start + (k*conns + id) / rate, late if the previous answer was late,
 // never skipped: the lateness is what the corrected latency shows.
 func (d *driver) Next(c *client.PConn, now time.Time) (time.Time, bool) {
@@ -293,10 +305,7 @@ func (d *driver) Next(c *client.PConn, now time.Time) (time.Time, bool) {
 		w.k++
 		return due, due.Before(d.ck.end)
 	}
-	due := now
-	if w.pause.After(now) {
-		due = w.pause
-	}
+	due := w.backoff.Due(now)
 	return due, due.Before(d.ck.end)
 }
 
@@ -317,9 +326,8 @@ func (d *driver) Done(c *client.PConn, due, sent, done time.Time, r *client.Resp
 	if errors.Is(err, client.ErrInterrupted) {
 		return // the run was cut short: neither an answer nor a failure
 	}
-	if client.Dead(err) {
-		w.pause = done.Add(client.DeadPause)
-	}
+	d.tally.Add(err)
+	w.backoff.After(r, err, done)
 	if w.old {
 		w.lastOld = done
 	}

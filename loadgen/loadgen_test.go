@@ -514,3 +514,117 @@ func TestLiveOut(t *testing.T) {
 		t.Fatalf("%d lines, last %+v; want the end, with %d + %d answered", len(lines), prev, res.Load.Requests, res.Load.WarmupRequests)
 	}
 }
+
+// TestUnreadableServer: a server whose answers loadgen cannot read, or
+// which fails every request, is not spun on: after each failed answer a
+// connection pauses (client.Backoff, growing while its failures go on), so
+// 16 connections dial at most 100 times a second (spun on, a loopback
+// dial and its garbage take tens of microseconds: thousands a second); a
+// server that keeps the connection after a bad status is not redialled at
+// all. loadgen writes what it measured, says what it got instead of an
+// answer, and exits 1.
+func TestUnreadableServer(t *testing.T) {
+	for _, tc := range []struct {
+		name, answer string
+		keep         bool
+		kind         string
+	}{
+		{"garbage", "HELLO\r\n\r\n", false, "malformed"},
+		{"bad length, closed", "HTTP/1.1 200 OK\r\nContent-Length: x\r\n\r\n", false, "malformed"},
+		{"bad length, kept", "HTTP/1.1 200 OK\r\nContent-Length: x\r\n\r\n", true, "malformed"},
+		{"404, closed", "HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 10\r\n\r\nnot here\r\n", false, "bad_status"},
+		{"404, kept", "HTTP/1.1 404 Not Found\r\nContent-Length: 10\r\n\r\nnot here\r\n", true, "bad_status"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := wiretest.AnswerWith(t, tc.answer, !tc.keep)
+			out := filepath.Join(t.TempDir(), "r.json")
+			var stdout, stderr bytes.Buffer
+			start := time.Now()
+			code := mainExit([]string{"--target", "http://" + srv.Addr + "/fast", "--conc", "16", "--duration", "2s", "--warmup", "0s", "--quiet", "--out", out},
+				&stdout, &stderr)
+			took := time.Since(start)
+			dials := srv.Accepts()
+			if code != 1 || !strings.Contains(stderr.String(), "loadgen: no answer") || !strings.Contains(stderr.String(), tc.kind) {
+				t.Errorf("exit %d, stderr %q: want 1 and a line saying no answer came, only %s", code, stderr.String(), tc.kind)
+			}
+			if perS := float64(dials) / took.Seconds(); perS > 100 {
+				t.Errorf("%d connections in %s: %.0f a second, want at most 100", dials, took.Round(time.Millisecond), perS)
+			}
+			if tc.kind == "bad_status" && tc.keep && dials != 16 {
+				t.Errorf("%d connections for 16 the server kept open", dials)
+			}
+			res, err := results.Read(out)
+			if err != nil {
+				t.Fatalf("the result was not written: %v", err)
+			}
+			if res.Load.Requests != 0 || results.TotalErrors(res.Errors) == 0 {
+				t.Errorf("%d requests answered, errors %s", res.Load.Requests, results.ErrorsLine(res.Errors))
+			}
+			t.Logf("%d connections in %s; %s", dials, took.Round(time.Millisecond), strings.TrimSpace(stderr.String()))
+		})
+	}
+}
+
+// framingServer is Go's net/http answering as services do: /chunked in
+// chunks (no length; a Flush mid-body), /close delimited by the close
+// (Transfer-Encoding: identity, no length: net/http then closes after the
+// answer), /redirect a 302, /missing a 404 with a body.
+func framingServer(t *testing.T) string {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/chunked", "/close":
+			if r.URL.Path == "/close" {
+				w.Header().Set("Transfer-Encoding", "identity")
+			}
+			w.Header().Set("X-Handler-Start", strconv.FormatInt(time.Now().UnixNano(), 10))
+			w.Header().Set("X-Continuation-Start", strconv.FormatInt(time.Now().UnixNano(), 10))
+			_, _ = io.WriteString(w, strings.Repeat("first part\n", 50))
+			w.(http.Flusher).Flush()
+			_, _ = io.WriteString(w, strings.Repeat("second part\n", 500))
+		case "/redirect":
+			http.Redirect(w, r, "/elsewhere", http.StatusFound)
+		default:
+			http.Error(w, "no such page here", http.StatusNotFound)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// TestFraming: answers as services send them are read right: chunked (and
+// flushed mid-body) on kept connections, delimited by the close (a
+// connection each), and a 302 counts as answered; a 404's first line of
+// body is said.
+func TestFraming(t *testing.T) {
+	url := framingServer(t)
+	for _, tc := range []struct {
+		path     string
+		keepsAll bool
+	}{{"/chunked", true}, {"/close", false}, {"/redirect", true}} {
+		t.Run(tc.path, func(t *testing.T) {
+			o, err := parseFlags([]string{"--target", url + tc.path, "--conc", "4", "--duration", "500ms", "--warmup", "100ms"}, io.Discard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := run(context.Background(), o, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			l := res.Load
+			if l.Requests < 10 || results.TotalErrors(res.Errors) != 0 {
+				t.Fatalf("%d requests, errors %s", l.Requests, results.ErrorsLine(res.Errors))
+			}
+			if tc.keepsAll && l.Dials != 4 {
+				t.Errorf("%d connections dialled, want the 4 kept", l.Dials)
+			}
+			if !tc.keepsAll && l.Dials < l.Requests {
+				t.Errorf("%d connections dialled for %d answers, each delimited by its close", l.Dials, l.Requests)
+			}
+		})
+	}
+	var stderr bytes.Buffer
+	code := mainExit([]string{"--target", url + "/missing", "--conc", "1", "--duration", "200ms", "--warmup", "0s", "--quiet"}, io.Discard, &stderr)
+	if code != 1 || !strings.Contains(stderr.String(), `status 404: "no such page here"`) {
+		t.Fatalf("exit %d, stderr %q: want 1, saying the status and the body's first line", code, stderr.String())
+	}
+}

@@ -72,7 +72,7 @@ func mainExit(args []string, stdout, stderr io.Writer) int {
 		defer lw.Close()
 		o.live = lw
 		res, err := run(ctx, o, progressTo(stderr, o.quiet))
-		if err != nil {
+		if res == nil {
 			fmt.Fprintln(stderr, err)
 			return 1
 		}
@@ -80,7 +80,12 @@ func mainExit(args []string, stdout, stderr io.Writer) int {
 		if l := res.LateLine(); l != "" {
 			fmt.Fprintln(stderr, l)
 		}
-		return results.WriteExit(o.out, res, stdout, stderr)
+		code := results.WriteExit(o.out, res, stdout, stderr)
+		if err != nil { // no answer: what was measured is written, and said
+			fmt.Fprintln(stderr, err)
+			return max(code, 1)
+		}
+		return code
 	})
 }
 

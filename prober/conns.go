@@ -29,9 +29,11 @@ type probeConn struct {
 // woken again by its answer, cost about 200 us of CPU per probe at twelve
 // connections every 10 ms (docs/measurements.md).
 type probers struct {
-	ctx  context.Context
-	poll *client.Poller
-	pcs  []*probeConn
+	ctx   context.Context
+	total time.Duration // warm-up and window
+	poll  *client.Poller
+	pcs   []*probeConn
+	tally client.Tally // every request's end, placing included
 }
 
 // dialAll opens every connection before anything is timed. When ctx ends,
@@ -46,7 +48,7 @@ func dialAll(ctx context.Context, o options) (*probers, error) {
 	if err != nil {
 		return nil, fmt.Errorf("prober: %w", err)
 	}
-	ps := &probers{ctx: ctx, poll: poll}
+	ps := &probers{ctx: ctx, total: o.warmup + o.duration, poll: poll}
 	// Wake for the probes' due times only; answers are read then, timed
 	// by when they reached the socket.
 	if err := poll.ReadOnSchedule(o.interval); err != nil {
@@ -65,6 +67,21 @@ func dialAll(ctx context.Context, o options) (*probers, error) {
 
 func (ps *probers) close() { ps.poll.Close() }
 
+// finish stamps res's end, partial when the run was cut short. A run that
+// got no answer at all (its placing requests included) returns res with an
+// error saying what came instead (client.ErrNoAnswer).
+func (ps *probers) finish(res *results.Result, start time.Time) (*results.Result, error) {
+	end := time.Now()
+	reason := interruptedReason(ps.ctx, start, ps.total)
+	res.Finish(end, reason)
+	if reason == "" {
+		if err := ps.tally.NoAnswer(end.Sub(start)); err != nil {
+			return res, fmt.Errorf("prober: %w", err)
+		}
+	}
+	return res, nil
+}
+
 // A job is what one connection does, on the poller's goroutine: next says
 // when its next request is due (now is when the previous one ended), done
 // is told how it went (client.Driver's Next and Done).
@@ -76,12 +93,13 @@ type job interface {
 // run drives each connection's job (jobs[i] for connection i) until every
 // one is done or ctx ends.
 func (ps *probers) run(jobs []job) error {
-	return ps.poll.Run(ps.ctx, &jobDriver{pcs: ps.pcs, jobs: jobs})
+	return ps.poll.Run(ps.ctx, &jobDriver{pcs: ps.pcs, jobs: jobs, tally: &ps.tally})
 }
 
 type jobDriver struct {
-	pcs  []*probeConn
-	jobs []job
+	pcs   []*probeConn
+	jobs  []job
+	tally *client.Tally
 }
 
 func (d *jobDriver) Next(c *client.PConn, now time.Time) (time.Time, bool) {
@@ -101,6 +119,7 @@ func (d *jobDriver) Done(c *client.PConn, due, sent, fin time.Time, r *client.Re
 	if err != nil && err != client.ErrInterrupted {
 		p.errs[client.KindOf(err)]++
 	}
+	d.tally.Add(err)
 	d.jobs[c.ID].done(due, sent, fin, r, err)
 }
 

@@ -72,6 +72,5 @@ func runInterval(ctx context.Context, o options) (*results.Result, error) {
 	if sent > 0 {
 		res.Generator.CPUUsPerRequest = float64(cpu) / 1e3 / float64(sent)
 	}
-	res.Finish(time.Now(), interruptedReason(ctx, start, o.warmup+o.duration))
-	return res, nil
+	return ps.finish(res, start)
 }

@@ -93,8 +93,7 @@ func runPerConn(ctx context.Context, o options, stdout io.Writer) (*results.Resu
 	if sent > 0 {
 		res.Generator.CPUUsPerRequest = float64(cpu) / 1e3 / float64(sent)
 	}
-	res.Finish(time.Now(), interruptedReason(ctx, start, o.warmup+o.duration))
-	return res, nil
+	return ps.finish(res, start)
 }
 
 // baselineRequests is how many requests each connection makes while it

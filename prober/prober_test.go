@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -365,8 +366,9 @@ func TestTrace(t *testing.T) {
 }
 
 // TestTraceDeadServer: back to back, a server that dies mid-run is not
-// spun on: each connection waits client.DeadPause after a refusal, reset
-// or close, and the run ends on time with the errors counted.
+// spun on: each connection waits client.FirstPause or more (client.Backoff)
+// after a refusal, reset or close, and the run ends on time with the errors
+// counted.
 func TestTraceDeadServer(t *testing.T) {
 	addr, cmd := wiretest.StartServer(t, "../loopserver")
 	died := make(chan time.Time, 1)
@@ -388,7 +390,7 @@ func TestTraceDeadServer(t *testing.T) {
 	// machine makes fewer, never more); spun on, a refused dial on
 	// loopback takes tens of microseconds: thousands.
 	dead := end.Sub(<-died)
-	most := 2 * (int64(dead/client.DeadPause) + 2)
+	most := 2 * (int64(dead/client.FirstPause) + 2)
 	if n := results.TotalErrors(res.Errors); n == 0 || n > most {
 		t.Fatalf("%d errors in the %s after the server died (%s), want 1 to %d", n, dead.Round(time.Millisecond), results.ErrorsLine(res.Errors), most)
 	}
@@ -504,5 +506,100 @@ func TestLiveOut(t *testing.T) {
 	var l live.Probe
 	if err := json.Unmarshal([]byte(lines[0]), &l); err != nil || l.Ms <= 0 || l.Failed {
 		t.Fatalf("%q: %+v %v", lines[0], l, err)
+	}
+}
+
+// TestUnreadableServer: the trace back to back and the interval prober
+// against a server whose answers they cannot read: the trace's connection
+// pauses after each failed answer (client.Backoff) instead of redialling at
+// once (at most 100 connections a second; spun on, thousands), and either
+// mode writes what it measured, says what it got instead of an answer and
+// exits 1.
+func TestUnreadableServer(t *testing.T) {
+	for _, tc := range []struct {
+		name, answer string
+		args         []string
+		kind         string
+	}{
+		{"trace, garbage", "HELLO\r\n\r\n", []string{"--mode", "trace"}, "malformed"},
+		{"trace, bad length", "HTTP/1.1 200 OK\r\nContent-Length: x\r\n\r\n", []string{"--mode", "trace"}, "malformed"},
+		{"interval, garbage", "HELLO\r\n\r\n", []string{"--mode", "interval", "--interval", "20ms"}, "malformed"},
+		{"interval, 503", "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 5\r\n\r\nbusy\n", []string{"--mode", "interval", "--interval", "20ms"}, "bad_status"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := wiretest.AnswerWith(t, tc.answer, true)
+			out := filepath.Join(t.TempDir(), "p.json")
+			var stdout, stderr bytes.Buffer
+			start := time.Now()
+			code := mainExit(append(tc.args, "--target", "http://"+srv.Addr+"/async", "--duration", "1500ms", "--out", out), &stdout, &stderr)
+			took := time.Since(start)
+			dials := srv.Accepts()
+			if code != 1 || !strings.Contains(stderr.String(), "prober: no answer") || !strings.Contains(stderr.String(), tc.kind) {
+				t.Errorf("exit %d, stderr %q: want 1 and a line saying no answer came, only %s", code, stderr.String(), tc.kind)
+			}
+			if perS := float64(dials) / took.Seconds(); perS > 100 {
+				t.Errorf("%d connections in %s: %.0f a second, want at most 100", dials, took.Round(time.Millisecond), perS)
+			}
+			res, err := results.Read(out)
+			if err != nil {
+				t.Fatalf("the result was not written: %v", err)
+			}
+			if results.TotalErrors(res.Errors) == 0 {
+				t.Errorf("errors %s", results.ErrorsLine(res.Errors))
+			}
+			t.Logf("%d connections in %s; %s", dials, took.Round(time.Millisecond), strings.TrimSpace(stderr.String()))
+		})
+	}
+}
+
+// TestFraming: answers as services send them are read right by the
+// interval prober and the trace: chunked (flushed mid-body), delimited by
+// the close, and a 302 (answered, its status in the timeline).
+func TestFraming(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/chunked", "/close":
+			if r.URL.Path == "/close" {
+				w.Header().Set("Transfer-Encoding", "identity")
+			}
+			w.Header().Set(protocol.HeaderHandlerStart, strconv.FormatInt(time.Now().UnixNano(), 10))
+			w.Header().Set(protocol.HeaderContinuationStart, strconv.FormatInt(time.Now().UnixNano(), 10))
+			_, _ = io.WriteString(w, strings.Repeat("first part\n", 50))
+			w.(http.Flusher).Flush()
+			_, _ = io.WriteString(w, strings.Repeat("second part\n", 500))
+		case "/redirect":
+			http.Redirect(w, r, "/elsewhere", http.StatusFound)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	for _, tc := range []struct {
+		path   string
+		status int
+	}{{"/chunked", 200}, {"/close", 200}, {"/redirect", 302}} {
+		t.Run(tc.path, func(t *testing.T) {
+			res, err := run(context.Background(), opts(t, "--target", srv.URL+tc.path, "--interval", "20ms", "--duration", "400ms"), io.Discard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := res.Probe
+			if p.Completed < 10 || p.Failed != 0 || results.TotalErrors(res.Errors) != 0 {
+				t.Fatalf("interval: %d answered, %d failed, errors %s", p.Completed, p.Failed, results.ErrorsLine(res.Errors))
+			}
+			for _, pt := range p.Timeline {
+				if !pt.Censored && pt.Status != tc.status {
+					t.Fatalf("interval: status %d in the timeline, want %d", pt.Status, tc.status)
+				}
+			}
+			if tc.status != 200 {
+				return
+			}
+			res, err = runTrace(context.Background(), opts(t, "--mode", "trace", "--target", srv.URL+tc.path+"?delay=0s", "--duration", "300ms"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res.Trace.Samples) < 10 || results.TotalErrors(res.Errors) != 0 {
+				t.Fatalf("trace: %d samples, errors %s", len(res.Trace.Samples), results.ErrorsLine(res.Errors))
+			}
+		})
 	}
 }

@@ -76,13 +76,13 @@ func runTrace(ctx context.Context, o options) (*results.Result, error) {
 	if n > 0 {
 		res.Generator.CPUUsPerRequest = float64(cpu) / 1e3 / float64(n)
 	}
-	res.Finish(time.Now(), interruptedReason(ctx, start, o.warmup+o.duration))
-	return res, nil
+	return ps.finish(res, start)
 }
 
 // tracing is one connection's traced requests (a job): back to back, or
 // every --interval from the start, until the window's end; back to back, a
-// dead server's error holds the next request client.DeadPause.
+// failed answer holds the next request for the connection's pause
+// (client.Backoff).
 type tracing struct {
 	p                   *probeConn
 	o                   options
@@ -91,7 +91,7 @@ type tracing struct {
 	samples             []results.TraceSample
 	acc, late, ret, tot *hist.H
 	missing             int64
-	pause               time.Time // after a dead server's error: no request before
+	backoff             client.Backoff
 }
 
 func (tj *tracing) next(now time.Time) (time.Time, bool) {
@@ -99,8 +99,8 @@ func (tj *tracing) next(now time.Time) (time.Time, bool) {
 	if tj.o.interval > 0 {
 		due = tj.start.Add(time.Duration(tj.k) * tj.o.interval)
 		tj.k++
-	} else if tj.pause.After(now) {
-		due = tj.pause
+	} else {
+		due = tj.backoff.Due(now)
 	}
 	leaves := due
 	if now.After(due) {
@@ -110,9 +110,7 @@ func (tj *tracing) next(now time.Time) (time.Time, bool) {
 }
 
 func (tj *tracing) done(_, sent, fin time.Time, r *client.Response, err error) {
-	if client.Dead(err) {
-		tj.pause = fin.Add(client.DeadPause)
-	}
+	tj.backoff.After(r, err, fin)
 	if err != nil || sent.Before(tj.from) {
 		return
 	}

@@ -58,7 +58,8 @@ public final class NettyServer {
             "  --delay            the /async delay unless ?delay= says (default 5ms)",
             "  --offload-workers  threads of the pool /offload blocks on (default 200)",
             "  --ready-file       write {addr, pid, ...} as JSON here once it listens (for the kit)",
-            "  --db-url           a JDBC URL: the blocking call is SELECT pg_sleep on a HikariCP connection (default: Thread.sleep)",
+            "  --db-url           a JDBC URL: the blocking call is SELECT pg_sleep on a HikariCP connection (default: Thread.sleep);",
+            "                     no password in it (ps shows it to everyone): the password is PGPASSWORD's",
             "  --db-pool          the HikariCP pool's connections, all opened at start (default 10)",
             "Durations are Go durations: 5ms, 250us, 1.5s.");
 

@@ -58,12 +58,21 @@ final class Protocol {
      * Opens a HikariCP pool of n connections to the PostgreSQL at url (a JDBC URL) and takes every connection once, so
      * that the first requests do not pay for connecting. HikariCP and the PostgreSQL driver are found at run time
      * (Debian's libhikaricp-java and libpostgresql-jdbc-java on the classpath): without them the server says so.
+     * The password is the environment's (PGPASSWORD, as libpq and pgx read it: only the server's own user and root
+     * can read a process's environment); one in the URL is refused, since every local user can read argv (ps).
      */
     static void openDB(String prog, String url, int n) {
+        if (java.util.regex.Pattern.compile("[?&;]password=", java.util.regex.Pattern.CASE_INSENSITIVE).matcher(url).find()) {
+            System.err.println(prog + ": --db-url carries a password, which every local user can read (ps): "
+                    + "give the URL without it and the password in PGPASSWORD");
+            System.exit(2);
+        }
         try {
             Class<?> cfgClass = Class.forName("com.zaxxer.hikari.HikariConfig");
             Object cfg = cfgClass.getConstructor().newInstance();
             cfgClass.getMethod("setJdbcUrl", String.class).invoke(cfg, url);
+            String password = System.getenv("PGPASSWORD");
+            if (password != null && !password.isEmpty()) cfgClass.getMethod("setPassword", String.class).invoke(cfg, password);
             cfgClass.getMethod("setMaximumPoolSize", int.class).invoke(cfg, n);
             cfgClass.getMethod("setMinimumIdle", int.class).invoke(cfg, n);
             cfgClass.getMethod("setConnectionTimeout", long.class).invoke(cfg, 30_000L);

@@ -1,12 +1,22 @@
 #!/usr/bin/env bash
 # Builds the published experiment's own servers, Netty and Tomcat, from Debian's packages only:
 #   apt-get install -y openjdk-17-jdk-headless libnetty-java libtomcat10-java
-#   examples/java/build.sh [OUT]        (default OUT: examples/java/build)
-# OUT gets the classes, and two launchers, OUT/nettyserver and OUT/tomcatserver, that exec java with the
-# classpath (so the launcher's PID is the server's). No Maven or Gradle: javac over the jars in /usr/share/java.
+#   examples/java/build.sh [OUT [LAUNCHER=CLASS ...]]        (default OUT: examples/java/build)
+# OUT gets the classes of the *.java beside this script, and a launcher per LAUNCHER=CLASS, OUT/LAUNCHER, that
+# execs java on the main class CLASS with the classpath (so the launcher's PID is the JVM's). The default
+# launchers are the servers', OUT/nettyserver and OUT/tomcatserver; other Java programs against the same jars
+# (examples/services/shop) are built by copying this script beside their sources and naming their launchers.
+# No Maven or Gradle: javac over the jars in /usr/share/java.
 set -euo pipefail
 src=$(cd "$(dirname "$0")" && pwd)
 out=${1:-$src/build}
+shift || true
+launchers=("$@")
+[ ${#launchers[@]} -gt 0 ] || launchers=(nettyserver=bystander.NettyServer tomcatserver=bystander.TomcatServer)
+for l in "${launchers[@]}"; do
+  [[ $l =~ ^[A-Za-z0-9_-]+=[A-Za-z_][A-Za-z0-9_.$]*$ ]] ||
+    { echo "build.sh: $l is not LAUNCHER=CLASS (a file name and a main class, e.g. shopserver=shop.ShopServer)" >&2; exit 2; }
+done
 jars=${BYSTANDER_JAVA_JARS:-/usr/share/java}
 need() { command -v "$1" >/dev/null 2>&1 || { echo "build.sh: $1 is missing: apt-get install -y openjdk-17-jdk-headless" >&2; exit 3; }; }
 need javac
@@ -41,10 +51,12 @@ jpid=$!
   done ) &
 wait "$jpid"
 kill -0 "$parent" 2>/dev/null || exit 1
-for s in NettyServer:nettyserver TomcatServer:tomcatserver; do
-  cls=${s%%:*} name=${s##*:}
-  printf '#!/bin/sh\nexec java -cp "%s:%s" bystander.%s "$@"\n' "$out/classes" "$runcp" "$cls" > "$out/$name.tmp"
+built=()
+for l in "${launchers[@]}"; do
+  name=${l%%=*} cls=${l#*=}
+  printf '#!/bin/sh\nexec java -cp "%s:%s" %s "$@"\n' "$out/classes" "$runcp" "$cls" > "$out/$name.tmp"
   chmod +x "$out/$name.tmp"
   mv "$out/$name.tmp" "$out/$name"
+  built+=("$out/$name")
 done
-echo "build.sh: built $out/nettyserver and $out/tomcatserver"
+echo "build.sh: built ${built[*]}"

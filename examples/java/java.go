@@ -4,6 +4,8 @@
 // script that builds them from Debian's packages only (build.sh: javac over
 // the jars in /usr/share/java, no Maven or Gradle). The sources are embedded,
 // so the kit builds them wherever it runs, once per change of the sources.
+// Program builds other Java sources against the same jars the same way
+// (examples/services' shop).
 package java
 
 import (
@@ -11,13 +13,16 @@ import (
 	"crypto/sha256"
 	"embed"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -60,18 +65,42 @@ func Missing() string {
 // Launchers are the programs Build makes in its directory, by server.
 var Launchers = map[string]string{"netty": "nettyserver", "tomcat": "tomcatserver"}
 
-// Build builds the servers into dir (dir/nettyserver and dir/tomcatserver,
-// each exec'ing java, so its PID is the server's) unless dir already holds
-// a build of these sources. It returns whether it compiled.
-func Build(ctx context.Context, dir string) (bool, error) {
+// A Program is Java sources that build.sh compiles against Debian's Netty
+// and Tomcat jars, and the launchers it writes: each an executable script
+// that execs java on one main class, so the launcher's PID is the JVM's.
+type Program struct {
+	// Sources holds the .java files at its root (anything else is copied
+	// too, and counts in the build's stamp).
+	Sources fs.FS
+	// Launchers maps a launcher's file name to its main class
+	// ("shopserver": "shop.ShopServer").
+	Launchers map[string]string
+}
+
+// servers is the published experiment's servers (Launchers' programs).
+var servers = Program{Sources: sources, Launchers: map[string]string{
+	Launchers["netty"]: "bystander.NettyServer", Launchers["tomcat"]: "bystander.TomcatServer"}}
+
+// Build builds the servers into dir (dir/nettyserver and dir/tomcatserver)
+// unless dir already holds a build of these sources. It returns whether it
+// compiled.
+func Build(ctx context.Context, dir string) (bool, error) { return servers.Build(ctx, dir) }
+
+// UpToDate says whether dir holds a build of the servers' sources.
+func UpToDate(dir string) bool { return servers.UpToDate(dir) }
+
+// Build builds p into dir (its classes, and a launcher per entry of
+// p.Launchers) with build.sh, unless dir already holds a build of these
+// sources. It returns whether it compiled.
+func (p Program) Build(ctx context.Context, dir string) (bool, error) {
 	if m := Missing(); m != "" {
 		return false, fmt.Errorf("java: %s", m)
 	}
-	stamp, err := stampOf()
+	stamp, err := p.stamp()
 	if err != nil {
 		return false, err
 	}
-	if UpToDate(dir) {
+	if p.UpToDate(dir) {
 		return false, nil
 	}
 	src := filepath.Join(dir, "src")
@@ -81,14 +110,25 @@ func Build(ctx context.Context, dir string) (bool, error) {
 	if err := os.MkdirAll(src, 0o755); err != nil {
 		return false, fmt.Errorf("java: %w", err)
 	}
-	if err := os.CopyFS(src, sources); err != nil {
+	if err := os.CopyFS(src, p.Sources); err != nil {
+		return false, fmt.Errorf("java: %w", err)
+	}
+	script, err := sources.ReadFile("build.sh")
+	if err != nil {
+		return false, fmt.Errorf("java: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(src, "build.sh"), script, 0o755); err != nil {
 		return false, fmt.Errorf("java: %w", err)
 	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return false, fmt.Errorf("java: %w", err)
 	}
-	cmd := exec.CommandContext(ctx, "bash", filepath.Join(src, "build.sh"), abs)
+	args := []string{filepath.Join(src, "build.sh"), abs}
+	for _, name := range slices.Sorted(maps.Keys(p.Launchers)) {
+		args = append(args, name+"="+p.Launchers[name])
+	}
+	cmd := exec.CommandContext(ctx, "bash", args...)
 	// The build never outlives the process that started it: bash dies
 	// with it (and build.sh's watcher then ends javac). The parent-death
 	// signal follows the thread that started the child, so that thread
@@ -103,26 +143,36 @@ func Build(ctx context.Context, dir string) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("java: build.sh: %v\n%s", err, strings.TrimSpace(string(out)))
 	}
-	if !built(dir) {
+	if !p.built(dir) {
 		return false, fmt.Errorf("java: build.sh made no launchers in %s", dir)
 	}
 	return true, os.WriteFile(filepath.Join(dir, "stamp"), []byte(stamp), 0o644)
 }
 
-// stampOf names a build: the sources' hash and where the jars were.
-func stampOf() (string, error) {
+// stamp names a build: the sources' and build.sh's hash, the launchers,
+// and where the jars were.
+func (p Program) stamp() (string, error) {
 	h := sha256.New()
-	err := fs.WalkDir(sources, ".", func(p string, d fs.DirEntry, err error) error {
+	err := fs.WalkDir(p.Sources, ".", func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
 		}
-		b, err := sources.ReadFile(p)
-		fmt.Fprintf(h, "%s %d\n", p, len(b))
+		b, err := fs.ReadFile(p.Sources, path)
+		fmt.Fprintf(h, "%s %d\n", path, len(b))
 		h.Write(b)
 		return err
 	})
 	if err != nil {
 		return "", fmt.Errorf("java: %w", err)
+	}
+	script, err := sources.ReadFile("build.sh")
+	if err != nil {
+		return "", fmt.Errorf("java: %w", err)
+	}
+	fmt.Fprintf(h, "build.sh %d\n", len(script))
+	h.Write(script)
+	for _, name := range slices.Sorted(maps.Keys(p.Launchers)) {
+		fmt.Fprintf(h, "launcher %s=%s\n", name, p.Launchers[name])
 	}
 	// The database's jars join the launchers' classpath when installed: a
 	// build from before they were is not this one.
@@ -147,36 +197,39 @@ func MissingDB() string {
 	return fmt.Sprintf("%s missing: %s", strings.Join(miss, ", "), InstallDB)
 }
 
-// JDBCURL turns a PostgreSQL URL (postgres://USER:PASS@HOST:PORT/DB?...)
-// into the JDBC driver's (jdbc:postgresql://HOST:PORT/DB?user=USER&...).
+// JDBCURL turns a PostgreSQL URL (postgres://USER@HOST:PORT/DB?...) into
+// the JDBC driver's (jdbc:postgresql://HOST:PORT/DB?user=USER&...). A URL
+// with a password is refused: the JDBC URL goes in the server's argv,
+// which every local user can read; the servers take the password from
+// PGPASSWORD.
 func JDBCURL(pg string) (string, error) {
 	u, err := url.Parse(pg)
 	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") || u.Host == "" {
-		return "", fmt.Errorf("java: %q is not a postgres:// URL", pg)
+		return "", errors.New("java: the database URL is not a postgres:// URL")
 	}
 	q := u.Query()
+	if _, ok := u.User.Password(); ok || q.Has("password") {
+		return "", errors.New("java: the database URL carries a password: the servers take it from PGPASSWORD, never from their arguments")
+	}
 	if u.User != nil {
 		q.Set("user", u.User.Username())
-		if p, ok := u.User.Password(); ok {
-			q.Set("password", p)
-		}
 	}
 	return "jdbc:postgresql://" + u.Host + u.EscapedPath() + "?" + q.Encode(), nil
 }
 
-// UpToDate says whether dir holds a build of these sources.
-func UpToDate(dir string) bool {
-	stamp, err := stampOf()
+// UpToDate says whether dir holds a build of p's sources.
+func (p Program) UpToDate(dir string) bool {
+	stamp, err := p.stamp()
 	if err != nil {
 		return false
 	}
 	b, err := os.ReadFile(filepath.Join(dir, "stamp"))
-	return err == nil && string(b) == stamp && built(dir)
+	return err == nil && string(b) == stamp && p.built(dir)
 }
 
-func built(dir string) bool {
-	for _, l := range Launchers {
-		if fi, err := os.Stat(filepath.Join(dir, l)); err != nil || fi.Mode()&0o111 == 0 {
+func (p Program) built(dir string) bool {
+	for name := range p.Launchers {
+		if fi, err := os.Stat(filepath.Join(dir, name)); err != nil || fi.Mode()&0o111 == 0 {
 			return false
 		}
 	}

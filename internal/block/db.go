@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -32,6 +35,38 @@ func (c Call) For(d time.Duration) (time.Duration, error) {
 	return c.DB.Sleep(d)
 }
 
+// ErrDBPassword refuses a database URL with a password in it: a server's
+// URL is in its argv, which every local user reads (ps), and a run writes
+// its arguments into files made to be shared.
+var ErrDBPassword = errors.New("the URL carries a password, which every local user could read in the servers' arguments (ps) " +
+	"and a run would write where it is shared: give the URL without it, and the password in PGPASSWORD or ~/.pgpass (pgx reads both)")
+
+// DBHosts checks a database URL as the kit takes it, a postgres:// URL
+// without a password, and returns the hosts a connection would try (with
+// PGHOST and the like applied; a unix socket's directory starts with /).
+// Its errors never repeat the URL.
+func DBHosts(raw string) ([]string, error) {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+		return nil, errors.New("want a postgres:// URL, postgres://USER@HOST:PORT/DB (a unix socket's directory as ?host=/DIR)")
+	}
+	q := u.Query()
+	if _, ok := u.User.Password(); ok || q.Has("password") || q.Has("sslpassword") {
+		return nil, ErrDBPassword
+	}
+	cfg, err := pgconn.ParseConfig(raw)
+	if err != nil {
+		return nil, err
+	}
+	hosts := []string{cfg.Host}
+	for _, f := range cfg.Fallbacks {
+		if !slices.Contains(hosts, f.Host) {
+			hosts = append(hosts, f.Host)
+		}
+	}
+	return hosts, nil
+}
+
 // MaxDBConns bounds --db-pool: PostgreSQL's default max_connections is 100.
 const MaxDBConns = 1000
 
@@ -49,7 +84,9 @@ type DB struct {
 }
 
 // OpenDB connects conns connections to the PostgreSQL server at url and
-// checks that each answers, within ctx.
+// checks that each answers, within ctx. When one fails it gives back
+// those it took and closes them, also within ctx, and says why in the
+// database's words ("sorry, too many clients already").
 func OpenDB(ctx context.Context, url string, conns int) (*DB, error) {
 	if conns < 1 || conns > MaxDBConns {
 		return nil, fmt.Errorf("database pool of %d connections: want 1 to %d", conns, MaxDBConns)
@@ -70,11 +107,11 @@ func OpenDB(ctx context.Context, url string, conns int) (*DB, error) {
 	}
 	// Take every connection at once: each is opened and asked once now.
 	held := make([]*pgxpool.Conn, 0, conns)
-	defer func() {
+	release := func() {
 		for _, c := range held {
 			c.Release()
 		}
-	}()
+	}
 	for range conns {
 		c, err := pool.Acquire(ctx)
 		if err == nil {
@@ -82,12 +119,31 @@ func OpenDB(ctx context.Context, url string, conns int) (*DB, error) {
 			held = append(held, c)
 		}
 		if err != nil {
-			pool.Close()
+			// The pool's Close waits for every connection it lent: they are
+			// given back first.
+			release()
+			closeWithin(ctx, pool)
 			// pgx says each address it tried on a line of its own.
 			return nil, fmt.Errorf("database at %s:%d: %s", cfg.ConnConfig.Host, cfg.ConnConfig.Port, strings.Join(strings.Fields(err.Error()), " "))
 		}
 	}
+	release()
 	return &DB{pool: pool, Conns: conns}, nil
+}
+
+// closeWithin closes the pool, waiting for it until ctx ends: a database
+// that stopped answering may hold each connection's goodbye for pgx's
+// 15 s, and the server that opened the pool is on its way out.
+func closeWithin(ctx context.Context, pool *pgxpool.Pool) {
+	closed := make(chan struct{})
+	go func() {
+		pool.Close()
+		close(closed)
+	}()
+	select {
+	case <-closed:
+	case <-ctx.Done():
+	}
 }
 
 // Sleep asks the database for SELECT pg_sleep(d) on a free connection and

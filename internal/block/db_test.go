@@ -7,7 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bystander-kit/bystander/internal/pgrun"
 	"github.com/bystander-kit/bystander/internal/wiretest"
+	"github.com/jackc/pgx/v5"
 )
 
 // The Postgres mode holds a database connection for at least the block
@@ -63,5 +65,48 @@ func TestPostgres(t *testing.T) {
 	}
 	if _, err := (Call{Mode: Postgres}).For(block); err == nil {
 		t.Error("postgres mode without a database: no error")
+	}
+}
+
+// TestOpenDBTooManyClients: a pool larger than the database lets in fails
+// at once, in the database's own words, and gives back every connection
+// it took (it hung for ever: the pool was closed while it still held
+// them, and closing waits for them).
+func TestOpenDBTooManyClients(t *testing.T) {
+	in := wiretest.PostgresWith(t, pgrun.Options{MaxConnections: 4})
+	const limit = 30 * time.Second
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		db, err := OpenDB(ctx, in.URL(), 10)
+		db.Close()
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "too many clients") {
+			t.Errorf("OpenDB of 10 connections where 4 are let in: %v, want the database's \"too many clients\"", err)
+		}
+		if ctx.Err() != nil {
+			t.Errorf("OpenDB returned only at its deadline: %v", err)
+		}
+		t.Log(err)
+	case <-time.After(limit + 30*time.Second):
+		t.Fatalf("OpenDB still waits %s after its deadline", 30*time.Second)
+	}
+	// Every connection it opened is closed: all 4 are free again.
+	var held []*pgx.Conn
+	defer func() {
+		for _, c := range held {
+			c.Close(context.Background())
+		}
+	}()
+	for i := range 4 {
+		c, err := in.Connect(context.Background())
+		if err != nil {
+			t.Fatalf("connection %d of 4 after OpenDB gave up: %v", i+1, err)
+		}
+		held = append(held, c)
 	}
 }

@@ -1,6 +1,7 @@
 // Package client is the kit's raw HTTP/1.1 keep-alive client: one request
 // at a time per connection, the protocol's timing headers read into fields,
-// Content-Length bodies read and dropped, no allocation per request.
+// bodies read and dropped however they are framed (a length, chunks, or
+// until the close: frame), no allocation per request.
 //
 // Conn is one connection for one goroutine, with blocking calls: what the
 // probers' placing and checks use. Poller drives many connections from one
@@ -23,6 +24,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -48,16 +50,131 @@ const (
 // Kinds lists every kind in a fixed order, for reports.
 var Kinds = []Kind{Refused, Reset, Timeout, Closed, Malformed, BadStatus, Other}
 
-// DeadPause is how long a connection that asks back to back waits after
-// the server refused, reset or closed it (Dead): a dead server is not spun
-// on.
-const DeadPause = 10 * time.Millisecond
+// FirstPause is how long a connection that asks back to back waits after a
+// failed answer before it asks again; each further failure in a row makes
+// the pause four times longer, up to MaxPause, and an answer ends the run
+// of failures (Backoff). A server that refuses, resets, closes, or answers
+// what cannot be read is not spun on: 16 connections against one dialled
+// 18,911 times in 3 s, leaving 12,000 sockets in TIME_WAIT; each connection
+// now asks 5 times in its first second (after 0, 10, 50, 210 and 850 ms)
+// and once a second after.
+const (
+	FirstPause = 10 * time.Millisecond
+	MaxPause   = time.Second
+)
 
-// Dead says whether err says the server is gone or going (refused, reset,
-// closed): the connection's next request should wait DeadPause.
-func Dead(err error) bool {
-	k := KindOf(err)
-	return k == Refused || k == Reset || k == Closed
+// Pauses says whether a request that ended with err (r its answer, read
+// whole or not) calls for a pause before the connection asks again: every
+// failure does (refused, reset, closed, timeout, an answer that cannot be
+// read), but a bad status on a connection the server keeps open. That one
+// is an answer read whole on a connection that stays: asking again costs
+// no dial and is paced by the server's answers as a 200 is; and a server
+// that sheds load with a 503 (the offload queue full, a database that
+// refuses) is answering the load, so a caller that paused after it would
+// lower the load exactly when it is being measured.
+func Pauses(r *Response, err error) bool {
+	switch {
+	case err == nil, errors.Is(err, ErrInterrupted):
+		return false
+	case KindOf(err) == BadStatus:
+		return r == nil || r.Close
+	}
+	return true
+}
+
+// Backoff paces one connection that asks back to back (Pauses, FirstPause,
+// MaxPause). The zero value has no pause. Not safe for concurrent use: the
+// connection's driver owns it.
+type Backoff struct {
+	until time.Time
+	pause time.Duration
+}
+
+// After books how the connection's request that ended at end went.
+func (b *Backoff) After(r *Response, err error, end time.Time) {
+	if errors.Is(err, ErrInterrupted) {
+		return
+	}
+	if !Pauses(r, err) {
+		b.pause, b.until = 0, time.Time{}
+		return
+	}
+	b.pause = min(max(4*b.pause, FirstPause), MaxPause)
+	b.until = end.Add(b.pause)
+}
+
+// Due is when a request due at due may leave: not before the pause ends.
+func (b *Backoff) Due(due time.Time) time.Time {
+	if b.until.After(due) {
+		return b.until
+	}
+	return due
+}
+
+// ErrNoAnswer is what a tool says, beside what it measured, when no
+// request of its run was answered (Tally.NoAnswer).
+var ErrNoAnswer = errors.New("no answer")
+
+// Tally counts how a tool's requests ended, over its whole run, so that a
+// run that got no answer says so and what it got instead. Not safe for
+// concurrent use: keep one per goroutine and Merge them.
+type Tally struct {
+	answered int64
+	failed   [8]int64 // by Kinds' order
+	first    error
+}
+
+// Add books one request's end (ErrInterrupted is no end: not booked).
+func (t *Tally) Add(err error) {
+	switch {
+	case err == nil:
+		t.answered++
+	case errors.Is(err, ErrInterrupted):
+	default:
+		k := KindOf(err)
+		i := slices.Index(Kinds, k)
+		if i < 0 {
+			i = slices.Index(Kinds, Other)
+		}
+		t.failed[i]++
+		if t.first == nil {
+			t.first = err
+		}
+	}
+}
+
+// Merge adds o's counts to t's (t's first failure stays first).
+func (t *Tally) Merge(o *Tally) {
+	t.answered += o.answered
+	for i, n := range o.failed {
+		t.failed[i] += n
+	}
+	if t.first == nil {
+		t.first = o.first
+	}
+}
+
+// Answered is how many requests were answered (a 2xx or 3xx read whole).
+func (t *Tally) Answered() int64 { return t.answered }
+
+// NoAnswer is nil when some request was answered; otherwise an error
+// (ErrNoAnswer) saying what the run of length took got instead, as "no
+// answer in 3s: 18 malformed (first: ...)".
+func (t *Tally) NoAnswer(took time.Duration) error {
+	if t.answered > 0 {
+		return nil
+	}
+	var parts []string
+	for i, n := range t.failed {
+		if n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, Kinds[i]))
+		}
+	}
+	took = took.Round(100 * time.Millisecond)
+	if len(parts) == 0 {
+		return fmt.Errorf("%w in %s: no request ended", ErrNoAnswer, took)
+	}
+	return fmt.Errorf("%w in %s: %s (first: %v)", ErrNoAnswer, took, strings.Join(parts, ", "), t.first)
 }
 
 // Error is a failed request with its kind.
@@ -108,7 +225,12 @@ type Response struct {
 	BlockedNs         int64 // X-Blocked-Ns
 	QueuedNs          int64 // X-Queued-Ns
 	Close             bool  // the server will close the connection
+	Chunked           bool  // the body came in chunks (Transfer-Encoding: chunked)
 }
+
+// FirstLineMax is how much of the first line of a failed answer's body
+// the error keeps.
+const FirstLineMax = 200
 
 // Conn is one keep-alive connection to a server. It is not safe for
 // concurrent use: a worker owns it.
@@ -118,8 +240,10 @@ type Conn struct {
 	timeout time.Duration
 	c       net.Conn
 	// buf[r:w] is what was read and not yet consumed.
-	buf  []byte
-	r, w int
+	buf      []byte
+	r, w     int
+	body     frame
+	headOnly bool // the request is a HEAD: its answers have no body
 	// Dials counts connections opened, the first one included.
 	Dials int
 
@@ -148,7 +272,12 @@ func New(addr, target string, timeout time.Duration) *Conn {
 // same server: a path and query).
 func (c *Conn) Retarget(target string) {
 	c.req = []byte("GET " + target + " HTTP/1.1\r\nHost: " + c.addr + "\r\nUser-Agent: bystander\r\n\r\n")
+	c.headOnly = isHead(c.req)
 }
+
+// isHead says whether req is a HEAD request, whose answers have no body
+// whatever their head says.
+func isHead(req []byte) bool { return bytes.HasPrefix(req, []byte("HEAD ")) }
 
 // Dial opens the connection now if it is not open.
 func (c *Conn) Dial() error {
@@ -195,8 +324,9 @@ func (c *Conn) isInterrupted() bool {
 }
 
 // Do sends the request and reads the answer into r. A status other than 2xx
-// is returned in r with an Error of kind BadStatus. After any other error the
-// connection is closed and the next Do redials.
+// or 3xx is returned in r with an Error of kind BadStatus that says the
+// first line of its body. After any other error the connection is closed
+// and the next Do redials.
 func (c *Conn) Do(r *Response) error {
 	if err := c.Dial(); err != nil {
 		return err
@@ -228,8 +358,8 @@ func (c *Conn) Do(r *Response) error {
 	if r.Close {
 		c.Close()
 	}
-	if r.Status < 200 || r.Status > 299 {
-		return &Error{BadStatus, fmt.Errorf("status %d", r.Status)}
+	if failed(r.Status) {
+		return c.body.badStatus(r.Status)
 	}
 	return nil
 }
@@ -240,7 +370,8 @@ var errMalformed = errors.New("malformed response")
 // client reads; a longer one is malformed.
 const MaxHead = 16 << 10
 
-// read reads one answer into r: its head, then its body, dropped.
+// read reads one answer into r: its head (after any interim 1xx ones),
+// then its body, dropped (see frame).
 func (c *Conn) read(r *Response) error {
 	for {
 		n, err := parseHead(c.buf[c.r:c.w], r)
@@ -249,21 +380,29 @@ func (c *Conn) read(r *Response) error {
 		}
 		if n > 0 {
 			c.r += n
+			if interim(r.Status) {
+				continue
+			}
 			break
 		}
 		if err := c.fill(); err != nil {
 			return err
 		}
 	}
-	skip := r.ContentLength
+	c.body.start(r, c.headOnly)
 	for {
-		if have := c.w - c.r; have >= skip {
-			c.r += skip
-			return nil
+		n, done, err := c.body.step(c.buf[c.r:c.w])
+		c.r += n
+		if err != nil || done {
+			return err
 		}
-		skip -= c.w - c.r
-		c.r, c.w = 0, 0
+		if c.r == c.w {
+			c.r, c.w = 0, 0
+		}
 		if err := c.fill(); err != nil {
+			if c.body.closes() && errors.Is(err, io.EOF) {
+				return nil // the close ends the body
+			}
 			return err
 		}
 	}
@@ -286,8 +425,9 @@ func (c *Conn) fill() error {
 }
 
 // room makes space at the end of buf[r:w] for a read: it moves the unread
-// bytes to the front and, when they fill the buffer, doubles it (parseHead
-// refuses a head of MaxHead bytes, so it never grows past twice that).
+// bytes to the front and, when they fill the buffer, doubles it (what is
+// kept unread is a head or a line of a chunked body, and parseHead and
+// frame refuse those past MaxHead bytes, so it never grows past twice that).
 func room(buf []byte, r, w int) ([]byte, int, int) {
 	if r > 0 {
 		w = copy(buf, buf[r:w])
@@ -302,8 +442,9 @@ func room(buf []byte, r, w int) ([]byte, int, int) {
 }
 
 // parseHead reads a response head from the front of b into r and returns
-// its length, or 0 when b does not hold a whole head yet. The body (its
-// length is r.ContentLength) is the caller's to skip.
+// its length, or 0 when b does not hold a whole head yet. The body is the
+// caller's to read (frame): r.ContentLength long (-1: not given), in
+// chunks (r.Chunked), or else until the server closes.
 func parseHead(b []byte, r *Response) (int, error) {
 	*r = Response{Loop: -1, ContinuationLoop: -1, HandlerStart: -1, ContinuationStart: -1, BlockedNs: -1, QueuedNs: -1, ContentLength: -1}
 	pos := 0
@@ -327,15 +468,21 @@ func parseHead(b []byte, r *Response) (int, error) {
 		return more()
 	}
 	// "HTTP/1.1 200 OK"
-	if len(line) < 12 || !bytes.HasPrefix(line, []byte("HTTP/1.")) || line[8] != ' ' {
-		return 0, &Error{Malformed, fmt.Errorf("%w: status line %q", errMalformed, trim(line))}
+	if len(line) < 12 || !bytes.HasPrefix(line, []byte("HTTP/1.")) || line[8] != ' ' ||
+		len(line) > 12 && line[12] != ' ' && line[12] != '\r' && line[12] != '\n' {
+		return 0, &Error{Malformed, fmt.Errorf("%w: status line %q", errMalformed, cut(trim(line), 100))}
 	}
 	st, ok := atoi(line[9:12])
-	if !ok {
-		return 0, &Error{Malformed, fmt.Errorf("%w: status line %q", errMalformed, trim(line))}
+	if !ok || st < 100 {
+		return 0, &Error{Malformed, fmt.Errorf("%w: status line %q", errMalformed, cut(trim(line), 100))}
+	}
+	if st == 101 {
+		return 0, &Error{Malformed, fmt.Errorf("%w: 101 Switching Protocols, and this client asked for no other protocol", errMalformed)}
 	}
 	r.Status = int(st)
-	r.Close = line[7] == '0'
+	http10 := line[7] == '0'
+	r.Close = http10
+	te := false
 	for {
 		line, ok = next()
 		if !ok {
@@ -347,17 +494,22 @@ func parseHead(b []byte, r *Response) (int, error) {
 		}
 		colon := bytes.IndexByte(line, ':')
 		if colon <= 0 {
-			return 0, &Error{Malformed, fmt.Errorf("%w: header line %q", errMalformed, line)}
+			return 0, &Error{Malformed, fmt.Errorf("%w: header line %q", errMalformed, cut(line, 100))}
 		}
 		name, value := line[:colon], bytes.TrimSpace(line[colon+1:])
 		var dst *int64
 		switch {
 		case fold(name, "content-length"):
 			n, ok := atoi(value)
-			if !ok || n < 0 {
-				return 0, &Error{Malformed, fmt.Errorf("%w: Content-Length %q", errMalformed, value)}
+			if !ok || n < 0 || r.ContentLength >= 0 && int(n) != r.ContentLength {
+				return 0, &Error{Malformed, fmt.Errorf("%w: Content-Length %q", errMalformed, cut(value, 40))}
 			}
 			r.ContentLength = int(n)
+			continue
+		case fold(name, "transfer-encoding"):
+			// The last coding of the last such header says how the
+			// body ends: chunked, or else at the close.
+			te, r.Chunked = true, fold(lastToken(value), "chunked")
 			continue
 		case fold(name, "connection"):
 			r.Close = fold(value, "close")
@@ -374,21 +526,33 @@ func parseHead(b []byte, r *Response) (int, error) {
 			dst = &r.BlockedNs
 		case fold(name, protocol.HeaderQueuedNs):
 			dst = &r.QueuedNs
-		case fold(name, "transfer-encoding"):
-			return 0, &Error{Malformed, fmt.Errorf("%w: Transfer-Encoding is not read by this client", errMalformed)}
 		default:
 			continue
 		}
 		if n, ok := atoi(value); ok {
 			*dst = n
 		} else {
-			return 0, &Error{Malformed, fmt.Errorf("%w: %s %q", errMalformed, name, value)}
+			return 0, &Error{Malformed, fmt.Errorf("%w: %s %q", errMalformed, name, cut(value, 40))}
 		}
 	}
-	if r.ContentLength < 0 {
-		return 0, &Error{Malformed, fmt.Errorf("%w: no Content-Length", errMalformed)}
+	if te {
+		// Transfer-Encoding overrides Content-Length; beside one, or in
+		// an HTTP/1.0 answer, it is framing to close after (RFC 9112, 6.1
+		// and 6.3).
+		if r.ContentLength >= 0 || http10 {
+			r.Close = true
+		}
+		r.ContentLength = -1
 	}
 	return pos, nil
+}
+
+// lastToken is the last of a comma-separated list's items, trimmed.
+func lastToken(b []byte) []byte {
+	if i := bytes.LastIndexByte(b, ','); i >= 0 {
+		b = b[i+1:]
+	}
+	return bytes.TrimSpace(b)
 }
 
 func trim(b []byte) []byte {

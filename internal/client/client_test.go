@@ -1,11 +1,16 @@
 package client
 
 import (
+	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -133,9 +138,8 @@ func TestErrorKinds(t *testing.T) {
 		{"reset", rawServer(t, func(c net.Conn) { c.(*net.TCPConn).SetLinger(0) }), Reset},
 		{"timeout", rawServer(t, func(net.Conn) { time.Sleep(time.Second) }), Timeout},
 		{"garbage", rawServer(t, func(c net.Conn) { io.WriteString(c, "SSH-2.0-OpenSSH\r\n\r\n") }), Malformed},
-		{"no length", rawServer(t, func(c net.Conn) { io.WriteString(c, "HTTP/1.1 200 OK\r\n\r\n") }), Malformed},
 		{"bad header", rawServer(t, func(c net.Conn) { io.WriteString(c, "HTTP/1.1 200 OK\r\nX-Loop: two\r\nContent-Length: 0\r\n\r\n") }), Malformed},
-		{"chunked", rawServer(t, func(c net.Conn) { io.WriteString(c, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n") }), Malformed},
+		{"bad chunk", rawServer(t, func(c net.Conn) { io.WriteString(c, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n\r\n") }), Malformed},
 		{"short body", rawServer(t, func(c net.Conn) { io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc") }), Closed},
 	}
 	for _, tc := range cases {
@@ -194,5 +198,71 @@ func TestParseTarget(t *testing.T) {
 	}
 	if _, err := ParseTarget("http://10.0.0.1:8081/slow", true); err != nil {
 		t.Errorf("allowRemote: %v", err)
+	}
+}
+
+// TestBackoff: every failure pauses the connection, longer while the
+// failures go on (up to MaxPause), but a bad status on a connection the
+// server keeps open; an answer ends the pause; an interrupted request
+// changes nothing.
+func TestBackoff(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	bad := &Error{BadStatus, errors.New("status 503")}
+	kept, closed := &Response{Status: 503}, &Response{Status: 503, Close: true}
+	var b Backoff
+	if due := b.Due(t0); !due.Equal(t0) {
+		t.Fatalf("no failure yet, due %s late", due.Sub(t0))
+	}
+	b.After(kept, bad, t0)
+	if due := b.Due(t0); !due.Equal(t0) {
+		t.Fatalf("a 503 on a kept connection paused it %s", due.Sub(t0))
+	}
+	var pauses []time.Duration
+	for _, err := range []error{&Error{Malformed, errMalformed}, &Error{Refused, syscall.ECONNREFUSED}, &Error{Closed, io.EOF},
+		&Error{Reset, syscall.ECONNRESET}, &Error{Timeout, os.ErrDeadlineExceeded}, bad, ErrInterrupted} {
+		r := kept
+		if KindOf(err) == BadStatus {
+			r = closed
+		}
+		b.After(r, err, t0)
+		pauses = append(pauses, b.Due(t0).Sub(t0))
+	}
+	want := []time.Duration{FirstPause, 4 * FirstPause, 16 * FirstPause, 64 * FirstPause, MaxPause, MaxPause, MaxPause}
+	if !slices.Equal(pauses, want) {
+		t.Fatalf("pauses %v, want %v", pauses, want)
+	}
+	b.After(&Response{Status: 200}, nil, t0)
+	if due := b.Due(t0); !due.Equal(t0) {
+		t.Fatalf("after an answer, still paused %s", due.Sub(t0))
+	}
+	b.After(nil, &Error{Closed, io.EOF}, t0)
+	if p := b.Due(t0).Sub(t0); p != FirstPause {
+		t.Fatalf("a new run of failures starts at %s, want %s", p, FirstPause)
+	}
+	if b.Due(t0.Add(time.Hour)) != t0.Add(time.Hour) {
+		t.Fatal("a request due after the pause is held")
+	}
+}
+
+// TestTally: a run with no answer says so, with what it got instead and
+// its first failure; one answer is enough.
+func TestTally(t *testing.T) {
+	var a, b Tally
+	a.Add(&Error{Malformed, fmt.Errorf("%w: status line %q", errMalformed, "HELLO")})
+	a.Add(ErrInterrupted)
+	b.Add(&Error{Malformed, errMalformed})
+	b.Add(&Error{Reset, syscall.ECONNRESET})
+	a.Merge(&b)
+	err := a.NoAnswer(3 * time.Second)
+	if !errors.Is(err, ErrNoAnswer) || err.Error() != `no answer in 3s: 1 reset, 2 malformed (first: client: malformed: malformed response: status line "HELLO")` {
+		t.Fatalf("%v", err)
+	}
+	var none Tally
+	if err := none.NoAnswer(time.Second); !errors.Is(err, ErrNoAnswer) || !strings.Contains(err.Error(), "no request ended") {
+		t.Fatalf("%v", err)
+	}
+	a.Add(nil)
+	if err := a.NoAnswer(time.Second); err != nil || a.Answered() != 1 {
+		t.Fatalf("%v, %d answered", err, a.Answered())
 	}
 }

@@ -76,8 +76,9 @@ type PConn struct {
 	msg       unix.Msghdr
 	iov       unix.Iovec
 	oob       []byte
-	head      bool // its head is read; skip bytes of body remain
-	skip      int
+	head      bool // its head is read; its body is being read (body)
+	body      frame
+	headOnly  bool // the request is a HEAD: its answers have no body
 	resp      Response
 	due, sent time.Time
 	deadline  time.Time
@@ -143,6 +144,7 @@ func (p *Poller) ReadOnSchedule(lazy time.Duration) error {
 // same server: a path and query).
 func (c *PConn) Retarget(target string) {
 	c.req = []byte("GET " + target + " HTTP/1.1\r\nHost: " + c.addr + "\r\nUser-Agent: bystander\r\n\r\n")
+	c.headOnly = isHead(c.req)
 }
 
 // Dial opens every connection not open yet, in order; the first failure
@@ -416,11 +418,7 @@ func (p *Poller) send(c *PConn, d Driver, due time.Time) {
 // readable reads what c's socket holds and books the answer once whole.
 func (p *Poller) readable(c *PConn, d Driver) {
 	for c.fd >= 0 {
-		if !c.head || c.w > c.r {
-			c.buf, c.r, c.w = room(c.buf, c.r, c.w)
-		} else {
-			c.r, c.w = 0, 0 // skipping a body: read over what was skipped
-		}
+		c.makeRoom()
 		space := len(c.buf) - c.w
 		var n int
 		var err error
@@ -437,7 +435,7 @@ func (p *Poller) readable(c *PConn, d Driver) {
 			return
 		}
 		if n == 0 {
-			p.fail(c, d, io.EOF)
+			p.hungUp(c, d)
 			return
 		}
 		if !c.busy {
@@ -455,10 +453,30 @@ func (p *Poller) readable(c *PConn, d Driver) {
 	}
 }
 
+// makeRoom makes space in c's buffer for a read (see room); a body being
+// read with nothing of it left unread is read over from the start.
+func (c *PConn) makeRoom() {
+	if !c.head || c.w > c.r {
+		c.buf, c.r, c.w = room(c.buf, c.r, c.w)
+	} else {
+		c.r, c.w = 0, 0
+	}
+}
+
+// hungUp is the server's close of c: the end of an answer delimited by
+// it, or else a failure.
+func (p *Poller) hungUp(c *PConn, d Driver) {
+	if c.busy && c.head && c.body.closes() {
+		p.answered(c, d)
+		return
+	}
+	p.fail(c, d, io.EOF)
+}
+
 // parse books c's answer when the buffer holds it whole, reporting whether
 // to go on reading.
 func (p *Poller) parse(c *PConn, d Driver) bool {
-	if !c.head {
+	for !c.head {
 		n, err := parseHead(c.buf[c.r:c.w], &c.resp)
 		if err != nil {
 			p.fail(c, d, err)
@@ -468,16 +486,26 @@ func (p *Poller) parse(c *PConn, d Driver) bool {
 			return true
 		}
 		c.r += n
-		c.head, c.skip = true, c.resp.ContentLength
+		if !interim(c.resp.Status) {
+			c.head = true
+			c.body.start(&c.resp, c.headOnly)
+		}
 	}
-	have := c.w - c.r
-	if have < c.skip {
-		c.skip -= have
-		c.r = c.w
+	n, done, err := c.body.step(c.buf[c.r:c.w])
+	c.r += n
+	if err != nil {
+		p.fail(c, d, err)
+		return false
+	}
+	if !done {
 		return true
 	}
-	c.r += c.skip
-	c.skip = 0
+	p.answered(c, d)
+	return false
+}
+
+// answered books c's answer, read whole.
+func (p *Poller) answered(c *PConn, d Driver) {
 	now := time.Now()
 	if p.sockfd >= 0 && c.stamp > 0 {
 		// When the answer's last bytes reached the socket, on the
@@ -493,14 +521,13 @@ func (p *Poller) parse(c *PConn, d Driver) bool {
 	p.inFlight--
 	r := &c.resp
 	var err error
-	if r.Status < 200 || r.Status > 299 {
-		err = &Error{BadStatus, fmt.Errorf("status %d", r.Status)}
+	if failed(r.Status) {
+		err = c.body.badStatus(r.Status)
 	}
 	if r.Close {
 		p.drop(c)
 	}
 	p.end(c, d, now, r, err)
-	return false
 }
 
 // fail ends c's request in flight with err (or, idle, just closes c).
@@ -605,6 +632,11 @@ func (c *PConn) recv() (int, error) {
 	n, _, errno := unix.RawSyscall(unix.SYS_RECVMSG, uintptr(c.fd), uintptr(unsafe.Pointer(&c.msg)), 0)
 	if errno != 0 {
 		return 0, errno
+	}
+	if n == 0 {
+		// The close, which carries no stamp: an answer it ends is timed
+		// by its last bytes.
+		return 0, nil
 	}
 	c.stamp = 0
 	if cl := int(c.msg.Controllen); cl >= unix.CmsgLen(0) {

@@ -27,11 +27,17 @@ func startDB(ctx context.Context, o *Options, stdout io.Writer) (stopDB func(), 
 		if _, err := java.JDBCURL(o.PGURL); err != nil && o.usesJava() {
 			return stopDB, fmt.Errorf("run.sh: --pg-url: the Java servers need a postgres:// URL: %w", err)
 		}
-		version, err := serverVersion(ctx, o.PGURL)
+		// pgx takes the password from PGPASSWORD or ~/.pgpass; the servers
+		// get the one it found in their environment.
+		cfg, err := pgx.ParseConfig(o.PGURL)
 		if err != nil {
 			return stopDB, fmt.Errorf("run.sh: --pg-url: %w", err)
 		}
-		o.dbURL, o.dbDesc = o.PGURL, fmt.Sprintf("PostgreSQL %s at --pg-url", version)
+		version, err := serverVersion(ctx, cfg)
+		if err != nil {
+			return stopDB, fmt.Errorf("run.sh: --pg-url: %w", err)
+		}
+		o.dbURL, o.dbDesc, o.dbPassword = o.PGURL, fmt.Sprintf("PostgreSQL %s at --pg-url", version), cfg.Password
 		return stopDB, nil
 	}
 	// Each server holds its pool's connections; a few more for whoever else
@@ -48,21 +54,44 @@ func startDB(ctx context.Context, o *Options, stdout io.Writer) (stopDB func(), 
 			fmt.Fprintf(stdout, "bystander: the private PostgreSQL: %v\n", err)
 		}
 	}
-	version, err := serverVersion(ctx, in.URL())
+	var version string
+	cfg, err := pgx.ParseConfig(in.URL())
+	if err == nil {
+		cfg.Password = in.Password()
+		version, err = serverVersion(ctx, cfg)
+	}
 	if err != nil {
 		stopDB()
 		return func() {}, fmt.Errorf("run.sh: the private PostgreSQL: %w", err)
 	}
-	o.dbURL, o.dbDesc, o.dbPID = in.URL(), fmt.Sprintf("PostgreSQL %s, private to the run", version), in.PID
+	o.dbURL, o.dbDesc, o.dbPID, o.dbPassword = in.URL(), fmt.Sprintf("PostgreSQL %s, private to the run", version), in.PID, in.Password()
+	o.dbDied = in.Died
 	fmt.Fprintf(stdout, "bystander: started a private PostgreSQL %s on 127.0.0.1:%d (data in %s; removed when the run ends)\n", version, in.Port, in.Dir)
 	return stopDB, nil
 }
 
+// dbGone is why a measurement fails once the private PostgreSQL died
+// under the run, which it says once on the run's output; "" while it runs
+// (and for the user's own database, which the run does not watch).
+func (r *runner) dbGone() string {
+	if r.o.dbDied == nil {
+		return ""
+	}
+	err := r.o.dbDied()
+	if err == nil {
+		return ""
+	}
+	r.dbSaid.Do(func() {
+		r.prog.say(fmt.Sprintf("bystander: the private PostgreSQL died mid-run (%v): the measurements from here on fail, their figures would not be the servers'", err))
+	})
+	return fmt.Sprintf("the private PostgreSQL died mid-run (%v): these figures would not be the server's", err)
+}
+
 // serverVersion asks a PostgreSQL its version, within 10 s.
-func serverVersion(ctx context.Context, url string) (string, error) {
+func serverVersion(ctx context.Context, cfg *pgx.ConnConfig) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	c, err := pgx.Connect(ctx, url)
+	c, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
 		return "", err
 	}

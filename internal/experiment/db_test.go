@@ -4,19 +4,26 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"io/fs"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/bystander-kit/bystander/internal/findings"
+	"github.com/bystander-kit/bystander/internal/pgrun"
 	"github.com/bystander-kit/bystander/internal/results"
+	"github.com/bystander-kit/bystander/internal/serverflags"
 	"github.com/bystander-kit/bystander/internal/wiretest"
 )
 
@@ -57,9 +64,14 @@ func TestPostgresMode(t *testing.T) {
 		t.Fatal(err)
 	}
 	var stdout bytes.Buffer
+	watch := watchSecrets()
 	if code := runCode(context.Background(), o, &stdout, &stdout); code != 0 {
+		watch.stop()
 		t.Fatalf("exit %d\n%s", code, stdout.String())
 	}
+	// The servers got the database's password in their environment, and
+	// it is nowhere a run's reader, or another local user, could see it.
+	watch.noSecret(t, "", stdout.String(), out)
 	leftNothing(t, stdout.String())
 	run, err := results.ReadRun(out)
 	if err != nil {
@@ -208,4 +220,284 @@ func TestPostgresRefused(t *testing.T) {
 			t.Errorf("%v accepted", args)
 		}
 	}
+}
+
+// secretWatch looks at the run's servers while it runs: their argv (which
+// every local user reads, ps) and the PGPASSWORD of their environment.
+type secretWatch struct {
+	mu        sync.Mutex
+	argv      []string
+	passwords map[string]bool
+	stop      func()
+}
+
+// watchSecrets looks every 50 ms at this process's children that were
+// given --db-url (the run's servers).
+func watchSecrets() *secretWatch {
+	w := &secretWatch{passwords: map[string]bool{}}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	w.stop = func() { cancel(); <-done }
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			w.look()
+			select {
+			case <-ctx.Done():
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}()
+	return w
+}
+
+func (w *secretWatch) look() {
+	pids, _ := filepath.Glob("/proc/[0-9]*")
+	me := fmt.Sprintf("PPid:\t%d\n", os.Getpid())
+	for _, p := range pids {
+		st, err := os.ReadFile(p + "/status")
+		if err != nil || !strings.Contains(string(st), me) {
+			continue
+		}
+		cmdline, err := os.ReadFile(p + "/cmdline")
+		if err != nil || !strings.Contains(string(cmdline), "\x00--db-url\x00") {
+			continue
+		}
+		env, _ := os.ReadFile(p + "/environ")
+		w.mu.Lock()
+		w.argv = append(w.argv, strings.ReplaceAll(string(cmdline), "\x00", " "))
+		for _, kv := range strings.Split(string(env), "\x00") {
+			if v, ok := strings.CutPrefix(kv, "PGPASSWORD="); ok && v != "" {
+				w.passwords[v] = true
+			}
+		}
+		w.mu.Unlock()
+	}
+}
+
+// noSecret stops the watch and checks that the servers got a password in
+// their environment (want, when not "", that one), and that none of the
+// passwords seen, nor want, is in a server's argv, in out (what the run
+// printed) or in any file of the run directory.
+func (w *secretWatch) noSecret(t *testing.T, want, out, dir string) {
+	t.Helper()
+	w.stop()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.argv) == 0 {
+		t.Fatal("no server with --db-url seen")
+	}
+	if len(w.passwords) == 0 || (want != "" && !w.passwords[want]) {
+		t.Errorf("the servers' environment held no PGPASSWORD (want %v): %d seen", want != "", len(w.passwords))
+	}
+	secrets := slices.Collect(maps.Keys(w.passwords))
+	if want != "" {
+		secrets = append(secrets, want)
+	}
+	for _, s := range secrets {
+		for _, a := range w.argv {
+			if strings.Contains(a, s) {
+				t.Errorf("a server's argv holds the password: %s", strings.ReplaceAll(a, s, "<password>"))
+			}
+		}
+		if strings.Contains(out, s) {
+			t.Error("the run printed the password")
+		}
+		filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+			if err == nil && d.Type().IsRegular() {
+				if b, err := os.ReadFile(p); err == nil && bytes.Contains(b, []byte(s)) {
+					t.Errorf("%s holds the password", p)
+				}
+			}
+			return nil
+		})
+	}
+}
+
+// TestPGURLFlags: a --pg-url that carries a password is refused in one
+// line that does not repeat it and says where the password goes instead;
+// one that is not on this machine is refused without --allow-remote.
+func TestPGURLFlags(t *testing.T) {
+	for _, tc := range []struct {
+		url, want string // want "" ok, else in the error
+		remote    bool
+	}{
+		{"postgres://owner@127.0.0.1:55432/postgres", "", false},
+		{"postgresql://owner@localhost/db?sslmode=disable", "", false},
+		{"postgres://owner@[::1]:5432/db", "", false},
+		{"postgres://owner@%2Fvar%2Frun%2Fpostgresql/db", "?host=/DIR", false},
+		{"postgres://owner@/db?host=/var/run/postgresql", "", false},
+		{"postgres://owner:S3CRET@127.0.0.1:55432/postgres", "PGPASSWORD or ~/.pgpass", false},
+		{"postgres://owner:S3CRET@127.0.0.1:55432/postgres", "PGPASSWORD or ~/.pgpass", true},
+		{"postgres://owner@127.0.0.1:55432/postgres?password=S3CRET", "PGPASSWORD or ~/.pgpass", false},
+		{"postgres://owner@127.0.0.1:55432/postgres?sslmode=require&sslpassword=S3CRET", "PGPASSWORD or ~/.pgpass", false},
+		{"postgres://owner:S3CRET@db.example.com:5432/postgres%zz", "postgres://", false},
+		{"host=127.0.0.1 user=owner password=S3CRET", "postgres://", false},
+		{"postgres://owner@10.1.2.3:5432/db", "--allow-remote", false},
+		{"postgres://owner@10.1.2.3:5432/db", "", true},
+		{"postgres://owner@db.example.com/db", "--allow-remote", false},
+		{"postgres://owner@127.0.0.1,10.1.2.3/db", "--allow-remote", false},
+		{"postgres://owner@127.0.0.1/db?host=10.1.2.3", "--allow-remote", false},
+	} {
+		args := []string{"--block-mode", "postgres", "--pg-url", tc.url}
+		if tc.remote {
+			args = append(args, "--allow-remote")
+		}
+		_, err := ParseFlags(args, io.Discard, time.Now())
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%v: %v", args, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want) || !strings.HasPrefix(err.Error(), "run.sh: --pg-url")):
+			t.Errorf("%v: %v, want an error with %q", args, err, tc.want)
+		case err != nil && (strings.Contains(err.Error(), "S3CRET") || strings.Contains(err.Error(), "\n")):
+			t.Errorf("%v: not one line without the password: %v", args, err)
+		}
+	}
+}
+
+// TestPGURLPassword: the password of a --pg-url database, from a
+// password file (~/.pgpass, here PGPASSFILE's), reaches the servers in
+// their environment (PGPASSWORD, which the Java servers read too) and
+// nowhere else: not their argv, the run's output or any file of the run.
+func TestPGURLPassword(t *testing.T) {
+	db := wiretest.Postgres(t)
+	pgpass := filepath.Join(t.TempDir(), "pgpass")
+	if err := os.WriteFile(pgpass, fmt.Appendf(nil, "127.0.0.1:%d:*:%s:%s\n", db.Port, pgrun.User, db.Password()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PGPASSFILE", pgpass)
+	t.Setenv("PGPASSWORD", "") // none: pgx reads the file
+	bin := kit(t)
+	out := filepath.Join(t.TempDir(), "run")
+	o, err := ParseFlags([]string{"--quick", "--duration", "500ms", "--warmup", "200ms", "--out", out, "--bin", bin, "--block-mode", "postgres",
+		"--pg-url", db.URL(), "--servers", "loop,pool", "--phases", "sweep", "--conc", "4"}, os.Stderr, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stdout bytes.Buffer
+	watch := watchSecrets()
+	if code := runCode(context.Background(), o, &stdout, &stdout); code != 0 {
+		watch.stop()
+		t.Fatalf("exit %d\n%s", code, stdout.String())
+	}
+	watch.noSecret(t, db.Password(), stdout.String(), out)
+}
+
+// TestPostgresTooManyClients: a server whose pool the database does not
+// let in whole exits at start with the database's own words, well within
+// the 30 s it may take to open its pool, and the measurement says them (it
+// said "not ready within 30s", or the words after 30 s: the server hung
+// closing its pool, ignoring SIGTERM, until its 30 s were up or for ever).
+func TestPostgresTooManyClients(t *testing.T) {
+	db := wiretest.PostgresWith(t, pgrun.Options{MaxConnections: 4})
+	bin := kit(t)
+	out := filepath.Join(t.TempDir(), "run")
+	o, err := ParseFlags([]string{"--quick", "--out", out, "--bin", bin, "--block-mode", "postgres", "--pg-url", db.URL(), "--db-pool", "10",
+		"--servers", "pool", "--phases", "sweep", "--conc", "4"}, os.Stderr, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stdout bytes.Buffer
+	start := time.Now()
+	if code := runCode(context.Background(), o, &stdout, &stdout); code != 1 {
+		t.Fatalf("exit %d, want 1\n%s", code, stdout.String())
+	}
+	// A refused connection is refused at once: the run (one server's
+	// start, the report) is done long before the server's wait for its
+	// pool could have ended.
+	if took := time.Since(start); took >= serverflags.DBOpenWait {
+		t.Errorf("the run took %s: the server waited out its %s for the database", took.Round(time.Second), serverflags.DBOpenWait)
+	}
+	run, err := results.ReadRun(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	noOrphans(t, run)
+	m := run.Measurements[0]
+	t.Logf("%s: %s", m.Status, m.Reason)
+	if m.Status != "failed" || !strings.Contains(m.Reason, "exited at start") || !strings.Contains(m.Reason, "too many clients") {
+		t.Errorf("%s: %s: %s; want the server's exit at start with the database's words", m.ID, m.Status, m.Reason)
+	}
+}
+
+// TestPostgresDied: the private PostgreSQL killed mid-run is said as such,
+// once, and the measurement it died in and those after it fail with that
+// reason (they said bad_status counts and "connection refused", never
+// that the database had died); the one before it stands.
+func TestPostgresDied(t *testing.T) {
+	wiretest.NeedPostgres(t)
+	bin := kit(t)
+	out := filepath.Join(t.TempDir(), "run")
+	stdout, err := os.Create(filepath.Join(t.TempDir(), "stdout"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stdout.Close()
+	cmd := exec.Command(filepath.Join(bin, "experiment"), "--bin", bin, "--quick", "--duration", "1500ms", "--block-mode", "postgres",
+		"--servers", "pool", "--phases", "sweep", "--conc", "4,8,16", "--out", out)
+	cmd.Stdout, cmd.Stderr = stdout, stdout
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	said := func() string { b, _ := os.ReadFile(stdout.Name()); return string(b) }
+	until := func(what string, ok func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(90 * time.Second); !ok(); time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				_ = cmd.Process.Kill()
+				<-done
+				t.Fatalf("%s: not within 90 s\n%s", what, said())
+			}
+		}
+	}
+	// The first measurement ends; the second's load runs; the database is
+	// killed under it.
+	until("the first measurement", func() bool {
+		run, err := results.ReadRun(out)
+		return err == nil && run.Measurements[0].Status == "ok"
+	})
+	until("the second measurement's load", func() bool { return len(processesWith("sweep-pool-c8.load.json")) > 0 })
+	m := startedLine.FindStringSubmatch(said())
+	if m == nil {
+		t.Fatalf("the run did not say where its PostgreSQL was:\n%s", said())
+	}
+	b, err := os.ReadFile(filepath.Join(m[1], "data", "postmaster.pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, _, _ := strings.Cut(string(b), "\n")
+	pid, err := strconv.Atoi(first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+			t.Errorf("exit %v, want 1 (a measurement failed)", err)
+		}
+	case <-time.After(120 * time.Second):
+		_ = cmd.Process.Kill()
+		t.Fatalf("still running 120 s after the database died\n%s", said())
+	}
+	text := said()
+	if n := strings.Count(text, "bystander: the private PostgreSQL died mid-run (signal: killed): "); n != 1 {
+		t.Errorf("the database's death said %d times, want once:\n%s", n, text)
+	}
+	run, err := results.ReadRun(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, m := range run.Measurements {
+		dead := strings.Contains(m.Reason, "the private PostgreSQL died mid-run (signal: killed)")
+		if (i == 0) != (m.Status == "ok") || (i > 0) != dead {
+			t.Errorf("%s: %s: %s", m.ID, m.Status, m.Reason)
+		}
+	}
+	leftNothing(t, text)
 }

@@ -83,10 +83,17 @@ type Options struct {
 	Args      []string
 
 	// db is the database the servers ask with --block-mode postgres, once
-	// the run has it: its URL, what it is in words, and the private
-	// instance's server process (0: the user's, not measured).
+	// the run has it: its URL (never with a password), what it is in
+	// words, the private instance's server process (0: the user's, not
+	// measured), and the password the servers get in their environment
+	// (the private instance's, or the one pgx found for --pg-url in
+	// PGPASSWORD or ~/.pgpass): never written anywhere.
 	dbURL, dbDesc string
 	dbPID         int
+	dbPassword    string
+	// dbDied says how the private instance ended when it died under the
+	// run (nil while it runs; nil func for the user's, not watched).
+	dbDied func() error
 	// outDefault: Out is the default, results/<UTC timestamp>, made new
 	// by the run (another run's of the same second taken: <ts>-2).
 	outDefault bool
@@ -161,7 +168,8 @@ func ParseFlags(args []string, stderr io.Writer, now time.Time) (Options, error)
 	fs.StringVar(&o.BlockMode, "block-mode", o.BlockMode, "how the servers' blocking call blocks: syscall (holds the OS thread in nanosleep, as a JDBC read or Thread.sleep does), sleep (parks the goroutine),\n"+
 		"spin (burns CPU), postgres (SELECT pg_sleep over a real PostgreSQL connection from a pool of --db-pool: the run starts a private\n"+
 		"PostgreSQL from Debian's postgresql package and removes it at the end, or uses --pg-url)")
-	fs.StringVar(&o.PGURL, "pg-url", "", "with --block-mode postgres: your own PostgreSQL (postgres://USER@HOST:PORT/DB) instead of a private one")
+	fs.StringVar(&o.PGURL, "pg-url", "", "with --block-mode postgres: your own PostgreSQL (postgres://USER@HOST:PORT/DB) instead of a private one: on loopback or\n"+
+		"a unix socket unless --allow-remote; no password in it (the password: PGPASSWORD or ~/.pgpass, handed to the servers in their environment)")
 	fs.IntVar(&o.DBPool, "db-pool", o.DBPool, "with --block-mode postgres: each server's database connections (HikariCP's default: 10): a second ceiling")
 	fs.DurationVar(&o.Delay, "delay", o.Delay, "the /async delay (stall and trace)")
 	fs.IntVar(&o.Loops, "loops", o.Loops, "event loops of the loop server; the stall phase places 3 /async connections on each")
@@ -179,7 +187,7 @@ func ParseFlags(args []string, stderr io.Writer, now time.Time) (Options, error)
 		"(http://127.0.0.1:8090); loops or workers are learned from X-Loop when not given; offload= is its /offload pool's\n"+
 		"workers; pid= gives its CPU and context switches from /proc, and in the stall phase the threads the blockers held,\n"+
 		"seen from outside (/proc, and a JVM's stacks with jcmd). Checked first (prober --mode check)")
-	fs.BoolVar(&o.AllowRemote, "allow-remote", false, "allow a --target that is not on a loopback address (the load still comes from this machine)")
+	fs.BoolVar(&o.AllowRemote, "allow-remote", false, "allow a --target, or a --pg-url, that is not on a loopback address (the load still comes from this machine)")
 	fs.Var(listFlag{dst: &o.Phases}, "phases", "phases: "+strings.Join(allPhases, ","))
 	fs.StringVar(&o.Out, "out", "", "run directory, new or empty; a relative path is where you stand (default results/<UTC timestamp> beside --bin,\nmade new by this run: <UTC timestamp>-2 when another run of the same second has it)")
 	fs.BoolVar(&o.Overwrite, "overwrite", false, "clear --out first when it holds an earlier run of the kit's and nothing else (only the files that run lists are removed)")
@@ -333,6 +341,17 @@ func (o *Options) validate() error {
 	}
 	if o.DBPool < 1 || o.DBPool > block.MaxDBConns {
 		return bad("--db-pool %d: want 1 to %d", o.DBPool, block.MaxDBConns)
+	}
+	if o.PGURL != "" {
+		hosts, err := block.DBHosts(o.PGURL)
+		if err != nil {
+			return bad("--pg-url: %v", err)
+		}
+		for _, h := range hosts {
+			if !strings.HasPrefix(h, "/") && !client.IsLoopback(h) && !o.AllowRemote {
+				return bad("--pg-url: %s is not a loopback address or a unix socket: the kit's database is on this machine unless --allow-remote", h)
+			}
+		}
 	}
 	for _, e := range o.Engines {
 		if !slices.Contains(LoopEngines, e) {

@@ -455,3 +455,23 @@ func TestToolsBounded(t *testing.T) {
 		t.Errorf("git and go answered at once, their children held their output: waited %s (%q, %q)", took, c, v)
 	}
 }
+
+// TestCallTimeout: every loadgen the run starts waits for its calls longer
+// than they are asked to hold (--stall-block up to 10 s, the slip's slower
+// call), so a call answered late is an answer, not a timeout.
+func TestCallTimeout(t *testing.T) {
+	for _, blocks := range [][]time.Duration{{5 * time.Millisecond}, {10 * time.Second}, {100 * time.Millisecond, 10 * time.Second}, {}} {
+		d, err := time.ParseDuration(callTimeout(blocks...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, b := range blocks {
+			if d < b+5*time.Second {
+				t.Errorf("callTimeout(%v) = %s: not well past the block %s", blocks, d, b)
+			}
+		}
+		if d < 10*time.Second {
+			t.Errorf("callTimeout(%v) = %s: under loadgen's own default", blocks, d)
+		}
+	}
+}

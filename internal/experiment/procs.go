@@ -125,6 +125,12 @@ type procs struct {
 // start runs name from the kit's bin directory. role "server" or "gen"
 // picks the CPU set under --pin. stdout, if not nil, gets the child's stdout.
 func (p *procs) start(role, name string, stdout io.Writer, args ...string) (*child, error) {
+	return p.startEnv(role, name, nil, stdout, args...)
+}
+
+// startEnv is start with env added to the child's environment (which
+// only its own user and root can read, unlike its argv).
+func (p *procs) startEnv(role, name string, env []string, stdout io.Writer, args ...string) (*child, error) {
 	path := filepath.Join(p.bin, name)
 	if _, err := os.Stat(path); err != nil {
 		return nil, fmt.Errorf("%s is not built: run ./run.sh (it builds into %s)", path, p.bin)
@@ -139,6 +145,9 @@ func (p *procs) start(role, name string, stdout io.Writer, args ...string) (*chi
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // never outlive the run
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	c := &child{name: name, cmd: cmd, stderr: &tail{}, done: make(chan struct{})}
 	cmd.Stderr = c.stderr
 	if stdout != nil {
@@ -259,7 +268,7 @@ func (p *procs) startServer(ctx context.Context, s Server, o Options) (*server, 
 	p.mu.Unlock()
 	defer os.Remove(readyFile)
 	name, args := serverCommand(s, o, readyFile)
-	c, err := p.start("server", name, nil, args...)
+	c, err := p.startEnv("server", name, serverEnv(o), nil, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -275,6 +284,10 @@ func (p *procs) startServer(ctx context.Context, s Server, o Options) (*server, 
 	case ctx.Err() != nil:
 		return fail("%w", ctx.Err())
 	case err != nil:
+		// What it said last may be why (a database slow to let it in).
+		if t := c.stderr.String(); t != "" {
+			return fail("%s did not say it listens: %v; its stderr ends:\n    %s", name, err, strings.ReplaceAll(t, "\n", "\n    "))
+		}
 		return fail("%s did not say it listens: %v", name, err)
 	}
 	srv := &server{child: c, addr: rf.Addr, admin: rf.Admin, kind: s.Kind}

@@ -88,6 +88,15 @@ func (p *progress) end(m results.Measurement, said string) {
 	fmt.Fprintf(p.w, "%s (took %s, about %s left)\n", line, time.Since(p.stepStart).Round(100*time.Millisecond), p.left.Round(time.Second))
 }
 
+// say prints a line of the run's own between the measurements' lines.
+func (p *progress) say(line string) {
+	if p.tty && p.bar != nil {
+		fmt.Fprintf(p.w, "\n%s\n", line)
+		return
+	}
+	fmt.Fprintln(p.w, line)
+}
+
 func (p *progress) finish() {
 	if p.tty && p.bar != nil {
 		_ = p.bar.Finish()

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -38,6 +39,8 @@ type runner struct {
 	// noJcmd are the servers whose stacks jcmd refused in this run
 	// (guarded by mu): not asked again.
 	noJcmd map[string]bool
+	// dbSaid: the private database's death was said.
+	dbSaid sync.Once
 }
 
 // Run executes the plan built from o: preflight, the output directory, the
@@ -494,8 +497,14 @@ func (r *runner) step(ctx context.Context, s Step, rep int) results.Measurement 
 		}
 		return m
 	}
+	if why := r.dbGone(); why != "" {
+		return fail("%s", why)
+	}
 	srv, err := r.procs.startServer(ctx, s.Server, r.o)
 	if err != nil {
+		if why := r.dbGone(); why != "" {
+			return fail("%s", why)
+		}
 		return fail("the server did not start: %v", err)
 	}
 	defer srv.stop(syscall.SIGTERM, 2*time.Second)
@@ -526,14 +535,20 @@ func (r *runner) step(ctx context.Context, s Step, rep int) results.Measurement 
 		m.Status, m.Reason = "failed", "interrupted during the measurement; partial files kept"
 		return m
 	}
+	if why := r.dbGone(); why != "" {
+		return fail("%s", why)
+	}
 	if !srv.alive() {
 		return fail("the server died during the measurement: %v", srv.exitErr())
 	}
+	if why := answeredNone(r.dir, m); why != "" {
+		if err != nil { // the tools say what they got instead (loadgen and the prober exit 1 with no answer)
+			return fail("%s; %v", why, err)
+		}
+		return fail("%s", why)
+	}
 	if err != nil {
 		return fail("%v", err)
-	}
-	if why := answeredNone(r.dir, m); why != "" {
-		return fail("%s", why)
 	}
 	return m
 }
@@ -580,6 +595,15 @@ func answeredNone(dir string, m results.Measurement) string {
 	return "the server answered no request in the measured window: it stopped answering (a frozen process, one stopped with SIGSTOP, or one overloaded past the window); a row of 0 req/s would not be a figure"
 }
 
+// callTimeout is loadgen's per-request timeout for calls that ask for
+// these blocks: the longest and 10 s more (loadgen's own default is 10 s).
+// A call may be asked to hold its worker for up to 10 s (--stall-block), and
+// one answered after loadgen's timeout counts as a timeout, not an answer:
+// blockers whose every call timed out got no answer and fail their step.
+func callTimeout(blocks ...time.Duration) string {
+	return (slices.Max(append(blocks, 0)) + 10*time.Second).String()
+}
+
 // tool runs loadgen or prober to completion (bounded) and checks its exit.
 func (r *runner) tool(ctx context.Context, c *child, limit time.Duration) error {
 	err := c.wait(ctx, limit)
@@ -621,7 +645,8 @@ func (r *runner) load(ctx context.Context, srv *server, s Step, rel func(string)
 	// beside one caller's, as the published experiment's bystander was.
 	waitReady(ctx, pr, ready, at)
 	args := []string{"--target", "http://" + srv.addr + asked(s.Endpoint, time.Duration(s.Server.BlockNs)), "--conc", strconv.Itoa(s.Conc),
-		"--duration", s.Duration.String(), "--warmup", s.Warmup.String(), "--start-at", startAt, "--quiet", "--out", filepath.Join(r.dir, rel("load"))}
+		"--duration", s.Duration.String(), "--warmup", s.Warmup.String(), "--start-at", startAt, "--quiet", "--out", filepath.Join(r.dir, rel("load")),
+		"--timeout", callTimeout(time.Duration(s.Server.BlockNs), time.Duration(s.SlipBlockNs))}
 	if s.SlipBlockNs > 0 {
 		// The slip: the same endpoint, a slower call from halfway on,
 		// counted in 100 ms steps.
@@ -741,7 +766,7 @@ func (r *runner) stall(ctx context.Context, srv *server, s Step, rel func(string
 		hold := s.Warmup + s.Duration + 300*time.Millisecond + ov.tail()
 		blockersEnd = time.Now().Add(hold)
 		blockers, err = r.procs.start("gen", "loadgen", nil, "--target", "http://"+srv.addr+asked("/slow", time.Duration(s.Server.BlockNs)), "--conc", strconv.Itoa(s.K),
-			"--duration", hold.String(), "--warmup", "0s", "--quiet",
+			"--duration", hold.String(), "--warmup", "0s", "--quiet", "--timeout", callTimeout(time.Duration(s.Server.BlockNs)),
 			"--out", filepath.Join(r.dir, rel("load")))
 		if err != nil {
 			pr.stop(os.Interrupt, 3*time.Second)
@@ -790,7 +815,7 @@ func (r *runner) stall(ctx context.Context, srv *server, s Step, rel func(string
 // trace takes /async apart while 8 callers block on /slow.
 func (r *runner) trace(ctx context.Context, srv *server, s Step, rel func(string) string, m *results.Measurement) error {
 	lg, err := r.procs.start("gen", "loadgen", nil, "--target", "http://"+srv.addr+asked("/slow", time.Duration(s.Server.BlockNs)), "--conc", strconv.Itoa(s.Conc),
-		"--duration", (s.Warmup + s.Duration + 300*time.Millisecond).String(), "--warmup", "0s", "--quiet",
+		"--duration", (s.Warmup + s.Duration + 300*time.Millisecond).String(), "--warmup", "0s", "--quiet", "--timeout", callTimeout(time.Duration(s.Server.BlockNs)),
 		"--out", filepath.Join(r.dir, rel("load")))
 	if err != nil {
 		return err

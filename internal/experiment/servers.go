@@ -121,6 +121,16 @@ func serverCommand(s Server, o Options, readyFile string) (string, []string) {
 	return "poolserver", append(goServer, "--slots", strconv.Itoa(s.Workers))
 }
 
+// serverEnv is what a server's environment gets beside the run's: the
+// database's password, as PGPASSWORD (pgx reads it, and so do the Java
+// servers), never in its argv, which every local user can read.
+func serverEnv(o Options) []string {
+	if o.BlockMode != "postgres" || o.dbPassword == "" {
+		return nil
+	}
+	return []string{"PGPASSWORD=" + o.dbPassword}
+}
+
 // warm loads every endpoint of a freshly started Java server for d, four
 // connections each, so that what is measured runs compiled code.
 func warm(ctx context.Context, addr string, d time.Duration) error {

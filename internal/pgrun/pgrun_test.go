@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // needPostgres skips outside CI when PostgreSQL is missing; CI installs it,
@@ -43,7 +44,7 @@ func TestStartStop(t *testing.T) {
 	defer in.Stop()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	c, err := pgx.Connect(ctx, in.URL())
+	c, err := in.Connect(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +113,9 @@ func TestSweepStopsALeftover(t *testing.T) {
 	if _, err := os.Stat(left.Dir); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("%s left behind: %v", left.Dir, err)
 	}
-	if err := ping(context.Background(), mine.URL()); err != nil {
+	if c, err := mine.Connect(context.Background()); err != nil {
+		t.Errorf("Sweep touched a live run's instance: %v", err)
+	} else if err := c.Close(context.Background()); err != nil {
 		t.Errorf("Sweep touched a live run's instance: %v", err)
 	}
 	if said := Sweep(); lineFor(said, left.Dir) != "" || lineFor(said, mine.Dir) != "" {
@@ -180,4 +183,131 @@ func lineFor(said []string, dir string) string {
 		}
 	}
 	return ""
+}
+
+// Only the run's own processes get in: no connection without the
+// password of the run's making, over TCP or the socket; the superuser not
+// over TCP at all; another OS user (nobody) neither way; and the servers'
+// role cannot run a program as the database's owner (COPY TO PROGRAM).
+func TestOnlyTheRunGetsIn(t *testing.T) {
+	needPostgres(t)
+	in, err := Start(context.Background(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Stop()
+	sock := filepath.Join(in.Dir, "sock")
+	if st, err := os.Stat(sock); err != nil || st.Mode().Perm() != 0o700 {
+		t.Errorf("the socket directory: %v %v, want 0700", st.Mode(), err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, tc := range []struct{ how, host, user, password string }{
+		{"TCP, no password", "127.0.0.1", User, ""},
+		{"TCP, a wrong password", "127.0.0.1", User, "guess"},
+		{"TCP, the superuser without a password", "127.0.0.1", Superuser, ""},
+		{"TCP, the superuser with its own password", "127.0.0.1", Superuser, in.adminPassword},
+		{"the socket, no password", sock, User, ""},
+		{"the socket, a wrong password", sock, User, "guess"},
+		{"the socket, the superuser without a password", sock, Superuser, ""},
+	} {
+		if err := connectAs(ctx, in, tc.host, tc.user, tc.password); err == nil {
+			t.Errorf("%s: connected", tc.how)
+		} else {
+			t.Logf("%s: %v", tc.how, err)
+		}
+	}
+	c, err := in.Connect(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	var super bool
+	if err := c.QueryRow(ctx, "SELECT rolsuper FROM pg_roles WHERE rolname = current_user").Scan(&super); err != nil || super {
+		t.Errorf("the servers' role is a superuser: %v %v", super, err)
+	}
+	// Where the database's owner could write, had it run the program.
+	open, err := os.MkdirTemp("", "pgrun-proof-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(open)
+	if err := os.Chmod(open, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	proof := filepath.Join(open, "ran")
+	var pgErr *pgconn.PgError
+	if _, err := c.Exec(ctx, fmt.Sprintf("COPY (SELECT 1) TO PROGRAM 'id > %s'", proof)); !errors.As(err, &pgErr) || pgErr.Code != "42501" {
+		t.Errorf("COPY TO PROGRAM as the servers' role: %v, want permission denied (42501)", err)
+	}
+	// The tester's command, as another local user.
+	if os.Geteuid() == 0 {
+		bin, _, _ := BinDir()
+		for _, host := range []string{"127.0.0.1", sock} {
+			for _, user := range []string{User, Superuser} {
+				cmd := exec.CommandContext(ctx, filepath.Join(bin, "psql"), "-w", "-h", host, "-p", fmt.Sprint(in.Port), "-U", user, "-d", "postgres",
+					"-c", fmt.Sprintf("COPY (SELECT 1) TO PROGRAM 'id > %s'", proof))
+				cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534, NoSetGroups: true}}
+				cmd.Env = []string{"HOME=/", "PATH=/usr/bin:/bin"}
+				cmd.Dir = "/"
+				out, err := cmd.CombinedOutput()
+				if err == nil {
+					t.Errorf("nobody connected as %s over %s: %s", user, host, out)
+				} else {
+					t.Logf("nobody as %s over %s: %s", user, host, strings.TrimSpace(string(out)))
+				}
+			}
+		}
+	}
+	if b, err := os.ReadFile(proof); err == nil {
+		t.Errorf("a program ran as the database's owner: %s", b)
+	}
+}
+
+// connectAs connects to in as user with password (none: ""), at host (a
+// loopback address or the socket's directory), reading no password from
+// the environment or a password file.
+func connectAs(ctx context.Context, in *Instance, host, user, password string) error {
+	cfg, err := pgx.ParseConfig(in.URL())
+	if err != nil {
+		return err
+	}
+	cfg.Host, cfg.User, cfg.Password = host, user, password
+	cfg.Fallbacks = nil
+	c, err := pgx.ConnectConfig(ctx, cfg)
+	if err == nil {
+		c.Close(ctx)
+	}
+	return err
+}
+
+// Died is nil while the server runs and after Stop, and says how it ended
+// when it was killed under the run.
+func TestDied(t *testing.T) {
+	needPostgres(t)
+	in, err := Start(context.Background(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Stop()
+	if err := in.Died(); err != nil {
+		t.Errorf("running: Died %v", err)
+	}
+	if err := syscall.Kill(in.PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-in.done:
+	case <-time.After(15 * time.Second):
+		t.Fatal("postgres still runs 15 s after SIGKILL")
+	}
+	if err := in.Died(); err == nil || err.Error() != "signal: killed" {
+		t.Errorf("killed: Died %v", err)
+	}
+	if err := in.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if err := in.Died(); err != nil {
+		t.Errorf("after Stop: Died %v", err)
+	}
 }

@@ -65,7 +65,7 @@ func (c *Common) Register(fs *flag.FlagSet) {
 	fs.DurationVar(&c.Delay, "delay", c.Delay, "how long /async waits before its continuation (default of ?delay=)")
 	fs.DurationVar(&c.MaxBlock, "max-block", c.MaxBlock, "largest ?block= or ?delay= accepted; above it 400")
 	fs.Var(&c.BlockMode, "block-mode", "how the blocking call blocks: sleep (parks the goroutine), syscall (holds the OS thread in nanosleep), spin (burns CPU), postgres (SELECT pg_sleep on a connection of the server's database pool: --db-url, --db-pool)")
-	fs.StringVar(&c.DBURL, "db-url", c.DBURL, "with --block-mode postgres: the PostgreSQL the blocking call asks (postgres://USER@HOST:PORT/DB)")
+	fs.StringVar(&c.DBURL, "db-url", c.DBURL, "with --block-mode postgres: the PostgreSQL the blocking call asks (postgres://USER@HOST:PORT/DB); no password in it\n(every local user reads a process's arguments): the password is PGPASSWORD's or ~/.pgpass's")
 	fs.IntVar(&c.DBPool, "db-pool", c.DBPool, "with --block-mode postgres: connections in the server's database pool, all opened at start (HikariCP's default: 10)")
 	fs.IntVar(&c.OffloadWorkers, "offload-workers", c.OffloadWorkers, "workers of the pool /offload runs the blocking call on")
 	fs.IntVar(&c.OffloadQueue, "offload-queue", c.OffloadQueue, "jobs that may wait for an offload worker; past it /offload answers 503")
@@ -170,6 +170,13 @@ func (c *Common) Validate(prog string) error {
 		return fmt.Errorf("%s: --block-mode postgres needs --db-url (the PostgreSQL to ask; ./run.sh --block-mode postgres starts one of its own)", prog)
 	case c.BlockMode == block.Postgres && (c.DBPool < 1 || c.DBPool > block.MaxDBConns):
 		return fmt.Errorf("%s: --db-pool %d: want 1 to %d", prog, c.DBPool, block.MaxDBConns)
+	}
+	if c.BlockMode == block.Postgres {
+		if _, err := block.DBHosts(c.DBURL); err != nil {
+			return fmt.Errorf("%s: --db-url: %v", prog, err)
+		}
+	}
+	switch {
 	case c.IdleTimeout < 0 || c.IdleTimeout > time.Hour:
 		return fmt.Errorf("%s: --idle-timeout %s: want 0 (never) to 1h", prog, c.IdleTimeout)
 	case c.HeaderTimeout < 0 || c.HeaderTimeout > time.Hour:

@@ -1,9 +1,46 @@
 package serverflags
 
 import (
+	"flag"
+	"io"
+	"strings"
 	"testing"
 	"time"
 )
+
+// TestDBURL: a --db-url is a postgres:// URL without a password (argv is
+// every local user's to read: the password goes in PGPASSWORD); the error
+// never repeats it.
+func TestDBURL(t *testing.T) {
+	for _, tc := range []struct {
+		url  string
+		want string // "" ok, else in the error
+	}{
+		{"postgres://u@127.0.0.1:5432/db", ""},
+		{"postgresql://u@db.example.com/db?sslmode=require", ""},
+		{"postgres://u:S3CRET@127.0.0.1:5432/db", "PGPASSWORD"},
+		{"postgres://u@127.0.0.1:5432/db?password=S3CRET", "PGPASSWORD"},
+		{"user=u password=S3CRET host=127.0.0.1", "postgres://"},
+		{"postgres://u:S3CRET@127.0.0.1:5432/db%zz", "postgres://"},
+	} {
+		c := Defaults("127.0.0.1:0", "")
+		fs := flag.NewFlagSet("x", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		c.Register(fs)
+		if err := fs.Parse([]string{"--block-mode", "postgres", "--db-url", tc.url}); err != nil {
+			t.Fatal(err)
+		}
+		err := c.Validate("xserver")
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s: %v", tc.url, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want) || !strings.HasPrefix(err.Error(), "xserver: --db-url")):
+			t.Errorf("%s: %v, want an error with %q", tc.url, err, tc.want)
+		case err != nil && strings.Contains(err.Error(), "S3CRET"):
+			t.Errorf("%s: the error repeats the password: %v", tc.url, err)
+		}
+	}
+}
 
 // TestPast: each timeout from its own moment, and none where none is set.
 func TestPast(t *testing.T) {

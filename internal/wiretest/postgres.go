@@ -21,14 +21,23 @@ func NeedPostgres(t *testing.T) {
 }
 
 // Postgres starts a private PostgreSQL for the test (NeedPostgres first),
-// stopped and removed when the test ends.
+// stopped and removed when the test ends. Its servers' password is in the
+// test's PGPASSWORD (as a run hands it to its servers), where pgx and the
+// servers the test starts find it: the test may not be parallel.
 func Postgres(t *testing.T) *pgrun.Instance {
 	t.Helper()
+	return PostgresWith(t, pgrun.Options{})
+}
+
+// PostgresWith is Postgres started with o (a small max_connections, say).
+func PostgresWith(t *testing.T, o pgrun.Options) *pgrun.Instance {
+	t.Helper()
 	NeedPostgres(t)
-	in, err := pgrun.Start(context.Background(), pgrun.Options{})
+	in, err := pgrun.Start(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { in.Stop() })
+	t.Setenv("PGPASSWORD", in.Password())
 	return in
 }
