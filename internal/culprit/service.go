@@ -160,7 +160,10 @@ func (s Service) HoldWords(h Hold) string {
 		who = fmt.Sprintf("%d of %d %s", h.Held, s.Serving, s.role())
 	}
 	line := fmt.Sprintf("%s held %s of the window %s", who, percent(s.Share(h)), h.Where())
-	if h.Calls > 0 {
+	switch {
+	case h.Calls == 1:
+		line += ": 1 call"
+	case h.Calls > 1:
 		line += fmt.Sprintf(": %d calls, %s on average", h.Calls, FormatHeld(time.Duration(h.HeldNs/int64(h.Calls))))
 	}
 	if s.Pool && s.Forgiven != "" {

@@ -3,16 +3,15 @@ package watch
 import (
 	"bytes"
 	"context"
+	_ "embed"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -49,18 +48,17 @@ func JFC(threshold time.Duration) []byte {
 // Caps and bounds on the JVM's side of watching.
 const (
 	jcmdLimit = 20 * time.Second // JFR.start (the first one starts Flight Recorder in the JVM) and JFR.stop
-	jfrLimit  = 60 * time.Second // jfr print
-	// MaxRecording is the largest recording printed; MaxPrint the most of
-	// jfr's print read (about 6 kB an event at the stack depth asked).
+	jfrLimit  = 60 * time.Second // the recording's digest
+	// MaxRecording is the largest recording read; MaxPrint the most of its
+	// digest read (about 150 bytes an event, each stack once).
 	MaxRecording = 256 << 20
 	MaxPrint     = 128 << 20
 	// MaxPlaces caps the distinct places a recording's holds are counted
 	// in.
 	MaxPlaces = 4096
-	// jfrStackDepth is how many frames of each event are printed: the
-	// application's call under the JDK's socket frames, not the loop's
-	// whole pipeline (the stack dumps give that).
-	jfrStackDepth = 24
+	// jfrStackDepth is how many frames of a stack are read: Flight
+	// Recorder's default depth.
+	jfrStackDepth = 64
 )
 
 // JFR watches JVM pid through Flight Recorder for o.Window: `jcmd PID
@@ -70,9 +68,9 @@ const (
 func JFR(ctx context.Context, pid int, o Options) culprit.Service {
 	o = o.withDefaults()
 	s := culprit.Service{Source: culprit.SourceJFR, ThresholdNs: int64(o.Threshold)}
-	jfr, err := exec.LookPath("jfr")
+	java, err := jdkJava()
 	if err != nil {
-		s.Limits = append(s.Limits, "watch: jfr is not installed (it comes with the JDK: apt-get install -y openjdk-17-jdk-headless): no Flight Recorder")
+		s.Limits = append(s.Limits, err.Error())
 		return s
 	}
 	dir, err := newRecordingDir(pid)
@@ -81,9 +79,11 @@ func JFR(ctx context.Context, pid int, o Options) culprit.Service {
 		return s
 	}
 	defer dir.remove()
-	if err := dir.write("bystander.jfc", JFC(o.Threshold)); err != nil {
-		s.Limits = append(s.Limits, err.Error())
-		return s
+	for name, b := range map[string][]byte{"bystander.jfc": JFC(o.Threshold), "JfrDigest.java": jfrDigest} {
+		if err := dir.write(name, b); err != nil {
+			s.Limits = append(s.Limits, err.Error())
+			return s
+		}
 	}
 	name := fmt.Sprintf("bystander-%d-%d", os.Getpid(), time.Now().UnixNano())
 	// duration= ends the recording by itself should the kit end first.
@@ -119,7 +119,7 @@ func JFR(ctx context.Context, pid int, o Options) culprit.Service {
 		s.Limits = append(s.Limits, err.Error())
 		return s
 	}
-	r, cpu, err := printRecording(context.WithoutCancel(ctx), jfr, rec, dir.uid, dir.gid)
+	r, cpu, err := digest(context.WithoutCancel(ctx), java, filepath.Join(dir.host, "JfrDigest.java"), rec, dir.uid, dir.gid, from, to)
 	s.CostNs += cpu
 	if err != nil {
 		s.Limits = append(s.Limits, err.Error())
@@ -128,8 +128,26 @@ func JFR(ctx context.Context, pid int, o Options) culprit.Service {
 		}
 	}
 	s.WindowNs = int64(to.Sub(from))
-	r.judge(&s, from, to)
+	r.judge(&s)
 	return s
+}
+
+// jdkJava is the java of the JDK whose jfr is on the PATH: it runs the
+// digest (a single source file, with the JDK's jdk.jfr module).
+func jdkJava() (string, error) {
+	const install = "it comes with the JDK: apt-get install -y openjdk-17-jdk-headless"
+	jfr, err := exec.LookPath("jfr")
+	if err != nil {
+		return "", fmt.Errorf("watch: jfr is not installed (%s): no Flight Recorder", install)
+	}
+	if real, err := filepath.EvalSymlinks(jfr); err == nil {
+		jfr = real
+	}
+	java := filepath.Join(filepath.Dir(jfr), "java")
+	if _, err := os.Stat(java); err != nil {
+		return "", fmt.Errorf("watch: no java beside %s (%s): no Flight Recorder", jfr, install)
+	}
+	return java, nil
 }
 
 // recordingDir is where the JVM reads the settings and writes the
@@ -196,81 +214,93 @@ func (d *recordingDir) recording(name string) (string, error) {
 
 func (d *recordingDir) remove() { os.RemoveAll(d.host) }
 
-// jfrFrame, jfrEvent: what the kit reads of `jfr print --json`.
-type jfrFrame struct {
-	Method struct {
-		Type struct {
-			Name string `json:"name"`
-		} `json:"type"`
-		Name string `json:"name"`
-	} `json:"method"`
-	LineNumber int `json:"lineNumber"`
-}
-
-type jfrClass struct {
-	Name string `json:"name"`
-}
-
-type jfrEvent struct {
-	Type   string `json:"type"`
-	Values struct {
-		StartTime   string `json:"startTime"`
-		Duration    string `json:"duration"`
-		EventThread *struct {
-			OSName     string `json:"osName"`
-			OSThreadID int64  `json:"osThreadId"`
-			JavaName   string `json:"javaName"`
-		} `json:"eventThread"`
-		StackTrace *struct {
-			Frames []jfrFrame `json:"frames"`
-		} `json:"stackTrace"`
-		// A socket's peer; other events have an "address" of another
-		// kind (a parked object's, a number): read as a string or not.
-		Host         json.RawMessage `json:"host"`
-		Address      json.RawMessage `json:"address"`
-		Port         json.RawMessage `json:"port"`
-		Path         json.RawMessage `json:"path"`
-		MonitorClass *jfrClass       `json:"monitorClass"`
-		ParkedClass  *jfrClass       `json:"parkedClass"`
-		Result       string          `json:"result"`
-	} `json:"values"`
-}
+// JfrDigest.java reads a recording for the kit: each stack once, then the
+// events by their stack's number (jfr print --json spent 40 kB an event of
+// Tomcat's on its class loaders and modules).
+//
+//go:embed JfrDigest.java
+var jfrDigest []byte
 
 // maxPrint is MaxPrint, lowered by the tests.
 var maxPrint int64 = MaxPrint
 
-// jfrHold is one event past the threshold, on a thread.
-type jfrHold struct {
-	thread      string
-	start, end  time.Time
-	state, peer string
-	// frames are the culprit frame and a few of its callers; idle says the
-	// hold was a wait for work; role is the one its frames say, if any.
+// stackInfo is what a hold needs of its stack, decided once a stack:
+// whether it is a wait for work, the role its frames say, and the culprit
+// frame with a few of its callers.
+type stackInfo struct {
 	frames []culprit.Frame
 	idle   bool
 	role   string
 }
 
-// recording is what the kit read of a recording.
+// holdAt is a thread held in one call at one stack; heldThere how long
+// within the window, how often, the longest.
+type holdAt struct {
+	thread, state, peer string
+	stack               *stackInfo
+}
+
+type heldThere struct {
+	ns, longest int64
+	calls       int
+}
+
+// recording is what the kit read of a recording, over the window from..to
+// (unix ns).
 type recording struct {
-	holds []jfrHold
-	dumps []string // the thread dumps, at the recording's start and end
-	// events counts the events read; cut says the print was cut at
-	// MaxPrint.
+	from, to int64
+	stacks   map[int]*stackInfo
+	holds    map[holdAt]*heldThere
+	// threads are those any event was on, idle or not, with the role
+	// their frames say.
+	threads map[string]string
+	dumps   []string // the thread dumps, the last two
+	// events counts the events read; cut says the digest was cut at
+	// maxPrint; dropped counts holds past maxHolds.
 	events  int
 	cut     bool
-	dropped int // holds past maxHolds
+	dropped int
 	names   map[string]string
 }
 
-// printRecording runs `jfr print --json` over the recording (as uid:gid
-// when asked, for another user's JVM), reading at most MaxPrint bytes of
-// it, for at most jfrLimit; it returns what it read and jfr's CPU.
-func printRecording(ctx context.Context, jfr, path string, uid, gid uint32) (*recording, int64, error) {
+// Caps on what a recording keeps: its stacks, its distinct holds (a
+// thread in one call at one stack), the threads, the distinct strings.
+const (
+	maxStacks  = 100_000
+	maxHolds   = 200_000
+	maxThreads = 100_000
+	holdFrames = 8
+	maxNames   = 100_000
+)
+
+// digestItem is one object of JfrDigest's stream: a stack (Frames), an
+// event (Event) or a thread dump (Dump).
+type digestItem struct {
+	Stack  int `json:"stack"`
+	Frames []struct {
+		C string `json:"c"`
+		M string `json:"m"`
+		L int    `json:"l"`
+	} `json:"frames"`
+	Event  string  `json:"event"`
+	Start  int64   `json:"start"`
+	Dur    int64   `json:"dur"`
+	Thread string  `json:"thread"`
+	TID    int64   `json:"tid"`
+	Peer   string  `json:"peer"`
+	What   string  `json:"what"`
+	Dump   *string `json:"dump"`
+}
+
+// digest runs JfrDigest over the recording with the JDK's java (beside
+// its jfr), as uid:gid when asked (another user's JVM), reading at most
+// maxPrint bytes, for at most jfrLimit; it returns what it read over the
+// window from..to, and the digest's CPU.
+func digest(ctx context.Context, java, src, path string, uid, gid uint32, from, to time.Time) (*recording, int64, error) {
 	ctx, cancel := context.WithTimeout(ctx, jfrLimit)
 	defer cancel()
-	args := []string{"print", "--json", "--stack-depth", strconv.Itoa(jfrStackDepth), "--events", strings.Join(append(jfrEvents[:len(jfrEvents):len(jfrEvents)], "jdk.ThreadDump"), ","), path}
-	cmd := exec.CommandContext(ctx, jfr, args...)
+	args := append([]string{"-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xmx256m", "-Xss1m", src, path}, jfrEvents...)
+	cmd := exec.CommandContext(ctx, java, args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if os.Geteuid() == 0 && uid != 0 {
 		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uid, Gid: gid}
@@ -281,16 +311,17 @@ func printRecording(ctx context.Context, jfr, path string, uid, gid uint32) (*re
 	cmd.Stderr = &limitedBuffer{b: &errOut, max: 4096}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
-		return nil, 0, fmt.Errorf("watch: jfr print: %v", err)
+		return nil, 0, fmt.Errorf("watch: the recording's digest: %v", err)
 	}
 	if err := cmd.Start(); err != nil {
-		return nil, 0, fmt.Errorf("watch: jfr print did not start: %v", err)
+		return nil, 0, fmt.Errorf("watch: the recording's digest did not start: %v", err)
 	}
-	r, readErr := readRecording(out)
+	r, readErr := readDigest(out, from, to)
 	if readErr != nil || r.cut {
-		cancel() // what is left is not read: jfr must not wait to write it
+		cancel() // what is left is not read: the digest must not wait to write it
 	}
 	waitErr := cmd.Wait()
+	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // anything it left
 	var cpu int64
 	if cmd.ProcessState != nil {
 		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
@@ -299,64 +330,62 @@ func printRecording(ctx context.Context, jfr, path string, uid, gid uint32) (*re
 	}
 	switch {
 	case r.cut:
-		return r, cpu, fmt.Errorf("watch: Flight Recorder's print was read up to %d MiB (%d events): the holds are those of its start; a shorter window, or a higher threshold", maxPrint>>20, r.events)
-	case readErr != nil && errors.Is(ctx.Err(), context.DeadlineExceeded):
-		return r, cpu, fmt.Errorf("watch: jfr print did not finish within %s (%d events read): a machine too busy, or a recording too large", jfrLimit, r.events)
+		return r, cpu, fmt.Errorf("watch: the recording's digest was read up to %d MiB (%d events): the holds are those of its start; a shorter window, or a higher threshold", maxPrint>>20, r.events)
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return r, cpu, fmt.Errorf("watch: the recording's digest did not finish within %s (%d events read): a machine too busy, or a recording too large", jfrLimit, r.events)
 	case readErr != nil:
-		return r, cpu, fmt.Errorf("watch: jfr print's output unreadable after %d events (%v): %s", r.events, readErr, outside.Reason(errOut.String()))
+		return r, cpu, fmt.Errorf("watch: the recording's digest unreadable after %d events (%v): %s", r.events, readErr, outside.Reason(errOut.String()))
 	case waitErr != nil:
-		return r, cpu, fmt.Errorf("watch: jfr print failed (%v): %s", waitErr, outside.Reason(errOut.String()))
+		return r, cpu, fmt.Errorf("watch: the recording's digest failed (%v): %s", waitErr, outside.Reason(errOut.String()))
 	}
 	return r, cpu, nil
 }
 
-// readRecording reads jfr's JSON, one event at a time, at most MaxPrint
-// bytes: {"recording": {"events": [ ... ]}}.
-func readRecording(out io.Reader) (*recording, error) {
-	lim := &io.LimitedReader{R: out, N: maxPrint}
+// readDigest reads JfrDigest's stream, at most maxPrint bytes, counting
+// the holds within from..to.
+func readDigest(in io.Reader, from, to time.Time) (*recording, error) {
+	lim := &io.LimitedReader{R: in, N: maxPrint}
 	dec := json.NewDecoder(lim)
-	r := &recording{}
-	for i := 0; ; i++ {
-		tok, err := dec.Token()
-		if err != nil {
-			if errors.Is(err, io.EOF) && i == 0 {
-				return r, nil // nothing printed: no events
-			}
-			return r, err
-		}
-		if tok == json.Delim('[') {
-			break
-		}
-		if i > 8 {
-			return r, errors.New("not Flight Recorder's JSON: no list of events")
-		}
-	}
-	for dec.More() {
-		var e jfrEvent
-		if err := dec.Decode(&e); err != nil {
+	r := &recording{from: from.UnixNano(), to: to.UnixNano(), stacks: map[int]*stackInfo{}, holds: map[holdAt]*heldThere{}, threads: map[string]string{}}
+	for {
+		var it digestItem
+		err := dec.Decode(&it)
+		switch {
+		case errors.Is(err, io.EOF):
+			return r, nil
+		case err != nil && lim.N <= 0:
+			r.cut = true
+			return r, nil
+		case err != nil:
 			var typ *json.UnmarshalTypeError
-			if errors.As(err, &typ) {
-				r.events++ // read whole, a field of another type: what it had is kept
-				r.add(e)
-				continue
+			if !errors.As(err, &typ) {
+				return r, err
 			}
-			if lim.N <= 0 {
-				r.cut = true
-				return r, nil
-			}
-			return r, err
+			continue // read whole, a field of another type: skipped
 		}
-		r.events++
-		r.add(e)
+		r.add(it)
 	}
-	return r, nil
 }
 
-// add keeps what the event says: a hold, or a thread dump (the last two).
-func (r *recording) add(e jfrEvent) {
-	v := e.Values
-	if e.Type == "jdk.ThreadDump" {
-		dump := v.Result
+// add keeps what the item says.
+func (r *recording) add(it digestItem) {
+	switch {
+	case it.Frames != nil:
+		if it.Stack <= 0 || len(r.stacks) >= maxStacks {
+			return
+		}
+		var frames []culprit.Frame
+		for _, f := range it.Frames {
+			if len(frames) == jfrStackDepth {
+				break
+			}
+			frames = append(frames, culprit.Frame{Function: r.intern(f.C + "." + f.M), Line: max(f.L, 0)})
+		}
+		i := culpritAt(frames, javaIsRuntime, javaIsServer)
+		r.stacks[it.Stack] = &stackInfo{frames: frames[min(i, len(frames)):min(i+holdFrames, len(frames))],
+			idle: javaIdleWait(frames), role: javaRole("", frames)}
+	case it.Dump != nil:
+		dump := *it.Dump
 		if len(dump) > outside.MaxDump {
 			dump = dump[:outside.MaxDump]
 		}
@@ -364,75 +393,74 @@ func (r *recording) add(e jfrEvent) {
 		if len(r.dumps) > 2 {
 			r.dumps = r.dumps[len(r.dumps)-2:]
 		}
-		return
-	}
-	start, err := time.Parse(time.RFC3339Nano, v.StartTime)
-	d, ok := isoDuration(v.Duration)
-	if err != nil || !ok || v.EventThread == nil {
-		return
-	}
-	h := jfrHold{thread: v.EventThread.JavaName, start: start, end: start.Add(d)}
-	if h.thread == "" {
-		h.thread = v.EventThread.OSName
-	}
-	if h.thread == "" {
-		h.thread = fmt.Sprintf("tid %d", v.EventThread.OSThreadID)
-	}
-	h.thread = cut(h.thread)
-	switch e.Type {
-	case "jdk.SocketRead", "jdk.SocketWrite":
-		h.state = "in a socket read"
-		if e.Type == "jdk.SocketWrite" {
-			h.state = "in a socket write"
-		}
-		host := str(v.Address)
-		if host == "" {
-			host = str(v.Host)
-		}
-		var port uint16
-		if json.Unmarshal(v.Port, &port) == nil && host != "" {
-			h.peer = cut(net.JoinHostPort(host, strconv.Itoa(int(port))))
-		}
-	case "jdk.ThreadSleep":
-		h.state = "in a sleep"
-	case "jdk.JavaMonitorEnter":
-		h.state = "blocked on a monitor" + ofClass(" of ", v.MonitorClass)
-	case "jdk.JavaMonitorWait":
-		h.state = "in Object.wait" + ofClass(" on ", v.MonitorClass)
-	case "jdk.ThreadPark":
-		h.state = "parked" + ofClass(" on ", v.ParkedClass)
-	case "jdk.FileRead":
-		h.state = cut("in a file read of " + str(v.Path))
-	case "jdk.FileWrite":
-		h.state = cut("in a file write to " + str(v.Path))
-	default:
-		return
-	}
-	var frames []culprit.Frame
-	if v.StackTrace != nil {
-		for i, f := range v.StackTrace.Frames {
-			if i == jfrStackDepth {
-				break
-			}
-			fn := r.intern(strings.ReplaceAll(f.Method.Type.Name, "/", ".") + "." + f.Method.Name)
-			frames = append(frames, culprit.Frame{Function: fn, Line: max(f.LineNumber, 0)})
-		}
-	}
-	// What the hold needs of its stack, decided now: whether it is a wait
-	// for work, the role its frames say, and the culprit frame with a few
-	// of its callers.
-	h.idle, h.role = javaIdleWait(frames), javaRole("", frames)
-	i := culpritAt(frames, javaIsRuntime, javaIsServer)
-	h.frames = frames[min(i, len(frames)):min(i+holdFrames, len(frames))]
-	if len(r.holds) < maxHolds {
-		r.holds = append(r.holds, h)
-	} else {
-		r.dropped++
+	case it.Event != "":
+		r.events++
+		r.event(it)
 	}
 }
 
-// intern keeps one copy of each function's name (a recording repeats a
-// few thousand of them), at most maxNames.
+// event counts one event past the threshold: a hold, unless a wait for
+// work, clipped to the window.
+func (r *recording) event(it digestItem) {
+	thread := it.Thread
+	if thread == "" {
+		thread = fmt.Sprintf("tid %d", it.TID)
+	}
+	thread = r.intern(thread)
+	st := r.stacks[it.Stack]
+	if st == nil {
+		st = &stackInfo{role: roleOther}
+	}
+	if role, ok := r.threads[thread]; ok && role != roleOther || !ok && len(r.threads) < maxThreads {
+		if !ok || st.role != roleOther {
+			r.threads[thread] = st.role
+		}
+	}
+	if st.idle || it.Dur < 0 {
+		return
+	}
+	b, e := max(it.Start, r.from), min(it.Start+it.Dur, r.to)
+	if e <= b {
+		return
+	}
+	var state, peer string
+	switch it.Event {
+	case "jdk.SocketRead":
+		state, peer = "in a socket read", it.Peer
+	case "jdk.SocketWrite":
+		state, peer = "in a socket write", it.Peer
+	case "jdk.ThreadSleep":
+		state = "in a sleep"
+	case "jdk.JavaMonitorEnter":
+		state = "blocked on a monitor" + simpleClass(" of ", it.What)
+	case "jdk.JavaMonitorWait":
+		state = "in Object.wait" + simpleClass(" on ", it.What)
+	case "jdk.ThreadPark":
+		state = "parked" + simpleClass(" on ", it.What)
+	case "jdk.FileRead":
+		state = "in a file read of " + it.What
+	case "jdk.FileWrite":
+		state = "in a file write to " + it.What
+	default:
+		return
+	}
+	k := holdAt{thread: thread, state: r.intern(state), peer: r.intern(peer), stack: st}
+	h := r.holds[k]
+	if h == nil {
+		if len(r.holds) >= maxHolds {
+			r.dropped++
+			return
+		}
+		h = &heldThere{}
+		r.holds[k] = h
+	}
+	h.ns += e - b
+	h.calls++
+	h.longest = max(h.longest, e-b)
+}
+
+// intern keeps one copy of each string (a recording repeats a few
+// thousand), cut at culprit.MaxText, at most maxNames.
 func (r *recording) intern(s string) string {
 	s = cut(s)
 	if v, ok := r.names[s]; ok {
@@ -447,30 +475,12 @@ func (r *recording) intern(s string) string {
 	return s
 }
 
-// Caps on what a recording keeps: its holds (the print's cap bounds them
-// first: about 6 kB an event), the frames kept of each from the culprit
-// on, the distinct function names.
-const (
-	maxHolds   = 200_000
-	holdFrames = 8
-	maxNames   = 100_000
-)
-
-// str is a JSON string's value, or "".
-func str(raw json.RawMessage) string {
-	var s string
-	if json.Unmarshal(raw, &s) != nil {
+// simpleClass is sep and a class's simple name: " on ConditionObject".
+func simpleClass(sep, class string) string {
+	if class == "" {
 		return ""
 	}
-	return s
-}
-
-func ofClass(sep string, c *jfrClass) string {
-	if c == nil || c.Name == "" {
-		return ""
-	}
-	n := strings.ReplaceAll(c.Name, "/", ".")
-	return sep + cut(n[strings.LastIndex(n, ".")+1:])
+	return sep + class[strings.LastIndexAny(class, ".$")+1:]
 }
 
 func cut(s string) string {
@@ -478,39 +488,6 @@ func cut(s string) string {
 		s = strings.ToValidUTF8(s[:culprit.MaxText], "")
 	}
 	return s
-}
-
-// isoDuration reads an ISO-8601 duration as jfr prints one: "PT0.005923666S",
-// "PT1M2.5S", "PT0S".
-func isoDuration(s string) (time.Duration, bool) {
-	rest, ok := strings.CutPrefix(s, "PT")
-	if !ok || rest == "" || len(rest) > 64 {
-		return 0, false
-	}
-	var d float64
-	for rest != "" {
-		i := strings.IndexAny(rest, "HMS")
-		if i <= 0 {
-			return 0, false
-		}
-		n, err := strconv.ParseFloat(rest[:i], 64)
-		if err != nil || n < 0 {
-			return 0, false
-		}
-		switch rest[i] {
-		case 'H':
-			d += n * 3600
-		case 'M':
-			d += n * 60
-		case 'S':
-			d += n
-		}
-		rest = rest[i+1:]
-	}
-	if d > 1e6 {
-		return 0, false
-	}
-	return time.Duration(d * 1e9), true
 }
 
 // The Java frames that are the runtime's, and the servers' libraries'.
@@ -581,11 +558,11 @@ func javaIdleWait(frames []culprit.Frame) bool {
 	return false
 }
 
-// judge fills s from the recording, over the window from..to: the serving
-// threads' holds that are not waits for work, by place, in the role most
-// held (event loops, a pool's request threads, or, where no serving
-// thread is known, any thread in the application's frames).
-func (r *recording) judge(s *culprit.Service, from, to time.Time) {
+// judge fills s from the recording: the serving threads' holds that are
+// not waits for work, by place, in the role most held (event loops, a
+// pool's request threads, or, where no serving thread is known, any
+// thread in the application's frames).
+func (r *recording) judge(s *culprit.Service) {
 	// The dumps: every thread's role and the frames' files.
 	roles, files := map[string]string{}, map[string]string{}
 	var last []outside.JThread
@@ -604,50 +581,40 @@ func (r *recording) judge(s *culprit.Service, from, to time.Time) {
 			}
 		}
 	}
-	roleOf := func(h jfrHold) string {
-		if role, ok := roles[h.thread]; ok && role != roleOther {
+	roleOf := func(thread, byFrames string) string {
+		if role, ok := roles[thread]; ok && role != roleOther {
 			return role
 		}
-		if h.role != roleOther {
-			return h.role
+		if byFrames != roleOther && byFrames != "" {
+			return byFrames
 		}
-		return javaRole(h.thread, nil)
+		return javaRole(thread, nil)
 	}
 	tallies := map[string]*tally{}
-	seen := map[string]map[string]bool{} // role -> threads seen in any event
 	full := false
-	for _, h := range r.holds {
-		role := roleOf(h)
-		if seen[role] == nil {
-			seen[role] = map[string]bool{}
-		}
-		seen[role][h.thread] = true
-		if h.idle {
-			continue
-		}
-		b, e := h.start, h.end
-		if b.Before(from) {
-			b = from
-		}
-		if e.After(to) {
-			e = to
-		}
-		if !e.After(b) {
-			continue
-		}
+	for k, h := range r.holds {
+		role := roleOf(k.thread, k.stack.role)
 		t := tallies[role]
 		if t == nil {
 			t = newTally()
 			tallies[role] = t
 		}
-		frames, inferred := h.frames, false
+		frames, inferred := k.stack.frames, false
 		if len(frames) > 0 {
 			frames = append([]culprit.Frame(nil), frames...)
 			frames[0].File, inferred = javaFile(frames[0].Function, files)
 		}
-		if !t.add(h.thread, h.state, h.peer, frames, inferred, e.Sub(b)) {
+		if !t.add(k.thread, k.state, k.peer, frames, inferred, h.ns, h.calls, h.longest) {
 			full = true
 		}
+	}
+	seen := map[string]map[string]bool{} // role -> the threads any event was on
+	for thread, byFrames := range r.threads {
+		role := roleOf(thread, byFrames)
+		if seen[role] == nil {
+			seen[role] = map[string]bool{}
+		}
+		seen[role][thread] = true
 	}
 	// The role: the serving role held most; where no serving thread is
 	// known, any thread in the application's frames.
@@ -709,7 +676,7 @@ func (r *recording) judge(s *culprit.Service, from, to time.Time) {
 		s.Limits = append(s.Limits, "watch: Flight Recorder gave no thread dump (jdk.ThreadDump): serving threads known by name only, frames' files inferred")
 	}
 	if r.dropped > 0 {
-		s.Limits = append(s.Limits, fmt.Sprintf("watch: more than %d holds in the recording: the first counted", maxHolds))
+		s.Limits = append(s.Limits, fmt.Sprintf("watch: more than %d distinct holds in the recording: the first counted", maxHolds))
 	}
 	if full {
 		s.Limits = append(s.Limits, fmt.Sprintf("watch: more than %d places held: the first counted", MaxPlaces))

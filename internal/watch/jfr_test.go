@@ -10,51 +10,61 @@ import (
 	"github.com/bystander-kit/bystander/internal/culprit"
 )
 
-func readFixture(t *testing.T) *recording {
+// fixture is testdata/ledger-digest.jsonl read over a window from..to:
+// JfrDigest's stream of a real recording of LedgerService (its stacks, two
+// idle parks of the pool, three socket reads on two loops, a thread dump).
+func fixture(t *testing.T, from, to time.Time) *recording {
 	t.Helper()
-	f, err := os.Open("testdata/ledger-print.json")
+	f, err := os.Open("testdata/ledger-digest.jsonl")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	r, err := readRecording(f)
+	r, err := readDigest(f, from, to)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return r
 }
 
-// TestReadRecording: jfr print --json of a real recording (LedgerService:
-// a thread dump, three socket reads on two loops, two idle parks of the
-// pool): the reads' frame from the application's first, the peer, the
-// parks known as waits for work.
-func TestReadRecording(t *testing.T) {
-	r := readFixture(t)
-	if r.events != 6 || len(r.dumps) != 1 || len(r.holds) != 5 {
-		t.Fatalf("%d events, %d dumps, %d holds", r.events, len(r.dumps), len(r.holds))
+// The fixture's first read, on nioEventLoopGroup-2-2, and its reads'
+// durations.
+var (
+	fixtureStart = time.Unix(0, 1796292784663336419)
+	fixtureReads = []time.Duration{5672187, 8312195, 5475761}
+)
+
+// TestReadDigest: the real recording's digest: the reads counted by
+// thread and stack, the frame from the application's first, the peer;
+// the pool's parks are waits for work and not counted, their threads
+// still seen; the dump kept.
+func TestReadDigest(t *testing.T) {
+	r := fixture(t, fixtureStart.Add(-time.Second), fixtureStart.Add(time.Second))
+	if r.events != 5 || len(r.dumps) != 1 || len(r.stacks) != 2 || len(r.holds) != 2 {
+		t.Fatalf("%d events, %d dumps, %d stacks, %d holds", r.events, len(r.dumps), len(r.stacks), len(r.holds))
 	}
-	read := r.holds[0]
-	if read.state != "in a socket read" || read.peer != "127.0.0.1:41417" || read.idle || read.thread != "nioEventLoopGroup-2-1" ||
-		read.frames[0] != (culprit.Frame{Function: "LedgerClient.balance", Line: 24}) || read.frames[1].Function != "LedgerService.serve" {
-		t.Errorf("read %+v", read)
+	for k, h := range r.holds {
+		if k.state != "in a socket read" || k.peer != "127.0.0.1:41417" || k.stack.idle ||
+			k.stack.frames[0] != (culprit.Frame{Function: "LedgerClient.balance", Line: 24}) || k.stack.frames[1].Function != "LedgerService.serve" {
+			t.Errorf("%+v %+v", k, k.stack)
+		}
+		if want := map[string]int{"nioEventLoopGroup-2-1": 1, "nioEventLoopGroup-2-2": 2}[k.thread]; h.calls != want {
+			t.Errorf("%s: %d calls, want %d", k.thread, h.calls, want)
+		}
 	}
-	if d := read.end.Sub(read.start); d != 5672187*time.Nanosecond {
-		t.Errorf("read lasted %s", d)
-	}
-	park := r.holds[3]
-	if !park.idle || park.thread != "http-nio-8080-exec-3" || !strings.HasPrefix(park.state, "parked on ") {
-		t.Errorf("park %+v", park)
+	if _, ok := r.threads["http-nio-8080-exec-2"]; !ok || len(r.threads) != 3 {
+		t.Errorf("threads seen: %v", r.threads)
 	}
 }
 
 // TestJudgeRecording: the real recording judged: the two loops held in
-// the read, counted among the dump's two loops, the file from the dump;
-// without a dump, the file inferred and said so.
+// the read, counted among the dump's two loops, the file from the dump; a
+// window that ends inside a read counts it to the window's end; without a
+// dump, the file is inferred and said so.
 func TestJudgeRecording(t *testing.T) {
-	r := readFixture(t)
-	from := r.holds[0].start.Add(-time.Second)
-	s := culprit.Service{WindowNs: int64(10 * time.Second)}
-	r.judge(&s, from, from.Add(10*time.Second))
+	from := fixtureStart.Add(-time.Second)
+	s := culprit.Service{WindowNs: int64(2 * time.Second)}
+	fixture(t, from, from.Add(2*time.Second)).judge(&s)
 	if s.Role != roleLoop || s.Pool || s.Serving != 2 || len(s.Holds) != 1 || len(s.Limits) != 0 {
 		t.Fatalf("%+v", s)
 	}
@@ -62,18 +72,18 @@ func TestJudgeRecording(t *testing.T) {
 	if h.Held != 2 || h.Calls != 3 || h.FileInferred || h.Frames[0] != (culprit.Frame{Function: "LedgerClient.balance", File: "LedgerClient.java", Line: 24}) {
 		t.Errorf("%+v", h)
 	}
-	if want := (5672187 + 8312195 + 5475761) * time.Nanosecond; time.Duration(h.HeldNs) != want || time.Duration(h.LongestNs) != 8312195*time.Nanosecond {
+	if want := fixtureReads[0] + fixtureReads[1] + fixtureReads[2]; time.Duration(h.HeldNs) != want || time.Duration(h.LongestNs) != fixtureReads[1] {
 		t.Errorf("held %s, want %s", time.Duration(h.HeldNs), want)
 	}
-	// A window that ends inside the second read counts it to the end.
 	s = culprit.Service{}
-	r.judge(&s, r.holds[1].start, r.holds[1].start.Add(time.Millisecond))
-	if len(s.Holds) != 1 || s.Holds[0].HeldNs != int64(time.Millisecond) {
+	fixture(t, fixtureStart, fixtureStart.Add(time.Millisecond)).judge(&s)
+	if len(s.Holds) != 1 || s.Holds[0].HeldNs != int64(time.Millisecond) || s.Holds[0].Calls != 1 || s.Holds[0].Held != 1 {
 		t.Errorf("clipped: %+v", s.Holds)
 	}
+	r := fixture(t, from, from.Add(2*time.Second))
 	r.dumps = nil
 	s = culprit.Service{}
-	r.judge(&s, from, from.Add(10*time.Second))
+	r.judge(&s)
 	if len(s.Holds) != 1 || !s.Holds[0].FileInferred || s.Holds[0].Frames[0].File != "LedgerClient.java" || s.Serving != 2 || len(s.Limits) != 1 {
 		t.Errorf("without a dump: %+v", s)
 	}
@@ -82,51 +92,43 @@ func TestJudgeRecording(t *testing.T) {
 	}
 }
 
-// TestReadRecordingHostile: a stranger's recording: a field of another
-// type costs that event only, a bad duration or time is skipped, long
-// names are cut, a print past the cap is cut and said, and what is not
-// the print's JSON is refused.
-func TestReadRecordingHostile(t *testing.T) {
+// TestReadDigestHostile: what a stranger's recording can put in the
+// digest: a field of another type costs that item only, a negative
+// duration or an unknown stack counts nothing wrong, long names are cut,
+// a digest past the cap is cut and said, and what is not JSON is refused.
+func TestReadDigestHostile(t *testing.T) {
 	long := strings.Repeat("x", 10*culprit.MaxText)
-	in := `{"recording": {"events": [
-	{"type": "jdk.SocketRead", "values": {"startTime": "2026-01-01T00:00:00Z", "duration": 5, "eventThread": {"javaName": "a"}}},
-	{"type": "jdk.ThreadSleep", "values": {"startTime": "2026-01-01T00:00:00Z", "duration": "PT-1S", "eventThread": {"javaName": "b"}}},
-	{"type": "jdk.ThreadSleep", "values": {"startTime": "yesterday", "duration": "PT1S", "eventThread": {"javaName": "c"}}},
-	{"type": "jdk.ThreadSleep", "values": {"startTime": "2026-01-01T00:00:00Z", "duration": "PT1e300S", "eventThread": {"javaName": "d"}}},
-	{"type": "jdk.SocketRead", "values": {"startTime": "2026-01-01T00:00:00Z", "duration": "PT0.005S", "address": 12, "port": "x",
-	  "eventThread": {"javaName": "` + long + `"}, "stackTrace": {"frames": [{"method": {"type": {"name": "` + long + `"}, "name": "m"}, "lineNumber": -1}]}}}
-	]}}`
-	r, err := readRecording(strings.NewReader(in))
+	in := `{"stack":1,"frames":[{"c":"` + long + `","m":"m","l":-1}]}
+	{"event":"jdk.SocketRead","start":"now","dur":5,"thread":"a","stack":1}
+	{"event":"jdk.ThreadSleep","start":0,"dur":-5,"thread":"b","stack":1}
+	{"event":"jdk.ThreadSleep","start":0,"dur":1000,"thread":"c","stack":99}
+	{"event":"jdk.SocketRead","start":0,"dur":1000,"thread":"` + long + `","stack":1,"peer":"` + long + `"}
+	{"stack":-4,"frames":[]}`
+	r, err := readDigest(strings.NewReader(in), time.Unix(0, 0), time.Unix(1, 0))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.events != 5 || len(r.holds) != 1 {
-		t.Fatalf("%d events, holds %+v", r.events, r.holds)
+	if r.events != 3 || len(r.holds) != 2 || len(r.stacks) != 1 {
+		t.Fatalf("%d events, %d holds, %d stacks", r.events, len(r.holds), len(r.stacks))
 	}
-	h := r.holds[0]
-	if len(h.thread) != culprit.MaxText || h.peer != "" || len(h.frames) != 1 || len(h.frames[0].Function) != culprit.MaxText || h.frames[0].Line != 0 {
-		t.Errorf("kept %d-byte name, peer %q, frames %+v", len(h.thread), h.peer, len(h.frames))
+	for k, h := range r.holds {
+		if len(k.thread) > culprit.MaxText || len(k.peer) > culprit.MaxText || h.ns != 1000 {
+			t.Errorf("kept %d-byte name, %d-byte peer, %d ns", len(k.thread), len(k.peer), h.ns)
+		}
+		if k.thread != "c" && (len(k.stack.frames) != 1 || len(k.stack.frames[0].Function) != culprit.MaxText || k.stack.frames[0].Line != 0) {
+			t.Errorf("frames %+v", k.stack.frames)
+		}
 	}
-	if _, err := readRecording(strings.NewReader(`{"a": 1, "b": 2, "c": 3, "d": 4, "e": 5, "f": 6}`)); err == nil {
-		t.Error("not the print's JSON, read")
+	if _, err := readDigest(strings.NewReader(`{"event": nope}`), time.Time{}, time.Time{}); err == nil {
+		t.Error("not JSON, read")
 	}
 	saved := maxPrint
 	defer func() { maxPrint = saved }()
 	maxPrint = 400
-	b, _ := os.ReadFile("testdata/ledger-print.json")
-	r, err = readRecording(strings.NewReader(string(b)))
+	b, _ := os.ReadFile("testdata/ledger-digest.jsonl")
+	r, err = readDigest(strings.NewReader(string(b)), time.Time{}, time.Now())
 	if err != nil || !r.cut {
-		t.Errorf("a print past the cap: cut %v, %v", r.cut, err)
-	}
-	for in, want := range map[string]time.Duration{"PT0.005923666S": 5923666, "PT1M2.5S": 62500 * time.Millisecond, "PT0S": 0, "PT1H": time.Hour} {
-		if d, ok := isoDuration(in); !ok || d != want {
-			t.Errorf("%s: %s %v", in, d, ok)
-		}
-	}
-	for _, in := range []string{"", "P1D", "PT", "PTS", "PT-1S", "PT1e300S", "PT1X", "5"} {
-		if d, ok := isoDuration(in); ok {
-			t.Errorf("%q read as %s", in, d)
-		}
+		t.Errorf("a digest past the cap: cut %v, %v", r.cut, err)
 	}
 }
 

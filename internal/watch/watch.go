@@ -14,6 +14,7 @@ package watch
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -52,11 +53,12 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// holdKey is one place a thread was held.
+// holdKey is one place a thread was held: what held it, and the culprit
+// frame. A place's peers are counted apart: the same frame writing to
+// each of the service's clients is one place, "to 12 peers".
 type holdKey struct {
-	state, peer string
-	fn          string
-	line        int
+	state, fn string
+	line      int
 }
 
 // tally adds up holds by place and by thread.
@@ -67,14 +69,19 @@ type tally struct {
 type place struct {
 	culprit.Hold
 	byThread map[string]int64
+	peers    map[string]bool // at most maxPeers
 }
+
+// maxPeers caps the peers a place keeps apart.
+const maxPeers = 1024
 
 func newTally() *tally { return &tally{places: map[holdKey]*place{}} }
 
-// add counts one hold of d (within the window) by thread at the place;
-// false when the place is new and MaxPlaces are counted already.
-func (t *tally) add(thread, state, peer string, frames []culprit.Frame, inferred bool, d time.Duration) bool {
-	k := holdKey{state: state, peer: peer}
+// add counts calls holds of heldNs in all (within the window), the
+// longest longestNs, by thread at the place; false when the place is new
+// and MaxPlaces are counted already.
+func (t *tally) add(thread, state, peer string, frames []culprit.Frame, inferred bool, heldNs int64, calls int, longestNs int64) bool {
+	k := holdKey{state: state}
 	if len(frames) > 0 {
 		k.fn, k.line = frames[0].Function, frames[0].Line
 	}
@@ -86,13 +93,16 @@ func (t *tally) add(thread, state, peer string, frames []culprit.Frame, inferred
 		if len(frames) > culprit.MaxFrames {
 			frames = frames[:culprit.MaxFrames]
 		}
-		p = &place{Hold: culprit.Hold{State: state, Peer: peer, Frames: frames, FileInferred: inferred}, byThread: map[string]int64{}}
+		p = &place{Hold: culprit.Hold{State: state, Frames: frames, FileInferred: inferred}, byThread: map[string]int64{}, peers: map[string]bool{}}
 		t.places[k] = p
 	}
-	p.byThread[thread] += int64(d)
-	p.HeldNs += int64(d)
-	p.Calls++
-	p.LongestNs = max(p.LongestNs, int64(d))
+	if peer != "" && len(p.peers) < maxPeers {
+		p.peers[peer] = true
+	}
+	p.byThread[thread] += heldNs
+	p.HeldNs += heldNs
+	p.Calls += calls
+	p.LongestNs = max(p.LongestNs, longestNs)
 	return true
 }
 
@@ -102,6 +112,17 @@ func (t *tally) holds() []culprit.Hold {
 	var out []culprit.Hold
 	for _, p := range t.places {
 		h := p.Hold
+		switch len(p.peers) {
+		case 0:
+		case 1:
+			for peer := range p.peers {
+				h.Peer = peer
+			}
+		case maxPeers:
+			h.Peer = fmt.Sprintf("%d peers or more", maxPeers)
+		default:
+			h.Peer = fmt.Sprintf("%d peers", len(p.peers))
+		}
 		for n := range p.byThread {
 			h.Threads = append(h.Threads, n)
 		}

@@ -1,0 +1,106 @@
+package watch
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/bystander-kit/bystander/examples/services"
+	"github.com/bystander-kit/bystander/internal/culprit"
+)
+
+// load sends r to s from n keep-alive connections, back to back, until
+// the returned stop is called (or a minute has passed): the service's own
+// traffic, its blocking route.
+func load(t *testing.T, s *services.Service, r services.Request, n int) (stop func() int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	answered := 0
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1}, Timeout: 10 * time.Second}
+			defer c.CloseIdleConnections()
+			for ctx.Err() == nil {
+				resp, err := c.Do(r.HTTP(s.URL()).WithContext(ctx))
+				if err != nil {
+					continue
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				mu.Lock()
+				answered++
+				mu.Unlock()
+			}
+		}()
+	}
+	return func() int {
+		cancel()
+		wg.Wait()
+		return answered
+	}
+}
+
+// watched starts kind, loads its blocking route from n connections and
+// watches it for window.
+func watched(t *testing.T, kind services.Kind, n int, window time.Duration) (*services.Service, culprit.Service) {
+	t.Helper()
+	s := services.Start(t, kind, services.Options{})
+	stop := load(t, s, s.Blocking, n)
+	time.Sleep(500 * time.Millisecond) // the connections made, the loops busy
+	w := JFR(context.Background(), s.PID, Options{Window: window}).Clean()
+	answered := stop()
+	t.Logf("%s: %d answers to %s", kind, answered, s.Blocking)
+	for _, l := range w.Lines() {
+		t.Log(l)
+	}
+	return s, w
+}
+
+// TestWatchNettyShop: the Netty shop (examples/services), whose
+// LedgerClient reads the ledger's answer over a blocking socket on its 4
+// event loops, loaded on that route from 8 connections: Flight Recorder
+// names the loops held in that read, the ledger as the peer, the
+// repository's frame at its line.
+func TestWatchNettyShop(t *testing.T) {
+	need(t, "jcmd", "jfr")
+	s, w := watched(t, services.Netty, 8, 2*time.Second)
+	if w.Source != culprit.SourceJFR || w.Role != "event-loop threads" || w.Pool || w.Serving != 4 || len(w.Holds) == 0 {
+		t.Fatalf("%+v", w)
+	}
+	h := w.Holds[0]
+	want := culprit.Frame{Function: s.Frame, File: s.FrameFile, Line: s.FrameLine}
+	if h.State != "in a socket read" || h.Peer != s.Ledger.Addr || h.Frames[0] != want || h.FileInferred {
+		t.Errorf("%s; want a socket read to %s at %+v", w.Words(), s.Ledger.Addr, want)
+	}
+	if h.Held != 4 || !strings.HasPrefix(w.Words(), "4 of 4 event-loop threads held ") {
+		t.Errorf("%s", w.Words())
+	}
+}
+
+// TestWatchTomcatShop: the same shop on Tomcat, loaded from 8
+// connections: its request threads are held in the same frame, named as a
+// pool's; its idle threads are not held.
+func TestWatchTomcatShop(t *testing.T) {
+	need(t, "jcmd", "jfr")
+	s, w := watched(t, services.Tomcat, 8, 2*time.Second)
+	if w.Source != culprit.SourceJFR || w.Role != "request threads" || !w.Pool || len(w.Holds) == 0 {
+		t.Fatalf("%+v", w)
+	}
+	h := w.Holds[0]
+	want := culprit.Frame{Function: s.Frame, File: s.FrameFile, Line: s.FrameLine}
+	if h.State != "in a socket read" || h.Peer != s.Ledger.Addr || h.Frames[0] != want {
+		t.Errorf("%s; want a socket read to %s at %+v", w.Words(), s.Ledger.Addr, want)
+	}
+	// 8 callers hold at most 8 threads at once; Tomcat starts 10 or more.
+	if h.Held < 1 || w.Serving < 10 || h.Held > w.Serving {
+		t.Errorf("held %d of %d: %s", h.Held, w.Serving, w.Words())
+	}
+}
