@@ -231,6 +231,7 @@ type stackInfo struct {
 	frames []culprit.Frame
 	idle   bool
 	role   string
+	call   string // a Go stack's call: "read" (a system call's, or the network poller's)
 }
 
 // holdAt is a thread held in one call at one stack; heldThere how long

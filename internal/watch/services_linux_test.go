@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -55,7 +56,12 @@ func watched(t *testing.T, kind services.Kind, n int, window time.Duration) (*se
 	s := services.Start(t, kind, services.Options{})
 	stop := load(t, s, s.Blocking, n)
 	time.Sleep(500 * time.Millisecond) // the connections made, the loops busy
-	w := JFR(context.Background(), s.PID, Options{Window: window}).Clean()
+	var w culprit.Service
+	if s.PProf != "" {
+		w = GoTrace(context.Background(), s.PProf, Options{Window: window}).Clean()
+	} else {
+		w = JFR(context.Background(), s.PID, Options{Window: window}).Clean()
+	}
 	answered := stop()
 	t.Logf("%s: %d answers to %s", kind, answered, s.Blocking)
 	for _, l := range w.Lines() {
@@ -102,5 +108,23 @@ func TestWatchTomcatShop(t *testing.T) {
 	// 8 callers hold at most 8 threads at once; Tomcat starts 10 or more.
 	if h.Held < 1 || w.Serving < 10 || h.Held > w.Serving {
 		t.Errorf("held %d of %d: %s", h.Held, w.Serving, w.Words())
+	}
+}
+
+// TestWatchGnetShop: the gnet shop (examples/services), whose report
+// route asks the ledger from gnet's 4 event loops, loaded from 8
+// connections: its pprof's execution trace names the loop goroutines held
+// in a network read at the shop's own frame.
+func TestWatchGnetShop(t *testing.T) {
+	s, w := watched(t, services.Gnet, 8, 2*time.Second)
+	if w.Source != culprit.SourceGoTrace || w.Role != "event-loop goroutines" || w.Pool || w.Serving != 4 || len(w.Holds) == 0 {
+		t.Fatalf("%+v", w)
+	}
+	h := w.Holds[0]
+	if f := h.Frames[0]; h.State != "in a network read" || f.Function != s.Frame || f.Line != s.FrameLine || filepath.Base(f.File) != s.FrameFile {
+		t.Errorf("%s; want a network read at %s (%s:%d)", w.Words(), s.Frame, s.FrameFile, s.FrameLine)
+	}
+	if h.Held != 4 || !strings.HasPrefix(w.Words(), "4 of 4 event-loop goroutines held ") {
+		t.Errorf("%s", w.Words())
 	}
 }
