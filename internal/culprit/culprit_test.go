@@ -92,6 +92,10 @@ func TestServiceWords(t *testing.T) {
 	if got, want := cpu.Words(), "1 of 1 event-loop threads held 100 % of the window on a CPU"; got != want {
 		t.Errorf("%q, want %q", got, want)
 	}
+	cpu.Serving = 0
+	if got, want := cpu.Words(), "1 event-loop thread held 100 % of the window on a CPU"; got != want {
+		t.Errorf("%q, want %q", got, want)
+	}
 	none := Service{Source: SourceGoTrace, Role: "event-loop goroutines", Serving: 4, WindowNs: int64(2 * time.Second), ThresholdNs: int64(time.Millisecond)}
 	if got, want := none.Words(), "none of the 4 event-loop goroutines held past 1.0 ms over 2.0 s (Go execution trace)"; got != want {
 		t.Errorf("%q, want %q", got, want)

@@ -156,6 +156,9 @@ func (s Service) Words() string {
 // HoldWords say one of the service's holds in a sentence.
 func (s Service) HoldWords(h Hold) string {
 	who := fmt.Sprintf("%d %s", h.Held, s.role())
+	if h.Held == 1 {
+		who = "1 " + strings.TrimSuffix(s.role(), "s")
+	}
 	if s.Serving >= h.Held && s.Serving > 0 {
 		who = fmt.Sprintf("%d of %d %s", h.Held, s.Serving, s.role())
 	}

@@ -92,6 +92,18 @@ func placeOf(th Thread) place {
 	return place{kind: "call", call: name, fd: th.FD}
 }
 
+// Where says where a thread was at one look, as the outside view judges
+// it: kind "cpu" (on a CPU, or ready for one), "call" (in a system call
+// that is not a wait for work: call "read", fd "socket to
+// 127.0.0.1:5432"), "wait" (a kernel wait, call naming it), "idle" (a
+// wait for work: an event loop's epoll_wait, an acceptor's accept), or
+// "other" (unreadable). A futex call is where an idle pool thread rests as
+// much as a thread blocked on a lock.
+func Where(th Thread) (kind, call, fd string) {
+	p := placeOf(th)
+	return p.kind, p.call, p.fd
+}
+
 // busy says the place is a call, a wait or a CPU: not a wait for work.
 func (p place) busy() bool { return p.kind == "cpu" || p.kind == "call" || p.kind == "wait" }
 

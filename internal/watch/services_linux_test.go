@@ -56,12 +56,7 @@ func watched(t *testing.T, kind services.Kind, n int, window time.Duration) (*se
 	s := services.Start(t, kind, services.Options{})
 	stop := load(t, s, s.Blocking, n)
 	time.Sleep(500 * time.Millisecond) // the connections made, the loops busy
-	var w culprit.Service
-	if s.PProf != "" {
-		w = GoTrace(context.Background(), s.PProf, Options{Window: window}).Clean()
-	} else {
-		w = JFR(context.Background(), s.PID, Options{Window: window}).Clean()
-	}
+	w := Watch(context.Background(), Target{PID: s.PID, Pprof: s.PProf}, Options{Window: window})
 	answered := stop()
 	t.Logf("%s: %d answers to %s", kind, answered, s.Blocking)
 	for _, l := range w.Lines() {
@@ -126,5 +121,23 @@ func TestWatchGnetShop(t *testing.T) {
 	}
 	if h.Held != 4 || !strings.HasPrefix(w.Words(), "4 of 4 event-loop goroutines held ") {
 		t.Errorf("%s", w.Words())
+	}
+}
+
+// TestWatchNodeShop: the Node.js service (examples/services) hashing each
+// sign-in's password with crypto.pbkdf2Sync, loaded on that route from 2
+// connections: /proc finds its main thread, its event loop, on a CPU,
+// and says how to get the frame.
+func TestWatchNodeShop(t *testing.T) {
+	_, w := watched(t, services.Node, 2, 2*time.Second)
+	if w.Source != culprit.SourceProc || w.Role != "event-loop threads" || w.Serving != 1 || len(w.Holds) == 0 {
+		t.Fatalf("%+v", w)
+	}
+	h := w.Holds[0]
+	if h.State != "on a CPU" || h.Held != 1 || h.Threads[0] != "node (main thread)" || len(h.Frames) != 0 {
+		t.Errorf("%s", w.Words())
+	}
+	if !strings.Contains(w.Hint, "--cpu-prof") {
+		t.Errorf("hint %q", w.Hint)
 	}
 }

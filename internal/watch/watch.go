@@ -53,6 +53,40 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
+// Watch watches the service for o.Window and says what held its serving
+// threads: a Go service with Pprof through its execution trace, a JVM
+// through Flight Recorder, any other process through /proc. A source that
+// cannot be used is said in one line and the next one watches (a JVM that
+// refuses attach is still seen through /proc).
+func Watch(ctx context.Context, t Target, o Options) culprit.Service {
+	o = o.withDefaults()
+	var limits []string
+	if t.Pprof != "" {
+		s := GoTrace(ctx, t.Pprof, o)
+		if len(s.Holds) > 0 || t.PID <= 0 || !failed(s) {
+			return s.Clean()
+		}
+		limits = s.Limits
+	}
+	if t.PID <= 0 {
+		return culprit.Service{Limits: append(limits, "watch: nothing to watch: give the service's pid=N (or pprof=URL for a Go service with net/http/pprof)")}
+	}
+	if outside.IsJVM(t.PID) {
+		s := JFR(ctx, t.PID, o)
+		if !failed(s) {
+			s.Limits = append(limits, s.Limits...)
+			return s.Clean()
+		}
+		limits = append(limits, s.Limits...)
+	}
+	s := Proc(ctx, t.PID, o)
+	s.Limits = append(limits, s.Limits...)
+	return s.Clean()
+}
+
+// failed says the source could not watch at all (its window is 0).
+func failed(s culprit.Service) bool { return s.WindowNs == 0 }
+
 // holdKey is one place a thread was held: what held it, and the culprit
 // frame. A place's peers are counted apart: the same frame writing to
 // each of the service's clients is one place, "to 12 peers".
