@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,14 +16,14 @@ import (
 )
 
 // load sends r to s from n keep-alive connections, back to back, until
-// the returned stop is called (or a minute has passed): the service's own
-// traffic, its blocking route.
-func load(t *testing.T, s *services.Service, r services.Request, n int) (stop func() int) {
+// stop is called (or a minute has passed): the service's own traffic, its
+// blocking route. answered counts the answers so far; stop returns them
+// all.
+func load(t testing.TB, s *services.Service, r services.Request, n int) (answered func() int64, stop func() int64) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	var wg sync.WaitGroup
-	var mu sync.Mutex
-	answered := 0
+	var count atomic.Int64
 	for range n {
 		wg.Add(1)
 		go func() {
@@ -36,16 +37,14 @@ func load(t *testing.T, s *services.Service, r services.Request, n int) (stop fu
 				}
 				io.Copy(io.Discard, resp.Body)
 				resp.Body.Close()
-				mu.Lock()
-				answered++
-				mu.Unlock()
+				count.Add(1)
 			}
 		}()
 	}
-	return func() int {
+	return count.Load, func() int64 {
 		cancel()
 		wg.Wait()
-		return answered
+		return count.Load()
 	}
 }
 
@@ -54,7 +53,7 @@ func load(t *testing.T, s *services.Service, r services.Request, n int) (stop fu
 func watched(t *testing.T, kind services.Kind, n int, window time.Duration) (*services.Service, culprit.Service) {
 	t.Helper()
 	s := services.Start(t, kind, services.Options{})
-	stop := load(t, s, s.Blocking, n)
+	_, stop := load(t, s, s.Blocking, n)
 	time.Sleep(500 * time.Millisecond) // the connections made, the loops busy
 	w := Watch(context.Background(), Target{PID: s.PID, Pprof: s.PProf}, Options{Window: window})
 	answered := stop()
