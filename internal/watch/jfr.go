@@ -73,6 +73,10 @@ func JFR(ctx context.Context, pid int, o Options) culprit.Service {
 		s.Limits = append(s.Limits, err.Error())
 		return s
 	}
+	if l := otherUser(pid, os.Geteuid()); l != "" {
+		s.Limits = append(s.Limits, l)
+		return s
+	}
 	dir, err := newRecordingDir(pid)
 	if err != nil {
 		s.Limits = append(s.Limits, err.Error())
@@ -148,6 +152,17 @@ func jdkJava() (string, error) {
 		return "", fmt.Errorf("watch: no java beside %s (%s): no Flight Recorder", jfr, install)
 	}
 	return java, nil
+}
+
+// otherUser says, for a kit running as euid, that process pid is another
+// user's and cannot be attached to ("" when it can: the kit's own, or
+// the kit is root, whose jcmd attaches as the JVM's user).
+func otherUser(pid, euid int) string {
+	var st syscall.Stat_t
+	if err := syscall.Stat(fmt.Sprintf("/proc/%d", pid), &st); err != nil || euid == 0 || int(st.Uid) == euid {
+		return ""
+	}
+	return fmt.Sprintf("watch: pid %d is another user's (uid %d): Flight Recorder needs the kit run as that user, or as root", pid, st.Uid)
 }
 
 // recordingDir is where the JVM reads the settings and writes the

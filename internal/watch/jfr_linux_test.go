@@ -241,3 +241,18 @@ func TestJFRRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestOtherUser: a JVM of another user is said in one line, before jcmd
+// is asked (it could not attach); the kit's own, or any as root, is not.
+func TestOtherUser(t *testing.T) {
+	pid, me := os.Getpid(), os.Geteuid()
+	if l := otherUser(pid, me); l != "" {
+		t.Errorf("own process: %q", l)
+	}
+	if l := otherUser(pid, 0); l != "" {
+		t.Errorf("as root: %q", l)
+	}
+	if l := otherUser(pid, me+12345); !strings.Contains(l, fmt.Sprintf("pid %d is another user's (uid %d)", pid, me)) || !strings.Contains(l, "as that user, or as root") {
+		t.Errorf("another user's: %q", l)
+	}
+}
