@@ -53,8 +53,8 @@ const (
 	// digest read (about 150 bytes an event, each stack once).
 	MaxRecording = 256 << 20
 	MaxPrint     = 128 << 20
-	// MaxPlaces caps the distinct places a recording's holds are counted
-	// in.
+	// MaxPlaces caps the distinct places a recording's (or a trace's)
+	// holds are counted in.
 	MaxPlaces = 4096
 	// jfrStackDepth is how many frames of a stack are read: Flight
 	// Recorder's default depth.
@@ -62,9 +62,10 @@ const (
 )
 
 // JFR watches JVM pid through Flight Recorder for o.Window: `jcmd PID
-// JFR.start` with the kit's settings, JFR.stop into a file, `jfr print
-// --json`, read with caps. A JVM that refuses attach, or whose Flight
-// Recorder is disabled, gives a Service with no window and the reason.
+// JFR.start` with the kit's settings, JFR.stop into a file, the file read
+// by JfrDigest.java under caps. A JVM that refuses attach, whose Flight
+// Recorder is disabled, or of another user (the kit not root) gives a
+// Service with no window and the reason.
 func JFR(ctx context.Context, pid int, o Options) culprit.Service {
 	o = o.withDefaults()
 	s := culprit.Service{Source: culprit.SourceJFR, ThresholdNs: int64(o.Threshold)}
@@ -171,8 +172,7 @@ func otherUser(pid, euid int) string {
 // container's /tmp).
 type recordingDir struct {
 	host, jvm string
-	uid, gid  uint32
-	asOwner   bool // the JVM's user is not the kit's: jfr print runs as it
+	uid, gid  uint32 // the JVM's user: the digest runs as it
 }
 
 func newRecordingDir(pid int) (*recordingDir, error) {
@@ -192,12 +192,11 @@ func newRecordingDir(pid int) (*recordingDir, error) {
 	d := &recordingDir{host: host, jvm: filepath.Join(jvmBase, filepath.Base(host)), uid: st.Uid, gid: st.Gid}
 	if os.Geteuid() == 0 && st.Uid != 0 {
 		// The JVM writes the recording as its user, into a directory of
-		// its own; the kit reads it as that user too (jfr print).
+		// its own; the kit reads it as that user too (the digest).
 		if err := os.Chown(host, int(st.Uid), int(st.Gid)); err != nil {
 			os.RemoveAll(host)
 			return nil, fmt.Errorf("watch: the recording's directory cannot be given to pid %d's user: %v", pid, err)
 		}
-		d.asOwner = true
 	}
 	return d, nil
 }
