@@ -23,7 +23,7 @@ func BenchmarkEnterExit(b *testing.B) {
 // part of it, with as many other goroutines parked as a server has
 // connections or workers.
 func BenchmarkStack(b *testing.B) {
-	for _, n := range []int{10, 1000, 10000} {
+	for _, n := range []int{10, 1000, 10000, 50000} {
 		b.Run(fmt.Sprint(n, "-goroutines"), func(b *testing.B) {
 			release := make(chan struct{})
 			for range n {
@@ -33,7 +33,7 @@ func BenchmarkStack(b *testing.B) {
 			w := New(Options{Threshold: time.Hour, Logger: quiet})
 			defer w.Stop()
 			for b.Loop() {
-				w.stackOf(1)
+				w.dump()
 			}
 			s := w.Stats()
 			b.ReportMetric(float64(s.StackPauseMax.Microseconds()), "max_us")

@@ -27,14 +27,89 @@ func (w *Watcher) run() {
 // threshold, and the episodes that ended. A watcher made with
 // Options.Driven needs it called at least every quarter of the threshold;
 // otherwise the watcher's own goroutine calls it.
+//
+// A look counts every loop's episode first, then takes one stack (every
+// goroutine's, the world stopped) for all the loops whose episodes want
+// one, then reports: a stack's pause, long in a process of many
+// goroutines, loses no episode of a loop released meanwhile. A loop that
+// was held across the last stack and is held still by the same callback
+// has its episode's stack from it, without another.
 func (w *Watcher) Look(now time.Time) {
 	w.looking.Lock()
 	defer w.looking.Unlock()
 	if w.stopped {
 		return
 	}
+	w.reports = w.reports[:0]
+	kept := false
 	for _, l := range w.list() {
 		w.lookAt(l, now)
+		kept = kept || l.dumpSeq != 0
+	}
+	if !kept {
+		w.lastDump = nil // no loop is held by the callback it was in then
+	}
+	w.stacks()
+	for i := range w.reports {
+		r := &w.reports[i]
+		w.report(r.l, r.ep)
+		*r = pendingReport{} // nothing kept past the look
+	}
+}
+
+// pendingReport is an episode a look reports once its stack is taken.
+type pendingReport struct {
+	l  *Loop
+	ep Episode
+	// stack: a stack is wanted for l's ongoing episode, whose callback was
+	// seq (still under way when the look counted it); last: the last dump
+	// has it (the callback was under way across it).
+	stack, last bool
+	seq         uint64
+}
+
+// stacks takes one stack of every goroutine for the reports that want one
+// and gives each its holding goroutine's state and frames, if its loop
+// is still held by the same callback (or ExitAt says it ended after the
+// stack was taken: a slow stack, a short hold). It notes the loops that
+// were held by one callback across it.
+func (w *Watcher) stacks() {
+	want := false
+	for i := range w.reports {
+		r := &w.reports[i]
+		if r.last {
+			w.give(r, w.lastDump)
+		}
+		want = want || r.stack
+	}
+	if !want {
+		return
+	}
+	dump := w.dump()
+	taken := time.Now().UnixNano()
+	w.lastDump = dump
+	for _, l := range w.list() {
+		l.dumpSeq = 0
+		if seq := l.lookSeq; seq != 0 && l.in.Load() && l.seq.Load() == seq {
+			l.dumpSeq = seq
+		}
+	}
+	for i := range w.reports {
+		r := &w.reports[i]
+		l := r.l
+		if r.stack && l.seq.Load() == r.seq && (l.in.Load() || l.end.Load() >= taken) {
+			w.give(r, dump)
+		}
+	}
+}
+
+// give gives r's episode its goroutine's state and frames in dump; the
+// ongoing episode keeps them for its end.
+func (w *Watcher) give(r *pendingReport, dump []byte) {
+	l := r.l
+	r.ep.State, r.ep.Frames = parse(dump, l.gid.Load())
+	if l.ep != nil && l.seen == r.seq {
+		l.ep.State, l.ep.Frames = r.ep.State, r.ep.Frames
 	}
 }
 
@@ -46,6 +121,13 @@ func (w *Watcher) lookAt(l *Loop, now time.Time) {
 	// this one's).
 	in := l.in.Load()
 	seq := l.seq.Load()
+	l.lookSeq = 0
+	if in {
+		l.lookSeq = seq
+	}
+	if l.dumpSeq != 0 && (!in || seq != l.dumpSeq) {
+		l.dumpSeq = 0 // the last dump is not this callback's
+	}
 	if l.pending && (seq != l.seen || !in) {
 		w.decide(l, now) // it ended before its thread's counts were read again
 	}
@@ -149,13 +231,12 @@ func (w *Watcher) classify(l *Loop, ep *Episode, now time.Time) {
 	}
 }
 
-// decide finds the ongoing episode's cause, takes its stack (unless
-// starved, or one was taken lately), counts it and reports it.
+// decide finds the ongoing episode's cause, counts it, and has the look
+// report it, with a stack unless it is starved or one was taken lately.
 func (w *Watcher) decide(l *Loop, now time.Time) {
 	l.pending = false
 	ep := l.ep
 	w.classify(l, ep, now)
-	w.stack(l, ep, now)
 	switch ep.Cause {
 	case Blocked:
 		l.blocked.Add(1)
@@ -170,7 +251,7 @@ func (w *Watcher) decide(l *Loop, now time.Time) {
 		w.stats.Starved++
 	}
 	w.mu.Unlock()
-	w.report(l, *ep)
+	w.later(l, now)
 }
 
 // recheck looks again at a starved episode still holding its loop: once
@@ -183,10 +264,6 @@ func (w *Watcher) recheck(l *Loop, now time.Time) {
 		ep.Cause = Starved
 		return
 	}
-	w.stack(l, ep, now)
-	if ep.Cause != Blocked {
-		return
-	}
 	l.starved.Add(-1)
 	l.blocked.Add(1)
 	if l.logged {
@@ -195,28 +272,28 @@ func (w *Watcher) recheck(l *Loop, now time.Time) {
 	w.mu.Lock()
 	w.stats.Starved--
 	w.mu.Unlock()
-	w.report(l, *ep)
+	w.later(l, now)
 }
 
-// stack takes the stack of the goroutine holding l for ep, unless ep is
-// starved or l's last stack is less than StackEvery old.
-func (w *Watcher) stack(l *Loop, ep *Episode, now time.Time) {
-	seq := l.seen
-	still := func() bool { return l.seq.Load() == seq && l.in.Load() }
-	if ep.Cause != Starved && w.o.StackEvery >= 0 && now.Sub(l.lastStack) >= w.o.StackEvery && l.gid.Load() != 0 && still() {
-		ep.State, ep.Frames = w.stackOf(l.gid.Load())
-		taken := time.Now().UnixNano()
-		l.lastStack = now
-		// The stack says where it is held only if it still is, or if
-		// ExitAt says it ended after the stack was taken (a slow stack, a
-		// short hold).
-		if !still() && !(l.seq.Load() == seq && l.end.Load() >= taken) {
-			ep.State, ep.Frames = "", nil
-		}
-	}
+// later has the look report l's ongoing episode as it is now, after the
+// look's stack if it wants one: unless it is starved, or l's last stack is
+// less than StackEvery old, or its callback has ended already.
+func (w *Watcher) later(l *Loop, now time.Time) {
+	ep := l.ep
 	if ep.Cause == Starved {
 		ep.State, ep.Frames = "", nil
 	}
+	r := pendingReport{l: l, ep: *ep, seq: l.seen}
+	if ep.Cause != Starved && w.o.StackEvery >= 0 && now.Sub(l.lastStack) >= w.o.StackEvery && l.gid.Load() != 0 &&
+		l.seq.Load() == l.seen && l.in.Load() {
+		l.lastStack = now
+		if l.dumpSeq == l.seen && w.lastDump != nil {
+			r.last = true // held across the last dump: its stack is there
+		} else {
+			r.stack = true
+		}
+	}
+	w.reports = append(w.reports, r)
 }
 
 // ended reports l's episode, which ended at most a look ago (at the time
@@ -233,7 +310,7 @@ func (w *Watcher) ended(l *Loop, now time.Time) {
 	ep.Ended, ep.Held = true, time.Unix(0, end).Sub(ep.Start)
 	l.ep = nil
 	l.heldNs.Add(int64(ep.Held))
-	w.report(l, ep)
+	w.reports = append(w.reports, pendingReport{l: l, ep: ep})
 }
 
 func (w *Watcher) report(l *Loop, ep Episode) {

@@ -37,6 +37,9 @@ func New(t testing.TB, threshold time.Duration) *loopwatch.Watcher {
 		OnEpisode: func(e loopwatch.Episode) {
 			mu.Lock()
 			defer mu.Unlock()
+			if reported != nil {
+				reported(e)
+			}
 			if !e.Ended {
 				held = append(held, e)
 				return
@@ -62,6 +65,10 @@ func New(t testing.TB, threshold time.Duration) *loopwatch.Watcher {
 	})
 	return w
 }
+
+// reported, set by this package's tests before New, sees each episode as
+// the watcher reports it.
+var reported func(loopwatch.Episode)
 
 // Describe is an episode in words: "loop-0 was held 52ms (at least: still
 // held) in chan receive at main.query (app.go:12)", and its stack.
