@@ -3,6 +3,7 @@ package loopwatch
 import (
 	"context"
 	"log/slog"
+	"sync/atomic"
 	"time"
 )
 
@@ -40,7 +41,7 @@ func (w *Watcher) Look(now time.Time) {
 	if w.stopped {
 		return
 	}
-	w.reports = w.reports[:0]
+	w.reports, w.now = w.reports[:0], now
 	kept := false
 	for _, l := range w.list() {
 		w.lookAt(l, now)
@@ -52,7 +53,9 @@ func (w *Watcher) Look(now time.Time) {
 	w.stacks()
 	for i := range w.reports {
 		r := &w.reports[i]
-		w.report(r.l, r.ep)
+		if !r.recheckP {
+			w.report(r.l, r.ep)
+		}
 		*r = pendingReport{} // nothing kept past the look
 	}
 }
@@ -66,6 +69,11 @@ type pendingReport struct {
 	// has it (the callback was under way across it).
 	stack, last bool
 	seq         uint64
+	// recheckP: the stack is to say whether the episode's goroutine, found
+	// waiting for a P a threshold ago, is in its own code: found there at
+	// two stacks a threshold apart, and waiting at none between, its
+	// callback held the loop after all (reported then, not otherwise).
+	recheckP bool
 }
 
 // stacks takes one stack of every goroutine for the reports that want one
@@ -103,14 +111,77 @@ func (w *Watcher) stacks() {
 	}
 }
 
-// give gives r's episode its goroutine's state and frames in dump; the
-// ongoing episode keeps them for its end.
+// give gives r's episode its goroutine's state and frames in dump, and
+// its cause if the stack finds it waiting for a Go P after a system call,
+// or back in its own code after such a wait; the ongoing episode keeps
+// them for its end.
 func (w *Watcher) give(r *pendingReport, dump []byte) {
 	l := r.l
-	r.ep.State, r.ep.Frames = parse(dump, l.gid.Load())
-	if l.ep != nil && l.seen == r.seq {
-		l.ep.State, l.ep.Frames = r.ep.State, r.ep.Frames
+	state, frames, waitP := parse(dump, l.gid.Load())
+	if state == "" {
+		return
 	}
+	ongoing := l.ep != nil && l.seen == r.seq
+	switch {
+	case waitP && r.recheckP: // waiting still, or again
+		if ongoing {
+			l.waitSeen, l.ownSeen = w.now, time.Time{}
+		}
+		return
+	case waitP:
+		l.before = r.ep.Cause
+		w.move(l, r.ep.Cause, WaitingForP)
+		r.ep.Cause, frames = WaitingForP, nil // the call it is back from is not blamed
+		if ongoing {
+			l.waitSeen, l.ownSeen = w.now, time.Time{}
+		}
+	case r.recheckP && l.ownSeen.IsZero():
+		// In its own code: if it is still there a threshold on, its
+		// callback held the loop after the wait.
+		if ongoing {
+			l.waitSeen, l.ownSeen = w.now, w.now
+		}
+		return
+	case r.recheckP:
+		w.move(l, WaitingForP, l.before)
+		r.ep.Cause, r.recheckP = l.before, false // reported: held by its callback after all
+		if l.logged {
+			l.lastLog = time.Time{} // its waiting line is not the last word
+		}
+	}
+	r.ep.State, r.ep.Frames = state, frames
+	if ongoing {
+		l.ep.Cause, l.ep.State, l.ep.Frames = r.ep.Cause, state, frames
+	}
+}
+
+// move counts one of l's episodes under cause to instead of from.
+func (w *Watcher) move(l *Loop, from, to Cause) {
+	l.count(from).Add(-1)
+	l.count(to).Add(1)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for c, d := range map[Cause]int64{from: -1, to: 1} {
+		switch c {
+		case Starved:
+			w.stats.Starved += d
+		case WaitingForP:
+			w.stats.WaitingForP += d
+		}
+	}
+}
+
+// count is l's count of episodes of cause c.
+func (l *Loop) count(c Cause) *atomic.Int64 {
+	switch c {
+	case Blocked:
+		return &l.blocked
+	case Starved:
+		return &l.starved
+	case WaitingForP:
+		return &l.waitP
+	}
+	return &l.unknown
 }
 
 // lookAt moves one loop's episode on at now.
@@ -155,6 +226,12 @@ func (w *Watcher) lookAt(l *Loop, now time.Time) {
 	}
 	if l.ep != nil && l.ep.Cause == Starved && seq == l.seen {
 		w.recheck(l, now)
+		return
+	}
+	if l.ep != nil && l.ep.Cause == WaitingForP && seq == l.seen {
+		if now.Sub(l.waitSeen) >= w.o.Threshold { // still held a threshold on: waiting still?
+			w.reports = append(w.reports, pendingReport{l: l, ep: *l.ep, seq: seq, stack: true, recheckP: true})
+		}
 		return
 	}
 	if seq == l.seen || now.Sub(l.since) < w.o.Threshold {
@@ -237,14 +314,7 @@ func (w *Watcher) decide(l *Loop, now time.Time) {
 	l.pending = false
 	ep := l.ep
 	w.classify(l, ep, now)
-	switch ep.Cause {
-	case Blocked:
-		l.blocked.Add(1)
-	case Starved:
-		l.starved.Add(1)
-	default:
-		l.unknown.Add(1)
-	}
+	l.count(ep.Cause).Add(1)
 	w.mu.Lock()
 	w.stats.Episodes++
 	if ep.Cause == Starved {
@@ -264,14 +334,10 @@ func (w *Watcher) recheck(l *Loop, now time.Time) {
 		ep.Cause = Starved
 		return
 	}
-	l.starved.Add(-1)
-	l.blocked.Add(1)
+	w.move(l, Starved, Blocked)
 	if l.logged {
 		l.lastLog = time.Time{} // its starved line is not the last word
 	}
-	w.mu.Lock()
-	w.stats.Starved--
-	w.mu.Unlock()
 	w.later(l, now)
 }
 
@@ -342,9 +408,12 @@ func (w *Watcher) logLine(l *Loop, ep Episode) {
 	l.lastLog, l.logged = ep.Start, true
 	level, msg := slog.LevelWarn, "loopwatch: loop held"
 	attrs := []slog.Attr{slog.String("loop", ep.Loop), slog.Duration("held", ep.Held), slog.String("cause", ep.Cause.String())}
-	if ep.Cause == Starved {
+	switch ep.Cause {
+	case Starved:
 		level, msg = slog.LevelInfo, "loopwatch: loop held: its thread did not get a CPU"
 		attrs = append(attrs, slog.Duration("waited", ep.Thread.Waited), slog.Duration("watched", ep.Thread.Watched))
+	case WaitingForP:
+		level, msg = slog.LevelInfo, "loopwatch: loop held: its goroutine, back from a system call, waited for a Go P"
 	}
 	if c := ep.Culprit(); c.Function != "" {
 		attrs = append(attrs, slog.String("state", ep.State), slog.String("at", c.String()))

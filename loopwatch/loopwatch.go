@@ -66,6 +66,24 @@
 // Blocked after all and reported again. Elsewhere its Cause is Unknown:
 // loopwatch cannot tell.
 //
+// A loop whose goroutine waits for a Go P is not a blocking call either.
+// A goroutine back from a system call (a write, a read that did not
+// wait) finds no P free when every P runs other goroutines, and waits,
+// its loop held, until the scheduler takes one from them (it preempts a
+// goroutine after about 10 ms). The stack shows such a goroutine
+// "runnable" where it entered its call, as during the call: an episode
+// whose stack finds it so is WaitingForP, the call not blamed, counted
+// apart. A goroutine ready to run in its own code (preempted, or woken
+// from a wait) is not this: Blocked (or Unknown). It is told from the
+// stack alone: an episode without one (StackEvery) keeps the cause its
+// thread gave, and a system call that held the loop past the threshold
+// and returned just before the stack is counted WaitingForP too (the
+// stack shows the goroutine when it is taken, not when its call
+// returned). An episode still held a threshold after its goroutine was
+// found waiting gets another stack each threshold; found in its own code
+// by two of them a threshold apart, waiting at none between, it is its
+// callback's after all, counted so and reported again.
+//
 // A Loop belongs to one goroutine, the loop's own: gnet, nbio and evio each
 // run a loop on one goroutine for the server's life. Its first Enter learns
 // which; after that Enter makes three atomic writes and Exit one, and
@@ -124,8 +142,14 @@ const (
 	// past the threshold: the machine, not the callback. The frame it
 	// stood on is not blamed. (A goroutine that waits for a Go P parks its
 	// locked thread, which the kernel counts as the thread's own doing:
-	// that wait is the callback's.)
+	// see WaitingForP.)
 	Starved
+	// WaitingForP: the stack found the loop's goroutine back from a system
+	// call and waiting for a Go P to run on (all of them busy): the
+	// scheduler held the loop, not the call, whose frame is not blamed. A
+	// goroutine ready to run in its own code (preempted, or woken from a
+	// wait) is not this: Blocked, or Unknown.
+	WaitingForP
 )
 
 func (c Cause) String() string {
@@ -134,6 +158,8 @@ func (c Cause) String() string {
 		return "blocked"
 	case Starved:
 		return "starved"
+	case WaitingForP:
+		return "waiting_for_p"
 	}
 	return "unknown"
 }
@@ -164,7 +190,7 @@ type Episode struct {
 	// frame outside Go's standard library and runtime: your code, or a
 	// library's), then its callers, then the standard library's and the
 	// runtime's frames it called last; nil when no stack was taken (and for
-	// a Starved episode).
+	// a Starved or WaitingForP episode).
 	Frames []Frame
 }
 
@@ -214,7 +240,10 @@ func (f Frame) String() string {
 type Stats struct {
 	Episodes int64 // every episode, whatever its cause, stack or not
 	Starved  int64 // of which the loop's thread did not get a CPU
-	Stacks   int64 // stacks taken (one serves every loop held at that look)
+	// WaitingForP: of which the loop's goroutine was back from a system
+	// call and waiting for a Go P.
+	WaitingForP int64
+	Stacks      int64 // stacks taken (one serves every loop held at that look)
 	// StackPause is the longest and the total time spent taking stacks:
 	// the world is stopped for part of it.
 	StackPauseMax, StackPauseTotal time.Duration
@@ -223,8 +252,8 @@ type Stats struct {
 // Counts are one loop's episodes by cause, and how long the episodes that
 // ended held it, in all.
 type Counts struct {
-	Blocked, Starved, Unknown int64
-	Held                      time.Duration
+	Blocked, Starved, WaitingForP, Unknown int64
+	Held                                   time.Duration
 }
 
 // Watcher watches the loops made by its Loop method.
@@ -246,6 +275,7 @@ type Watcher struct {
 	dumpPer  int
 	lastDump []byte
 	reports  []pendingReport
+	now      time.Time // the look's
 }
 
 // New starts a watcher; Stop ends it.
@@ -301,8 +331,8 @@ type Loop struct {
 	at   atomic.Int64  // unix ns EnterAt gave for it; 0: not given
 	end  atomic.Int64  // unix ns ExitAt gave for it; 0: not given
 
-	blocked, starved, unknown atomic.Int64 // episodes begun, by cause
-	heldNs                    atomic.Int64 // how long the episodes that ended held the loop, in all
+	blocked, starved, waitP, unknown atomic.Int64 // episodes begun, by cause
+	heldNs                           atomic.Int64 // how long the episodes that ended held the loop, in all
 
 	// The looking goroutine's own.
 	cur       uint64    // the callback it is timing
@@ -326,6 +356,12 @@ type Loop struct {
 	// lookSeq is the callback the look found under way (0: none);
 	// dumpSeq the one under way across the last dump (0: none, or over).
 	lookSeq, dumpSeq uint64
+	// waitSeen is when a stack last found the ongoing episode's goroutine
+	// waiting for a P (WaitingForP), or looked again; ownSeen when one
+	// first found it in its own code since (zero: none); before is its
+	// cause until the wait was seen.
+	waitSeen, ownSeen time.Time
+	before            Cause
 }
 
 // Loop returns a new Loop named name, watched from now on.
@@ -389,8 +425,8 @@ func (l *Loop) Name() string { return l.name }
 
 // Counts are the loop's episodes so far, by cause.
 func (l *Loop) Counts() Counts {
-	return Counts{Blocked: l.blocked.Load(), Starved: l.starved.Load(), Unknown: l.unknown.Load(),
-		Held: time.Duration(l.heldNs.Load())}
+	return Counts{Blocked: l.blocked.Load(), Starved: l.starved.Load(), WaitingForP: l.waitP.Load(),
+		Unknown: l.unknown.Load(), Held: time.Duration(l.heldNs.Load())}
 }
 
 // Loops lists the watched loops, in the order they were made.

@@ -36,14 +36,15 @@ func (w *Watcher) dump() []byte {
 }
 
 // parse finds goroutine id in a runtime.Stack dump: its state and its
-// frames, the culprit first.
-func parse(dump []byte, id uint64) (string, []Frame) {
+// frames, the culprit first; waitP says it is back from a system call and
+// waits for a Go P (see backFromSyscall).
+func parse(dump []byte, id uint64) (state string, frames []Frame, waitP bool) {
 	head := []byte("goroutine " + strconv.FormatUint(id, 10) + " [")
 	i := 0
 	for {
 		j := bytes.Index(dump[i:], head)
 		if j < 0 {
-			return "", nil
+			return "", nil, false
 		}
 		i += j
 		if i == 0 || dump[i-1] == '\n' {
@@ -56,11 +57,10 @@ func parse(dump []byte, id uint64) (string, []Frame) {
 		g = g[:end]
 	}
 	lines := strings.Split(string(g), "\n")
-	state := strings.TrimSuffix(strings.TrimPrefix(lines[0], string(head)), "]:")
+	state = strings.TrimSuffix(strings.TrimPrefix(lines[0], string(head)), "]:")
 	if i := strings.Index(state, ","); i >= 0 { // "chan receive, 2 minutes"
 		state = state[:i]
 	}
-	var frames []Frame
 	for i := 1; i+1 < len(lines); i += 2 {
 		fn := lines[i]
 		if strings.HasPrefix(fn, "created by ") {
@@ -80,7 +80,28 @@ func parse(dump []byte, id uint64) (string, []Frame) {
 		}
 		frames = append(frames, f)
 	}
-	return state, culpritFirst(frames)
+	waitP = state == "runnable" && len(frames) > 0 && backFromSyscall(frames[0].Function)
+	return state, culpritFirst(frames), waitP
+}
+
+// backFromSyscall says whether fn, the innermost frame a dump shows of a
+// goroutine that is runnable, is where Go enters a system call (or a C
+// call): the goroutine is back from it and waits for a P. A goroutine
+// waits so in the runtime's exitsyscall, whose frames a dump hides; the
+// runtime prints its stack from where the call was entered, as it does
+// during the call ("syscall"). One preempted, or woken from a wait, shows
+// where it stopped in its own code, or the call it waited in (a channel's,
+// a lock's).
+func backFromSyscall(fn string) bool {
+	if strings.Contains(fn, "._Cfunc_") { // cgo's call of a C function
+		return true
+	}
+	pkg, name := fn, ""
+	if i := strings.LastIndex(fn, "."); i >= 0 {
+		pkg, name = fn[:i], fn[i+1:]
+	}
+	return (pkg == "syscall" || pkg == "golang.org/x/sys/unix") &&
+		(strings.HasPrefix(name, "Syscall") || strings.HasPrefix(name, "syscall"))
 }
 
 // culpritFirst reorders frames (innermost first) so that the innermost

@@ -44,13 +44,15 @@ func TestCollector(t *testing.T) {
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(Collector(w))
 	want := `
-# HELP loopwatch_episodes_total Callbacks that held their event loop past the threshold, by cause: blocked (the callback held it), starved (its thread waited for a CPU), unknown (not on a locked thread: cannot tell).
+# HELP loopwatch_episodes_total Callbacks that held their event loop past the threshold, by cause: blocked (the callback held it), starved (its thread waited for a CPU), waiting_for_p (its goroutine, back from a system call, waited for a Go P), unknown (not on a locked thread: cannot tell).
 # TYPE loopwatch_episodes_total counter
 loopwatch_episodes_total{cause="blocked",loop="loop-0"} 0
 loopwatch_episodes_total{cause="blocked",loop="loop-1"} 0
 loopwatch_episodes_total{cause="starved",loop="loop-0"} 0
 loopwatch_episodes_total{cause="starved",loop="loop-1"} 0
 loopwatch_episodes_total{cause="unknown",loop="loop-0"} 1
+loopwatch_episodes_total{cause="waiting_for_p",loop="loop-0"} 0
+loopwatch_episodes_total{cause="waiting_for_p",loop="loop-1"} 0
 loopwatch_episodes_total{cause="unknown",loop="loop-1"} 0
 # HELP loopwatch_stacks_total Stacks taken of a holding goroutine (the world is stopped for part of each).
 # TYPE loopwatch_stacks_total counter

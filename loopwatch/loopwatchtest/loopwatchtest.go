@@ -25,7 +25,9 @@ import (
 // episode: the loop, how long it was held and where, with the holding
 // goroutine's stack. An episode whose loop's thread did not get a CPU
 // (loopwatch.Starved: a busy machine, not the callback; known only for a
-// loop on a locked thread, see Loop.LockedThread) is logged, not failed.
+// loop on a locked thread, see Loop.LockedThread), or whose goroutine was
+// back from a system call and waiting for a Go P (loopwatch.WaitingForP:
+// the scheduler, not the call), is logged, not failed.
 func New(t testing.TB, threshold time.Duration) *loopwatch.Watcher {
 	t.Helper()
 	var mu sync.Mutex
@@ -56,7 +58,7 @@ func New(t testing.TB, threshold time.Duration) *loopwatch.Watcher {
 		mu.Lock()
 		defer mu.Unlock()
 		for _, e := range held {
-			if e.Cause == loopwatch.Starved {
+			if e.Cause == loopwatch.Starved || e.Cause == loopwatch.WaitingForP {
 				t.Logf("%s", Describe(e))
 				continue
 			}
@@ -77,9 +79,12 @@ func Describe(e loopwatch.Episode) string {
 	if !e.Ended {
 		s += " (at least: still held when the test ended)"
 	}
-	if e.Cause == loopwatch.Starved {
+	switch e.Cause {
+	case loopwatch.Starved:
 		return s + fmt.Sprintf(": its thread did not get a CPU (waited %s of the %s watched), not a blocking call",
 			e.Thread.Waited.Round(time.Microsecond), e.Thread.Watched.Round(time.Microsecond))
+	case loopwatch.WaitingForP:
+		return s + ": its goroutine, back from a system call, waited for a Go P (all busy), not a blocking call"
 	}
 	if len(e.Frames) == 0 {
 		return s + " (no stack: the loop was released before one could be taken, or one had just been)"
