@@ -53,7 +53,7 @@ func (w *Watcher) Look(now time.Time) {
 	w.stacks()
 	for i := range w.reports {
 		r := &w.reports[i]
-		if !r.recheckP {
+		if !r.recheckP && !r.early {
 			w.report(r.l, r.ep)
 		}
 		*r = pendingReport{} // nothing kept past the look
@@ -74,6 +74,8 @@ type pendingReport struct {
 	// two stacks a threshold apart, and waiting at none between, its
 	// callback held the loop after all (reported then, not otherwise).
 	recheckP bool
+	// early: the stack only, taken a look before the episode is decided.
+	early bool
 }
 
 // stacks takes one stack of every goroutine for the reports that want one
@@ -122,6 +124,12 @@ func (w *Watcher) give(r *pendingReport, dump []byte) {
 		return
 	}
 	ongoing := l.ep != nil && l.seen == r.seq
+	if r.early {
+		if ongoing {
+			l.ep.State, l.ep.Frames, l.earlyWait = state, frames, waitP
+		}
+		return
+	}
 	switch {
 	case waitP && r.recheckP: // waiting still, or again
 		if ongoing {
@@ -239,15 +247,18 @@ func (w *Watcher) lookAt(l *Loop, now time.Time) {
 	}
 	l.seen = seq
 	ep := Episode{Loop: l.name, Start: l.since, Held: now.Sub(l.since)}
-	l.ep = &ep
+	l.ep, l.earlyWait = &ep, false
 	if l.tid.Load() != 0 && !l.schedErr {
 		if l.baseSeq != seq { // first seen past the threshold: the watcher was late
 			l.track(seq, now)
 		}
 		if l.baseAt.Equal(now) && !l.schedErr {
 			// Counts read just now say nothing yet: they are read again,
-			// and the episode decided, at the next look.
+			// and the episode decided, at the next look. Its stack is
+			// taken now, while it holds the loop (this watcher was late:
+			// the loop may be let go before the next look).
 			l.pending = true
+			w.stackFor(l, now, true)
 			return
 		}
 	}
@@ -314,11 +325,18 @@ func (w *Watcher) decide(l *Loop, now time.Time) {
 	l.pending = false
 	ep := l.ep
 	w.classify(l, ep, now)
+	if ep.Cause != Starved && l.earlyWait { // the look before found it waiting for a P
+		l.before, ep.Cause, ep.Frames = ep.Cause, WaitingForP, nil
+		l.waitSeen, l.ownSeen = now, time.Time{}
+	}
 	l.count(ep.Cause).Add(1)
 	w.mu.Lock()
 	w.stats.Episodes++
-	if ep.Cause == Starved {
+	switch ep.Cause {
+	case Starved:
 		w.stats.Starved++
+	case WaitingForP:
+		w.stats.WaitingForP++
 	}
 	w.mu.Unlock()
 	w.later(l, now)
@@ -349,8 +367,20 @@ func (w *Watcher) later(l *Loop, now time.Time) {
 	if ep.Cause == Starved {
 		ep.State, ep.Frames = "", nil
 	}
-	r := pendingReport{l: l, ep: *ep, seq: l.seen}
-	if ep.Cause != Starved && w.o.StackEvery >= 0 && now.Sub(l.lastStack) >= w.o.StackEvery && l.gid.Load() != 0 &&
+	if ep.Cause == Starved || ep.State != "" { // no stack, or taken at the look before
+		w.reports = append(w.reports, pendingReport{l: l, ep: *ep, seq: l.seen})
+		return
+	}
+	w.stackFor(l, now, false)
+}
+
+// stackFor has the look report l's ongoing episode after its stack, if it
+// may have one: l's last stack at least StackEvery old, its callback
+// still under way. early: the stack only (the episode is decided, and
+// reported, at the next look).
+func (w *Watcher) stackFor(l *Loop, now time.Time, early bool) {
+	r := pendingReport{l: l, ep: *l.ep, seq: l.seen, early: early}
+	if w.o.StackEvery >= 0 && now.Sub(l.lastStack) >= w.o.StackEvery && l.gid.Load() != 0 &&
 		l.seq.Load() == l.seen && l.in.Load() {
 		l.lastStack = now
 		if l.dumpSeq == l.seen && w.lastDump != nil {
@@ -359,7 +389,9 @@ func (w *Watcher) later(l *Loop, now time.Time) {
 			r.stack = true
 		}
 	}
-	w.reports = append(w.reports, r)
+	if !early || r.stack || r.last {
+		w.reports = append(w.reports, r)
+	}
 }
 
 // ended reports l's episode, which ended at most a look ago (at the time

@@ -362,6 +362,7 @@ type Loop struct {
 	// cause until the wait was seen.
 	waitSeen, ownSeen time.Time
 	before            Cause
+	earlyWait         bool // the stack taken before the episode was decided found it waiting
 }
 
 // Loop returns a new Loop named name, watched from now on.

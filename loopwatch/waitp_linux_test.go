@@ -164,3 +164,61 @@ func TestWaitingForPThenHeld(t *testing.T) {
 		return
 	}
 }
+
+// TestWaitingForPLetGoBeforeDecided: a loop on a locked thread that a late
+// watcher first finds held past the threshold is decided a look later
+// (its thread's counts need two reads), by when the loop may be let go;
+// its stack is taken at the first look, and says it waited for a P (it
+// was decided blocked, without a stack, when the stack came with the
+// decision: the kit's offload measurement counted such a hold, 3.6 ms in
+// /offload, as a block).
+func TestWaitingForPLetGoBeforeDecided(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	var got []Episode
+	w := New(Options{Threshold: time.Millisecond, Driven: true, Logger: quiet,
+		OnEpisode: func(e Episode) { got = append(got, e) }})
+	defer w.Stop()
+	buf := make([]byte, 1<<20)
+	for try := 1; ; try++ {
+		got = got[:0]
+		l := w.Loop("loop-" + strconv.Itoa(try))
+		napping, done, finish := make(chan struct{}, 1), make(chan struct{}, 1), make(chan struct{})
+		go func() {
+			runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
+			l.LockedThread()
+			l.EnterAt(time.Now().Add(-5 * time.Millisecond).UnixNano())
+			napping <- struct{}{}
+			napInSyscall()
+			l.ExitAt(time.Now().UnixNano())
+			done <- struct{}{}
+			<-finish // its thread parked, not gone, when the watcher reads it
+		}()
+		<-napping
+		waiting := false // this goroutine holds the one P while the loop comes back from its call
+		for start := time.Now(); !waiting && time.Since(start) < 5*time.Millisecond; {
+			_, _, waiting = parse(buf[:runtime.Stack(buf, true)], l.gid.Load())
+		}
+		t0 := time.Now()
+		if waiting {
+			w.Look(t0) // found held past the threshold: its stack now, its cause next look
+		}
+		<-done // the loop runs, and lets go
+		w.Look(t0.Add(time.Second))
+		close(finish)
+		// (Starved: its thread then waited for a CPU past the threshold, on
+		// a busy machine: tried again.)
+		if !waiting || len(got) == 0 || got[0].State == "" || got[0].Cause == Starved {
+			if try == 50 {
+				t.Fatalf("the loop was never found waiting for a P in 50 tries: %+v", got)
+			}
+			continue
+		}
+		if len(got) != 2 || got[0].Cause != WaitingForP || got[0].State != "runnable" || got[0].Frames != nil || !got[1].Ended || got[1].Cause != WaitingForP {
+			t.Fatalf("reports %+v: want one episode waiting for a P (runnable, no frame blamed), then its end", got)
+		}
+		if c := l.Counts(); c.WaitingForP != 1 || c.Blocked != 0 {
+			t.Errorf("counts %+v", c)
+		}
+		return
+	}
+}
