@@ -13,7 +13,8 @@ func BenchmarkEnterExit(b *testing.B) {
 	w := New(Options{Threshold: time.Hour, Logger: quiet})
 	defer w.Stop()
 	l := w.Loop("loop-0")
-	for b.Loop() {
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
 		l.Enter()
 		l.Exit()
 	}
@@ -26,13 +27,14 @@ func BenchmarkStack(b *testing.B) {
 	for _, n := range []int{10, 1000, 10000, 50000} {
 		b.Run(fmt.Sprint(n, "-goroutines"), func(b *testing.B) {
 			release := make(chan struct{})
-			for range n {
+			for i := 0; i < n; i++ {
 				go func() { <-release }()
 			}
 			defer close(release)
 			w := New(Options{Threshold: time.Hour, Logger: quiet})
 			defer w.Stop()
-			for b.Loop() {
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
 				w.dump()
 			}
 			s := w.Stats()

@@ -68,7 +68,7 @@ func TestStackEvery(t *testing.T) {
 	w := New(Options{Threshold: 10 * time.Millisecond, StackEvery: time.Hour, OnEpisode: func(e Episode) { got <- e }, Logger: quiet})
 	defer w.Stop()
 	l := w.Loop("loop-1")
-	for i := range 2 {
+	for i := 0; i < 2; i++ {
 		release := make(chan struct{})
 		go func() {
 			l.Enter()
@@ -96,7 +96,7 @@ func TestShortCallbacks(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		for range 100000 {
+		for i := 0; i < 100000; i++ {
 			l.Enter()
 			l.Exit()
 		}
@@ -198,7 +198,7 @@ func TestLogLines(t *testing.T) {
 	defer w.Stop()
 	l := w.Loop("loop-0")
 	t0 := time.Now()
-	for i := range 5 { // five 2 ms holds, 100 ms apart, then one a second later
+	for i := 0; i < 5; i++ { // five 2 ms holds, 100 ms apart, then one a second later
 		at := t0.Add(time.Duration(i) * 100 * time.Millisecond)
 		if i == 4 {
 			at = t0.Add(2 * time.Second)

@@ -12,6 +12,7 @@ package loopwatchtest
 
 import (
 	"fmt"
+	"io"
 	"log/slog"
 	"sync"
 	"testing"
@@ -34,8 +35,8 @@ func New(t testing.TB, threshold time.Duration) *loopwatch.Watcher {
 	var held []loopwatch.Episode
 	w := loopwatch.New(loopwatch.Options{
 		Threshold:  threshold,
-		StackEvery: time.Nanosecond,               // a stack for every episode: a test can pay for it
-		Logger:     slog.New(slog.DiscardHandler), // the test says it
+		StackEvery: time.Nanosecond,                                // a stack for every episode: a test can pay for it
+		Logger:     slog.New(slog.NewTextHandler(io.Discard, nil)), // the test says it
 		OnEpisode: func(e loopwatch.Episode) {
 			mu.Lock()
 			defer mu.Unlock()

@@ -64,7 +64,7 @@ func TestFailsOnHeldLoop(t *testing.T) {
 	quiet := &recorder{}
 	w = New(quiet, 2*time.Second)
 	l = w.Loop("loop-1")
-	for range 1000 {
+	for i := 0; i < 1000; i++ {
 		l.Enter()
 		l.Exit()
 	}
