@@ -42,3 +42,20 @@ func BenchmarkStack(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkLook is one look at 8 loops, none held: what the watcher's
+// goroutine spends every quarter of the threshold.
+func BenchmarkLook(b *testing.B) {
+	w := NewDriven(Options{Threshold: time.Hour, Logger: quiet})
+	defer w.Stop()
+	for i := 0; i < 8; i++ {
+		l := w.Loop(fmt.Sprint("loop-", i))
+		l.Enter()
+		l.Exit()
+	}
+	now := time.Now()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		w.Look(now)
+	}
+}

@@ -69,7 +69,7 @@ func onLockedThread(l *Loop, setup func() error, f func()) (done chan error) {
 	done = make(chan error, 1)
 	go func() {
 		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
-		l.LockedThread()
+		l.LockThread()
 		if setup != nil {
 			if err := setup(); err != nil {
 				done <- err

@@ -25,9 +25,10 @@ func (w *Watcher) run() {
 }
 
 // Look looks at every loop at now: it reports the loops held past the
-// threshold, and the episodes that ended. A watcher made with
-// Options.Driven needs it called at least every quarter of the threshold;
-// otherwise the watcher's own goroutine calls it.
+// threshold, and the episodes that ended.
+//
+// Advanced: a watcher made with NewDriven needs it called at least every
+// quarter of the threshold; New's own goroutine calls it otherwise.
 //
 // A look counts every loop's episode first, then takes one stack (every
 // goroutine's, the world stopped) for all the loops whose episodes want

@@ -159,7 +159,7 @@ created by github.com/panjf2000/gnet/v2.(*engine).start in goroutine 1
 // held loop, times it from EnterAt and ends it at ExitAt.
 func TestDriven(t *testing.T) {
 	var got []Episode
-	w := New(Options{Threshold: 10 * time.Millisecond, Driven: true, StackEvery: -1, Logger: quiet,
+	w := NewDriven(Options{Threshold: 10 * time.Millisecond, StackEvery: -1, Logger: quiet,
 		OnEpisode: func(e Episode) { got = append(got, e) }})
 	defer w.Stop()
 	l := w.Loop("loop-0")
@@ -193,7 +193,7 @@ func TestDriven(t *testing.T) {
 // per StackEvery; the next line says how many were left out.
 func TestLogLines(t *testing.T) {
 	var buf strings.Builder
-	w := New(Options{Threshold: time.Millisecond, Driven: true, StackEvery: time.Second,
+	w := NewDriven(Options{Threshold: time.Millisecond, StackEvery: time.Second,
 		Logger: slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelInfo}))})
 	defer w.Stop()
 	l := w.Loop("loop-0")

@@ -43,7 +43,7 @@ func TestEveryHeldLoopCounted(t *testing.T) {
 	var exited func()
 	var once sync.Once
 	var got []Episode
-	w := New(Options{Threshold: time.Millisecond, Driven: true, Logger: quiet,
+	w := NewDriven(Options{Threshold: time.Millisecond, Logger: quiet,
 		OnEpisode: func(e Episode) {
 			got = append(got, e)
 			once.Do(func() { close(release); exited() })
@@ -135,7 +135,7 @@ func TestEveryHeldLoopCountedBesideManyGoroutines(t *testing.T) {
 // ended meanwhile, held again by a new one, gets a new stack.
 func TestStackServesLoopsHeldAcross(t *testing.T) {
 	var got []Episode
-	w := New(Options{Threshold: time.Millisecond, Driven: true, Logger: quiet,
+	w := NewDriven(Options{Threshold: time.Millisecond, Logger: quiet,
 		OnEpisode: func(e Episode) { got = append(got, e) }})
 	defer w.Stop()
 	release := make(chan struct{})

@@ -60,7 +60,7 @@ func TestBackFromSyscallWithoutP(t *testing.T) {
 	go func() {
 		defer close(done)
 		runtime.LockOSThread()
-		l.LockedThread()
+		l.LockThread()
 		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline) && !found(); {
 			l.Enter()
 			napInSyscall()
@@ -104,7 +104,7 @@ func TestBackFromSyscallWithoutP(t *testing.T) {
 func TestWaitingForPThenHeld(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	var got []Episode
-	w := New(Options{Threshold: time.Millisecond, Driven: true, StackEvery: time.Nanosecond, Logger: quiet,
+	w := NewDriven(Options{Threshold: time.Millisecond, StackEvery: time.Nanosecond, Logger: quiet,
 		OnEpisode: func(e Episode) { got = append(got, e) }})
 	defer w.Stop()
 	buf := make([]byte, 1<<20)
@@ -175,7 +175,7 @@ func TestWaitingForPThenHeld(t *testing.T) {
 func TestWaitingForPLetGoBeforeDecided(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	var got []Episode
-	w := New(Options{Threshold: time.Millisecond, Driven: true, Logger: quiet,
+	w := NewDriven(Options{Threshold: time.Millisecond, Logger: quiet,
 		OnEpisode: func(e Episode) { got = append(got, e) }})
 	defer w.Stop()
 	buf := make([]byte, 1<<20)
@@ -185,7 +185,7 @@ func TestWaitingForPLetGoBeforeDecided(t *testing.T) {
 		napping, done, finish := make(chan struct{}, 1), make(chan struct{}, 1), make(chan struct{})
 		go func() {
 			runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
-			l.LockedThread()
+			l.LockThread()
 			l.EnterAt(time.Now().Add(-5 * time.Millisecond).UnixNano())
 			napping <- struct{}{}
 			napInSyscall()

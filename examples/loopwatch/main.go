@@ -139,7 +139,7 @@ func (s *server) loopOf(c gnet.Conn) *loopwatch.Loop {
 	l, ok := s.loops[c.EventLoop()]
 	if !ok {
 		l = s.w.Loop(fmt.Sprintf("gnet-loop-%d", len(s.loops)))
-		l.LockedThread()
+		l.LockThread()
 		s.loops[c.EventLoop()] = l
 	}
 	return l

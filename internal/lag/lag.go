@@ -141,7 +141,7 @@ func (m *Monitor) NewLoop(index int) *Loop {
 // recorded as run at once, without waking the loop (see Monitor.Step).
 func (l *Loop) Locked() {
 	if l.watch != nil {
-		l.watch.LockedThread()
+		l.watch.LockThread()
 	}
 	f, err := os.Open("/proc/self/task/" + strconv.Itoa(unix.Gettid()) + "/syscall")
 	if err != nil {
@@ -285,8 +285,7 @@ func New(o Options, loops func() []*Loop, poke func(l *Loop, again bool) bool) *
 		// Its Warn lines only: a held loop, where, at most one a second a
 		// loop (the releases are on /stats and the stream).
 		log := slog.New(slog.NewTextHandler(o.Log, &slog.HandlerOptions{Level: slog.LevelWarn})).With("server", o.Name)
-		m.watch = loopwatch.New(loopwatch.Options{Threshold: o.Warn, StackEvery: o.StackEvery, Driven: true,
-			Logger: log, OnEpisode: m.episode})
+		m.watch = loopwatch.NewDriven(loopwatch.Options{Threshold: o.Warn, StackEvery: o.StackEvery, Logger: log, OnEpisode: m.episode})
 	}
 	return m
 }

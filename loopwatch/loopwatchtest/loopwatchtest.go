@@ -26,7 +26,7 @@ import (
 // episode: the loop, how long it was held and where, with the holding
 // goroutine's stack. An episode whose loop's thread did not get a CPU
 // (loopwatch.Starved: a busy machine, not the callback; known only for a
-// loop on a locked thread, see Loop.LockedThread), or whose goroutine was
+// loop on a locked thread, see Loop.LockThread), or whose goroutine was
 // back from a system call and waiting for a Go P (loopwatch.WaitingForP:
 // the scheduler, not the call), is logged, not failed.
 func New(t testing.TB, threshold time.Duration) *loopwatch.Watcher {
