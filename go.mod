@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/HdrHistogram/hdrhistogram-go v1.4.0
 	github.com/bystander-kit/bystander/loopwatch v0.0.0-00010101000000-000000000000
+	github.com/bystander-kit/bystander/loopwatch/loopwatchgnet v0.0.0-00010101000000-000000000000
 	github.com/bystander-kit/bystander/loopwatch/loopwatchprom v0.0.0-00010101000000-000000000000
 	github.com/chromedp/cdproto v0.159.0
 	github.com/chromedp/chromedp v0.23.0
@@ -63,10 +64,11 @@ tool honnef.co/go/tools/cmd/staticcheck
 // carries the one-line fix (third_party/evio/README.md).
 replace github.com/tidwall/evio => ./third_party/evio
 
-// loopwatch and its Prometheus exporter are modules of their own (a
-// stranger's go get brings nothing of the kit's); the kit uses them as any
-// user does, from this checkout.
+// loopwatch, its Prometheus exporter and its gnet wrapper are modules of
+// their own (a stranger's go get brings nothing of the kit's); the kit
+// uses them as any user does, from this checkout.
 replace (
 	github.com/bystander-kit/bystander/loopwatch => ./loopwatch
+	github.com/bystander-kit/bystander/loopwatch/loopwatchgnet => ./loopwatch/loopwatchgnet
 	github.com/bystander-kit/bystander/loopwatch/loopwatchprom => ./loopwatch/loopwatchprom
 )

@@ -11,6 +11,8 @@
 // test whose loops were held: BlockHound's idea for Go's event loops).
 //
 //	go get github.com/bystander-kit/bystander/loopwatch               # the standard library alone, Go 1.21 on
+//	go get github.com/bystander-kit/bystander/loopwatch/loopwatchgnet # a gnet v2 server, watched in one line
+//	go get github.com/bystander-kit/bystander/loopwatch/loopwatchnbio # an nbio engine, watched
 //	go get github.com/bystander-kit/bystander/loopwatch/loopwatchprom # its counts for Prometheus
 //
 // # Quick start
@@ -106,9 +108,11 @@
 // gnet v2 and evio run each event loop on one goroutine, and your
 // connection callbacks on it (gnet's OnTick runs on a goroutine of its
 // own); nbio runs its pollers' callbacks (OnData, OnRead) on each poller's
-// goroutine and accepts on a listener goroutine. A Loop each, made up
-// front; with several loops, the Loop of the loop that runs the callback
-// (gnet's c.EventLoop(); nbio's poller of c, whose index is in c.Hash()).
+// goroutine and accepts on a listener goroutine. loopwatchgnet and
+// loopwatchnbio watch them for you (a Loop an event loop, or a poller and
+// a listener, each callback on the Loop of the loop that runs it); by
+// hand, as with evio: a Loop each, made up front, and the Loop of the loop
+// that runs the callback.
 // netpoll is not one of these: it hands each connection's input to a
 // goroutine of a pool (gopool), so its handlers run on many goroutines,
 // none of them a loop's, and a handler that blocks ties up a worker, not
