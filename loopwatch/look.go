@@ -170,13 +170,17 @@ func (w *Watcher) move(l *Loop, from, to Cause) {
 	l.count(to).Add(1)
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	for c, d := range map[Cause]int64{from: -1, to: 1} {
-		switch c {
-		case Starved:
-			w.stats.Starved += d
-		case WaitingForP:
-			w.stats.WaitingForP += d
-		}
+	w.stats.count(from, -1)
+	w.stats.count(to, 1)
+}
+
+// count adds d to s's count of episodes of cause c, if it keeps one.
+func (s *Stats) count(c Cause, d int64) {
+	switch c {
+	case Starved:
+		s.Starved += d
+	case WaitingForP:
+		s.WaitingForP += d
 	}
 }
 
@@ -333,12 +337,7 @@ func (w *Watcher) decide(l *Loop, now time.Time) {
 	l.count(ep.Cause).Add(1)
 	w.mu.Lock()
 	w.stats.Episodes++
-	switch ep.Cause {
-	case Starved:
-		w.stats.Starved++
-	case WaitingForP:
-		w.stats.WaitingForP++
-	}
+	w.stats.count(ep.Cause, 1)
 	w.mu.Unlock()
 	w.later(l, now)
 }
