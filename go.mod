@@ -4,11 +4,15 @@ go 1.26.0
 
 require (
 	github.com/HdrHistogram/hdrhistogram-go v1.4.0
+	github.com/bystander-kit/bystander/loopwatch v0.0.0-00010101000000-000000000000
+	github.com/bystander-kit/bystander/loopwatch/loopwatchgnet v0.0.0-00010101000000-000000000000
+	github.com/bystander-kit/bystander/loopwatch/loopwatchprom v0.0.0-00010101000000-000000000000
 	github.com/chromedp/cdproto v0.159.0
 	github.com/chromedp/chromedp v0.23.0
 	github.com/cloudwego/netpoll v0.7.2
 	github.com/evanw/esbuild v0.28.2
 	github.com/go-echarts/go-echarts/v2 v2.6.7
+	github.com/jackc/pgx/v5 v5.12.0
 	github.com/lesismal/nbio v1.6.8
 	github.com/panjf2000/gnet/v2 v2.9.7
 	github.com/prometheus/client_golang v1.25.0
@@ -32,11 +36,9 @@ require (
 	github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875 // indirect
 	github.com/jackc/pgpassfile v1.0.0 // indirect
 	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
-	github.com/jackc/pgx/v5 v5.12.0 // indirect
 	github.com/jackc/puddle/v2 v2.2.3 // indirect
 	github.com/kavu/go_reuseport v1.5.0 // indirect
 	github.com/klauspost/compress v1.20.3 // indirect
-	github.com/kylelemons/godebug v1.1.0 // indirect
 	github.com/mitchellh/colorstring v0.0.0-20190213212951-d06e56a500db // indirect
 	github.com/molecule-man/go-brrr v1.3.1 // indirect
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
@@ -62,3 +64,12 @@ tool honnef.co/go/tools/cmd/staticcheck
 // evio v1.0.8 closes its listener's descriptor twice on stop; the kit
 // carries the one-line fix (third_party/evio/README.md).
 replace github.com/tidwall/evio => ./third_party/evio
+
+// loopwatch, its Prometheus exporter and its gnet wrapper are modules of
+// their own (a stranger's go get brings nothing of the kit's); the kit
+// uses them as any user does, from this checkout.
+replace (
+	github.com/bystander-kit/bystander/loopwatch => ./loopwatch
+	github.com/bystander-kit/bystander/loopwatch/loopwatchgnet => ./loopwatch/loopwatchgnet
+	github.com/bystander-kit/bystander/loopwatch/loopwatchprom => ./loopwatch/loopwatchprom
+)

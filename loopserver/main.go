@@ -76,7 +76,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	o.Register(fs)
 	fs.StringVar(&o.engine, "engine", "gnet", "event-loop library: gnet, evio or nbio")
 	fs.IntVar(&o.loops, "loops", 4, "number of event loops")
-	fs.DurationVar(&o.blockWarn, "block-warn", time.Millisecond, "blocked-loop detector (loopwatch): a request that holds its loop longer than this is a block, counted per loop and route on /stats and /metrics, with where it held (a stack a second per loop at most) and logged (a line a second per loop at most); a hold that was the loop's thread waiting for a CPU is counted apart, not as a block; 0 disables")
+	fs.DurationVar(&o.blockWarn, "block-warn", time.Millisecond, "blocked-loop detector (loopwatch): a request that holds its loop longer than this is a block, counted per loop and route on /stats and /metrics, with where it held (a stack a second per loop at most) and logged (a line a second per loop at most); a hold that was the loop's thread waiting for a CPU, or its goroutine back from a system call waiting for a Go P, is counted apart, not as a block; 0 disables")
 	fs.DurationVar(&o.lagInterval, "lag-interval", time.Millisecond, "hand every loop a heartbeat this often and measure its lag (when it ran less when it was handed over; /stats and the /lag stream); 0 disables")
 	fs.BoolVar(&o.lockThreads, "lock-threads", true, "lock each loop goroutine to its own OS thread, as Netty runs a loop per thread (--lock-threads=false: about 5% less CPU per /fast request, a little further from the /slow ceiling; docs/measurements.md)")
 	fs.Usage = func() {

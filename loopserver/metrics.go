@@ -31,7 +31,7 @@ var (
 	mBeats = prometheus.NewDesc("bystander_loop_heartbeats_total",
 		"Heartbeats recorded per loop, with the ones a late beat hid (coordinated-omission correction).", []string{"loop"}, nil)
 	mBlocks = prometheus.NewDesc("bystander_loop_blocks_total",
-		"Blocks the detector saw per loop (a request that held its loop past --block-warn, its thread not short of a CPU), by the route the loop was serving.", []string{"loop", "route"}, nil)
+		"Blocks the detector saw per loop (a request that held its loop past --block-warn, its thread not short of a CPU nor its goroutine of a Go P), by the route the loop was serving.", []string{"loop", "route"}, nil)
 	mBlocked = prometheus.NewDesc("bystander_loop_blocked_seconds_total",
 		"Time each loop spent held past --block-warn, the ongoing block included.", []string{"loop"}, nil)
 	mBlockedNow = prometheus.NewDesc("bystander_loop_blocked",

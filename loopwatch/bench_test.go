@@ -13,7 +13,8 @@ func BenchmarkEnterExit(b *testing.B) {
 	w := New(Options{Threshold: time.Hour, Logger: quiet})
 	defer w.Stop()
 	l := w.Loop("loop-0")
-	for b.Loop() {
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
 		l.Enter()
 		l.Exit()
 	}
@@ -23,20 +24,38 @@ func BenchmarkEnterExit(b *testing.B) {
 // part of it, with as many other goroutines parked as a server has
 // connections or workers.
 func BenchmarkStack(b *testing.B) {
-	for _, n := range []int{10, 1000, 10000} {
+	for _, n := range []int{10, 1000, 10000, 50000} {
 		b.Run(fmt.Sprint(n, "-goroutines"), func(b *testing.B) {
 			release := make(chan struct{})
-			for range n {
+			for i := 0; i < n; i++ {
 				go func() { <-release }()
 			}
 			defer close(release)
 			w := New(Options{Threshold: time.Hour, Logger: quiet})
 			defer w.Stop()
-			for b.Loop() {
-				w.stackOf(1)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				w.dump()
 			}
 			s := w.Stats()
 			b.ReportMetric(float64(s.StackPauseMax.Microseconds()), "max_us")
 		})
+	}
+}
+
+// BenchmarkLook is one look at 8 loops, none held: what the watcher's
+// goroutine spends every quarter of the threshold.
+func BenchmarkLook(b *testing.B) {
+	w := NewDriven(Options{Threshold: time.Hour, Logger: quiet})
+	defer w.Stop()
+	for i := 0; i < 8; i++ {
+		l := w.Loop(fmt.Sprint("loop-", i))
+		l.Enter()
+		l.Exit()
+	}
+	now := time.Now()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		w.Look(now)
 	}
 }

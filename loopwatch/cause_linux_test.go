@@ -6,11 +6,62 @@ import (
 	"os/exec"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
-
-	"golang.org/x/sys/unix"
+	"unsafe"
 )
+
+// The few scheduler calls the tests make, with the standard library alone
+// (loopwatch's module requires nothing).
+
+// cpuSet is the kernel's CPU mask (1,024 CPUs).
+type cpuSet [16]uint64
+
+func (s *cpuSet) set(cpu int)        { s[cpu/64] |= 1 << (cpu % 64) }
+func (s *cpuSet) isSet(cpu int) bool { return s[cpu/64]&(1<<(cpu%64)) != 0 }
+func (s *cpuSet) count() int {
+	n := 0
+	for cpu := 0; cpu < len(s)*64; cpu++ {
+		if s.isSet(cpu) {
+			n++
+		}
+	}
+	return n
+}
+
+func schedGetaffinity(pid int, s *cpuSet) error {
+	if _, _, e := syscall.RawSyscall(syscall.SYS_SCHED_GETAFFINITY, uintptr(pid), unsafe.Sizeof(*s), uintptr(unsafe.Pointer(s))); e != 0 {
+		return e
+	}
+	return nil
+}
+
+func schedSetaffinity(pid int, s *cpuSet) error {
+	if _, _, e := syscall.RawSyscall(syscall.SYS_SCHED_SETAFFINITY, uintptr(pid), unsafe.Sizeof(*s), uintptr(unsafe.Pointer(s))); e != 0 {
+		return e
+	}
+	return nil
+}
+
+// schedIdle puts the calling thread under SCHED_IDLE: it runs only when
+// nothing else wants its CPU.
+func schedIdle() error {
+	var param struct{ priority int32 }
+	if _, _, e := syscall.RawSyscall(syscall.SYS_SCHED_SETSCHEDULER, 0, 5 /* SCHED_IDLE */, uintptr(unsafe.Pointer(&param))); e != 0 {
+		return e
+	}
+	return nil
+}
+
+// threadCPU is the calling thread's CPU time.
+func threadCPU() (time.Duration, error) {
+	var ts syscall.Timespec
+	if _, _, e := syscall.RawSyscall(syscall.SYS_CLOCK_GETTIME, 3 /* CLOCK_THREAD_CPUTIME_ID */, uintptr(unsafe.Pointer(&ts)), 0); e != 0 {
+		return 0, e
+	}
+	return time.Duration(ts.Nano()), nil
+}
 
 // onLockedThread runs f as a loop callback on a goroutine locked to a
 // thread of its own (which ends with it), after setup on that thread.
@@ -18,7 +69,7 @@ func onLockedThread(l *Loop, setup func() error, f func()) (done chan error) {
 	done = make(chan error, 1)
 	go func() {
 		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
-		l.LockedThread()
+		l.LockThread()
 		if setup != nil {
 			if err := setup(); err != nil {
 				done <- err
@@ -93,27 +144,27 @@ func TestLockedSleepBlocked(t *testing.T) {
 // loop past the threshold, and is Starved: not blamed on its frame, not
 // counted as blocked, and not failed by loopwatchtest's rule.
 func TestLockedStarved(t *testing.T) {
-	var cpus unix.CPUSet
-	if err := unix.SchedGetaffinity(0, &cpus); err != nil || cpus.Count() < 1 {
+	var cpus cpuSet
+	if err := schedGetaffinity(0, &cpus); err != nil || cpus.count() < 1 {
 		cannot(t, "affinity: %v", err)
 	}
 	cpu := 0
-	for !cpus.IsSet(cpu) {
+	for !cpus.isSet(cpu) {
 		cpu++
 	}
 	pin := func() error {
-		var one unix.CPUSet
-		one.Set(cpu)
-		return unix.SchedSetaffinity(0, &one)
+		var one cpuSet
+		one.set(cpu)
+		return schedSetaffinity(0, &one)
 	}
 	hog := exec.Command("sh", "-c", "while :; do :; done") // a process that takes the loop's CPU
 	if err := hog.Start(); err != nil {
 		cannot(t, "no shell to take a CPU: %v", err)
 	}
 	defer func() { hog.Process.Kill(); hog.Wait() }()
-	var one unix.CPUSet
-	one.Set(cpu)
-	if err := unix.SchedSetaffinity(hog.Process.Pid, &one); err != nil {
+	var one cpuSet
+	one.set(cpu)
+	if err := schedSetaffinity(hog.Process.Pid, &one); err != nil {
 		cannot(t, "cannot pin a process: %v", err)
 	}
 	// Until the shell spins (it starts, then loops): 50 ms of its CPU.
@@ -143,20 +194,19 @@ func TestLockedStarved(t *testing.T) {
 			if err := pin(); err != nil {
 				return err
 			}
-			if err := unix.SchedSetAttr(0, &unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: 5 /* SCHED_IDLE */}, 0); err != nil {
+			if err := schedIdle(); err != nil {
 				return err
 			}
 			// Off the CPU for a moment: it comes back behind the spinning
 			// process, not with what is left of its slice.
-			ts := unix.NsecToTimespec(int64(time.Millisecond))
-			return unix.Nanosleep(&ts, nil)
+			ts := syscall.NsecToTimespec(int64(time.Millisecond))
+			return syscall.Nanosleep(&ts, nil)
 		}, func() {
 			// 20 ms of its own CPU time (a count of iterations would be ten
 			// times as long under the race detector), had it a CPU: under
 			// the 50 ms threshold.
-			var ts unix.Timespec
-			for ts.Nano() < int64(20*time.Millisecond) {
-				if unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts) != nil {
+			for {
+				if d, err := threadCPU(); err != nil || d >= 20*time.Millisecond {
 					return
 				}
 			}

@@ -3,6 +3,7 @@ package loopwatch
 import (
 	"context"
 	"log/slog"
+	"sync/atomic"
 	"time"
 )
 
@@ -24,18 +25,176 @@ func (w *Watcher) run() {
 }
 
 // Look looks at every loop at now: it reports the loops held past the
-// threshold, and the episodes that ended. A watcher made with
-// Options.Driven needs it called at least every quarter of the threshold;
-// otherwise the watcher's own goroutine calls it.
+// threshold, and the episodes that ended.
+//
+// Advanced: a watcher made with NewDriven needs it called at least every
+// quarter of the threshold; New's own goroutine calls it otherwise.
+//
+// A look counts every loop's episode first, then takes one stack (every
+// goroutine's, the world stopped) for all the loops whose episodes want
+// one, then reports: a stack's pause, long in a process of many
+// goroutines, loses no episode of a loop released meanwhile. A loop that
+// was held across the last stack and is held still by the same callback
+// has its episode's stack from it, without another.
 func (w *Watcher) Look(now time.Time) {
 	w.looking.Lock()
 	defer w.looking.Unlock()
 	if w.stopped {
 		return
 	}
+	w.reports, w.now = w.reports[:0], now
+	kept := false
 	for _, l := range w.list() {
 		w.lookAt(l, now)
+		kept = kept || l.dumpSeq != 0
 	}
+	if !kept {
+		w.lastDump = nil // no loop is held by the callback it was in then
+	}
+	w.stacks()
+	for i := range w.reports {
+		r := &w.reports[i]
+		if !r.recheckP && !r.early {
+			w.report(r.l, r.ep)
+		}
+		*r = pendingReport{} // nothing kept past the look
+	}
+}
+
+// pendingReport is an episode a look reports once its stack is taken.
+type pendingReport struct {
+	l  *Loop
+	ep Episode
+	// stack: a stack is wanted for l's ongoing episode, whose callback was
+	// seq (still under way when the look counted it); last: the last dump
+	// has it (the callback was under way across it).
+	stack, last bool
+	seq         uint64
+	// recheckP: the stack is to say whether the episode's goroutine, found
+	// waiting for a P a threshold ago, is in its own code: found there at
+	// two stacks a threshold apart, and waiting at none between, its
+	// callback held the loop after all (reported then, not otherwise).
+	recheckP bool
+	// early: the stack only, taken a look before the episode is decided.
+	early bool
+}
+
+// stacks takes one stack of every goroutine for the reports that want one
+// and gives each its holding goroutine's state and frames, if its loop
+// is still held by the same callback (or ExitAt says it ended after the
+// stack was taken: a slow stack, a short hold). It notes the loops that
+// were held by one callback across it.
+func (w *Watcher) stacks() {
+	want := false
+	for i := range w.reports {
+		r := &w.reports[i]
+		if r.last {
+			w.give(r, w.lastDump)
+		}
+		want = want || r.stack
+	}
+	if !want {
+		return
+	}
+	dump := w.dump()
+	taken := time.Now().UnixNano()
+	w.lastDump = dump
+	for _, l := range w.list() {
+		l.dumpSeq = 0
+		if seq := l.lookSeq; seq != 0 && l.in.Load() && l.seq.Load() == seq {
+			l.dumpSeq = seq
+		}
+	}
+	for i := range w.reports {
+		r := &w.reports[i]
+		l := r.l
+		if r.stack && l.seq.Load() == r.seq && (l.in.Load() || l.end.Load() >= taken) {
+			w.give(r, dump)
+		}
+	}
+}
+
+// give gives r's episode its goroutine's state and frames in dump, and
+// its cause if the stack finds it waiting for a Go P after a system call,
+// or back in its own code after such a wait; the ongoing episode keeps
+// them for its end.
+func (w *Watcher) give(r *pendingReport, dump []byte) {
+	l := r.l
+	state, frames, waitP := parse(dump, l.gid.Load())
+	if state == "" {
+		return
+	}
+	ongoing := l.ep != nil && l.seen == r.seq
+	if r.early {
+		if ongoing {
+			l.ep.State, l.ep.Frames, l.earlyWait = state, frames, waitP
+		}
+		return
+	}
+	switch {
+	case waitP && r.recheckP: // waiting still, or again
+		if ongoing {
+			l.waitSeen, l.ownSeen = w.now, time.Time{}
+		}
+		return
+	case waitP:
+		l.before = r.ep.Cause
+		w.move(l, r.ep.Cause, WaitingForP)
+		r.ep.Cause, frames = WaitingForP, nil // the call it is back from is not blamed
+		if ongoing {
+			l.waitSeen, l.ownSeen = w.now, time.Time{}
+		}
+	case r.recheckP && l.ownSeen.IsZero():
+		// In its own code: if it is still there a threshold on, its
+		// callback held the loop after the wait.
+		if ongoing {
+			l.waitSeen, l.ownSeen = w.now, w.now
+		}
+		return
+	case r.recheckP:
+		w.move(l, WaitingForP, l.before)
+		r.ep.Cause, r.recheckP = l.before, false // reported: held by its callback after all
+		if l.logged {
+			l.lastLog = time.Time{} // its waiting line is not the last word
+		}
+	}
+	r.ep.State, r.ep.Frames = state, frames
+	if ongoing {
+		l.ep.Cause, l.ep.State, l.ep.Frames = r.ep.Cause, state, frames
+	}
+}
+
+// move counts one of l's episodes under cause to instead of from.
+func (w *Watcher) move(l *Loop, from, to Cause) {
+	l.count(from).Add(-1)
+	l.count(to).Add(1)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.stats.count(from, -1)
+	w.stats.count(to, 1)
+}
+
+// count adds d to s's count of episodes of cause c, if it keeps one.
+func (s *Stats) count(c Cause, d int64) {
+	switch c {
+	case Starved:
+		s.Starved += d
+	case WaitingForP:
+		s.WaitingForP += d
+	}
+}
+
+// count is l's count of episodes of cause c.
+func (l *Loop) count(c Cause) *atomic.Int64 {
+	switch c {
+	case Blocked:
+		return &l.blocked
+	case Starved:
+		return &l.starved
+	case WaitingForP:
+		return &l.waitP
+	}
+	return &l.unknown
 }
 
 // lookAt moves one loop's episode on at now.
@@ -46,6 +205,13 @@ func (w *Watcher) lookAt(l *Loop, now time.Time) {
 	// this one's).
 	in := l.in.Load()
 	seq := l.seq.Load()
+	l.lookSeq = 0
+	if in {
+		l.lookSeq = seq
+	}
+	if l.dumpSeq != 0 && (!in || seq != l.dumpSeq) {
+		l.dumpSeq = 0 // the last dump is not this callback's
+	}
 	if l.pending && (seq != l.seen || !in) {
 		w.decide(l, now) // it ended before its thread's counts were read again
 	}
@@ -75,20 +241,29 @@ func (w *Watcher) lookAt(l *Loop, now time.Time) {
 		w.recheck(l, now)
 		return
 	}
+	if l.ep != nil && l.ep.Cause == WaitingForP && seq == l.seen {
+		if now.Sub(l.waitSeen) >= w.o.Threshold { // still held a threshold on: waiting still?
+			w.reports = append(w.reports, pendingReport{l: l, ep: *l.ep, seq: seq, stack: true, recheckP: true})
+		}
+		return
+	}
 	if seq == l.seen || now.Sub(l.since) < w.o.Threshold {
 		return
 	}
 	l.seen = seq
 	ep := Episode{Loop: l.name, Start: l.since, Held: now.Sub(l.since)}
-	l.ep = &ep
+	l.ep, l.earlyWait = &ep, false
 	if l.tid.Load() != 0 && !l.schedErr {
 		if l.baseSeq != seq { // first seen past the threshold: the watcher was late
 			l.track(seq, now)
 		}
 		if l.baseAt.Equal(now) && !l.schedErr {
 			// Counts read just now say nothing yet: they are read again,
-			// and the episode decided, at the next look.
+			// and the episode decided, at the next look. Its stack is
+			// taken now, while it holds the loop (this watcher was late:
+			// the loop may be let go before the next look).
 			l.pending = true
+			w.stackFor(l, now, true)
 			return
 		}
 	}
@@ -149,28 +324,22 @@ func (w *Watcher) classify(l *Loop, ep *Episode, now time.Time) {
 	}
 }
 
-// decide finds the ongoing episode's cause, takes its stack (unless
-// starved, or one was taken lately), counts it and reports it.
+// decide finds the ongoing episode's cause, counts it, and has the look
+// report it, with a stack unless it is starved or one was taken lately.
 func (w *Watcher) decide(l *Loop, now time.Time) {
 	l.pending = false
 	ep := l.ep
 	w.classify(l, ep, now)
-	w.stack(l, ep, now)
-	switch ep.Cause {
-	case Blocked:
-		l.blocked.Add(1)
-	case Starved:
-		l.starved.Add(1)
-	default:
-		l.unknown.Add(1)
+	if ep.Cause != Starved && l.earlyWait { // the look before found it waiting for a P
+		l.before, ep.Cause, ep.Frames = ep.Cause, WaitingForP, nil
+		l.waitSeen, l.ownSeen = now, time.Time{}
 	}
+	l.count(ep.Cause).Add(1)
 	w.mu.Lock()
 	w.stats.Episodes++
-	if ep.Cause == Starved {
-		w.stats.Starved++
-	}
+	w.stats.count(ep.Cause, 1)
 	w.mu.Unlock()
-	w.report(l, *ep)
+	w.later(l, now)
 }
 
 // recheck looks again at a starved episode still holding its loop: once
@@ -183,39 +352,45 @@ func (w *Watcher) recheck(l *Loop, now time.Time) {
 		ep.Cause = Starved
 		return
 	}
-	w.stack(l, ep, now)
-	if ep.Cause != Blocked {
-		return
-	}
-	l.starved.Add(-1)
-	l.blocked.Add(1)
+	w.move(l, Starved, Blocked)
 	if l.logged {
 		l.lastLog = time.Time{} // its starved line is not the last word
 	}
-	w.mu.Lock()
-	w.stats.Starved--
-	w.mu.Unlock()
-	w.report(l, *ep)
+	w.later(l, now)
 }
 
-// stack takes the stack of the goroutine holding l for ep, unless ep is
-// starved or l's last stack is less than StackEvery old.
-func (w *Watcher) stack(l *Loop, ep *Episode, now time.Time) {
-	seq := l.seen
-	still := func() bool { return l.seq.Load() == seq && l.in.Load() }
-	if ep.Cause != Starved && w.o.StackEvery >= 0 && now.Sub(l.lastStack) >= w.o.StackEvery && l.gid.Load() != 0 && still() {
-		ep.State, ep.Frames = w.stackOf(l.gid.Load())
-		taken := time.Now().UnixNano()
-		l.lastStack = now
-		// The stack says where it is held only if it still is, or if
-		// ExitAt says it ended after the stack was taken (a slow stack, a
-		// short hold).
-		if !still() && !(l.seq.Load() == seq && l.end.Load() >= taken) {
-			ep.State, ep.Frames = "", nil
-		}
-	}
+// later has the look report l's ongoing episode as it is now, after the
+// look's stack if it wants one: unless it is starved, or l's last stack is
+// less than StackEvery old, or its callback has ended already.
+func (w *Watcher) later(l *Loop, now time.Time) {
+	ep := l.ep
 	if ep.Cause == Starved {
 		ep.State, ep.Frames = "", nil
+	}
+	if ep.Cause == Starved || ep.State != "" { // no stack, or taken at the look before
+		w.reports = append(w.reports, pendingReport{l: l, ep: *ep, seq: l.seen})
+		return
+	}
+	w.stackFor(l, now, false)
+}
+
+// stackFor has the look report l's ongoing episode after its stack, if it
+// may have one: l's last stack at least StackEvery old, its callback
+// still under way. early: the stack only (the episode is decided, and
+// reported, at the next look).
+func (w *Watcher) stackFor(l *Loop, now time.Time, early bool) {
+	r := pendingReport{l: l, ep: *l.ep, seq: l.seen, early: early}
+	if w.o.StackEvery >= 0 && now.Sub(l.lastStack) >= w.o.StackEvery && l.gid.Load() != 0 &&
+		l.seq.Load() == l.seen && l.in.Load() {
+		l.lastStack = now
+		if l.dumpSeq == l.seen && w.lastDump != nil {
+			r.last = true // held across the last dump: its stack is there
+		} else {
+			r.stack = true
+		}
+	}
+	if !early || r.stack || r.last {
+		w.reports = append(w.reports, r)
 	}
 }
 
@@ -233,7 +408,7 @@ func (w *Watcher) ended(l *Loop, now time.Time) {
 	ep.Ended, ep.Held = true, time.Unix(0, end).Sub(ep.Start)
 	l.ep = nil
 	l.heldNs.Add(int64(ep.Held))
-	w.report(l, ep)
+	w.reports = append(w.reports, pendingReport{l: l, ep: ep})
 }
 
 func (w *Watcher) report(l *Loop, ep Episode) {
@@ -265,9 +440,12 @@ func (w *Watcher) logLine(l *Loop, ep Episode) {
 	l.lastLog, l.logged = ep.Start, true
 	level, msg := slog.LevelWarn, "loopwatch: loop held"
 	attrs := []slog.Attr{slog.String("loop", ep.Loop), slog.Duration("held", ep.Held), slog.String("cause", ep.Cause.String())}
-	if ep.Cause == Starved {
+	switch ep.Cause {
+	case Starved:
 		level, msg = slog.LevelInfo, "loopwatch: loop held: its thread did not get a CPU"
 		attrs = append(attrs, slog.Duration("waited", ep.Thread.Waited), slog.Duration("watched", ep.Thread.Watched))
+	case WaitingForP:
+		level, msg = slog.LevelInfo, "loopwatch: loop held: its goroutine, back from a system call, waited for a Go P"
 	}
 	if c := ep.Culprit(); c.Function != "" {
 		attrs = append(attrs, slog.String("state", ep.State), slog.String("at", c.String()))

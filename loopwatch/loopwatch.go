@@ -4,69 +4,133 @@
 // system call, sleeping, waiting on a channel or a lock, running).
 //
 // A 5 ms blocking call on an event loop caps that loop at 200 requests a
-// second and makes every connection on it wait, whatever it asked for. Go's
-// event-loop libraries (gnet, nbio, evio, netpoll) run your callbacks on a
-// few loop goroutines and have no detector of their own; this is one, for
-// production (a callback and a log line per episode) and for tests
-// (loopwatchtest fails a test whose loops were held: BlockHound's idea for
-// Go's event loops).
+// second and makes every connection on it wait, whatever it asked for.
+// Go's event-loop libraries run your callbacks on a few loop goroutines
+// and have no detector of their own; this is one, for production (a log
+// line, and a callback, per episode) and for tests (loopwatchtest fails a
+// test whose loops were held: BlockHound's idea for Go's event loops).
 //
-// In the first five minutes, with gnet: make one Watcher, one Loop per
-// event loop, and mark each callback.
+//	go get github.com/bystander-kit/bystander/loopwatch               # the standard library alone, Go 1.21 on
+//	go get github.com/bystander-kit/bystander/loopwatch/loopwatchgnet # a gnet v2 server, watched in one line
+//	go get github.com/bystander-kit/bystander/loopwatch/loopwatchnbio # an nbio engine, watched
+//	go get github.com/bystander-kit/bystander/loopwatch/loopwatchprom # its counts for Prometheus
 //
-//	w := loopwatch.New(loopwatch.Options{Threshold: 5 * time.Millisecond})
-//	defer w.Stop()
-//	loops := map[gnet.EventLoop]*loopwatch.Loop{} // one per loop, made on first sight on that loop:
-//	//   l := w.Loop(name); l.LockedThread() // with gnet.WithLockOSThread(true)
-//	...
-//	func (s *server) OnTraffic(c gnet.Conn) gnet.Action {
-//		l := s.loopOf(c) // the *loopwatch.Loop of c.EventLoop()
-//		l.Enter()
-//		defer l.Exit()
-//		... // your handler
-//	}
+// # Quick start
 //
-// Each episode is handed to Options.OnEpisode: once while the loop is
-// still held, with the stack, and once when it ends, with how long it was
-// held in all. A log/slog line says it too, at most one a loop per
-// StackEvery (the lines between are counted in the next).
+// One Watcher; one Loop per event loop, made before the loops run (or
+// under a lock: a loop goroutine that makes its own writes a shared map);
+// Enter and Exit around each callback, on the loop's goroutine. The
+// package's Example is the whole of it, runnable. An episode (a callback
+// that held its loop past Options.Threshold, 10 ms by default) is logged
+// with log/slog while the loop is still held, with where:
 //
-// The rule for stacks: Go reads another goroutine's stack only by stopping
-// the world (runtime.Stack of all goroutines), which pauses every goroutine
-// for a moment (Stats says how long). Every episode is counted and
-// reported; a stack is taken for an episode unless the same loop's last
-// stack was taken less than Options.StackEvery ago (1 s by default), so a
-// loop held again and again costs one pause a second at most, per loop.
-// The watcher looks at every loop each quarter of the threshold (at least
-// every 250 us), on a goroutine of its own, or when Look is called. It is
-// Go code and needs a P to look: a callback that runs Go code holds its P,
-// and when such callbacks hold every P the watcher waits until the
-// scheduler preempts one (about 10 ms), so a CPU-bound hold shorter than
-// that can go unseen on a machine whose Ps are all busy. A loop blocked in
-// a system call, a sleep or a wait gives its P up.
+//	WARN loopwatch: loop held loop=loop-1 held=12ms cause=unknown state=syscall at="example.com/app/db.(*Pool).Query (/src/app/db/pool.go:88)"
 //
-// A loop that did not get a CPU is not a blocking call. On a busy machine
-// a loop's thread can wait for a CPU in the middle of a quick callback;
-// loopwatch tells the two apart where a loop runs alone on a locked OS
-// thread (runtime.LockOSThread; gnet's WithLockOSThread, nbio's
-// LockPoller) and says so (Loop.LockedThread): from the thread's own
-// scheduler counts (its CPU clock, its state, Linux's schedstat) over the
-// hold, an episode that would not have passed the threshold without the
-// time its thread waited for a CPU is Starved, not Blocked, and is counted
-// apart; if the callback's own time passes the threshold later, it is
-// Blocked after all and reported again. Elsewhere its Cause is Unknown:
-// loopwatch cannot tell.
+// and handed to Options.OnEpisode: once while the loop is held, with the
+// stack, and once when it ends, with how long it was held in all. Lines
+// are at most one a loop per StackEvery (1 s); the ones left out are
+// counted in the next. Loop.Counts and Watcher.Stats count every episode.
 //
-// A Loop belongs to one goroutine, the loop's own: gnet, nbio and evio each
-// run a loop on one goroutine for the server's life. Its first Enter learns
-// which; after that Enter makes three atomic writes and Exit one, and
-// neither reads the clock (BenchmarkEnterExit measures them): the watcher
-// times a callback from when it first sees it, at most a quarter of the
-// threshold after it began, or from the time EnterAt is given.
+// # What it costs
+//
+// Measured on a 2-core virtual machine (go test -bench . in this
+// module; docs/measurements.md in the kit has the runs):
+//   - Enter and Exit: 25 ns a callback, no allocation, no clock read.
+//   - The watcher's goroutine looks at every loop each quarter of the
+//     threshold (at least every 250 us): 0.3 us a look at 8 loops, and
+//     its wake-ups: 3-4 % of a core at a 1 or 10 ms threshold, 0.5 % at
+//     100 ms (on a busy machine; idle loops).
+//   - A stack, for an episode: Go reads another goroutine's stack only by
+//     stopping the world and printing every goroutine's (runtime.Stack),
+//     so the pause grows with the goroutines, about 3 us each: 0.1 ms
+//     beside 10 goroutines, 2 ms beside 1,000, 28 ms beside 10,000, 90 ms
+//     beside 50,000 (several times that on a busy machine; Stats says what
+//     yours cost), its text about 150 bytes an idle goroutine. A loop's
+//     episode gets a stack unless its last one is less than StackEvery old
+//     (1 s by default), so loops held again and again cost one pause a
+//     second at most; one stack a look serves every loop held then (and a
+//     loop held across it by the same callback, later).
+//   - LockThread: two /proc reads of the loop's thread (a few us) at each
+//     look while a callback lasts past one look.
+//
+// # Causes
+//
+// A loop that did not get a CPU is not a blocking call: on a busy machine
+// a loop's thread can wait for a CPU in the middle of a quick callback.
+// Where a loop runs alone on a locked OS thread (Loop.LockThread),
+// loopwatch reads the thread's own scheduler counts (its CPU clock, its
+// state, Linux's schedstat) over the hold: an episode that would not have
+// passed the threshold without the time its thread waited for a CPU is
+// Starved, no frame blamed, counted apart; if the callback's own time
+// passes the threshold later, it is Blocked after all and reported again.
+// Elsewhere a hold is Unknown: loopwatch cannot tell.
+//
+// A loop whose goroutine waits for a Go P is not a blocking call either.
+// A goroutine back from a system call (a write, a read that did not
+// wait) finds no P free when every P runs other goroutines, and waits,
+// its loop held, until the scheduler takes one from them (it preempts a
+// goroutine after about 10 ms). The stack shows such a goroutine
+// "runnable" where it entered its call, as during the call: an episode
+// whose stack finds it so is WaitingForP, the call not blamed, counted
+// apart. A goroutine ready to run in its own code (preempted, or woken
+// from a wait) is not this: Blocked, or Unknown. It is told from the
+// stack alone: an episode without one (StackEvery) keeps the cause its
+// thread gave, and a system call that held the loop past the threshold
+// and returned just before the stack is counted WaitingForP too (the
+// stack shows the goroutine when it is taken, not when its call
+// returned). An episode still held a threshold after its goroutine was
+// found waiting gets another stack each threshold; found in its own code
+// by two of them a threshold apart, waiting at none between, it is its
+// callback's after all, counted so and reported again.
+//
+// # Limits
+//
+//   - It watches what you mark: a callback not inside Enter and Exit, or
+//     run on another goroutine (a pool's, a timer's), is not watched.
+//   - A Loop belongs to one goroutine, the loop's own, learned by its
+//     first Enter: gnet, nbio and evio run a loop on one goroutine for the
+//     server's life.
+//   - It samples: a hold is seen at most a quarter of the threshold late,
+//     a look lasts as long as its stack (a callback that begins and ends
+//     within one pause is not seen), and a stack is taken after the
+//     episode is counted: a loop let go meanwhile has its episode without
+//     one.
+//   - The watcher is Go code and needs a P to look. A callback that runs
+//     Go code holds its P, and when such callbacks hold every P the
+//     watcher waits until the scheduler preempts one (about 10 ms): a
+//     CPU-bound hold shorter than that can go unseen on a machine whose Ps
+//     are all busy. A loop blocked in a system call, a sleep or a wait
+//     gives its P up.
+//   - Telling a starved thread apart needs Linux and a locked thread.
+//
+// # Libraries
+//
+// gnet v2 and evio run each event loop on one goroutine, and your
+// connection callbacks on it (gnet's OnTick runs on a goroutine of its
+// own); nbio runs its pollers' callbacks (OnData, OnRead) on each poller's
+// goroutine and accepts on a listener goroutine. loopwatchgnet and
+// loopwatchnbio watch them for you (a Loop an event loop, or a poller and
+// a listener, each callback on the Loop of the loop that runs it); by
+// hand, as with evio: a Loop each, made up front, and the Loop of the loop
+// that runs the callback.
+// netpoll is not one of these: it hands each connection's input to a
+// goroutine of a pool (gopool), so its handlers run on many goroutines,
+// none of them a loop's, and a handler that blocks ties up a worker, not
+// a loop: loopwatch's Loop does not fit it.
+//
+// # Advanced
+//
+// A server that has a clock of its own and reads the time at each
+// callback anyway (the kit's loop server: a heartbeat thread sleeping in
+// the kernel, and its own per-request figures) can drive the watcher
+// itself and save the watcher a guess: NewDriven and Watcher.Look, and
+// Loop.EnterAt and Loop.ExitAt with the times it read. Nothing else needs
+// them.
 package loopwatch
 
 import (
 	"log/slog"
+	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -88,14 +152,8 @@ type Options struct {
 	OnEpisode func(Episode)
 	// Logger gets a Warn line for an episode while it holds its loop and an
 	// Info line when it ends, at most one episode's lines per StackEvery a
-	// loop (default slog.Default(); slog.DiscardHandler logs nothing).
+	// loop (default slog.Default(); a handler that discards logs nothing).
 	Logger *slog.Logger
-	// Driven, when true, starts no goroutine: the caller calls Look at
-	// least every quarter of the threshold, from one goroutine. For a
-	// server that has a clock of its own (a thread that sleeps in the
-	// kernel, whose ticks are not late while a loop holds a Go P in a
-	// system call, as a Go timer's can be).
-	Driven bool
 }
 
 // Cause is why a loop was held past the threshold.
@@ -103,7 +161,7 @@ type Cause int
 
 const (
 	// Unknown: the loop is not on a locked thread of its own
-	// (Loop.LockedThread), or the watcher could not read its thread's
+	// (Loop.LockThread), or the watcher could not read its thread's
 	// counts: loopwatch cannot tell a blocking call from a thread that
 	// waited for a CPU.
 	Unknown Cause = iota
@@ -115,8 +173,14 @@ const (
 	// past the threshold: the machine, not the callback. The frame it
 	// stood on is not blamed. (A goroutine that waits for a Go P parks its
 	// locked thread, which the kernel counts as the thread's own doing:
-	// that wait is the callback's.)
+	// see WaitingForP.)
 	Starved
+	// WaitingForP: the stack found the loop's goroutine back from a system
+	// call and waiting for a Go P to run on (all of them busy): the
+	// scheduler held the loop, not the call, whose frame is not blamed. A
+	// goroutine ready to run in its own code (preempted, or woken from a
+	// wait) is not this: Blocked, or Unknown.
+	WaitingForP
 )
 
 func (c Cause) String() string {
@@ -125,6 +189,8 @@ func (c Cause) String() string {
 		return "blocked"
 	case Starved:
 		return "starved"
+	case WaitingForP:
+		return "waiting_for_p"
 	}
 	return "unknown"
 }
@@ -144,7 +210,7 @@ type Episode struct {
 	Cause Cause
 	// Thread is what the kernel counted of the loop's thread over the part
 	// of the hold the watcher watched; zero unless the loop is on a locked
-	// thread (Loop.LockedThread).
+	// thread (Loop.LockThread).
 	Thread ThreadTimes
 	// State is what the holding goroutine was doing when its stack was
 	// taken, as the runtime says it: "syscall", "sleep", "chan receive",
@@ -155,7 +221,7 @@ type Episode struct {
 	// frame outside Go's standard library and runtime: your code, or a
 	// library's), then its callers, then the standard library's and the
 	// runtime's frames it called last; nil when no stack was taken (and for
-	// a Starved episode).
+	// a Starved or WaitingForP episode).
 	Frames []Frame
 }
 
@@ -205,7 +271,10 @@ func (f Frame) String() string {
 type Stats struct {
 	Episodes int64 // every episode, whatever its cause, stack or not
 	Starved  int64 // of which the loop's thread did not get a CPU
-	Stacks   int64 // stacks taken
+	// WaitingForP: of which the loop's goroutine was back from a system
+	// call and waiting for a Go P.
+	WaitingForP int64
+	Stacks      int64 // stacks taken (one serves every loop held at that look)
 	// StackPause is the longest and the total time spent taking stacks:
 	// the world is stopped for part of it.
 	StackPauseMax, StackPauseTotal time.Duration
@@ -214,8 +283,8 @@ type Stats struct {
 // Counts are one loop's episodes by cause, and how long the episodes that
 // ended held it, in all.
 type Counts struct {
-	Blocked, Starved, Unknown int64
-	Held                      time.Duration
+	Blocked, Starved, WaitingForP, Unknown int64
+	Held                                   time.Duration
 }
 
 // Watcher watches the loops made by its Loop method.
@@ -231,12 +300,38 @@ type Watcher struct {
 	// looking serialises Look with Stop.
 	looking sync.Mutex
 	stopped bool
-	// dumpSize is the last dump's size (the looking goroutine only).
-	dumpSize int
+	// The looking goroutine's own: the last dump's bytes a goroutine; the
+	// last dump, while a loop is held by the callback it was in then;
+	// and the look's reports, held until its stack is taken.
+	dumpPer  int
+	lastDump []byte
+	reports  []pendingReport
+	now      time.Time // the look's
 }
 
-// New starts a watcher; Stop ends it.
+// New starts a watcher, and the goroutine that looks at its loops every
+// quarter of the threshold (at least every 250 us); Stop ends it.
 func New(o Options) *Watcher {
+	w := newWatcher(o)
+	go w.run()
+	return w
+}
+
+// NewDriven is New for a server that has a clock of its own: it starts no
+// goroutine, and the caller calls Look at least every quarter of the
+// threshold, from one goroutine.
+//
+// Advanced: the kit's loop server drives its watcher from a thread that
+// sleeps in the kernel between ticks (its heartbeat's), whose ticks are
+// not late when every Go P is taken, as a Go timer's can be. New is what
+// a server without such a clock wants.
+func NewDriven(o Options) *Watcher {
+	w := newWatcher(o)
+	close(w.done)
+	return w
+}
+
+func newWatcher(o Options) *Watcher {
 	if o.Threshold <= 0 {
 		o.Threshold = 10 * time.Millisecond
 	}
@@ -246,11 +341,6 @@ func New(o Options) *Watcher {
 	w := &Watcher{o: o, log: o.Logger, stop: make(chan struct{}), done: make(chan struct{})}
 	if w.log == nil {
 		w.log = slog.Default()
-	}
-	if o.Driven {
-		close(w.done)
-	} else {
-		go w.run()
 	}
 	return w
 }
@@ -282,14 +372,14 @@ func (w *Watcher) Stats() Stats {
 type Loop struct {
 	name string
 	gid  atomic.Uint64 // the loop's goroutine, learned by the first Enter
-	tid  atomic.Int64  // its locked thread (LockedThread); 0: none said
+	tid  atomic.Int64  // its locked thread (LockThread); 0: none said
 	seq  atomic.Uint64 // callbacks begun
 	in   atomic.Bool   // a callback is under way
 	at   atomic.Int64  // unix ns EnterAt gave for it; 0: not given
 	end  atomic.Int64  // unix ns ExitAt gave for it; 0: not given
 
-	blocked, starved, unknown atomic.Int64 // episodes begun, by cause
-	heldNs                    atomic.Int64 // how long the episodes that ended held the loop, in all
+	blocked, starved, waitP, unknown atomic.Int64 // episodes begun, by cause
+	heldNs                           atomic.Int64 // how long the episodes that ended held the loop, in all
 
 	// The looking goroutine's own.
 	cur       uint64    // the callback it is timing
@@ -303,13 +393,23 @@ type Loop struct {
 	// The loop thread's counts, while a callback is watched that lasted
 	// past one look: from base (read in callback baseSeq) to prev, and
 	// the off-CPU time of the looks that found the thread runnable.
-	files          atomic.Pointer[threadFiles] // opened by LockedThread
+	files          atomic.Pointer[threadFiles] // opened by LockThread
 	schedErr       bool                        // the thread could not be read: Unknown
 	base, prev     threadSample
 	baseAt, prevAt time.Time
 	baseSeq        uint64
 	waitedSeen     time.Duration
 	pending        bool // an episode waits one look for its thread's counts
+	// lookSeq is the callback the look found under way (0: none);
+	// dumpSeq the one under way across the last dump (0: none, or over).
+	lookSeq, dumpSeq uint64
+	// waitSeen is when a stack last found the ongoing episode's goroutine
+	// waiting for a P (WaitingForP), or looked again; ownSeen when one
+	// first found it in its own code since (zero: none); before is its
+	// cause until the wait was seen.
+	waitSeen, ownSeen time.Time
+	before            Cause
+	earlyWait         bool // the stack taken before the episode was decided found it waiting
 }
 
 // Loop returns a new Loop named name, watched from now on.
@@ -322,7 +422,9 @@ func (w *Watcher) Loop(name string) *Loop {
 	return l
 }
 
-// Enter marks, on the loop's goroutine, that a callback begins.
+// Enter marks, on the loop's goroutine, that a callback begins. It makes
+// three atomic writes and reads no clock: the watcher times the callback
+// from when it first sees it, at most a quarter of the threshold late.
 func (l *Loop) Enter() {
 	if l.gid.Load() == 0 {
 		l.gid.Store(goid())
@@ -334,6 +436,10 @@ func (l *Loop) Enter() {
 
 // EnterAt is Enter for a caller that has read the clock already: the
 // callback began at unixNano, and its episode is timed from then.
+//
+// Advanced: for a server that reads the time at each callback anyway (the
+// kit's loop server does, for its own figures); Enter costs less than a
+// clock read.
 func (l *Loop) EnterAt(unixNano int64) {
 	if l.gid.Load() == 0 {
 		l.gid.Store(goid())
@@ -343,23 +449,33 @@ func (l *Loop) EnterAt(unixNano int64) {
 	l.in.Store(true)
 }
 
-// Exit marks that the callback ended.
+// Exit marks, on the loop's goroutine, that the callback ended: one atomic
+// write.
 func (l *Loop) Exit() { l.in.Store(false) } // an ExitAt time of an earlier callback is before this one's start: ignored
 
 // ExitAt is Exit for a caller that has read the clock: the callback ended
-// at unixNano, and an episode's Held ends then.
+// at unixNano, and an episode's Held ends then (with Exit, at the look
+// that sees it ended).
+//
+// Advanced: see EnterAt.
 func (l *Loop) ExitAt(unixNano int64) {
 	l.end.Store(unixNano)
 	l.in.Store(false)
 }
 
-// LockedThread says, from the loop's own goroutine, that it runs alone on
-// the calling OS thread (locked with runtime.LockOSThread, for the loop's
-// life). loopwatch can then tell a blocking call from a thread that did not
-// get a CPU (Cause). It opens two of the thread's /proc files, held until
-// the watcher stops. It does nothing where the thread's counts cannot be
-// read (outside Linux).
-func (l *Loop) LockedThread() {
+// LockThread, called from the loop's own goroutine, locks that goroutine
+// to its OS thread for the rest of its life (runtime.LockOSThread: a loop
+// locked already, as gnet's WithLockOSThread and nbio's LockPoller do,
+// stays as it is) and has the watcher read that thread's scheduler counts
+// while a callback runs long. loopwatch can then tell a blocking call from
+// a thread that did not get a CPU (Starved). It opens two of the thread's
+// /proc files, held until the watcher stops; outside Linux it locks, and
+// the causes stay Unknown. A loop on a thread of its own costs the Go
+// scheduler a hand-off each time the loop wakes (the thread must be woken
+// for it): call it where the loop's thread is locked anyway, or where
+// telling a starved loop apart is worth that.
+func (l *Loop) LockThread() {
+	runtime.LockOSThread()
 	if l.gid.Load() == 0 {
 		l.gid.Store(goid())
 	}
@@ -373,8 +489,8 @@ func (l *Loop) Name() string { return l.name }
 
 // Counts are the loop's episodes so far, by cause.
 func (l *Loop) Counts() Counts {
-	return Counts{Blocked: l.blocked.Load(), Starved: l.starved.Load(), Unknown: l.unknown.Load(),
-		Held: time.Duration(l.heldNs.Load())}
+	return Counts{Blocked: l.blocked.Load(), Starved: l.starved.Load(), WaitingForP: l.waitP.Load(),
+		Unknown: l.unknown.Load(), Held: time.Duration(l.heldNs.Load())}
 }
 
 // Loops lists the watched loops, in the order they were made.

@@ -1,6 +1,7 @@
 package loopwatch
 
 import (
+	"fmt"
 	"io"
 	"log/slog"
 	"strings"
@@ -67,7 +68,7 @@ func TestStackEvery(t *testing.T) {
 	w := New(Options{Threshold: 10 * time.Millisecond, StackEvery: time.Hour, OnEpisode: func(e Episode) { got <- e }, Logger: quiet})
 	defer w.Stop()
 	l := w.Loop("loop-1")
-	for i := range 2 {
+	for i := 0; i < 2; i++ {
 		release := make(chan struct{})
 		go func() {
 			l.Enter()
@@ -95,7 +96,7 @@ func TestShortCallbacks(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		for range 100000 {
+		for i := 0; i < 100000; i++ {
 			l.Enter()
 			l.Exit()
 		}
@@ -129,7 +130,7 @@ github.com/panjf2000/gnet/v2.(*eventloop).read(0xc0000a2000)
 created by github.com/panjf2000/gnet/v2.(*engine).start in goroutine 1
 	/go/pkg/mod/github.com/panjf2000/gnet/v2@v2.9.7/engine_unix.go:60 +0x1e
 `
-	state, frames := parse([]byte(dump), 22)
+	state, frames, _ := parse([]byte(dump), 22)
 	if state != "syscall" || len(frames) != 5 {
 		t.Fatalf("state %q, %d frames: %+v", state, len(frames), frames)
 	}
@@ -143,13 +144,13 @@ created by github.com/panjf2000/gnet/v2.(*engine).start in goroutine 1
 		t.Errorf("culprit %s", c)
 	}
 	xsys := "goroutine 9 [syscall]:\ngolang.org/x/sys/unix.Nanosleep(0x1, 0x0)\n\t/m/golang.org/x/sys/unix/z.go:1 +0x1\nexample.com/app.wait()\n\t/src/app/wait.go:7 +0x2\n"
-	if _, f := parse([]byte(xsys), 9); len(f) != 2 || f[0].Function != "example.com/app.wait" {
+	if _, f, _ := parse([]byte(xsys), 9); len(f) != 2 || f[0].Function != "example.com/app.wait" {
 		t.Errorf("golang.org/x is not the culprit, its caller is: %v", f)
 	}
-	if s, f := parse([]byte(dump), 7); s != "" || f != nil {
+	if s, f, _ := parse([]byte(dump), 7); s != "" || f != nil {
 		t.Errorf("goroutine 7 found: %q %v", s, f)
 	}
-	if s, f := parse([]byte(dump), 1); s != "running" || len(f) != 1 || f[0].Function != "main.main" {
+	if s, f, _ := parse([]byte(dump), 1); s != "running" || len(f) != 1 || f[0].Function != "main.main" {
 		t.Errorf("goroutine 1: %q %v", s, f)
 	}
 }
@@ -158,7 +159,7 @@ created by github.com/panjf2000/gnet/v2.(*engine).start in goroutine 1
 // held loop, times it from EnterAt and ends it at ExitAt.
 func TestDriven(t *testing.T) {
 	var got []Episode
-	w := New(Options{Threshold: 10 * time.Millisecond, Driven: true, StackEvery: -1, Logger: quiet,
+	w := NewDriven(Options{Threshold: 10 * time.Millisecond, StackEvery: -1, Logger: quiet,
 		OnEpisode: func(e Episode) { got = append(got, e) }})
 	defer w.Stop()
 	l := w.Loop("loop-0")
@@ -192,12 +193,12 @@ func TestDriven(t *testing.T) {
 // per StackEvery; the next line says how many were left out.
 func TestLogLines(t *testing.T) {
 	var buf strings.Builder
-	w := New(Options{Threshold: time.Millisecond, Driven: true, StackEvery: time.Second,
+	w := NewDriven(Options{Threshold: time.Millisecond, StackEvery: time.Second,
 		Logger: slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelInfo}))})
 	defer w.Stop()
 	l := w.Loop("loop-0")
 	t0 := time.Now()
-	for i := range 5 { // five 2 ms holds, 100 ms apart, then one a second later
+	for i := 0; i < 5; i++ { // five 2 ms holds, 100 ms apart, then one a second later
 		at := t0.Add(time.Duration(i) * 100 * time.Millisecond)
 		if i == 4 {
 			at = t0.Add(2 * time.Second)
@@ -216,5 +217,78 @@ func TestLogLines(t *testing.T) {
 	}
 	if s := w.Stats(); s.Episodes != 5 {
 		t.Fatalf("stats %+v: every episode counted", s)
+	}
+}
+
+// TestParseWaitingForP reads real dumps (Go 1.26, linux/amd64): a
+// goroutine back from a system call (or a C call) without a P is printed
+// runnable, from where it entered the call, as during the call; it waits
+// for a P. One preempted in its own code, one woken from a channel and
+// not yet run, and one still in its call are not.
+func TestParseWaitingForP(t *testing.T) {
+	for _, c := range []struct {
+		name, dump string
+		state      string
+		waitP      bool
+	}{
+		{"back from a system call", `goroutine 7 [runnable, locked to thread]:
+syscall.Syscall(0x23, 0x102709a2cf80, 0x0, 0x0)
+	/usr/local/go/src/syscall/syscall_linux.go:74 +0x25
+main.sleepSyscall(0x0?)
+	/tmp/exitsys/main.go:24 +0x75
+main.main.func1()
+	/tmp/exitsys/main.go:34 +0x48
+created by main.main in goroutine 1
+	/tmp/exitsys/main.go:30 +0x85
+`, "runnable", true},
+		{"in the system call", `goroutine 7 [syscall, locked to thread]:
+syscall.Syscall(0x23, 0x102709a2cf80, 0x0, 0x0)
+	/usr/local/go/src/syscall/syscall_linux.go:74 +0x25
+main.sleepSyscall(0x0?)
+	/tmp/exitsys/main.go:24 +0x75
+created by main.main in goroutine 1
+	/tmp/exitsys/main.go:30 +0x85
+`, "syscall", false},
+		{"back from x/sys/unix's own entry", `goroutine 5 [runnable, locked to thread]:
+golang.org/x/sys/unix.SyscallNoError(0x23, 0x962d349f80, 0x0, 0x0)
+	/root/go/pkg/mod/golang.org/x/sys@v0.50.0/unix/asm_linux_amd64.s:23 +0x9
+main.sleepSyscall(0x0?)
+	/tmp/exitsys/main.go:26 +0x85
+main.main.func1()
+	/tmp/exitsys/main.go:36 +0x48
+created by main.main in goroutine 1
+	/tmp/exitsys/main.go:32 +0x85
+`, "runnable", true},
+		{"back from a C call", `goroutine 3 [runnable, locked to thread]:
+main._Cfunc_nap()
+	_cgo_gotypes.go:46 +0x3a
+main.napC(...)
+	/tmp/exitcgo/main.go:23
+main.main.func1()
+	/tmp/exitcgo/main.go:32 +0x45
+created by main.main in goroutine 1
+	/tmp/exitcgo/main.go:28 +0x85
+`, "runnable", true},
+		{"preempted in its own code", `goroutine 5 [runnable]:
+main.spin(0x0?)
+	/tmp/preempt/main.go:13 +0xa
+created by main.main in goroutine 1
+	/tmp/preempt/main.go:24 +0x7d
+`, "runnable", false},
+		{"woken from a channel, not yet run", `goroutine 6 [runnable]:
+main.waiter(...)
+	/tmp/preempt/main.go:19
+main.main.func1()
+	/tmp/preempt/main.go:28 +0x2a
+created by main.main in goroutine 1
+	/tmp/preempt/main.go:26 +0xd9
+`, "runnable", false},
+	} {
+		id := uint64(0)
+		fmt.Sscanf(c.dump, "goroutine %d", &id)
+		state, frames, waitP := parse([]byte(c.dump), id)
+		if state != c.state || waitP != c.waitP || len(frames) == 0 {
+			t.Errorf("%s: state %q, waiting for a P %v, %d frames; want %q, %v", c.name, state, waitP, len(frames), c.state, c.waitP)
+		}
 	}
 }

@@ -8,14 +8,15 @@ import (
 	"time"
 )
 
-// stackOf takes every goroutine's stack (the world stops meanwhile) and
-// returns goroutine id's state and frames.
-func (w *Watcher) stackOf(id uint64) (string, []Frame) {
-	// Every goroutine's stack is printed while the world is stopped: one
-	// dump, in a buffer sized from the last one and the goroutines now, so
-	// that it is rarely taken twice.
+// dump takes every goroutine's stack, the world stopped meanwhile: one
+// runtime.Stack, in a buffer sized from the last dump's bytes a goroutine
+// and the goroutines now, so that it is rarely taken twice (an idle
+// goroutine takes about 150 bytes, a deep stack a few kilobytes).
+func (w *Watcher) dump() []byte {
 	t0 := time.Now()
-	buf := make([]byte, max(w.dumpSize*5/4, runtime.NumGoroutine()*2048, 64<<10))
+	g := runtime.NumGoroutine()
+	per := max(w.dumpPer, 512)
+	buf := make([]byte, max(g*per*5/4, 64<<10))
 	for {
 		n := runtime.Stack(buf, true)
 		if n < len(buf) || len(buf) >= 256<<20 {
@@ -25,51 +26,82 @@ func (w *Watcher) stackOf(id uint64) (string, []Frame) {
 		buf = make([]byte, 2*len(buf))
 	}
 	pause := time.Since(t0)
-	w.dumpSize = len(buf)
+	w.dumpPer = len(buf)/max(g, 1) + 1
 	w.mu.Lock()
 	w.stats.Stacks++
 	w.stats.StackPauseTotal += pause
 	w.stats.StackPauseMax = max(w.stats.StackPauseMax, pause)
 	w.mu.Unlock()
-	return parse(buf, id)
+	return buf
 }
 
 // parse finds goroutine id in a runtime.Stack dump: its state and its
-// frames, the culprit first.
-func parse(dump []byte, id uint64) (string, []Frame) {
+// frames, the culprit first; waitP says it is back from a system call and
+// waits for a Go P (see backFromSyscall).
+func parse(dump []byte, id uint64) (state string, frames []Frame, waitP bool) {
 	head := []byte("goroutine " + strconv.FormatUint(id, 10) + " [")
-	for _, g := range bytes.Split(dump, []byte("\n\n")) {
-		if !bytes.HasPrefix(g, head) {
-			continue
+	i := 0
+	for {
+		j := bytes.Index(dump[i:], head)
+		if j < 0 {
+			return "", nil, false
 		}
-		lines := strings.Split(string(g), "\n")
-		state := strings.TrimSuffix(strings.TrimPrefix(lines[0], string(head)), "]:")
-		if i := strings.Index(state, ","); i >= 0 { // "chan receive, 2 minutes"
-			state = state[:i]
+		i += j
+		if i == 0 || dump[i-1] == '\n' {
+			break
 		}
-		var frames []Frame
-		for i := 1; i+1 < len(lines); i += 2 {
-			fn := lines[i]
-			if strings.HasPrefix(fn, "created by ") {
-				break
-			}
-			if j := strings.LastIndex(fn, "("); j > 0 {
-				fn = fn[:j]
-			}
-			loc := strings.TrimSpace(lines[i+1])
-			if j := strings.LastIndex(loc, " +0x"); j > 0 {
-				loc = loc[:j]
-			}
-			f := Frame{Function: fn, File: loc}
-			if j := strings.LastIndex(loc, ":"); j > 0 {
-				f.File = loc[:j]
-				f.Line, _ = strconv.Atoi(loc[j+1:])
-			}
-			frames = append(frames, f)
-		}
-		return state, culpritFirst(frames)
+		i += len(head)
 	}
-	return "", nil
+	g := dump[i:]
+	if end := bytes.Index(g, []byte("\n\n")); end >= 0 {
+		g = g[:end]
+	}
+	lines := strings.Split(string(g), "\n")
+	state = strings.TrimSuffix(strings.TrimPrefix(lines[0], string(head)), "]:")
+	if i := strings.Index(state, ","); i >= 0 { // "chan receive, 2 minutes"
+		state = state[:i]
+	}
+	for i := 1; i+1 < len(lines); i += 2 {
+		fn := lines[i]
+		if strings.HasPrefix(fn, "created by ") {
+			break
+		}
+		if j := strings.LastIndex(fn, "("); j > 0 {
+			fn = fn[:j]
+		}
+		loc := strings.TrimSpace(lines[i+1])
+		if j := strings.LastIndex(loc, " +0x"); j > 0 {
+			loc = loc[:j]
+		}
+		f := Frame{Function: fn, File: loc}
+		if j := strings.LastIndex(loc, ":"); j > 0 {
+			f.File = loc[:j]
+			f.Line, _ = strconv.Atoi(loc[j+1:])
+		}
+		frames = append(frames, f)
+	}
+	waitP = state == "runnable" && len(frames) > 0 && backFromSyscall(frames[0].Function)
+	return state, culpritFirst(frames), waitP
+}
+
+// backFromSyscall says whether fn, the innermost frame a dump shows of a
+// goroutine that is runnable, is where Go enters a system call (or a C
+// call): the goroutine is back from it and waits for a P. A goroutine
+// waits so in the runtime's exitsyscall, whose frames a dump hides; the
+// runtime prints its stack from where the call was entered, as it does
+// during the call ("syscall"). One preempted, or woken from a wait, shows
+// where it stopped in its own code, or the call it waited in (a channel's,
+// a lock's).
+func backFromSyscall(fn string) bool {
+	if strings.Contains(fn, "._Cfunc_") { // cgo's call of a C function
+		return true
+	}
+	pkg, name := fn, ""
+	if i := strings.LastIndex(fn, "."); i >= 0 {
+		pkg, name = fn[:i], fn[i+1:]
+	}
+	return (pkg == "syscall" || pkg == "golang.org/x/sys/unix") &&
+		(strings.HasPrefix(name, "Syscall") || strings.HasPrefix(name, "syscall"))
 }
 
 // culpritFirst reorders frames (innermost first) so that the innermost

@@ -19,7 +19,7 @@ type threadSample struct {
 }
 
 // threadFiles are a loop thread's /proc files, opened once by
-// LockedThread (not when a callback runs long: a descriptor opened then
+// LockThread (not when a callback runs long: a descriptor opened then
 // would shift the numbers of the server's next connections, which some
 // engines deal to loops by) and read again from their start (a few
 // microseconds a read).

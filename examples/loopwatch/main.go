@@ -14,7 +14,8 @@
 //	go run ./examples/loopwatch --addr 127.0.0.1:9300 --fixed
 //
 // Its test (main_test.go) fails on the blocking version, naming audit, and
-// passes on the fixed one: loopwatchtest at work.
+// passes on the fixed one: loopwatchtest at work. The server adopts
+// loopwatch in one line, loopwatchgnet.Run: its handler marks nothing.
 package main
 
 import (
@@ -32,6 +33,7 @@ import (
 	"github.com/panjf2000/gnet/v2"
 
 	"github.com/bystander-kit/bystander/loopwatch"
+	"github.com/bystander-kit/bystander/loopwatch/loopwatchgnet"
 )
 
 func main() {
@@ -73,7 +75,7 @@ func Serve(ctx context.Context, cfg Config, w *loopwatch.Watcher, ready func()) 
 		cfg.Sync = 100 * time.Millisecond
 	}
 	log := newAuditLog(ctx, cfg.Sync)
-	s := &server{w: w, log: log, fixed: fixed, loops: map[gnet.EventLoop]*loopwatch.Loop{}, ready: ready}
+	s := &server{log: log, fixed: fixed, ready: ready}
 	if fixed {
 		s.queue = make(chan []byte, 10000)
 		go func() {
@@ -84,10 +86,12 @@ func Serve(ctx context.Context, cfg Config, w *loopwatch.Watcher, ready func()) 
 		defer close(s.queue)
 	}
 	errc := make(chan error, 1)
-	// Each loop on a locked thread of its own: loopwatch can then tell a
-	// loop whose thread did not get a CPU from a blocking call.
+	// loopwatchgnet watches every connection callback on its event loop:
+	// the handler marks nothing. Each loop on a locked thread of its own:
+	// loopwatch can then tell a loop whose thread did not get a CPU from a
+	// blocking call.
 	go func() {
-		errc <- gnet.Run(s, "tcp://"+addr, gnet.WithNumEventLoop(2), gnet.WithReuseAddr(true), gnet.WithLockOSThread(true))
+		errc <- loopwatchgnet.Run(s, w, "tcp://"+addr, gnet.WithNumEventLoop(2), gnet.WithReuseAddr(true), gnet.WithLockOSThread(true))
 	}()
 	select {
 	case err := <-errc:
@@ -104,15 +108,13 @@ func Serve(ctx context.Context, cfg Config, w *loopwatch.Watcher, ready func()) 
 
 type server struct {
 	gnet.BuiltinEventEngine
-	w     *loopwatch.Watcher
 	log   *auditLog
 	fixed bool
 	queue chan []byte
 	ready func()
 
-	mu    sync.Mutex // guards loops and eng
-	loops map[gnet.EventLoop]*loopwatch.Loop
-	eng   *gnet.Engine
+	mu  sync.Mutex // guards eng
+	eng *gnet.Engine
 }
 
 func (s *server) OnBoot(e gnet.Engine) gnet.Action {
@@ -131,25 +133,8 @@ func (s *server) engine() *gnet.Engine {
 	return s.eng
 }
 
-// loopOf is the loopwatch Loop of c's event loop, made on first sight, on
-// that loop (OnTraffic runs there), whose thread gnet has locked.
-func (s *server) loopOf(c gnet.Conn) *loopwatch.Loop {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	l, ok := s.loops[c.EventLoop()]
-	if !ok {
-		l = s.w.Loop(fmt.Sprintf("gnet-loop-%d", len(s.loops)))
-		l.LockedThread()
-		s.loops[c.EventLoop()] = l
-	}
-	return l
-}
-
 // OnTraffic answers each whole line, after auditing it.
 func (s *server) OnTraffic(c gnet.Conn) gnet.Action {
-	l := s.loopOf(c)
-	l.Enter()
-	defer l.Exit()
 	buf, _ := c.Peek(-1)
 	n := 0
 	var out []byte

@@ -21,7 +21,10 @@ import (
 const (
 	Blocked = "blocked" // the callback held its loop
 	Starved = "starved" // its thread waited for a CPU: not a blocking call
-	Unknown = "unknown" // cannot tell (no locked thread)
+	// WaitingForP: its goroutine, back from a system call, waited for a
+	// Go P: not a blocking call.
+	WaitingForP = "waiting_for_p"
+	Unknown     = "unknown" // cannot tell (no locked thread)
 )
 
 // Record is one loop (or thread) held past a threshold.
@@ -94,7 +97,7 @@ func (r Record) Clean() Record {
 	r.Frames = frames
 	r.Thread, r.Route, r.State = cut(r.Thread), cut(r.Route), cut(r.State)
 	switch r.Cause {
-	case Blocked, Starved:
+	case Blocked, Starved, WaitingForP:
 	default:
 		r.Cause = Unknown
 	}
@@ -145,6 +148,8 @@ func (r Record) Words() string {
 	switch {
 	case r.Cause == Starved:
 		return who + " " + held + ": its thread did not get a CPU (not a blocking call)"
+	case r.Cause == WaitingForP:
+		return who + " " + held + ": back from a system call, it waited for a Go P (not a blocking call)"
 	case len(r.Frames) == 0 && r.State != "" && r.Loop < 0:
 		return who + " " + held + " " + r.Where()
 	case len(r.Frames) == 0:
@@ -193,14 +198,15 @@ type Place struct {
 }
 
 // Places groups records by where they held, in order of first sight, each
-// named by who (who[i] names rs[i]); a starved record, or one that says
+// named by who (who[i] names rs[i]); a starved record, one waiting for a
+// P, or one that says
 // nowhere (Where), is left out. A record of unknown cause (no
 // locked thread to tell) still says where.
 func Places(rs []Record, who []string) []Place {
 	var out []Place
 	at := map[string]int{}
 	for i, r := range rs {
-		if r.Cause == Starved || r.Where() == "" {
+		if r.Cause == Starved || r.Cause == WaitingForP || r.Where() == "" {
 			continue
 		}
 		w := r.Where()

@@ -21,6 +21,10 @@ func TestWords(t *testing.T) {
 	if got, want := r.Words(), "loop 2 held 2.5 ms so far: its thread did not get a CPU (not a blocking call)"; got != want {
 		t.Errorf("%q, want %q", got, want)
 	}
+	r = FromEpisode(2, "/offload", loopwatch.Episode{Loop: "2", Held: 3200 * time.Microsecond, Cause: loopwatch.WaitingForP, State: "runnable"})
+	if got, want := r.Words(), "loop 2 held 3.2 ms so far: back from a system call, it waited for a Go P (not a blocking call)"; got != want || r.Cause != WaitingForP {
+		t.Errorf("%q (cause %q), want %q", got, r.Cause, want)
+	}
 }
 
 // TestThreadWords: a thread seen from outside, held across looks or found

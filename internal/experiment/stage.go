@@ -701,7 +701,7 @@ func (r *runner) lagEvent(server string) func(lag.Event) {
 			where, heldMs := "", 0.0
 			// A block that began in the last second: its record grows
 			// from "so far" to its whole length as the events go by.
-			if c := l.Culprit; c != nil && c.StartNs >= ev.TimeNs-int64(time.Second) && c.Cause != culprit.Starved && len(c.Frames) > 0 {
+			if c := l.Culprit; c != nil && c.StartNs >= ev.TimeNs-int64(time.Second) && c.Cause != culprit.Starved && c.Cause != culprit.WaitingForP && len(c.Frames) > 0 {
 				clean := c.Clean()
 				where, heldMs = clean.Where(), float64(clean.HeldNs)/1e6
 			}

@@ -94,8 +94,12 @@ type Loop struct {
 	blockedNs atomic.Int64 // blocks that ended
 	byRoute   [len(routeKeys)]atomic.Int64
 	starved   atomic.Int64                   // holds that were its thread waiting for a CPU: not blocks
+	waitP     atomic.Int64                   // holds that were its goroutine waiting for a Go P after a system call: not blocks
 	culprit   atomic.Pointer[culprit.Record] // the last block with a stack
-	starvedAt int64                          // the start of the last hold reported starved
+	// apartAt is the start of the last hold counted apart (starved, or
+	// waiting for a P: apart), which a later report of it may move.
+	apartAt int64
+	apart   *atomic.Int64
 }
 
 // routeKeys are the routes blocks are counted by: each protocol route, and
@@ -137,7 +141,7 @@ func (m *Monitor) NewLoop(index int) *Loop {
 // recorded as run at once, without waking the loop (see Monitor.Step).
 func (l *Loop) Locked() {
 	if l.watch != nil {
-		l.watch.LockedThread()
+		l.watch.LockThread()
 	}
 	f, err := os.Open("/proc/self/task/" + strconv.Itoa(unix.Gettid()) + "/syscall")
 	if err != nil {
@@ -281,8 +285,7 @@ func New(o Options, loops func() []*Loop, poke func(l *Loop, again bool) bool) *
 		// Its Warn lines only: a held loop, where, at most one a second a
 		// loop (the releases are on /stats and the stream).
 		log := slog.New(slog.NewTextHandler(o.Log, &slog.HandlerOptions{Level: slog.LevelWarn})).With("server", o.Name)
-		m.watch = loopwatch.New(loopwatch.Options{Threshold: o.Warn, StackEvery: o.StackEvery, Driven: true,
-			Logger: log, OnEpisode: m.episode})
+		m.watch = loopwatch.NewDriven(loopwatch.Options{Threshold: o.Warn, StackEvery: o.StackEvery, Logger: log, OnEpisode: m.episode})
 	}
 	return m
 }
@@ -519,8 +522,9 @@ func (m *Monitor) resting(l *Loop, now int64) bool {
 
 // episode is loopwatch's report of one of m's loops held past Warn, on
 // Run's goroutine (inside Look). A block begins when a hold is reported
-// not starved (a starved hold is counted apart, and becomes a block if
-// loopwatch finds it blocked after all), and ends with its episode.
+// neither starved nor waiting for a P (such a hold is counted apart, and
+// becomes a block if loopwatch finds it its callback's after all), and
+// ends with its episode.
 func (m *Monitor) episode(e loopwatch.Episode) {
 	var l *Loop
 	for _, x := range m.loops() {
@@ -543,17 +547,19 @@ func (m *Monitor) episode(e loopwatch.Episode) {
 			l.culprit.Store(&r)
 		}
 	case e.Ended:
-	case e.Cause == loopwatch.Starved:
-		l.starved.Add(1)
-		l.starvedAt = start
+	case e.Cause == loopwatch.Starved || e.Cause == loopwatch.WaitingForP:
+		l.unapart(start)
+		l.apartAt, l.apart = start, &l.starved
+		if e.Cause == loopwatch.WaitingForP {
+			l.apart = &l.waitP
+		}
+		l.apart.Add(1)
 	case !ongoing:
 		// The request that held it, or (if it ended while its stack was
 		// taken and another began) the next: a request's route stays
 		// until the next request's.
 		route := l.route.Load()
-		if l.starvedAt == start { // reported starved first: a block after all
-			l.starved.Add(-1)
-		}
+		l.unapart(start) // reported apart first: a block after all
 		l.blockRt.Store(route)
 		l.blockAt.Store(start)
 		l.blocks.Add(1)
@@ -565,6 +571,15 @@ func (m *Monitor) episode(e loopwatch.Episode) {
 			r := culprit.FromEpisode(l.Index, routeName(route), e)
 			l.culprit.Store(&r)
 		}
+	}
+}
+
+// unapart takes back the count apart of the hold that began at start, if
+// it was counted so.
+func (l *Loop) unapart(start int64) {
+	if l.apart != nil && l.apartAt == start {
+		l.apart.Add(-1)
+		l.apart = nil
 	}
 }
 
@@ -581,6 +596,10 @@ type Stats struct {
 	// Starved counts the holds past the threshold that were the loop's
 	// thread waiting for a CPU: not blocks.
 	Starved int64 `json:"starved"`
+	// WaitingForP counts the holds past the threshold that were the
+	// loop's goroutine, back from a system call, waiting for a Go P: not
+	// blocks.
+	WaitingForP int64 `json:"waiting_for_p"`
 	// Culprit is the last block that had its stack taken: where it held.
 	Culprit *culprit.Record `json:"culprit,omitempty"`
 }
@@ -595,7 +614,7 @@ func (l *Loop) Stats(now int64) Stats {
 	return Stats{
 		LagBeats: s.Count, LagP50Ns: us(s.P50Us), LagP99Ns: us(s.P99Us), LagMaxNs: us(s.MaxUs),
 		Blocks: l.blocks.Load(), BlockedNs: l.blockedUntil(now), BlockedNow: l.blockAt.Load() != 0,
-		BlocksByRoute: l.blocksByRoute(), Starved: l.starved.Load(), Culprit: l.culprit.Load(),
+		BlocksByRoute: l.blocksByRoute(), Starved: l.starved.Load(), WaitingForP: l.waitP.Load(), Culprit: l.culprit.Load(),
 	}
 }
 

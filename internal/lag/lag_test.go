@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/bystander-kit/bystander/internal/protocol"
+	"github.com/bystander-kit/bystander/loopwatch"
 	"golang.org/x/sys/unix"
 )
 
@@ -497,5 +498,34 @@ func isClosed(ch chan struct{}) bool {
 		return true
 	default:
 		return false
+	}
+}
+
+// A hold loopwatch finds its goroutine's, waiting for a Go P after a
+// system call, is not a block: counted apart, like a starved thread's
+// (issue 49: the offload measurement counted one as a block at the lag
+// monitor's eventfd write); found the callback's after all, it becomes
+// one; a starved hold found waiting for a P moves to that count.
+func TestWaitingForPNotABlock(t *testing.T) {
+	r := newRig(2, 0, time.Millisecond)
+	l := r.loops[1]
+	t0 := time.Unix(1, 0)
+	r.m.episode(loopwatch.Episode{Loop: "1", Start: t0, Held: 3 * time.Millisecond, Cause: loopwatch.WaitingForP, State: "runnable"})
+	if st := l.Stats(t0.UnixNano()); st.Blocks != 0 || st.WaitingForP != 1 || st.BlockedNow || st.Culprit != nil {
+		t.Fatalf("%+v: want no block, one hold waiting for a P", st)
+	}
+	r.m.episode(loopwatch.Episode{Loop: "1", Start: t0, Held: 3 * time.Millisecond, Ended: true, Cause: loopwatch.WaitingForP})
+	t1 := t0.Add(time.Second)
+	r.m.episode(loopwatch.Episode{Loop: "1", Start: t1, Held: 2 * time.Millisecond, Cause: loopwatch.WaitingForP, State: "runnable"})
+	r.m.episode(loopwatch.Episode{Loop: "1", Start: t1, Held: 4 * time.Millisecond, Cause: loopwatch.Blocked, State: "chan receive",
+		Frames: []loopwatch.Frame{{Function: "main.wait", File: "/src/main.go", Line: 3}}})
+	if st := l.Stats(t1.UnixNano()); st.Blocks != 1 || st.WaitingForP != 1 || st.Culprit == nil {
+		t.Fatalf("%+v: want the second held by its callback after all: one block, one hold waiting for a P", st)
+	}
+	t2 := t1.Add(time.Second)
+	r.m.episode(loopwatch.Episode{Loop: "1", Start: t2, Held: 2 * time.Millisecond, Cause: loopwatch.Starved})
+	r.m.episode(loopwatch.Episode{Loop: "1", Start: t2, Held: 3 * time.Millisecond, Cause: loopwatch.WaitingForP, State: "runnable"})
+	if st := l.Stats(t2.UnixNano()); st.Blocks != 1 || st.WaitingForP != 2 || st.Starved != 0 {
+		t.Fatalf("%+v: want the starved hold moved to waiting for a P", st)
 	}
 }

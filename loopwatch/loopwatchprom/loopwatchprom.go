@@ -1,6 +1,7 @@
 // Package loopwatchprom exports a loopwatch.Watcher's counts to Prometheus:
-// for each loop, its episodes by cause (blocked, starved: its thread did
-// not get a CPU, unknown) and how long they held it; and how many
+// for each loop, its episodes by cause (blocked; starved: its thread did
+// not get a CPU; waiting_for_p: its goroutine, back from a system call,
+// waited for a Go P; unknown) and how long they held it; and how many
 // stacks were taken and what they paused.
 //
 //	prometheus.MustRegister(loopwatchprom.Collector(w))
@@ -14,7 +15,7 @@ import (
 
 var (
 	episodes = prometheus.NewDesc("loopwatch_episodes_total",
-		"Callbacks that held their event loop past the threshold, by cause: blocked (the callback held it), starved (its thread waited for a CPU), unknown (not on a locked thread: cannot tell).", []string{"loop", "cause"}, nil)
+		"Callbacks that held their event loop past the threshold, by cause: blocked (the callback held it), starved (its thread waited for a CPU), waiting_for_p (its goroutine, back from a system call, waited for a Go P), unknown (not on a locked thread: cannot tell).", []string{"loop", "cause"}, nil)
 	held = prometheus.NewDesc("loopwatch_held_seconds_total",
 		"How long the episodes that ended held their loop, in all.", []string{"loop"}, nil)
 	stacks = prometheus.NewDesc("loopwatch_stacks_total",
@@ -39,7 +40,8 @@ func (collector) Describe(ch chan<- *prometheus.Desc) {
 func (c collector) Collect(ch chan<- prometheus.Metric) {
 	for _, l := range c.w.Loops() {
 		n := l.Counts()
-		for cause, v := range map[loopwatch.Cause]int64{loopwatch.Blocked: n.Blocked, loopwatch.Starved: n.Starved, loopwatch.Unknown: n.Unknown} {
+		for cause, v := range map[loopwatch.Cause]int64{loopwatch.Blocked: n.Blocked, loopwatch.Starved: n.Starved,
+			loopwatch.WaitingForP: n.WaitingForP, loopwatch.Unknown: n.Unknown} {
 			ch <- prometheus.MustNewConstMetric(episodes, prometheus.CounterValue, float64(v), l.Name(), cause.String())
 		}
 		ch <- prometheus.MustNewConstMetric(held, prometheus.CounterValue, n.Held.Seconds(), l.Name())

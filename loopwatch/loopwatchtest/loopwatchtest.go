@@ -12,6 +12,7 @@ package loopwatchtest
 
 import (
 	"fmt"
+	"io"
 	"log/slog"
 	"sync"
 	"testing"
@@ -25,18 +26,23 @@ import (
 // episode: the loop, how long it was held and where, with the holding
 // goroutine's stack. An episode whose loop's thread did not get a CPU
 // (loopwatch.Starved: a busy machine, not the callback; known only for a
-// loop on a locked thread, see Loop.LockedThread) is logged, not failed.
+// loop on a locked thread, see Loop.LockThread), or whose goroutine was
+// back from a system call and waiting for a Go P (loopwatch.WaitingForP:
+// the scheduler, not the call), is logged, not failed.
 func New(t testing.TB, threshold time.Duration) *loopwatch.Watcher {
 	t.Helper()
 	var mu sync.Mutex
 	var held []loopwatch.Episode
 	w := loopwatch.New(loopwatch.Options{
 		Threshold:  threshold,
-		StackEvery: time.Nanosecond,               // a stack for every episode: a test can pay for it
-		Logger:     slog.New(slog.DiscardHandler), // the test says it
+		StackEvery: time.Nanosecond,                                // a stack for every episode: a test can pay for it
+		Logger:     slog.New(slog.NewTextHandler(io.Discard, nil)), // the test says it
 		OnEpisode: func(e loopwatch.Episode) {
 			mu.Lock()
 			defer mu.Unlock()
+			if reported != nil {
+				reported(e)
+			}
 			if !e.Ended {
 				held = append(held, e)
 				return
@@ -53,7 +59,7 @@ func New(t testing.TB, threshold time.Duration) *loopwatch.Watcher {
 		mu.Lock()
 		defer mu.Unlock()
 		for _, e := range held {
-			if e.Cause == loopwatch.Starved {
+			if e.Cause == loopwatch.Starved || e.Cause == loopwatch.WaitingForP {
 				t.Logf("%s", Describe(e))
 				continue
 			}
@@ -63,6 +69,10 @@ func New(t testing.TB, threshold time.Duration) *loopwatch.Watcher {
 	return w
 }
 
+// reported, set by this package's tests before New, sees each episode as
+// the watcher reports it.
+var reported func(loopwatch.Episode)
+
 // Describe is an episode in words: "loop-0 was held 52ms (at least: still
 // held) in chan receive at main.query (app.go:12)", and its stack.
 func Describe(e loopwatch.Episode) string {
@@ -70,9 +80,12 @@ func Describe(e loopwatch.Episode) string {
 	if !e.Ended {
 		s += " (at least: still held when the test ended)"
 	}
-	if e.Cause == loopwatch.Starved {
+	switch e.Cause {
+	case loopwatch.Starved:
 		return s + fmt.Sprintf(": its thread did not get a CPU (waited %s of the %s watched), not a blocking call",
 			e.Thread.Waited.Round(time.Microsecond), e.Thread.Watched.Round(time.Microsecond))
+	case loopwatch.WaitingForP:
+		return s + ": its goroutine, back from a system call, waited for a Go P (all busy), not a blocking call"
 	}
 	if len(e.Frames) == 0 {
 		return s + " (no stack: the loop was released before one could be taken, or one had just been)"

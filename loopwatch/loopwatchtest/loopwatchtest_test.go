@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/bystander-kit/bystander/loopwatch"
 )
 
 // recorder is a test that records what would fail it.
@@ -29,6 +31,13 @@ func blockingCall(release chan struct{}) { <-release }
 // does not.
 func TestFailsOnHeldLoop(t *testing.T) {
 	r := &recorder{}
+	held := make(chan struct{}, 1)
+	reported = func(e loopwatch.Episode) {
+		if !e.Ended {
+			held <- struct{}{}
+		}
+	}
+	defer func() { reported = nil }()
 	w := New(r, 10*time.Millisecond)
 	l := w.Loop("loop-0")
 	release := make(chan struct{})
@@ -39,13 +48,12 @@ func TestFailsOnHeldLoop(t *testing.T) {
 		l.Exit()
 		close(done)
 	}()
-	// Held until the episode is counted: its stack is taken, and kept (it
+	// Held until the episode is reported: its stack is taken, and kept (it
 	// was still held), by then. (Stacks counts a stack as it is taken,
-	// before the watcher knows whether the loop was still held: released
-	// then, the stack was dropped and the test failed now and then.)
-	for w.Stats().Episodes == 0 {
-		time.Sleep(time.Millisecond)
-	}
+	// before the watcher knows whether the loop was still held, and an
+	// episode is counted before its stack is taken: released then, the
+	// stack was dropped and the test failed.)
+	<-held
 	close(release)
 	<-done
 	r.end()
@@ -56,7 +64,7 @@ func TestFailsOnHeldLoop(t *testing.T) {
 	quiet := &recorder{}
 	w = New(quiet, 2*time.Second)
 	l = w.Loop("loop-1")
-	for range 1000 {
+	for i := 0; i < 1000; i++ {
 		l.Enter()
 		l.Exit()
 	}
