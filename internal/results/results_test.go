@@ -15,7 +15,7 @@ func full() *Result {
 	start := time.Unix(1796025321, 50679074)
 	r := New("loadgen", "open", start, Params{Target: "http://127.0.0.1:8081/slow", Conns: 8, DurationNs: 5e9, WarmupNs: 1e9,
 		TimeoutNs: 1e10, RatePerS: 500, IntervalNs: 5e7, StallThresholdNs: 5e7, DelayNs: 5e6, StallBlockNs: 1e8, StartAtUnixNs: 1796025321e9,
-		Args: []string{"--conc", "8"}})
+		Request: "@targets.txt: 3 requests", Args: []string{"--conc", "8"}})
 	h := hist.New()
 	h.Record(3 * time.Millisecond)
 	p := h.Summary()
@@ -50,7 +50,7 @@ func TestRoundTrip(t *testing.T) {
 		t.Fatalf("partial/end: %+v", got)
 	}
 	b, _ := os.ReadFile(path)
-	for _, field := range []string{`"schema": "bystander.results/v4"`, `"hdr_base64"`, `"server_wait"`, `"send_late"`, `"p99_9_us"`, `"duration_ns"`, `"throughput_per_s"`, `"cpu_model"`} {
+	for _, field := range []string{`"schema": "bystander.results/v5"`, `"request": "@targets.txt: 3 requests"`, `"hdr_base64"`, `"server_wait"`, `"send_late"`, `"p99_9_us"`, `"duration_ns"`, `"throughput_per_s"`, `"cpu_model"`} {
 		if !strings.Contains(string(b), field) {
 			t.Errorf("the file lacks %s", field)
 		}
