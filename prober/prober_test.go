@@ -723,3 +723,19 @@ func TestBystanderRefused(t *testing.T) {
 		t.Errorf("requests sent before the refusal: %v", rec.reqs)
 	}
 }
+
+// TestPerConnStartAt: perconn places its connections at once, then starts
+// its clock at --start-at, as the other modes do, so that its window is
+// the load's.
+func TestPerConnStartAt(t *testing.T) {
+	_, srv := newRecorder(t)
+	at := time.Now().Add(700 * time.Millisecond).UTC()
+	o := opts(t, "--mode", "perconn", "--target", srv.URL, "--bystander", "GET /x", "--conns", "2", "--duration", "200ms", "--start-at", at.Format(time.RFC3339Nano))
+	res, err := run(context.Background(), o, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.StartUnixNs-res.StartLateNs != at.UnixNano() || res.Params.StartAtUnixNs != at.UnixNano() {
+		t.Fatalf("started at %d, %d ns late, want --start-at %d", res.StartUnixNs, res.StartLateNs, at.UnixNano())
+	}
+}
