@@ -194,7 +194,7 @@ func TestTargetAsIsRefused(t *testing.T) {
 		t.Fatalf("exit %d, want 2\n%s%s", code, stdout.String(), stderr.String())
 	}
 	line := strings.TrimSuffix(stderr.String(), "\n")
-	if !strings.Contains(line, "--target svc: --load's request POST /logon was answered 404") || strings.Contains(line, "\n") {
+	if !strings.Contains(line, `--target svc: --load's request POST /logon was answered 404: "no such page: /logon": give requests`) || strings.Contains(line, "\n") {
 		t.Errorf("the refusal: %q", line)
 	}
 	if _, err := os.Stat(out); err == nil {

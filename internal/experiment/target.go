@@ -372,7 +372,14 @@ func where(spec *request.Spec, w *request.Wire) string {
 func notAnswered(r *client.Response, err error) string {
 	switch client.KindOf(err) {
 	case client.BadStatus:
-		return fmt.Sprintf("was answered %d (%v): give requests the service answers with 2xx or 3xx (its own path, method, headers and body)", r.Status, err)
+		// The client's error says the status and the first line of the
+		// body ("status 404: \"no such page\"").
+		var ce *client.Error
+		said := fmt.Sprintf("was answered %d", r.Status)
+		if errors.As(err, &ce) {
+			said = "was answered " + strings.TrimPrefix(ce.Err.Error(), "status ")
+		}
+		return said + ": give requests the service answers with 2xx or 3xx (its own path, method, headers and body)"
 	case client.Refused:
 		return fmt.Sprintf("was refused (%v): nothing listens there any more", err)
 	}
