@@ -211,7 +211,8 @@ func ParseFlags(args []string, stderr io.Writer, now time.Time) (Options, error)
 	fs.DurationVar(&o.AutoWait, "auto-wait", AutoWait, "with --auto: how long to wait for a page to open before measuring without one (0: do not wait)")
 	fs.StringVar(&o.Replay, "replay", "", "with --stage: play the stage recorded in this run directory at its real pace (the forward key skips to the next slide), without servers")
 	fs.StringVar(&o.StageAddr, "stage-addr", "127.0.0.1:8300", "with --stage: where to serve the page (a loopback address; port 0 picks one)")
-	fs.DurationVar(&o.JVMWarmup, "jvm-warmup", JVMWarmup, "how long a Java server (netty, tomcat) is loaded on every endpoint after each start, before it is measured:\na JVM compiles the code that runs hot, and its first seconds are several times slower (half with --quick)")
+	fs.DurationVar(&o.JVMWarmup, "jvm-warmup", JVMWarmup, "how long a Java server (netty, tomcat) is loaded on every endpoint after each start, before it is measured:\na JVM compiles the code that runs hot, and its first seconds are several times slower (half with --quick);\n"+
+		"also how long a --target measured as it is (--load) is loaded with its requests before its first measurement")
 	fs.StringVar(&o.Bin, "bin", o.Bin, "directory holding the kit's binaries")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), `Usage: ./run.sh [flags]
@@ -678,6 +679,9 @@ func (p Plan) cost(s Step) time.Duration {
 	}
 	if jvmServer(s.Server) {
 		d += jvmStart + p.Options.JVMWarmup
+	}
+	if s.Server.AsIs() && s.Phase == "sweep" && s.Conc == p.Options.sweepConc(s.Server)[0] {
+		d += p.Options.JVMWarmup // warmed up before its first measurement
 	}
 	return d
 }

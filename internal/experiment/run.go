@@ -24,6 +24,19 @@ import (
 	"github.com/bystander-kit/bystander/internal/results"
 )
 
+// asIsTarget is the --target s is when it is measured as it is, else nil.
+func (r *runner) asIsTarget(s Server) *Target {
+	if !s.AsIs() {
+		return nil
+	}
+	for i := range r.o.Targets {
+		if t := &r.o.Targets[i]; t.Name == s.Name && t.load != nil {
+			return t
+		}
+	}
+	return nil
+}
+
 // runner carries one run.
 type runner struct {
 	o     Options
@@ -36,6 +49,8 @@ type runner struct {
 	prog  *progress
 	hub   *stageHub // the stage's live view, or nil
 	start time.Time
+	// warmed are the servers measured as they are that were warmed up.
+	warmed map[string]bool
 	// noJcmd are the servers whose stacks jcmd refused in this run
 	// (guarded by mu): not asked again.
 	noJcmd map[string]bool
@@ -241,7 +256,7 @@ func (d *outDir) dropUnlessKept() {
 // run.json.
 func newRunner(o Options, procs *procs, stdout io.Writer) *runner {
 	plan := BuildPlan(o)
-	r := &runner{o: o, plan: plan, dir: o.Out, out: stdout, procs: procs, start: time.Now()}
+	r := &runner{o: o, plan: plan, dir: o.Out, out: stdout, procs: procs, start: time.Now(), warmed: map[string]bool{}}
 	plan.Describe(stdout)
 	if o.Pin {
 		fmt.Fprintf(stdout, "  pinned: servers on CPUs %s, load generators and probers on CPUs %s\n", r.procs.serverCPUs, r.procs.genCPUs)
@@ -510,6 +525,15 @@ func (r *runner) step(ctx context.Context, s Step, rep int) results.Measurement 
 	defer srv.stop(syscall.SIGTERM, 2*time.Second)
 	if err := os.MkdirAll(filepath.Join(r.dir, s.Phase), 0o755); err != nil {
 		return fail("%v", err)
+	}
+	if t := r.asIsTarget(s.Server); t != nil && !r.warmed[t.Name] {
+		// Once, before its first measurement: a service the user started
+		// may have just started (a JVM's first seconds are several times
+		// slower), and its call's own time is the sweep's first step.
+		r.warmed[t.Name] = true
+		if err := warmAsIs(ctx, t, r.o.JVMWarmup); err != nil && ctx.Err() == nil {
+			return fail("%v", err)
+		}
 	}
 	base := s.ID
 	if r.o.Repeat > 1 {
