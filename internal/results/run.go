@@ -48,8 +48,9 @@ import (
 // reads as it is. v11 (from v10): a --target measured as it is (--load,
 // --bystander) says the requests asked of it (Server.Load, Bystander: each
 // request.Spec's String, never a header or a body), and a measurement's
-// use the 12-connection prober that ran beside its load (Use.Conns);
-// optional: a v3-v10 run reads as it is.
+// use the 12-connection prober that ran beside its load (Use.Conns), and
+// a process's use its busiest thread (ProcUse.Busiest: which ran longest
+// on a CPU); optional: a v3-v10 run reads as it is.
 const RunSchema = "bystander.run/v11"
 
 // readableRunSchemas are the older run indexes DecodeRun reads as they are.
@@ -196,6 +197,15 @@ type ProcUse struct {
 	// LoopThreads are the run-queue waits of the threads named for a loop
 	// (loop-N), by loop (v7).
 	LoopThreads []LoopThread `json:"loop_threads,omitempty"`
+	// Busiest is the thread that ran longest on a CPU over the window
+	// (schedstat), by its name (v11); nil when not read.
+	Busiest *ThreadCPU `json:"busiest_thread,omitempty"`
+}
+
+// ThreadCPU is one thread's time on a CPU over a window.
+type ThreadCPU struct {
+	Name  string `json:"name"`
+	CPUNs int64  `json:"cpu_ns"`
 }
 
 // LoopThread is one loop's thread's run-queue waits over a window.
