@@ -746,6 +746,14 @@ func (p Plan) Describe(w io.Writer) {
 func (o Options) story(phase string) string {
 	switch phase {
 	case "sweep":
+		asIs := fmt.Sprintf("the --target's own request (--load) at 1 caller and each concurrency, its bystander (--bystander) probed every %s and on %d connections every %s meanwhile",
+			o.ProbeInterval, asIsConns, stallInterval)
+		switch {
+		case o.Load != "" && len(o.Servers) == 0:
+			return asIs
+		case o.Load != "":
+			return fmt.Sprintf("%s at each concurrency with a /fast bystander probing every %s meanwhile; on %s", o.SweepEndpoint, o.ProbeInterval, asIs)
+		}
 		return fmt.Sprintf("%s at each concurrency with a /fast bystander probing every %s meanwhile", o.SweepEndpoint, o.ProbeInterval)
 	case "stall":
 		from, pools := 0, fmt.Sprintf("0 and %d", o.Loops)

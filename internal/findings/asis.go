@@ -34,11 +34,13 @@ import (
 //     request at 1 caller against the call's own time).
 
 // CPUBoundShare: at 1 caller, back to back, a call that runs on a CPU
-// keeps the thread it runs on there for as long as the load runs, and one
-// that waits (a socket, a lock, a sleep) leaves it off; the bystanders'
-// requests, spread over the server's threads, add a little to each. A
-// server whose busiest thread ran on a CPU this share of the window or
-// more at 1 caller ran its call on a CPU. (The whole server's CPU tells
+// keeps the thread it runs on wanting one for as long as the load runs (on
+// a CPU, or runnable waiting for one: on a busy machine Node's thread
+// hashing with pbkdf2Sync ran 60% of the window and waited for a CPU much
+// of the rest), and one that waits (a socket, a lock, a sleep) leaves it
+// asleep; the bystanders' requests, spread over the server's threads, add
+// a little to each. A server whose busiest thread wanted a CPU this share
+// of the window or more at 1 caller ran its call on a CPU. (The whole server's CPU tells
 // less: a JVM serving 1,200 bystander requests a second kept 0.67 of a
 // core busy at 1 caller beside a call that only waits on a socket.) A pool
 // that hands each call to another thread spreads it over them: its busiest
@@ -93,10 +95,10 @@ type AsIsStep struct {
 	LoadP50 Figure
 	Errors  []results.ErrorCount
 	// The 12-connection prober: Stalled and Conns for the repetitions the
-	// rule judged, Unjudged why the others were not, Said the first judged
+	// rule judged (Probed: how many connections each), Unjudged why the others were not, Said the first judged
 	// one's verdict in words; the stalled and other connections' median
 	// waits (from the send), us; Unloaded their wait before the load, us.
-	Stalled, Conns          Figure
+	Stalled, Probed         Figure
 	Judged                  int
 	Unjudged                []string
 	Said                    string
@@ -163,15 +165,24 @@ func errKinds(g *Group) []string {
 	return ks
 }
 
-// judge decides which connections stalled in each repetition of st.
-func (st *AsIsStep) judge(call time.Duration) {
+// unloadedOf reads each repetition's wait unloaded: the 12 connections'
+// placing requests, before the load.
+func (st *AsIsStep) unloadedOf() {
+	for _, rep := range st.Reps {
+		if rep.Conns != nil && rep.Conns.PerConn != nil {
+			st.Unloaded = append(st.Unloaded, rep.Conns.PerConn.BaselineUs)
+		}
+	}
+}
+
+// judge decides which connections stalled in each repetition of st, the
+// waits unloaded taken as unloaded.
+func (st *AsIsStep) judge(call, unloaded time.Duration) {
 	for _, rep := range st.Reps {
 		if rep.Conns == nil || rep.Conns.PerConn == nil {
 			continue
 		}
 		pc := rep.Conns.PerConn
-		unloaded := time.Duration(pc.BaselineUs * 1e3)
-		st.Unloaded = append(st.Unloaded, pc.BaselineUs)
 		conns := stall.From(pc)
 		v := stall.JudgeClient(conns, unloaded, call, machineOf(rep.M.Use))
 		if !v.Judged {
@@ -188,7 +199,7 @@ func (st *AsIsStep) judge(call time.Duration) {
 			st.Cells, st.Said = t.cells, v.Said
 		}
 		st.Stalled = append(st.Stalled, float64(t.stalled))
-		st.Conns = append(st.Conns, float64(len(pc.Conns)))
+		st.Probed = append(st.Probed, float64(len(pc.Conns)))
 		if len(t.sWait) > 0 {
 			st.StalledWait = append(st.StalledWait, results.Median(t.sWait))
 		}
@@ -209,7 +220,7 @@ func (st AsIsStep) StalledText() string {
 	case !st.Stalled.OK():
 		return "-"
 	}
-	s := num(st.Stalled, "%.0f") + fmt.Sprintf(" of %.0f", st.Conns.Median())
+	s := num(st.Stalled, "%.0f") + fmt.Sprintf(" of %.0f", st.Probed.Median())
 	if len(st.Unjudged) > 0 {
 		s += fmt.Sprintf(" (%d of %d repetitions judged)", st.Judged, st.Judged+len(st.Unjudged))
 	}
@@ -235,6 +246,39 @@ func (st AsIsStep) WhoText() string {
 		return "all"
 	}
 	return JoinInts(who, ", ")
+}
+
+// asIs is the server named name measured as it is, nil when it was not.
+func (f *Findings) asIs(name string) *AsIs {
+	for i := range f.AsIs {
+		if f.AsIs[i].Server == name {
+			return &f.AsIs[i]
+		}
+	}
+	return nil
+}
+
+// Short is its class in a few words, with the workers it behaves as.
+func (a AsIs) Short() string {
+	var s string
+	switch {
+	case a.Class == ClassLoop && strings.HasPrefix(a.Text, "a thread "):
+		s = "a thread the load holds"
+	case a.Class == ClassLoop:
+		s = "a few threads the load holds"
+	case a.Class == ClassPool:
+		s = fmt.Sprintf("a pool that forgives it up to %s", Plural(a.Forgives, "caller"))
+	default:
+		s = "its class not told"
+	}
+	if a.Workers > 0 {
+		w := fmt.Sprintf("%.1f", a.Workers)
+		if a.AtLeast {
+			w = "at least " + w
+		}
+		s += "; behaves as " + w + " workers"
+	}
+	return s
 }
 
 // StalledLine is every step's stalled connections: "3 of 12 at 1
@@ -274,10 +318,24 @@ func (a *AsIs) compute() {
 		a.Call = s1.LoadP50
 	}
 	call := a.CallTime()
+	// The connections' wait unloaded is the service's, whatever the step:
+	// the least of the sweep's, since what each step measured before its
+	// load can only have been slowed (a service busy with the step before,
+	// a JVM collecting: 1.93 ms at one step of a Netty shop, 0.11 ms at
+	// another).
+	var least float64
+	for i := range a.Steps {
+		a.Steps[i].unloadedOf()
+		for _, u := range a.Steps[i].Unloaded {
+			if u > 0 && (least == 0 || u < least) {
+				least = u
+			}
+		}
+	}
 	most := 0
 	for i := range a.Steps {
 		st := &a.Steps[i]
-		st.judge(call)
+		st.judge(call, time.Duration(least*1e3))
 		if st.Throughput.OK() {
 			if t := st.Throughput.Median(); t > a.Plateau {
 				a.Plateau, a.PlateauAt = t, st.Step.Conc
@@ -317,7 +375,7 @@ func (a *AsIs) cpu() {
 		if u == nil || u.Server == nil || u.Server.Busiest == nil || u.WindowNs <= 0 {
 			continue
 		}
-		shares = append(shares, float64(u.Server.Busiest.CPUNs)/float64(u.WindowNs))
+		shares = append(shares, float64(u.Server.Busiest.CPUNs+u.Server.Busiest.RunqWaitNs)/float64(u.WindowNs))
 		cores = append(cores, float64(u.Server.CPUNs)/float64(u.WindowNs))
 		if a.CPUThread == "" {
 			a.CPUThread = u.Server.Busiest.Name
@@ -337,10 +395,10 @@ func (a AsIs) CPUText() string {
 	case !a.CPUKnown:
 		return "CPU: not measured (no pid=: the server's threads are not read)"
 	case a.CPUBound:
-		return fmt.Sprintf("on a CPU: at 1 caller its busiest thread (%s) ran on a CPU %.0f%% of the time, the server %.2f cores (a call that waits leaves its thread off the CPU)",
+		return fmt.Sprintf("on a CPU: at 1 caller its busiest thread (%s) was on a CPU or waiting for one %.0f%% of the time, the server used %.2f cores (a call that waits leaves its thread asleep)",
 			a.CPUThread, 100*a.CPUShare, a.Cores)
 	}
-	return fmt.Sprintf("off the CPU (it waits): at 1 caller its busiest thread (%s) ran on a CPU %.0f%% of the time, the server %.2f cores (a call on a CPU keeps its thread there)",
+	return fmt.Sprintf("off the CPU (it waits): at 1 caller its busiest thread (%s) was on a CPU or waiting for one %.0f%% of the time, the server used %.2f cores (a call on a CPU keeps its thread wanting one)",
 		a.CPUThread, 100*a.CPUShare, a.Cores)
 }
 
@@ -350,7 +408,7 @@ func (a AsIs) WorkersText() string {
 	if a.Workers <= 0 {
 		return "not known"
 	}
-	s := fmt.Sprintf("%.1f workers (its plateau %s at %d callers x the call's %s, Little's law)", a.Workers, reqs(a.Plateau), a.PlateauAt, round(a.CallTime()))
+	s := fmt.Sprintf("%.1f workers (its plateau %s at %s x the call's %s, Little's law)", a.Workers, reqs(a.Plateau), Plural(a.PlateauAt, "caller"), round(a.CallTime()))
 	if a.AtLeast {
 		s = "at least " + s + ": it served the sweep's most callers at once"
 	}
@@ -365,7 +423,7 @@ func (a AsIs) CeilingText() string {
 		}
 		return "not known"
 	}
-	return fmt.Sprintf("%d workers / %s = %s", max(1, int(math.Round(a.Workers))), round(a.CallTime()), reqs(a.Ceiling))
+	return fmt.Sprintf("%s / %s = %s", Plural(max(1, int(math.Round(a.Workers))), "worker"), round(a.CallTime()), reqs(a.Ceiling))
 }
 
 // bystanderP50 is the interval bystander's median from due at a step, and
@@ -377,14 +435,18 @@ func bystanderP50(st *AsIsStep) (float64, bool) {
 	return st.Fast.P50.Median(), true
 }
 
-// unloaded is the 12 connections' median wait before the load, us, over
-// every step.
+// unloaded is the 12 connections' wait before the load, us: the least of
+// the sweep's (what the stall rule judges against).
 func (a AsIs) unloaded() float64 {
-	var u Figure
+	var least float64
 	for _, st := range a.Steps {
-		u = append(u, st.Unloaded...)
+		for _, u := range st.Unloaded {
+			if u > 0 && (least == 0 || u < least) {
+				least = u
+			}
+		}
 	}
-	return u.Median()
+	return least
 }
 
 // rise says how the bystander's median went with the load: "from 0.32ms
@@ -420,6 +482,10 @@ func (a *AsIs) classify() {
 		}
 		a.Text = "cannot tell: " + why
 		return
+	case a.CallTime() < stall.Floor:
+		a.Text = fmt.Sprintf("cannot tell: its call takes %s at 1 caller, under the %s from which a wait can be told from the machine's noise: it holds nobody long enough to see whom",
+			round(a.CallTime()), stall.Floor)
+		return
 	case s1.Judged == 0:
 		why := "no verdict on its 12 connections"
 		if len(s1.Unjudged) > 0 {
@@ -434,9 +500,9 @@ func (a *AsIs) classify() {
 	}
 	if n := s1.Stalled.Median(); n > 0 {
 		a.Class = ClassLoop
-		held := fmt.Sprintf("a few threads the load holds: at 1 caller %s of %.0f connections stalled (%s), the others did not", num(s1.Stalled, "%.0f"), s1.Conns.Median(), s1.WhoText())
-		if n >= s1.Conns.Median() {
-			held = fmt.Sprintf("a thread the load holds: at 1 caller every one of its %.0f connections stalled behind the call", s1.Conns.Median())
+		held := fmt.Sprintf("a few threads the load holds: at 1 caller %s of %.0f connections stalled (%s), the others did not", num(s1.Stalled, "%.0f"), s1.Probed.Median(), s1.WhoText())
+		if n >= s1.Probed.Median() {
+			held = fmt.Sprintf("a thread the load holds: at 1 caller every one of its %.0f connections stalled behind the call", s1.Probed.Median())
 		}
 		a.Text = held + "; " + strings.Join(figures, "; ")
 		return

@@ -122,6 +122,10 @@ func TestAsIsClasses(t *testing.T) {
 		{"cannot tell: waits that do not separate, and no reference", []asIsRep{
 			{conc: 1, p50Ms: 5, tps: 190, waits: twelve(2, 3.5, 2.5, 4), unloaded: 0},
 		}, ClassUnknown, []string{"cannot tell", "do not separate"}, "not judged at 1 caller", 0.95, true, 0, ""},
+		{"cannot tell: a call too short to hold anyone", []asIsRep{
+			{conc: 1, p50Ms: 0.045, tps: 17000, waits: twelve(0.3, 0.31), unloaded: 0.2},
+			{conc: 4, p50Ms: 0.2, tps: 14000, waits: twelve(0.3, 0.29), unloaded: 0.2},
+		}, ClassUnknown, []string{"cannot tell: its call takes 45µs at 1 caller, under the 1ms"}, "0 of 12 at 1 caller, 0 of 12 at 4", 0.77, false, 0, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			as := asIsOf(asIsGroups(tc.steps...), Params{})
@@ -175,5 +179,37 @@ func TestAsIsFigures(t *testing.T) {
 	}
 	if b := a.Steps[2].Bound(); b == nil || b.Kind != "workers" {
 		t.Errorf("at 16 callers, 780 req/s of the 800 its 4 workers allow: bound %+v", b)
+	}
+}
+
+// TestAsIsRuns: on real runs of the example services measured as they
+// are, the Netty shop's threads are held by its load (the 3 of 12
+// connections that share a loop with the 1 caller stalled), Node's one
+// loop is held on a CPU.
+func TestAsIsRuns(t *testing.T) {
+	netty, err := Read("testdata/asis-netty-run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(netty.AsIs) != 1 || len(netty.Sweep) != 0 {
+		t.Fatalf("%d servers as they are, %d sweep rows of the protocol's", len(netty.AsIs), len(netty.Sweep))
+	}
+	a := netty.AsIs[0]
+	if a.Class != ClassLoop || a.Steps[0].StalledText() != "3 of 12" || a.CPUBound || !a.CPUKnown || a.Workers < 2 || a.Workers > 5 {
+		t.Errorf("netty: %s (%s), %s at 1 caller, %s, %.1f workers", a.Class, a.Text, a.Steps[0].StalledText(), a.CPUText(), a.Workers)
+	}
+	if c := netty.Classes(); len(c) != 1 || c[0].Class != ClassLoop || !strings.HasPrefix(c[0].Stalled, "3 of 12 at 1 caller") || c[0].CPU == "" {
+		t.Errorf("netty's class: %+v", c)
+	}
+	node, err := Read("testdata/asis-node-run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := node.AsIs[0]
+	if b.Class != ClassLoop || !strings.HasPrefix(b.Text, "a thread the load holds") || !b.CPUBound || b.Steps[0].StalledText() != "12 of 12" {
+		t.Errorf("node: %s (%s), %s", b.Class, b.Text, b.CPUText())
+	}
+	if !strings.Contains(node.Lead(), "node as it is (a thread the load holds") {
+		t.Errorf("the lead: %s", node.Lead())
 	}
 }

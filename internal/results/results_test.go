@@ -143,7 +143,7 @@ func TestRunRoundTrip(t *testing.T) {
 			Notes: []string{"prober: started 20ms after --start-at"}},
 			{Step: asIs, Repeat: 1, Status: "ok", LoadFile: "sweep/b.load.json", ProbeFile: "sweep/b.fast.json", PerConnFile: "sweep/b.perconn.json",
 				Use: &Use{WindowNs: 4e9, Cores: 2, Generator: &ProcUse{CPUNs: 2e8}, Prober: &ProcUse{CPUNs: 1e7}, Conns: &ProcUse{CPUNs: 3e7},
-					Server: &ProcUse{CPUNs: 5e8, Busiest: &ThreadCPU{Name: "nioEventLoopGroup-3-2", CPUNs: 4e8}}}}},
+					Server: &ProcUse{CPUNs: 5e8, Busiest: &ThreadCPU{Name: "nioEventLoopGroup-3-2", CPUNs: 4e8, RunqWaitNs: 1e8}}}}},
 		Processes: []Process{{PID: 7, Name: "poolserver"}},
 		Report:    "report.html",
 	}

@@ -197,15 +197,18 @@ type ProcUse struct {
 	// LoopThreads are the run-queue waits of the threads named for a loop
 	// (loop-N), by loop (v7).
 	LoopThreads []LoopThread `json:"loop_threads,omitempty"`
-	// Busiest is the thread that ran longest on a CPU over the window
-	// (schedstat), by its name (v11); nil when not read.
+	// Busiest is the thread that wanted a CPU longest over the window: on
+	// one, or runnable waiting for one (schedstat), by its name (v11); nil
+	// when not read.
 	Busiest *ThreadCPU `json:"busiest_thread,omitempty"`
 }
 
-// ThreadCPU is one thread's time on a CPU over a window.
+// ThreadCPU is one thread's time on a CPU over a window, and waiting,
+// runnable, for one.
 type ThreadCPU struct {
-	Name  string `json:"name"`
-	CPUNs int64  `json:"cpu_ns"`
+	Name       string `json:"name"`
+	CPUNs      int64  `json:"cpu_ns"`
+	RunqWaitNs int64  `json:"runq_wait_ns"`
 }
 
 // LoopThread is one loop's thread's run-queue waits over a window.
