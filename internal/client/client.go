@@ -640,6 +640,9 @@ func ParseTarget(raw string, allowRemote bool) (Target, error) {
 	if u.User != nil {
 		return Target{}, fmt.Errorf("client: target %q: %w", u.Redacted(), ErrCredentials)
 	}
+	if strings.EqualFold(u.Scheme, "https") {
+		return Target{}, fmt.Errorf("client: target %q: %w", u.Redacted(), ErrHTTPS)
+	}
 	if u.Scheme != "http" || u.Host == "" {
 		return Target{}, fmt.Errorf("client: target %q: want http://host:port/path", raw)
 	}
@@ -670,6 +673,9 @@ func ParseTarget(raw string, allowRemote bool) (Target, error) {
 // sends none, and everything a run writes (results, run.json, the report)
 // is made to be shared.
 var ErrCredentials = errors.New("credentials in the URL are refused: the kit sends none, and a run's files are made to be shared; give the URL without user:password@")
+
+// ErrHTTPS refuses an https:// URL, saying what to give instead.
+var ErrHTTPS = errors.New("https:// is refused: the kit speaks plain HTTP/1.1 on loopback; give the service's plain http:// port (with TLS ended in front of it if it has to be)")
 
 // redact hides what lies between "//" and the last "@" of an URL that
 // does not parse, so that an error never repeats a password.

@@ -203,6 +203,10 @@ func TestParseTarget(t *testing.T) {
 	if _, err := ParseTarget("http://10.0.0.1:8081/slow", true); err != nil {
 		t.Errorf("allowRemote: %v", err)
 	}
+	// https:// is said for what it is, with what to give instead.
+	if _, err := ParseTarget("https://127.0.0.1:8443/health", false); err == nil || !strings.Contains(err.Error(), "plain HTTP") || !strings.Contains(err.Error(), "http://") {
+		t.Errorf("https: %v", err)
+	}
 }
 
 // TestBackoff: every failure pauses the connection, longer while the

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -29,6 +30,10 @@ func TestAsIsFlags(t *testing.T) {
 	if err := os.WriteFile(bad, []byte("GET /a\n\nGET /b\nX-Tag 1\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	nobody := filepath.Join(dir, "nobody.txt")
+	if err := os.WriteFile(nobody, []byte("POST /login\n@missing.json\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	tgt := []string{"--target", "svc=http://127.0.0.1:8090"}
 	for _, tc := range []struct {
 		args []string
@@ -41,6 +46,8 @@ func TestAsIsFlags(t *testing.T) {
 		{[]string{"--load", "@" + bad, "--bystander", "GET /health"}, "bad.txt:4:"},
 		{[]string{"--load", "GET /x", "--bystander", "GET https://127.0.0.1:8090/h"}, "plain http://"},
 		{[]string{"--load", "GET http://127.0.0.1:9/x", "--bystander", "GET /h"}, "not the target"},
+		{[]string{"--load", "@" + nobody, "--bystander", "GET /h"}, "nobody.txt:2: "},
+		{[]string{"--load", "GET /x", "--bystander", "GET /h", "--target", "tls=https://127.0.0.1:8443"}, "plain HTTP"},
 	} {
 		_, err := ParseFlags(append(slices.Clone(tgt), tc.args...), io.Discard, now)
 		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.HasPrefix(err.Error(), "run.sh: ") || strings.Contains(err.Error(), "\n") {
@@ -199,5 +206,69 @@ func TestTargetAsIsRefused(t *testing.T) {
 	}
 	if _, err := os.Stat(out); err == nil {
 		t.Error("a refused run left its directory behind")
+	}
+}
+
+// TestTargetAsIsCloses: a service that closes the connection after every
+// answer is refused at the check, in one line that says so and what to
+// do: the bystanders' connections would each be a new one, on whatever
+// thread the service deals it, and no connection could be said to stall.
+func TestTargetAsIsCloses(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Connection", "close")
+		fmt.Fprintln(w, "ok")
+	}))
+	defer srv.Close()
+	out := filepath.Join(t.TempDir(), "run")
+	o, err := ParseFlags([]string{"--quick", "--servers=", "--target", "svc=" + srv.URL, "--load", "GET /a", "--bystander", "GET /b",
+		"--out", out, "--bin", kit(t)}, io.Discard, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	if code := runCode(context.Background(), o, &stdout, &stderr); code != 2 {
+		t.Fatalf("exit %d, want 2\n%s%s", code, stdout.String(), stderr.String())
+	}
+	line := strings.TrimSuffix(stderr.String(), "\n")
+	if !strings.Contains(line, "--target svc: it closed the connection after every answer") || !strings.Contains(line, "keep-alive") || strings.Contains(line, "\n") {
+		t.Errorf("the refusal: %q", line)
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Error("a refused run left its directory behind")
+	}
+}
+
+// TestTargetAsIsAnswersFail: a service that answers its own request 503
+// once in three under the load is measured all the same: the answers that
+// failed are counted apart and said, the measurement is kept, and its
+// figures are the answered requests'.
+func TestTargetAsIsAnswersFail(t *testing.T) {
+	var n atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/login" && n.Add(1)%3 == 0 {
+			http.Error(w, "overloaded, try later", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	}))
+	defer srv.Close()
+	out, run, stdout := runTargets(t, "--phases", "sweep", "--conc", "2", "--target", "svc="+srv.URL, "--load", "POST /login", "--bystander", "GET /health")
+	for _, m := range run.Measurements {
+		if m.Status != "ok" || m.LoadFile == "" {
+			t.Fatalf("%s: %s: %s", m.ID, m.Status, m.Reason)
+		}
+		lr, err := results.ReadResultIn(out, m.LoadFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bad := results.TotalErrors(lr.Errors); bad == 0 || lr.Load.Requests == 0 {
+			t.Errorf("%s: %d answered, %d not", m.ID, lr.Load.Requests, bad)
+		}
+		if !slices.ContainsFunc(m.Notes, func(s string) bool { return strings.Contains(s, "bad_status") }) {
+			t.Errorf("%s: the notes do not say the failed answers: %q", m.ID, m.Notes)
+		}
+	}
+	if !strings.Contains(stdout.String(), "not answered 2xx or 3xx") {
+		t.Errorf("the tables do not say the failed answers:\n%s", stdout.String())
 	}
 }

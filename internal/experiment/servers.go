@@ -137,7 +137,7 @@ func warm(ctx context.Context, addr string, d time.Duration) error {
 	var conns []warmConn
 	for _, t := range []string{"/fast", "/slow?block=0s", "/async?delay=0s", "/offload?block=0s"} {
 		for range 4 {
-			conns = append(conns, warmConn{client.New(addr, t, 5*time.Second), t})
+			conns = append(conns, warmConn{client.New(addr, t, 5*time.Second), t, false})
 		}
 	}
 	return warmConns(ctx, addr, d, conns)
@@ -152,17 +152,20 @@ func warmAsIs(ctx context.Context, t *Target, d time.Duration) error {
 	for i := range 4 {
 		c := client.New(t.Addr, "/", 5*time.Second)
 		c.Use(t.load.Mix().Fork(i))
-		conns = append(conns, warmConn{c, "--load " + t.load.String()})
+		conns = append(conns, warmConn{c, "--load " + t.load.String(), true})
 	}
 	c := client.New(t.Addr, "/", 5*time.Second)
 	c.Use(t.bystander.Mix())
-	return warmConns(ctx, t.Addr, d, append(conns, warmConn{c, "--bystander " + t.bystander.String()}))
+	return warmConns(ctx, t.Addr, d, append(conns, warmConn{c, "--bystander " + t.bystander.String(), true}))
 }
 
-// warmConn is a connection that warms a server up, and what it asks.
+// warmConn is a connection that warms a server up, and what it asks;
+// with answersAll, an answer other than 2xx or 3xx is the service's
+// answer, not a failure (a service measured as it is may shed its load).
 type warmConn struct {
-	c    *client.Conn
-	what string
+	c          *client.Conn
+	what       string
+	answersAll bool
 }
 
 // warmConns drives each connection back to back for d; the first failure
@@ -183,7 +186,7 @@ func warmConns(ctx context.Context, addr string, d time.Duration, conns []warmCo
 			defer stop()
 			var r client.Response
 			for ctx.Err() == nil {
-				if err := c.Do(&r); err != nil && ctx.Err() == nil {
+				if err := c.Do(&r); err != nil && ctx.Err() == nil && !(wc.answersAll && client.KindOf(err) == client.BadStatus) {
 					mu.Lock()
 					if firstErr == nil {
 						firstErr = fmt.Errorf("warming %s up: %s: %w", addr, wc.what, err)

@@ -80,6 +80,9 @@ func parseTarget(v string) (Target, error) {
 	if err == nil && u.User != nil {
 		return Target{}, fmt.Errorf("%s: URL %q: %w", name, u.Redacted(), client.ErrCredentials)
 	}
+	if err == nil && strings.EqualFold(u.Scheme, "https") {
+		return Target{}, fmt.Errorf("%s: URL %q: %w", name, u.Redacted(), client.ErrHTTPS)
+	}
 	if err != nil || u.Scheme != "http" || u.Host == "" || u.Path != "" || u.RawQuery != "" {
 		return Target{}, fmt.Errorf("%s: URL %q: want the server's base URL, http://host:port", name, parts[0])
 	}
@@ -308,13 +311,16 @@ func asIsSkipsFor(phases []string) map[string]string {
 func resolveAsIs(ctx context.Context, o *Options, t *Target, w io.Writer) error {
 	fmt.Fprintf(w, "checking %s at %s as it is: each request of --load and --bystander once ...\n", t.Name, t.URL)
 	loops := map[int64]bool{}
+	asked, closed := 0, 0
 	for _, x := range []struct {
 		flag string
 		spec *request.Spec
 	}{{"--load", t.load}, {"--bystander", t.bystander}} {
 		c := client.New(t.Addr, "/", checkTimeout)
 		c.Use(x.spec.Mix())
-		for range x.spec.Requests {
+		// Each request once, and twice at least on a connection: whether
+		// the service keeps it open is seen on the second.
+		for range max(2, len(x.spec.Requests)) {
 			if ctx.Err() != nil {
 				c.Close()
 				return ctx.Err()
@@ -328,8 +334,16 @@ func resolveAsIs(ctx context.Context, o *Options, t *Target, w io.Writer) error 
 			if r.Loop >= 0 {
 				loops[r.Loop] = true
 			}
+			asked++
+			if r.Close {
+				closed++
+			}
 		}
 		c.Close()
+	}
+	if closed == asked {
+		return fmt.Errorf("run.sh: --target %s: it closed the connection after every answer (Connection: close, HTTP/1.0, or a body ended by the close), %d of %d: "+
+			"the kit's bystanders keep their connections, each on the thread the service dealt it, and tell which of them stall; turn keep-alive on in the service, then measure it", t.Name, closed, asked)
 	}
 	s := t.Server
 	s.Facts = "as it is (--load): its own requests, no protocol; how many callers it serves at once is inferred from the sweep"

@@ -94,6 +94,9 @@ type AsIsStep struct {
 	// its requests not answered 2xx or 3xx (by kind: ErrorsText).
 	LoadP50 Figure
 	Errors  []results.ErrorCount
+	// Dials is the load's connections opened, per repetition: its callers,
+	// unless the service closed them.
+	Dials Figure
 	// The 12-connection prober: Stalled and Conns for the repetitions the
 	// rule judged (Probed: how many connections each), Unjudged why the others were not, Said the first judged
 	// one's verdict in words; the stalled and other connections' median
@@ -141,6 +144,7 @@ func asIsStep(g *Group, p Params) AsIsStep {
 	for _, rep := range g.Reps {
 		if rep.Load != nil && rep.Load.Load != nil {
 			st.LoadP50 = append(st.LoadP50, rep.Load.Load.Latency.P50Us)
+			st.Dials = append(st.Dials, float64(rep.Load.Load.Dials))
 			for _, e := range rep.Load.Errors {
 				errs[e.Kind] += e.Count
 			}
@@ -293,6 +297,16 @@ func (a AsIs) StalledLine() string {
 		parts = append(parts, st.StalledText()+" "+at)
 	}
 	return strings.Join(parts, ", ")
+}
+
+// ClosedText says that the service closed the load's connections, when it
+// did (its callers dialled more than twice each): "" when it kept them.
+func (st AsIsStep) ClosedText() string {
+	if !st.Dials.OK() || st.Dials.Median() <= 2*float64(st.Step.Conc) {
+		return ""
+	}
+	return fmt.Sprintf("the service closed the load's connections: %s dials for its %s: each answer then paid for a connection's setup",
+		num(st.Dials, "%.0f"), Plural(st.Step.Conc, "caller"))
 }
 
 // NotAnswered is how many of the load's requests were not answered 2xx or

@@ -20,6 +20,8 @@ type asIsRep struct {
 	unloaded   float64 // ms
 	use        *results.Use
 	failed     string
+	badStatus  int64 // the load's answers other than 2xx or 3xx
+	dials      int64 // the load's connections opened (0: its callers)
 }
 
 func pcts(ms float64) hist.Percentiles {
@@ -44,7 +46,12 @@ func asIsGroups(steps ...asIsRep) []*Group {
 			continue
 		}
 		lat := pcts(s.p50Ms)
-		load := &results.Result{Mode: "closed", Load: &results.Load{ThroughputPerS: s.tps, Latency: lat, Requests: int64(s.tps)}}
+		dials := s.dials
+		if dials == 0 {
+			dials = int64(s.conc)
+		}
+		load := &results.Result{Mode: "closed", Load: &results.Load{ThroughputPerS: s.tps, Latency: lat, Requests: int64(s.tps), Dials: dials},
+			Errors: []results.ErrorCount{{Kind: "closed", Count: 0}, {Kind: "bad_status", Count: s.badStatus}}}
 		pc := &results.PerConn{BaselineUs: s.unloaded * 1e3}
 		for i, w := range s.waits {
 			pc.Conns = append(pc.Conns, results.ConnStat{Conn: i, Loop: -1, Due: 150, Samples: 150, FromSend: pcts(w), Latency: pcts(w)})
@@ -211,5 +218,30 @@ func TestAsIsRuns(t *testing.T) {
 	}
 	if !strings.Contains(node.Lead(), "node as it is (a thread the load holds") {
 		t.Errorf("the lead: %s", node.Lead())
+	}
+}
+
+// TestAsIsNothingLost: answers other than 2xx or 3xx and connections the
+// service closed are said beside the figures, the step kept: what the
+// service did under the load is what was measured.
+func TestAsIsNothingLost(t *testing.T) {
+	f := &Findings{Run: &results.Run{}, Params: Params{ProbeInterval: 50 * time.Millisecond}}
+	f.AsIs = asIsOf(asIsGroups(
+		asIsRep{conc: 1, p50Ms: 5, tps: 190, waits: twelve(1, 9, 1, 1), unloaded: 0.3},
+		asIsRep{conc: 4, p50Ms: 5.3, tps: 752, waits: twelve(7.4, 8.2), unloaded: 0.3, badStatus: 310, dials: 3700},
+	), f.Params)
+	var b strings.Builder
+	f.writeAsIs(&b)
+	for _, want := range []string{"at 4 callers: 310 of the load's requests not answered 2xx or 3xx (bad_status 310)", "never as answers",
+		"at 4 callers: the service closed the load's connections: 3700 dials for its 4 callers"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("the table does not say %q:\n%s", want, b.String())
+		}
+	}
+	if st := f.AsIs[0].Steps[0]; st.ClosedText() != "" || st.NotAnswered() != 0 {
+		t.Errorf("1 caller, its connection kept and every request answered: %q, %d", st.ClosedText(), st.NotAnswered())
+	}
+	if f.AsIs[0].Steps[1].Throughput.Median() != 752 {
+		t.Error("the step with failed answers lost its figures")
 	}
 }

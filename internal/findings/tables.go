@@ -126,6 +126,9 @@ func (f *Findings) writeAsIs(w io.Writer) {
 			if n := st.NotAnswered(); n > 0 {
 				said = append(said, fmt.Sprintf("at %s: %s of the load's requests not answered 2xx or 3xx (%s): counted apart, never as answers", at, Thousands(float64(n)), results.ErrorsLine(st.Errors)))
 			}
+			if c := st.ClosedText(); c != "" {
+				said = append(said, fmt.Sprintf("at %s: %s", at, c))
+			}
 			if b := st.Bound(); b != nil && b.Kind != "workers" && b.Kind != "callers" {
 				said = append(said, fmt.Sprintf("at %s: bound: %s", at, b.Line()))
 			}

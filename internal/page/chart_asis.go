@@ -48,6 +48,9 @@ func asIsSection(f *findings.Findings, a findings.AsIs, hue string) section {
 		for _, u := range st.Unjudged {
 			sec.Notes = append(sec.Notes, fmt.Sprintf("At %s: %s.", at, u))
 		}
+		if c := st.ClosedText(); c != "" {
+			sec.Notes = append(sec.Notes, fmt.Sprintf("At %s: %s.", at, c))
+		}
 		if n := st.NotAnswered(); n > 0 {
 			sec.Notes = append(sec.Notes, fmt.Sprintf("At %s: %s of the load's requests were not answered 2xx or 3xx: counted apart, never as answers.", at, findings.Thousands(float64(n))))
 		}
