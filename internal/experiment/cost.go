@@ -71,7 +71,8 @@ func useOf(s0, s1 sample, cores int) *results.Use {
 		p := &results.ProcUse{CPUNs: max(0, b.u.CPUNs()-a.u.CPUNs()), VolCtxSw: vol, InvolCtxSw: invol,
 			RunqWaitNs: runq, Threads: b.threads, PeakRSSBytes: b.u.MaxRSSBytes}
 		for _, th := range b.u.ThreadsSince(a.u) {
-			if want := th.CPUNs + th.RunqWaitNs; want > 0 && (p.Busiest == nil || want > p.Busiest.CPUNs+p.Busiest.RunqWaitNs) {
+			// The busiest of the threads that run the server's own code.
+			if want := th.CPUNs + th.RunqWaitNs; want > 0 && !proc.RuntimeThread(th.Name) && (p.Busiest == nil || want > p.Busiest.CPUNs+p.Busiest.RunqWaitNs) {
 				p.Busiest = &results.ThreadCPU{Name: th.Name, CPUNs: th.CPUNs, RunqWaitNs: th.RunqWaitNs}
 			}
 			p.RunqWaits += th.RunqWaits

@@ -528,7 +528,7 @@ func (a *AsIs) classify() {
 			continue
 		}
 		if st.Judged == 0 {
-			after = fmt.Sprintf("at %s not judged", Plural(st.Step.Conc, "caller"))
+			after = fmt.Sprintf("at %s %s", Plural(st.Step.Conc, "caller"), st.StalledText())
 			break
 		}
 		if st.Stalled.Median() > 0 {

@@ -71,6 +71,22 @@ func (u Usage) ThreadsSince(before Usage) []ThreadUse {
 	return out
 }
 
+// RuntimeThread says whether a thread's name (its comm, at most 15
+// characters) is one of a JVM's own threads, which run none of the
+// application's code: HotSpot's compilers, collectors and housekeepers.
+// A service's call runs on its own threads; on a JVM that has just
+// started, its compiler threads can be the busiest (C2 wanted a CPU 87%
+// of a window in which a Netty shop's loops only waited on a socket).
+func RuntimeThread(name string) bool {
+	for _, p := range []string{"C1 CompilerThre", "C2 CompilerThre", "GC Thread#", "G1 ", "VM Thread", "VM Periodic Tas", "Sweeper thread",
+		"Common-Cleaner", "Signal Dispatch", "Reference Handl", "Finalizer", "Service Thread", "Monitor Deflati", "Notification Th", "Attach Listener"} {
+		if strings.HasPrefix(name, p) {
+			return true
+		}
+	}
+	return false
+}
+
 // Since is what the process's threads did between an earlier reading and
 // this one (context switches and run-queue wait), taken thread by thread:
 // a thread alive at both readings counts its difference, one that began

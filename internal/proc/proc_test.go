@@ -294,3 +294,14 @@ func TestThreadCPU(t *testing.T) {
 		t.Error("the spinning thread is not listed")
 	}
 }
+
+// TestRuntimeThread: a JVM's own threads are told from those that run its
+// code, by their names as /proc gives them (15 characters).
+func TestRuntimeThread(t *testing.T) {
+	for name, want := range map[string]bool{"C2 CompilerThre": true, "C1 CompilerThre": true, "GC Thread#0": true, "G1 Conc#0": true, "VM Thread": true,
+		"nioEventLoopGro": false, "http-nio-8080-e": false, "node": false, "java": false, "main": false} {
+		if got := RuntimeThread(name); got != want {
+			t.Errorf("%q: %v, want %v", name, got, want)
+		}
+	}
+}

@@ -198,8 +198,8 @@ type ProcUse struct {
 	// (loop-N), by loop (v7).
 	LoopThreads []LoopThread `json:"loop_threads,omitempty"`
 	// Busiest is the thread that wanted a CPU longest over the window: on
-	// one, or runnable waiting for one (schedstat), by its name (v11); nil
-	// when not read.
+	// one, or runnable waiting for one (schedstat), by its name, a JVM's
+	// own threads left out (proc.RuntimeThread) (v11); nil when not read.
 	Busiest *ThreadCPU `json:"busiest_thread,omitempty"`
 }
 

@@ -78,12 +78,43 @@ func JudgeClient(conns []Conn, unloaded, call time.Duration, m Machine) Verdict 
 		}
 	}
 	if !own.Judged {
+		if why := starvedAll(conns, m); why != "" {
+			own.Why = why
+			return own
+		}
 		own.Why += fmt.Sprintf("; unloaded %s", waitOrNone(unloaded))
 		if unloaded >= floor {
 			own.Why += fmt.Sprintf(", as long as a stall (%s or more): no reference", round(floor))
 		}
 	}
 	return own
+}
+
+// starvedAll says, for waits that could not be told apart, that a starved
+// server could have made every one of them (Starved times its wake-up
+// wait reaches the longest): "" when it could not.
+func starvedAll(conns []Conn, m Machine) string {
+	var hi time.Duration
+	for _, c := range conns {
+		hi = max(hi, c.Wait)
+	}
+	var why []string
+	for _, c := range conns {
+		if w, whose := m.wakeWait(c.Loop); w > 0 && hi > 0 && Starved*w >= hi {
+			why = append(why, fmt.Sprintf("%s waited %s", whose, round(w)))
+		}
+	}
+	if len(why) == 0 {
+		return ""
+	}
+	slices.Sort(why)
+	why = slices.Compact(why)
+	s := fmt.Sprintf("%s: the server did not get a CPU: %s for one at each wake-up on average, and starvation alone makes a connection wait up to %dx that, as long as every wait measured (%s)",
+		TooBusy, strings.Join(why, ", "), Starved, span(conns))
+	if ms := m.String(); ms != "" {
+		s += "; " + ms
+	}
+	return s
 }
 
 // starved takes back a count a starved server could have made: a stalled

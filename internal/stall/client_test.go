@@ -96,4 +96,13 @@ func TestJudgeClientStarved(t *testing.T) {
 	if v := JudgeClient(all, 324*us, 5500*us, Machine{Known: true, WakeWait: 400 * us}); v.Judged {
 		t.Fatalf("every connection, starved: %+v", v)
 	}
+	// Waits that do not separate, as Tomcat's at 16 callers on a saturated
+	// machine: starvation alone could have made them.
+	alike := client(1.62, 2.05, 1.8, 1.7, 1.9, 1.75, 2.0, 1.66, 1.81, 1.93, 1.7, 1.85)
+	if v := JudgeClient(alike, 550*us, 5960*us, Machine{Known: true, Busy: 0.97, WakeWait: 690 * us}); v.Judged || !strings.HasPrefix(v.Why, TooBusy) {
+		t.Fatalf("alike waits on a starved server: %+v", v)
+	}
+	if v := JudgeClient(alike, 550*us, 5960*us, Machine{Known: true, WakeWait: 20 * us}); v.Judged || strings.HasPrefix(v.Why, TooBusy) {
+		t.Fatalf("alike waits, the server got its CPU: %+v", v)
+	}
 }
