@@ -14,6 +14,7 @@ import (
 	"github.com/bystander-kit/bystander/internal/live"
 	"github.com/bystander-kit/bystander/internal/pace"
 	"github.com/bystander-kit/bystander/internal/proc"
+	"github.com/bystander-kit/bystander/internal/request"
 	"github.com/bystander-kit/bystander/internal/results"
 )
 
@@ -131,10 +132,20 @@ func run(ctx context.Context, o options, progress func(elapsed, total time.Durat
 		ps[i], drivers[i] = p, &driver{rate: o.rate, conns: o.conc}
 		defer p.Close()
 	}
+	var mix *request.Mix
+	if o.spec != nil {
+		mix = o.spec.Mix()
+	}
 	ws := make([]*worker, o.conc)
 	for i := range ws {
 		d := drivers[i%len(ps)]
 		ws[i] = &worker{id: i, c: ps[i%len(ps)].Add(t.Addr, t.RequestTarget, o.timeout), lat: hist.New()}
+		if o.spec != nil {
+			// Each connection its own turn through the requests, starting
+			// at its number: connections started together do not all send
+			// the same one.
+			ws[i].c.Use(mix.Fork(i))
+		}
 		if o.rate > 0 {
 			ws[i].uncorr = hist.New()
 		}
@@ -159,7 +170,7 @@ func run(ctx context.Context, o options, progress func(elapsed, total time.Durat
 	res := results.New("loadgen", mode, start, results.Params{
 		Target: o.target, Conns: o.conc, DurationNs: int64(o.duration), WarmupNs: int64(o.warmup),
 		TimeoutNs: int64(o.timeout), RatePerS: o.rate, StartAtUnixNs: o.startAt.UnixNs(), Args: o.args,
-		SwitchTo: o.switchTo, SwitchAtNs: int64(o.switchAt), TickNs: int64(o.tick),
+		SwitchTo: o.switchTo, SwitchAtNs: int64(o.switchAt), TickNs: int64(o.tick), Request: specString(o.spec),
 	})
 	res.StartLateNs = int64(o.startAt.Late(start))
 
@@ -256,6 +267,14 @@ func run(ctx context.Context, o options, progress func(elapsed, total time.Durat
 		}
 	}
 	return res, nil
+}
+
+// specString is what a run records of --load: "" without it.
+func specString(s *request.Spec) string {
+	if s == nil {
+		return ""
+	}
+	return s.String()
 }
 
 // watchSwitch moves the switch to now once the file path exists (looked

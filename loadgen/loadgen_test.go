@@ -8,14 +8,17 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -626,5 +629,157 @@ func TestFraming(t *testing.T) {
 	code := mainExit([]string{"--target", url + "/missing", "--conc", "1", "--duration", "200ms", "--warmup", "0s", "--quiet"}, io.Discard, &stderr)
 	if code != 1 || !strings.Contains(stderr.String(), `status 404: "no such page here"`) {
 		t.Fatalf("exit %d, stderr %q: want 1, saying the status and the body's first line", code, stderr.String())
+	}
+}
+
+// recorder is a net/http server that keeps every request it read, in the
+// order it read them on each connection: method, target, the header named
+// X-Tag and the body.
+type recorder struct {
+	mu   sync.Mutex
+	reqs map[string][]string // by the client's address
+}
+
+func newRecorder(t *testing.T) (*recorder, *httptest.Server) {
+	rec := &recorder{reqs: map[string][]string{}}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		rec.mu.Lock()
+		rec.reqs[r.RemoteAddr] = append(rec.reqs[r.RemoteAddr], fmt.Sprintf("%s %s tag=%s body=%s", r.Method, r.URL.RequestURI(), r.Header.Get("X-Tag"), b))
+		rec.mu.Unlock()
+		w.Header().Set("Content-Length", "2")
+		_, _ = io.WriteString(w, "ok")
+	}))
+	t.Cleanup(srv.Close)
+	return rec, srv
+}
+
+// TestLoad: --load @FILE sends the file's requests round robin on each
+// connection, a POST's headers and body as written, each connection from
+// its own start; the result says what was sent without a header or body.
+func TestLoad(t *testing.T) {
+	rec, srv := newRecorder(t)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "login.json"), []byte(`{"user":"ann","password":"p4ss"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	targets := filepath.Join(dir, "targets.txt")
+	if err := os.WriteFile(targets, []byte("# the mix\nGET /health\n\nPOST "+srv.URL+"/login\nContent-Type: application/json\nX-Tag: secret-token\n@login.json\n\nDELETE /cart/7?all=1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o, err := parseFlags([]string{"--target", srv.URL, "--load", "@" + targets, "--conc", "2", "--warmup", "0s", "--duration", "400ms"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := run(context.Background(), o, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if results.TotalErrors(res.Errors) != 0 || res.Load.Requests < 6 {
+		t.Fatalf("errors %v, %d requests", res.Errors, res.Load.Requests)
+	}
+	want := []string{"GET /health tag= body=", `POST /login tag=secret-token body={"user":"ann","password":"p4ss"}`, "DELETE /cart/7?all=1 tag= body="}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if len(rec.reqs) != 2 {
+		t.Fatalf("%d connections, want 2: %v", len(rec.reqs), rec.reqs)
+	}
+	firsts := map[string]bool{}
+	for conn, got := range rec.reqs {
+		first := slices.Index(want, got[0])
+		if first < 0 {
+			t.Fatalf("connection %s sent %q first", conn, got[0])
+		}
+		firsts[got[0]] = true
+		for i, g := range got {
+			if w := want[(first+i)%3]; g != w {
+				t.Fatalf("connection %s: request %d was %q, want %q (round robin)", conn, i, g, w)
+			}
+		}
+	}
+	if len(firsts) != 2 {
+		t.Errorf("both connections started with the same request: %v", firsts)
+	}
+	if res.Params.Request != "@"+targets+": 3 requests" {
+		t.Errorf("params.request %q", res.Params.Request)
+	}
+	b, _ := json.Marshal(res)
+	if strings.Contains(string(b), "secret-token") || strings.Contains(string(b), "p4ss") {
+		t.Errorf("the result holds a header or a body: %s", b)
+	}
+}
+
+// TestLoadOne: --load 'POST /path' sends that, with an empty body and its
+// Content-Length.
+func TestLoadOne(t *testing.T) {
+	rec, srv := newRecorder(t)
+	var stdout bytes.Buffer
+	if code := mainExit([]string{"--target", srv.URL + "/", "--load", "POST /login", "--conc", "1", "--warmup", "0s", "--duration", "200ms", "--quiet"}, &stdout, io.Discard); code != 0 {
+		t.Fatalf("exit %d: %s", code, stdout.String())
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	for _, got := range rec.reqs {
+		if len(got) == 0 || got[0] != "POST /login tag= body=" {
+			t.Fatalf("the server read %q", got)
+		}
+	}
+	if !strings.Contains(stdout.String(), "POST /login") {
+		t.Errorf("the summary does not say the request: %s", stdout.String())
+	}
+}
+
+// TestLoadRefused: a bad --load is one line, with the targets file's line
+// number where it is about one, before anything is dialled.
+func TestLoadRefused(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var accepted atomic.Int32
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepted.Add(1)
+			c.Close()
+		}
+	}()
+	base := "http://" + ln.Addr().String()
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.txt")
+	if err := os.WriteFile(bad, []byte("GET /a\n\nPOST /b\nContent-Type application/json\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	noBody := filepath.Join(dir, "nobody.txt")
+	if err := os.WriteFile(noBody, []byte("POST /b\n@missing.json\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--load", "@" + bad}, "bad.txt:4:"},
+		{[]string{"--load", "@" + noBody}, "nobody.txt:2:"},
+		{[]string{"--load", "@" + filepath.Join(dir, "none.txt")}, "cannot be read"},
+		{[]string{"--load", "GET https://" + ln.Addr().String() + "/x"}, "plain http://"},
+		{[]string{"--load", "GET http://127.0.0.1:1/x"}, "not the target"},
+		{[]string{"--load", "get /x"}, "upper case"},
+		{[]string{"--target", base + "/slow", "--load", "GET /x"}, "base URL"},
+		{[]string{"--load", "GET /x", "--switch-to", base + "/y", "--switch-at", "1s", "--duration", "2s"}, "--switch-to goes without --load"},
+	} {
+		args := append([]string{"--target", base}, tc.args...)
+		var stderr bytes.Buffer
+		code := mainExit(args, io.Discard, &stderr)
+		line := strings.TrimSuffix(stderr.String(), "\n")
+		if code != 2 || !strings.HasPrefix(line, "loadgen: ") || !strings.Contains(line, tc.want) || strings.Contains(line, "\n") {
+			t.Errorf("%v: exit %d, said %q; want one line with %q", tc.args, code, stderr.String(), tc.want)
+		}
+	}
+	if n := accepted.Load(); n != 0 {
+		t.Errorf("%d connections were dialled before the refusal", n)
 	}
 }

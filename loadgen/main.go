@@ -11,6 +11,14 @@
 // spread over the connections, with latency measured from each request's
 // intended send time as wrk2 does, and the uncorrected figure beside it.
 //
+// --load REQUEST sends a user's own requests instead of GET of the target's
+// path: 'METHOD PATH' or @FILE in vegeta's HTTP targets format, several
+// sent round robin (internal/request); --target is then the server's base
+// URL:
+//
+//	loadgen --target http://127.0.0.1:8080 --load 'POST /login' --conc 4
+//	loadgen --target http://127.0.0.1:8080 --load @targets.txt
+//
 // --switch-to URL --switch-at D sends every connection's requests to a second
 // target of the same server from D into the window on (run.sh's slip phase:
 // the same endpoint with a slower ?block=); --tick D counts the answers in
@@ -29,6 +37,7 @@ import (
 	"github.com/bystander-kit/bystander/internal/cli"
 	"github.com/bystander-kit/bystander/internal/client"
 	"github.com/bystander-kit/bystander/internal/live"
+	"github.com/bystander-kit/bystander/internal/request"
 	"github.com/bystander-kit/bystander/internal/results"
 )
 
@@ -41,6 +50,8 @@ const (
 
 type options struct {
 	target      string
+	load        string
+	spec        *request.Spec // --load, parsed and read once; nil without
 	conc        int
 	threads     int
 	duration    time.Duration
@@ -93,7 +104,9 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	o := options{args: args}
 	fs := flag.NewFlagSet("loadgen", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&o.target, "target", "http://127.0.0.1:8081/slow", "URL to load (loopback only unless --allow-remote)")
+	fs.StringVar(&o.target, "target", "http://127.0.0.1:8081/slow", "URL to load (loopback only unless --allow-remote); with --load, the server's base URL (http://host:port)")
+	fs.StringVar(&o.load, "load", "", "send this instead of GET of --target's path: 'METHOD PATH' (such as 'POST /login'), or @FILE in vegeta's HTTP targets format\n"+
+		"(METHOD URL lines, header lines, @body lines; several requests are sent round robin); https:// is refused")
 	fs.IntVar(&o.conc, "conc", 16, "keep-alive connections, each with one request in flight")
 	fs.IntVar(&o.threads, "threads", 1, "goroutines driving the connections, each its share through its own epoll set (1 to 64)")
 	fs.DurationVar(&o.duration, "duration", 8*time.Second, "measured time, after the warm-up (at most 1h)")
@@ -110,7 +123,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.tick, "tick", 0, "also count answers, and the block the server said, in steps of this (10ms or more; 0: per second only)")
 	fs.Var(&o.startAt, "start-at", "start the run's clock (warm-up first) at this RFC 3339 time, within a minute of now, to share a window with another tool (default: once connected)")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: loadgen --target URL [flags]\n\nDrives one endpoint with keep-alive connections (closed model, or open with --rate).\n\nFlags:\n")
+		fmt.Fprintf(fs.Output(), "Usage: loadgen --target URL [flags]\n       loadgen --target http://HOST:PORT --load REQUEST [flags]\n\n"+
+			"Drives one endpoint, or your own requests (--load), with keep-alive connections (closed model, or open with --rate).\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	if err := cli.Parse(fs, args, stderr); err != nil {
@@ -136,6 +150,19 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	t, err := client.ParseTarget(o.target, o.allowRemote)
 	if err != nil {
 		return o, fmt.Errorf("loadgen: --target: %w", err)
+	}
+	if o.load != "" {
+		if t.RequestTarget != "/" {
+			return o, fmt.Errorf("loadgen: --target %s with --load: give the server's base URL (http://%s); the requests say their paths", o.target, t.Addr)
+		}
+		if o.switchTo != "" {
+			return o, fmt.Errorf("loadgen: --switch-to goes without --load (it switches a GET to another path)")
+		}
+		// Read and checked before anything is dialled: a bad line is one
+		// error with its line number.
+		if o.spec, err = request.Parse(o.load, t.Addr); err != nil {
+			return o, fmt.Errorf("loadgen: --load: %w", err)
+		}
 	}
 	if o.switchWhen != "" && o.switchTo == "" {
 		return o, fmt.Errorf("loadgen: --switch-when goes with --switch-to and --switch-at (the latest moment)")
@@ -198,8 +225,12 @@ func summary(w io.Writer, o options, r *results.Result) {
 	if o.rate > 0 {
 		model = fmt.Sprintf("open at %g req/s", o.rate)
 	}
+	what := o.target
+	if r.Params.Request != "" {
+		what += " " + r.Params.Request
+	}
 	fmt.Fprintf(w, "loadgen: %s, %d conns, %s model: %.1f req/s over %.1fs after %s warm-up\n",
-		o.target, o.conc, model, l.ThroughputPerS, float64(l.MeasuredNs)/1e9, o.warmup)
+		what, o.conc, model, l.ThroughputPerS, float64(l.MeasuredNs)/1e9, o.warmup)
 	fmt.Fprintf(w, "loadgen: latency p50 %s p90 %s p99 %s p99.9 %s max %s\n",
 		us(l.Latency.P50Us), us(l.Latency.P90Us), us(l.Latency.P99Us), us(l.Latency.P999Us), us(l.Latency.MaxUs))
 	if l.LatencyUncorrected != nil {

@@ -8,6 +8,7 @@ import (
 	"github.com/bystander-kit/bystander/internal/live"
 
 	"github.com/bystander-kit/bystander/internal/client"
+	"github.com/bystander-kit/bystander/internal/request"
 	"github.com/bystander-kit/bystander/internal/results"
 )
 
@@ -55,8 +56,16 @@ func dialAll(ctx context.Context, o options) (*probers, error) {
 		poll.Close()
 		return nil, fmt.Errorf("prober: %w", err)
 	}
+	var mix *request.Mix
+	if o.spec != nil {
+		mix = o.spec.Mix()
+	}
 	for i := range o.conns {
 		ps.pcs = append(ps.pcs, &probeConn{live: o.live, id: i, c: poll.Add(t.Addr, t.RequestTarget, o.timeout), loop: -1, errs: map[client.Kind]int64{}})
+		if mix != nil {
+			// Each connection its own turn through the requests.
+			ps.pcs[i].c.Use(mix.Fork(i))
+		}
 	}
 	if err := poll.Dial(); err != nil {
 		poll.Close()
@@ -148,7 +157,16 @@ func params(o options) results.Params {
 		Target: o.target, Conns: o.conns, DurationNs: int64(o.duration), WarmupNs: int64(o.warmup),
 		TimeoutNs: int64(o.timeout), IntervalNs: int64(o.interval),
 		DelayNs: int64(o.delay), StallBlockNs: int64(o.block), StartAtUnixNs: o.startAt.UnixNs(), Args: o.args,
+		Request: specString(o.spec),
 	}
+}
+
+// specString is what a run records of --bystander: "" without it.
+func specString(s *request.Spec) string {
+	if s == nil {
+		return ""
+	}
+	return s.String()
 }
 
 func usSince(t0, t time.Time) float64 { return float64(t.Sub(t0)) / 1e3 }

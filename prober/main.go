@@ -14,6 +14,13 @@
 // own fixed schedule and says which stalled.
 // trace: takes /async requests apart into accepted, continuation lateness
 // and return, from the protocol's timing headers.
+// --bystander REQUEST (interval and perconn) probes with a user's own
+// requests instead of GET of the target's path: 'METHOD PATH' or @FILE in
+// vegeta's HTTP targets format, several sent round robin on each
+// connection (internal/request); --target is then the server's base URL:
+//
+//	prober --mode perconn --target http://127.0.0.1:8080 --bystander 'GET /health'
+//
 // check: checks that the server at --target (its base URL) speaks the
 // protocol, as a table of PASS / FAIL / MISSING / SKIP / BUSY with a reason
 // each; exits 0 when every required check passes, 1 when one fails or is
@@ -37,6 +44,7 @@ import (
 	"github.com/bystander-kit/bystander/internal/client"
 	"github.com/bystander-kit/bystander/internal/conform"
 	"github.com/bystander-kit/bystander/internal/live"
+	"github.com/bystander-kit/bystander/internal/request"
 	"github.com/bystander-kit/bystander/internal/results"
 	"github.com/bystander-kit/bystander/internal/stall"
 )
@@ -49,6 +57,8 @@ const (
 type options struct {
 	mode        string
 	target      string
+	bystander   string
+	spec        *request.Spec // --bystander, parsed and read once; nil without
 	conns       int
 	interval    time.Duration
 	duration    time.Duration
@@ -104,6 +114,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.SetOutput(stderr)
 	fs.StringVar(&o.mode, "mode", "interval", "interval, perconn, trace, or check (does the server at --target speak the protocol?)")
 	fs.StringVar(&o.target, "target", "http://127.0.0.1:8081/fast", "URL to probe (loopback only unless --allow-remote); check: the server's base URL, http://host:port")
+	fs.StringVar(&o.bystander, "bystander", "", "interval and perconn: probe with this instead of GET of --target's path: 'METHOD PATH' (such as 'GET /health'),\n"+
+		"or @FILE in vegeta's HTTP targets format (several requests are sent round robin); --target is then the server's base URL")
 	fs.IntVar(&o.loops, "loops", 0, "check: the server has this many event loops (default: learned from X-Loop; none seen, a server without loops)")
 	fs.IntVar(&o.conns, "conns", 0, "keep-alive connections (default: 1 for interval and trace, 12 for perconn)")
 	fs.DurationVar(&o.interval, "interval", 0, "time between due probes on a connection (default: 50ms for interval, 10ms for perconn; 0, back-to-back, for trace)")
@@ -119,7 +131,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.out, "out", "", "write the result as JSON (schema "+results.Schema+"; check: "+conform.Schema+") to this file")
 	fs.BoolVar(&o.allowRemote, "allow-remote", false, "allow a target that is not a loopback address")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: prober --mode interval|perconn|trace --target URL [flags]\n       prober --mode check --target http://HOST:PORT [--loops N] [--out FILE]\n\n"+
+		fmt.Fprintf(fs.Output(), "Usage: prober --mode interval|perconn|trace --target URL [flags]\n       prober --mode interval|perconn --target http://HOST:PORT --bystander REQUEST [flags]\n       prober --mode check --target http://HOST:PORT [--loops N] [--out FILE]\n\n"+
 			"Measures what a bystander sees while a server is loaded; with --mode check, checks that a\nserver speaks the endpoint protocol (exit status 0 when every required check passes, 1 when one\nfails or is missing, 3 when none does but the machine was too busy to judge a timing check).\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
@@ -188,15 +200,28 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	if o.readyFile != "" && o.mode == "trace" {
 		return o, fmt.Errorf("prober: --ready-file is for --mode perconn and interval")
 	}
-	if _, err := client.ParseTarget(o.target, o.allowRemote); err != nil {
+	t, err := client.ParseTarget(o.target, o.allowRemote)
+	if err != nil {
 		return o, fmt.Errorf("prober: --target: %w", err)
+	}
+	if o.bystander != "" {
+		switch {
+		case o.mode == "trace" || o.mode == "check":
+			return o, fmt.Errorf("prober: --bystander is for --mode interval and perconn: --mode %s asks for the protocol's own endpoints", o.mode)
+		case t.RequestTarget != "/":
+			return o, fmt.Errorf("prober: --target %s with --bystander: give the server's base URL (http://%s); the requests say their paths", o.target, t.Addr)
+		}
+		// Read and checked before anything is dialled.
+		if o.spec, err = request.Parse(o.bystander, t.Addr); err != nil {
+			return o, fmt.Errorf("prober: --bystander: %w", err)
+		}
 	}
 	if o.out != "" {
 		if err := results.CheckWritable(o.out); err != nil {
 			return o, fmt.Errorf("prober: --out: %w", err)
 		}
 	}
-	if (o.mode == "trace" || o.mode == "perconn") && !set["delay"] {
+	if (o.mode == "trace" || o.mode == "perconn") && !set["delay"] && o.spec == nil {
 		o.delay = 5 * time.Millisecond
 		if u, err := url.Parse(o.target); err == nil {
 			if d, err := time.ParseDuration(u.Query().Get("delay")); err == nil {
@@ -218,7 +243,11 @@ func run(ctx context.Context, o options, stdout io.Writer) (*results.Result, err
 }
 
 func summary(w io.Writer, r *results.Result) {
-	fmt.Fprintf(w, "prober: %s mode on %s, %d conns; errors %s\n", r.Mode, r.Params.Target, r.Params.Conns, results.ErrorsLine(r.Errors))
+	what := r.Params.Target
+	if r.Params.Request != "" {
+		what += " " + r.Params.Request
+	}
+	fmt.Fprintf(w, "prober: %s mode on %s, %d conns; errors %s\n", r.Mode, what, r.Params.Conns, results.ErrorsLine(r.Errors))
 	switch {
 	case r.Probe != nil:
 		p := r.Probe

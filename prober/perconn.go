@@ -61,10 +61,13 @@ func runPerConn(ctx context.Context, o options, stdout io.Writer) (*results.Resu
 		}
 	}
 
-	start := time.Now()
+	// Placed: the clock starts now, or at --start-at (the load's), which
+	// the placing must come before.
+	start, _ := o.startAt.Begin(ctx)
 	from := start.Add(o.warmup)
 	end := from.Add(o.duration)
 	res := results.New("prober", "perconn", start, params(o))
+	res.StartLateNs = int64(o.startAt.Late(start))
 	cpu0 := proc.Self()
 	scheds := make([]*schedule, len(pcs))
 	jobs := make([]job, len(pcs))

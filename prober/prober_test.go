@@ -603,3 +603,139 @@ func TestFraming(t *testing.T) {
 		})
 	}
 }
+
+// recorder is a net/http server that keeps every request it read by
+// connection: method, target and body.
+type recorder struct {
+	mu   sync.Mutex
+	reqs map[string][]string
+}
+
+func newRecorder(t *testing.T) (*recorder, *httptest.Server) {
+	rec := &recorder{reqs: map[string][]string{}}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		rec.mu.Lock()
+		rec.reqs[r.RemoteAddr] = append(rec.reqs[r.RemoteAddr], r.Method+" "+r.URL.RequestURI()+" "+string(b))
+		rec.mu.Unlock()
+		w.Header().Set("Content-Length", "2")
+		_, _ = io.WriteString(w, "ok")
+	}))
+	t.Cleanup(srv.Close)
+	return rec, srv
+}
+
+// TestBystander: --bystander sends the user's requests, in interval and
+// perconn modes alike: a targets file's round robin on each connection, a
+// POST's body as written, and the result says what without the body. A
+// server without the protocol's headers leaves the loops unknown (-1) and
+// the server's wait unmeasured, never made up.
+func TestBystander(t *testing.T) {
+	rec, srv := newRecorder(t)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "q.json"), []byte(`{"q":"s3cret"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	targets := filepath.Join(dir, "targets.txt")
+	if err := os.WriteFile(targets, []byte("GET /a\n\nPOST /search\n@q.json\n\nGET /c\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"GET /a ", `POST /search {"q":"s3cret"}`, "GET /c "}
+	for _, mode := range []string{"interval", "perconn"} {
+		t.Run(mode, func(t *testing.T) {
+			rec.mu.Lock()
+			clear(rec.reqs)
+			rec.mu.Unlock()
+			o := opts(t, "--mode", mode, "--target", srv.URL, "--bystander", "@"+targets, "--conns", "2", "--interval", "20ms", "--duration", "300ms")
+			res, err := run(context.Background(), o, io.Discard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Params.Request != "@"+targets+": 3 requests" || res.Params.DelayNs != 0 {
+				t.Errorf("params: request %q, delay %d", res.Params.Request, res.Params.DelayNs)
+			}
+			if results.TotalErrors(res.Errors) != 0 {
+				t.Errorf("errors %v", res.Errors)
+			}
+			if pc := res.PerConn; pc != nil {
+				for _, c := range pc.Conns {
+					if c.Loop != -1 || c.ServerWait.Count != 0 || c.Samples == 0 || c.FromSend.Count == 0 {
+						t.Errorf("conn %d: loop %d, %d server waits, %d answered", c.Conn, c.Loop, c.ServerWait.Count, c.Samples)
+					}
+				}
+			}
+			rec.mu.Lock()
+			defer rec.mu.Unlock()
+			if len(rec.reqs) != 2 {
+				t.Fatalf("%d connections: %v", len(rec.reqs), rec.reqs)
+			}
+			for conn, got := range rec.reqs {
+				first := slices.Index(want, got[0])
+				if first < 0 || len(got) < 4 {
+					t.Fatalf("connection %s sent %q", conn, got)
+				}
+				for i, g := range got {
+					if w := want[(first+i)%3]; g != w {
+						t.Fatalf("connection %s: request %d was %q, want %q (round robin)", conn, i, g, w)
+					}
+				}
+			}
+			b, _ := json.Marshal(res)
+			if strings.Contains(string(b), "s3cret") {
+				t.Errorf("the result holds the body")
+			}
+		})
+	}
+}
+
+// TestBystanderRefused: --bystander goes with interval and perconn on a
+// base URL; a bad targets line is one line with its number, before
+// anything is dialled.
+func TestBystanderRefused(t *testing.T) {
+	rec, srv := newRecorder(t)
+	bad := filepath.Join(t.TempDir(), "bad.txt")
+	if err := os.WriteFile(bad, []byte("GET /a\nX-A: 1\n\n\nGET /b HTTP/1.1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--mode", "perconn", "--bystander", "@" + bad}, "bad.txt:5:"},
+		{[]string{"--mode", "interval", "--bystander", "GET https://127.0.0.1/x"}, "plain http://"},
+		{[]string{"--mode", "trace", "--bystander", "GET /x"}, "for --mode interval and perconn"},
+		{[]string{"--mode", "check", "--bystander", "GET /x"}, "for --mode interval and perconn"},
+	} {
+		var stderr bytes.Buffer
+		code := mainExit(append([]string{"--target", srv.URL, "--duration", "1s"}, tc.args...), io.Discard, &stderr)
+		line := strings.TrimSuffix(stderr.String(), "\n")
+		if code != 2 || !strings.HasPrefix(line, "prober: ") || !strings.Contains(line, tc.want) || strings.Contains(line, "\n") {
+			t.Errorf("%v: exit %d, said %q; want one line with %q", tc.args, code, stderr.String(), tc.want)
+		}
+	}
+	var stderr bytes.Buffer
+	if code := mainExit([]string{"--mode", "perconn", "--target", srv.URL + "/fast", "--bystander", "GET /x"}, io.Discard, &stderr); code != 2 || !strings.Contains(stderr.String(), "base URL") {
+		t.Errorf("a path with --bystander: exit %d, %s", code, stderr.String())
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if len(rec.reqs) != 0 {
+		t.Errorf("requests sent before the refusal: %v", rec.reqs)
+	}
+}
+
+// TestPerConnStartAt: perconn places its connections at once, then starts
+// its clock at --start-at, as the other modes do, so that its window is
+// the load's.
+func TestPerConnStartAt(t *testing.T) {
+	_, srv := newRecorder(t)
+	at := time.Now().Add(700 * time.Millisecond).UTC()
+	o := opts(t, "--mode", "perconn", "--target", srv.URL, "--bystander", "GET /x", "--conns", "2", "--duration", "200ms", "--start-at", at.Format(time.RFC3339Nano))
+	res, err := run(context.Background(), o, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.StartUnixNs-res.StartLateNs != at.UnixNano() || res.Params.StartAtUnixNs != at.UnixNano() {
+		t.Fatalf("started at %d, %d ns late, want --start-at %d", res.StartUnixNs, res.StartLateNs, at.UnixNano())
+	}
+}

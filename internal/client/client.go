@@ -31,6 +31,7 @@ import (
 	"time"
 
 	"github.com/bystander-kit/bystander/internal/protocol"
+	"github.com/bystander-kit/bystander/internal/request"
 )
 
 // Kind classifies a failed request.
@@ -237,6 +238,8 @@ const FirstLineMax = 200
 type Conn struct {
 	addr    string
 	req     []byte
+	mix     *request.Mix  // Use: the requests sent in turn, or nil
+	wire    *request.Wire // the request last sent from mix
 	timeout time.Duration
 	c       net.Conn
 	// buf[r:w] is what was read and not yet consumed.
@@ -269,15 +272,26 @@ func New(addr, target string, timeout time.Duration) *Conn {
 }
 
 // Retarget makes the connection's next requests GET target instead (the
-// same server: a path and query).
+// same server: a path and query, as ParseTarget checked it), ending Use.
 func (c *Conn) Retarget(target string) {
-	c.req = []byte("GET " + target + " HTTP/1.1\r\nHost: " + c.addr + "\r\nUser-Agent: bystander\r\n\r\n")
-	c.headOnly = isHead(c.req)
+	c.req, c.mix, c.wire, c.headOnly = getWire(c.addr, target), nil, nil, false
 }
 
-// isHead says whether req is a HEAD request, whose answers have no body
-// whatever their head says.
-func isHead(req []byte) bool { return bytes.HasPrefix(req, []byte("HEAD ")) }
+// Use makes the connection send m's requests, each in its turn (a user's
+// REQUEST: internal/request), instead of its GET. m is the connection's
+// own (request.Mix.Fork): it is not guarded.
+func (c *Conn) Use(m *request.Mix) { c.mix = m }
+
+// Sent is the request of m (Use) the connection sent last; nil before any,
+// or without Use.
+func (c *Conn) Sent() *request.Wire { return c.wire }
+
+// getWire is GET target to addr as the kit sends it: rendered by
+// internal/request, the one way the kit makes a request's bytes.
+func getWire(addr, target string) []byte {
+	r := request.Request{Method: "GET", Target: target, Host: addr}
+	return r.Wire()
+}
 
 // Dial opens the connection now if it is not open.
 func (c *Conn) Dial() error {
@@ -340,6 +354,10 @@ func (c *Conn) Do(r *Response) error {
 		_ = c.c.SetDeadline(time.Now().Add(c.timeout))
 	}
 	c.mu.Unlock()
+	if c.mix != nil {
+		c.wire = c.mix.Next()
+		c.req, c.headOnly = c.wire.Bytes, c.wire.Head
+	}
 	if _, err := c.c.Write(c.req); err != nil {
 		c.Close()
 		if c.isInterrupted() {
@@ -622,6 +640,9 @@ func ParseTarget(raw string, allowRemote bool) (Target, error) {
 	if u.User != nil {
 		return Target{}, fmt.Errorf("client: target %q: %w", u.Redacted(), ErrCredentials)
 	}
+	if strings.EqualFold(u.Scheme, "https") {
+		return Target{}, fmt.Errorf("client: target %q: %w", u.Redacted(), ErrHTTPS)
+	}
 	if u.Scheme != "http" || u.Host == "" {
 		return Target{}, fmt.Errorf("client: target %q: want http://host:port/path", raw)
 	}
@@ -639,13 +660,22 @@ func ParseTarget(raw string, allowRemote bool) (Target, error) {
 	if u.RawQuery != "" {
 		rt += "?" + u.RawQuery
 	}
-	return Target{Addr: net.JoinHostPort(host, port), RequestTarget: rt}, nil
+	addr := net.JoinHostPort(host, port)
+	// What the request line will carry, checked as every request is: a
+	// URL such as http://h/b?c d parses, and would send a malformed line.
+	if _, err := request.New(addr, "GET", rt, nil, nil); err != nil {
+		return Target{}, fmt.Errorf("client: target %q: %w", u.Redacted(), err)
+	}
+	return Target{Addr: addr, RequestTarget: rt}, nil
 }
 
 // ErrCredentials refuses a URL with a user name or password in it: the kit
 // sends none, and everything a run writes (results, run.json, the report)
 // is made to be shared.
 var ErrCredentials = errors.New("credentials in the URL are refused: the kit sends none, and a run's files are made to be shared; give the URL without user:password@")
+
+// ErrHTTPS refuses an https:// URL, saying what to give instead.
+var ErrHTTPS = errors.New("https:// is refused: the kit speaks plain HTTP/1.1 on loopback; give the service's plain http:// port (with TLS ended in front of it if it has to be)")
 
 // redact hides what lies between "//" and the last "@" of an URL that
 // does not parse, so that an error never repeats a password.

@@ -187,6 +187,10 @@ func TestParseTarget(t *testing.T) {
 		{"http://%zz", "", "", false},
 		{"http://user:secret@127.0.0.1:8081/slow", "", "", false},
 		{"http://user@127.0.0.1:8081/slow", "", "", false},
+		// url.Parse lets a space through the query: the request line
+		// would be "GET /b?c d HTTP/1.1", which no server reads.
+		{"http://127.0.0.1:8081/b?c d", "", "", false},
+		{"http://127.0.0.1:8081/b?c\x01", "", "", false},
 	} {
 		got, err := ParseTarget(tc.raw, false)
 		if (err == nil) != tc.ok || (tc.ok && (got.Addr != tc.addr || got.RequestTarget != tc.rt)) {
@@ -198,6 +202,10 @@ func TestParseTarget(t *testing.T) {
 	}
 	if _, err := ParseTarget("http://10.0.0.1:8081/slow", true); err != nil {
 		t.Errorf("allowRemote: %v", err)
+	}
+	// https:// is said for what it is, with what to give instead.
+	if _, err := ParseTarget("https://127.0.0.1:8443/health", false); err == nil || !strings.Contains(err.Error(), "plain HTTP") || !strings.Contains(err.Error(), "http://") {
+		t.Errorf("https: %v", err)
 	}
 }
 

@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/bystander-kit/bystander/internal/request"
 )
 
 // framedServer answers every request on every connection with ans, written
@@ -288,13 +290,16 @@ func FuzzAnswer(f *testing.F) {
 // on the same connection.
 func TestHeadAnswer(t *testing.T) {
 	addr, accepts := framedServer(t, "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n", false, 0)
-	head := []byte("HEAD /fast HTTP/1.1\r\nHost: " + addr + "\r\n\r\n")
+	head, err := request.Parse("HEAD /fast", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
 	c := New(addr, "/fast", time.Second)
 	defer c.Close()
-	c.req, c.headOnly = head, isHead(head)
+	c.Use(head.Mix())
 	p := newPoller(t)
 	pc := p.Add(addr, "/fast", time.Second)
-	pc.req, pc.headOnly = head, isHead(head)
+	pc.Use(head.Mix())
 	for range 2 {
 		var r Response
 		if err := c.Do(&r); err != nil || r.ContentLength != 100 {

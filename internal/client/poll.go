@@ -14,6 +14,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/bystander-kit/bystander/internal/request"
 )
 
 // A Poller drives many connections from one goroutine, the way wrk does:
@@ -64,6 +66,8 @@ type PConn struct {
 	ID      int
 	addr    string
 	req     []byte
+	mix     *request.Mix  // Use: the requests sent in turn, or nil
+	wire    *request.Wire // the request last sent from mix
 	timeout time.Duration
 	fd      int
 	buf     []byte
@@ -141,11 +145,20 @@ func (p *Poller) ReadOnSchedule(lazy time.Duration) error {
 }
 
 // Retarget makes the connection's next requests GET target instead (the
-// same server: a path and query).
+// same server: a path and query, as ParseTarget checked it), ending Use.
 func (c *PConn) Retarget(target string) {
-	c.req = []byte("GET " + target + " HTTP/1.1\r\nHost: " + c.addr + "\r\nUser-Agent: bystander\r\n\r\n")
-	c.headOnly = isHead(c.req)
+	c.req, c.mix, c.wire, c.headOnly = getWire(c.addr, target), nil, nil, false
 }
+
+// Use makes the connection send m's requests, each in its turn (a user's
+// REQUEST: internal/request), instead of its GET. m is the connection's
+// own (request.Mix.Fork): it is not guarded, and taken on the Poller's
+// goroutine only.
+func (c *PConn) Use(m *request.Mix) { c.mix = m }
+
+// Sent is the request of m (Use) the connection sent last, for a Driver's
+// Done to book an answer by request; nil before any, or without Use.
+func (c *PConn) Sent() *request.Wire { return c.wire }
 
 // Dial opens every connection not open yet, in order; the first failure
 // is returned, classified.
@@ -404,6 +417,10 @@ func (p *Poller) send(c *PConn, d Driver, due time.Time) {
 	c.sent, c.busy, c.head = now, true, false
 	c.deadline = now.Add(c.timeout)
 	p.inFlight++
+	if c.mix != nil {
+		w := c.mix.Next()
+		c.req, c.wire, c.headOnly = w.Bytes, w, w.Head
+	}
 	n, err := rawWrite(c.fd, c.req)
 	if err == nil && n < len(c.req) {
 		// One request at a time: the socket's send buffer holds it whole

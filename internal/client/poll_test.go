@@ -4,12 +4,19 @@ import (
 	"context"
 	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/bystander-kit/bystander/internal/request"
 )
 
 // echoServer answers every whole request on every connection with ans.
@@ -465,5 +472,84 @@ func TestPollerRunAfterStop(t *testing.T) {
 	time.Sleep(50 * time.Millisecond)
 	if n := got.Load(); n != 0 || len(b.ends) != 0 {
 		t.Fatalf("the server got %d requests, %d booked, after Stop", n, len(b.ends))
+	}
+}
+
+// TestUse: connections that Use a mix send its requests in turn, each
+// connection from its own start (Fork), byte for byte as rendered, and
+// say which they sent; Retarget ends the mix.
+func TestUse(t *testing.T) {
+	var mu sync.Mutex
+	var got []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		got = append(got, r.Method+" "+r.URL.RequestURI()+" "+string(b))
+		mu.Unlock()
+		io.WriteString(w, "ok")
+	}))
+	defer srv.Close()
+	addr := srv.Listener.Addr().String()
+	dir := t.TempDir()
+	file := filepath.Join(dir, "targets.txt")
+	if err := os.WriteFile(filepath.Join(dir, "b.json"), []byte(`{"u":1}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file, []byte("GET /a\n\nPOST /b\nContent-Type: application/json\n@b.json\n\nDELETE /c?x=1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	spec, err := request.Parse("@"+file, addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mix := spec.Mix()
+
+	p, err := NewPoller()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	var labels [2][]string
+	for i := range 2 {
+		p.Add(addr, "/never", 5*time.Second).Use(mix.Fork(i))
+	}
+	b := &book{n: 3, onDone: func(c *PConn, err error) {
+		if err != nil {
+			t.Errorf("conn %d: %v", c.ID, err)
+		}
+		labels[c.ID] = append(labels[c.ID], c.Sent().Label)
+	}}
+	if err := p.Run(context.Background(), b); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"GET /a", `POST /b (+body 7 B)`, "DELETE /c?x=1"}
+	if !slices.Equal(labels[0], want) || !slices.Equal(labels[1], append(want[1:], want[0])) {
+		t.Errorf("sent %q and %q, want %q from the first and from the second", labels[0], labels[1], want)
+	}
+	mu.Lock()
+	slices.Sort(got)
+	mu.Unlock()
+	wantGot := []string{"DELETE /c?x=1 ", "DELETE /c?x=1 ", "GET /a ", "GET /a ", `POST /b {"u":1}`, `POST /b {"u":1}`}
+	if !slices.Equal(got, wantGot) {
+		t.Errorf("the server read %q, want %q", got, wantGot)
+	}
+
+	c := New(addr, "/never", 5*time.Second)
+	defer c.Close()
+	c.Use(mix.Fork(2))
+	var r Response
+	for _, w := range []string{"DELETE /c?x=1", "GET /a"} {
+		if err := c.Do(&r); err != nil || c.Sent().Label != w {
+			t.Fatalf("Conn sent %v (%v), want %s", c.Sent(), err, w)
+		}
+	}
+	c.Retarget("/d")
+	if err := c.Do(&r); err != nil || c.Sent() != nil {
+		t.Fatalf("after Retarget: %v, sent %v", err, c.Sent())
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if last := got[len(got)-1]; last != "GET /d " {
+		t.Errorf("after Retarget the server read %q, want GET /d", last)
 	}
 }

@@ -239,6 +239,28 @@ func rowsOf(f *findings.Findings) (map[string]measured, map[string]string) {
 	for _, r := range f.Sweep {
 		load(r.LoadRow, fmt.Sprintf("%d callers", r.Step.Conc))
 	}
+	for _, a := range f.AsIs {
+		// A server measured as it is: its sweep step by step, with the
+		// bystander's connections that stalled, and what its sweep said of
+		// it as a whole under the key of its first step.
+		for i, st := range a.Steps {
+			sat := st.Fast.Saturated
+			cells := []Cell{
+				{Metric: st.Step.Endpoint + " throughput", Unit: "req/s", Better: "higher", A: st.Throughput},
+				{Metric: st.Step.Endpoint + " p50", Unit: "ms", Better: "lower", A: toMs(st.LoadP50)},
+				{Metric: "bystander p50 from due", Unit: "ms", Better: "lower", A: toMs(st.Fast.P50), SaturatedA: sat},
+				{Metric: "bystander p99 from due", Unit: "ms", Better: "lower", A: toMs(st.Fast.P99), SaturatedA: sat},
+				{Metric: "stalled connections", Unit: "", Better: "lower", A: st.Stalled},
+				{Metric: "server CPU per request", Unit: "us", Better: "lower", A: serverCPU(st.Group)},
+			}
+			if i == 0 {
+				cells = append(cells,
+					Cell{Metric: "the call's own time (the load's p50 at 1 caller)", Unit: "ms", Better: "lower", A: toMs(a.Call)},
+					Cell{Metric: "workers it behaves as (plateau x the call's time)", Unit: "", Better: "higher", A: positive(a.Workers)})
+			}
+			add(st.Group, fmt.Sprintf("%d callers", st.Step.Conc), cells...)
+		}
+	}
 	for _, r := range f.Stall {
 		add(r.Group, fmt.Sprintf("k=%d", r.Step.K),
 			Cell{Metric: "stalled connections", Unit: "", Better: "lower", A: r.Stalled},
@@ -265,6 +287,14 @@ func rowsOf(f *findings.Findings) (map[string]measured, map[string]string) {
 			Cell{Metric: "/fast p50 from due, after the slip", Unit: "ms", Better: "lower", A: toMs(r.After.Fast)})
 	}
 	return out, unread
+}
+
+// positive is v as a figure of one value, none when it is not known (0).
+func positive(v float64) findings.Figure {
+	if v <= 0 {
+		return nil
+	}
+	return findings.Figure{v}
 }
 
 func toMs(us findings.Figure) findings.Figure {
@@ -369,6 +399,7 @@ func differ(a, b *results.Run) []string {
 	d("given on stage (--stage)", pa.Stage, pb.Stage)
 	d("pinned", pa.Pin, pb.Pin)
 	d("targets", targets(pa.Targets), targets(pb.Targets))
+	d("asked as it is (--load, --bystander)", asked(pa.Targets), asked(pb.Targets))
 	d("cores", a.Manifest.Cores, b.Manifest.Cores)
 	d("CPU", a.Manifest.CPUModel, b.Manifest.CPUModel)
 	d("kernel", a.Manifest.Kernel, b.Manifest.Kernel)
@@ -387,6 +418,20 @@ func orSlow(s string) string {
 		return "/slow"
 	}
 	return s
+}
+
+// asked is what each target measured as it is was asked.
+func asked(ts []results.Server) string {
+	var s []string
+	for _, t := range ts {
+		if t.AsIs() {
+			s = append(s, fmt.Sprintf("%s: %s, bystander %s", t.Name, t.Load, t.Bystander))
+		}
+	}
+	if len(s) == 0 {
+		return "none"
+	}
+	return strings.Join(s, "; ")
 }
 
 func targets(ts []results.Server) string {

@@ -277,3 +277,30 @@ func TestNotRead(t *testing.T) {
 		t.Fatalf("the comparison does not say A's measurement was not read:\n%s", out.String())
 	}
 }
+
+// TestAsIs: a server measured as it is is compared step by step, with
+// what its sweep said of it (the call's own time, the workers it behaves
+// as) and its bystander's stalled connections; a run measured as it is
+// and one measured with the protocol have nothing in common.
+func TestAsIs(t *testing.T) {
+	const dir = "../findings/testdata/asis-netty-run"
+	c, err := Runs(dir, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, r := range c.Rows {
+		for _, cell := range r.Cells {
+			seen[r.Key+": "+cell.Metric] = true
+		}
+	}
+	for _, want := range []string{"sweep shop 1 callers: GET /accounts/42/balance throughput", "sweep shop 1 callers: the call's own time (the load's p50 at 1 caller)",
+		"sweep shop 1 callers: workers it behaves as (plateau x the call's time)", "sweep shop 16 callers: stalled connections", "sweep shop 4 callers: bystander p50 from due"} {
+		if !seen[want] {
+			t.Errorf("no %q among %v", want, seen)
+		}
+	}
+	if _, err := Runs(dir, "../findings/testdata/node-run"); err == nil || !strings.Contains(err.Error(), "no measurement in common") {
+		t.Errorf("as it is against the protocol: %v", err)
+	}
+}

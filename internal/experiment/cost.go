@@ -16,6 +16,7 @@ import (
 type sample struct {
 	at                  time.Time
 	server, gen, prober *reading
+	conns               *reading // the 12-connection prober beside a load, when one ran
 	db                  *reading // the private PostgreSQL, all its processes
 	machine             proc.Machine
 }
@@ -70,6 +71,10 @@ func useOf(s0, s1 sample, cores int) *results.Use {
 		p := &results.ProcUse{CPUNs: max(0, b.u.CPUNs()-a.u.CPUNs()), VolCtxSw: vol, InvolCtxSw: invol,
 			RunqWaitNs: runq, Threads: b.threads, PeakRSSBytes: b.u.MaxRSSBytes}
 		for _, th := range b.u.ThreadsSince(a.u) {
+			// The busiest of the threads that run the server's own code.
+			if want := th.CPUNs + th.RunqWaitNs; want > 0 && !proc.RuntimeThread(th.Name) && (p.Busiest == nil || want > p.Busiest.CPUNs+p.Busiest.RunqWaitNs) {
+				p.Busiest = &results.ThreadCPU{Name: th.Name, CPUNs: th.CPUNs, RunqWaitNs: th.RunqWaitNs}
+			}
 			p.RunqWaits += th.RunqWaits
 			if n, ok := loopThread(th.Name); ok {
 				p.LoopThreads = append(p.LoopThreads, results.LoopThread{Loop: n, RunqWaitNs: th.RunqWaitNs, RunqWaits: th.RunqWaits})
@@ -83,7 +88,7 @@ func useOf(s0, s1 sample, cores int) *results.Use {
 		db = &results.ProcUse{CPUNs: max(0, s1.db.u.CPUNs()-s0.db.u.CPUNs()), Threads: s1.db.threads}
 	}
 	return &results.Use{WindowNs: int64(s1.at.Sub(s0.at)), Cores: cores, MachineBusy: s1.machine.BusySince(s0.machine),
-		Server: delta(s0.server, s1.server), Generator: delta(s0.gen, s1.gen), Prober: delta(s0.prober, s1.prober), DB: db}
+		Server: delta(s0.server, s1.server), Generator: delta(s0.gen, s1.gen), Prober: delta(s0.prober, s1.prober), Conns: delta(s0.conns, s1.conns), DB: db}
 }
 
 // loopThread reads a thread named for its loop ("loop-2", as the kit's

@@ -57,9 +57,14 @@ type Options struct {
 	// instead of the kit's; AllowRemote lets one be on another machine.
 	Targets     []Target
 	AllowRemote bool
-	Phases      []string
-	Out         string
-	Overwrite   bool
+	// Load and Bystander are what every --target is measured with as it
+	// is (--load, --bystander: a user's REQUEST, internal/request): the
+	// sweep loads Load and the bystanders ask Bystander; empty: the
+	// protocol's /slow and /fast.
+	Load, Bystander string
+	Phases          []string
+	Out             string
+	Overwrite       bool
 	// SweepEndpoint is what the sweep loads: /slow, or /offload to measure
 	// the fix across concurrencies (and compare the runs).
 	SweepEndpoint string
@@ -187,6 +192,12 @@ func ParseFlags(args []string, stderr io.Writer, now time.Time) (Options, error)
 		"(http://127.0.0.1:8090); loops or workers are learned from X-Loop when not given; offload= is its /offload pool's\n"+
 		"workers; pid= gives its CPU and context switches from /proc, and in the stall phase the threads the blockers held,\n"+
 		"seen from outside (/proc, and a JVM's stacks with jcmd). Checked first (prober --mode check)")
+	fs.StringVar(&o.Load, "load", "", "measure every --target as it is, with its own requests: the sweep loads this at 1 and each --conc callers, `REQUEST`\n"+
+		"'METHOD PATH' (such as 'POST /login') or @FILE in vegeta's HTTP targets format (several requests sent round robin);\n"+
+		"the target need not speak the protocol: each request is checked to answer 2xx or 3xx first, and the phases that need\n"+
+		"the protocol (stall, offload, trace, cliff, slip) skip it, saying why; the kit's own servers keep /slow and /fast")
+	fs.StringVar(&o.Bystander, "bystander", "", "with --load: what everyone else asks meanwhile, `REQUEST` as --load's (such as 'GET /health'): probed every --probe-interval,\n"+
+		"and on 12 connections every 10ms to tell which connections the load stalls")
 	fs.BoolVar(&o.AllowRemote, "allow-remote", false, "allow a --target, or a --pg-url, that is not on a loopback address (the load still comes from this machine)")
 	fs.Var(listFlag{dst: &o.Phases}, "phases", "phases: "+strings.Join(allPhases, ","))
 	fs.StringVar(&o.Out, "out", "", "run directory, new or empty; a relative path is where you stand (default results/<UTC timestamp> beside --bin,\nmade new by this run: <UTC timestamp>-2 when another run of the same second has it)")
@@ -200,7 +211,8 @@ func ParseFlags(args []string, stderr io.Writer, now time.Time) (Options, error)
 	fs.DurationVar(&o.AutoWait, "auto-wait", AutoWait, "with --auto: how long to wait for a page to open before measuring without one (0: do not wait)")
 	fs.StringVar(&o.Replay, "replay", "", "with --stage: play the stage recorded in this run directory at its real pace (the forward key skips to the next slide), without servers")
 	fs.StringVar(&o.StageAddr, "stage-addr", "127.0.0.1:8300", "with --stage: where to serve the page (a loopback address; port 0 picks one)")
-	fs.DurationVar(&o.JVMWarmup, "jvm-warmup", JVMWarmup, "how long a Java server (netty, tomcat) is loaded on every endpoint after each start, before it is measured:\na JVM compiles the code that runs hot, and its first seconds are several times slower (half with --quick)")
+	fs.DurationVar(&o.JVMWarmup, "jvm-warmup", JVMWarmup, "how long a Java server (netty, tomcat) is loaded on every endpoint after each start, before it is measured:\na JVM compiles the code that runs hot, and its first seconds are several times slower (half with --quick);\n"+
+		"also how long a --target measured as it is (--load) is loaded with its requests before its first measurement")
 	fs.StringVar(&o.Bin, "bin", o.Bin, "directory holding the kit's binaries")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), `Usage: ./run.sh [flags]
@@ -235,6 +247,9 @@ Flags:
 		if !set["jvm-warmup"] {
 			o.JVMWarmup /= 2
 		}
+	}
+	if o.Load != "" && set["sweep-endpoint"] {
+		return o, errors.New("run.sh: --load goes without --sweep-endpoint: the sweep loads the --target's own request (the kit's servers keep /slow)")
 	}
 	if o.Stage && !set["phases"] {
 		o.Phases = slices.Clone(stagePhases)
@@ -366,6 +381,16 @@ func (o *Options) validate() error {
 	if len(o.Servers) == 0 && len(o.Targets) == 0 {
 		return bad("nothing to measure: --servers is empty and no --target is given")
 	}
+	switch {
+	case o.Load == "" && o.Bystander != "":
+		return bad("--bystander goes with --load: the bystander of a --target measured as it is (the kit's servers keep /fast)")
+	case o.Load != "" && o.Bystander == "":
+		return bad("--load goes with --bystander: what everyone else asks while the load runs, such as --bystander 'GET /health'")
+	case o.Load != "" && len(o.Targets) == 0:
+		return bad("--load measures a --target as it is: give one (--target NAME=http://127.0.0.1:PORT); the kit's own servers keep /slow and /fast")
+	case o.Load != "" && o.Stage:
+		return bad("--stage gives the talk on the protocol's endpoints: leave --load out")
+	}
 	if err := o.validateTargets(); err != nil {
 		return err
 	}
@@ -460,10 +485,35 @@ func (o Options) servers(block time.Duration) []Server {
 	}
 	for _, t := range o.Targets {
 		s := t.Server
-		s.BlockNs = int64(block)
+		if t.load != nil {
+			s.Load, s.Bystander = t.load.String(), t.bystander.String()
+		}
+		if !s.AsIs() {
+			// A server measured as it is is asked its own call: no block.
+			s.BlockNs = int64(block)
+		}
 		out = append(out, s)
 	}
 	return out
+}
+
+// sweepConc is the sweep's callers for s: the run's --conc, and for a
+// server measured as it is 1 first, the call's own time (the load's median
+// with nobody queued ahead).
+func (o Options) sweepConc(s Server) []int {
+	if !s.AsIs() || slices.Contains(o.Conc, 1) {
+		return o.Conc
+	}
+	return append([]int{1}, o.Conc...)
+}
+
+// allConc is every caller count the sweep plans, in the order it runs
+// them: --conc, with 1 first when a server is measured as it is.
+func (o Options) allConc() []int {
+	if o.Load != "" && len(o.Targets) > 0 {
+		return o.sweepConc(Server{Load: o.Load})
+	}
+	return o.Conc
 }
 
 // loopsOf is how many loops the stall and trace phases place connections
@@ -517,9 +567,16 @@ func BuildPlan(o Options) Plan {
 		}
 		switch phase {
 		case "sweep":
-			for _, c := range o.Conc {
+			for _, c := range o.allConc() {
 				for _, s := range o.servers(o.Block) {
-					add(Step{ID: fmt.Sprintf("sweep-%s-c%d", s.Name, c), Phase: phase, Server: s, Endpoint: o.SweepEndpoint, Conc: c,
+					if !slices.Contains(o.sweepConc(s), c) {
+						continue
+					}
+					endpoint := o.SweepEndpoint
+					if s.AsIs() {
+						endpoint = s.Load
+					}
+					add(Step{ID: fmt.Sprintf("sweep-%s-c%d", s.Name, c), Phase: phase, Server: s, Endpoint: endpoint, Conc: c,
 						Duration: o.Duration, Warmup: o.Warmup})
 				}
 			}
@@ -617,8 +674,14 @@ const (
 // cost is how long one step should take.
 func (p Plan) cost(s Step) time.Duration {
 	d := s.Warmup + s.Duration + startCost
+	if s.Server.AsIs() {
+		d += placeAllowance
+	}
 	if jvmServer(s.Server) {
 		d += jvmStart + p.Options.JVMWarmup
+	}
+	if s.Server.AsIs() && s.Phase == "sweep" && s.Conc == p.Options.sweepConc(s.Server)[0] {
+		d += p.Options.JVMWarmup // warmed up before its first measurement
 	}
 	return d
 }
@@ -647,6 +710,10 @@ func (p Plan) Describe(w io.Writer) {
 	}
 	for _, t := range o.Targets {
 		fmt.Fprintf(w, "  target %s at %s: %s\n", t.Name, t.URL, t.Server.Facts)
+		if t.Server.AsIs() {
+			fmt.Fprintf(w, "  target %s as it is: the sweep loads %s at %s callers; the bystander %s is probed every %s, and on %d connections every %s\n",
+				t.Name, t.Server.Load, findings.JoinInts(o.sweepConc(t.Server), ","), t.Server.Bystander, o.ProbeInterval, asIsConns, stallInterval)
+		}
 	}
 	if o.BlockMode == "postgres" {
 		fmt.Fprintf(w, "  each server's blocking call is SELECT pg_sleep on one of %s of its own (pgx; HikariCP for Java) to %s\n",
@@ -679,6 +746,14 @@ func (p Plan) Describe(w io.Writer) {
 func (o Options) story(phase string) string {
 	switch phase {
 	case "sweep":
+		asIs := fmt.Sprintf("the --target's own request (--load) at 1 caller and each concurrency, its bystander (--bystander) probed every %s and on %d connections every %s meanwhile",
+			o.ProbeInterval, asIsConns, stallInterval)
+		switch {
+		case o.Load != "" && len(o.Servers) == 0:
+			return asIs
+		case o.Load != "":
+			return fmt.Sprintf("%s at each concurrency with a /fast bystander probing every %s meanwhile; on %s", o.SweepEndpoint, o.ProbeInterval, asIs)
+		}
 		return fmt.Sprintf("%s at each concurrency with a /fast bystander probing every %s meanwhile", o.SweepEndpoint, o.ProbeInterval)
 	case "stall":
 		from, pools := 0, fmt.Sprintf("0 and %d", o.Loops)

@@ -24,6 +24,19 @@ import (
 	"github.com/bystander-kit/bystander/internal/results"
 )
 
+// asIsTarget is the --target s is when it is measured as it is, else nil.
+func (r *runner) asIsTarget(s Server) *Target {
+	if !s.AsIs() {
+		return nil
+	}
+	for i := range r.o.Targets {
+		if t := &r.o.Targets[i]; t.Name == s.Name && t.load != nil {
+			return t
+		}
+	}
+	return nil
+}
+
 // runner carries one run.
 type runner struct {
 	o     Options
@@ -36,6 +49,8 @@ type runner struct {
 	prog  *progress
 	hub   *stageHub // the stage's live view, or nil
 	start time.Time
+	// warmed are the servers measured as they are that were warmed up.
+	warmed map[string]bool
 	// noJcmd are the servers whose stacks jcmd refused in this run
 	// (guarded by mu): not asked again.
 	noJcmd map[string]bool
@@ -241,7 +256,7 @@ func (d *outDir) dropUnlessKept() {
 // run.json.
 func newRunner(o Options, procs *procs, stdout io.Writer) *runner {
 	plan := BuildPlan(o)
-	r := &runner{o: o, plan: plan, dir: o.Out, out: stdout, procs: procs, start: time.Now()}
+	r := &runner{o: o, plan: plan, dir: o.Out, out: stdout, procs: procs, start: time.Now(), warmed: map[string]bool{}}
 	plan.Describe(stdout)
 	if o.Pin {
 		fmt.Fprintf(stdout, "  pinned: servers on CPUs %s, load generators and probers on CPUs %s\n", r.procs.serverCPUs, r.procs.genCPUs)
@@ -511,6 +526,15 @@ func (r *runner) step(ctx context.Context, s Step, rep int) results.Measurement 
 	if err := os.MkdirAll(filepath.Join(r.dir, s.Phase), 0o755); err != nil {
 		return fail("%v", err)
 	}
+	if t := r.asIsTarget(s.Server); t != nil && !r.warmed[t.Name] {
+		// Once, before its first measurement: a service the user started
+		// may have just started (a JVM's first seconds are several times
+		// slower), and its call's own time is the sweep's first step.
+		r.warmed[t.Name] = true
+		if err := warmAsIs(ctx, t, r.o.JVMWarmup); err != nil && ctx.Err() == nil {
+			return fail("%v", err)
+		}
+	}
 	base := s.ID
 	if r.o.Repeat > 1 {
 		base += ".r" + strconv.Itoa(rep)
@@ -626,27 +650,66 @@ const startDelay = 300 * time.Millisecond
 // over the same measured window, and samples the server's cost over it.
 func (r *runner) load(ctx context.Context, srv *server, s Step, rel func(string) string, m *results.Measurement) error {
 	total := s.Warmup + s.Duration
-	at := time.Now().Add(startDelay)
+	asIs := s.Server.AsIs()
+	lead := startDelay
+	if asIs {
+		lead += placeAllowance
+	}
+	at := time.Now().Add(lead)
 	startAt := at.UTC().Format(time.RFC3339Nano)
 	ready := filepath.Join(r.dir, s.Phase, s.ID+".ready")
 	defer os.Remove(ready)
-	tap := tapLag(ctx, srv, startDelay+total+time.Minute, r.lagEvent(s.Server.Name))
+	tap := tapLag(ctx, srv, lead+total+time.Minute, r.lagEvent(s.Server.Name))
 	defer tap.stop()
-	prArgs, stopFast := r.liveArgs(s, "fast", []string{"--mode", "interval", "--target", "http://" + srv.addr + "/fast",
+	// What the bystanders and the load ask: the protocol's /fast and the
+	// step's endpoint, or a server's own requests (measured as it is).
+	bystander := []string{"--target", "http://" + srv.addr + "/fast"}
+	loadArgs := []string{"--target", "http://" + srv.addr + asked(s.Endpoint, time.Duration(s.Server.BlockNs))}
+	var conns *child
+	if asIs {
+		bystander = []string{"--target", "http://" + srv.addr, "--bystander", toolSpec(r.o.Bystander)}
+		loadArgs = []string{"--target", "http://" + srv.addr, "--load", toolSpec(r.o.Load)}
+		// The 12-connection prober opens and places its connections first,
+		// unloaded (its baseline), and so is dealt its connections before
+		// anyone else's: on a server that deals them round robin, 3 on each
+		// of 4 loops. Its clock is the load's.
+		cready := filepath.Join(r.dir, s.Phase, s.ID+".conns.ready")
+		defer os.Remove(cready)
+		var err error
+		conns, err = r.procs.start("gen", "prober", nil, append([]string{"--mode", "perconn", "--conns", strconv.Itoa(asIsConns),
+			"--interval", stallInterval.String(), "--warmup", s.Warmup.String(), "--duration", s.Duration.String(), "--start-at", startAt,
+			"--ready-file", cready, "--out", filepath.Join(r.dir, rel("perconn"))}, bystander...)...)
+		if err != nil {
+			return err
+		}
+		if !waitReady(ctx, conns, cready, at.Add(-startDelay/2)) && !conns.alive() {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return fmt.Errorf("the 12-connection prober never got ready: %v", conns.exitErr())
+		}
+	}
+	stopConns := func() {
+		if conns != nil {
+			conns.stop(os.Interrupt, 3*time.Second)
+		}
+	}
+	prArgs, stopFast := r.liveArgs(s, "fast", append([]string{"--mode", "interval",
 		"--interval", r.o.ProbeInterval.String(), "--warmup", s.Warmup.String(), "--duration", s.Duration.String(), "--start-at", startAt,
-		"--ready-file", ready, "--out", filepath.Join(r.dir, rel("fast"))})
+		"--ready-file", ready, "--out", filepath.Join(r.dir, rel("fast"))}, bystander...))
 	defer stopFast()
 	pr, err := r.procs.start("gen", "prober", nil, prArgs...)
 	if err != nil {
+		stopConns()
 		return err
 	}
 	// The bystander's connection is dealt to a loop before the callers'
 	// are, so the dealing is the same in every run: round-robin puts it
 	// beside one caller's, as the published experiment's bystander was.
 	waitReady(ctx, pr, ready, at)
-	args := []string{"--target", "http://" + srv.addr + asked(s.Endpoint, time.Duration(s.Server.BlockNs)), "--conc", strconv.Itoa(s.Conc),
+	args := append(loadArgs, "--conc", strconv.Itoa(s.Conc),
 		"--duration", s.Duration.String(), "--warmup", s.Warmup.String(), "--start-at", startAt, "--quiet", "--out", filepath.Join(r.dir, rel("load")),
-		"--timeout", callTimeout(time.Duration(s.Server.BlockNs), time.Duration(s.SlipBlockNs))}
+		"--timeout", callTimeout(time.Duration(s.Server.BlockNs), time.Duration(s.SlipBlockNs)))
 	if s.SlipBlockNs > 0 {
 		// The slip: the same endpoint, a slower call from halfway on,
 		// counted in 100 ms steps.
@@ -663,6 +726,7 @@ func (r *runner) load(ctx context.Context, srv *server, s Step, rel func(string)
 	lg, err := r.procs.start("gen", "loadgen", nil, lgArgs...)
 	if err != nil {
 		pr.stop(os.Interrupt, 3*time.Second)
+		stopConns()
 		return err
 	}
 	// What the processes and the machine used over most of the measured
@@ -670,34 +734,47 @@ func (r *runner) load(ctx context.Context, srv *server, s Step, rel func(string)
 	from, to := at.Add(s.Warmup+100*time.Millisecond), at.Add(total-50*time.Millisecond)
 	var s0, s1 sample
 	pids := func() (int, int, int, int) { return srv.pid(), lg.cmd.Process.Pid, pr.cmd.Process.Pid, r.o.dbPID }
+	connsPID := 0
+	if conns != nil {
+		connsPID = conns.cmd.Process.Pid
+	}
 	sampled := sleepUntil(ctx, from)
 	if sampled {
 		s0 = takeSample(pids())
+		s0.conns = readProc(connsPID)
 		sampled = sleepUntil(ctx, to)
 		if sampled {
 			s1 = takeSample(pids())
+			s1.conns = readProc(connsPID)
 		}
 	}
 	var pinErr error
 	if r.o.Pin {
 		// Every thread the generators started by now runs on their CPU set.
-		for _, c := range []*child{lg, pr} {
-			if c.alive() {
+		for _, c := range []*child{lg, pr, conns} {
+			if c != nil && c.alive() {
 				if err := checkPinned(c.cmd.Process.Pid, r.procs.genCPUs); err != nil {
 					pinErr = fmt.Errorf("--pin: %s: %w", c.name, err)
 				}
 			}
 		}
 	}
-	errL := r.tool(ctx, lg, startDelay+total+30*time.Second)
-	errP := r.tool(ctx, pr, startDelay+total+30*time.Second)
+	errL := r.tool(ctx, lg, lead+total+30*time.Second)
+	errP := r.tool(ctx, pr, lead+total+30*time.Second)
+	var errC error
+	if conns != nil {
+		errC = r.tool(ctx, conns, lead+total+30*time.Second)
+		if _, err := os.Stat(filepath.Join(r.dir, rel("perconn"))); err == nil {
+			m.PerConnFile = rel("perconn")
+		}
+	}
 	if _, err := os.Stat(filepath.Join(r.dir, rel("load"))); err == nil {
 		m.LoadFile = rel("load")
 	}
 	if _, err := os.Stat(filepath.Join(r.dir, rel("fast"))); err == nil {
 		m.ProbeFile = rel("fast")
 	}
-	if err := errors.Join(errL, errP, pinErr); err != nil {
+	if err := errors.Join(errL, errP, errC, pinErr); err != nil {
 		return err
 	}
 	if m.LagFile, err = tap.finish(r.dir, rel("lag"), s.Server.Name, at.Add(s.Warmup), at.Add(total)); err != nil {
@@ -713,12 +790,18 @@ func (r *runner) load(ctx context.Context, srv *server, s Step, rel func(string)
 	// A tool that started its clock late measured a window the /proc
 	// readings (taken by the clock it was given) do not cover: the figures
 	// it measured stand, the cost is not claimed.
-	late := lateNotes(lr, m.ProbeFile, r.dir)
+	late := lateNotes(lr, r.dir, m.ProbeFile, m.PerConnFile)
 	m.Notes = append(m.Notes, late...)
 	if sampled && lr.Load != nil && len(late) == 0 {
 		m.Use = useOf(s0, s1, runtime.NumCPU())
 	}
 	if n := results.TotalErrors(lr.Errors); n > 0 && lr.Load != nil && n*10 > lr.Load.Requests {
+		if asIs {
+			// A service's own answers, whatever they are, are what it did
+			// under the load: counted apart, shown, never taken as answers.
+			m.Notes = append(m.Notes, fmt.Sprintf("loadgen: %s beside %d answered requests: only 2xx and 3xx answers count as answered", results.ErrorsLine(lr.Errors), lr.Load.Requests))
+			return nil
+		}
 		return fmt.Errorf("loadgen: %s (of %d requests)", results.ErrorsLine(lr.Errors), lr.Load.Requests)
 	}
 	return nil
@@ -837,15 +920,18 @@ func (r *runner) trace(ctx context.Context, srv *server, s Step, rel func(string
 }
 
 // lateNotes says which of a load's tools started their clock late (their
-// StartLateNs past MaxWindowOffset): the load, and the bystander prober of
-// probeFile when there is one.
-func lateNotes(lr *results.Result, probeFile, dir string) []string {
+// StartLateNs past MaxWindowOffset): the load, and the bystander probers
+// of probeFiles ("" for none).
+func lateNotes(lr *results.Result, dir string, probeFiles ...string) []string {
 	var out []string
 	if lr.StartLateNs > int64(findings.MaxWindowOffset) {
 		out = append(out, lr.LateLine()+"; /proc not read for it")
 	}
-	if probeFile != "" {
-		if pr, err := results.Read(filepath.Join(dir, probeFile)); err == nil && pr.StartLateNs > int64(findings.MaxWindowOffset) {
+	for _, f := range probeFiles {
+		if f == "" {
+			continue
+		}
+		if pr, err := results.Read(filepath.Join(dir, f)); err == nil && pr.StartLateNs > int64(findings.MaxWindowOffset) {
 			out = append(out, pr.LateLine()+"; /proc not read for it")
 		}
 	}
@@ -875,6 +961,17 @@ func (r *runner) said(m results.Measurement) string {
 	default:
 		return fmt.Sprintf("%.0f req/s", tput)
 	}
+}
+
+// toolSpec is a REQUEST flag's value as the tools are given it: a targets
+// file by its absolute path, so that it is the file the run read whatever
+// directory a tool starts in.
+func toolSpec(v string) string {
+	v = strings.TrimSpace(v)
+	if file, ok := strings.CutPrefix(v, "@"); ok {
+		return "@" + abs(strings.TrimSpace(file))
+	}
+	return v
 }
 
 // asked is the request target that asks a server for the step's block

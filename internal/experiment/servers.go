@@ -134,34 +134,68 @@ func serverEnv(o Options) []string {
 // warm loads every endpoint of a freshly started Java server for d, four
 // connections each, so that what is measured runs compiled code.
 func warm(ctx context.Context, addr string, d time.Duration) error {
+	var conns []warmConn
+	for _, t := range []string{"/fast", "/slow?block=0s", "/async?delay=0s", "/offload?block=0s"} {
+		for range 4 {
+			conns = append(conns, warmConn{client.New(addr, t, 5*time.Second), t, false})
+		}
+	}
+	return warmConns(ctx, addr, d, conns)
+}
+
+// warmAsIs loads a server measured as it is with its own requests for d
+// before its first measurement, four connections on --load and one on
+// --bystander: a service that runs on a JVM (or caches, or grows a pool
+// as it is asked) is measured warm, not in its first seconds.
+func warmAsIs(ctx context.Context, t *Target, d time.Duration) error {
+	var conns []warmConn
+	for i := range 4 {
+		c := client.New(t.Addr, "/", 5*time.Second)
+		c.Use(t.load.Mix().Fork(i))
+		conns = append(conns, warmConn{c, "--load " + t.load.String(), true})
+	}
+	c := client.New(t.Addr, "/", 5*time.Second)
+	c.Use(t.bystander.Mix())
+	return warmConns(ctx, t.Addr, d, append(conns, warmConn{c, "--bystander " + t.bystander.String(), true}))
+}
+
+// warmConn is a connection that warms a server up, and what it asks;
+// with answersAll, an answer other than 2xx or 3xx is the service's
+// answer, not a failure (a service measured as it is may shed its load).
+type warmConn struct {
+	c          *client.Conn
+	what       string
+	answersAll bool
+}
+
+// warmConns drives each connection back to back for d; the first failure
+// ends its connection's part and is returned.
+func warmConns(ctx context.Context, addr string, d time.Duration, conns []warmConn) error {
 	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
-	targets := []string{"/fast", "/slow?block=0s", "/async?delay=0s", "/offload?block=0s"}
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var firstErr error
-	for _, t := range targets {
-		for range 4 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				c := client.New(addr, t, 5*time.Second)
-				defer c.Close()
-				stop := context.AfterFunc(ctx, c.Interrupt)
-				defer stop()
-				var r client.Response
-				for ctx.Err() == nil {
-					if err := c.Do(&r); err != nil && ctx.Err() == nil {
-						mu.Lock()
-						if firstErr == nil {
-							firstErr = fmt.Errorf("warming %s up: %s: %w", addr, t, err)
-						}
-						mu.Unlock()
-						return
+	for _, wc := range conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := wc.c
+			defer c.Close()
+			stop := context.AfterFunc(ctx, c.Interrupt)
+			defer stop()
+			var r client.Response
+			for ctx.Err() == nil {
+				if err := c.Do(&r); err != nil && ctx.Err() == nil && !(wc.answersAll && client.KindOf(err) == client.BadStatus) {
+					mu.Lock()
+					if firstErr == nil {
+						firstErr = fmt.Errorf("warming %s up: %s: %w", addr, wc.what, err)
 					}
+					mu.Unlock()
+					return
 				}
-			}()
-		}
+			}
+		}()
 	}
 	wg.Wait()
 	return firstErr

@@ -20,6 +20,7 @@ import (
 	"github.com/bystander-kit/bystander/internal/conform"
 	"github.com/bystander-kit/bystander/internal/findings"
 	"github.com/bystander-kit/bystander/internal/proc"
+	"github.com/bystander-kit/bystander/internal/request"
 	"github.com/bystander-kit/bystander/internal/results"
 )
 
@@ -35,6 +36,9 @@ type Target struct {
 	Server results.Server
 	Skips  map[string]string
 	Check  *conform.Report
+	// load and bystander are --load and --bystander read for this
+	// target's host:port (nil without --load): it is measured as it is.
+	load, bystander *request.Spec
 }
 
 var targetName = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,31}$`)
@@ -75,6 +79,9 @@ func parseTarget(v string) (Target, error) {
 	u, err := url.Parse(t.URL)
 	if err == nil && u.User != nil {
 		return Target{}, fmt.Errorf("%s: URL %q: %w", name, u.Redacted(), client.ErrCredentials)
+	}
+	if err == nil && strings.EqualFold(u.Scheme, "https") {
+		return Target{}, fmt.Errorf("%s: URL %q: %w", name, u.Redacted(), client.ErrHTTPS)
 	}
 	if err != nil || u.Scheme != "http" || u.Host == "" || u.Path != "" || u.RawQuery != "" {
 		return Target{}, fmt.Errorf("%s: URL %q: want the server's base URL, http://host:port", name, parts[0])
@@ -118,6 +125,21 @@ func (o *Options) validateTargets() error {
 			return fmt.Errorf("run.sh: --target %s: %v (--allow-remote measures another machine)", t.Name, err)
 		}
 		t.Addr = pt.Addr
+		if o.Load != "" {
+			// Read for each target (an http:// URL in a file must name its
+			// host:port), and before anything runs: a bad line is one
+			// error with its number.
+			if t.load, err = request.Parse(o.Load, t.Addr); err != nil {
+				return fmt.Errorf("run.sh: --load: %v", err)
+			}
+			if t.bystander, err = request.Parse(o.Bystander, t.Addr); err != nil {
+				return fmt.Errorf("run.sh: --bystander: %v", err)
+			}
+			// What the plan knows of it before its check (resolveAsIs).
+			t.Server = results.Server{Name: t.Name, Kind: "other", External: true, URL: t.URL, PID: t.PID, OffloadWorkers: t.Offload,
+				Load: t.load.String(), Bystander: t.bystander.String()}
+			t.Skips = asIsSkipsFor(o.Phases)
+		}
 		host, _, _ := net.SplitHostPort(pt.Addr)
 		t.Remote = !client.IsLoopback(host)
 		if t.PID > 0 {
@@ -157,6 +179,12 @@ func resolve(ctx context.Context, o *Options, w io.Writer) error {
 			case !ok:
 				return fmt.Errorf("run.sh: --target %s: pid=%d does not hold the listening socket at %s (from /proc): not that server's process; give its own pid, or leave pid= out", t.Name, t.PID, t.Addr)
 			}
+		}
+		if t.load != nil {
+			if err := resolveAsIs(ctx, o, t, w); err != nil {
+				return err
+			}
+			continue
 		}
 		fmt.Fprintf(w, "checking %s at %s (prober --mode check) ...\n", t.Name, t.URL)
 		rep := conform.Run(ctx, t.Addr, conform.Options{Loops: t.Loops})
@@ -210,14 +238,7 @@ func resolve(ctx context.Context, o *Options, w io.Writer) error {
 				t.Skips["cliff"] = "the cliff runs callers at shares of the pool's workers: give workers=N"
 			}
 		}
-		switch {
-		case t.Remote:
-			s.Facts += "; remote: server CPU, context switches and pinning not measured, the load and probes come from this machine"
-		case t.PID > 0:
-			s.Facts += fmt.Sprintf("; pid %d: server cost from /proc", t.PID)
-		default:
-			s.Facts += "; no pid=: server CPU and context switches not measured (external)"
-		}
+		s.Facts += costFacts(t)
 		if s.Kind != "pool" && t.Offload == 0 {
 			s.Facts += "; offload pool size unknown (offload=N sets it)"
 		}
@@ -234,6 +255,149 @@ func resolve(ctx context.Context, o *Options, w io.Writer) error {
 		}
 	}
 	return nil
+}
+
+// costFacts says how the target's own cost is measured.
+func costFacts(t *Target) string {
+	switch {
+	case t.Remote:
+		return "; remote: server CPU, context switches and pinning not measured, the load and probes come from this machine"
+	case t.PID > 0:
+		return fmt.Sprintf("; pid %d: server cost from /proc", t.PID)
+	}
+	return "; no pid=: server CPU and context switches not measured (external)"
+}
+
+// asIsConns is how many connections the bystander's per-connection prober
+// keeps beside a load on a server measured as it is, as the stall phase
+// does on 4 loops: 3 on each loop of a server that deals its connections
+// round robin.
+const asIsConns = 12
+
+// placeAllowance is how much longer a step on a server measured as it is
+// starts its clocks ahead: time for the 12-connection prober to open and
+// place its connections (unloaded) before the load comes.
+const placeAllowance = 700 * time.Millisecond
+
+// checkTimeout bounds each request of the check of a server measured as
+// it is.
+const checkTimeout = 10 * time.Second
+
+// asIsSkips says why each phase that needs the protocol skips a server
+// measured as it is, one line each.
+var asIsSkips = map[string]string{
+	"stall":   "it needs the protocol's /async and /slow: with --load the sweep's 12-connection prober tells which connections the load stalls instead",
+	"offload": "it needs the protocol's /offload (the call moved to a pool): the service's own fix is not the kit's to ask for",
+	"trace":   "it needs the protocol's timing headers (X-Handler-Start, X-Continuation-Start) on /async",
+	"cliff":   "it needs the protocol's /slow and a declared pool: with --load the sweep's plateau says how many callers the service serves at once",
+	"slip":    "it needs the protocol's /slow?block= to slow the call mid-window",
+}
+
+// asIsSkipsFor is why each of phases skips a server measured as it is.
+func asIsSkipsFor(phases []string) map[string]string {
+	out := map[string]string{}
+	for _, ph := range phases {
+		if why := asIsSkips[ph]; why != "" {
+			out[ph] = why
+		}
+	}
+	return out
+}
+
+// resolveAsIs checks a target measured as it is (--load): it needs no
+// protocol, only that each request of --load and --bystander is answered
+// (2xx or 3xx), once, on a keep-alive connection; and decides what the
+// plan measures on it: the sweep, every other phase skipped, saying why.
+func resolveAsIs(ctx context.Context, o *Options, t *Target, w io.Writer) error {
+	fmt.Fprintf(w, "checking %s at %s as it is: each request of --load and --bystander once ...\n", t.Name, t.URL)
+	loops := map[int64]bool{}
+	asked, closed := 0, 0
+	for _, x := range []struct {
+		flag string
+		spec *request.Spec
+	}{{"--load", t.load}, {"--bystander", t.bystander}} {
+		c := client.New(t.Addr, "/", checkTimeout)
+		c.Use(x.spec.Mix())
+		// Each request once, and twice at least on a connection: whether
+		// the service keeps it open is seen on the second.
+		for range max(2, len(x.spec.Requests)) {
+			if ctx.Err() != nil {
+				c.Close()
+				return ctx.Err()
+			}
+			var r client.Response
+			err := c.Do(&r)
+			if err != nil {
+				c.Close()
+				return fmt.Errorf("run.sh: --target %s: %s's %s %s", t.Name, x.flag, where(x.spec, c.Sent()), notAnswered(&r, err))
+			}
+			if r.Loop >= 0 {
+				loops[r.Loop] = true
+			}
+			asked++
+			if r.Close {
+				closed++
+			}
+		}
+		c.Close()
+	}
+	if closed == asked {
+		return fmt.Errorf("run.sh: --target %s: it closed the connection after every answer (Connection: close, HTTP/1.0, or a body ended by the close), %d of %d: "+
+			"the kit's bystanders keep their connections, each on the thread the service dealt it, and tell which of them stall; turn keep-alive on in the service, then measure it", t.Name, closed, asked)
+	}
+	s := t.Server
+	s.Facts = "as it is (--load): its own requests, no protocol; how many callers it serves at once is inferred from the sweep"
+	switch {
+	case t.Loops > 0:
+		s.Kind, s.Workers = "loop", t.Loops
+		s.Facts += fmt.Sprintf("; %s (given)", findings.Plural(t.Loops, "loop"))
+	case t.Workers > 0:
+		s.Kind, s.Workers = "pool", t.Workers
+		s.Facts += fmt.Sprintf("; %d workers (given)", t.Workers)
+	}
+	s.Facts += costFacts(t)
+	t.Server = s
+	fmt.Fprintf(w, "  %s: every request answered; %s\n", t.Name, s.Facts)
+	for _, ph := range o.Phases {
+		if why := t.Skips[ph]; why != "" {
+			fmt.Fprintf(w, "  %s: the %s phase skips it: %s\n", t.Name, ph, why)
+		}
+	}
+	if len(loops) == 0 {
+		fmt.Fprintf(w, "  %s: loop placement by X-Loop is skipped: the service sends no X-Loop, so each connection is known by its number, not its loop\n", t.Name)
+	}
+	return nil
+}
+
+// where names a request of spec for a message: "POST /login", or in a
+// targets file "POST /login (targets.txt line 3)".
+func where(spec *request.Spec, w *request.Wire) string {
+	if w == nil {
+		return "request"
+	}
+	s := "request " + w.Label
+	if spec.File != "" {
+		s += fmt.Sprintf(" (%s line %d)", spec.File, spec.Requests[w.Index].Line)
+	}
+	return s
+}
+
+// notAnswered says how a request of the check went wrong, and what to do.
+func notAnswered(r *client.Response, err error) string {
+	switch client.KindOf(err) {
+	case client.BadStatus:
+		// The client's error says the status and the first line of the
+		// body ("status 404: \"no such page\"").
+		var ce *client.Error
+		said := fmt.Sprintf("was answered %d", r.Status)
+		if errors.As(err, &ce) {
+			said = "was answered " + strings.TrimPrefix(ce.Err.Error(), "status ")
+		}
+		return said + ": give requests the service answers with 2xx or 3xx (its own path, method, headers and body)"
+	case client.Refused:
+		return fmt.Sprintf("was refused (%v): nothing listens there any more", err)
+	}
+	return fmt.Sprintf("was not answered: %v", err)
 }
 
 // externalServer is a --target as a running server: nothing to start or

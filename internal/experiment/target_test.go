@@ -34,7 +34,7 @@ func TestTargetFlags(t *testing.T) {
 		{[]string{"--target", "pool=http://127.0.0.1:1"}, "taken"},
 		{[]string{"--target", "a=http://127.0.0.1:1", "--target", "a=http://127.0.0.1:2"}, "taken"},
 		{[]string{"--target", "a=http://127.0.0.1:1/fast"}, "base URL"},
-		{[]string{"--target", "a=https://127.0.0.1:1"}, "base URL"},
+		{[]string{"--target", "a=https://127.0.0.1:1"}, "plain http:// port"},
 		{[]string{"--target", "a=http://127.0.0.1:1,loops=0"}, "positive"},
 		{[]string{"--target", "a=http://127.0.0.1:1,threads=4"}, "unknown fact"},
 		{[]string{"--target", "a=http://127.0.0.1:1,loops=2,workers=4"}, "both"},

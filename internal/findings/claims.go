@@ -560,6 +560,10 @@ func (f *Findings) Lead() string {
 	}
 	var measured []string
 	for _, s := range f.Servers {
+		if a := f.asIs(s.Name); a != nil {
+			measured = append(measured, fmt.Sprintf("%s as it is (%s)", s.Name, a.Short()))
+			continue
+		}
 		w := s.WorkersText()
 		if c := s.CeilingText(); c != "" {
 			w += ", ceiling " + c

@@ -46,6 +46,9 @@ type Class struct {
 	// Fast the /fast bystander's p50 from due meanwhile.
 	Sweep string `json:"sweep,omitempty"`
 	Fast  string `json:"fast,omitempty"`
+	// CPU, for a server measured as it is, says whether its call ran on a
+	// CPU (AsIs.CPUText).
+	CPU string `json:"cpu,omitempty"`
 }
 
 // PoolBelow: a server whose cliff served fewer than this share of its
@@ -67,6 +70,18 @@ func (f *Findings) Classes() []Class {
 
 func (f *Findings) classify(sv ServerSummary) Class {
 	c := Class{Server: sv.Name, Class: ClassUnknown}
+	for _, a := range f.AsIs {
+		if a.Server == sv.Name {
+			// Measured as it is: decided from its sweep alone.
+			c.Class, c.Text, c.ServedAtOnce = a.Class, a.Text, int(math.Round(a.Workers))
+			c.Stalled = a.StalledLine()
+			if a.Plateau > 0 {
+				c.Sweep = fmt.Sprintf("%s at %d callers (its plateau)", reqs(a.Plateau), a.PlateauAt)
+			}
+			c.CPU = a.CPUText()
+			return c
+		}
+	}
 	f.sweepOf(&c, sv)
 	st := f.stallsOf(sv)
 	c.Loops = st.loops

@@ -13,25 +13,89 @@ const FaceSchema = "bystander.findings/v1"
 // without the kit, and for goldens where the figures are computed. It is
 // derived from the run directory; the directory stays the record.
 type Face struct {
-	Schema      string          `json:"schema"`
-	Lead        string          `json:"lead"`
-	Headline    Headline        `json:"headline"`
-	Shared      string          `json:"shared,omitempty"`
-	Claims      []Claim         `json:"claims"`
-	Servers     []ServerSummary `json:"servers"`
-	Classes     []Class         `json:"classes"`
-	Sweep       []FaceLoad      `json:"sweep"`
-	Stall       []FaceStall     `json:"stall"`
-	Offload     []FaceLoad      `json:"offload"`
-	Trace       []FaceTrace     `json:"trace"`
-	Cliff       []FaceLoad      `json:"cliff"`
-	Slip        []FaceSlip      `json:"slip,omitempty"`
-	Cost        []FaceCost      `json:"cost"`
-	Published   []PublishedRow  `json:"published"`
-	NotMeasured []string        `json:"not_measured"`
+	Schema   string          `json:"schema"`
+	Lead     string          `json:"lead"`
+	Headline Headline        `json:"headline"`
+	Shared   string          `json:"shared,omitempty"`
+	Claims   []Claim         `json:"claims"`
+	Servers  []ServerSummary `json:"servers"`
+	Classes  []Class         `json:"classes"`
+	Sweep    []FaceLoad      `json:"sweep"`
+	Stall    []FaceStall     `json:"stall"`
+	Offload  []FaceLoad      `json:"offload"`
+	Trace    []FaceTrace     `json:"trace"`
+	Cliff    []FaceLoad      `json:"cliff"`
+	Slip     []FaceSlip      `json:"slip,omitempty"`
+	// AsIs are the servers measured as they are (--load), with their sweep.
+	AsIs        []FaceAsIs     `json:"as_is,omitempty"`
+	Cost        []FaceCost     `json:"cost"`
+	Published   []PublishedRow `json:"published"`
+	NotMeasured []string       `json:"not_measured"`
 	// NotRead names each measurement whose files were not read, and why.
 	NotRead []Unread `json:"not_read"`
 	Noticed []string `json:"noticed"`
+}
+
+// FaceAsIs is a server measured as it is: the figures inferred from its
+// sweep, its class, and its sweep step by step.
+type FaceAsIs struct {
+	Server      string         `json:"server"`
+	Load        string         `json:"load"`
+	Bystander   string         `json:"bystander"`
+	CallMs      *FaceFigure    `json:"call_ms"`
+	PlateauPerS float64        `json:"plateau_per_s"`
+	PlateauAt   int            `json:"plateau_at"`
+	Workers     float64        `json:"workers"`
+	AtLeast     bool           `json:"at_least,omitempty"`
+	CeilingPerS float64        `json:"ceiling_per_s"`
+	Ceiling     string         `json:"ceiling"`
+	Class       string         `json:"class"`
+	Text        string         `json:"text"`
+	Forgives    int            `json:"forgives,omitempty"`
+	CPU         string         `json:"cpu"`
+	CPUKnown    bool           `json:"cpu_known"`
+	CPUBound    bool           `json:"cpu_bound"`
+	Steps       []FaceAsIsStep `json:"steps"`
+}
+
+// FaceAsIsStep is one step of its sweep.
+type FaceAsIsStep struct {
+	ID            string      `json:"id"`
+	Callers       int         `json:"callers"`
+	ReqPerS       *FaceFigure `json:"req_per_s"`
+	LoadP50Ms     *FaceFigure `json:"load_p50_ms"`
+	NotAnswered   int64       `json:"not_answered"`
+	Bound         string      `json:"bound"`
+	BoundText     string      `json:"bound_text"`
+	FastP50Ms     *FaceFigure `json:"fast_p50_ms"`
+	FastP99Ms     *FaceFigure `json:"fast_p99_ms"`
+	Stalled       string      `json:"stalled"`
+	Which         string      `json:"which"`
+	StalledWaitMs *FaceFigure `json:"stalled_wait_ms"`
+	OthersWaitMs  *FaceFigure `json:"others_wait_ms"`
+	UnloadedMs    *FaceFigure `json:"unloaded_ms"`
+	Said          string      `json:"said,omitempty"`
+	Unjudged      []string    `json:"unjudged,omitempty"`
+	Why           string      `json:"why,omitempty"`
+}
+
+func faceAsIs(a AsIs) FaceAsIs {
+	x := FaceAsIs{Server: a.Server, Load: a.Load, Bystander: a.Bystander, CallMs: face(a.Call, 1e-3), PlateauPerS: math.Round(a.Plateau*10) / 10, PlateauAt: a.PlateauAt,
+		Workers: math.Round(a.Workers*100) / 100, AtLeast: a.AtLeast, CeilingPerS: math.Round(a.Ceiling*10) / 10, Ceiling: a.CeilingText(), Class: a.Class, Text: a.Text,
+		Forgives: a.Forgives, CPU: a.CPUText(), CPUKnown: a.CPUKnown, CPUBound: a.CPUBound, Steps: []FaceAsIsStep{}}
+	for _, st := range a.Steps {
+		s := FaceAsIsStep{ID: st.Step.ID, Callers: st.Step.Conc, ReqPerS: face(st.Throughput, 1), LoadP50Ms: face(st.LoadP50, 1e-3), NotAnswered: st.NotAnswered(),
+			Bound: st.Kind(), FastP50Ms: face(st.Fast.P50, 1e-3), FastP99Ms: face(st.Fast.P99, 1e-3), Stalled: st.StalledText(), Which: st.WhoText(),
+			StalledWaitMs: face(st.StalledWait, 1e-3), OthersWaitMs: face(st.OthersWait, 1e-3), UnloadedMs: face(st.Unloaded, 1e-3), Said: st.Said, Unjudged: st.Unjudged}
+		if b := st.Bound(); b != nil {
+			s.BoundText = b.Line()
+		}
+		if !st.OK() {
+			s.Why = st.Why
+		}
+		x.Steps = append(x.Steps, s)
+	}
+	return x
 }
 
 // FaceSlip is one server's slip: each side of the step against the
@@ -182,6 +246,9 @@ func (f *Findings) Face() Face {
 	for _, r := range f.Slip {
 		x.Slip = append(x.Slip, FaceSlip{ID: r.Step.ID, Server: r.Step.Server.Name, Ceiling: r.CeilingText(), Before: faceSlipSide(r.Before),
 			After: faceSlipSide(r.After), Sentence: r.Sentence()})
+	}
+	for _, a := range f.AsIs {
+		x.AsIs = append(x.AsIs, faceAsIs(a))
 	}
 	for _, c := range f.Cost {
 		x.Cost = append(x.Cost, FaceCost{ID: c.ID, Server: c.Server, Repeat: c.Repeat, ServerCPUUs: math.Round(c.Cost.ServerCPUUsPerRequest*10) / 10,

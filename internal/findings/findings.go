@@ -149,7 +149,10 @@ type Findings struct {
 	Trace   []TraceRow
 	Cliff   []LoadRow
 	Slip    []SlipRow
-	Cost    []CostRow
+	// AsIs are the servers measured as they are (--load): their sweep,
+	// kept out of Sweep (whose figures are the protocol's).
+	AsIs []AsIs
+	Cost []CostRow
 	// LagRows are what the loop servers' own heartbeats and detectors said
 	// over each measured window, where they streamed it.
 	LagRows []LagRow
@@ -218,6 +221,9 @@ func Compute(dir string, run *results.Run) *Findings {
 	for _, g := range f.Groups {
 		switch g.Step.Phase {
 		case "sweep":
+			if g.Step.Server.AsIs() {
+				continue // asIsOf reads it whole
+			}
 			f.Sweep = append(f.Sweep, SweepRow{LoadRow: loadRow(g, f.Params), NominalCeiling: CeilingPerS(WorkersOf(g.Step, f.Params.OffloadWorkers), time.Duration(g.Step.Server.BlockNs))})
 		case "stall":
 			f.Stall = append(f.Stall, stallRow(g))
@@ -231,7 +237,8 @@ func Compute(dir string, run *results.Run) *Findings {
 			f.Slip = append(f.Slip, SlipRowOf(g, f.Params))
 		}
 	}
-	f.Cost = costRows(f.Groups, f.Params)
+	f.AsIs = asIsOf(f.Groups, f.Params)
+	f.Cost = costRows(f.Groups, f.Params, f.AsIs)
 	f.LagRows = lagRows(f.Groups)
 	f.Servers = serverSummaries(f)
 	f.Claims = claims(f)

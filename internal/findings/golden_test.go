@@ -18,8 +18,12 @@ var update = flag.Bool("update", false, "rewrite the goldens (tables.golden, fin
 // servers' own waits and /proc's raw figures), and a --quick run of every
 // Go server the kit starts (the three loop engines, the pool, net/http,
 // fasthttp, netpoll; sweep, stall and cliff), and the slip phase of a
-// default run (v10: the call slows from 5 ms to 50 ms halfway).
-var goldenRuns = []string{"run", "custom-run", "node-run", "offload-run", "quick-run", "engines-run", "slip-run"}
+// default run (v10: the call slows from 5 ms to 50 ms halfway); and two
+// services measured as they are (v11, --load and --bystander, --quick):
+// the Netty shop of examples/services (4 loops, its balance route asks a
+// ledger over a blocking socket from the loop, 5 ms) at 1, 4 and 16
+// callers, and its Node.js sign-in hashing with pbkdf2Sync at 1 and 4.
+var goldenRuns = []string{"run", "custom-run", "node-run", "offload-run", "quick-run", "engines-run", "slip-run", "asis-netty-run", "asis-node-run"}
 
 // TestGoldens: the tables and the JSON face of each test run are what was
 // reviewed; go test ./internal/findings -run TestGoldens -update rewrites

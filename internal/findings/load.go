@@ -513,7 +513,7 @@ func CostOf(m results.Measurement, lr *results.Result) *results.ServerCost {
 		return float64(p.CPUNs) / float64(u.WindowNs)
 	}
 	c := &results.ServerCost{Requests: int64(reqs), MeasuredBlockNs: l.MeanBlockedNs, ThroughputPerS: l.ThroughputPerS,
-		ServerCores: coresOf(u.Server), GeneratorCores: coresOf(u.Generator), ProberCores: coresOf(u.Prober),
+		ServerCores: coresOf(u.Server), GeneratorCores: coresOf(u.Generator), ProberCores: coresOf(u.Prober) + coresOf(u.Conns),
 		GeneratorCPUUsPerReq: lr.Generator.CPUUsPerRequest, MachineBusy: u.MachineBusy, MachineCores: u.MachineBusy * float64(u.Cores), Cores: u.Cores}
 	if u.DB != nil {
 		c.DBCores = coresOf(u.DB)
@@ -533,17 +533,26 @@ func CostOf(m results.Measurement, lr *results.Result) *results.ServerCost {
 	return c
 }
 
-func costRows(gs []*Group, p Params) []CostRow {
+func costRows(gs []*Group, p Params, asIs []AsIs) []CostRow {
 	var out []CostRow
 	for _, g := range gs {
 		if g.Step.Phase == "stall" {
 			continue // its load is the blockers: what the server did is not theirs per request
+		}
+		var a *AsIs
+		for i := range asIs {
+			if asIs[i].Server == g.Step.Server.Name && g.Step.Server.AsIs() {
+				a = &asIs[i]
+			}
 		}
 		for _, rep := range g.Reps {
 			if rep.Cost == nil {
 				continue
 			}
 			b := BoundOf(rep.M.Step, rep.Load, rep.Cost, p.OffloadWorkers)
+			if a != nil {
+				b = asIsBound(rep.M.Step, rep.Load, rep.Cost, a)
+			}
 			if g.Step.Phase == "slip" {
 				// Two calls in one window: no one ceiling bounds it.
 				b = &Bound{Text: fmt.Sprintf("two calls, %s then %s: each side against its own ceiling in the slip's figures",

@@ -105,7 +105,7 @@ func machineOf(u *results.Use) stall.Machine {
 	}
 	w := float64(u.WindowNs)
 	var kit float64
-	for _, p := range []*results.ProcUse{u.Server, u.Generator, u.Prober} {
+	for _, p := range []*results.ProcUse{u.Server, u.Generator, u.Prober, u.Conns} {
 		if p != nil {
 			kit += float64(p.CPUNs) / w
 		}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/bystander-kit/bystander/internal/client"
+	"github.com/bystander-kit/bystander/internal/results"
 	"github.com/bystander-kit/bystander/internal/stall"
 )
 
@@ -49,6 +50,7 @@ func (f *Findings) WriteTables(w io.Writer) {
 		fmt.Fprintf(w, "\n%s.\n", OnStage)
 	}
 	f.writeSweep(w)
+	f.writeAsIs(w)
 	f.writeStall(w)
 	f.writeOffload(w)
 	f.writeTrace(w)
@@ -99,6 +101,91 @@ func (f *Findings) writeSweep(w io.Writer) {
 	})
 }
 
+// writeAsIs prints each server measured as it is: its sweep with the
+// figures inferred from it, who stalled at each step, its class.
+func (f *Findings) writeAsIs(w io.Writer) {
+	for _, a := range f.AsIs {
+		fmt.Fprintf(w, "\n%s as it is: the sweep loads %s at each concurrency; its bystander %s is probed every %s on one connection, and every %s on %s\n",
+			a.Server, a.Load, a.Bystander, f.Params.ProbeInterval, f.asIsInterval(a), Plural(f.asIsConns(a), "connection"))
+		fmt.Fprintf(w, "  the call's own time %s (the load's median at 1 caller); plateau %s; behaves as %s; ceiling %s\n",
+			callText(a), plateauText(a), a.WorkersText(), a.CeilingText())
+		tw := table(w, "callers", "req/s", "load p50", "not answered", "bound", "bystander p50 from due", "p95", "answered of due", "stalled", "which", "stalled wait", "others", "unloaded")
+		var said []string
+		for _, st := range a.Steps {
+			if !st.OK() {
+				fmt.Fprintf(tw, "%d\t%s\t\t\t\t\t\t\t\t\t\t\t\n", st.Step.Conc, st.Short())
+				continue
+			}
+			at := Plural(st.Step.Conc, "caller")
+			if st.Said != "" {
+				said = append(said, fmt.Sprintf("at %s: %s", at, st.Said))
+			}
+			for _, u := range st.Unjudged {
+				said = append(said, fmt.Sprintf("at %s: %s", at, u))
+			}
+			if n := st.NotAnswered(); n > 0 {
+				said = append(said, fmt.Sprintf("at %s: %s of the load's requests not answered 2xx or 3xx (%s): counted apart, never as answers", at, Thousands(float64(n)), results.ErrorsLine(st.Errors)))
+			}
+			if c := st.ClosedText(); c != "" {
+				said = append(said, fmt.Sprintf("at %s: %s", at, c))
+			}
+			if b := st.Bound(); b != nil && b.Kind != "workers" && b.Kind != "callers" {
+				said = append(said, fmt.Sprintf("at %s: bound: %s", at, b.Line()))
+			}
+			answered := "-"
+			if st.Fast.Due.OK() {
+				answered = fmt.Sprintf("%.0f of %.0f", st.Fast.Answered.Median(), st.Fast.Due.Median())
+			}
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", st.Step.Conc, num(st.Throughput, "%.0f"), ms(st.LoadP50), st.NotAnswered(), st.Kind(),
+				ms(st.Fast.P50), ms(st.Fast.P95), answered, st.StalledText(), dash(st.WhoText()), ms(st.StalledWait), ms(st.OthersWait), ms(st.Unloaded))
+		}
+		tw.Flush()
+		fmt.Fprintf(w, "  stalled: %s;\n  which: the connections by number (the service says no loop); unloaded: their wait before the load\n", stall.RuleClient)
+		for _, l := range said {
+			fmt.Fprintf(w, "  %s\n", l)
+		}
+		fmt.Fprintf(w, "  class: %s: %s\n  %s\n", a.Class, a.Text, a.CPUText())
+	}
+}
+
+// asIsConns and asIsInterval are the 12-connection prober's shape, as its
+// results say (the run's, else the kit's).
+func (f *Findings) asIsConns(a AsIs) int {
+	for _, st := range a.Steps {
+		for _, r := range st.Group.Conns {
+			if r.PerConn != nil {
+				return len(r.PerConn.Conns)
+			}
+		}
+	}
+	return 12
+}
+
+func (f *Findings) asIsInterval(a AsIs) time.Duration {
+	for _, st := range a.Steps {
+		for _, r := range st.Group.Conns {
+			if r.PerConn != nil {
+				return time.Duration(r.PerConn.IntervalNs)
+			}
+		}
+	}
+	return f.Params.StallInterval
+}
+
+func callText(a AsIs) string {
+	if !a.Call.OK() {
+		return "not measured"
+	}
+	return ms(a.Call)
+}
+
+func plateauText(a AsIs) string {
+	if a.Plateau <= 0 {
+		return "not measured"
+	}
+	return fmt.Sprintf("%s at %s", reqs(a.Plateau), Plural(a.PlateauAt, "caller"))
+}
+
 // writeStall prints which connections stalled with k loops blocked.
 func (f *Findings) writeStall(w io.Writer) {
 	if !(len(f.Stall) > 0) {
@@ -142,11 +229,13 @@ func (f *Findings) writeStall(w io.Writer) {
 			ms(r.StalledWait), ms(r.OthersWait), ms(r.StalledP50), ms(r.BlockerBlock.us()), r.MachineText(), r.DetectorText())
 	}
 	tw.Flush()
-	fmt.Fprintf(w, "  stalled: %s (here %s of the %s call);\n"+
-		"  expected: the connections on the loops the blockers' requests were answered on (their X-Loop);\n"+
-		"  from due: a stalled connection's probes queue behind each other for as long as the run lasts;\n"+
-		"  loops blocked: the loops the server's own detector saw held in /slow, and whether exactly the blockers' loops\n",
-		stall.Rule, round(time.Duration(f.stallAbove().Median()*1e3)), p.StallBlock)
+	if slices.ContainsFunc(f.Stall, func(r StallRow) bool { return r.OK() || len(r.Unjudged) > 0 }) { // else every row skipped or failed, each with why below
+		fmt.Fprintf(w, "  stalled: %s (here %s of the %s call);\n"+
+			"  expected: the connections on the loops the blockers' requests were answered on (their X-Loop);\n"+
+			"  from due: a stalled connection's probes queue behind each other for as long as the run lasts;\n"+
+			"  loops blocked: the loops the server's own detector saw held in /slow, and whether exactly the blockers' loops\n",
+			stall.Rule, round(time.Duration(f.stallAbove().Median()*1e3)), p.StallBlock)
+	}
 	for _, l := range said {
 		fmt.Fprintf(w, "  %s\n", l)
 	}
@@ -334,6 +423,10 @@ func (f *Findings) writeClasses(w io.Writer) {
 	tw := table(w, "server", "class", "what the run showed")
 	for _, c := range cs {
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", c.Server, c.Class, c.Text)
+		if c.CPU != "" { // measured as it is: its sweep said its class, and whether its call ran on a CPU
+			fmt.Fprintf(tw, "\t\t%s\n", c.CPU)
+			continue
+		}
 		if c.Sweep != "" {
 			line := "/slow " + c.Sweep
 			if c.Fast != "" {

@@ -153,13 +153,20 @@ func buildPage(f *findings.Findings, a Asset) page {
 	if fp.Stage {
 		p.Params = append(p.Params, kv{"the stage (--stage)", findings.OnStage})
 	}
+	if line := asIsLine(rp.Targets); line != "" {
+		p.Params = slices.Insert(p.Params, 9, kv{"measured as it is (--load, --bystander)", line})
+	}
 	m := run.Manifest
 	p.Env = []kv{
 		{"started", m.StartUTC}, {"ended", m.EndUTC}, {"git commit", m.GitCommit}, {"Go", m.GoVersion},
 		{"kernel", m.Kernel}, {"CPU", fmt.Sprintf("%s, %d cores", m.CPUModel, m.Cores)},
 	}
-	p.Sections = append(p.Sections, throughputChart(f), bystanderChart(f), timelineChart(f))
-	p.Sections = append(p.Sections, lagCharts(f, "sweep", "3b", "during the sweep")...)
+	if len(f.Sweep) > 0 || len(f.AsIs) == 0 {
+		p.Sections = append(p.Sections, throughputChart(f), bystanderChart(f), timelineChart(f))
+		p.Sections = append(p.Sections, lagCharts(f, "sweep", "3b", "during the sweep")...)
+	}
+	// Servers measured as they are: their sweep is their own story.
+	p.Sections = append(p.Sections, asIsSections(f)...)
 	p.Sections = append(p.Sections, stallCharts(f)...)
 	p.Sections = append(p.Sections, lagCharts(f, "stall", "4b", "while k loops were kept blocked")...)
 	p.Sections = append(p.Sections, offloadChart(f), traceChart(f), cliffChart(f))
@@ -236,6 +243,18 @@ func writePage(w io.Writer, p page) error {
 	}
 	_, err := w.Write(buf.Bytes())
 	return err
+}
+
+// asIsLine says what each server measured as it is was asked ("" for
+// none).
+func asIsLine(ts []results.Server) string {
+	var out []string
+	for _, t := range ts {
+		if t.AsIs() {
+			out = append(out, fmt.Sprintf("%s: the load %s, the bystander %s", t.Name, t.Load, t.Bystander))
+		}
+	}
+	return strings.Join(out, "; ")
 }
 
 // targetsLine lists the servers the user started, as the run resolved them.

@@ -32,6 +32,9 @@ type Usage struct {
 
 type threadCounts struct {
 	vol, invol, runq int64
+	// cpu is how long the thread ran on a CPU (schedstat's first field,
+	// ns).
+	cpu int64
 	// waits is how many times the thread was put on a CPU (schedstat's
 	// third field, its timeslices): each began a wait, short or long.
 	waits int64
@@ -39,12 +42,14 @@ type threadCounts struct {
 }
 
 // ThreadUse is what one thread did between two readings: how long it
-// waited, runnable, for a CPU, over how many waits.
+// waited, runnable, for a CPU, over how many waits, and how long it ran on
+// one.
 type ThreadUse struct {
 	ID         string
 	Name       string
 	RunqWaitNs int64
 	RunqWaits  int64
+	CPUNs      int64
 }
 
 // ThreadsSince is each thread's run-queue waits between an earlier reading
@@ -57,13 +62,29 @@ func (u Usage) ThreadsSince(before Usage) []ThreadUse {
 	var out []ThreadUse
 	for id, now := range u.threads {
 		then := before.threads[id]
-		if now.runq < then.runq || now.waits < then.waits || now.name != then.name && then.name != "" {
+		if now.runq < then.runq || now.waits < then.waits || now.cpu < then.cpu || now.name != then.name && then.name != "" {
 			then = threadCounts{}
 		}
-		out = append(out, ThreadUse{ID: id, Name: now.name, RunqWaitNs: now.runq - then.runq, RunqWaits: now.waits - then.waits})
+		out = append(out, ThreadUse{ID: id, Name: now.name, RunqWaitNs: now.runq - then.runq, RunqWaits: now.waits - then.waits, CPUNs: now.cpu - then.cpu})
 	}
 	slices.SortFunc(out, func(a, b ThreadUse) int { return strings.Compare(a.ID, b.ID) })
 	return out
+}
+
+// RuntimeThread says whether a thread's name (its comm, at most 15
+// characters) is one of a JVM's own threads, which run none of the
+// application's code: HotSpot's compilers, collectors and housekeepers.
+// A service's call runs on its own threads; on a JVM that has just
+// started, its compiler threads can be the busiest (C2 wanted a CPU 87%
+// of a window in which a Netty shop's loops only waited on a socket).
+func RuntimeThread(name string) bool {
+	for _, p := range []string{"C1 CompilerThre", "C2 CompilerThre", "GC Thread#", "G1 ", "VM Thread", "VM Periodic Tas", "Sweeper thread",
+		"Common-Cleaner", "Signal Dispatch", "Reference Handl", "Finalizer", "Service Thread", "Monitor Deflati", "Notification Th", "Attach Listener"} {
+		if strings.HasPrefix(name, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // Since is what the process's threads did between an earlier reading and
@@ -160,6 +181,7 @@ func Of(pid int) (Usage, int, error) {
 		c := threadCounts{vol: statusField(b, "voluntary_ctxt_switches:"), invol: statusField(b, "nonvoluntary_ctxt_switches:")}
 		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/schedstat", pid, t.Name())); err == nil {
 			if f := strings.Fields(string(b)); len(f) >= 3 {
+				c.cpu, _ = strconv.ParseInt(f[0], 10, 64)
 				c.runq, _ = strconv.ParseInt(f[1], 10, 64)
 				c.waits, _ = strconv.ParseInt(f[2], 10, 64)
 			}

@@ -251,3 +251,57 @@ func TestTreeCPU(t *testing.T) {
 		t.Error("no error for a process that does not exist")
 	}
 }
+
+// TestThreadCPU: each thread's time on a CPU between two readings: a
+// thread that spun for 50 ms of its own CPU time shows that much, an idle
+// one next to nothing.
+func TestThreadCPU(t *testing.T) {
+	before, _, err := Of(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		runtime.LockOSThread() // the thread ends with the goroutine: never reused
+		name := []byte("bystander-spin\x00")
+		if err := unix.Prctl(unix.PR_SET_NAME, uintptr(unsafe.Pointer(&name[0])), 0, 0, 0); err != nil {
+			t.Error(err)
+		}
+		var ts unix.Timespec
+		for {
+			if err := unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts); err != nil || ts.Nano() >= 50e6 {
+				break
+			}
+		}
+		close(done)
+		select {} // held, named, until the process ends
+	}()
+	<-done
+	after, _, err := Of(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := false
+	for _, th := range after.ThreadsSince(before) {
+		if th.Name == "bystander-spin" {
+			seen = true
+			if th.CPUNs < 45e6 {
+				t.Errorf("a thread that spun 50ms of CPU: %s on a CPU", time.Duration(th.CPUNs))
+			}
+		}
+	}
+	if !seen {
+		t.Error("the spinning thread is not listed")
+	}
+}
+
+// TestRuntimeThread: a JVM's own threads are told from those that run its
+// code, by their names as /proc gives them (15 characters).
+func TestRuntimeThread(t *testing.T) {
+	for name, want := range map[string]bool{"C2 CompilerThre": true, "C1 CompilerThre": true, "GC Thread#0": true, "G1 Conc#0": true, "VM Thread": true,
+		"nioEventLoopGro": false, "http-nio-8080-e": false, "node": false, "java": false, "main": false} {
+		if got := RuntimeThread(name); got != want {
+			t.Errorf("%q: %v, want %v", name, got, want)
+		}
+	}
+}

@@ -44,10 +44,15 @@ import (
 // steps shorter than a second with the block the server measured in each
 // (Load.Ticks), and when the last request sent before the switch was
 // answered (Load.SettledNs); optional: a v2 or v3 result reads as it is.
-const Schema = "bystander.results/v4"
+//
+// v5 (from v4): loadgen and the probers can send a user's own requests
+// (--load, --bystander: internal/request), and say which in one line
+// (Params.Request: "POST /login (+body 43 B)", "@targets.txt: 3 requests",
+// never a header or a body); optional: a v2-v4 result reads as it is.
+const Schema = "bystander.results/v5"
 
 // readableSchemas are the older result formats Decode reads as they are.
-var readableSchemas = []string{"bystander.results/v2", "bystander.results/v3"}
+var readableSchemas = []string{"bystander.results/v2", "bystander.results/v3", "bystander.results/v4"}
 
 // MaxSeriesPoints bounds the time series a program writes where a run could
 // make them grow without bound (loadgen's per-second series, the trace's
@@ -100,10 +105,14 @@ type Params struct {
 	StartAtUnixNs int64 `json:"start_at_unix_ns,omitempty"`
 	// SwitchTo, when set, is the target loadgen's requests went to from
 	// SwitchAtNs into the measured window on (--switch-to, --switch-at).
-	SwitchTo   string   `json:"switch_to,omitempty"`
-	SwitchAtNs int64    `json:"switch_at_ns,omitempty"`
-	TickNs     int64    `json:"tick_ns,omitempty"`
-	Args       []string `json:"args"`
+	SwitchTo   string `json:"switch_to,omitempty"`
+	SwitchAtNs int64  `json:"switch_at_ns,omitempty"`
+	TickNs     int64  `json:"tick_ns,omitempty"`
+	// Request, when set, is the user's request sent instead of GET of the
+	// target's path (--load, --bystander), as request.Spec.String says it:
+	// its method, path and body size, never its headers or body.
+	Request string   `json:"request,omitempty"`
+	Args    []string `json:"args"`
 }
 
 // Env is where the run happened.

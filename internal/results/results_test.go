@@ -15,7 +15,7 @@ func full() *Result {
 	start := time.Unix(1796025321, 50679074)
 	r := New("loadgen", "open", start, Params{Target: "http://127.0.0.1:8081/slow", Conns: 8, DurationNs: 5e9, WarmupNs: 1e9,
 		TimeoutNs: 1e10, RatePerS: 500, IntervalNs: 5e7, StallThresholdNs: 5e7, DelayNs: 5e6, StallBlockNs: 1e8, StartAtUnixNs: 1796025321e9,
-		Args: []string{"--conc", "8"}})
+		Request: "@targets.txt: 3 requests", Args: []string{"--conc", "8"}})
 	h := hist.New()
 	h.Record(3 * time.Millisecond)
 	p := h.Summary()
@@ -50,7 +50,7 @@ func TestRoundTrip(t *testing.T) {
 		t.Fatalf("partial/end: %+v", got)
 	}
 	b, _ := os.ReadFile(path)
-	for _, field := range []string{`"schema": "bystander.results/v4"`, `"hdr_base64"`, `"server_wait"`, `"send_late"`, `"p99_9_us"`, `"duration_ns"`, `"throughput_per_s"`, `"cpu_model"`} {
+	for _, field := range []string{`"schema": "bystander.results/v5"`, `"request": "@targets.txt: 3 requests"`, `"hdr_base64"`, `"server_wait"`, `"send_late"`, `"p99_9_us"`, `"duration_ns"`, `"throughput_per_s"`, `"cpu_model"`} {
 		if !strings.Contains(string(b), field) {
 			t.Errorf("the file lacks %s", field)
 		}
@@ -127,6 +127,8 @@ func TestRunRoundTrip(t *testing.T) {
 	dir := t.TempDir()
 	step := Step{ID: "sweep-pool-c4", Phase: "sweep", Server: Server{Name: "pool", Kind: "pool", Workers: 200, BlockNs: 5e6},
 		Endpoint: "/slow", Conc: 4, Duration: 5 * time.Second, Warmup: time.Second}
+	asIs := Step{ID: "sweep-svc-c1", Phase: "sweep", Server: Server{Name: "svc", Kind: "other", External: true, URL: "http://127.0.0.1:8080", PID: 9,
+		Load: "POST /login (+body 43 B)", Bystander: "@targets.txt: 3 requests"}, Endpoint: "POST /login (+body 43 B)", Conc: 1, Duration: 5 * time.Second}
 	r := &Run{
 		Schema: RunSchema, Partial: true, PartialReason: "interrupted",
 		Params: RunParams{BlockNs: 5e6, StallBlockNs: 1e8, Conc: []int{4}, DurationNs: 5e9, WarmupNs: 1e9, Engines: []string{"gnet"},
@@ -138,7 +140,10 @@ func TestRunRoundTrip(t *testing.T) {
 		Measurements: []Measurement{{Step: step, Repeat: 1, Status: "ok", LoadFile: "sweep/a.load.json", ProbeFile: "sweep/a.fast.json",
 			Use: &Use{WindowNs: 4e9, Cores: 2, MachineBusy: 0.45, Server: &ProcUse{CPUNs: 1e9, VolCtxSw: 10, InvolCtxSw: 2, RunqWaitNs: 3e6, Threads: 9, PeakRSSBytes: 4e6},
 				Generator: &ProcUse{CPUNs: 2e8}, Prober: &ProcUse{CPUNs: 1e7}},
-			Notes: []string{"prober: started 20ms after --start-at"}}},
+			Notes: []string{"prober: started 20ms after --start-at"}},
+			{Step: asIs, Repeat: 1, Status: "ok", LoadFile: "sweep/b.load.json", ProbeFile: "sweep/b.fast.json", PerConnFile: "sweep/b.perconn.json",
+				Use: &Use{WindowNs: 4e9, Cores: 2, Generator: &ProcUse{CPUNs: 2e8}, Prober: &ProcUse{CPUNs: 1e7}, Conns: &ProcUse{CPUNs: 3e7},
+					Server: &ProcUse{CPUNs: 5e8, Busiest: &ThreadCPU{Name: "nioEventLoopGroup-3-2", CPUNs: 4e8, RunqWaitNs: 1e8}}}}},
 		Processes: []Process{{PID: 7, Name: "poolserver"}},
 		Report:    "report.html",
 	}
@@ -168,6 +173,14 @@ func TestRunRoundTrip(t *testing.T) {
 	// v5 only added the optional stage: a v4 run reads as it is, not on stage.
 	if r, err := DecodeRun([]byte(`{"schema":"bystander.run/v4","params":{"sweep_endpoint":"/slow"}}`)); err != nil || r.Params.Stage {
 		t.Errorf("a v4 run: %v", err)
+	}
+	// v11 only added what a server measured as it is was asked: a v10 run
+	// reads as it is, every server the protocol's.
+	if r, err := DecodeRun([]byte(`{"schema":"bystander.run/v10","measurements":[{"id":"x","server":{"name":"a","external":true}}]}`)); err != nil || r.Measurements[0].Server.AsIs() {
+		t.Errorf("a v10 run: %v", err)
+	}
+	if r, err := DecodeRun([]byte(`{"schema":"` + RunSchema + `","measurements":[{"id":"x","server":{"name":"a","load":"GET /x"}}]}`)); err != nil || !r.Measurements[0].Server.AsIs() {
+		t.Errorf("a server as it is: %v", err)
 	}
 	if r, err := DecodeRun([]byte(`{"schema":"` + RunSchema + `","params":{"stage":true}}`)); err != nil || !r.Params.Stage {
 		t.Errorf("a stage run: %v", err)

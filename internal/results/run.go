@@ -45,11 +45,16 @@ import (
 // reads as it is. v10 (from v9): the slip phase; a step says the block its
 // load asks for from SlipAtNs into its measured window (SlipBlockNs), the
 // params the slowed call asked for (SlipBlockNs); optional: a v3-v9 run
-// reads as it is.
-const RunSchema = "bystander.run/v10"
+// reads as it is. v11 (from v10): a --target measured as it is (--load,
+// --bystander) says the requests asked of it (Server.Load, Bystander: each
+// request.Spec's String, never a header or a body), and a measurement's
+// use the 12-connection prober that ran beside its load (Use.Conns), and
+// a process's use its busiest thread (ProcUse.Busiest: which ran longest
+// on a CPU); optional: a v3-v10 run reads as it is.
+const RunSchema = "bystander.run/v11"
 
 // readableRunSchemas are the older run indexes DecodeRun reads as they are.
-var readableRunSchemas = []string{"bystander.run/v3", "bystander.run/v4", "bystander.run/v5", "bystander.run/v6", "bystander.run/v7", "bystander.run/v8", "bystander.run/v9"}
+var readableRunSchemas = []string{"bystander.run/v3", "bystander.run/v4", "bystander.run/v5", "bystander.run/v6", "bystander.run/v7", "bystander.run/v8", "bystander.run/v9", "bystander.run/v10"}
 
 // Run is run.json: the index of a run directory, written first and updated
 // after every measurement, so an interrupted run still says what it did.
@@ -168,6 +173,9 @@ type Use struct {
 	Server    *ProcUse `json:"server,omitempty"`
 	Generator *ProcUse `json:"generator,omitempty"`
 	Prober    *ProcUse `json:"prober,omitempty"`
+	// Conns is the 12-connection prober that ran beside a load (a server
+	// measured as it is, v11); nil when none did.
+	Conns *ProcUse `json:"conns,omitempty"`
 	// DB is the private PostgreSQL of --block-mode postgres, its server
 	// and every process it started (CPU only; Threads counts processes);
 	// nil when the run used none, or the user's (--pg-url).
@@ -189,6 +197,18 @@ type ProcUse struct {
 	// LoopThreads are the run-queue waits of the threads named for a loop
 	// (loop-N), by loop (v7).
 	LoopThreads []LoopThread `json:"loop_threads,omitempty"`
+	// Busiest is the thread that wanted a CPU longest over the window: on
+	// one, or runnable waiting for one (schedstat), by its name, a JVM's
+	// own threads left out (proc.RuntimeThread) (v11); nil when not read.
+	Busiest *ThreadCPU `json:"busiest_thread,omitempty"`
+}
+
+// ThreadCPU is one thread's time on a CPU over a window, and waiting,
+// runnable, for one.
+type ThreadCPU struct {
+	Name       string `json:"name"`
+	CPUNs      int64  `json:"cpu_ns"`
+	RunqWaitNs int64  `json:"runq_wait_ns"`
 }
 
 // LoopThread is one loop's thread's run-queue waits over a window.
@@ -248,7 +268,18 @@ type Server struct {
 	PID            int    `json:"pid,omitempty"`
 	OffloadWorkers int    `json:"offload_workers,omitempty"`
 	Facts          string `json:"facts,omitempty"`
+	// Load and Bystander, for a server measured as it is (--load and
+	// --bystander: its own requests, no protocol), say what the sweep
+	// loaded it with and what its bystanders asked, as request.Spec's
+	// String says them ("POST /login (+body 43 B)", "@targets.txt: 3
+	// requests"), never a header or a body; empty for every other server.
+	Load      string `json:"load,omitempty"`
+	Bystander string `json:"bystander,omitempty"`
 }
+
+// AsIs says whether the server was measured as it is: its own requests
+// (--load), without the protocol.
+func (s Server) AsIs() bool { return s.Load != "" }
 
 // Step is one measurement of the plan.
 type Step struct {

@@ -42,7 +42,11 @@ var RuleFromData = "no block given: connections stalled when their waits at the 
 // connections above the one split stalled, and what held them held them
 // at least that long at a time; no split and every wait under the floor,
 // none stalled; otherwise no count.
-func judgeFromData(conns []Conn, m Machine) Verdict {
+func judgeFromData(conns []Conn, m Machine) Verdict { return judgeSplit(conns, m, Floor) }
+
+// judgeSplit is judgeFromData with floor as the least wait that can be a
+// stall.
+func judgeSplit(conns []Conn, m Machine, floor time.Duration) Verdict {
 	v := Verdict{FromData: true, Stalled: make([]bool, len(conns))}
 	if len(conns) == 0 {
 		v.Why = "no connections to judge"
@@ -63,15 +67,15 @@ func judgeFromData(conns []Conn, m Machine) Verdict {
 	var splits []int // indexes into order where the upper group starts
 	for j := 1; j < len(order); j++ {
 		below, above := wait(conns[order[j-1]]), wait(conns[order[j]])
-		if above >= Floor && float64(above) >= Apart*float64(max(below, time.Microsecond)) {
+		if above >= floor && float64(above) >= Apart*float64(max(below, time.Microsecond)) {
 			splits = append(splits, j)
 		}
 	}
 	span := fmt.Sprintf("from %s to %s at the median", round(lo), waitText(hi))
 	switch {
-	case len(splits) == 0 && hi < Floor:
+	case len(splits) == 0 && hi < floor:
 		v.Judged = true
-		v.Said = fmt.Sprintf("none stalled: every connection waited under %s (%s; a call shorter than that is not told apart)", Floor, span)
+		v.Said = fmt.Sprintf("none stalled: every connection waited under %s (%s; a call shorter than that is not told apart)", round(floor), span)
 		return v
 	case len(splits) == 0:
 		v.Why = fmt.Sprintf("the waits do not separate (%s): no count; give --block to judge them against the call", span)

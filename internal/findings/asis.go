@@ -1,0 +1,605 @@
+package findings
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/bystander-kit/bystander/internal/results"
+	"github.com/bystander-kit/bystander/internal/stall"
+)
+
+// A server measured as it is (run.sh --load and --bystander) speaks no
+// protocol: it says neither how long its call blocked, nor on which loop
+// it answered, nor when its handler began. What the run knows of it, it
+// knows from its sweep alone, each figure computed here once:
+//
+//   - the call's own time: the load's median at 1 caller, nobody queued
+//     ahead of it;
+//   - the plateau: the sweep's highest throughput;
+//   - the workers the service behaves as: the plateau times the call's
+//     own time (Little's law: the callers it served at once), and its
+//     ceiling, those workers over the call's time; when the sweep's most
+//     callers were all served at once (NearAll), it has at least that many;
+//   - at each step, which of the 12 bystander connections stalled, by the
+//     rule on client-side waits (stall.JudgeClient), "too busy to judge"
+//     where the machine starved the server;
+//   - its class, decided from the sweep: a few threads the load holds
+//     (connections stalled at 1 caller: the call holds the threads that
+//     serve them), a pool that forgives the call up to N callers (none
+//     stalled up to N), or cannot tell, with why;
+//   - whether the call ran on a CPU (with pid=: the server's CPU per
+//     request at 1 caller against the call's own time).
+
+// CPUBoundShare: at 1 caller, back to back, a call that runs on a CPU
+// keeps the thread it runs on wanting one for as long as the load runs (on
+// a CPU, or runnable waiting for one: on a busy machine Node's thread
+// hashing with pbkdf2Sync ran 60% of the window and waited for a CPU much
+// of the rest), and one that waits (a socket, a lock, a sleep) leaves it
+// asleep; the bystanders' requests, spread over the server's threads, add
+// a little to each. A server whose busiest thread wanted a CPU this share
+// of the window or more at 1 caller ran its call on a CPU. (The whole server's CPU tells
+// less: a JVM serving 1,200 bystander requests a second kept 0.67 of a
+// core busy at 1 caller beside a call that only waits on a socket.) A pool
+// that hands each call to another thread spreads it over them: its busiest
+// thread then says less than the call did.
+const CPUBoundShare = 0.5
+
+// NearAll: a sweep step whose callers were served this share of them at
+// once or more (its throughput x the call's own time) queued none.
+const NearAll = 0.9
+
+// AsIs is one server measured as it is.
+type AsIs struct {
+	Server string
+	// Load and Bystander are what it was asked ("POST /login", "@file: 3
+	// requests"); PID its process when given.
+	Load, Bystander string
+	PID             int
+	Steps           []AsIsStep
+	// Call is the call's own time, us: the load's median at 1 caller, per
+	// repetition.
+	Call Figure
+	// Plateau is the sweep's highest throughput (its median over the
+	// repetitions), at PlateauAt callers.
+	Plateau   float64
+	PlateauAt int
+	// Workers is the plateau x the call's own time (Little's law); AtLeast
+	// when the sweep's most callers were all served at once (NearAll): the
+	// service has at least Workers then, more than the sweep asked for.
+	// Ceiling is Workers over the call's time, req/s (0: not known).
+	Workers float64
+	AtLeast bool
+	Ceiling float64
+	// CPUKnown when the server's threads were read (pid=); CPUShare is
+	// the share of the window its busiest thread ran on a CPU at 1 caller,
+	// CPUThread its name, Cores the whole server's cores then; CPUBound
+	// at CPUBoundShare or more.
+	CPUKnown, CPUBound bool
+	CPUShare, Cores    float64
+	CPUThread          string
+	// Class is one of findings' classes (ClassLoop: threads the load
+	// holds; ClassPool: forgives it up to Forgives callers; ClassUnknown);
+	// Text says it with the figures that decided it.
+	Class, Text string
+	Forgives    int
+}
+
+// AsIsStep is one step of its sweep over its repetitions.
+type AsIsStep struct {
+	LoadRow
+	// LoadP50 is the load's median latency, us, per repetition; Errors
+	// its requests not answered 2xx or 3xx (by kind: ErrorsText).
+	LoadP50 Figure
+	Errors  []results.ErrorCount
+	// Dials is the load's connections opened, per repetition: its callers,
+	// unless the service closed them.
+	Dials Figure
+	// The 12-connection prober: Stalled and Conns for the repetitions the
+	// rule judged (Probed: how many connections each), Unjudged why the others were not, Said the first judged
+	// one's verdict in words; the stalled and other connections' median
+	// waits (from the send), us; Unloaded their wait before the load, us.
+	Stalled, Probed         Figure
+	Judged                  int
+	Unjudged                []string
+	Said                    string
+	StalledWait, OthersWait Figure
+	Unloaded                Figure
+	// Cells are the first judged repetition's connections.
+	Cells []StallCell
+}
+
+// asIsOf computes every server measured as it is from its sweep's groups,
+// in the run's order.
+func asIsOf(gs []*Group, p Params) []AsIs {
+	var out []AsIs
+	index := map[string]int{}
+	for _, g := range gs {
+		if g.Step.Phase != "sweep" || !g.Step.Server.AsIs() {
+			continue
+		}
+		s := g.Step.Server
+		i, ok := index[s.Name]
+		if !ok {
+			i = len(out)
+			index[s.Name] = i
+			out = append(out, AsIs{Server: s.Name, Load: s.Load, Bystander: s.Bystander, PID: s.PID})
+		}
+		out[i].Steps = append(out[i].Steps, asIsStep(g, p))
+	}
+	for i := range out {
+		out[i].compute()
+	}
+	return out
+}
+
+// asIsStep reads one step's load and bystanders; the stall verdicts wait
+// for the call's own time (judge).
+func asIsStep(g *Group, p Params) AsIsStep {
+	st := AsIsStep{LoadRow: loadRow(g, p)}
+	st.Bounds = nil // against the workers inferred from the whole sweep: bound
+	errs := map[string]int64{}
+	for _, rep := range g.Reps {
+		if rep.Load != nil && rep.Load.Load != nil {
+			st.LoadP50 = append(st.LoadP50, rep.Load.Load.Latency.P50Us)
+			st.Dials = append(st.Dials, float64(rep.Load.Load.Dials))
+			for _, e := range rep.Load.Errors {
+				errs[e.Kind] += e.Count
+			}
+		}
+	}
+	for _, k := range errKinds(g) {
+		st.Errors = append(st.Errors, results.ErrorCount{Kind: k, Count: errs[k]})
+	}
+	return st
+}
+
+// errKinds are the error kinds of g's load results, in their order.
+func errKinds(g *Group) []string {
+	var ks []string
+	for _, r := range g.Load {
+		for _, e := range r.Errors {
+			if !slices.Contains(ks, e.Kind) {
+				ks = append(ks, e.Kind)
+			}
+		}
+	}
+	return ks
+}
+
+// unloadedOf reads each repetition's wait unloaded: the 12 connections'
+// placing requests, before the load.
+func (st *AsIsStep) unloadedOf() {
+	for _, rep := range st.Reps {
+		if rep.Conns != nil && rep.Conns.PerConn != nil {
+			st.Unloaded = append(st.Unloaded, rep.Conns.PerConn.BaselineUs)
+		}
+	}
+}
+
+// judge decides which connections stalled in each repetition of st, the
+// waits unloaded taken as unloaded.
+func (st *AsIsStep) judge(call, unloaded time.Duration) {
+	for _, rep := range st.Reps {
+		if rep.Conns == nil || rep.Conns.PerConn == nil {
+			continue
+		}
+		pc := rep.Conns.PerConn
+		conns := stall.From(pc)
+		v := stall.JudgeClient(conns, unloaded, call, machineOf(rep.M.Use))
+		if !v.Judged {
+			why := v.Why
+			if len(st.Reps) > 1 {
+				why = fmt.Sprintf("repetition %d: %s", rep.M.Repeat, why)
+			}
+			st.Unjudged = append(st.Unjudged, why)
+			continue
+		}
+		st.Judged++
+		t := tally(pc, conns, v, blockers{loops: map[int]bool{}})
+		if st.Cells == nil {
+			st.Cells, st.Said = t.cells, v.Said
+		}
+		st.Stalled = append(st.Stalled, float64(t.stalled))
+		st.Probed = append(st.Probed, float64(len(pc.Conns)))
+		if len(t.sWait) > 0 {
+			st.StalledWait = append(st.StalledWait, results.Median(t.sWait))
+		}
+		if len(t.oWait) > 0 {
+			st.OthersWait = append(st.OthersWait, results.Median(t.oWait))
+		}
+	}
+}
+
+// StalledText is the step's stalled column: "3 of 12", or why not judged.
+func (st AsIsStep) StalledText() string {
+	switch {
+	case !st.Stalled.OK() && len(st.Unjudged) > 0:
+		if strings.HasPrefix(st.Unjudged[0], stall.TooBusy) {
+			return stall.TooBusy
+		}
+		return "not judged"
+	case !st.Stalled.OK():
+		return "-"
+	}
+	s := num(st.Stalled, "%.0f") + fmt.Sprintf(" of %.0f", st.Probed.Median())
+	if len(st.Unjudged) > 0 {
+		s += fmt.Sprintf(" (%d of %d repetitions judged)", st.Judged, st.Judged+len(st.Unjudged))
+	}
+	return s
+}
+
+// WhoText names the stalled connections of the first judged repetition:
+// "1, 5, 9", "all", "none" ("" when not judged).
+func (st AsIsStep) WhoText() string {
+	if st.Cells == nil {
+		return ""
+	}
+	var who []int
+	for _, c := range st.Cells {
+		if c.Stalled {
+			who = append(who, c.Conn)
+		}
+	}
+	switch {
+	case len(who) == 0:
+		return "none"
+	case len(who) == len(st.Cells):
+		return "all"
+	}
+	return JoinInts(who, ", ")
+}
+
+// asIs is the server named name measured as it is, nil when it was not.
+func (f *Findings) asIs(name string) *AsIs {
+	for i := range f.AsIs {
+		if f.AsIs[i].Server == name {
+			return &f.AsIs[i]
+		}
+	}
+	return nil
+}
+
+// Short is its class in a few words, with the workers it behaves as.
+func (a AsIs) Short() string {
+	var s string
+	switch {
+	case a.Class == ClassLoop && strings.HasPrefix(a.Text, "a thread "):
+		s = "a thread the load holds"
+	case a.Class == ClassLoop:
+		s = "a few threads the load holds"
+	case a.Class == ClassPool:
+		s = fmt.Sprintf("a pool that forgives it up to %s", Plural(a.Forgives, "caller"))
+	default:
+		s = "its class not told"
+	}
+	if a.Workers > 0 {
+		w := fmt.Sprintf("%.1f", a.Workers)
+		if a.AtLeast {
+			w = "at least " + w
+		}
+		s += "; behaves as " + w + " workers"
+	}
+	return s
+}
+
+// StalledLine is every step's stalled connections: "3 of 12 at 1
+// caller, 12 of 12 at 4, machine too busy to judge at 16".
+func (a AsIs) StalledLine() string {
+	var parts []string
+	for i, st := range a.Steps {
+		at := fmt.Sprintf("at %d", st.Step.Conc)
+		if i == 0 {
+			at = "at " + Plural(st.Step.Conc, "caller")
+		}
+		parts = append(parts, st.StalledText()+" "+at)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// ClosedText says that the service closed the load's connections, when it
+// did (its callers dialled more than twice each): "" when it kept them.
+func (st AsIsStep) ClosedText() string {
+	if !st.Dials.OK() || st.Dials.Median() <= 2*float64(st.Step.Conc) {
+		return ""
+	}
+	return fmt.Sprintf("the service closed the load's connections: %s dials for its %s: each answer then paid for a connection's setup",
+		num(st.Dials, "%.0f"), Plural(st.Step.Conc, "caller"))
+}
+
+// NotAnswered is how many of the load's requests were not answered 2xx or
+// 3xx, over the repetitions.
+func (st AsIsStep) NotAnswered() int64 { return results.TotalErrors(st.Errors) }
+
+// step is the sweep's step at conc callers (nil: not measured).
+func (a *AsIs) step(conc int) *AsIsStep {
+	for i := range a.Steps {
+		if a.Steps[i].Step.Conc == conc {
+			return &a.Steps[i]
+		}
+	}
+	return nil
+}
+
+// CallTime is the call's own time (0: not measured).
+func (a AsIs) CallTime() time.Duration { return time.Duration(a.Call.Median() * 1e3) }
+
+func (a *AsIs) compute() {
+	slices.SortStableFunc(a.Steps, func(x, y AsIsStep) int { return x.Step.Conc - y.Step.Conc })
+	if s1 := a.step(1); s1 != nil {
+		a.Call = s1.LoadP50
+	}
+	call := a.CallTime()
+	// The connections' wait unloaded is the service's, whatever the step:
+	// the least of the sweep's, since what each step measured before its
+	// load can only have been slowed (a service busy with the step before,
+	// a JVM collecting: 1.93 ms at one step of a Netty shop, 0.11 ms at
+	// another).
+	var least float64
+	for i := range a.Steps {
+		a.Steps[i].unloadedOf()
+		for _, u := range a.Steps[i].Unloaded {
+			if u > 0 && (least == 0 || u < least) {
+				least = u
+			}
+		}
+	}
+	most := 0
+	for i := range a.Steps {
+		st := &a.Steps[i]
+		st.judge(call, time.Duration(least*1e3))
+		if st.Throughput.OK() {
+			if t := st.Throughput.Median(); t > a.Plateau {
+				a.Plateau, a.PlateauAt = t, st.Step.Conc
+			}
+			most = max(most, st.Step.Conc)
+		}
+	}
+	if call > 0 && a.Plateau > 0 {
+		a.Workers = a.Plateau * call.Seconds()
+		top := a.step(most)
+		a.AtLeast = top.Throughput.Median()*call.Seconds() >= NearAll*float64(most)
+		if !a.AtLeast {
+			a.Ceiling = CeilingPerS(max(1, int(math.Round(a.Workers))), call)
+		}
+	}
+	for i := range a.Steps {
+		st := &a.Steps[i]
+		for _, rep := range st.Reps {
+			if b := asIsBound(rep.M.Step, rep.Load, rep.Cost, a); b != nil {
+				st.Bounds = append(st.Bounds, b)
+			}
+		}
+	}
+	a.cpu()
+	a.classify()
+}
+
+// cpu reads, at 1 caller, the share of a core the server kept busy.
+func (a *AsIs) cpu() {
+	s1 := a.step(1)
+	if s1 == nil {
+		return
+	}
+	var shares, cores Figure
+	for _, rep := range s1.Reps {
+		u := rep.M.Use
+		if u == nil || u.Server == nil || u.Server.Busiest == nil || u.WindowNs <= 0 {
+			continue
+		}
+		shares = append(shares, float64(u.Server.Busiest.CPUNs+u.Server.Busiest.RunqWaitNs)/float64(u.WindowNs))
+		cores = append(cores, float64(u.Server.CPUNs)/float64(u.WindowNs))
+		if a.CPUThread == "" {
+			a.CPUThread = u.Server.Busiest.Name
+		}
+	}
+	if shares.OK() {
+		a.CPUKnown, a.CPUShare, a.Cores = true, shares.Median(), cores.Median()
+		a.CPUBound = a.CPUShare >= CPUBoundShare
+	}
+}
+
+// CPUText says whether the call ran on a CPU, with the figure.
+func (a AsIs) CPUText() string {
+	switch s1 := a.step(1); {
+	case s1 == nil || !s1.OK():
+		return "CPU: not known (the sweep at 1 caller was not measured)"
+	case !a.CPUKnown:
+		return "CPU: not measured (no pid=: the server's threads are not read)"
+	case a.CPUBound:
+		return fmt.Sprintf("on a CPU: at 1 caller its busiest thread (%s) was on a CPU or waiting for one %.0f%% of the time, the server used %.2f cores (a call that waits leaves its thread asleep)",
+			a.CPUThread, 100*a.CPUShare, a.Cores)
+	}
+	return fmt.Sprintf("off the CPU (it waits): at 1 caller its busiest thread (%s) was on a CPU or waiting for one %.0f%% of the time, the server used %.2f cores (a call on a CPU keeps its thread wanting one)",
+		a.CPUThread, 100*a.CPUShare, a.Cores)
+}
+
+// WorkersText is the workers it behaves as, in words: "4.0 workers (its
+// plateau 788 req/s x the call's 5.08ms, Little's law)".
+func (a AsIs) WorkersText() string {
+	if a.Workers <= 0 {
+		return "not known"
+	}
+	s := fmt.Sprintf("%.1f workers (its plateau %s at %s x the call's %s, Little's law)", a.Workers, reqs(a.Plateau), Plural(a.PlateauAt, "caller"), round(a.CallTime()))
+	if a.AtLeast {
+		s = "at least " + s + ": it served the sweep's most callers at once"
+	}
+	return s
+}
+
+// CeilingText is its ceiling: "4 workers / 5.08ms = 787 req/s".
+func (a AsIs) CeilingText() string {
+	if a.Ceiling <= 0 {
+		if a.AtLeast {
+			return fmt.Sprintf("not reached: over %s", reqs(a.Plateau))
+		}
+		return "not known"
+	}
+	return fmt.Sprintf("%s / %s = %s", Plural(max(1, int(math.Round(a.Workers))), "worker"), round(a.CallTime()), reqs(a.Ceiling))
+}
+
+// bystanderP50 is the interval bystander's median from due at a step, and
+// whether it has one.
+func bystanderP50(st *AsIsStep) (float64, bool) {
+	if st == nil || !st.Fast.P50.OK() {
+		return 0, false
+	}
+	return st.Fast.P50.Median(), true
+}
+
+// unloaded is the 12 connections' wait before the load, us: the least of
+// the sweep's (what the stall rule judges against).
+func (a AsIs) unloaded() float64 {
+	var least float64
+	for _, st := range a.Steps {
+		for _, u := range st.Unloaded {
+			if u > 0 && (least == 0 || u < least) {
+				least = u
+			}
+		}
+	}
+	return least
+}
+
+// rise says how the bystander's median went with the load: "from 0.32ms
+// unloaded to 1.0ms at 1 caller and 34ms at 16".
+func (a AsIs) rise() string {
+	var parts []string
+	for i := range a.Steps {
+		if p, ok := bystanderP50(&a.Steps[i]); ok {
+			parts = append(parts, fmt.Sprintf("%s at %s", round(time.Duration(p*1e3)), Plural(a.Steps[i].Step.Conc, "caller")))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	s := "its bystander's median from due: " + strings.Join(parts, ", ")
+	if u := a.unloaded(); u > 0 {
+		s += fmt.Sprintf(" (unloaded %s)", round(time.Duration(u*1e3)))
+	}
+	return s
+}
+
+// classify decides the class from the sweep: connections stalled at 1
+// caller say the call holds threads that serve others; none stalled up to
+// N callers, a pool that forgives it up to N.
+func (a *AsIs) classify() {
+	a.Class = ClassUnknown
+	s1 := a.step(1)
+	switch {
+	case s1 == nil || !s1.OK():
+		why := "the sweep at 1 caller was not measured"
+		if s1 != nil && s1.Why != "" {
+			why += " (" + s1.Why + ")"
+		}
+		a.Text = "cannot tell: " + why
+		return
+	case a.CallTime() < stall.Floor:
+		a.Text = fmt.Sprintf("cannot tell: its call takes %s at 1 caller, under the %s from which a wait can be told from the machine's noise: it holds nobody long enough to see whom",
+			round(a.CallTime()), stall.Floor)
+		return
+	case s1.Judged == 0:
+		why := "no verdict on its 12 connections"
+		if len(s1.Unjudged) > 0 {
+			why = s1.Unjudged[0]
+		}
+		a.Text = "cannot tell: at 1 caller, " + why
+		return
+	}
+	figures := []string{"behaves as " + a.WorkersText()}
+	if r := a.rise(); r != "" {
+		figures = append(figures, r)
+	}
+	if n := s1.Stalled.Median(); n > 0 {
+		a.Class = ClassLoop
+		held := fmt.Sprintf("a few threads the load holds: at 1 caller %s of %.0f connections stalled (%s), the others did not", num(s1.Stalled, "%.0f"), s1.Probed.Median(), s1.WhoText())
+		if n >= s1.Probed.Median() {
+			held = fmt.Sprintf("a thread the load holds: at 1 caller every one of its %.0f connections stalled behind the call", s1.Probed.Median())
+		}
+		a.Text = held + "; " + strings.Join(figures, "; ")
+		return
+	}
+	a.Class, a.Forgives = ClassPool, 1
+	var after string
+	for _, st := range a.Steps {
+		if st.Step.Conc <= 1 {
+			continue
+		}
+		if st.Judged == 0 {
+			after = fmt.Sprintf("at %s %s", Plural(st.Step.Conc, "caller"), st.StalledText())
+			break
+		}
+		if st.Stalled.Median() > 0 {
+			after = fmt.Sprintf("at %s %s stalled: its callers queued", Plural(st.Step.Conc, "caller"), st.StalledText())
+			break
+		}
+		a.Forgives = st.Step.Conc
+	}
+	a.Text = fmt.Sprintf("a pool that forgives it up to %s: none of its connections stalled up to there", Plural(a.Forgives, "caller"))
+	if st := a.step(a.Forgives); st != nil {
+		if p, ok := bystanderP50(st); ok && a.unloaded() > 0 {
+			a.Text += fmt.Sprintf(", its bystander's median %.1fx its wait unloaded", p/a.unloaded())
+		}
+	}
+	if after != "" {
+		a.Text += "; " + after
+	}
+	a.Text += "; " + strings.Join(figures, "; ")
+}
+
+// asIsBound decides what bounds one step of a server measured as it is:
+// the machine (the kit's processes use its cores), or the workers it
+// behaves as over the call's own time, or the callers; nil without a cost.
+func asIsBound(s results.Step, lr *results.Result, c *results.ServerCost, a *AsIs) *Bound {
+	if lr == nil || lr.Load == nil || c == nil {
+		return nil
+	}
+	l := lr.Load
+	call := a.CallTime()
+	b := &Bound{MeasuredBlock: call}
+	cores := float64(c.Cores)
+	b.KitCores = c.ServerCores + c.GeneratorCores + c.ProberCores + c.DBCores
+	b.OtherCores = math.Max(0, c.MachineCores-b.KitCores)
+	b.Shared = cores > 0 && b.OtherCores >= SharedAbove*cores && !c.ServerNotMeasured
+	if lr.Mode == "closed" && s.Conc > 0 && l.Latency.Count > 0 {
+		b.Little = l.ThroughputPerS * l.Latency.MeanUs / 1e6 / float64(s.Conc)
+		b.LittleOK = math.Abs(b.Little-1) <= LittleTolerance
+	}
+	b.CallersCeiling = CeilingPerS(s.Conc, call)
+	b.WorkersCeiling = a.Ceiling
+	switch {
+	case cores > 0 && b.KitCores >= Saturation*cores && c.GeneratorCores+c.ProberCores >= c.ServerCores && !c.ServerNotMeasured:
+		b.Kind, b.Flagged = "generator", true
+		b.Text = fmt.Sprintf("the load generator: the kit's processes use %.2f of %.0f cores, the generators %.2f against the server's %.2f; not the server's figure",
+			b.KitCores, cores, c.GeneratorCores+c.ProberCores, c.ServerCores)
+	case cores > 0 && c.MachineCores >= Saturation*cores:
+		b.Kind = "cpu"
+		b.Text = fmt.Sprintf("CPU: the machine uses %.2f of %.0f cores", c.MachineCores, cores)
+		if !c.ServerNotMeasured {
+			b.Text += fmt.Sprintf(", the server %.2f at %.1f us per request", c.ServerCores, c.ServerCPUUsPerRequest)
+		}
+	case call <= 0:
+		b.Kind, b.Text = "none", "not known: the call's own time (the sweep at 1 caller) was not measured"
+	case b.WorkersCeiling > 0 && l.ThroughputPerS >= Near*b.WorkersCeiling && b.WorkersCeiling < b.CallersCeiling:
+		b.Kind, b.Share = "workers", l.ThroughputPerS/b.WorkersCeiling
+		b.Text = fmt.Sprintf("workers: the %s it behaves as; at %.0f%% of it", a.CeilingText(), 100*b.Share)
+	case l.ThroughputPerS >= Near*b.CallersCeiling:
+		b.Kind, b.Share = "callers", l.ThroughputPerS/b.CallersCeiling
+		b.Text = fmt.Sprintf("offered concurrency: %d callers / the call's %s = %.0f req/s (Little's law); at %.0f%% of it", s.Conc, round(call), b.CallersCeiling, 100*b.Share)
+	default:
+		b.Kind = "none"
+		lowest := b.CallersCeiling
+		if b.WorkersCeiling > 0 {
+			lowest = min(lowest, b.WorkersCeiling)
+		}
+		b.Share = Share(l.ThroughputPerS, lowest)
+		b.Text = fmt.Sprintf("no ceiling near: %.0f%% of the lowest (%.0f req/s); a request took %s on average against the call's %s at 1 caller: queueing and handing over",
+			100*b.Share, lowest, time.Duration(l.Latency.MeanUs*1e3).Round(10*time.Microsecond), round(call))
+	}
+	if b.Shared {
+		b.Notes = append(b.Notes, fmt.Sprintf("machine shared: %.0f%% used by other processes", 100*b.OtherCores/cores))
+	}
+	return b
+}

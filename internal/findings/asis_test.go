@@ -1,0 +1,247 @@
+package findings
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bystander-kit/bystander/internal/hist"
+	"github.com/bystander-kit/bystander/internal/results"
+)
+
+// asIsRep is one synthetic step of a server measured as it is: its load
+// (median latency and throughput), its 12 connections' waits from the
+// send (ms) and their wait unloaded, and optionally the server's use.
+type asIsRep struct {
+	conc       int
+	p50Ms, tps float64
+	waits      []float64
+	unloaded   float64 // ms
+	use        *results.Use
+	failed     string
+	badStatus  int64 // the load's answers other than 2xx or 3xx
+	dials      int64 // the load's connections opened (0: its callers)
+}
+
+func pcts(ms float64) hist.Percentiles {
+	h := hist.New()
+	h.Record(time.Duration(ms * float64(time.Millisecond)))
+	return h.Summary()
+}
+
+// asIsGroups makes the sweep's groups of a server named svc measured as
+// it is.
+func asIsGroups(steps ...asIsRep) []*Group {
+	srv := results.Server{Name: "svc", Kind: "other", External: true, Load: "GET /work", Bystander: "GET /health"}
+	var gs []*Group
+	for _, s := range steps {
+		step := results.Step{ID: fmt.Sprintf("sweep-svc-c%d", s.conc), Phase: "sweep", Server: srv, Endpoint: srv.Load, Conc: s.conc}
+		g := &Group{Step: step}
+		m := results.Measurement{Step: step, Repeat: 1, Status: "ok", Use: s.use}
+		if s.failed != "" {
+			m.Status, m.Reason = "failed", s.failed
+			g.MS, g.Why = append(g.MS, m), m.Outcome()
+			gs = append(gs, g)
+			continue
+		}
+		lat := pcts(s.p50Ms)
+		dials := s.dials
+		if dials == 0 {
+			dials = int64(s.conc)
+		}
+		load := &results.Result{Mode: "closed", Load: &results.Load{ThroughputPerS: s.tps, Latency: lat, Requests: int64(s.tps), Dials: dials},
+			Errors: []results.ErrorCount{{Kind: "closed", Count: 0}, {Kind: "bad_status", Count: s.badStatus}}}
+		pc := &results.PerConn{BaselineUs: s.unloaded * 1e3}
+		for i, w := range s.waits {
+			pc.Conns = append(pc.Conns, results.ConnStat{Conn: i, Loop: -1, Due: 150, Samples: 150, FromSend: pcts(w), Latency: pcts(w)})
+		}
+		conns := &results.Result{PerConn: pc}
+		probe := &results.Result{Probe: &results.Probe{Due: 30, Completed: 30, Corrected: pcts(s.waits[0]), Uncorrected: pcts(s.waits[0])}}
+		rep := Rep{M: m, Load: load, Conns: conns, Probe: probe}
+		rep.Cost = CostOf(m, load)
+		g.MS, g.Reps = append(g.MS, m), append(g.Reps, rep)
+		g.Load, g.Conns, g.Probe = append(g.Load, load), append(g.Conns, conns), append(g.Probe, probe)
+		gs = append(gs, g)
+	}
+	return gs
+}
+
+func twelve(ms ...float64) []float64 {
+	var out []float64
+	for i := range 12 {
+		out = append(out, ms[i%len(ms)])
+	}
+	return out
+}
+
+// busiest is the server's use with its busiest thread on a CPU share of
+// a 1 s window.
+func busiest(name string, share, cores float64) *results.Use {
+	return &results.Use{WindowNs: 1e9, Cores: 2, MachineBusy: 0.5,
+		Server: &results.ProcUse{CPUNs: int64(cores * 1e9), Threads: 20, Busiest: &results.ThreadCPU{Name: name, CPUNs: int64(share * 1e9)}}}
+}
+
+// TestAsIsClasses: each class a server measured as it is can be given,
+// from its sweep alone, on waits like those the example services gave
+// (docs/measurements.md, "A service as it is").
+func TestAsIsClasses(t *testing.T) {
+	netty1 := []float64{1.06, 9.05, 1.31, 1.84, 0.83, 9.29, 0.83, 1.63, 0.73, 8.69, 0.96, 1.4}
+	for _, tc := range []struct {
+		name     string
+		steps    []asIsRep
+		class    string
+		text     []string
+		stalled  string
+		workers  float64
+		atLeast  bool
+		forgives int
+		cpu      string
+	}{
+		{"netty: 4 loops, a ledger call on them", []asIsRep{
+			{conc: 1, p50Ms: 5, tps: 190, waits: netty1, unloaded: 0.3, use: busiest("nioEventLoopGroup-3-2", 0.08, 0.3)},
+			{conc: 4, p50Ms: 5.3, tps: 752, waits: twelve(7.4, 8.2, 7.7, 7.6), unloaded: 0.3},
+			{conc: 16, p50Ms: 20.5, tps: 780, waits: twelve(21, 23.8, 20.3, 22), unloaded: 0.5},
+		}, ClassLoop, []string{"a few threads the load holds", "3 of 12 connections stalled (1, 5, 9)", "3.9 workers"}, "3 of 12 at 1 caller, 12 of 12 at 4, 12 of 12 at 16", 3.9, false, 0, "off the CPU"},
+		{"node: one loop hashing on a CPU", []asIsRep{
+			{conc: 1, p50Ms: 4, tps: 245, waits: twelve(2.4, 2.6, 2.2), unloaded: 0.25, use: busiest("node", 0.92, 1.0)},
+			{conc: 4, p50Ms: 16, tps: 250, waits: twelve(12, 13), unloaded: 0.25},
+		}, ClassLoop, []string{"a thread the load holds", "every one of its 12 connections stalled"}, "12 of 12 at 1 caller, 12 of 12 at 4", 1.0, false, 0, "on a CPU"},
+		{"tomcat: a pool the sweep never filled", []asIsRep{
+			{conc: 1, p50Ms: 5.5, tps: 180, waits: twelve(0.9, 1.1, 1.4), unloaded: 0.6, use: busiest("http-nio-exec-3", 0.03, 0.2)},
+			{conc: 4, p50Ms: 5.6, tps: 710, waits: twelve(0.2, 0.22), unloaded: 0.3},
+			{conc: 16, p50Ms: 5.9, tps: 2700, waits: twelve(1.1, 1.3, 0.9), unloaded: 0.8},
+		}, ClassPool, []string{"a pool that forgives it up to 16 callers", "at least"}, "0 of 12 at 1 caller, 0 of 12 at 4, 0 of 12 at 16", 14.9, true, 16, "off the CPU"},
+		{"a pool of 8 the sweep filled: its callers queued", []asIsRep{
+			{conc: 1, p50Ms: 5, tps: 195, waits: twelve(0.3, 0.35), unloaded: 0.3},
+			{conc: 4, p50Ms: 5.2, tps: 760, waits: twelve(0.4, 0.3), unloaded: 0.3},
+			{conc: 64, p50Ms: 40, tps: 1560, waits: twelve(35, 38, 36), unloaded: 0.3},
+		}, ClassPool, []string{"a pool that forgives it up to 4 callers", "at 64 callers 12 of 12 stalled: its callers queued", "7.8 workers"}, "", 7.8, false, 4, "not measured"},
+		{"cannot tell: starved at 1 caller", []asIsRep{
+			{conc: 1, p50Ms: 5, tps: 190, waits: netty1, unloaded: 0.3, use: &results.Use{WindowNs: 1e9, Cores: 2, MachineBusy: 1,
+				Server: &results.ProcUse{CPUNs: 3e8, RunqWaitNs: 5e8, RunqWaits: 1000}}},
+			{conc: 4, p50Ms: 5.3, tps: 752, waits: twelve(7.4, 8.2), unloaded: 0.3},
+		}, ClassUnknown, []string{"cannot tell: at 1 caller, machine too busy to judge", "500µs"}, "machine too busy to judge at 1 caller, 12 of 12 at 4", 3.76, true, 0, ""},
+		{"cannot tell: 1 caller not measured", []asIsRep{
+			{conc: 1, failed: "the server died during the measurement"},
+			{conc: 4, p50Ms: 5.3, tps: 752, waits: twelve(7.4, 8.2), unloaded: 0.3},
+		}, ClassUnknown, []string{"cannot tell: the sweep at 1 caller was not measured", "the server died"}, "", 0, false, 0, "not known"},
+		{"cannot tell: waits that do not separate, and no reference", []asIsRep{
+			{conc: 1, p50Ms: 5, tps: 190, waits: twelve(2, 3.5, 2.5, 4), unloaded: 0},
+		}, ClassUnknown, []string{"cannot tell", "do not separate"}, "not judged at 1 caller", 0.95, true, 0, ""},
+		{"cannot tell: a call too short to hold anyone", []asIsRep{
+			{conc: 1, p50Ms: 0.045, tps: 17000, waits: twelve(0.3, 0.31), unloaded: 0.2},
+			{conc: 4, p50Ms: 0.2, tps: 14000, waits: twelve(0.3, 0.29), unloaded: 0.2},
+		}, ClassUnknown, []string{"cannot tell: its call takes 45µs at 1 caller, under the 1ms"}, "0 of 12 at 1 caller, 0 of 12 at 4", 0.77, false, 0, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			as := asIsOf(asIsGroups(tc.steps...), Params{})
+			if len(as) != 1 {
+				t.Fatalf("%d servers measured as they are", len(as))
+			}
+			a := as[0]
+			if a.Class != tc.class {
+				t.Fatalf("class %s (%s), want %s", a.Class, a.Text, tc.class)
+			}
+			for _, w := range tc.text {
+				if !strings.Contains(a.Text, w) {
+					t.Errorf("%q lacks %q", a.Text, w)
+				}
+			}
+			if tc.stalled != "" && a.StalledLine() != tc.stalled {
+				t.Errorf("stalled %q, want %q", a.StalledLine(), tc.stalled)
+			}
+			if d := a.Workers - tc.workers; d > 0.05 || d < -0.05 || a.AtLeast != tc.atLeast {
+				t.Errorf("workers %.2f (at least %v), want %.2f (%v)", a.Workers, a.AtLeast, tc.workers, tc.atLeast)
+			}
+			if a.Forgives != tc.forgives {
+				t.Errorf("forgives %d, want %d", a.Forgives, tc.forgives)
+			}
+			if !strings.Contains(a.CPUText(), tc.cpu) {
+				t.Errorf("cpu %q, want %q", a.CPUText(), tc.cpu)
+			}
+		})
+	}
+}
+
+// TestAsIsFigures: the call's own time is the load's median at 1 caller;
+// the plateau the highest throughput; the workers the plateau x the call's
+// time, and the ceiling those workers over it.
+func TestAsIsFigures(t *testing.T) {
+	a := asIsOf(asIsGroups(
+		asIsRep{conc: 1, p50Ms: 5, tps: 190, waits: twelve(1, 9, 1, 1), unloaded: 0.3},
+		asIsRep{conc: 16, p50Ms: 20.5, tps: 780, waits: twelve(21, 23), unloaded: 0.5, use: busiest("loop", 0.1, 0.3)},
+		asIsRep{conc: 4, p50Ms: 5.3, tps: 752, waits: twelve(7.4, 8.2), unloaded: 0.3},
+	), Params{})[0]
+	// The histogram keeps 3 digits: 5 ms reads back as 5.003 ms.
+	near := func(x, want float64) bool { return x > 0.998*want && x < 1.002*want }
+	if !near(a.CallTime().Seconds(), 0.005) || a.Plateau != 780 || a.PlateauAt != 16 {
+		t.Fatalf("call %s, plateau %.0f at %d", a.CallTime(), a.Plateau, a.PlateauAt)
+	}
+	if !near(a.Workers, 780*0.005) || !near(a.Ceiling, 800) || a.CeilingText() != "4 workers / 5ms = 800 req/s" {
+		t.Errorf("workers %.2f, ceiling %.0f: %s", a.Workers, a.Ceiling, a.CeilingText())
+	}
+	if a.Steps[0].Step.Conc != 1 || a.Steps[2].Step.Conc != 16 {
+		t.Errorf("steps not in callers' order")
+	}
+	if b := a.Steps[2].Bound(); b == nil || b.Kind != "workers" {
+		t.Errorf("at 16 callers, 780 req/s of the 800 its 4 workers allow: bound %+v", b)
+	}
+}
+
+// TestAsIsRuns: on real runs of the example services measured as they
+// are, the Netty shop's threads are held by its load (the 3 of 12
+// connections that share a loop with the 1 caller stalled), Node's one
+// loop is held on a CPU.
+func TestAsIsRuns(t *testing.T) {
+	netty, err := Read("testdata/asis-netty-run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(netty.AsIs) != 1 || len(netty.Sweep) != 0 {
+		t.Fatalf("%d servers as they are, %d sweep rows of the protocol's", len(netty.AsIs), len(netty.Sweep))
+	}
+	a := netty.AsIs[0]
+	if a.Class != ClassLoop || a.Steps[0].StalledText() != "3 of 12" || a.CPUBound || !a.CPUKnown || a.Workers < 2 || a.Workers > 5 {
+		t.Errorf("netty: %s (%s), %s at 1 caller, %s, %.1f workers", a.Class, a.Text, a.Steps[0].StalledText(), a.CPUText(), a.Workers)
+	}
+	if c := netty.Classes(); len(c) != 1 || c[0].Class != ClassLoop || !strings.HasPrefix(c[0].Stalled, "3 of 12 at 1 caller") || c[0].CPU == "" {
+		t.Errorf("netty's class: %+v", c)
+	}
+	node, err := Read("testdata/asis-node-run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := node.AsIs[0]
+	if b.Class != ClassLoop || !strings.HasPrefix(b.Text, "a thread the load holds") || !b.CPUBound || b.Steps[0].StalledText() != "12 of 12" {
+		t.Errorf("node: %s (%s), %s", b.Class, b.Text, b.CPUText())
+	}
+	if !strings.Contains(node.Lead(), "node as it is (a thread the load holds") {
+		t.Errorf("the lead: %s", node.Lead())
+	}
+}
+
+// TestAsIsNothingLost: answers other than 2xx or 3xx and connections the
+// service closed are said beside the figures, the step kept: what the
+// service did under the load is what was measured.
+func TestAsIsNothingLost(t *testing.T) {
+	f := &Findings{Run: &results.Run{}, Params: Params{ProbeInterval: 50 * time.Millisecond}}
+	f.AsIs = asIsOf(asIsGroups(
+		asIsRep{conc: 1, p50Ms: 5, tps: 190, waits: twelve(1, 9, 1, 1), unloaded: 0.3},
+		asIsRep{conc: 4, p50Ms: 5.3, tps: 752, waits: twelve(7.4, 8.2), unloaded: 0.3, badStatus: 310, dials: 3700},
+	), f.Params)
+	var b strings.Builder
+	f.writeAsIs(&b)
+	for _, want := range []string{"at 4 callers: 310 of the load's requests not answered 2xx or 3xx (bad_status 310)", "never as answers",
+		"at 4 callers: the service closed the load's connections: 3700 dials for its 4 callers"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("the table does not say %q:\n%s", want, b.String())
+		}
+	}
+	if st := f.AsIs[0].Steps[0]; st.ClosedText() != "" || st.NotAnswered() != 0 {
+		t.Errorf("1 caller, its connection kept and every request answered: %q, %d", st.ClosedText(), st.NotAnswered())
+	}
+	if f.AsIs[0].Steps[1].Throughput.Median() != 752 {
+		t.Error("the step with failed answers lost its figures")
+	}
+}
