@@ -121,6 +121,7 @@ func run(ctx context.Context, o options, progress func(elapsed, total time.Durat
 	// goroutine driving its share.
 	ps := make([]*client.Poller, min(o.threads, o.conc))
 	drivers := make([]*driver, len(ps))
+	redials := new(client.Redials)
 	for i := range ps {
 		p, err := client.NewPoller()
 		if err != nil {
@@ -129,7 +130,7 @@ func run(ctx context.Context, o options, progress func(elapsed, total time.Durat
 			}
 			return nil, fmt.Errorf("loadgen: %w", err)
 		}
-		ps[i], drivers[i] = p, &driver{rate: o.rate, conns: o.conc}
+		ps[i], drivers[i] = p, &driver{rate: o.rate, conns: o.conc, redials: redials}
 		defer p.Close()
 	}
 	var mix *request.Mix
@@ -310,11 +311,13 @@ type driver struct {
 	secs, ticks *series
 	rate        float64 // open model; 0: closed
 	conns       int
-	tally       client.Tally // every request's end, the window's or not
+	tally       client.Tally    // every request's end, the window's or not
+	redials     *client.Redials // shared by every poller's driver
 }
 
 // Next: closed, the next request leaves at once (after a failed answer,
-// once the connection's pause is over: client.Backoff); open, request k of connection id is due at
+// once the connection's pause is over and at most 100 such a second over
+// all connections: client.Backoff, client.Redials); open, request k of connection id is due at
 // start + (k*conns + id) / rate, late if the previous answer was late,
 // never skipped: the lateness is what the corrected latency shows.
 func (d *driver) Next(c *client.PConn, now time.Time) (time.Time, bool) {
@@ -325,6 +328,9 @@ func (d *driver) Next(c *client.PConn, now time.Time) (time.Time, bool) {
 		return due, due.Before(d.ck.end)
 	}
 	due := w.backoff.Due(now)
+	if w.backoff.Paused() {
+		due = d.redials.Due(due)
+	}
 	return due, due.Before(d.ck.end)
 }
 

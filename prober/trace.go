@@ -36,8 +36,9 @@ func runTrace(ctx context.Context, o options) (*results.Result, error) {
 	cpu0 := proc.Self()
 	tjs := make([]*tracing, len(pcs))
 	jobs := make([]job, len(pcs))
+	redials := new(client.Redials)
 	for i, p := range pcs {
-		tjs[i] = &tracing{p: p, o: o, start: start, from: from, end: end,
+		tjs[i] = &tracing{p: p, o: o, start: start, from: from, end: end, redials: redials,
 			acc: hist.New(), late: hist.New(), ret: hist.New(), tot: hist.New()}
 		jobs[i] = tjs[i]
 	}
@@ -92,6 +93,7 @@ type tracing struct {
 	acc, late, ret, tot *hist.H
 	missing             int64
 	backoff             client.Backoff
+	redials             *client.Redials // shared by every connection's tracing
 }
 
 func (tj *tracing) next(now time.Time) (time.Time, bool) {
@@ -101,6 +103,9 @@ func (tj *tracing) next(now time.Time) (time.Time, bool) {
 		tj.k++
 	} else {
 		due = tj.backoff.Due(now)
+		if tj.backoff.Paused() {
+			due = tj.redials.Due(due)
+		}
 	}
 	leaves := due
 	if now.After(due) {

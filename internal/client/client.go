@@ -112,6 +112,36 @@ func (b *Backoff) Due(due time.Time) time.Time {
 	return due
 }
 
+// Paused says whether the connection's last request failed and called
+// for a pause (its next one asks again, maybe on a new connection).
+func (b *Backoff) Paused() bool { return b.pause > 0 }
+
+// RedialEvery spaces the requests that follow a failed answer over all of
+// a tool's connections (Redials): at most 100 a second whatever --conc,
+// where each connection's own Backoff alone let 64 connections dial 165
+// times a second against a server that answers garbage.
+const RedialEvery = 10 * time.Millisecond
+
+// Redials is the one pace of a tool's requests after failed answers (a
+// failed answer's next request often dials anew). Its zero value is ready;
+// safe for concurrent use (a tool's pollers share one).
+type Redials struct {
+	mu   sync.Mutex
+	next time.Time
+}
+
+// Due books a request after a failed answer, due at due, and says when it
+// may leave: not before RedialEvery after the one booked before it.
+func (r *Redials) Due(due time.Time) time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.next.After(due) {
+		due = r.next
+	}
+	r.next = due.Add(RedialEvery)
+	return due
+}
+
 // ErrNoAnswer is what a tool says, beside what it measured, when no
 // request of its run was answered (Tally.NoAnswer).
 var ErrNoAnswer = errors.New("no answer")

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"slices"
+	"sync"
 	"strings"
 	"syscall"
 	"testing"
@@ -272,5 +273,40 @@ func TestTally(t *testing.T) {
 	a.Add(nil)
 	if err := a.NoAnswer(time.Second); err != nil || a.Answered() != 1 {
 		t.Fatalf("%v, %d answered", err, a.Answered())
+	}
+}
+
+// TestRedials: the requests after failed answers leave RedialEvery apart
+// over every connection, booked from any goroutine.
+func TestRedials(t *testing.T) {
+	var r Redials
+	now := time.Now()
+	var mu sync.Mutex
+	var got []time.Time
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 25 {
+				d := r.Due(now)
+				mu.Lock()
+				got = append(got, d)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	slices.SortFunc(got, time.Time.Compare)
+	for i := 1; i < len(got); i++ {
+		if gap := got[i].Sub(got[i-1]); gap < RedialEvery {
+			t.Fatalf("requests %d and %d %s apart, want %s at least", i-1, i, gap, RedialEvery)
+		}
+	}
+	if last := got[len(got)-1].Sub(now); last != 199*RedialEvery {
+		t.Errorf("the 200th leaves %s after the first, want %s", last, 199*RedialEvery)
+	}
+	if d := r.Due(now.Add(time.Hour)); !d.Equal(now.Add(time.Hour)) {
+		t.Errorf("a request due long after the last leaves at %s, not when due", d.Sub(now))
 	}
 }
