@@ -183,6 +183,12 @@ func newRecordingDir(pid int) (*recordingDir, error) {
 	base, jvmBase := os.TempDir(), os.TempDir()
 	self, _ := os.Readlink("/proc/self/ns/mnt")
 	if theirs, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/mnt", pid)); err == nil && theirs != self {
+		if os.Geteuid() == 0 && st.Uid != 0 {
+			// Through /proc/PID/root a link the container's user made
+			// resolves against this machine's root: a directory made
+			// there as root could land anywhere on the host.
+			return nil, fmt.Errorf("watch: pid %d is in a container of another user's: the kit, as root, makes no directory in it (Flight Recorder not asked)", pid)
+		}
 		base, jvmBase = fmt.Sprintf("/proc/%d/root/tmp", pid), "/tmp" // a container: its own /tmp
 	}
 	host, err := os.MkdirTemp(base, "bystander-jfr-")
@@ -203,8 +209,18 @@ func newRecordingDir(pid int) (*recordingDir, error) {
 
 func (d *recordingDir) inJVM(name string) string { return filepath.Join(d.jvm, name) }
 
+// write makes a new file in the directory: never one already there, nor
+// through a link (the directory is the JVM's user's, who could have put
+// one there pointing anywhere the kit may write).
 func (d *recordingDir) write(name string, b []byte) error {
-	if err := os.WriteFile(filepath.Join(d.host, name), b, 0o644); err != nil {
+	f, err := os.OpenFile(filepath.Join(d.host, name), os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o644)
+	if err == nil {
+		_, err = f.Write(b)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
 		return fmt.Errorf("watch: Flight Recorder's settings not written: %v", err)
 	}
 	return nil
