@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"time"
 
@@ -113,4 +114,19 @@ func dbPool(o Options) int {
 		return 0
 	}
 	return o.DBPool
+}
+
+// dbSecrets are the variables through which a PostgreSQL password reaches
+// pgx and libpq.
+var dbSecrets = []string{"PGPASSWORD", "PGPASSFILE", "PGSERVICEFILE"}
+
+// dropDBSecrets takes the database's password out of the run's own
+// environment once startDB has what it needs: every process the run starts
+// inherits that environment (loadgen, the prober, chromium, jcmd, which runs
+// as a JVM's user, who can read its environment), and only the servers are
+// to have the password, handed to them by serverEnv.
+func dropDBSecrets() {
+	for _, k := range dbSecrets {
+		os.Unsetenv(k)
+	}
 }

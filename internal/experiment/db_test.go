@@ -228,7 +228,10 @@ type secretWatch struct {
 	mu        sync.Mutex
 	argv      []string
 	passwords map[string]bool
-	stop      func()
+	// leaked: the other children (loadgen, the prober, ...) that had a
+	// PGPASSWORD in their environment, by their command.
+	leaked []string
+	stop   func()
 }
 
 // watchSecrets looks every 50 ms at this process's children that were
@@ -260,10 +263,22 @@ func (w *secretWatch) look() {
 			continue
 		}
 		cmdline, err := os.ReadFile(p + "/cmdline")
-		if err != nil || !strings.Contains(string(cmdline), "\x00--db-url\x00") {
+		if err != nil {
 			continue
 		}
 		env, _ := os.ReadFile(p + "/environ")
+		if !strings.Contains(string(cmdline), "\x00--db-url\x00") {
+			for _, kv := range strings.Split(string(env), "\x00") {
+				if v, ok := strings.CutPrefix(kv, "PGPASSWORD="); ok && v != "" {
+					w.mu.Lock()
+					if name := filepath.Base(strings.SplitN(string(cmdline), "\x00", 2)[0]); !slices.Contains(w.leaked, name) {
+						w.leaked = append(w.leaked, name)
+					}
+					w.mu.Unlock()
+				}
+			}
+			continue
+		}
 		w.mu.Lock()
 		w.argv = append(w.argv, strings.ReplaceAll(string(cmdline), "\x00", " "))
 		for _, kv := range strings.Split(string(env), "\x00") {
@@ -289,6 +304,9 @@ func (w *secretWatch) noSecret(t *testing.T, want, out, dir string) {
 	}
 	if len(w.passwords) == 0 || (want != "" && !w.passwords[want]) {
 		t.Errorf("the servers' environment held no PGPASSWORD (want %v): %d seen", want != "", len(w.passwords))
+	}
+	if len(w.leaked) > 0 {
+		t.Errorf("processes of the run other than its servers had the password in their environment: %v", w.leaked)
 	}
 	secrets := slices.Collect(maps.Keys(w.passwords))
 	if want != "" {
@@ -360,13 +378,24 @@ func TestPGURLFlags(t *testing.T) {
 // their environment (PGPASSWORD, which the Java servers read too) and
 // nowhere else: not their argv, the run's output or any file of the run.
 func TestPGURLPassword(t *testing.T) {
+	t.Run("pgpass", func(t *testing.T) { pgURLPassword(t, false) })
+	// The password in the run's environment reached every process it
+	// started (loadgen, the prober, jcmd, which runs as a JVM's user).
+	t.Run("PGPASSWORD", func(t *testing.T) { pgURLPassword(t, true) })
+}
+
+func pgURLPassword(t *testing.T, inEnv bool) {
 	db := wiretest.Postgres(t)
-	pgpass := filepath.Join(t.TempDir(), "pgpass")
-	if err := os.WriteFile(pgpass, fmt.Appendf(nil, "127.0.0.1:%d:*:%s:%s\n", db.Port, pgrun.User, db.Password()), 0o600); err != nil {
-		t.Fatal(err)
+	if inEnv {
+		t.Setenv("PGPASSWORD", db.Password())
+	} else {
+		pgpass := filepath.Join(t.TempDir(), "pgpass")
+		if err := os.WriteFile(pgpass, fmt.Appendf(nil, "127.0.0.1:%d:*:%s:%s\n", db.Port, pgrun.User, db.Password()), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		t.Setenv("PGPASSFILE", pgpass)
+		t.Setenv("PGPASSWORD", "") // none: pgx reads the file
 	}
-	t.Setenv("PGPASSFILE", pgpass)
-	t.Setenv("PGPASSWORD", "") // none: pgx reads the file
 	bin := kit(t)
 	out := filepath.Join(t.TempDir(), "run")
 	o, err := ParseFlags([]string{"--quick", "--duration", "500ms", "--warmup", "200ms", "--out", out, "--bin", bin, "--block-mode", "postgres",

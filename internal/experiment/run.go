@@ -94,6 +94,7 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) error {
 		return refused(err)
 	}
 	defer stopDB()
+	dropDBSecrets()
 	r := newRunner(o, procs, stdout)
 	defer r.procs.stopAll()
 	if o.Stage {
