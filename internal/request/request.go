@@ -94,10 +94,11 @@ type Request struct {
 	Line int
 }
 
-// String says the request in one line, its body by size only:
-// "POST /login (+body 43 B)".
+// String says the request in one line, its body by size only and a
+// query's credentials by name only: "POST /login (+body 43 B)",
+// "GET /x?api_key=REDACTED".
 func (r *Request) String() string {
-	s := r.Method + " " + r.Target
+	s := r.Method + " " + redactQuery(r.Target)
 	if len(r.Body) > 0 {
 		s += " (+body " + strconv.Itoa(len(r.Body)) + " B)"
 	}
@@ -570,4 +571,32 @@ func bodyPath(file, name string) string {
 		return name
 	}
 	return filepath.Join(filepath.Dir(file), name)
+}
+
+// secretKeys are the parts of a query key that name a credential: its
+// value is not written where a run is shared.
+var secretKeys = []string{"key", "token", "secret", "password", "passwd", "pwd", "auth", "sig", "session", "credential", "cookie"}
+
+// redactQuery is target with the values of a query's credentials (a key
+// holding one of secretKeys, in any case) said as REDACTED.
+func redactQuery(target string) string {
+	path, query, ok := strings.Cut(target, "?")
+	if !ok {
+		return target
+	}
+	pairs := strings.Split(query, "&")
+	for i, p := range pairs {
+		k, _, ok := strings.Cut(p, "=")
+		if !ok {
+			continue
+		}
+		lk := strings.ToLower(k)
+		for _, w := range secretKeys {
+			if strings.Contains(lk, w) {
+				pairs[i] = k + "=REDACTED"
+				break
+			}
+		}
+	}
+	return path + "?" + strings.Join(pairs, "&")
 }

@@ -518,3 +518,27 @@ func BenchmarkMixNext(b *testing.B) {
 		b.Fatal("nothing sent")
 	}
 }
+
+// TestStringRedactsQuerySecrets: what a run writes of a request (run.json,
+// the report, the check's line) says a query's credentials by name only:
+// `--load 'GET /x?api_key=SECRET'` put SECRET in run.json and the report.
+func TestStringRedactsQuerySecrets(t *testing.T) {
+	for _, tc := range []struct{ target, want string }{
+		{"/x?api_key=SECRET", "GET /x?api_key=REDACTED"},
+		{"/accounts/42/balance?account=7&token=abc&x=1", "GET /accounts/42/balance?account=7&token=REDACTED&x=1"},
+		{"/s?Password=p&sig=q&AccessToken=r&session_id=s", "GET /s?Password=REDACTED&sig=REDACTED&AccessToken=REDACTED&session_id=REDACTED"},
+		{"/report?account=42", "GET /report?account=42"},
+		{"/a?flag&secret", "GET /a?flag&secret"},
+	} {
+		r, err := New("127.0.0.1:8080", "GET", tc.target, nil, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.target, err)
+		}
+		if got := r.String(); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.target, got, tc.want)
+		}
+		if !bytes.Contains(r.Wire(), []byte(tc.target)) {
+			t.Errorf("%s: the request sent is not the one asked: %q", tc.target, r.Wire())
+		}
+	}
+}
