@@ -185,14 +185,24 @@ func warmConns(ctx context.Context, addr string, d time.Duration, conns []warmCo
 			stop := context.AfterFunc(ctx, c.Interrupt)
 			defer stop()
 			var r client.Response
+			var b client.Backoff // a failed answer's pause, as the tools have it
 			for ctx.Err() == nil {
-				if err := c.Do(&r); err != nil && ctx.Err() == nil && !(wc.answersAll && client.KindOf(err) == client.BadStatus) {
+				err := c.Do(&r)
+				if err != nil && ctx.Err() == nil && !(wc.answersAll && client.KindOf(err) == client.BadStatus) {
 					mu.Lock()
 					if firstErr == nil {
 						firstErr = fmt.Errorf("warming %s up: %s: %w", addr, wc.what, err)
 					}
 					mu.Unlock()
 					return
+				}
+				now := time.Now()
+				b.After(&r, err, now)
+				if wait := b.Due(now).Sub(now); wait > 0 {
+					select {
+					case <-ctx.Done():
+					case <-time.After(wait):
+					}
 				}
 			}
 		}()
