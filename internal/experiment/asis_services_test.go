@@ -115,14 +115,25 @@ func TestAsIsTomcat(t *testing.T) {
 		// Its bystander stays near its wait unloaded, where the machine
 		// left the server its CPU: beside other tenants (or the load's
 		// own generators filling the cores) a probe waits for a CPU too.
-		p, unloaded := st.Fast.P50.Median(), a.Steps[0].Unloaded.Median()
+		// The least wait unloaded the sweep saw (a step without one is
+		// left out, as findings leaves it out).
+		p, unloaded := st.Fast.P50.Median(), 0.0
 		for _, s := range a.Steps {
-			unloaded = min(unloaded, s.Unloaded.Median())
+			if u := s.Unloaded.Median(); u > 0 && (unloaded == 0 || u < unloaded) {
+				unloaded = u
+			}
+		}
+		if unloaded == 0 {
+			t.Errorf("at %d callers: no step has a wait unloaded", conc)
+			continue
 		}
 		b := st.Bound()
 		t.Logf("at %d callers: bystander p50 %.0fus, %.1fx its %.0fus unloaded; bound %s", conc, p, p/unloaded, unloaded, b.Line())
-		if b != nil && b.Kind != "cpu" && !b.Shared && p > 2*unloaded {
-			t.Errorf("at %d callers, on a machine not shared, its bystander's median %.0fus is over 2x its %.0fus unloaded", conc, p, unloaded)
+		// Over 2x and over 1 ms more than unloaded: a 0.2 ms wait doubled
+		// is a scheduler's hiccup on 2 cores, a held thread adds the
+		// ledger's 5 ms.
+		if b != nil && b.Kind != "cpu" && !b.Shared && p > 2*unloaded && p > unloaded+1000 {
+			t.Errorf("at %d callers, on a machine not shared, its bystander's median %.0fus is over 2x its %.0fus unloaded and 1 ms more", conc, p, unloaded)
 		}
 	}
 }
