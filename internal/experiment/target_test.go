@@ -143,14 +143,18 @@ func TestTargetNode(t *testing.T) {
 		t.Errorf("sweep: ceiling %v, want 1 loop / 20ms = 50", f.Sweep)
 	}
 	// What the server says it blocked: the run's block in the sweep and
-	// offload, the stall block in the stall and trace phases.
+	// offload, the stall block in the stall and trace phases, not Node's
+	// own 5ms nor the other phase's. A block never ends early; it may end
+	// late on a busy machine (Atomics.wait woken late: 22.2ms for 20 beside
+	// 4 noisy neighbours, which a 10 % bound failed), so the bound above
+	// is half again the block, short of the other block asked (20 and 60).
 	for _, g := range f.Groups {
 		want := 20 * time.Millisecond
 		if g.Step.Phase == "stall" || g.Step.Phase == "trace" {
 			want = 60 * time.Millisecond
 		}
 		for _, lr := range g.Load {
-			if got := time.Duration(lr.Load.MeanBlockedNs); lr.Load.BlockedSamples == 0 || got < want || got > want*11/10 {
+			if got := time.Duration(lr.Load.MeanBlockedNs); lr.Load.BlockedSamples == 0 || got < want || got > want*3/2 {
 				t.Errorf("%s: the server blocked %s (X-Blocked-Ns, %d samples), want the %s asked", g.Step.ID, got, lr.Load.BlockedSamples, want)
 			}
 		}
