@@ -103,7 +103,8 @@ func GoTrace(ctx context.Context, base string, o Options) culprit.Service {
 		s.Limits = append(s.Limits, err.Error())
 		return s
 	}
-	b, cpuErr, err := fetchTrace(ctx, u, o.Window)
+	sleepCtx(ctx, time.Until(o.begin(time.Now()))) // a trace starts at once
+	b, cpuErr, err := fetchTrace(ctx, u, o.left())
 	if err != nil {
 		s.Limits = append(s.Limits, err.Error())
 		if len(b) == 0 {

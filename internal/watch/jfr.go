@@ -103,8 +103,10 @@ func JFR(ctx context.Context, pid int, o Options) culprit.Service {
 		s.Limits = append(s.Limits, fmt.Sprintf("watch: Flight Recorder did not start in pid %d: %s", pid, outside.Reason(start.Out)))
 		return s
 	}
-	from := time.Now()
-	sleepCtx(ctx, o.Window)
+	// The recording's events before the window's beginning are left out
+	// (the digest reads from..to only).
+	from := o.begin(time.Now())
+	sleepCtx(ctx, o.left())
 	to := time.Now()
 	stop := outside.Jcmd(context.WithoutCancel(ctx), pid, jcmdLimit, 64<<10, "JFR.stop", "name="+name, "filename="+dir.inJVM("recording.jfr"))
 	s.CostNs += stop.CPUNs

@@ -37,12 +37,14 @@ func Proc(ctx context.Context, pid int, o Options) culprit.Service {
 	if rt == "node" {
 		s.Role, s.Serving, only = roleLoop, 1, pid
 	}
+	// The looks start at once: at the window's beginning.
+	sleepCtx(ctx, time.Until(o.begin(time.Now())))
 	runtime.LockOSThread() // the looks' cost is their thread's CPU
 	defer runtime.UnlockOSThread()
 	cpu0 := threadCPU()
 	var looks []outside.Look
 	next := time.Now()
-	end := next.Add(o.Window)
+	end := next.Add(o.left())
 	for len(looks) < maxProcLooks {
 		l, limit, err := outside.LookAt(pid)
 		if err != nil {

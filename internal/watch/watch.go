@@ -34,6 +34,13 @@ type Target struct {
 type Options struct {
 	Window    time.Duration // default DefaultWindow
 	Threshold time.Duration // default DefaultThreshold
+	// From and Until, when set, place the window against the clock
+	// instead: it begins at From at the earliest (a source started ahead,
+	// as Flight Recorder is, since its first start in a JVM takes seconds
+	// on a busy machine, counts nothing before) and ends at Until, however
+	// long the source took to start: a window that should be a measured
+	// one. Window is then not used.
+	From, Until time.Time
 }
 
 // The defaults: a window long enough for a few hundred 5 ms calls, and a
@@ -52,6 +59,27 @@ func (o Options) withDefaults() Options {
 	}
 	return o
 }
+
+// left is how long the window lasts from now: Window, or until Until
+// (at least minWindow: a source that started late still watches a little).
+func (o Options) left() time.Duration {
+	if o.Until.IsZero() {
+		return o.Window
+	}
+	return max(time.Until(o.Until), minWindow)
+}
+
+// begin is when the window begins for a source ready now: now, or From
+// when that is later.
+func (o Options) begin(now time.Time) time.Time {
+	if o.From.After(now) {
+		return o.From
+	}
+	return now
+}
+
+// minWindow is the least a window lasts once its source has started.
+const minWindow = 100 * time.Millisecond
 
 // Watch watches the service for o.Window and says what held its serving
 // threads: a Go service with Pprof through its execution trace, a JVM

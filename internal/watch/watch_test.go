@@ -2,6 +2,7 @@ package watch
 
 import (
 	"testing"
+	"time"
 
 	"github.com/bystander-kit/bystander/internal/culprit"
 )
@@ -40,5 +41,27 @@ func TestTallyPlaces(t *testing.T) {
 	}
 	if n := len(tl.holds()); n != culprit.MaxHolds {
 		t.Errorf("%d holds, want %d", n, culprit.MaxHolds)
+	}
+}
+
+// TestOptionsUntil: a window placed against the clock begins at From at
+// the earliest and lasts until Until however late its source started, a
+// little at least.
+func TestOptionsUntil(t *testing.T) {
+	now := time.Now()
+	if d := (Options{Window: time.Second}).left(); d != time.Second {
+		t.Errorf("no end: %v", d)
+	}
+	if d := (Options{Window: time.Minute, Until: now.Add(-time.Second)}).left(); d != minWindow {
+		t.Errorf("an end passed: %v, want %v", d, minWindow)
+	}
+	if d := (Options{Window: time.Second, Until: now.Add(3 * time.Second)}).left(); d > 3*time.Second || d < 2*time.Second {
+		t.Errorf("an end in 3 s: %v", d)
+	}
+	if b := (Options{From: now.Add(time.Second)}).begin(now); !b.Equal(now.Add(time.Second)) {
+		t.Errorf("ready ahead of From: begins %v", b.Sub(now))
+	}
+	if b := (Options{From: now.Add(-time.Second)}).begin(now); !b.Equal(now) {
+		t.Errorf("ready after From: begins %v", b.Sub(now))
 	}
 }
