@@ -91,6 +91,12 @@ func TestServiceWords(t *testing.T) {
 	if got := s.Words(); !strings.HasSuffix(got, "; held, and forgiven (bystanders' median within 1.1x of unloaded, none stalled)") {
 		t.Errorf("forgiven: %q", got)
 	}
+	// Said once, with the first of the pool's holds: not on every line.
+	s.Holds = append(s.Holds, Hold{State: "in a socket write", Held: 2, HeldNs: int64(time.Second), Calls: 10})
+	if l := s.Lines(); len(l) != 2 || !strings.Contains(l[0], "held, and forgiven") || strings.Contains(l[1], "forgiven") {
+		t.Errorf("lines: %q", l)
+	}
+	s.Holds = s.Holds[:1]
 	cpu := Service{Source: SourceProc, Role: "event-loop threads", Serving: 1, WindowNs: int64(2 * time.Second),
 		Holds: []Hold{{State: "on a CPU", Held: 1, HeldNs: int64(3 * time.Second), Threads: []string{"node (main thread)"}}}}
 	if got, want := cpu.Words(), "1 of 1 event-loop threads held 100 % of the window on a CPU"; got != want {

@@ -154,7 +154,10 @@ func (s Service) Words() string {
 }
 
 // HoldWords say one of the service's holds in a sentence.
-func (s Service) HoldWords(h Hold) string {
+func (s Service) HoldWords(h Hold) string { return s.holdWords(h, true) }
+
+// holdWords say a hold, and for a pool whether it was forgiven.
+func (s Service) holdWords(h Hold, forgiven bool) string {
 	who := fmt.Sprintf("%d %s", h.Held, s.role())
 	if h.Held == 1 {
 		who = "1 " + strings.TrimSuffix(s.role(), "s")
@@ -169,17 +172,18 @@ func (s Service) HoldWords(h Hold) string {
 	case h.Calls > 1:
 		line += fmt.Sprintf(": %d calls, %s on average", h.Calls, FormatHeld(time.Duration(h.HeldNs/int64(h.Calls))))
 	}
-	if s.Pool && s.Forgiven != "" {
+	if forgiven && s.Pool && s.Forgiven != "" {
 		line += "; held, and forgiven (" + s.Forgiven + ")"
 	}
 	return line
 }
 
-// Lines are every hold's sentence, then the limits and the hint.
+// Lines are every hold's sentence (a pool's forgiveness said once, with
+// the first), then the limits and the hint.
 func (s Service) Lines() []string {
 	var out []string
-	for _, h := range s.Holds {
-		out = append(out, s.HoldWords(h))
+	for i, h := range s.Holds {
+		out = append(out, s.holdWords(h, i == 0))
 	}
 	if len(s.Holds) == 0 {
 		out = append(out, s.none())
