@@ -85,6 +85,12 @@ type AsIs struct {
 	// Text says it with the figures that decided it.
 	Class, Text string
 	Forgives    int
+	// Watch is its top step watched, and what watching cost.
+	Watch AsIsWatch
+	// server and watched are its server and its watched step's group (nil:
+	// none), for compute.
+	server  results.Server
+	watched *Group
 }
 
 // AsIsStep is one step of its sweep over its repetitions.
@@ -125,12 +131,17 @@ func asIsOf(gs []*Group, p Params) []AsIs {
 		if !ok {
 			i = len(out)
 			index[s.Name] = i
-			out = append(out, AsIs{Server: s.Name, Load: s.Load, Bystander: s.Bystander, PID: s.PID})
+			out = append(out, AsIs{Server: s.Name, Load: s.Load, Bystander: s.Bystander, PID: s.PID, server: s})
+		}
+		if g.Step.Variant == results.Watched {
+			out[i].watched = g // beside its sweep, not in it
+			continue
 		}
 		out[i].Steps = append(out[i].Steps, asIsStep(g, p))
 	}
 	for i := range out {
 		out[i].compute()
+		out[i].watchOf(out[i].watched, out[i].server, p, out[i].CallTime(), time.Duration(out[i].unloaded()*1e3))
 	}
 	return out
 }

@@ -245,3 +245,23 @@ func TestAsIsNothingLost(t *testing.T) {
 		t.Error("the step with failed answers lost its figures")
 	}
 }
+
+// TestNotWatched: a server measured as it is without pid= or pprof= is
+// not watched, said in one line, with why: another machine (only pprof=
+// reaches it), or neither given; one given either is watched.
+func TestNotWatched(t *testing.T) {
+	for _, tc := range []struct {
+		s    results.Server
+		want string
+	}{
+		{results.Server{Name: "a", Load: "GET /x", URL: "http://127.0.0.1:8080"}, "not watched: no pid= (nor pprof="},
+		{results.Server{Name: "a", Load: "GET /x", URL: "http://10.1.2.3:8080"}, "not watched: the service is on another machine"},
+		{results.Server{Name: "a", Load: "GET /x", URL: "http://10.1.2.3:8080", Pprof: "http://10.1.2.3:6060"}, ""},
+		{results.Server{Name: "a", Load: "GET /x", URL: "http://127.0.0.1:8080", PID: 42}, ""},
+		{results.Server{Name: "a", URL: "http://127.0.0.1:8080"}, ""}, // the protocol's: not measured as it is
+	} {
+		if got := NotWatched(tc.s); (tc.want == "") != (got == "") || !strings.HasPrefix(got, tc.want) || strings.Contains(got, "\n") {
+			t.Errorf("%+v: %q, want %q", tc.s, got, tc.want)
+		}
+	}
+}

@@ -3,6 +3,8 @@ package findings
 import (
 	"encoding/json"
 	"math"
+
+	"github.com/bystander-kit/bystander/internal/culprit"
 )
 
 // FaceSchema names the JSON face of a run's findings (findings.json).
@@ -56,6 +58,23 @@ type FaceAsIs struct {
 	CPUKnown    bool           `json:"cpu_known"`
 	CPUBound    bool           `json:"cpu_bound"`
 	Steps       []FaceAsIsStep `json:"steps"`
+	Watch       FaceWatch      `json:"watch"`
+}
+
+// FaceWatch is its top step watched: what held its threads (the service
+// as the watch's file holds it, Forgiven said for a pool whose bystanders
+// were unharmed), what watching cost (watched over unwatched, medians),
+// in lines as the tables say them; or why it was not watched.
+type FaceWatch struct {
+	Watched bool             `json:"watched"`
+	Why     string           `json:"why,omitempty"`
+	Heading string           `json:"heading,omitempty"`
+	Lines   []string         `json:"lines"`
+	Service *culprit.Service `json:"service,omitempty"`
+	// ThroughputRatio and BystanderRatio: watched over unwatched (0: not known).
+	ThroughputRatio float64       `json:"throughput_ratio,omitempty"`
+	BystanderRatio  float64       `json:"bystander_ratio,omitempty"`
+	Step            *FaceAsIsStep `json:"step,omitempty"`
 }
 
 // FaceAsIsStep is one step of its sweep.
@@ -84,18 +103,29 @@ func faceAsIs(a AsIs) FaceAsIs {
 		Workers: math.Round(a.Workers*100) / 100, AtLeast: a.AtLeast, CeilingPerS: math.Round(a.Ceiling*10) / 10, Ceiling: a.CeilingText(), Class: a.Class, Text: a.Text,
 		Forgives: a.Forgives, CPU: a.CPUText(), CPUKnown: a.CPUKnown, CPUBound: a.CPUBound, Steps: []FaceAsIsStep{}}
 	for _, st := range a.Steps {
-		s := FaceAsIsStep{ID: st.Step.ID, Callers: st.Step.Conc, ReqPerS: face(st.Throughput, 1), LoadP50Ms: face(st.LoadP50, 1e-3), NotAnswered: st.NotAnswered(),
-			Bound: st.Kind(), FastP50Ms: face(st.Fast.P50, 1e-3), FastP99Ms: face(st.Fast.P99, 1e-3), Stalled: st.StalledText(), Which: st.WhoText(),
-			StalledWaitMs: face(st.StalledWait, 1e-3), OthersWaitMs: face(st.OthersWait, 1e-3), UnloadedMs: face(st.Unloaded, 1e-3), Said: st.Said, Unjudged: st.Unjudged}
-		if b := st.Bound(); b != nil {
-			s.BoundText = b.Line()
-		}
-		if !st.OK() {
-			s.Why = st.Why
-		}
-		x.Steps = append(x.Steps, s)
+		x.Steps = append(x.Steps, faceAsIsStep(st))
+	}
+	x.Watch = FaceWatch{Watched: a.Watch.Watched(), Why: a.Watch.Why, Lines: a.Watch.Lines(), Service: a.Watch.Service,
+		ThroughputRatio: math.Round(a.Watch.Throughput*1000) / 1000, BystanderRatio: math.Round(a.Watch.Bystander*1000) / 1000}
+	if a.Watch.Step != nil {
+		x.Watch.Heading = a.Watch.Heading()
+		s := faceAsIsStep(*a.Watch.Step)
+		x.Watch.Step = &s
 	}
 	return x
+}
+
+func faceAsIsStep(st AsIsStep) FaceAsIsStep {
+	s := FaceAsIsStep{ID: st.Step.ID, Callers: st.Step.Conc, ReqPerS: face(st.Throughput, 1), LoadP50Ms: face(st.LoadP50, 1e-3), NotAnswered: st.NotAnswered(),
+		Bound: st.Kind(), FastP50Ms: face(st.Fast.P50, 1e-3), FastP99Ms: face(st.Fast.P99, 1e-3), Stalled: st.StalledText(), Which: st.WhoText(),
+		StalledWaitMs: face(st.StalledWait, 1e-3), OthersWaitMs: face(st.OthersWait, 1e-3), UnloadedMs: face(st.Unloaded, 1e-3), Said: st.Said, Unjudged: st.Unjudged}
+	if b := st.Bound(); b != nil {
+		s.BoundText = b.Line()
+	}
+	if !st.OK() {
+		s.Why = st.Why
+	}
+	return s
 }
 
 // FaceSlip is one server's slip: each side of the step against the

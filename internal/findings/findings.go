@@ -16,6 +16,7 @@ import (
 
 	"github.com/bystander-kit/bystander/internal/outside"
 	"github.com/bystander-kit/bystander/internal/results"
+	"github.com/bystander-kit/bystander/internal/watch"
 )
 
 // Phases are the experiment's phases, in the order they run.
@@ -100,6 +101,8 @@ type Rep struct {
 	Lag                       *results.LagTrace
 	// Threads is what the outside view saw of the server's threads.
 	Threads *outside.Trace
+	// Watch is what watching the server found (a watched step's).
+	Watch *watch.File
 	// Cost is the measurement's per-request cost (CostOf), nil without one.
 	Cost *results.ServerCost
 }
@@ -317,6 +320,13 @@ func groups(dir string, run *results.Run) ([]*Group, []Unread) {
 				bad = &Unread{ID: m.ID, Repeat: m.Repeat, Field: "threads_file", File: m.ThreadsFile, Why: err.Error()}
 			}
 			rep.Threads = t
+		}
+		if m.WatchFile != "" && bad == nil {
+			w, err := watch.ReadIn(dir, m.WatchFile)
+			if err != nil {
+				bad = &Unread{ID: m.ID, Repeat: m.Repeat, Field: "watch_file", File: m.WatchFile, Why: err.Error()}
+			}
+			rep.Watch = w
 		}
 		if bad != nil {
 			unread = append(unread, *bad)

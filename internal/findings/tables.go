@@ -145,6 +145,7 @@ func (f *Findings) writeAsIs(w io.Writer) {
 			fmt.Fprintf(w, "  %s\n", l)
 		}
 		fmt.Fprintf(w, "  class: %s: %s\n  %s\n", a.Class, a.Text, a.CPUText())
+		a.writeWatch(w)
 	}
 }
 

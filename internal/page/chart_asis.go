@@ -2,6 +2,7 @@ package page
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/go-echarts/go-echarts/v2/charts"
@@ -33,6 +34,7 @@ func asIsSection(f *findings.Findings, a findings.AsIs, hue string) section {
 			"The table says which of the 12 connections stalled at each step: %s.",
 			name, a.Load, a.Bystander, f.Params.ProbeInterval, callText(a), plateauText(a), a.WorkersText(), a.CeilingText(), stall.RuleClient)}
 	sec.Notes = append(sec.Notes, fmt.Sprintf("Its class: %s: %s.", a.Class, a.Text), a.CPUText()+".")
+	sec.Notes = append(sec.Notes, watchNotes(a)...)
 	sec.Grid = &grid{Head: []string{"callers", "req/s", "load p50", "not answered", "bound", "bystander p50 from due", "stalled", "which", "stalled wait", "others", "unloaded"}}
 	var tp, fast []opts.LineData
 	lo, hi := 0.0, 0.0
@@ -128,4 +130,31 @@ func plateauText(a findings.AsIs) string {
 		return "not measured"
 	}
 	return fmt.Sprintf("%s req/s at %s", findings.Thousands(a.Plateau), findings.Plural(a.PlateauAt, "caller"))
+}
+
+// watchNotes say its top step watched: what held its threads (the
+// culprit first), the limits met, what watching cost; or why it was not
+// watched. What a recording says is a stranger's text: the template
+// escapes it.
+func watchNotes(a findings.AsIs) []string {
+	lines := a.Watch.Lines()
+	if !a.Watch.Watched() {
+		for i, l := range lines {
+			lines[i] = strings.TrimPrefix(strings.TrimPrefix(l, "not watched: "), "watch: ")
+		}
+		return []string{"Not watched: " + strings.Join(lines, "; ") + "."}
+	}
+	out := []string{fmt.Sprintf("%s: %s.", capital(a.Watch.Heading()), lines[0])}
+	for _, l := range lines[1:] {
+		out = append(out, capital(l)+".")
+	}
+	return out
+}
+
+// capital is s with its first letter upper-case.
+func capital(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
 }

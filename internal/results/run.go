@@ -50,11 +50,16 @@ import (
 // request.Spec's String, never a header or a body), and a measurement's
 // use the 12-connection prober that ran beside its load (Use.Conns), and
 // a process's use its busiest thread (ProcUse.Busiest: which ran longest
-// on a CPU); optional: a v3-v10 run reads as it is.
-const RunSchema = "bystander.run/v11"
+// on a CPU); optional: a v3-v10 run reads as it is. v12 (from v11): such a
+// server given a process (pid=) or a Go service's profiler (Server.Pprof)
+// is measured at the sweep's top step twice, the second time watched
+// (Step.Variant "watched"), and that measurement names what watching found
+// (WatchFile, in the format bystander.watch/v1); optional: a v3-v11 run
+// reads as it is.
+const RunSchema = "bystander.run/v12"
 
 // readableRunSchemas are the older run indexes DecodeRun reads as they are.
-var readableRunSchemas = []string{"bystander.run/v3", "bystander.run/v4", "bystander.run/v5", "bystander.run/v6", "bystander.run/v7", "bystander.run/v8", "bystander.run/v9", "bystander.run/v10"}
+var readableRunSchemas = []string{"bystander.run/v3", "bystander.run/v4", "bystander.run/v5", "bystander.run/v6", "bystander.run/v7", "bystander.run/v8", "bystander.run/v9", "bystander.run/v10", "bystander.run/v11"}
 
 // Run is run.json: the index of a run directory, written first and updated
 // after every measurement, so an interrupted run still says what it did.
@@ -148,6 +153,10 @@ type Measurement struct {
 	// ThreadsFile is what the outside view saw of the server's threads
 	// (outside.Schema): the kit's Java servers and targets with pid=.
 	ThreadsFile string `json:"threads_file,omitempty"`
+	// WatchFile is what watching the server found over the measurement
+	// (bystander.watch/v1, internal/watch): the watched step of a server
+	// measured as it is (v12).
+	WatchFile string `json:"watch_file,omitempty"`
 	// Use is what the measurement's processes and the machine used over
 	// its measured window (v6); nil when it was not read.
 	Use *Use `json:"use,omitempty"`
@@ -275,7 +284,18 @@ type Server struct {
 	// requests"), never a header or a body; empty for every other server.
 	Load      string `json:"load,omitempty"`
 	Bystander string `json:"bystander,omitempty"`
+	// Pprof, for a Go service measured as it is, is the listener that
+	// serves its /debug/pprof/ (pprof=, http://HOST:PORT): watched through
+	// its execution trace (v12).
+	Pprof string `json:"pprof,omitempty"`
 }
+
+// Watched is the variant of a sweep's top step measured again, watched.
+const Watched = "watched"
+
+// Watchable says whether the server measured as it is can be watched: its
+// process is known (pid=) or its profiler (pprof=).
+func (s Server) Watchable() bool { return s.AsIs() && (s.PID > 0 || s.Pprof != "") }
 
 // AsIs says whether the server was measured as it is: its own requests
 // (--load), without the protocol.
