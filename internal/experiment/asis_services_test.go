@@ -1,10 +1,17 @@
 package experiment
 
 import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/bystander-kit/bystander/examples/services"
+	"github.com/bystander-kit/bystander/internal/culprit"
 	"github.com/bystander-kit/bystander/internal/findings"
 	"github.com/bystander-kit/bystander/internal/stall"
 )
@@ -47,7 +54,39 @@ func asIsRun(t *testing.T, svc *services.Service, conc string) findings.AsIs {
 			t.Errorf("at %d callers: neither a count nor why", st.Step.Conc)
 		}
 	}
+	// Its top step was measured again, watched (pid=, and gnet's pprof=),
+	// and what the watch found is said in the tables, as it comes.
+	w := a.Watch
+	t.Logf("%s: %s:\n  %s", svc.Kind, w.Heading(), strings.Join(w.Lines(), "\n  "))
+	if w.Step == nil || w.Step.Step.Conc != a.Steps[len(a.Steps)-1].Step.Conc || !w.Watched() {
+		t.Fatalf("%s: not watched at the top step: %q", svc.Kind, w.Lines())
+	}
+	if !strings.Contains(stdout.String(), w.Lines()[0]) || !strings.Contains(stdout.String(), "  watched: ") {
+		t.Errorf("the tables and the progress do not say %q", w.Lines()[0])
+	}
+	if w.Throughput <= 0 || w.Bystander <= 0 || !strings.Contains(w.CostText(), "what watching cost: throughput ") {
+		t.Errorf("what watching cost not said: %q", w.CostText())
+	}
 	return a
+}
+
+// culpritFrame checks the watch's first hold: held in state, the service's
+// own frame (the line making the call), the ledger as the peer where it
+// has one.
+func culpritFrame(t *testing.T, svc *services.Service, w findings.AsIsWatch, state string) culprit.Hold {
+	t.Helper()
+	if len(w.Service.Holds) == 0 {
+		t.Fatalf("no hold: %q", w.Lines())
+	}
+	h := w.Service.Holds[0]
+	f := h.Frames[0]
+	if h.State != state || f.Function != svc.Frame || f.Line != svc.FrameLine || filepath.Base(f.File) != svc.FrameFile || h.FileInferred {
+		t.Errorf("%s: want %s at %s (%s:%d)", w.Service.Words(), state, svc.Frame, svc.FrameFile, svc.FrameLine)
+	}
+	if svc.Kind != services.Gnet && h.Peer != svc.Ledger.Addr {
+		t.Errorf("%s: want the ledger %s as the peer", w.Service.Words(), svc.Ledger.Addr)
+	}
+	return h
 }
 
 // judged is the step at conc callers when the rule could judge it; nil
@@ -78,7 +117,13 @@ func judged(t *testing.T, a findings.AsIs, conc int) *findings.AsIsStep {
 // load; at 1 caller the 3 of its 12 bystander connections that share the
 // caller's loop stalled, the other 9 did not; its call waits, off the CPU.
 func TestAsIsNetty(t *testing.T) {
-	a := asIsRun(t, services.Start(t, services.Netty, services.Options{}), "4")
+	svc := services.Start(t, services.Netty, services.Options{})
+	cwd, err := os.Readlink(fmt.Sprintf("/proc/%d/cwd", svc.PID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := entries(t, cwd)
+	a := asIsRun(t, svc, "4")
 	if st := judged(t, a, 1); st != nil {
 		if a.Class != findings.ClassLoop || st.Stalled.Median() != 3 {
 			t.Errorf("class %s (%s), %s stalled at 1 caller: want the 3 of 12 on the caller's loop", a.Class, a.Text, st.StalledText())
@@ -89,6 +134,37 @@ func TestAsIsNetty(t *testing.T) {
 	if a.CPUBound || !a.CPUKnown {
 		t.Errorf("the ledger call waits on a socket: %s", a.CPUText())
 	}
+	// Watched through Flight Recorder at 4 callers, one on each loop: the
+	// 4 loops held in LedgerClient.balance's read of the ledger.
+	w := a.Watch
+	if w.Service.Source != culprit.SourceJFR || w.Service.Role != "event-loop threads" || w.Service.Pool {
+		t.Errorf("source %q role %q pool %v", w.Service.Source, w.Service.Role, w.Service.Pool)
+	}
+	if h := culpritFrame(t, svc, w, "in a socket read"); h.Held != 4 || w.Service.Serving != 4 {
+		t.Errorf("%s: want the 4 loops held", w.Service.Words())
+	}
+	// Nothing left behind in the JVM: no recording, no file in its
+	// working directory.
+	if out, err := exec.Command("jcmd", strconv.Itoa(svc.PID), "JFR.check").CombinedOutput(); err != nil || !strings.Contains(string(out), "No available recordings") {
+		t.Errorf("jcmd %d JFR.check after watching: %v\n%s", svc.PID, err, out)
+	}
+	if after := entries(t, cwd); !slices.Equal(before, after) {
+		t.Errorf("the JVM's working directory %s had %q, now %q", cwd, before, after)
+	}
+}
+
+// entries are the names in dir.
+func entries(t *testing.T, dir string) []string {
+	t.Helper()
+	es, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range es {
+		out = append(out, e.Name())
+	}
+	return out
 }
 
 // TestAsIsTomcat: the same shop on Tomcat's 200 threads: a pool that
@@ -136,6 +212,26 @@ func TestAsIsTomcat(t *testing.T) {
 			t.Errorf("at %d callers, on a machine not shared, its bystander's median %.0fus is over 2x its %.0fus unloaded and 1 ms more", conc, p, unloaded)
 		}
 	}
+	// Watched at 16 callers: its request threads held in the same frame,
+	// a pool's; where its connections were judged, none stalled: held,
+	// and forgiven.
+	w := a.Watch
+	if w.Service.Source != culprit.SourceJFR || w.Service.Role != "request threads" || !w.Service.Pool {
+		t.Errorf("source %q role %q pool %v", w.Service.Source, w.Service.Role, w.Service.Pool)
+	}
+	// Its callers' requests go to whichever of its threads is free: over
+	// the window more threads than callers take their turn.
+	if h := culpritFrame(t, svc, w, "in a socket read"); h.Held < 1 || h.Held > w.Service.Serving {
+		t.Errorf("%s: want some of its request threads held", w.Service.Words())
+	}
+	switch st := w.Step; {
+	case !st.Stalled.OK():
+		t.Logf("watched step not judged: %q", st.Unjudged)
+	case st.Stalled.Median() != 0:
+		t.Errorf("watched: %s stalled at 16 callers", st.StalledText())
+	case !strings.Contains(w.Service.Words(), "; held, and forgiven (none of its 12 connections stalled meanwhile"):
+		t.Errorf("none stalled, not said forgiven: %s", w.Service.Words())
+	}
 }
 
 // TestAsIsNode: Node.js's sign-in, hashing the password with pbkdf2Sync on
@@ -153,5 +249,31 @@ func TestAsIsNode(t *testing.T) {
 	}
 	if !a.CPUBound {
 		t.Errorf("pbkdf2Sync on the loop: %s", a.CPUText())
+	}
+	// Watched through /proc: its main thread, the loop, on a CPU, and how
+	// to get its frame.
+	w := a.Watch.Service
+	if w.Source != culprit.SourceProc || len(w.Holds) == 0 || w.Holds[0].State != "on a CPU" || w.Holds[0].Threads[0] != "node (main thread)" || !strings.Contains(w.Hint, "--cpu-prof") {
+		t.Errorf("%q", w.Lines())
+	}
+}
+
+// TestAsIsGnet: the gnet shop, whose report route asks the ledger from
+// its 4 event loops, given its pprof listener: a few threads the load
+// holds (3 of 12 connections stalled at 1 caller), and at 4 callers its
+// execution trace names the loop goroutines held in the handler's own
+// frame.
+func TestAsIsGnet(t *testing.T) {
+	svc := services.Start(t, services.Gnet, services.Options{})
+	a := asIsRun(t, svc, "4")
+	if st := judged(t, a, 1); st != nil && (a.Class != findings.ClassLoop || st.Stalled.Median() != 3) {
+		t.Errorf("class %s (%s), %s stalled at 1 caller: want the 3 of 12 on the caller's loop", a.Class, a.Text, st.StalledText())
+	}
+	w := a.Watch
+	if w.Service.Source != culprit.SourceGoTrace || w.Service.Role != "event-loop goroutines" {
+		t.Errorf("source %q role %q", w.Service.Source, w.Service.Role)
+	}
+	if h := culpritFrame(t, svc, w, "in a network read"); h.Held != 4 || w.Service.Serving != 4 {
+		t.Errorf("%s: want the 4 loops held", w.Service.Words())
 	}
 }

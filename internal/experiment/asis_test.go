@@ -54,6 +54,30 @@ func TestAsIsFlags(t *testing.T) {
 			t.Errorf("%v: %v, want one line with %q", tc.args, err, tc.want)
 		}
 	}
+	// pprof=: a Go service's profiler, by its listener, under the
+	// target's URL's rules, with --load only.
+	for _, tc := range []struct{ target, want string }{
+		{"svc=http://127.0.0.1:8090,pprof=http://127.0.0.1:6060", ""},
+		{"svc=http://127.0.0.1:8090,pprof=http://127.0.0.1:6060/debug/pprof/", ""},
+		{"svc=http://127.0.0.1:8090,pprof=https://127.0.0.1:6060", "plain http:// port"},
+		{"svc=http://127.0.0.1:8090,pprof=http://u:secret@127.0.0.1:6060", "credentials"},
+		{"svc=http://127.0.0.1:8090,pprof=http://127.0.0.1:6060/debug/vars", "the listener that serves /debug/pprof/"},
+		{"svc=http://127.0.0.1:8090,pprof=http://127.0.0.1:6060?seconds=9", "the listener that serves /debug/pprof/"},
+		{"svc=http://127.0.0.1:8090,pprof=http://127.0.0.1", "the listener that serves /debug/pprof/"},
+		{"svc=http://127.0.0.1:8090,pprof=", "the listener that serves /debug/pprof/"},
+		{"svc=http://127.0.0.1:8090,pprof=http://10.1.2.3:6060", "not a loopback address"},
+	} {
+		o, err := ParseFlags([]string{"--target", tc.target, "--load", "GET /x", "--bystander", "GET /h"}, io.Discard, now)
+		switch {
+		case tc.want == "" && (err != nil || o.Targets[0].Server.Pprof != "http://127.0.0.1:6060" && o.Targets[0].Server.Pprof != "http://127.0.0.1:6060/debug/pprof"):
+			t.Errorf("%s: %v, targets %+v", tc.target, err, o.Targets)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want) || !strings.HasPrefix(err.Error(), "run.sh: ") || strings.Contains(err.Error(), "secret")):
+			t.Errorf("%s: %v, want one line with %q", tc.target, err, tc.want)
+		}
+	}
+	if _, err := ParseFlags([]string{"--target", "svc=http://127.0.0.1:8090,pprof=http://127.0.0.1:6060"}, io.Discard, now); err == nil || !strings.Contains(err.Error(), "pprof= watches a service measured as it is") {
+		t.Errorf("pprof= without --load: %v", err)
+	}
 	if _, err := ParseFlags([]string{"--load", "GET /x", "--bystander", "GET /h"}, io.Discard, now); err == nil || !strings.Contains(err.Error(), "give one") {
 		t.Errorf("--load without a --target: %v", err)
 	}
@@ -68,6 +92,25 @@ func TestAsIsFlags(t *testing.T) {
 		"stall-pool-k0", "stall-pool-k4", "stall-svc-k0", "stall-svc-k4"}
 	if got := ids(p); !slices.Equal(got, want) {
 		t.Fatalf("steps %v\nwant %v", got, want)
+	}
+	// Given its profiler, its top step is measured again, watched, right
+	// after it, its warm-up long enough for a watch's start.
+	ow, err := ParseFlags([]string{"--target", "svc=http://127.0.0.1:8090,pprof=http://127.0.0.1:6060", "--servers=", "--phases", "sweep", "--conc", "4,16",
+		"--load", "POST /login", "--bystander", "GET /health"}, io.Discard, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pw := BuildPlan(ow)
+	if got, want := ids(pw), []string{"sweep-svc-c1", "sweep-svc-c4", "sweep-svc-c16", "sweep-svc-c16-watched"}; !slices.Equal(got, want) {
+		t.Fatalf("steps %v\nwant %v", got, want)
+	}
+	if w := pw.Steps[3]; w.Variant != results.Watched || w.Conc != 16 || w.Warmup < watchStart || w.Duration != ow.Duration || w.Server.Pprof != "http://127.0.0.1:6060" {
+		t.Errorf("watched step %+v", w)
+	}
+	var plan bytes.Buffer
+	pw.Describe(&plan)
+	if !strings.Contains(plan.String(), "its top step (16 callers) is measured again, watched through its execution trace from http://127.0.0.1:6060") {
+		t.Errorf("the plan does not say the watch:\n%s", plan.String())
 	}
 	for _, s := range p.Steps {
 		if s.Server.Name != "svc" {
@@ -174,7 +217,12 @@ func TestTargetAsIs(t *testing.T) {
 		}
 	}
 	if !slices.Equal(sweeps, []string{"sweep-svc-c1", "sweep-svc-c3"}) {
-		t.Errorf("sweep steps %v, want 1 caller added to --conc 3", sweeps)
+		t.Errorf("sweep steps %v, want 1 caller added to --conc 3 (no pid=: no watched step)", sweeps)
+	}
+	// Neither pid= nor pprof=: not watched, said in one line, in the plan
+	// and in the tables.
+	if n := strings.Count(said, "not watched: no pid= (nor pprof= for a Go service"); n != 2 {
+		t.Errorf("not watched said %d times, want in the plan and the tables:\n%s", n, said)
 	}
 	svc.mu.Lock()
 	defer svc.mu.Unlock()

@@ -188,10 +188,13 @@ func ParseFlags(args []string, stderr io.Writer, now time.Time) (Options, error)
 	fs.Var(listFlag{dst: &o.Engines}, "engines", "loop server engines, any of "+strings.Join(LoopEngines, ",")+" (the loop server's --engine)")
 	fs.Var(listFlag{dst: &o.Servers, allowEmpty: true}, "servers", "servers the kit starts, any of "+strings.Join(kitServerNames(), ",")+
 		" (netty and tomcat, the published experiment's own, need Java: "+java.Install+"),\nor none (--servers=) to measure only --target servers")
-	fs.Var(targetsFlag{&o.Targets}, "target", "measure a server you started, `NAME=URL[,loops=N|,workers=N][,offload=N][,pid=N]` (repeatable): URL is its base\n"+
+	fs.Var(targetsFlag{&o.Targets}, "target", "measure a server you started, `NAME=URL[,loops=N|,workers=N][,offload=N][,pid=N][,pprof=URL]` (repeatable): URL is its base\n"+
 		"(http://127.0.0.1:8090); loops or workers are learned from X-Loop when not given; offload= is its /offload pool's\n"+
 		"workers; pid= gives its CPU and context switches from /proc, and in the stall phase the threads the blockers held,\n"+
-		"seen from outside (/proc, and a JVM's stacks with jcmd). Checked first (prober --mode check)")
+		"seen from outside (/proc, and a JVM's stacks with jcmd). Checked first (prober --mode check). With --load, pid= or\n"+
+		"pprof= (a Go service's net/http/pprof listener, http://HOST:PORT, on loopback unless --allow-remote) has the sweep's top\n"+
+		"step measured again, watched: what held its threads (Flight Recorder for a JVM, the Go execution trace, /proc for any\n"+
+		"other process), and what watching cost it")
 	fs.StringVar(&o.Load, "load", "", "measure every --target as it is, with its own requests: the sweep loads this at 1 and each --conc callers, `REQUEST`\n"+
 		"'METHOD PATH' (such as 'POST /login') or @FILE in vegeta's HTTP targets format (several requests sent round robin);\n"+
 		"the target need not speak the protocol: each request is checked to answer 2xx or 3xx first, and the phases that need\n"+
@@ -578,6 +581,13 @@ func BuildPlan(o Options) Plan {
 					}
 					add(Step{ID: fmt.Sprintf("sweep-%s-c%d", s.Name, c), Phase: phase, Server: s, Endpoint: endpoint, Conc: c,
 						Duration: o.Duration, Warmup: o.Warmup})
+					if s.Watchable() && c == slices.Max(o.sweepConc(s)) {
+						// The top step again, watched: what held the
+						// service's threads, and what watching cost it
+						// (against the step just measured unwatched).
+						add(Step{ID: fmt.Sprintf("sweep-%s-c%d-%s", s.Name, c, results.Watched), Phase: phase, Server: s, Endpoint: endpoint, Conc: c,
+							Variant: results.Watched, Duration: o.Duration, Warmup: max(o.Warmup, watchStart)})
+					}
 				}
 			}
 		case "stall":
@@ -713,6 +723,7 @@ func (p Plan) Describe(w io.Writer) {
 		if t.Server.AsIs() {
 			fmt.Fprintf(w, "  target %s as it is: the sweep loads %s at %s callers; the bystander %s is probed every %s, and on %d connections every %s\n",
 				t.Name, t.Server.Load, findings.JoinInts(o.sweepConc(t.Server), ","), t.Server.Bystander, o.ProbeInterval, asIsConns, stallInterval)
+			fmt.Fprintf(w, "  target %s: %s\n", t.Name, watchPlan(t, slices.Max(o.sweepConc(t.Server))))
 		}
 	}
 	if o.BlockMode == "postgres" {

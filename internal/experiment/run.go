@@ -292,6 +292,7 @@ func (r *runner) measure(ctx context.Context) {
 				m := r.step(ctx, step, rep)
 				r.set(i, func(mm *results.Measurement) { *mm = m })
 				r.prog.end(m, r.said(m))
+				r.sayWatch(m)
 				r.save()
 			}
 			i++
@@ -658,6 +659,9 @@ func (r *runner) load(ctx context.Context, srv *server, s Step, rel func(string)
 	}
 	at := time.Now().Add(lead)
 	startAt := at.UTC().Format(time.RFC3339Nano)
+	// The watched step: the service watched over the load, the watch's
+	// source started now.
+	wt := startWatch(ctx, s, at, at.Add(total))
 	ready := filepath.Join(r.dir, s.Phase, s.ID+".ready")
 	defer os.Remove(ready)
 	tap := tapLag(ctx, srv, lead+total+time.Minute, r.lagEvent(s.Server.Name))
@@ -775,7 +779,11 @@ func (r *runner) load(ctx context.Context, srv *server, s Step, rel func(string)
 	if _, err := os.Stat(filepath.Join(r.dir, rel("fast"))); err == nil {
 		m.ProbeFile = rel("fast")
 	}
-	if err := errors.Join(errL, errP, errC, pinErr); err != nil {
+	var errW error
+	if wt != nil {
+		m.WatchFile, errW = wt.finish(ctx, r.dir, rel("watch"), s.Server.Name)
+	}
+	if err := errors.Join(errL, errP, errC, pinErr, errW); err != nil {
 		return err
 	}
 	if m.LagFile, err = tap.finish(r.dir, rel("lag"), s.Server.Name, at.Add(s.Warmup), at.Add(total)); err != nil {

@@ -25,9 +25,13 @@ import (
 )
 
 // Target is a server the user started and names with --target
-// NAME=URL[,loops=N|,workers=N][,offload=N][,pid=N].
+// NAME=URL[,loops=N|,workers=N][,offload=N][,pid=N][,pprof=URL].
 type Target struct {
 	Name, URL, Addr string
+	// Pprof is a Go service's listener that serves /debug/pprof/
+	// (http://HOST:PORT), given with pprof=: its execution trace says what
+	// held its goroutines at the top step of a sweep measured as it is.
+	Pprof string
 	// Facts given: 0 when not given (loops learned from X-Loop).
 	Loops, Workers, Offload, PID int
 	Remote                       bool
@@ -69,7 +73,7 @@ func (f targetsFlag) Set(v string) error {
 func parseTarget(v string) (Target, error) {
 	name, rest, ok := strings.Cut(v, "=")
 	if !ok || name == "" {
-		return Target{}, fmt.Errorf("%q: want NAME=URL[,loops=N|,workers=N][,offload=N][,pid=N]", v)
+		return Target{}, fmt.Errorf("%q: want NAME=URL[,loops=N|,workers=N][,offload=N][,pid=N][,pprof=URL]", v)
 	}
 	if !targetName.MatchString(name) {
 		return Target{}, fmt.Errorf("name %q: want lower-case letters, digits, '.', '_' or '-', at most 32", name)
@@ -88,6 +92,14 @@ func parseTarget(v string) (Target, error) {
 	}
 	for _, p := range parts[1:] {
 		k, val, ok := strings.Cut(p, "=")
+		if k == "pprof" {
+			pp, err := pprofBase(val)
+			if err != nil {
+				return Target{}, fmt.Errorf("%s: %w", name, err)
+			}
+			t.Pprof = pp
+			continue
+		}
 		n, err := strconv.Atoi(val)
 		if !ok || err != nil || n < 1 || n > 1<<22 {
 			return Target{}, fmt.Errorf("%s: %q: want loops=N, workers=N, offload=N or pid=N with N a positive whole number", name, p)
@@ -102,13 +114,31 @@ func parseTarget(v string) (Target, error) {
 		case "pid":
 			t.PID = n
 		default:
-			return Target{}, fmt.Errorf("%s: unknown fact %q: want loops, workers, offload or pid", name, k)
+			return Target{}, fmt.Errorf("%s: unknown fact %q: want loops, workers, offload, pid or pprof", name, k)
 		}
 	}
 	if t.Loops > 0 && t.Workers > 0 {
 		return Target{}, fmt.Errorf("%s: loops= and workers= both given: a server has event loops (X-Loop) or a pool of workers", name)
 	}
 	return t, nil
+}
+
+// pprofBase reads pprof='s value: a Go service's listener that serves
+// /debug/pprof/, http://HOST:PORT (its path may end in /debug/pprof), as
+// the kit keeps it: without a trailing slash, no query, no credentials.
+func pprofBase(v string) (string, error) {
+	v = strings.TrimRight(v, "/")
+	u, err := url.Parse(v)
+	switch {
+	case err == nil && u.User != nil:
+		return "", fmt.Errorf("pprof=%q: %w", u.Redacted(), client.ErrCredentials)
+	case err == nil && strings.EqualFold(u.Scheme, "https"):
+		return "", fmt.Errorf("pprof=%q: %w", u.Redacted(), client.ErrHTTPS)
+	case err != nil || u.Scheme != "http" || u.Host == "" || u.Port() == "" || u.RawQuery != "" || u.Fragment != "" ||
+		(u.Path != "" && !strings.HasSuffix(u.Path, "/debug/pprof")):
+		return "", fmt.Errorf("pprof=%q: want the listener that serves /debug/pprof/ of a Go service with net/http/pprof, http://HOST:PORT", v)
+	}
+	return v, nil
 }
 
 // validateTargets checks what can be known before anything runs.
@@ -139,6 +169,15 @@ func (o *Options) validateTargets() error {
 			t.Server = results.Server{Name: t.Name, Kind: "other", External: true, URL: t.URL, PID: t.PID, OffloadWorkers: t.Offload,
 				Load: t.load.String(), Bystander: t.bystander.String()}
 			t.Skips = asIsSkipsFor(o.Phases)
+		}
+		if t.Pprof != "" {
+			if o.Load == "" {
+				return fmt.Errorf("run.sh: --target %s: pprof= watches a service measured as it is, at the sweep's top step: give --load and --bystander, or leave pprof= out", t.Name)
+			}
+			if _, err := client.ParseTarget(t.Pprof, o.AllowRemote); err != nil {
+				return fmt.Errorf("run.sh: --target %s: pprof=: %v (--allow-remote watches another machine's)", t.Name, err)
+			}
+			t.Server.Pprof = t.Pprof
 		}
 		host, _, _ := net.SplitHostPort(pt.Addr)
 		t.Remote = !client.IsLoopback(host)

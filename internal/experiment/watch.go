@@ -1,0 +1,105 @@
+package experiment
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/bystander-kit/bystander/internal/culprit"
+	"github.com/bystander-kit/bystander/internal/findings"
+	"github.com/bystander-kit/bystander/internal/results"
+	"github.com/bystander-kit/bystander/internal/watch"
+)
+
+// watchPlan says what the plan does to watch a target measured as it is,
+// or why it does not.
+func watchPlan(t Target, top int) string {
+	if why := findings.NotWatched(t.Server); why != "" {
+		return why
+	}
+	how := fmt.Sprintf("Flight Recorder if pid %d is a JVM, else /proc", t.PID)
+	switch {
+	case t.Pprof != "" && t.PID > 0:
+		how = fmt.Sprintf("its execution trace from %s (else Flight Recorder or /proc on pid %d)", t.Pprof, t.PID)
+	case t.Pprof != "":
+		how = "its execution trace from " + t.Pprof
+	}
+	return fmt.Sprintf("its top step (%s) is measured again, watched through %s: what held its threads, and what watching cost it",
+		findings.Plural(top, "caller"), how)
+}
+
+// watchStart is the least warm-up of a watched step: its watch begins
+// as the step does, and its source's start (jcmd attaching to a JVM,
+// Flight Recorder starting in it: 3 s on a busy 2-core machine) falls in
+// the connections' placing and the warm-up, not in the measured window.
+const watchStart = 3 * time.Second
+
+// watching is a watch of a target over a watched step's loaded window,
+// begun with the step.
+type watching struct {
+	done   chan struct{}
+	found  culprit.Service
+	window time.Duration
+}
+
+// startWatch watches the step's server over its load, from at (the
+// load's start, its warm-up loaded too) to end (its measured window's
+// end), its source started at once: a source slow to start (a JVM's first
+// JFR.start) takes from the lead and the warm-up, not the window; nil for
+// a step that is not the watched one.
+func startWatch(ctx context.Context, s Step, at, end time.Time) *watching {
+	if s.Variant != results.Watched {
+		return nil
+	}
+	w := &watching{done: make(chan struct{}), window: time.Until(end)}
+	go func() {
+		defer close(w.done)
+		w.found = watch.Watch(ctx, watch.Target{PID: s.Server.PID, Pprof: s.Server.Pprof}, watch.Options{From: at, Until: end})
+	}()
+	return w
+}
+
+// watchWait bounds the wait for a watch past its window: Flight
+// Recorder's stop and its recording's digest, the trace's reading (each
+// bounded on its own, within this).
+const watchWait = 2 * time.Minute
+
+// finish waits for the watch (bounded) and writes what it found to rel
+// in the run directory: the file's path, relative ("" when not written).
+func (w *watching) finish(ctx context.Context, dir, rel, server string) (string, error) {
+	t := time.NewTimer(w.window + watchWait)
+	defer t.Stop()
+	var found culprit.Service
+	select {
+	case <-w.done:
+		found = w.found
+	case <-t.C:
+		found = culprit.Service{Limits: []string{fmt.Sprintf("watch: no answer within %s of the window's end: nothing watched is said", watchWait)}}
+	case <-ctx.Done():
+		found = culprit.Service{Limits: []string{"watch: the run was interrupted"}}
+	}
+	if err := watch.Write(dir, rel, server, found); err != nil {
+		return "", err
+	}
+	return rel, nil
+}
+
+// sayWatch says at once, a line each, what the watched step's watch found
+// and the limits it met; the run goes on.
+func (r *runner) sayWatch(m results.Measurement) {
+	if m.WatchFile == "" {
+		return
+	}
+	f, err := watch.ReadIn(r.dir, m.WatchFile)
+	if err != nil {
+		r.prog.say("  watched: " + err.Error())
+		return
+	}
+	lines := f.Service.Lines()
+	if f.Service.WindowNs == 0 { // nothing watched: why
+		lines = f.Service.Limits
+	}
+	for _, l := range lines {
+		r.prog.say("  watched: " + l)
+	}
+}
