@@ -2,6 +2,7 @@ package findings
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -263,5 +264,48 @@ func TestNotWatched(t *testing.T) {
 		if got := NotWatched(tc.s); (tc.want == "") != (got == "") || !strings.HasPrefix(got, tc.want) || strings.Contains(got, "\n") {
 			t.Errorf("%+v: %q, want %q", tc.s, got, tc.want)
 		}
+	}
+}
+
+// TestAsIsWatched: the Netty and Tomcat shops (examples/services) measured
+// as they are with pid=, each watched at its top step through Flight
+// Recorder: the watched step is beside the sweep, not in it; Netty's 4
+// loops held in LedgerClient.balance's read of the ledger; Tomcat's
+// request threads in the same frame, a pool's, its forgiveness not told
+// where the machine was too busy to judge its connections; what watching
+// cost, watched over unwatched at 16 callers.
+func TestAsIsWatched(t *testing.T) {
+	f, err := Read("testdata/asis-watch-run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.AsIs) != 2 {
+		t.Fatalf("%d servers as they are", len(f.AsIs))
+	}
+	for _, a := range f.AsIs {
+		w := a.Watch
+		if len(a.Steps) != 3 || !w.Watched() || w.Step.Step.ID != "sweep-"+a.Server+"-c16-watched" || w.Step.Step.Variant != results.Watched || w.Unwatched.Step.ID != "sweep-"+a.Server+"-c16" {
+			t.Errorf("%s: steps %d, watched %v", a.Server, len(a.Steps), w.Watched())
+			continue
+		}
+		if w.Service.Source != "Flight Recorder" || w.Throughput <= 0 || w.Bystander <= 0 {
+			t.Errorf("%s: %q", a.Server, w.Lines())
+		}
+		if got := w.Throughput; got != w.Step.Throughput.Median()/w.Unwatched.Throughput.Median() {
+			t.Errorf("%s: throughput ratio %v", a.Server, got)
+		}
+		h := w.Service.Holds[0]
+		if h.Frames[0].Function != "shop.LedgerClient.balance" || h.Frames[0].Line != 35 || h.Peer != "127.0.0.1:39101" || h.State != "in a socket read" {
+			t.Errorf("%s: %s", a.Server, w.Service.Words())
+		}
+	}
+	shop, tshop := f.AsIs[0].Watch, f.AsIs[1].Watch
+	if shop.Service.Pool || shop.Service.Holds[0].Held != 4 || !strings.HasPrefix(shop.Lines()[0], "4 of 4 event-loop threads held ") {
+		t.Errorf("netty: %q", shop.Lines())
+	}
+	if !tshop.Service.Pool || tshop.Service.Forgiven != "" || !slices.ContainsFunc(tshop.Lines(), func(l string) bool {
+		return strings.HasPrefix(l, "whether the pool forgave them meanwhile is not told: machine too busy to judge")
+	}) {
+		t.Errorf("tomcat: %q", tshop.Lines())
 	}
 }

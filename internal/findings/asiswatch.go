@@ -137,6 +137,9 @@ func (w AsIsWatch) Lines() []string {
 		return w.Service.Limits
 	}
 	out := w.Service.Lines()
+	if f := w.forgivenText(); f != "" {
+		out = append(out, f)
+	}
 	if w.Short > 0 && w.Step != nil {
 		out = append(out, fmt.Sprintf("the watch covered %s of the %s measured: its start took the rest", culprit.FormatHeld(w.Short), culprit.FormatHeld(w.Step.Step.Duration)))
 	}
@@ -144,6 +147,23 @@ func (w AsIsWatch) Lines() []string {
 		out = append(out, c)
 	}
 	return out
+}
+
+// forgivenText says, for a pool whose holds were not said forgiven, why
+// not: its connections stalled meanwhile, or were not judged ("" else).
+func (w AsIsWatch) forgivenText() string {
+	if !w.Service.Pool || w.Service.Forgiven != "" || len(w.Service.Holds) == 0 || w.Step == nil {
+		return ""
+	}
+	st := w.Step
+	if st.Stalled.OK() {
+		return fmt.Sprintf("held, and not forgiven: %s of its connections stalled meanwhile", st.StalledText())
+	}
+	why := st.StalledText()
+	if len(st.Unjudged) > 0 {
+		why = st.Unjudged[0]
+	}
+	return "whether the pool forgave them meanwhile is not told: " + why
 }
 
 // CostText is what watching cost the service, watched against unwatched

@@ -22,8 +22,11 @@ var update = flag.Bool("update", false, "rewrite the goldens (tables.golden, fin
 // services measured as they are (v11, --load and --bystander, --quick):
 // the Netty shop of examples/services (4 loops, its balance route asks a
 // ledger over a blocking socket from the loop, 5 ms) at 1, 4 and 16
-// callers, and its Node.js sign-in hashing with pbkdf2Sync at 1 and 4.
-var goldenRuns = []string{"run", "custom-run", "node-run", "offload-run", "quick-run", "engines-run", "slip-run", "asis-netty-run", "asis-node-run"}
+// callers, and its Node.js sign-in hashing with pbkdf2Sync at 1 and 4; and
+// the Netty shop and the same shop on Tomcat measured as they are with
+// pid=, each watched at its top step through Flight Recorder (v12, --quick,
+// 1, 4 and 16 callers, beside other helpers' load: 53-69% of the machine).
+var goldenRuns = []string{"run", "custom-run", "node-run", "offload-run", "quick-run", "engines-run", "slip-run", "asis-netty-run", "asis-node-run", "asis-watch-run"}
 
 // TestGoldens: the tables and the JSON face of each test run are what was
 // reviewed; go test ./internal/findings -run TestGoldens -update rewrites

@@ -108,3 +108,50 @@ func TestAsIsInBrowser(t *testing.T) {
 		t.Errorf("the page said: %q", p)
 	}
 }
+
+// asIsWatchRun is the Netty and Tomcat shops measured as they are, each
+// watched at its top step through Flight Recorder.
+const asIsWatchRun = "../findings/testdata/asis-watch-run"
+
+// TestAsIsWatchSection: the as-is section says the watched step: the
+// culprit's sentence, the limits and what watching cost; and what a
+// recording names (a thread, a frame, a peer, a limit: a stranger's
+// service says them) is text, never markup or script.
+func TestAsIsWatchSection(t *testing.T) {
+	run, err := results.ReadRun(asIsWatchRun)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := renderString(t, asIsWatchRun, run, stub)
+	for _, want := range []string{"Watched at 16 callers through Flight Recorder for 641 ms: 4 of 4 event-loop threads held 75 % of the window in a socket read to 127.0.0.1:39101 at shop.LedgerClient.balance (LedgerClient.java:35)",
+		"What watching cost: throughput 0.37x", "Whether the pool forgave them meanwhile is not told: machine too busy to judge"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the page lacks %q", want)
+		}
+	}
+	dir := t.TempDir()
+	if err := os.CopyFS(dir, os.DirFS(asIsWatchRun)); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "sweep", "sweep-shop-c16-watched.watch.json")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	js := strings.ReplaceAll(evil, `"`, `\"`)
+	for _, s := range []string{"in a socket read", "127.0.0.1:39101", "shop.LedgerClient.balance", "LedgerClient.java", "Flight Recorder"} {
+		b = []byte(strings.ReplaceAll(string(b), `"`+s, `"`+js+s))
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	page = renderString(t, dir, run, stub)
+	if !strings.Contains(page, "window.pwned") {
+		t.Fatal("the hostile recording was not shown at all")
+	}
+	for _, bad := range []string{"<script>window.pwned", `<img src=x`, "onerror=\"window.pwned"} {
+		if i := strings.Index(page, bad); i >= 0 {
+			t.Errorf("the page carries %q as markup: ...%s...", bad, page[max(0, i-120):min(len(page), i+120)])
+		}
+	}
+}
