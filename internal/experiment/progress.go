@@ -116,6 +116,9 @@ func label(s Step, rep int) string {
 		}
 	default:
 		l += fmt.Sprintf(" %d callers", s.Conc)
+		if s.Variant == results.Watched {
+			l += " (watched)"
+		}
 	}
 	if rep > 1 {
 		l += fmt.Sprintf(" (rep %d)", rep)
