@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bystander-kit/bystander/internal/findings"
 	"github.com/bystander-kit/bystander/internal/results"
 )
 
@@ -163,7 +164,10 @@ func startService(t *testing.T, login time.Duration) (*service, *httptest.Server
 // protocol skip it, one line each; run.json says what was asked.
 func TestTargetAsIs(t *testing.T) {
 	svc, srv := startService(t, 2*time.Millisecond)
-	out, run, stdout := runTargets(t, "--phases", "sweep,stall", "--conc", "3", "--target", "svc="+srv.URL,
+	// pprof= names a listener that answers no trace (the service's own,
+	// which answers 404): the watched step says so in one line and the run
+	// goes on.
+	out, run, stdout := runTargets(t, "--phases", "sweep,stall", "--conc", "3", "--target", "svc="+srv.URL+",pprof="+srv.URL,
 		"--load", "POST /login", "--bystander", "GET /health")
 	said := stdout.String()
 	for _, line := range []string{"as it is", "the stall phase skips it: it needs the protocol", "loop placement by X-Loop is skipped"} {
@@ -216,18 +220,26 @@ func TestTargetAsIs(t *testing.T) {
 			t.Errorf("%s: start-at %d, %d, %d", m.ID, lr.Params.StartAtUnixNs, fast.Params.StartAtUnixNs, pc.Params.StartAtUnixNs)
 		}
 	}
-	if !slices.Equal(sweeps, []string{"sweep-svc-c1", "sweep-svc-c3"}) {
-		t.Errorf("sweep steps %v, want 1 caller added to --conc 3 (no pid=: no watched step)", sweeps)
+	if !slices.Equal(sweeps, []string{"sweep-svc-c1", "sweep-svc-c3", "sweep-svc-c3-watched"}) {
+		t.Errorf("sweep steps %v, want 1 caller added to --conc 3, and its top step watched", sweeps)
 	}
-	// Neither pid= nor pprof=: not watched, said in one line, in the plan
-	// and in the tables.
-	if n := strings.Count(said, "not watched: no pid= (nor pprof= for a Go service"); n != 2 {
-		t.Errorf("not watched said %d times, want in the plan and the tables:\n%s", n, said)
+	// The limit, once at once and once in the tables, in one line; the
+	// watched step's figures kept.
+	limit := "watch: no Go execution trace: GET " + srv.URL + "/debug/pprof/trace?seconds="
+	if n := strings.Count(said, limit); n != 2 || !strings.Contains(said, "answered 404 Not Found: no such page: /debug/pprof/trace") {
+		t.Errorf("the limit said %d times, want 2:\n%s", n, said)
+	}
+	f, err := findings.Read(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := f.AsIs[0].Watch; w.Watched() || w.Step == nil || !w.Step.Throughput.OK() || len(w.Lines()) != 1 || !strings.HasPrefix(w.Lines()[0], limit) {
+		t.Errorf("watch %q", w.Lines())
 	}
 	svc.mu.Lock()
 	defer svc.mu.Unlock()
 	for k := range svc.asked {
-		if k != "POST /login" && k != "GET /health" {
+		if k != "POST /login" && k != "GET /health" && !strings.HasPrefix(k, "GET /debug/pprof/") { // pprof= asked for those
 			t.Errorf("the service was asked %s, which no flag asked for", k)
 		}
 	}
