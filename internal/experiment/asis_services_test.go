@@ -138,6 +138,9 @@ func TestAsIsNetty(t *testing.T) {
 	// Watched through Flight Recorder at 4 callers, one on each loop: the
 	// 4 loops held in LedgerClient.balance's read of the ledger.
 	w := a.Watch
+	if w.Step.Step.Warmup < watchStart {
+		t.Errorf("a JVM's watched step warmed up %v, less than Flight Recorder's start needs", w.Step.Step.Warmup)
+	}
 	if w.Service.Source != culprit.SourceJFR || w.Service.Role != "event-loop threads" || w.Service.Pool {
 		t.Errorf("source %q role %q pool %v", w.Service.Source, w.Service.Role, w.Service.Pool)
 	}

@@ -586,7 +586,7 @@ func BuildPlan(o Options) Plan {
 						// service's threads, and what watching cost it
 						// (against the step just measured unwatched).
 						add(Step{ID: fmt.Sprintf("sweep-%s-c%d-%s", s.Name, c, results.Watched), Phase: phase, Server: s, Endpoint: endpoint, Conc: c,
-							Variant: results.Watched, Duration: o.Duration, Warmup: max(o.Warmup, watchStart)})
+							Variant: results.Watched, Duration: o.Duration, Warmup: o.watchWarmup(s)})
 					}
 				}
 			}

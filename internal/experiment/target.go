@@ -19,6 +19,7 @@ import (
 	"github.com/bystander-kit/bystander/internal/client"
 	"github.com/bystander-kit/bystander/internal/conform"
 	"github.com/bystander-kit/bystander/internal/findings"
+	"github.com/bystander-kit/bystander/internal/outside"
 	"github.com/bystander-kit/bystander/internal/proc"
 	"github.com/bystander-kit/bystander/internal/request"
 	"github.com/bystander-kit/bystander/internal/results"
@@ -40,6 +41,8 @@ type Target struct {
 	Server results.Server
 	Skips  map[string]string
 	Check  *conform.Report
+	// jvm: its pid= is a JVM's (watched through Flight Recorder).
+	jvm bool
 	// load and bystander are --load and --bystander read for this
 	// target's host:port (nil without --load): it is measured as it is.
 	load, bystander *request.Spec
@@ -188,6 +191,7 @@ func (o *Options) validateTargets() error {
 			if !processRuns(t.PID) {
 				return fmt.Errorf("run.sh: --target %s: pid=%d: no such process", t.Name, t.PID)
 			}
+			t.jvm = outside.IsJVM(t.PID)
 		}
 	}
 	return nil

@@ -28,11 +28,22 @@ func watchPlan(t Target, top int) string {
 		findings.Plural(top, "caller"), how)
 }
 
-// watchStart is the least warm-up of a watched step: its watch begins
-// as the step does, and its source's start (jcmd attaching to a JVM,
-// Flight Recorder starting in it: 3 s on a busy 2-core machine) falls in
-// the connections' placing and the warm-up, not in the measured window.
+// watchStart is the least warm-up of a JVM's watched step: its watch
+// begins as the step does, and Flight Recorder's start (jcmd attaching,
+// the recorder starting in the JVM: 3 s on a busy 2-core machine) falls
+// in the connections' placing and the warm-up, not in the measured
+// window. A trace and /proc start at once: their step keeps the run's.
 const watchStart = 3 * time.Second
+
+// watchWarmup is the warm-up of s's watched step.
+func (o Options) watchWarmup(s Server) time.Duration {
+	for _, t := range o.Targets {
+		if t.Name == s.Name && t.jvm && s.Pprof == "" {
+			return max(o.Warmup, watchStart)
+		}
+	}
+	return o.Warmup
+}
 
 // watching is a watch of a target over a watched step's loaded window,
 // begun with the step.
