@@ -264,12 +264,12 @@ func TestAsIsNode(t *testing.T) {
 
 // TestAsIsGnet: the gnet shop, whose report route asks the ledger from
 // its 4 event loops, given its pprof listener: a few threads the load
-// holds (3 of 12 connections stalled at 1 caller), and at 4 callers its
-// execution trace names the loop goroutines held in the handler's own
-// frame.
+// holds (3 of 12 connections stalled at 1 caller), and there, its only
+// step (CI's time), its execution trace names the caller's loop goroutine
+// held in the handler's own frame.
 func TestAsIsGnet(t *testing.T) {
 	svc := services.Start(t, services.Gnet, services.Options{})
-	a := asIsRun(t, svc, "4")
+	a := asIsRun(t, svc, "1")
 	if st := judged(t, a, 1); st != nil && (a.Class != findings.ClassLoop || st.Stalled.Median() != 3) {
 		t.Errorf("class %s (%s), %s stalled at 1 caller: want the 3 of 12 on the caller's loop", a.Class, a.Text, st.StalledText())
 	}
@@ -277,7 +277,8 @@ func TestAsIsGnet(t *testing.T) {
 	if w.Service.Source != culprit.SourceGoTrace || w.Service.Role != "event-loop goroutines" {
 		t.Errorf("source %q role %q", w.Service.Source, w.Service.Role)
 	}
-	if h := culpritFrame(t, svc, w, "in a network read"); h.Held != 4 || w.Service.Serving != 4 {
-		t.Errorf("%s: want the 4 loops held", w.Service.Words())
+	// The caller's loop (another too, should loadgen dial again).
+	if h := culpritFrame(t, svc, w, "in a network read"); h.Held < 1 || w.Service.Serving != 4 {
+		t.Errorf("%s: want its loop held by the caller, of 4", w.Service.Words())
 	}
 }
