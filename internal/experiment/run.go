@@ -662,6 +662,7 @@ func (r *runner) load(ctx context.Context, srv *server, s Step, rel func(string)
 	// The watched step: the service watched over the load, the watch's
 	// source started now.
 	wt := startWatch(ctx, s, at, at.Add(total))
+	defer wt.wait()
 	ready := filepath.Join(r.dir, s.Phase, s.ID+".ready")
 	defer os.Remove(ready)
 	tap := tapLag(ctx, srv, lead+total+time.Minute, r.lagEvent(s.Server.Name))
@@ -781,7 +782,7 @@ func (r *runner) load(ctx context.Context, srv *server, s Step, rel func(string)
 	}
 	var errW error
 	if wt != nil {
-		m.WatchFile, errW = wt.finish(ctx, r.dir, rel("watch"), s.Server.Name)
+		m.WatchFile, errW = wt.finish(r.dir, rel("watch"), s.Server.Name)
 	}
 	if err := errors.Join(errL, errP, errC, pinErr, errW); err != nil {
 		return err

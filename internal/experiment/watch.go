@@ -77,17 +77,13 @@ const watchWait = 2 * time.Minute
 
 // finish waits for the watch (bounded) and writes what it found to rel
 // in the run directory: the file's path, relative ("" when not written).
-func (w *watching) finish(ctx context.Context, dir, rel, server string) (string, error) {
-	t := time.NewTimer(w.window + watchWait)
-	defer t.Stop()
-	var found culprit.Service
-	select {
-	case <-w.done:
+// An interrupted run waits too: the watch ends its window at once, and
+// stops its recording and removes its files before it returns (nothing
+// left in the JVM, nor a digest's process behind the run).
+func (w *watching) finish(dir, rel, server string) (string, error) {
+	found := culprit.Service{Limits: []string{fmt.Sprintf("watch: no answer within %s of the window's end: nothing watched is said", watchWait)}}
+	if w.wait() {
 		found = w.found
-	case <-t.C:
-		found = culprit.Service{Limits: []string{fmt.Sprintf("watch: no answer within %s of the window's end: nothing watched is said", watchWait)}}
-	case <-ctx.Done():
-		found = culprit.Service{Limits: []string{"watch: the run was interrupted"}}
 	}
 	if err := watch.Write(dir, rel, server, found); err != nil {
 		return "", err
@@ -112,5 +108,23 @@ func (r *runner) sayWatch(m results.Measurement) {
 	}
 	for _, l := range lines {
 		r.prog.say("  watched: " + l)
+	}
+}
+
+// wait waits for the watch to end, its recording stopped and its files
+// removed, at most its window and watchWait; false when it did not end.
+// A step that failed before it finished the watch waits for it too (nil:
+// no watch).
+func (w *watching) wait() bool {
+	if w == nil {
+		return true
+	}
+	t := time.NewTimer(w.window + watchWait)
+	defer t.Stop()
+	select {
+	case <-w.done:
+		return true
+	case <-t.C:
+		return false
 	}
 }
