@@ -255,10 +255,22 @@ func TestAsIsNode(t *testing.T) {
 		t.Errorf("pbkdf2Sync on the loop: %s", a.CPUText())
 	}
 	// Watched through /proc: its main thread, the loop, on a CPU, and how
-	// to get its frame.
+	// to get its frame; a machine that starved it (on a CPU less than a
+	// tenth of the window: 7 req/s at 4 callers beside other helpers' work)
+	// leaves it unnamed, and its step is then too busy to judge.
 	w := a.Watch.Service
-	if w.Source != culprit.SourceProc || len(w.Holds) == 0 || w.Holds[0].State != "on a CPU" || w.Holds[0].Threads[0] != "node (main thread)" || !strings.Contains(w.Hint, "--cpu-prof") {
+	if w.Source != culprit.SourceProc || !strings.Contains(w.Hint, "--cpu-prof") {
 		t.Errorf("%q", w.Lines())
+	}
+	switch st := a.Watch.Step; {
+	case len(w.Holds) > 0:
+		if w.Holds[0].State != "on a CPU" || w.Holds[0].Threads[0] != "node (main thread)" {
+			t.Errorf("%q", w.Lines())
+		}
+	case st.Stalled.OK() || len(st.Unjudged) == 0 || !strings.HasPrefix(st.Unjudged[0], stall.TooBusy):
+		t.Errorf("its loop not named on a CPU, on a machine not too busy to judge (%s): %q", st.StalledText(), w.Lines())
+	default:
+		t.Logf("its loop starved: %s", st.Unjudged[0])
 	}
 }
 
