@@ -4,10 +4,11 @@
 //
 //	loopserver --engine gnet --loops 4 --block 5ms --addr 127.0.0.1:8081
 //
-// It runs on gnet (default) or evio, answers GET /stats on an admin listener
-// apart from the loops, measures every loop's lag with a heartbeat
-// (--lag-interval), and names each loop held past --block-warn, with the
-// route that held it and where (loopwatch, on the loops' own threads).
+// It runs on gnet (default), evio or nbio, answers GET /stats on an admin
+// listener apart from the loops, measures every loop's lag with a
+// heartbeat (--lag-interval), and names each loop held past --block-warn,
+// with the route that held it and where (loopwatch, on the loops' own
+// threads).
 package main
 
 import (
@@ -21,7 +22,6 @@ import (
 	"time"
 
 	"github.com/bystander-kit/bystander/internal/admin"
-	"github.com/bystander-kit/bystander/internal/block"
 	"github.com/bystander-kit/bystander/internal/cli"
 	"github.com/bystander-kit/bystander/internal/lag"
 	"github.com/bystander-kit/bystander/internal/serverflags"
@@ -36,22 +36,6 @@ type options struct {
 	lagInterval time.Duration
 	lockThreads bool
 	log         io.Writer
-	// blockFor, in tests, is the blocking call instead of block.For (a
-	// channel wait, a mutex: blocks that are not block modes).
-	blockFor func(block.Mode, time.Duration) time.Duration
-	// dropWake, in tests, loses the evio heartbeat wakes it says yes to
-	// (again: a repeated one), as evio's poll loses some.
-	dropWake func(again bool) bool
-	// started, in tests, is given the server once it is made.
-	started func(*server)
-}
-
-// engine is one event-loop library serving a server.
-type engine interface {
-	transport
-	// serve listens on addr and serves until ctx is done; ready is called
-	// with the bound address once connections are accepted.
-	serve(ctx context.Context, s *server, addr string, ready func(net.Addr)) error
 }
 
 func main() { os.Exit(mainExit(os.Args[1:], os.Stdout, os.Stderr)) }
@@ -94,7 +78,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 
 func (o *options) validate() error {
 	switch {
-	case o.engine != "gnet" && o.engine != "evio" && o.engine != "nbio":
+	case engineOf[o.engine] == nil:
 		return fmt.Errorf("loopserver: --engine %q: want gnet, evio or nbio", o.engine)
 	case o.loops < 1 || o.loops > 256:
 		return fmt.Errorf("loopserver: --loops %d: want 1 to 256", o.loops)
@@ -108,6 +92,11 @@ func (o *options) validate() error {
 
 // run serves until ctx is done. ready gets the bound addresses.
 func run(ctx context.Context, o options, ready func(addr, admin net.Addr)) error {
+	return runHooked(ctx, o, hooks{}, ready)
+}
+
+// runHooked is run with the tests' hooks.
+func runHooked(ctx context.Context, o options, h hooks, ready func(addr, admin net.Addr)) error {
 	if o.log == nil {
 		o.log = io.Discard
 	}
@@ -120,19 +109,12 @@ func run(ctx context.Context, o options, ready func(addr, admin net.Addr)) error
 		return err
 	}
 	defer o.CloseDB()
-	s := newServer(o)
-	if o.started != nil {
-		o.started(s)
+	eng := engineOf[o.engine]()
+	s := newServer(o, eng.traits(), h)
+	if h.started != nil {
+		h.started(s)
 	}
 	defer s.pool.Close()
-	var eng engine = &gnetEngine{}
-	switch o.engine {
-	case "evio":
-		eng = &evioEngine{}
-	case "nbio":
-		eng = &nbioEngine{}
-	}
-	s.t = eng
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
