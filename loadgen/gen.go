@@ -252,10 +252,7 @@ func run(ctx context.Context, o options, progress func(elapsed, total time.Durat
 		res.Params.SwitchAtNs = ck.switchNs.Load() - ck.measure.UnixNano() // a told switch: when it came
 	}
 	if c0 := cpu0.Load(); c0 != nil {
-		res.Generator = results.Cost{CPUNs: cpuEnd.CPUNs() - c0.CPUNs(), Requests: res.Load.Requests}
-		if res.Load.Requests > 0 {
-			res.Generator.CPUUsPerRequest = float64(res.Generator.CPUNs) / 1e3 / float64(res.Load.Requests)
-		}
+		res.Generator = results.CostOf(cpuEnd.CPUNs()-c0.CPUNs(), res.Load.Requests)
 	}
 	if progress != nil {
 		progress(measured, o.duration, res.Load.Requests)
