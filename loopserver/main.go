@@ -22,7 +22,6 @@ import (
 	"time"
 
 	"github.com/bystander-kit/bystander/internal/admin"
-	"github.com/bystander-kit/bystander/internal/cli"
 	"github.com/bystander-kit/bystander/internal/lag"
 	"github.com/bystander-kit/bystander/internal/serverflags"
 )
@@ -41,37 +40,22 @@ type options struct {
 func main() { os.Exit(mainExit(os.Args[1:], os.Stdout, os.Stderr)) }
 
 func mainExit(args []string, stdout, stderr io.Writer) int {
-	return cli.Main(args, stderr, parseFlags, func(ctx context.Context, o options) int {
-		err := run(ctx, o, func(addr, adminAddr net.Addr) {
-			o.Announce(stdout, stderr, "loopserver", fmt.Sprintf("engine %s, %d loops", o.engine, o.loops), addr, adminAddr, "loop", o.loops)
-		})
-		if err != nil {
-			fmt.Fprintln(stderr, err)
-			return 1
-		}
-		return 0
+	return serverflags.Main(args, stderr, parseFlags, run, func(o options, addr, adminAddr net.Addr) {
+		o.Announce(stdout, stderr, "loopserver", fmt.Sprintf("engine %s, %d loops", o.engine, o.loops), addr, adminAddr, "loop", o.loops)
 	})
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
 	o := options{Common: serverflags.Defaults("127.0.0.1:8081", "127.0.0.1:9081"), log: stderr}
-	fs := flag.NewFlagSet("loopserver", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	o.Register(fs)
-	fs.StringVar(&o.engine, "engine", "gnet", "event-loop library: gnet, evio or nbio")
-	fs.IntVar(&o.loops, "loops", 4, "number of event loops")
-	fs.DurationVar(&o.blockWarn, "block-warn", time.Millisecond, "blocked-loop detector (loopwatch): a request that holds its loop longer than this is a block, counted per loop and route on /stats and /metrics, with where it held (a stack a second per loop at most) and logged (a line a second per loop at most); a hold that was the loop's thread waiting for a CPU, or its goroutine back from a system call waiting for a Go P, is counted apart, not as a block; 0 disables")
-	fs.DurationVar(&o.lagInterval, "lag-interval", time.Millisecond, "hand every loop a heartbeat this often and measure its lag (when it ran less when it was handed over; /stats and the /lag stream); 0 disables")
-	fs.BoolVar(&o.lockThreads, "lock-threads", true, "lock each loop goroutine to its own OS thread, as Netty runs a loop per thread (--lock-threads=false: about 5% less CPU per /fast request, a little further from the /slow ceiling; docs/measurements.md)")
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: loopserver [flags]\n\nServes /fast /slow /async /offload from event loops (docs/protocol.md).\n\nFlags:\n")
-		fs.PrintDefaults()
-	}
-	if err := cli.Parse(fs, args, stderr); err != nil {
+	err := serverflags.Parse("loopserver", "Serves /fast /slow /async /offload from event loops (docs/protocol.md).", &o.Common, args, stderr, func(fs *flag.FlagSet) {
+		fs.StringVar(&o.engine, "engine", "gnet", "event-loop library: gnet, evio or nbio")
+		fs.IntVar(&o.loops, "loops", 4, "number of event loops")
+		fs.DurationVar(&o.blockWarn, "block-warn", time.Millisecond, "blocked-loop detector (loopwatch): a request that holds its loop longer than this is a block, counted per loop and route on /stats and /metrics, with where it held (a stack a second per loop at most) and logged (a line a second per loop at most); a hold that was the loop's thread waiting for a CPU, or its goroutine back from a system call waiting for a Go P, is counted apart, not as a block; 0 disables")
+		fs.DurationVar(&o.lagInterval, "lag-interval", time.Millisecond, "hand every loop a heartbeat this often and measure its lag (when it ran less when it was handed over; /stats and the /lag stream); 0 disables")
+		fs.BoolVar(&o.lockThreads, "lock-threads", true, "lock each loop goroutine to its own OS thread, as Netty runs a loop per thread (--lock-threads=false: about 5% less CPU per /fast request, a little further from the /slow ceiling; docs/measurements.md)")
+	})
+	if err != nil {
 		return o, err
-	}
-	if fs.NArg() > 0 {
-		return o, fmt.Errorf("loopserver: unexpected argument %q (flags only; see --help)", fs.Arg(0))
 	}
 	return o, o.validate()
 }

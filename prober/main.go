@@ -110,8 +110,8 @@ func mainExit(args []string, stdout, stderr io.Writer) int {
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
 	o := options{args: args}
-	fs := flag.NewFlagSet("prober", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := cli.Flags("prober", "Usage: prober --mode interval|perconn|trace --target URL [flags]\n       prober --mode interval|perconn --target http://HOST:PORT --bystander REQUEST [flags]\n       prober --mode check --target http://HOST:PORT [--loops N] [--out FILE]\n\n"+
+		"Measures what a bystander sees while a server is loaded; with --mode check, checks that a\nserver speaks the endpoint protocol (exit status 0 when every required check passes, 1 when one\nfails or is missing, 3 when none does but the machine was too busy to judge a timing check).")
 	fs.StringVar(&o.mode, "mode", "interval", "interval, perconn, trace, or check (does the server at --target speak the protocol?)")
 	fs.StringVar(&o.target, "target", "http://127.0.0.1:8081/fast", "URL to probe (loopback only unless --allow-remote); check: the server's base URL, http://host:port")
 	fs.StringVar(&o.bystander, "bystander", "", "interval and perconn: probe with this instead of GET of --target's path: 'METHOD PATH' (such as 'GET /health'),\n"+
@@ -130,16 +130,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.readyFile, "ready-file", "", "perconn: write this file once the connections are open and placed; interval: once they are open")
 	fs.StringVar(&o.out, "out", "", "write the result as JSON (schema "+results.Schema+"; check: "+conform.Schema+") to this file")
 	fs.BoolVar(&o.allowRemote, "allow-remote", false, "allow a target that is not a loopback address")
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: prober --mode interval|perconn|trace --target URL [flags]\n       prober --mode interval|perconn --target http://HOST:PORT --bystander REQUEST [flags]\n       prober --mode check --target http://HOST:PORT [--loops N] [--out FILE]\n\n"+
-			"Measures what a bystander sees while a server is loaded; with --mode check, checks that a\nserver speaks the endpoint protocol (exit status 0 when every required check passes, 1 when one\nfails or is missing, 3 when none does but the machine was too busy to judge a timing check).\n\nFlags:\n")
-		fs.PrintDefaults()
-	}
-	if err := cli.Parse(fs, args, stderr); err != nil {
+	if err := cli.ParseOnly(fs, args, stderr); err != nil {
 		return o, err
-	}
-	if fs.NArg() > 0 {
-		return o, fmt.Errorf("prober: unexpected argument %q (flags only; see --help)", fs.Arg(0))
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
