@@ -131,6 +131,7 @@ func (e *nbioEngine) closed(nc *nbio.Conn, _ error) {
 // (the inbox) and keeps unsent output itself; a job reaches a loop through
 // its mailbox and its heart.
 type nbioLink struct {
+	plain // but hold and release (nbio_epoll.go)
 	inbox
 	e    *nbioEngine
 	nc   *nbio.Conn
@@ -161,5 +162,3 @@ func (l *nbioLink) write(out []byte) error {
 func (l *nbioLink) unsent() int { return nbioUnsent(l.nc) }
 
 func (l *nbioLink) fd() int { return l.nc.Hash() }
-
-func (l *nbioLink) rewake() {}
