@@ -30,7 +30,6 @@ import (
 	"time"
 
 	"github.com/bystander-kit/bystander/internal/admin"
-	"github.com/bystander-kit/bystander/internal/cli"
 	"github.com/bystander-kit/bystander/internal/offload"
 	"github.com/bystander-kit/bystander/internal/proc"
 	"github.com/bystander-kit/bystander/internal/protocol"
@@ -65,34 +64,18 @@ type server struct {
 func main() { os.Exit(mainExit(os.Args[1:], os.Stdout, os.Stderr)) }
 
 func mainExit(args []string, stdout, stderr io.Writer) int {
-	return cli.Main(args, stderr, parseFlags, func(ctx context.Context, o options) int {
-		err := run(ctx, o, func(addr, adminAddr net.Addr) {
-			o.Announce(stdout, stderr, "goserver", "engine "+o.engine, addr, adminAddr, "goroutine", 0)
-		})
-		if err != nil {
-			fmt.Fprintln(stderr, err)
-			return 1
-		}
-		return 0
+	return serverflags.Main(args, stderr, parseFlags, run, func(o options, addr, adminAddr net.Addr) {
+		o.Announce(stdout, stderr, "goserver", "engine "+o.engine, addr, adminAddr, "goroutine", 0)
 	})
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
 	o := options{Common: serverflags.Defaults("127.0.0.1:8083", "127.0.0.1:9083"), log: stderr}
-	fs := flag.NewFlagSet("goserver", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	o.Register(fs)
-	fs.StringVar(&o.engine, "engine", "fasthttp", "the server library: "+strings.Join(Engines, " or "))
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: goserver [flags]\n\nServes /fast /slow /async /offload (docs/protocol.md) on fasthttp or netpoll,\n"+
-			"every request on a goroutine of its own.\n\nFlags:\n")
-		fs.PrintDefaults()
-	}
-	if err := cli.Parse(fs, args, stderr); err != nil {
+	err := serverflags.Parse("goserver", "Serves /fast /slow /async /offload (docs/protocol.md) on fasthttp or netpoll,\nevery request on a goroutine of its own.", &o.Common, args, stderr, func(fs *flag.FlagSet) {
+		fs.StringVar(&o.engine, "engine", "fasthttp", "the server library: "+strings.Join(Engines, " or "))
+	})
+	if err != nil {
 		return o, err
-	}
-	if fs.NArg() > 0 {
-		return o, fmt.Errorf("goserver: unexpected argument %q (flags only; see --help)", fs.Arg(0))
 	}
 	if !slices.Contains(Engines, o.engine) {
 		return o, fmt.Errorf("goserver: --engine %q: want %s", o.engine, strings.Join(Engines, " or "))

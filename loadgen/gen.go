@@ -117,41 +117,15 @@ func run(ctx context.Context, o options, progress func(elapsed, total time.Durat
 	if o.rate > 0 {
 		mode = "open"
 	}
-	// The connections are dealt over the pollers (--threads), each one
-	// goroutine driving its share.
-	ps := make([]*client.Poller, min(o.threads, o.conc))
-	drivers := make([]*driver, len(ps))
-	redials := new(client.Redials)
-	for i := range ps {
-		p, err := client.NewPoller()
-		if err != nil {
-			for _, p := range ps[:i] {
-				p.Close()
-			}
-			return nil, fmt.Errorf("loadgen: %w", err)
-		}
-		ps[i], drivers[i] = p, &driver{rate: o.rate, conns: o.conc, redials: redials}
-		defer p.Close()
+	ps, drivers, ws, err := deal(o, t)
+	if err != nil {
+		return nil, err
 	}
-	var mix *request.Mix
-	if o.spec != nil {
-		mix = o.spec.Mix()
-	}
-	ws := make([]*worker, o.conc)
-	for i := range ws {
-		d := drivers[i%len(ps)]
-		ws[i] = &worker{id: i, c: ps[i%len(ps)].Add(t.Addr, t.RequestTarget, o.timeout), lat: hist.New()}
-		if o.spec != nil {
-			// Each connection its own turn through the requests, starting
-			// at its number: connections started together do not all send
-			// the same one.
-			ws[i].c.Use(mix.Fork(i))
+	defer func() {
+		for _, p := range ps {
+			p.Close()
 		}
-		if o.rate > 0 {
-			ws[i].uncorr = hist.New()
-		}
-		d.ws = append(d.ws, ws[i])
-	}
+	}()
 	// Dial every connection before the clock starts, so the warm-up is
 	// about the server, not the handshakes; a refused target stops here.
 	for _, p := range ps {
@@ -178,7 +152,6 @@ func run(ctx context.Context, o options, progress func(elapsed, total time.Durat
 	runCtx, cancel := context.WithDeadline(ctx, ck.end)
 	defer cancel()
 
-	var cpu0 atomic.Pointer[proc.Usage]
 	var wg sync.WaitGroup
 	runErrs := make([]error, len(ps))
 	for i, p := range ps {
@@ -192,7 +165,92 @@ func run(ctx context.Context, o options, progress func(elapsed, total time.Durat
 			runErrs[i] = p.Run(ctx, d)
 		}()
 	}
-	// Mark the measured window's CPU start, report progress.
+	cpu0 := o.alongside(runCtx, ck, secs, progress)
+	wg.Wait()
+	cpuEnd := proc.Self()
+	end := time.Now()
+	if err := errors.Join(runErrs...); err != nil {
+		return nil, fmt.Errorf("loadgen: %w", err)
+	}
+	var tally client.Tally
+	for _, d := range drivers {
+		tally.Merge(&d.tally)
+	}
+	reason := ""
+	if ctx.Err() != nil {
+		reason = fmt.Sprintf("interrupted after %.1fs of %s warm-up + %s", end.Sub(start).Seconds(), o.warmup, o.duration)
+	}
+	measureEnd := ck.end
+	if end.Before(measureEnd) {
+		measureEnd = end
+	}
+	measured := measureEnd.Sub(ck.measure)
+	if measured < 0 {
+		measured = 0
+	}
+	collect(res, ws, secs, ticks, measured, o.rate > 0)
+	if o.switchTo != "" {
+		settled(res, ws, ck)
+	}
+	if c0 := cpu0.Load(); c0 != nil {
+		res.Generator = results.CostOf(cpuEnd.CPUNs()-c0.CPUNs(), res.Load.Requests)
+	}
+	if progress != nil {
+		progress(measured, o.duration, res.Load.Requests)
+	}
+	o.live.Write(live.Load{Ms: end.Sub(ck.start).Milliseconds(), Answered: secs.all.Load(), End: true})
+	res.Finish(end, reason)
+	if reason == "" {
+		if err := tally.NoAnswer(end.Sub(start)); err != nil {
+			return res, fmt.Errorf("loadgen: %w", err)
+		}
+	}
+	return res, nil
+}
+
+// deal makes the pollers (--threads), each one goroutine's, and deals the
+// connections over them, each a worker; nothing is dialled yet.
+func deal(o options, t client.Target) ([]*client.Poller, []*driver, []*worker, error) {
+	ps := make([]*client.Poller, min(o.threads, o.conc))
+	drivers := make([]*driver, len(ps))
+	redials := new(client.Redials)
+	for i := range ps {
+		p, err := client.NewPoller()
+		if err != nil {
+			for _, p := range ps[:i] {
+				p.Close()
+			}
+			return nil, nil, nil, fmt.Errorf("loadgen: %w", err)
+		}
+		ps[i], drivers[i] = p, &driver{rate: o.rate, conns: o.conc, redials: redials}
+	}
+	var mix *request.Mix
+	if o.spec != nil {
+		mix = o.spec.Mix()
+	}
+	ws := make([]*worker, o.conc)
+	for i := range ws {
+		d := drivers[i%len(ps)]
+		ws[i] = &worker{id: i, c: ps[i%len(ps)].Add(t.Addr, t.RequestTarget, o.timeout), lat: hist.New()}
+		if o.spec != nil {
+			// Each connection its own turn through the requests, starting
+			// at its number: connections started together do not all send
+			// the same one.
+			ws[i].c.Use(mix.Fork(i))
+		}
+		if o.rate > 0 {
+			ws[i].uncorr = hist.New()
+		}
+		d.ws = append(d.ws, ws[i])
+	}
+	return ps, drivers, ws, nil
+}
+
+// alongside starts what runs beside the load until runCtx ends: the
+// measured window's CPU start (returned, nil until the window begins), the
+// watch for a told switch, the stage's live throughput and the progress.
+func (o options) alongside(runCtx context.Context, ck clock, secs *series, progress func(elapsed, total time.Duration, requests int64)) *atomic.Pointer[proc.Usage] {
+	cpu0 := new(atomic.Pointer[proc.Usage])
 	go func() {
 		if pace.Until(runCtx, ck.measure) {
 			u := proc.Self()
@@ -218,56 +276,20 @@ func run(ctx context.Context, o options, progress func(elapsed, total time.Durat
 			progress(now.Sub(ck.measure).Truncate(100*time.Millisecond), o.duration, n)
 		})
 	}
-	wg.Wait()
-	cpuEnd := proc.Self()
-	end := time.Now()
-	if err := errors.Join(runErrs...); err != nil {
-		return nil, fmt.Errorf("loadgen: %w", err)
-	}
-	var tally client.Tally
-	for _, d := range drivers {
-		tally.Merge(&d.tally)
-	}
-	reason := ""
-	if ctx.Err() != nil {
-		reason = fmt.Sprintf("interrupted after %.1fs of %s warm-up + %s", end.Sub(start).Seconds(), o.warmup, o.duration)
-	}
-	measureEnd := ck.end
-	if end.Before(measureEnd) {
-		measureEnd = end
-	}
-	measured := measureEnd.Sub(ck.measure)
-	if measured < 0 {
-		measured = 0
-	}
-	collect(res, ws, secs, ticks, measured, o.rate > 0)
-	if o.switchTo != "" {
-		var last time.Time
-		for _, w := range ws {
-			if w.lastOld.After(last) {
-				last = w.lastOld
-			}
-		}
-		res.Load.SettledNs = int64(max(last.Sub(ck.measure), 0))
-		res.Params.SwitchAtNs = ck.switchNs.Load() - ck.measure.UnixNano() // a told switch: when it came
-	}
-	if c0 := cpu0.Load(); c0 != nil {
-		res.Generator = results.Cost{CPUNs: cpuEnd.CPUNs() - c0.CPUNs(), Requests: res.Load.Requests}
-		if res.Load.Requests > 0 {
-			res.Generator.CPUUsPerRequest = float64(res.Generator.CPUNs) / 1e3 / float64(res.Load.Requests)
+	return cpu0
+}
+
+// settled records, after a switch, when the last request sent before it
+// was answered, and when the switch came.
+func settled(res *results.Result, ws []*worker, ck clock) {
+	var last time.Time
+	for _, w := range ws {
+		if w.lastOld.After(last) {
+			last = w.lastOld
 		}
 	}
-	if progress != nil {
-		progress(measured, o.duration, res.Load.Requests)
-	}
-	o.live.Write(live.Load{Ms: end.Sub(ck.start).Milliseconds(), Answered: secs.all.Load(), End: true})
-	res.Finish(end, reason)
-	if reason == "" {
-		if err := tally.NoAnswer(end.Sub(start)); err != nil {
-			return res, fmt.Errorf("loadgen: %w", err)
-		}
-	}
-	return res, nil
+	res.Load.SettledNs = int64(max(last.Sub(ck.measure), 0))
+	res.Params.SwitchAtNs = ck.switchNs.Load() - ck.measure.UnixNano() // a told switch: when it came
 }
 
 // specString is what a run records of --load: "" without it.

@@ -28,7 +28,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -102,8 +101,8 @@ func mainExit(args []string, stdout, stderr io.Writer) int {
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
 	o := options{args: args}
-	fs := flag.NewFlagSet("loadgen", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := cli.Flags("loadgen", "Usage: loadgen --target URL [flags]\n       loadgen --target http://HOST:PORT --load REQUEST [flags]\n\n"+
+		"Drives one endpoint, or your own requests (--load), with keep-alive connections (closed model, or open with --rate).")
 	fs.StringVar(&o.target, "target", "http://127.0.0.1:8081/slow", "URL to load (loopback only unless --allow-remote); with --load, the server's base URL (http://host:port)")
 	fs.StringVar(&o.load, "load", "", "send this instead of GET of --target's path: 'METHOD PATH' (such as 'POST /login'), or @FILE in vegeta's HTTP targets format\n"+
 		"(METHOD URL lines, header lines, @body lines; several requests are sent round robin); https:// is refused")
@@ -122,16 +121,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.switchWhen, "switch-when", "", "with --switch-to: switch as soon as this file exists (run.sh --stage makes it at the presenter's key), --switch-at into the window at the latest")
 	fs.DurationVar(&o.tick, "tick", 0, "also count answers, and the block the server said, in steps of this (10ms or more; 0: per second only)")
 	fs.Var(&o.startAt, "start-at", "start the run's clock (warm-up first) at this RFC 3339 time, within a minute of now, to share a window with another tool (default: once connected)")
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: loadgen --target URL [flags]\n       loadgen --target http://HOST:PORT --load REQUEST [flags]\n\n"+
-			"Drives one endpoint, or your own requests (--load), with keep-alive connections (closed model, or open with --rate).\n\nFlags:\n")
-		fs.PrintDefaults()
-	}
-	if err := cli.Parse(fs, args, stderr); err != nil {
+	if err := cli.ParseOnly(fs, args, stderr); err != nil {
 		return o, err
-	}
-	if fs.NArg() > 0 {
-		return o, fmt.Errorf("loadgen: unexpected argument %q (flags only; see --help)", fs.Arg(0))
 	}
 	switch {
 	case o.conc < 1 || o.conc > maxConc:

@@ -21,12 +21,11 @@ import (
 // are touched only on the owning loop.
 type conn struct {
 	loop    *loop
-	handle  any // the engine's connection
+	link    link // the engine's connection
 	closed  bool
-	pending bool  // a continuation is outstanding: later requests wait buffered
-	retry   bool  // a later look at the buffered requests is armed
-	heart   bool  // the server's own connection carrying its loop's heartbeat
-	in      inbox // the buffered input, for an engine that lends its buffer
+	pending bool // a continuation is outstanding: later requests wait buffered
+	retry   bool // a later look at the buffered requests is armed
+	heart   bool // the server's own connection carrying its loop's heartbeat
 
 	// The outstanding request, for its continuation.
 	route        protocol.Route
@@ -52,12 +51,6 @@ type conn struct {
 	// close callback), orphan (descriptor + 1) once the engine has let go.
 	dupFD  int
 	orphan atomic.Int64
-
-	// published: made on the goroutine that accepted it (nbio), then
-	// handed to its loop through the kernel; the loop's first look at it
-	// reads this, so that what the accepting goroutine wrote is seen (the
-	// race detector knows no other edge between the two).
-	published atomic.Bool
 }
 
 // setPending marks whether a continuation is outstanding.
@@ -98,13 +91,13 @@ func connCap() (nofile, maxConns int64) {
 // opened registers a new connection on the calling loop, or returns nil
 // when the server holds as many as its cap: the engine then closes it at
 // once, and the refusals are logged once a second.
-func (s *server) opened(remote net.Addr, handle any) *conn {
-	return s.openedOn(remote, handle, nil)
+func (s *server) opened(remote net.Addr, l link) *conn {
+	return s.openedOn(remote, l, nil)
 }
 
 // openedOn is opened on loop l, or on the calling loop when l is nil.
-func (s *server) openedOn(remote net.Addr, handle any, l *loop) *conn {
-	if c := s.openedHeart(remote, handle, l); c != nil {
+func (s *server) openedOn(remote net.Addr, lk link, l *loop) *conn {
+	if c := s.openedHeart(remote, lk, l); c != nil {
 		return c
 	}
 	if s.open.Add(1) > s.maxConns {
@@ -117,7 +110,7 @@ func (s *server) openedOn(remote net.Addr, handle any, l *loop) *conn {
 	}
 	l.connsOpen.Add(1)
 	l.connsTotal.Add(1)
-	c := &conn{loop: l, handle: handle}
+	c := &conn{loop: l, link: lk}
 	c.lastActive.Store(time.Now().UnixNano())
 	s.conns.Store(c, struct{}{})
 	return c

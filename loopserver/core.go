@@ -12,47 +12,72 @@ import (
 // wait while the client does not read them (back-pressure); an idle or
 // half-sent connection is expired on its loop; a connection closed while an
 // answer is owed keeps its socket through a duplicate descriptor until the
-// answer is written. An engine supplies only its transport, and calls
-// traffic when bytes arrive and closedConn when it has closed a connection.
+// answer is written. An engine (engine.go) supplies a link per connection
+// and declares its traits, and calls traffic when bytes arrive and
+// closedConn when it has closed a connection.
 
-// transport is what an event-loop library gives the core: the way onto a
-// connection's loop, its buffered input, its writes and what waits unsent.
-// Every method but run is called on c's loop.
-type transport interface {
-	// run runs f on c's loop, soon, from any goroutine; f returning true
-	// closes c. A job for a connection the engine has closed may be
-	// dropped. The core calls it only while the server is not stopping.
-	run(c *conn, f func() (closeNow bool))
-	// input is what is buffered unread for c; discard drops its first n
-	// bytes (n > 0).
-	input(c *conn) []byte
-	discard(c *conn, n int)
-	// write sends out on c, or queues it behind what is unsent; an error
-	// says the engine has let the socket go.
-	write(c *conn, out []byte) error
-	// unsent is how many bytes wait to be sent on c.
-	unsent(c *conn) int
-	// fd is c's descriptor, or -1.
-	fd(c *conn) int
+// link is one connection as its engine carries it: the way onto its loop,
+// its buffered input, its writes and what waits unsent. Each engine's link
+// is its own type, holding the engine's connection typed. Every method but
+// run is called on the connection's loop.
+type link interface {
+	// run runs f on the connection's loop, soon, from any goroutine; f
+	// returning true closes it. A job for a connection the engine has
+	// closed may be dropped. The core calls it only while the server is
+	// not stopping.
+	run(f func() (closeNow bool))
+	// input is what is buffered unread; discard drops its first n bytes
+	// (n > 0). An engine that lends its read buffer to a callback (evio,
+	// nbio) keeps what is left in an inbox, which its link embeds.
+	input() []byte
+	discard(n int)
+	// write sends out, or queues it behind what is unsent; an error says
+	// the engine has let the socket go.
+	write(out []byte) error
+	// unsent is how many bytes wait to be sent.
+	unsent() int
+	// fd is the connection's descriptor, or -1.
+	fd() int
+	// The workarounds, called only when the engine's traits declare them
+	// (a link without them embeds plain).
+	workarounds
 }
 
-// keeper is a transport whose engine leaves a descriptor it closes in its
-// epoll set (nbio, which never deletes one): while the core keeps a
-// duplicate (keepFD), the socket lives on, and so does its entry in the
-// set, reporting the socket's events under the closed descriptor's number,
-// which the next connection takes (nbio then closed that connection on the
-// kept socket's end of input). hold takes c's descriptor out of the set
-// for as long as the duplicate is kept; release puts it back if the engine
-// still has it. Both run on c's loop.
-type keeper interface {
-	hold(c *conn)
-	release(c *conn)
+// workarounds are what an engine's traits may ask of its links.
+type workarounds interface {
+	// rewake wakes the loop again for the jobs already queued
+	// (traits.losesWakes).
+	rewake()
+	// hold takes the descriptor out of the engine's epoll set while the
+	// core keeps a duplicate of it; release puts it back if the engine
+	// still has it (traits.keepsClosedFDs). Both run on the loop.
+	hold()
+	release()
 }
 
-// rewaker is a transport that can lose the wake of a job it was handed
-// (evio): rewake wakes c's loop again for the jobs already queued.
-type rewaker interface {
-	rewake(c *conn)
+// plain is a link that needs no workaround.
+type plain struct{}
+
+func (plain) rewake()  {}
+func (plain) hold()    {}
+func (plain) release() {}
+
+// traits are what an engine declares of itself for the core to read.
+type traits struct {
+	// losesWakes: a job handed to run may not wake its loop (evio's poll
+	// loses a wake queued while it reads its eventfd): the lag monitor
+	// repeats the wake of a beat still waiting (link.rewake).
+	losesWakes bool
+	// keepsClosedFDs: a descriptor the engine closes stays in its epoll
+	// set (nbio never deletes one): while the core keeps a duplicate
+	// (keepFD), the socket lives on, and so does its entry, reporting the
+	// socket's events under the closed descriptor's number, which the next
+	// connection takes (nbio then closed that connection on the kept
+	// socket's end of input). link.hold and link.release bracket it.
+	keepsClosedFDs bool
+	// jobsRideHearts: the engine offers no way onto a loop but the loop's
+	// heart (nbio), which is opened even without heartbeats.
+	jobsRideHearts bool
 }
 
 // traffic answers what c has buffered, on its loop, once bytes arrived. It
@@ -64,11 +89,11 @@ func (s *server) traffic(c *conn) (closeNow bool) {
 	if c.closed {
 		return false
 	}
-	if c.pending || s.t.unsent(c) > maxPendingOutput {
+	if c.pending || c.link.unsent() > maxPendingOutput {
 		// Later requests wait: behind the continuation, or until the
 		// client reads what it was sent. No engine stops reading, so a
 		// client that goes on sending meanwhile is closed past a bound.
-		if len(s.t.input(c)) > maxPendingInput {
+		if len(c.link.input()) > maxPendingInput {
 			return true
 		}
 		c.lastActive.Store(time.Now().UnixNano())
@@ -85,11 +110,11 @@ func (s *server) traffic(c *conn) (closeNow bool) {
 // close. Requests left buffered are looked at again once an answer under
 // way is done, or in a millisecond when the answers are not being read.
 func (s *server) pump(c *conn, out []byte) (closeNow bool) {
-	in := s.t.input(c)
+	in := c.link.input()
 	n, out, closeNow := s.drain(c, in, out, maxPendingOutput)
 	c.note(in[n:])
 	if n > 0 {
-		s.t.discard(c, n)
+		c.link.discard(n)
 	}
 	if c.pending {
 		s.keepFD(c)
@@ -101,7 +126,7 @@ func (s *server) pump(c *conn, out []byte) (closeNow bool) {
 	if !c.pending {
 		s.dropFD(c)
 	}
-	if !closeNow && !c.pending && n < len(in) && (len(out) >= maxPendingOutput || s.t.unsent(c) > maxPendingOutput) {
+	if !closeNow && !c.pending && n < len(in) && (len(out) >= maxPendingOutput || c.link.unsent() > maxPendingOutput) {
 		s.later(c)
 	}
 	return closeNow
@@ -111,7 +136,7 @@ func (s *server) pump(c *conn, out []byte) (closeNow bool) {
 // closes on the end of input before it says so), through the duplicate
 // descriptor kept while an answer is owed. False: c must close.
 func (s *server) send(c *conn, out []byte) bool {
-	if err := s.t.write(c, out); err != nil {
+	if err := c.link.write(out); err != nil {
 		if c.dupFD > 0 {
 			writeFD(c.dupFD, out)
 		}
@@ -134,7 +159,7 @@ func (s *server) later(c *conn) {
 			switch {
 			case c.pending:
 				return false
-			case s.t.unsent(c) > maxPendingOutput:
+			case c.link.unsent() > maxPendingOutput:
 				s.later(c)
 				return false
 			}
@@ -181,12 +206,12 @@ func (s *server) expire(c *conn) {
 // handed over earlier is still waiting (only an engine that can lose a
 // wake is asked again).
 func (s *server) beat(heart *conn, again bool) {
-	if r, ok := s.t.(rewaker); again && ok {
-		s.awake(func() { r.rewake(heart) })
+	if again && s.traits.losesWakes {
+		s.awake(heart.link.rewake)
 		return
 	}
 	s.awake(func() {
-		s.t.run(heart, func() bool {
+		heart.link.run(func() bool {
 			s.beatNow(heart)
 			return false
 		})
@@ -197,7 +222,7 @@ func (s *server) beat(heart *conn, again bool) {
 // may serve another connection already); f returning true closes c.
 func (s *server) onLoop(c *conn, f func() (closeNow bool)) {
 	s.awake(func() {
-		s.t.run(c, func() bool {
+		c.link.run(func() bool {
 			if c.closed {
 				return false
 			}
@@ -214,11 +239,11 @@ func (s *server) keepFD(c *conn) {
 	if c.dupFD > 0 {
 		return
 	}
-	if fd := s.t.fd(c); fd >= 0 {
+	if fd := c.link.fd(); fd >= 0 {
 		if dup, err := syscall.Dup(fd); err == nil {
 			c.dupFD = dup
-			if k, ok := s.t.(keeper); ok {
-				k.hold(c)
+			if s.traits.keepsClosedFDs {
+				c.link.hold()
 			}
 		}
 	}
@@ -227,8 +252,8 @@ func (s *server) keepFD(c *conn) {
 // dropFD lets the duplicate go once the answer went out the usual way.
 func (s *server) dropFD(c *conn) {
 	if c.dupFD > 0 {
-		if k, ok := s.t.(keeper); ok {
-			k.release(c)
+		if s.traits.keepsClosedFDs {
+			c.link.release()
 		}
 		syscall.Close(c.dupFD)
 		c.dupFD = 0
@@ -261,7 +286,8 @@ func (s *server) closedConn(c *conn) {
 
 // inbox is the input of an engine that hands each read's bytes to a
 // callback and reuses its buffer (evio, nbio): the bytes are decoded where
-// they lie, and only what is left when the callback returns is copied.
+// they lie, and only what is left when the callback returns is copied. Its
+// input and discard are the link's, for a link that embeds it.
 type inbox struct {
 	kept []byte // left from earlier reads
 	lent []byte // the engine's buffer, during its callback
@@ -276,7 +302,7 @@ func (b *inbox) take(in []byte) {
 	b.kept = append(b.kept, in...)
 }
 
-func (b *inbox) bytes() []byte {
+func (b *inbox) input() []byte {
 	if b.lent != nil {
 		return b.lent
 	}

@@ -12,13 +12,15 @@ import (
 	"github.com/bystander-kit/bystander/internal/wiretest"
 )
 
-// The connection core's flow, tested once against a fake transport: one
+// The connection core's flow, tested once against a fake link: one
 // loop goroutine that runs the jobs it is handed, an input buffer, the
 // bytes written, and an unsent count the test sets. The engines' own tests
 // run the same flow over real sockets on gnet, evio and nbio.
 
 type fakeTransport struct {
+	plain
 	s    *server
+	c    *conn
 	jobs chan func()
 
 	mu      sync.Mutex // guards what the test reads from its own goroutine
@@ -33,10 +35,9 @@ func newFake(t *testing.T) (*fakeTransport, *conn) {
 	t.Helper()
 	o := options{Common: serverflags.Defaults("127.0.0.1:0", ""), loops: 1, log: &wiretest.Buffer{}}
 	o.OffloadWorkers = 4
-	s := newServer(o)
+	s := newServer(o, traits{}, hooks{})
 	t.Cleanup(s.pool.Close)
 	f := &fakeTransport{s: s, jobs: make(chan func(), 64), fdv: -1}
-	s.t = f
 	l := s.loops.at(0)
 	stop := make(chan struct{})
 	done := make(chan struct{})
@@ -53,9 +54,8 @@ func newFake(t *testing.T) (*fakeTransport, *conn) {
 		}
 	}()
 	t.Cleanup(func() { close(stop); <-done })
-	var c *conn
-	f.do(func() { c = s.openedOn(nil, f, l) })
-	return f, c
+	f.do(func() { f.c = s.openedOn(nil, f, l) })
+	return f, f.c
 }
 
 // do runs j on the loop and waits for it.
@@ -84,36 +84,36 @@ func (f *fakeTransport) closeOnLoop(c *conn) {
 	f.s.closedConn(c)
 }
 
-func (f *fakeTransport) run(c *conn, job func() bool) {
+func (f *fakeTransport) run(job func() bool) {
 	f.jobs <- func() {
 		if job() {
-			f.closeOnLoop(c)
+			f.closeOnLoop(f.c)
 		}
 	}
 }
 
-func (f *fakeTransport) input(*conn) []byte { return f.in }
+func (f *fakeTransport) input() []byte { return f.in }
 
-func (f *fakeTransport) discard(_ *conn, n int) {
+func (f *fakeTransport) discard(n int) {
 	f.mu.Lock()
 	f.in = f.in[n:]
 	f.mu.Unlock()
 }
 
-func (f *fakeTransport) write(_ *conn, out []byte) error {
+func (f *fakeTransport) write(out []byte) error {
 	f.mu.Lock()
 	f.written = append(f.written, out...)
 	f.mu.Unlock()
 	return nil
 }
 
-func (f *fakeTransport) unsent(*conn) int {
+func (f *fakeTransport) unsent() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.unsentN
 }
 
-func (f *fakeTransport) fd(*conn) int { return f.fdv }
+func (f *fakeTransport) fd() int { return f.fdv }
 
 func (f *fakeTransport) setUnsent(n int) {
 	f.mu.Lock()

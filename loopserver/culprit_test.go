@@ -64,8 +64,8 @@ func TestCulpritNamed(t *testing.T) {
 				if k.name == "spin" {
 					spinning.Lock()
 				}
-				s := start(t, eng, func(o *options) {
-					o.blockWarn, o.stackEvery, o.BlockMode, o.blockFor = time.Millisecond, time.Nanosecond, k.mode, k.call
+				s := startHooked(t, eng, hooks{blockFor: k.call}, func(o *options) {
+					o.blockWarn, o.stackEvery, o.BlockMode = time.Millisecond, time.Nanosecond, k.mode
 				})
 				c := wiretest.Dial(t, s.addr)
 				// A fresh server's first ticks come late while it starts:

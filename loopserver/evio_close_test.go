@@ -120,12 +120,12 @@ func TestEvioStopsWhenStoppedAtStart(t *testing.T) {
 				log := &wiretest.Buffer{}
 				o.log = log
 				ctx, cancel := context.WithCancel(context.Background())
-				o.started = func(*server) {
+				h := hooks{started: func(*server) {
 					// Stop as it starts, or a little after: the loops are
 					// being started meanwhile.
 					go func() { time.Sleep(time.Duration(i%5) * 200 * time.Microsecond); cancel() }()
-				}
-				if err := run(ctx, o, nil); err != nil {
+				}}
+				if err := runHooked(ctx, o, h, nil); err != nil {
 					t.Error(err)
 				}
 				if strings.Contains(log.String(), "still blocked") {

@@ -14,16 +14,10 @@ import (
 )
 
 // gnetEngine serves on gnet. The kit accepts the connections itself and
-// hands each to gnet (Engine.Register), which deals them round-robin to
-// the loops in the order they come, so any 4n consecutive connections land
-// n per loop. gnet's own acceptor stops the whole engine on any accept
-// error but a few (v2.9.7 acceptor_unix.go accept0: "too many open files"
-// included), and accepts a burst whole before its loops can close the
-// connections past the cap, so a burst could run the process out of
-// descriptors and stop the engine. The kit's acceptor backs off on
-// "too many open files" (as net/http does) and closes a connection past
-// the cap before gnet sees it. gnet itself listens on a unix socket in a
-// private directory that nothing connects to.
+// hands each to gnet (gnet_accept.go), which deals them round-robin to the
+// loops in the order they come, so any 4n consecutive connections land n
+// per loop. gnet itself listens on a unix socket in a private directory
+// that nothing connects to.
 type gnetEngine struct {
 	gnet.BuiltinEventEngine
 	s   *server
@@ -46,11 +40,7 @@ type gnetEngine struct {
 	started   sync.Once
 }
 
-// handoverSlots is how many connections may be under way to gnet at once:
-// an eighth of the descriptors the connection cap leaves spare, 4 to 1024.
-func handoverSlots(s *server) int {
-	return int(min(max((s.nofile-s.maxConns)/8, 4), 1024))
-}
+func (e *gnetEngine) traits() traits { return traits{} }
 
 func (e *gnetEngine) serve(ctx context.Context, s *server, addr string, ready func(net.Addr)) error {
 	e.s, e.ready = s, ready
@@ -108,34 +98,6 @@ func (e *gnetEngine) serve(ctx context.Context, s *server, addr string, ready fu
 	return err
 }
 
-// accept takes the connections and hands them to gnet until the listener
-// closes (acceptLoop); a connection under way holds a slot until gnet has
-// opened it.
-func (e *gnetEngine) accept() {
-	err := e.s.acceptLoop(e.ln, func() bool { return e.s.open.Load()+int64(len(e.slots)) >= e.s.maxConns }, func(c net.Conn) {
-		e.slots <- struct{}{}
-		done := func() { <-e.slots }
-		res, err := e.eng.Register(gnet.NewNetConnContext(context.Background(), c))
-		if err != nil {
-			done()
-			c.Close()
-			return
-		}
-		go func() {
-			// gnet sends the result once the loop has opened the
-			// connection (or failed to take it: its copy of the
-			// descriptor, say).
-			if r := <-res; r.Err != nil && !e.s.stopping.Load() {
-				fmt.Fprintf(e.s.log, "loopserver: gnet could not take a connection: %v\n", r.Err)
-			}
-			done()
-		}()
-	})
-	if err != nil {
-		e.acceptErr <- err
-	}
-}
-
 // gnetLog keeps gnet's warnings and errors in the server's log, one line
 // each, and drops its chatter.
 type gnetLog struct{ w io.Writer }
@@ -152,28 +114,8 @@ func (l gnetLog) Fatalf(f string, a ...any) {
 	fmt.Fprintf(l.w, "loopserver: gnet: "+f+"\n", a...)
 }
 
-// OnBoot: gnet has bound its unix socket, which nothing dials (the kit
-// accepts the connections itself), so its directory goes now: a server
-// killed rather than stopped leaves nothing in the temporary directory.
-func (e *gnetEngine) OnBoot(eng gnet.Engine) gnet.Action {
-	_ = os.RemoveAll(e.sockDir)
-	e.eng = eng
-	close(e.booted)
-	return gnet.None
-}
-
-// OnTick is called first once every loop is registered with the balancer
-// (gnet calls OnBoot before): only then may connections be handed over.
-func (e *gnetEngine) OnTick() (time.Duration, gnet.Action) {
-	e.started.Do(func() {
-		go e.accept()
-		e.ready(e.ln.Addr())
-	})
-	return time.Hour, gnet.None
-}
-
 func (e *gnetEngine) OnOpen(gc gnet.Conn) ([]byte, gnet.Action) {
-	c := e.s.opened(gc.RemoteAddr(), gc)
+	c := e.s.opened(gc.RemoteAddr(), &gnetLink{gc: gc})
 	if c == nil {
 		return nil, gnet.Close // over the cap
 	}
@@ -199,31 +141,35 @@ func gnetAction(closeNow bool) gnet.Action {
 	return gnet.None
 }
 
-// The transport: gnet keeps a connection's input and unsent output in its
-// own buffers, and runs a task on a connection's loop (EventLoop.Execute).
+// gnetLink is a connection on gnet, which keeps its input and unsent
+// output in its own buffers and runs a task on a connection's loop
+// (EventLoop.Execute).
+type gnetLink struct {
+	plain
+	gc gnet.Conn
+}
 
-func (e *gnetEngine) run(c *conn, f func() bool) {
-	gc := c.handle.(gnet.Conn)
-	_ = gc.EventLoop().Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
+func (l *gnetLink) run(f func() bool) {
+	_ = l.gc.EventLoop().Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
 		if !f() {
 			return nil
 		}
-		return gc.EventLoop().Close(gc)
+		return l.gc.EventLoop().Close(l.gc)
 	}))
 }
 
-func (e *gnetEngine) input(c *conn) []byte {
-	buf, _ := c.handle.(gnet.Conn).Peek(-1)
+func (l *gnetLink) input() []byte {
+	buf, _ := l.gc.Peek(-1)
 	return buf
 }
 
-func (e *gnetEngine) discard(c *conn, n int) { _, _ = c.handle.(gnet.Conn).Discard(n) }
+func (l *gnetLink) discard(n int) { _, _ = l.gc.Discard(n) }
 
-func (e *gnetEngine) write(c *conn, out []byte) error {
-	_, err := c.handle.(gnet.Conn).Write(out)
+func (l *gnetLink) write(out []byte) error {
+	_, err := l.gc.Write(out)
 	return err
 }
 
-func (e *gnetEngine) unsent(c *conn) int { return c.handle.(gnet.Conn).OutboundBuffered() }
+func (l *gnetLink) unsent() int { return l.gc.OutboundBuffered() }
 
-func (e *gnetEngine) fd(c *conn) int { return c.handle.(gnet.Conn).Fd() }
+func (l *gnetLink) fd() int { return l.gc.Fd() }

@@ -429,9 +429,8 @@ func loopThreadsTime(t *testing.T, pid int) time.Duration {
 // are not locked to threads here: a locked loop parked in its wait is not
 // woken for its beats at all (lag.Loop.Locked), so few wakes would be lost.
 func TestEvioLostWake(t *testing.T) {
-	s := start(t, "evio", func(o *options) {
+	s := startHooked(t, "evio", hooks{dropWake: func(again bool) bool { return !again }}, func(o *options) {
 		o.lockThreads = false
-		o.dropWake = func(again bool) bool { return !again }
 	})
 	deadline := time.Now().Add(10 * time.Second)
 	for {

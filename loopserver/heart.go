@@ -30,9 +30,6 @@ type hearts struct {
 	// byLoop is each loop's heart's client end, by loop index: writing a
 	// byte to it wakes the loop (nbio's continuations ride on it).
 	byLoop map[int]int
-	// always: open the hearts even without heartbeats (--lag-interval 0),
-	// as the engine's way onto its loops.
-	always bool
 }
 
 // wake writes a byte to loop index's heart, which wakes that loop; false
@@ -50,9 +47,11 @@ func (s *server) wake(index int) bool {
 
 // openHearts opens one heart per loop on the listener at addr, one after
 // another, each once the last is open. It returns an error when a loop got
-// none (the server then runs without heartbeats on that loop).
+// none (the server then runs without heartbeats on that loop). Without
+// heartbeats (--lag-interval 0) it opens none, unless the engine's jobs
+// ride on them.
 func (s *server) openHearts(addr net.Addr) error {
-	if s.opts.lagInterval <= 0 && !s.hearts.always {
+	if s.opts.lagInterval <= 0 && !s.traits.jobsRideHearts {
 		return nil
 	}
 	to, ok := addr.(*net.TCPAddr)
@@ -183,7 +182,7 @@ func (s *server) isHeart(remote net.Addr) bool {
 
 // openedHeart returns the heart that remote is, registered on loop l (nil:
 // the calling loop), or nil when remote is a client.
-func (s *server) openedHeart(remote net.Addr, handle any, l *loop) *conn {
+func (s *server) openedHeart(remote net.Addr, lk link, l *loop) *conn {
 	if s.hearts.pending.Load() == 0 {
 		return nil
 	}
@@ -202,7 +201,7 @@ func (s *server) openedHeart(remote net.Addr, handle any, l *loop) *conn {
 	if l == nil {
 		l = s.loops.register()
 	}
-	c := &conn{loop: l, heart: true, handle: handle}
+	c := &conn{loop: l, heart: true, link: lk}
 	l.heart.CompareAndSwap(nil, c) // not when l has one: openHearts then lets it go
 	ch <- c
 	return c

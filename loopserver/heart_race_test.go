@@ -31,13 +31,13 @@ func TestStopWhileOpeningHearts(t *testing.T) {
 					t.Fatal(err)
 				}
 				ctx, cancel := context.WithCancel(context.Background())
-				o.started = func(*server) {
+				h := hooks{started: func(*server) {
 					// Stop a little after the engine starts: the hearts are
 					// being opened one after another meanwhile.
 					go func() { time.Sleep(time.Duration(i%5) * 200 * time.Microsecond); cancel() }()
-				}
+				}}
 				done := make(chan error, 1)
-				go func() { done <- run(ctx, o, func(net.Addr, net.Addr) {}) }()
+				go func() { done <- runHooked(ctx, o, h, func(net.Addr, net.Addr) {}) }()
 				select {
 				case <-done:
 				case <-time.After(10 * time.Second):

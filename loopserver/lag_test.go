@@ -143,7 +143,7 @@ func TestNoWakeAfterStop(t *testing.T) {
 	for _, eng := range engines {
 		t.Run(eng, func(t *testing.T) {
 			var srv *server
-			s := start(t, eng, func(o *options) { o.started = func(s *server) { srv = s } })
+			s := startHooked(t, eng, hooks{started: func(s *server) { srv = s }}, nil)
 			c := wiretest.Dial(t, s.addr)
 			c.MustGet("/fast")
 			var cn *conn
@@ -289,7 +289,7 @@ func TestLoopThreadsNamed(t *testing.T) {
 // about 1 of 50 TestHalfClosed runs). The heart that landed twice is
 // closed and another dialled.
 func TestHeartLandsTwice(t *testing.T) {
-	s := newServer(options{loops: 2, lagInterval: time.Millisecond, log: &wiretest.Buffer{}})
+	s := newServer(options{loops: 2, lagInterval: time.Millisecond, log: &wiretest.Buffer{}}, traits{}, hooks{})
 	s.hearts.ports, s.hearts.byLoop = map[int]chan *conn{}, map[int]int{}
 	for i := range 2 {
 		s.loops.at(i).gid.Store(uint64(i + 1)) // bound: bindAll has nothing to wait for
@@ -307,7 +307,7 @@ func TestHeartLandsTwice(t *testing.T) {
 				return
 			}
 			defer c.Close()
-			s.openedHeart(c.RemoteAddr(), c, s.loops.at(min(n/2, 1)))
+			s.openedHeart(c.RemoteAddr(), nil, s.loops.at(min(n/2, 1)))
 		}
 	}()
 	if err := s.openHearts(ln.Addr()); err != nil {

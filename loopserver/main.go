@@ -4,10 +4,11 @@
 //
 //	loopserver --engine gnet --loops 4 --block 5ms --addr 127.0.0.1:8081
 //
-// It runs on gnet (default) or evio, answers GET /stats on an admin listener
-// apart from the loops, measures every loop's lag with a heartbeat
-// (--lag-interval), and names each loop held past --block-warn, with the
-// route that held it and where (loopwatch, on the loops' own threads).
+// It runs on gnet (default), evio or nbio, answers GET /stats on an admin
+// listener apart from the loops, measures every loop's lag with a
+// heartbeat (--lag-interval), and names each loop held past --block-warn,
+// with the route that held it and where (loopwatch, on the loops' own
+// threads).
 package main
 
 import (
@@ -21,8 +22,6 @@ import (
 	"time"
 
 	"github.com/bystander-kit/bystander/internal/admin"
-	"github.com/bystander-kit/bystander/internal/block"
-	"github.com/bystander-kit/bystander/internal/cli"
 	"github.com/bystander-kit/bystander/internal/lag"
 	"github.com/bystander-kit/bystander/internal/serverflags"
 )
@@ -36,65 +35,34 @@ type options struct {
 	lagInterval time.Duration
 	lockThreads bool
 	log         io.Writer
-	// blockFor, in tests, is the blocking call instead of block.For (a
-	// channel wait, a mutex: blocks that are not block modes).
-	blockFor func(block.Mode, time.Duration) time.Duration
-	// dropWake, in tests, loses the evio heartbeat wakes it says yes to
-	// (again: a repeated one), as evio's poll loses some.
-	dropWake func(again bool) bool
-	// started, in tests, is given the server once it is made.
-	started func(*server)
-}
-
-// engine is one event-loop library serving a server.
-type engine interface {
-	transport
-	// serve listens on addr and serves until ctx is done; ready is called
-	// with the bound address once connections are accepted.
-	serve(ctx context.Context, s *server, addr string, ready func(net.Addr)) error
 }
 
 func main() { os.Exit(mainExit(os.Args[1:], os.Stdout, os.Stderr)) }
 
 func mainExit(args []string, stdout, stderr io.Writer) int {
-	return cli.Main(args, stderr, parseFlags, func(ctx context.Context, o options) int {
-		err := run(ctx, o, func(addr, adminAddr net.Addr) {
-			o.Announce(stdout, stderr, "loopserver", fmt.Sprintf("engine %s, %d loops", o.engine, o.loops), addr, adminAddr, "loop", o.loops)
-		})
-		if err != nil {
-			fmt.Fprintln(stderr, err)
-			return 1
-		}
-		return 0
+	return serverflags.Main(args, stderr, parseFlags, run, func(o options, addr, adminAddr net.Addr) {
+		o.Announce(stdout, stderr, "loopserver", fmt.Sprintf("engine %s, %d loops", o.engine, o.loops), addr, adminAddr, "loop", o.loops)
 	})
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
 	o := options{Common: serverflags.Defaults("127.0.0.1:8081", "127.0.0.1:9081"), log: stderr}
-	fs := flag.NewFlagSet("loopserver", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	o.Register(fs)
-	fs.StringVar(&o.engine, "engine", "gnet", "event-loop library: gnet, evio or nbio")
-	fs.IntVar(&o.loops, "loops", 4, "number of event loops")
-	fs.DurationVar(&o.blockWarn, "block-warn", time.Millisecond, "blocked-loop detector (loopwatch): a request that holds its loop longer than this is a block, counted per loop and route on /stats and /metrics, with where it held (a stack a second per loop at most) and logged (a line a second per loop at most); a hold that was the loop's thread waiting for a CPU, or its goroutine back from a system call waiting for a Go P, is counted apart, not as a block; 0 disables")
-	fs.DurationVar(&o.lagInterval, "lag-interval", time.Millisecond, "hand every loop a heartbeat this often and measure its lag (when it ran less when it was handed over; /stats and the /lag stream); 0 disables")
-	fs.BoolVar(&o.lockThreads, "lock-threads", true, "lock each loop goroutine to its own OS thread, as Netty runs a loop per thread (--lock-threads=false: about 5% less CPU per /fast request, a little further from the /slow ceiling; docs/measurements.md)")
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: loopserver [flags]\n\nServes /fast /slow /async /offload from event loops (docs/protocol.md).\n\nFlags:\n")
-		fs.PrintDefaults()
-	}
-	if err := cli.Parse(fs, args, stderr); err != nil {
+	err := serverflags.Parse("loopserver", "Serves /fast /slow /async /offload from event loops (docs/protocol.md).", &o.Common, args, stderr, func(fs *flag.FlagSet) {
+		fs.StringVar(&o.engine, "engine", "gnet", "event-loop library: gnet, evio or nbio")
+		fs.IntVar(&o.loops, "loops", 4, "number of event loops")
+		fs.DurationVar(&o.blockWarn, "block-warn", time.Millisecond, "blocked-loop detector (loopwatch): a request that holds its loop longer than this is a block, counted per loop and route on /stats and /metrics, with where it held (a stack a second per loop at most) and logged (a line a second per loop at most); a hold that was the loop's thread waiting for a CPU, or its goroutine back from a system call waiting for a Go P, is counted apart, not as a block; 0 disables")
+		fs.DurationVar(&o.lagInterval, "lag-interval", time.Millisecond, "hand every loop a heartbeat this often and measure its lag (when it ran less when it was handed over; /stats and the /lag stream); 0 disables")
+		fs.BoolVar(&o.lockThreads, "lock-threads", true, "lock each loop goroutine to its own OS thread, as Netty runs a loop per thread (--lock-threads=false: about 5% less CPU per /fast request, a little further from the /slow ceiling; docs/measurements.md)")
+	})
+	if err != nil {
 		return o, err
-	}
-	if fs.NArg() > 0 {
-		return o, fmt.Errorf("loopserver: unexpected argument %q (flags only; see --help)", fs.Arg(0))
 	}
 	return o, o.validate()
 }
 
 func (o *options) validate() error {
 	switch {
-	case o.engine != "gnet" && o.engine != "evio" && o.engine != "nbio":
+	case engineOf[o.engine] == nil:
 		return fmt.Errorf("loopserver: --engine %q: want gnet, evio or nbio", o.engine)
 	case o.loops < 1 || o.loops > 256:
 		return fmt.Errorf("loopserver: --loops %d: want 1 to 256", o.loops)
@@ -108,6 +76,11 @@ func (o *options) validate() error {
 
 // run serves until ctx is done. ready gets the bound addresses.
 func run(ctx context.Context, o options, ready func(addr, admin net.Addr)) error {
+	return runHooked(ctx, o, hooks{}, ready)
+}
+
+// runHooked is run with the tests' hooks.
+func runHooked(ctx context.Context, o options, h hooks, ready func(addr, admin net.Addr)) error {
 	if o.log == nil {
 		o.log = io.Discard
 	}
@@ -120,19 +93,12 @@ func run(ctx context.Context, o options, ready func(addr, admin net.Addr)) error
 		return err
 	}
 	defer o.CloseDB()
-	s := newServer(o)
-	if o.started != nil {
-		o.started(s)
+	eng := engineOf[o.engine]()
+	s := newServer(o, eng.traits(), h)
+	if h.started != nil {
+		h.started(s)
 	}
 	defer s.pool.Close()
-	var eng engine = &gnetEngine{}
-	switch o.engine {
-	case "evio":
-		eng = &evioEngine{}
-	case "nbio":
-		eng = &nbioEngine{}
-	}
-	s.t = eng
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

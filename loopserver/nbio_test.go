@@ -20,7 +20,7 @@ func TestNbioUnsentField(t *testing.T) {
 }
 
 // TestNbioEpollField: the engine takes a kept connection out of its
-// poller's epoll set through nbio's unexported poller field (keeper); if
+// poller's epoll set through nbio's unexported poller field (traits.keepsClosedFDs); if
 // nbio moves it, this fails rather than closed descriptors' events
 // silently closing new connections again (TestReusedDescriptor).
 func TestNbioEpollField(t *testing.T) {
@@ -57,7 +57,7 @@ func TestNbioEpollField(t *testing.T) {
 // mailbox stayed marked "woken" and the loop got no job again, so a loop
 // went without heartbeats for the server's life.
 func TestNbioWakeBeforeHeart(t *testing.T) {
-	s := newServer(options{loops: 1, log: &wiretest.Buffer{}})
+	s := newServer(options{loops: 1, log: &wiretest.Buffer{}}, traits{}, hooks{})
 	s.hearts.ports, s.hearts.byLoop = map[int]chan *conn{}, map[int]int{}
 	e := &nbioEngine{s: s, boxes: make([]mailbox, 1)}
 	ran := 0
@@ -88,7 +88,7 @@ func TestBoundBeforeReady(t *testing.T) {
 	for _, eng := range engines {
 		t.Run(eng, func(t *testing.T) {
 			var srv *server
-			start(t, eng, func(o *options) { o.started = func(s *server) { srv = s } })
+			startHooked(t, eng, hooks{started: func(s *server) { srv = s }}, nil)
 			for _, l := range srv.loops.all() {
 				if l.gid.Load() == 0 {
 					t.Errorf("loop %d has not run when the server said it listens", l.index)

@@ -186,8 +186,8 @@ func (s *server) reply(out []byte, c *conn, req *h1.Request, status int, body st
 
 // block is the blocking call of /slow: the server's, or the test's.
 func (s *server) block(d time.Duration) (time.Duration, error) {
-	if s.opts.blockFor != nil {
-		return s.opts.blockFor(s.opts.BlockMode, d), nil
+	if s.hooks.blockFor != nil {
+		return s.hooks.blockFor(s.opts.BlockMode, d), nil
 	}
 	return s.opts.Call().For(d)
 }

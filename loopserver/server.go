@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/bystander-kit/bystander/internal/block"
 	"github.com/bystander-kit/bystander/internal/lag"
 	"github.com/bystander-kit/bystander/internal/offload"
 )
@@ -27,7 +28,8 @@ type server struct {
 	opts    options
 	loops   *loopSet
 	pool    *offload.Pool
-	t       transport // the engine's
+	traits  traits // the engine's
+	hooks   hooks
 	mon     *lag.Monitor
 	started time.Time
 	log     io.Writer
@@ -47,9 +49,23 @@ type server struct {
 	idleTO, headerTO, bodyTO atomic.Int64 // connections closed by each timeout
 }
 
-func newServer(o options) *server {
+// hooks are the tests' ways into a server; a served one has none.
+type hooks struct {
+	// blockFor is the blocking call instead of block.For (a channel wait,
+	// a mutex: blocks that are not block modes).
+	blockFor func(block.Mode, time.Duration) time.Duration
+	// dropWake loses the evio wakes it says yes to (again: a repeated
+	// one), as evio's poll loses some.
+	dropWake func(again bool) bool
+	// started is given the server once it is made.
+	started func(*server)
+}
+
+func newServer(o options, tr traits, h hooks) *server {
 	s := &server{
 		opts:    o,
+		traits:  tr,
+		hooks:   h,
 		loops:   newLoopSet(o.lockThreads),
 		pool:    offload.New(o.OffloadWorkers, o.OffloadQueue),
 		started: time.Now(),
@@ -58,7 +74,7 @@ func newServer(o options) *server {
 	s.nofile, s.maxConns = connCap()
 	s.maxConns = max(s.maxConns-int64(2*o.loops), 1) // the hearts' two ends
 	s.hearts.ports, s.hearts.byLoop = map[int]chan *conn{}, map[int]int{}
-	s.mon = lag.New(lag.Options{Interval: o.lagInterval, Warn: o.blockWarn, StackEvery: o.stackEvery, Log: o.log, Name: "loopserver", Repeat: o.engine == "evio"},
+	s.mon = lag.New(lag.Options{Interval: o.lagInterval, Warn: o.blockWarn, StackEvery: o.stackEvery, Log: o.log, Name: "loopserver", Repeat: tr.losesWakes},
 		s.loops.lagLoops, s.poke)
 	s.loops.newLag = s.mon.NewLoop
 	return s

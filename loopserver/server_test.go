@@ -40,6 +40,12 @@ func (ts *testServer) stop(t *testing.T) {
 // start runs a loop server on a free loopback port until the test ends.
 func start(t *testing.T, engine string, tweak func(*options)) *testServer {
 	t.Helper()
+	return startHooked(t, engine, hooks{}, tweak)
+}
+
+// startHooked is start with the test's hooks into the server.
+func startHooked(t *testing.T, engine string, h hooks, tweak func(*options)) *testServer {
+	t.Helper()
 	log := &wiretest.Buffer{}
 	o := options{
 		Common: serverflags.Defaults("127.0.0.1:0", "127.0.0.1:0"),
@@ -56,7 +62,7 @@ func start(t *testing.T, engine string, tweak func(*options)) *testServer {
 	ready := make(chan [2]string, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, o, func(a, ad net.Addr) { ready <- [2]string{a.String(), ad.String()} })
+		done <- runHooked(ctx, o, h, func(a, ad net.Addr) { ready <- [2]string{a.String(), ad.String()} })
 	}()
 	var ts *testServer
 	select {
@@ -551,7 +557,7 @@ func TestFlags(t *testing.T) {
 
 // parallel runs the test beside the other engines' unless eng is nbio:
 // nbio deals a connection to poller fd % pollers, and the kit deals
-// round-robin by choosing that descriptor (nbio.go), which descriptors
+// round-robin by choosing that descriptor (nbio_deal.go), which descriptors
 // opened meanwhile by other servers in the same process would disturb.
 func parallel(t *testing.T, eng string) {
 	if eng != "nbio" {

@@ -68,9 +68,6 @@ func runInterval(ctx context.Context, o options) (*results.Result, error) {
 	res.Probe = pr
 	res.Errors = errorCounts(pcs)
 	sent := pr.Completed + pr.Failed
-	res.Generator = results.Cost{CPUNs: cpu, Requests: sent}
-	if sent > 0 {
-		res.Generator.CPUUsPerRequest = float64(cpu) / 1e3 / float64(sent)
-	}
+	res.Generator = results.CostOf(cpu, sent)
 	return ps.finish(res, start)
 }

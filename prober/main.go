@@ -110,8 +110,24 @@ func mainExit(args []string, stdout, stderr io.Writer) int {
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
 	o := options{args: args}
-	fs := flag.NewFlagSet("prober", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := cli.Flags("prober", "Usage: prober --mode interval|perconn|trace --target URL [flags]\n       prober --mode interval|perconn --target http://HOST:PORT --bystander REQUEST [flags]\n       prober --mode check --target http://HOST:PORT [--loops N] [--out FILE]\n\n"+
+		"Measures what a bystander sees while a server is loaded; with --mode check, checks that a\nserver speaks the endpoint protocol (exit status 0 when every required check passes, 1 when one\nfails or is missing, 3 when none does but the machine was too busy to judge a timing check).")
+	o.register(fs)
+	if err := cli.ParseOnly(fs, args, stderr); err != nil {
+		return o, err
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	for _, check := range []func(set map[string]bool) error{o.byMode, o.inRange, o.requests} {
+		if err := check(set); err != nil {
+			return o, err
+		}
+	}
+	return o, nil
+}
+
+// register puts the prober's flags on fs.
+func (o *options) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.mode, "mode", "interval", "interval, perconn, trace, or check (does the server at --target speak the protocol?)")
 	fs.StringVar(&o.target, "target", "http://127.0.0.1:8081/fast", "URL to probe (loopback only unless --allow-remote); check: the server's base URL, http://host:port")
 	fs.StringVar(&o.bystander, "bystander", "", "interval and perconn: probe with this instead of GET of --target's path: 'METHOD PATH' (such as 'GET /health'),\n"+
@@ -130,33 +146,25 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.readyFile, "ready-file", "", "perconn: write this file once the connections are open and placed; interval: once they are open")
 	fs.StringVar(&o.out, "out", "", "write the result as JSON (schema "+results.Schema+"; check: "+conform.Schema+") to this file")
 	fs.BoolVar(&o.allowRemote, "allow-remote", false, "allow a target that is not a loopback address")
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: prober --mode interval|perconn|trace --target URL [flags]\n       prober --mode interval|perconn --target http://HOST:PORT --bystander REQUEST [flags]\n       prober --mode check --target http://HOST:PORT [--loops N] [--out FILE]\n\n"+
-			"Measures what a bystander sees while a server is loaded; with --mode check, checks that a\nserver speaks the endpoint protocol (exit status 0 when every required check passes, 1 when one\nfails or is missing, 3 when none does but the machine was too busy to judge a timing check).\n\nFlags:\n")
-		fs.PrintDefaults()
-	}
-	if err := cli.Parse(fs, args, stderr); err != nil {
-		return o, err
-	}
-	if fs.NArg() > 0 {
-		return o, fmt.Errorf("prober: unexpected argument %q (flags only; see --help)", fs.Arg(0))
-	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+}
+
+// byMode gives the flags the mode's defaults that were not set, and
+// refuses what the mode cannot do.
+func (o *options) byMode(set map[string]bool) error {
 	switch o.mode {
 	case "interval":
 		if !set["interval"] {
 			o.interval = 50 * time.Millisecond
 		}
 		if o.interval <= 0 {
-			return o, fmt.Errorf("prober: --interval %s: interval mode needs a positive interval", o.interval)
+			return fmt.Errorf("prober: --interval %s: interval mode needs a positive interval", o.interval)
 		}
 	case "perconn":
 		if !set["interval"] {
 			o.interval = 10 * time.Millisecond
 		}
 		if o.interval <= 0 {
-			return o, fmt.Errorf("prober: --interval %s: perconn probes on a schedule (back-to-back probing samples only the moments a loop is free)", o.interval)
+			return fmt.Errorf("prober: --interval %s: perconn probes on a schedule (back-to-back probing samples only the moments a loop is free)", o.interval)
 		}
 	case "trace":
 	case "check":
@@ -164,16 +172,16 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 			o.target = "http://127.0.0.1:8081"
 		}
 		if u, err := url.Parse(o.target); err == nil && u.Path != "" && u.Path != "/" {
-			return o, fmt.Errorf("prober: --mode check --target %q: give the server's base URL (http://host:port), the check picks the paths", o.target)
+			return fmt.Errorf("prober: --mode check --target %q: give the server's base URL (http://host:port), the check picks the paths", o.target)
 		}
 		if o.loops < 0 || o.loops > 1024 {
-			return o, fmt.Errorf("prober: --loops %d: want 0 (learn them) to 1024", o.loops)
+			return fmt.Errorf("prober: --loops %d: want 0 (learn them) to 1024", o.loops)
 		}
 	default:
-		return o, fmt.Errorf("prober: --mode %q: want interval, perconn, trace or check", o.mode)
+		return fmt.Errorf("prober: --mode %q: want interval, perconn, trace or check", o.mode)
 	}
 	if set["loops"] && o.mode != "check" {
-		return o, fmt.Errorf("prober: --loops is for --mode check")
+		return fmt.Errorf("prober: --loops is for --mode check")
 	}
 	if !set["conns"] {
 		o.conns = 1
@@ -181,44 +189,55 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 			o.conns = 12
 		}
 	}
+	return nil
+}
+
+// inRange refuses a value out of its range.
+func (o *options) inRange(map[string]bool) error {
 	switch {
 	case o.conns < 1 || o.conns > maxConns:
-		return o, fmt.Errorf("prober: --conns %d: want 1 to %d", o.conns, maxConns)
+		return fmt.Errorf("prober: --conns %d: want 1 to %d", o.conns, maxConns)
 	case o.duration <= 0 || o.duration > maxDuration:
-		return o, fmt.Errorf("prober: --duration %s: want more than 0 and at most %s", o.duration, maxDuration)
+		return fmt.Errorf("prober: --duration %s: want more than 0 and at most %s", o.duration, maxDuration)
 	case o.interval < 0:
-		return o, fmt.Errorf("prober: --interval %s: want 0 or more", o.interval)
+		return fmt.Errorf("prober: --interval %s: want 0 or more", o.interval)
 	case o.warmup < 0 || o.warmup > 10*time.Minute:
-		return o, fmt.Errorf("prober: --warmup %s: want 0 to 10m", o.warmup)
+		return fmt.Errorf("prober: --warmup %s: want 0 to 10m", o.warmup)
 	case o.timeout <= 0:
-		return o, fmt.Errorf("prober: --timeout %s: want a positive duration", o.timeout)
+		return fmt.Errorf("prober: --timeout %s: want a positive duration", o.timeout)
 	case o.block < 0:
-		return o, fmt.Errorf("prober: --block %s: want 0 or more", o.block)
+		return fmt.Errorf("prober: --block %s: want 0 or more", o.block)
 	case o.delay < 0:
-		return o, fmt.Errorf("prober: --delay %s: want 0 or more", o.delay)
+		return fmt.Errorf("prober: --delay %s: want 0 or more", o.delay)
 	}
 	if o.readyFile != "" && o.mode == "trace" {
-		return o, fmt.Errorf("prober: --ready-file is for --mode perconn and interval")
+		return fmt.Errorf("prober: --ready-file is for --mode perconn and interval")
 	}
+	return nil
+}
+
+// requests reads the target and the bystander's requests, checks --out
+// is writable, and gives trace and perconn the delay the target asks for.
+func (o *options) requests(set map[string]bool) error {
 	t, err := client.ParseTarget(o.target, o.allowRemote)
 	if err != nil {
-		return o, fmt.Errorf("prober: --target: %w", err)
+		return fmt.Errorf("prober: --target: %w", err)
 	}
 	if o.bystander != "" {
 		switch {
 		case o.mode == "trace" || o.mode == "check":
-			return o, fmt.Errorf("prober: --bystander is for --mode interval and perconn: --mode %s asks for the protocol's own endpoints", o.mode)
+			return fmt.Errorf("prober: --bystander is for --mode interval and perconn: --mode %s asks for the protocol's own endpoints", o.mode)
 		case t.RequestTarget != "/":
-			return o, fmt.Errorf("prober: --target %s with --bystander: give the server's base URL (http://%s); the requests say their paths", o.target, t.Addr)
+			return fmt.Errorf("prober: --target %s with --bystander: give the server's base URL (http://%s); the requests say their paths", o.target, t.Addr)
 		}
 		// Read and checked before anything is dialled.
 		if o.spec, err = request.Parse(o.bystander, t.Addr); err != nil {
-			return o, fmt.Errorf("prober: --bystander: %w", err)
+			return fmt.Errorf("prober: --bystander: %w", err)
 		}
 	}
 	if o.out != "" {
 		if err := results.CheckWritable(o.out); err != nil {
-			return o, fmt.Errorf("prober: --out: %w", err)
+			return fmt.Errorf("prober: --out: %w", err)
 		}
 	}
 	if (o.mode == "trace" || o.mode == "perconn") && !set["delay"] && o.spec == nil {
@@ -229,7 +248,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 			}
 		}
 	}
-	return o, nil
+	return nil
 }
 
 func run(ctx context.Context, o options, stdout io.Writer) (*results.Result, error) {

@@ -92,10 +92,7 @@ func runPerConn(ctx context.Context, o options, stdout io.Writer) (*results.Resu
 	res.PerConn = pc
 	res.Errors = errorCounts(pcs)
 	cpu := proc.Self().CPUNs() - cpu0.CPUNs()
-	res.Generator = results.Cost{CPUNs: cpu, Requests: sent}
-	if sent > 0 {
-		res.Generator.CPUUsPerRequest = float64(cpu) / 1e3 / float64(sent)
-	}
+	res.Generator = results.CostOf(cpu, sent)
 	return ps.finish(res, start)
 }
 

@@ -72,11 +72,7 @@ func runTrace(ctx context.Context, o options) (*results.Result, error) {
 		res.Errors = append(res.Errors, results.ErrorCount{Kind: "missing_timing_headers", Count: missing})
 	}
 	cpu := proc.Self().CPUNs() - cpu0.CPUNs()
-	n := tot.Count()
-	res.Generator = results.Cost{CPUNs: cpu, Requests: n}
-	if n > 0 {
-		res.Generator.CPUUsPerRequest = float64(cpu) / 1e3 / float64(n)
-	}
+	res.Generator = results.CostOf(cpu, tot.Count())
 	return ps.finish(res, start)
 }
 

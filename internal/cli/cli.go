@@ -52,6 +52,30 @@ func Main[O any](args []string, stderr io.Writer, parse func([]string, io.Writer
 	return code
 }
 
+// Flags is a program's flag set, named for the program: --help prints
+// usage (its "Usage: ..." lines and what it does), then "Flags:" and the
+// flags.
+func Flags(name, usage string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "%s\n\nFlags:\n", strings.TrimRight(usage, "\n"))
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// ParseOnly parses args into fs as Parse does, and refuses a positional
+// argument: the kit's programs take flags only.
+func ParseOnly(fs *flag.FlagSet, args []string, stderr io.Writer) error {
+	if err := Parse(fs, args, stderr); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%s: unexpected argument %q (flags only; see --help)", fs.Name(), fs.Arg(0))
+	}
+	return nil
+}
+
 // Parse parses args into fs. --help prints the usage on stderr and
 // returns flag.ErrHelp; a bad flag or value is one line, naming the
 // program and pointing at --help, never the whole usage.

@@ -131,3 +131,30 @@ func TestSignalExitStatus(t *testing.T) {
 		}
 	}
 }
+
+// TestFlagsOnly: a program's flag set prints its usage, then its flags,
+// on --help, and refuses a positional argument in one line naming the
+// program (every program's flags take this one road).
+func TestFlagsOnly(t *testing.T) {
+	newFS := func() *flag.FlagSet {
+		fs := Flags("poolserver", "Usage: poolserver [flags]\n\nServes from a pool.\n")
+		fs.Int("slots", 200, "worker slots")
+		return fs
+	}
+	var stderr strings.Builder
+	if err := ParseOnly(newFS(), []string{"--help"}, &stderr); !errors.Is(err, flag.ErrHelp) {
+		t.Fatalf("--help: %v", err)
+	}
+	if got := stderr.String(); !strings.HasPrefix(got, "Usage: poolserver [flags]\n\nServes from a pool.\n\nFlags:\n  --slots int") {
+		t.Fatalf("--help printed %q", got)
+	}
+	stderr.Reset()
+	err := ParseOnly(newFS(), []string{"--slots", "4", "extra"}, &stderr)
+	if err == nil || err.Error() != `poolserver: unexpected argument "extra" (flags only; see --help)` || stderr.Len() != 0 {
+		t.Fatalf("a positional argument: %v, printed %q", err, stderr.String())
+	}
+	fs := newFS()
+	if err := ParseOnly(fs, []string{"--slots", "4"}, &stderr); err != nil || fs.Lookup("slots").Value.String() != "4" {
+		t.Fatalf("--slots 4: %v", err)
+	}
+}

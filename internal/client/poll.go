@@ -6,12 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"runtime"
 	"sync/atomic"
 	"time"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -159,82 +157,6 @@ func (c *PConn) Use(m *request.Mix) { c.mix = m }
 // Sent is the request of m (Use) the connection sent last, for a Driver's
 // Done to book an answer by request; nil before any, or without Use.
 func (c *PConn) Sent() *request.Wire { return c.wire }
-
-// Dial opens every connection not open yet, in order; the first failure
-// is returned, classified.
-func (p *Poller) Dial() error {
-	for _, c := range p.conns {
-		if err := p.dial(c); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// dial opens c with Go's dialler (a timeout, and its errors), then takes a
-// duplicate of the socket into the epoll set and closes Go's: the poller
-// reads and writes the descriptor itself.
-func (p *Poller) dial(c *PConn) error {
-	if c.fd >= 0 {
-		return nil
-	}
-	nc, err := net.DialTimeout("tcp", c.addr, c.timeout)
-	if err != nil {
-		return &Error{classify(err), err}
-	}
-	defer nc.Close()
-	tc := nc.(*net.TCPConn)
-	_ = tc.SetNoDelay(true)
-	rc, err := tc.SyscallConn()
-	if err != nil {
-		return &Error{Other, err}
-	}
-	fd := -1
-	if cerr := rc.Control(func(s uintptr) { fd, err = unix.FcntlInt(s, unix.F_DUPFD_CLOEXEC, 0) }); cerr != nil {
-		err = cerr
-	}
-	if err != nil {
-		return &Error{Other, fmt.Errorf("taking the socket: %w", err)}
-	}
-	// The duplicate shares the open file, non-blocking as Go set it.
-	set := p.epfd
-	if p.sockfd >= 0 {
-		set = p.sockfd
-		if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1); err != nil {
-			unix.Close(fd)
-			return &Error{Other, fmt.Errorf("SO_TIMESTAMPNS: %w", err)}
-		}
-		if c.oob == nil {
-			c.oob = make([]byte, unix.CmsgSpace(int(unsafe.Sizeof(unix.Timespec{}))))
-		}
-	}
-	ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLRDHUP, Fd: int32(c.ID)}
-	if err := unix.EpollCtl(set, unix.EPOLL_CTL_ADD, fd, &ev); err != nil {
-		unix.Close(fd)
-		return &Error{Other, fmt.Errorf("epoll: %w", err)}
-	}
-	c.fd = fd
-	c.Dials++
-	if c.buf == nil {
-		c.buf = make([]byte, 4096)
-	}
-	c.r, c.w = 0, 0
-	return nil
-}
-
-// drop closes c's socket; its next request redials.
-func (p *Poller) drop(c *PConn) {
-	if c.fd < 0 {
-		return
-	}
-	set := p.epfd
-	if p.sockfd >= 0 {
-		set = p.sockfd
-	}
-	_ = unix.EpollCtl(set, unix.EPOLL_CTL_DEL, c.fd, nil)
-	unix.Close(c.fd)
-	c.fd = -1
-}
 
 // Stop makes Run return soon, its requests in flight booked as
 // ErrInterrupted. Safe from any goroutine, and more than once.
@@ -594,119 +516,6 @@ func (p *Poller) interrupt(d Driver) {
 			d.Done(c, c.due, c.sent, time.Now(), &c.resp, ErrInterrupted)
 		}
 	}
-}
-
-// The poller's system calls go to the kernel directly (RawSyscall), not
-// through Go's syscall path: that one tells the scheduler the thread may
-// block, and while the poller waits in epoll the runtime's monitor thread
-// then woke every 20 us and handed the processor to a thread that found
-// nothing to do and slept again, a futex and a nanosleep per probe that
-// cost several times what the probe did (measured: docs/measurements.md).
-// Reads and writes are non-blocking; the wait blocks, holding its
-// processor, until an event, its timeout or a signal (the runtime's
-// preemption signal interrupts it with EINTR, and Run goes round again).
-// A wait holds its processor only while at least one other is free
-// (rawHeld): with one processor (GOMAXPROCS=1, a process pinned to one CPU),
-// or as many pollers waiting as processors, the wait goes through Go's path
-// after all, so that the process's other goroutines are never kept waiting
-// for a preemption every 10 ms.
-
-func rawRead(fd int, b []byte) (int, error) {
-	if len(b) == 0 {
-		return 0, nil
-	}
-	n, _, errno := unix.RawSyscall(unix.SYS_READ, uintptr(fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
-	if errno != 0 {
-		return 0, errno
-	}
-	return int(n), nil
-}
-
-func rawWrite(fd int, b []byte) (int, error) {
-	if len(b) == 0 {
-		return 0, nil
-	}
-	n, _, errno := unix.RawSyscall(unix.SYS_WRITE, uintptr(fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
-	if errno != 0 {
-		return 0, errno
-	}
-	return int(n), nil
-}
-
-// recv reads into c's buffer with recvmsg, keeping the kernel's receive
-// timestamp of the bytes read (c.stamp; 0 when none came with them).
-func (c *PConn) recv() (int, error) {
-	b := c.buf[c.w:]
-	if len(b) == 0 {
-		return 0, nil
-	}
-	c.iov.Base = &b[0]
-	c.iov.SetLen(len(b))
-	c.msg.Iov = &c.iov
-	c.msg.Iovlen = 1
-	c.msg.Control = &c.oob[0]
-	c.msg.SetControllen(len(c.oob))
-	n, _, errno := unix.RawSyscall(unix.SYS_RECVMSG, uintptr(c.fd), uintptr(unsafe.Pointer(&c.msg)), 0)
-	if errno != 0 {
-		return 0, errno
-	}
-	if n == 0 {
-		// The close, which carries no stamp: an answer it ends is timed
-		// by its last bytes.
-		return 0, nil
-	}
-	c.stamp = 0
-	if cl := int(c.msg.Controllen); cl >= unix.CmsgLen(0) {
-		h := (*unix.Cmsghdr)(unsafe.Pointer(&c.oob[0]))
-		if h.Level == unix.SOL_SOCKET && h.Type == unix.SO_TIMESTAMPNS && int(h.Len) >= unix.CmsgLen(int(unsafe.Sizeof(unix.Timespec{}))) {
-			ts := (*unix.Timespec)(unsafe.Pointer(&c.oob[unix.CmsgLen(0)]))
-			c.stamp = ts.Nano()
-		}
-	}
-	return int(n), nil
-}
-
-// rawHeld counts the pollers of this process waiting in the kernel with
-// their processor held.
-var rawHeld atomic.Int32
-
-// pwait2 is whether epoll_pwait2 (Linux 5.11) is there: a timeout in
-// nanoseconds. Without it the wait is epoll_wait's in whole milliseconds,
-// rounded up (late by up to a millisecond, never early).
-var pwait2 atomic.Int32 // 0 unknown, 1 yes, 2 no
-
-func epollWait(epfd int, events []unix.EpollEvent, d time.Duration, shared bool) (int, error) {
-	ev := uintptr(unsafe.Pointer(&events[0]))
-	call := unix.RawSyscall6
-	if shared {
-		call = unix.Syscall6
-	}
-	if pwait2.Load() != 2 {
-		var tsp uintptr // nil: no timeout
-		var ts unix.Timespec
-		if d >= 0 {
-			ts = unix.NsecToTimespec(int64(d))
-			tsp = uintptr(unsafe.Pointer(&ts))
-		}
-		n, _, errno := call(unix.SYS_EPOLL_PWAIT2, uintptr(epfd), ev, uintptr(len(events)), tsp, 0, 0)
-		if errno != unix.ENOSYS {
-			pwait2.Store(1)
-			if errno != 0 {
-				return 0, errno
-			}
-			return int(n), nil
-		}
-		pwait2.Store(2)
-	}
-	ms := -1
-	if d >= 0 {
-		ms = int((d + time.Millisecond - 1) / time.Millisecond)
-	}
-	n, _, errno := call(unix.SYS_EPOLL_PWAIT, uintptr(epfd), ev, uintptr(len(events)), uintptr(ms), 0, 0)
-	if errno != 0 {
-		return 0, errno
-	}
-	return int(n), nil
 }
 
 // dueHeap orders connections waiting for their due time.

@@ -5,43 +5,16 @@ import (
 	"time"
 
 	"github.com/bystander-kit/bystander/internal/culprit"
+	"github.com/bystander-kit/bystander/internal/results"
 )
 
 // Event is one line of the live stream (GET /lag on a server's admin
-// address): every loop's lag and blocked time over the window that ended
-// at TimeNs. It is also what the experiment keeps of each measured window.
-type Event struct {
-	TimeNs     int64       `json:"t_unix_ns"`
-	WindowNs   int64       `json:"window_ns"`
-	IntervalNs int64       `json:"interval_ns"`
-	WarnNs     int64       `json:"block_warn_ns"`
-	Loops      []LoopEvent `json:"loops"`
-}
+// address); its wire type is the run files' (results.LagEvent), which keep
+// what the experiment read of it.
+type Event = results.LagEvent
 
-// LoopEvent is one loop in an Event. Lag figures are over the beats that
-// ran in the window and the one still waiting, so a loop held through the
-// whole window shows its lag growing, not nothing.
-type LoopEvent struct {
-	Loop         int     `json:"loop"`
-	Beats        int     `json:"beats"`
-	LagP50Ns     int64   `json:"lag_p50_ns"`
-	LagMaxNs     int64   `json:"lag_max_ns"`
-	BlockedNs    int64   `json:"blocked_ns"`
-	BlockedShare float64 `json:"blocked_share"`
-	BlockedNow   bool    `json:"blocked_now"`
-	Route        string  `json:"route,omitempty"` // the ongoing block's
-	// Counts since the server started: a reader diffs two events to count
-	// the blocks between them.
-	Blocks        int64            `json:"blocks_total"`
-	BlocksByRoute map[string]int64 `json:"blocks_by_route"`
-	Starved       int64            `json:"starved_total"`
-	WaitingForP   int64            `json:"waiting_for_p_total"`
-	// Culprit is the loop's last block with a stack, in the first event
-	// after it was found and again when it ended (not in every event: a
-	// reader keeps the last it saw; its start says whether it is in the
-	// reader's window).
-	Culprit *culprit.Record `json:"culprit,omitempty"`
-}
+// LoopEvent is one loop in an Event.
+type LoopEvent = results.LagLoopEvent
 
 // Cursor is one reader's place in the stream.
 type Cursor struct {

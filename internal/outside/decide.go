@@ -149,178 +149,22 @@ func Decide(t *Trace) Verdict {
 		v.Notes = append(v.Notes, "the outside view took fewer than 2 looks while the blockers held: cannot judge its threads")
 		return v
 	}
-	// The Java stacks: every dump's, in order; the first dump's alone say
-	// which threads were in a call at one moment (later ones only put a
-	// stack to a thread the looks found held).
-	var dumps []map[int]JThread
-	var firstAt int64 // when the first usable dump began
-	var took, paused time.Duration
-	pauses := 0
-	names := map[int]string{} // tid -> whole name
-	for _, j := range t.JVM {
-		switch {
-		case j.Err != "":
-			v.Notes = append(v.Notes, j.Err)
-			continue
-		case t.BlockersEndNs > 0 && j.EndNs > t.BlockersEndNs:
-			v.Notes = append(v.Notes, "jcmd Thread.print answered after the blockers had stopped: its stacks say nothing of them and are not used")
-			continue
-		}
-		jts := map[int]JThread{}
-		for _, jt := range Parse(j.Dump) {
-			if jt.TID > 0 {
-				jts[jt.TID] = jt
-				names[jt.TID] = jt.Name
-			}
-		}
-		if len(dumps) == 0 {
-			firstAt = j.StartNs
-		}
-		dumps = append(dumps, jts)
-		took = max(took, time.Duration(j.EndNs-j.StartNs))
-		if j.PauseKnown {
-			paused, pauses = max(paused, time.Duration(j.PauseNs)), pauses+1
-		}
-	}
-	v.Dumps, v.DumpMax, v.PauseMax, v.PauseKnown = len(dumps), took, paused, len(dumps) > 0 && pauses == len(dumps)
-	name := func(th Thread) string {
-		if n, ok := names[th.TID]; ok {
-			return n
-		}
-		if th.TID == t.PID {
-			return th.Comm + " (main thread)"
-		}
-		return th.Comm
-	}
-
-	type seen struct {
-		th           Thread
-		places       []place
-		times, runNs []int64
-	}
-	during := map[int]*seen{}
-	var order []int
-	for _, l := range t.During {
-		for _, th := range l.Threads {
-			s := during[th.TID]
-			if s == nil {
-				s = &seen{th: th}
-				during[th.TID] = s
-				order = append(order, th.TID)
-			}
-			s.places = append(s.places, placeOf(th))
-			s.times = append(s.times, l.TimeNs)
-			s.runNs = append(s.runNs, th.RunNs)
-		}
-	}
-	before := map[int][]place{}
-	for _, l := range t.Before {
-		for _, th := range l.Threads {
-			before[th.TID] = append(before[th.TID], placeOf(th))
-		}
-	}
+	d := readDumps(t, &v)
 	held := map[int]culprit.Record{}
 	futexOnly := false
-	for _, tid := range order {
-		s := during[tid]
-		n := len(s.places)
-		if n < 2 {
+	for _, c := range candidates(t, d) {
+		if clearedBy(c) != "" {
 			continue
 		}
-		// Busy at 2 in 3 looks or more (a blocked loop is found now and then
-		// on a CPU between two calls, or waiting for one the looks took),
-		// named by the call it was found in most.
-		count := map[place]int{}
-		busy := 0
-		for _, p := range s.places {
-			if p.busy() {
-				busy++
-				count[p]++
-			}
-		}
-		var m place
-		c := 0
-		for _, p := range s.places { // the first most frequent call, a CPU only if no call
-			if p.busy() && (count[p] > c && (p.kind != "cpu" || c == 0) || c > 0 && m.kind == "cpu" && p.kind != "cpu") {
-				m, c = p, count[p]
-			}
-		}
-		if float64(busy) < heldShare*float64(n) {
-			continue
-		}
-		if b := before[tid]; len(b) > 0 {
-			was, idle := 0, 0
-			for _, p := range b {
-				if p == m {
-					was++
-				}
-				if p.kind == "idle" {
-					idle++
-				}
-			}
-			if float64(was) > (1-heldShare)*float64(len(b)) {
-				continue // it was there before the blockers came
-			}
-			// A futex is also where a thread rests once its work is done
-			// (a JIT compiler thread that was compiling): only a thread
-			// that had been waiting for work in its event wait is judged
-			// held by one.
-			if m.ambiguous() && float64(idle) < heldShare*float64(len(b)) {
-				continue
-			}
-		} else if m.ambiguous() {
-			continue
-		}
-		if vmThread(dumps, tid) {
-			continue // the JVM's own (a compiler, a collector): not the application's call
-		}
-		first, last := -1, 0
-		for i, p := range s.places {
-			if p.busy() {
-				if first < 0 {
-					first = i
-				}
-				last = i
-			}
-		}
-		span := s.times[last] - s.times[first]
-		r := culprit.Record{Loop: -1, Thread: name(s.th), StartNs: s.times[first], HeldNs: span, Cause: culprit.Blocked,
-			State: m.words(), Looks: n, Found: busy}
-		if m.kind == "cpu" { // on a CPU, or ready for one, at every busy look
-			if ran := s.runNs[last] - s.runNs[first]; span > 0 && float64(ran) < 0.5*float64(span) {
-				r.Cause, r.State = culprit.Starved, "ready to run"
-			}
-		}
-		for _, jts := range dumps {
-			if jt, ok := jts[tid]; ok && len(jt.Own()) > 0 && (inCall(jt) || m.kind == "cpu" && jt.State == "RUNNABLE") {
-				r.State, r.Frames = jt.Call(), jt.Own()
-				break
-			}
-		}
-		if r.Frames == nil && m.ambiguous() {
+		r := c.record(d.name(t, c.th), d)
+		if r.Frames == nil && c.at.ambiguous() {
 			futexOnly = true
 		}
-		held[tid] = r.Clean()
+		held[c.tid] = r.Clean()
 	}
-	var was map[int]JThread // the stacks before the blockers came
-	if b := t.BeforeJVM; b != nil && b.Err == "" && b.Dump != "" {
-		was = map[int]JThread{}
-		for _, jt := range Parse(b.Dump) {
-			was[jt.TID] = jt
-		}
-	} else if len(dumps) > 0 {
-		v.Notes = append(v.Notes, "no Java stacks from before the blockers came: only the threads the looks found held are named")
-	}
-	if len(dumps) > 0 && was != nil {
-		for tid, jt := range dumps[0] {
-			if _, ok := held[tid]; ok || !inCall(jt) || len(jt.Own()) == 0 {
-				continue
-			}
-			if b, ok := was[tid]; ok && inCall(b) && len(b.Own()) > 0 && b.Own()[0] == jt.Own()[0] {
-				continue // in the same call before they came: not theirs
-			}
-			held[tid] = culprit.Record{Loop: -1, Thread: jt.Name, StartNs: firstAt, Cause: culprit.Blocked, State: jt.Call(), Frames: jt.Own()}.Clean()
-		}
+	was := d.before(t, &v)
+	for tid, r := range d.heldInFirst(was, held) {
+		held[tid] = r
 	}
 	if futexOnly {
 		v.Notes = append(v.Notes, "futex is a wait on a lock or a condition: a sleep, a lock and Atomics.wait look the same from outside (a JVM's stacks tell them apart)")
@@ -330,10 +174,10 @@ func Decide(t *Trace) Verdict {
 	}
 	slices.SortFunc(v.Held, func(a, b culprit.Record) int { return Natural(a.Thread, b.Thread) })
 	var first map[int]JThread
-	if len(dumps) > 0 {
-		first = dumps[0]
+	if len(d.dumps) > 0 {
+		first = d.dumps[0]
 	}
-	v.Groups = groups(t, v.Held, names, first)
+	v.Groups = groups(t, v.Held, d.names, first)
 	v.Looks, v.LookCPU = len(t.Before)+len(t.During), time.Duration(t.LookCPUNs)
 	return v
 }

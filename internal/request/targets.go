@@ -1,6 +1,7 @@
 package request
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -72,46 +73,15 @@ func parseTargets(file string, data []byte, addr string) ([]Request, error) {
 		case cur == nil:
 			return nil, fail(n, "want a target's first line, METHOD URL (such as GET /health; upper case), after a blank line or at the start")
 		case line[0] == '@':
-			name := strings.TrimSpace(line[1:])
-			switch {
-			case cur.bodyLine > 0:
-				return nil, fail(n, "a second body line: the target's body is already named on line %d", cur.bodyLine)
-			case name == "":
-				return nil, fail(n, "'@' without a file: want @FILE, the body's file")
-			case strings.ContainsFunc(name, func(r rune) bool { return r < ' ' || r == 0x7f }):
-				return nil, fail(n, "a body file name with a control character in it")
+			if err := cur.bodyFrom(n, line, file, bodies); err != nil {
+				return nil, fail(n, "%v", err)
 			}
-			path := bodyPath(file, name)
-			b, ok := bodies[path]
-			if !ok {
-				var err error
-				if b, err = files.ReadRegular(path, MaxBody); err != nil {
-					return nil, fail(n, "body file %q cannot be read: %v", name, err)
-				}
-				bodies[path] = b
-			}
-			cur.body, cur.bodyLine = b, n
 		case cur.bodyLine > 0:
 			return nil, fail(n, "a line after the body line (line %d): a target's headers come before its @FILE, and a blank line ends it", cur.bodyLine)
 		default:
-			name, value, ok := strings.Cut(line, ":")
-			if !ok {
-				return nil, fail(n, "want a header line, Name: value (a new target starts with METHOD URL, upper case, best after a blank line)")
-			}
-			name, value = strings.TrimSpace(name), strings.TrimSpace(value)
-			if err := checkHeader(name, value); err != nil {
+			if err := cur.headerFrom(n, line); err != nil {
 				return nil, fail(n, "%v", err)
 			}
-			if strings.EqualFold(name, "host") {
-				if cur.hostLine > 0 {
-					return nil, fail(n, "a second Host line (the first is line %d): a request has one Host", cur.hostLine)
-				}
-				cur.hostLine = n
-			}
-			if len(cur.header) >= MaxHeaders {
-				return nil, fail(n, "more than %d header lines in one target", MaxHeaders)
-			}
-			cur.header = append(cur.header, Header{Name: name, Value: value})
 		}
 	}
 	if err := end(); err != nil {
@@ -130,6 +100,54 @@ type target struct {
 	header             []Header
 	body               []byte
 	bodyLine, hostLine int
+}
+
+// bodyFrom reads line n, "@FILE", into t: its body, from the file named
+// beside the targets file (bodies: those read already, each once).
+func (t *target) bodyFrom(n int, line, file string, bodies map[string][]byte) error {
+	name := strings.TrimSpace(line[1:])
+	switch {
+	case t.bodyLine > 0:
+		return fmt.Errorf("a second body line: the target's body is already named on line %d", t.bodyLine)
+	case name == "":
+		return errors.New("'@' without a file: want @FILE, the body's file")
+	case strings.ContainsFunc(name, func(r rune) bool { return r < ' ' || r == 0x7f }):
+		return errors.New("a body file name with a control character in it")
+	}
+	path := bodyPath(file, name)
+	b, ok := bodies[path]
+	if !ok {
+		var err error
+		if b, err = files.ReadRegular(path, MaxBody); err != nil {
+			return fmt.Errorf("body file %q cannot be read: %v", name, err)
+		}
+		bodies[path] = b
+	}
+	t.body, t.bodyLine = b, n
+	return nil
+}
+
+// headerFrom reads line n, "Name: value", into t's headers.
+func (t *target) headerFrom(n int, line string) error {
+	name, value, ok := strings.Cut(line, ":")
+	if !ok {
+		return errors.New("want a header line, Name: value (a new target starts with METHOD URL, upper case, best after a blank line)")
+	}
+	name, value = strings.TrimSpace(name), strings.TrimSpace(value)
+	if err := checkHeader(name, value); err != nil {
+		return err
+	}
+	if strings.EqualFold(name, "host") {
+		if t.hostLine > 0 {
+			return fmt.Errorf("a second Host line (the first is line %d): a request has one Host", t.hostLine)
+		}
+		t.hostLine = n
+	}
+	if len(t.header) >= MaxHeaders {
+		return fmt.Errorf("more than %d header lines in one target", MaxHeaders)
+	}
+	t.header = append(t.header, Header{Name: name, Value: value})
+	return nil
 }
 
 // startsTarget says whether a trimmed line starts a target: its first word

@@ -139,6 +139,21 @@ type Cost struct {
 	Requests        int64   `json:"requests"`
 }
 
+// CostOf is a program's own use of cpuNs of CPU for requests requests
+// (sent, answered or failed, as the program counts them).
+func CostOf(cpuNs, requests int64) Cost {
+	return Cost{CPUNs: cpuNs, CPUUsPerRequest: UsPerRequest(cpuNs, float64(requests)), Requests: requests}
+}
+
+// UsPerRequest is cpuNs of CPU spread over n requests, in microseconds;
+// 0 without a request.
+func UsPerRequest(cpuNs int64, n float64) float64 {
+	if n <= 0 {
+		return 0
+	}
+	return float64(cpuNs) / 1e3 / n
+}
+
 // LoopCount is how many connections or requests one loop had.
 type LoopCount struct {
 	Loop  int   `json:"loop"`

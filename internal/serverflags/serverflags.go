@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/bystander-kit/bystander/internal/block"
+	"github.com/bystander-kit/bystander/internal/cli"
 	"github.com/bystander-kit/bystander/internal/protocol"
 	"github.com/bystander-kit/bystander/internal/ready"
 )
@@ -74,6 +75,31 @@ func (c *Common) Register(fs *flag.FlagSet) {
 	fs.DurationVar(&c.HeaderTimeout, "header-timeout", c.HeaderTimeout, "close a connection whose request line and headers take longer than this to arrive (0: never)")
 	fs.DurationVar(&c.BodyTimeout, "body-timeout", c.BodyTimeout, "close a connection whose promised request body takes longer than this to arrive (0: never)")
 	fs.StringVar(&c.ReadyFile, "ready-file", c.ReadyFile, "once it accepts connections, write where it listens, its admin listener and PID to this file as JSON ("+ready.Schema+"; the kit waits for it)")
+}
+
+// Parse is a server's flags: the shared ones into c (Register) and its own
+// (own), with --help saying what it serves (about), and no positional
+// argument.
+func Parse(name, about string, c *Common, args []string, stderr io.Writer, own func(*flag.FlagSet)) error {
+	fs := cli.Flags(name, "Usage: "+name+" [flags]\n\n"+about)
+	c.Register(fs)
+	own(fs)
+	return cli.ParseOnly(fs, args, stderr)
+}
+
+// Main is a server program's main: its flags parsed (parse, under
+// cli.Main), it serves until interrupted (serve), says where it listens
+// once it does (announce, which calls Announce) and exits 1 on an error,
+// said on stderr.
+func Main[O any](args []string, stderr io.Writer, parse func([]string, io.Writer) (O, error),
+	serve func(ctx context.Context, o O, ready func(addr, admin net.Addr)) error, announce func(o O, addr, admin net.Addr)) int {
+	return cli.Main(args, stderr, parse, func(ctx context.Context, o O) int {
+		if err := serve(ctx, o, func(addr, admin net.Addr) { announce(o, addr, admin) }); err != nil {
+			fmt.Fprintln(stderr, err)
+			return 1
+		}
+		return 0
+	})
 }
 
 // Announce says the server is ready: one line on stdout ("PROG: listening

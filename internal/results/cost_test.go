@@ -1,0 +1,23 @@
+package results
+
+import "testing"
+
+// TestCostOf: CPU per request is the CPU over the requests, in
+// microseconds, and none without a request (not a division by zero's Inf
+// or NaN in run.json, which encoding/json refuses).
+func TestCostOf(t *testing.T) {
+	for _, c := range []struct {
+		cpuNs, requests int64
+		want            float64
+	}{
+		{cpuNs: 3_000_000, requests: 1000, want: 3},
+		{cpuNs: 1500, requests: 1, want: 1.5},
+		{cpuNs: 5_000_000, requests: 0, want: 0},
+		{cpuNs: 0, requests: 10, want: 0},
+	} {
+		got := CostOf(c.cpuNs, c.requests)
+		if got.CPUUsPerRequest != c.want || got.CPUNs != c.cpuNs || got.Requests != c.requests {
+			t.Errorf("CostOf(%d, %d) = %+v, want %v us per request", c.cpuNs, c.requests, got, c.want)
+		}
+	}
+}
