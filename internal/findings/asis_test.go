@@ -245,3 +245,37 @@ func TestAsIsNothingLost(t *testing.T) {
 		t.Error("the step with failed answers lost its figures")
 	}
 }
+
+// TestSkips: a run that measured a server as it is, --phases sweep,stall,
+// skipped it in the stall phase, which needs the protocol, and did not
+// run the others; a default run ran every phase it asked for on every
+// server.
+func TestSkips(t *testing.T) {
+	f, err := Read("testdata/asis-netty-run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := f.Skips()
+	if len(got) != len(Phases)-1 {
+		t.Fatalf("skips %+v, want every phase after the sweep", got)
+	}
+	stall := got[0]
+	if stall.Phase != "stall" || !stall.Asked || stall.Ran || len(stall.Skipped) != 1 || stall.Skipped[0].Server != "shop" || !stall.Skipped[0].AsIs ||
+		!strings.Contains(stall.Skipped[0].Why, "needs the protocol") {
+		t.Errorf("stall: %+v", stall)
+	}
+	for _, ps := range got[1:] {
+		if ps.Asked || ps.Ran || len(ps.Skipped) != 0 {
+			t.Errorf("%s: %+v, want neither asked for nor run", ps.Phase, ps)
+		}
+	}
+	d, err := Read("testdata/run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ps := range d.Skips() { // made before the slip phase was
+		if ps.Asked || len(ps.Skipped) > 0 {
+			t.Errorf("a default run skipped %+v", ps)
+		}
+	}
+}

@@ -1,8 +1,12 @@
 package page
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -106,5 +110,109 @@ func TestAsIsInBrowser(t *testing.T) {
 	}
 	if p := problems(); len(p) > 0 {
 		t.Errorf("the page said: %q", p)
+	}
+}
+
+// TestSectionsNumbered: a page's sections are numbered 1, 2, 3, ... in
+// the order they stand, whatever the run left out (a server measured as
+// it is has no protocol sweep, so its section is the first), a letter
+// after a number for a section that goes with the one before (3b).
+func TestSectionsNumbered(t *testing.T) {
+	for _, dir := range []string{asIsRun, testRun} {
+		run, err := results.ReadRun(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		page := renderString(t, dir, run, stub)
+		want, letter := 0, 'a'
+		for _, m := range sectionTitle.FindAllStringSubmatch(page, -1) {
+			n, err := strconv.Atoi(m[1])
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch {
+			case m[2] == "" && (n == want || n == want+1):
+				want, letter = n, 'a'
+			case m[2] != "" && n == want && (rune(m[2][0]) == letter || rune(m[2][0]) == letter+1):
+				letter = rune(m[2][0])
+			default:
+				t.Errorf("%s: section %q after %d%c", dir, m[0], want, letter)
+			}
+		}
+		if want < 3 {
+			t.Errorf("%s: %d numbered sections", dir, want)
+		}
+	}
+}
+
+var sectionTitle = regexp.MustCompile(`<h2 id="h_[^"]*">([0-9]+)([a-z]?)\. `)
+
+// TestAsIsPhasesNotRunLeftOut: a run that measured a server as it is ran
+// none of the phases that need the protocol: the page shows no section for
+// them ("Not drawn" boxes), and says once, in one line, which were not run
+// and why.
+func TestAsIsPhasesNotRunLeftOut(t *testing.T) {
+	run, err := results.ReadRun(asIsRun)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := renderString(t, asIsRun, run, stub)
+	for _, gone := range []string{`id="h_stall`, `id="h_offload"`, `id="h_trace"`, `id="h_cliff"`, `id="h_slip`, "Not drawn: the stall phase", "phase was not run"} {
+		if strings.Contains(page, gone) {
+			t.Errorf("the page has %q, for a phase this run did not run", gone)
+		}
+	}
+	line := regexp.MustCompile(`<p class="caption" id="not_run">([^<]*)</p>`).FindAllStringSubmatch(page, -1)
+	if len(line) != 1 {
+		t.Fatalf("%d lines say which phases were not run, want 1", len(line))
+	}
+	for _, want := range []string{"stall", "offload", "trace", "cliff", "slip", "shop", "as it is", "--phases"} {
+		if !strings.Contains(line[0][1], want) {
+			t.Errorf("the line %q does not say %q", line[0][1], want)
+		}
+	}
+}
+
+// TestTraceCaptionWithoutSamples: the trace's caption says how many
+// samples each server measured only when it has them: never a sentence
+// built from nothing, "of the samples measured ()".
+func TestTraceCaptionWithoutSamples(t *testing.T) {
+	run, err := results.ReadRun(asIsRun)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sec := traceChart(findings.Compute(asIsRun, run))
+	if strings.Contains(sec.Caption, "()") {
+		t.Errorf("the trace's caption: %q", sec.Caption)
+	}
+	withSamples := traceChart(findings.Compute(testRun, readTestRun(t)))
+	if !strings.Contains(withSamples.Caption, "of the samples measured (loop-gnet ") {
+		t.Errorf("the trace's caption of a run with samples: %q", withSamples.Caption)
+	}
+}
+
+// TestAsIsLabelsApart: in a real browser, at 1300 px wide and on a
+// 1600x900 page, no two labels of the as-is chart lie on each other (its
+// ceiling's and its steps' "N of 12 stalled").
+func TestAsIsLabelsApart(t *testing.T) {
+	chrome, a := browsertest.Chromium(t), inlined(t)
+	run, err := results.ReadRun(asIsRun)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _ := writeReport(t, findings.Compute(asIsRun, run), a)
+	for _, size := range [][2]int{{1300, 3000}, {1600, 900}} {
+		t.Run(fmt.Sprintf("%dx%d", size[0], size[1]), func(t *testing.T) {
+			ctx, problems := openDrawn(t, chrome, out, "#cost", size[0], size[1])
+			labels := browsertest.CheckLabelsApart(t, ctx)["asis_shop_chart"].Texts
+			for _, want := range []string{"3 of 12 stalled", "machine too busy to judge", "12 of 12 stalled", "ceiling: 4 workers / 6.11ms = 655 req/s"} {
+				if !slices.Contains(labels, want) {
+					t.Errorf("the chart does not show %q: %q", want, labels)
+				}
+			}
+			if p := problems(); len(p) > 0 {
+				t.Errorf("the page said: %q", p)
+			}
+		})
 	}
 }
