@@ -269,6 +269,15 @@ func TestSkips(t *testing.T) {
 			t.Errorf("%s: %+v, want neither asked for nor run", ps.Phase, ps)
 		}
 	}
+	// Asked for every phase: one that planned nothing for it (the cliff,
+	// for a server without a declared pool) skipped it too, as the run
+	// measured nothing else.
+	f.Run.Params.Phases = Phases
+	for _, ps := range Compute("testdata/asis-netty-run", f.Run).Skips() {
+		if !ps.Asked || ps.Ran || len(ps.Skipped) != 1 || ps.Skipped[0].Server != "shop" || !ps.Skipped[0].AsIs {
+			t.Errorf("asked for every phase: %+v", ps)
+		}
+	}
 	d, err := Read("testdata/run")
 	if err != nil {
 		t.Fatal(err)

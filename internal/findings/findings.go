@@ -410,11 +410,25 @@ func (f *Findings) Skips() []PhaseSkips {
 			}
 		}
 		ps.Skipped = slices.DeleteFunc(ps.Skipped, func(s Skipped) bool { return measured[s.Server] })
+		if ps.Asked && !ps.Ran && len(ps.Skipped) == 0 && f.allAsIs() {
+			// Nothing planned (the cliff plans none for a server without a
+			// declared pool): every server was measured as it is.
+			for _, t := range f.Run.Params.Targets {
+				ps.Skipped = append(ps.Skipped, Skipped{Server: t.Name, AsIs: true})
+			}
+		}
 		if !ps.Ran || len(ps.Skipped) > 0 {
 			out = append(out, ps)
 		}
 	}
 	return out
+}
+
+// allAsIs: the run measured servers as they are (--load), and nothing
+// else.
+func (f *Findings) allAsIs() bool {
+	rp := f.Run.Params
+	return len(rp.Servers) == 0 && len(rp.Targets) > 0 && !slices.ContainsFunc(rp.Targets, func(t results.Server) bool { return !t.AsIs() })
 }
 
 // vals maps v over the results that have it.
