@@ -410,7 +410,7 @@ func (f *Findings) Skips() []PhaseSkips {
 			}
 		}
 		ps.Skipped = slices.DeleteFunc(ps.Skipped, func(s Skipped) bool { return measured[s.Server] })
-		if ps.Asked && !ps.Ran && len(ps.Skipped) == 0 && f.allAsIs() {
+		if ps.Asked && !ps.Ran && len(ps.Skipped) == 0 && f.AllAsIs() {
 			// Nothing planned (the cliff plans none for a server without a
 			// declared pool): every server was measured as it is.
 			for _, t := range f.Run.Params.Targets {
@@ -424,9 +424,9 @@ func (f *Findings) Skips() []PhaseSkips {
 	return out
 }
 
-// allAsIs: the run measured servers as they are (--load), and nothing
-// else.
-func (f *Findings) allAsIs() bool {
+// AllAsIs: the run measured servers as they are (--load), and nothing
+// else (none of the kit's servers, no server speaking the protocol).
+func (f *Findings) AllAsIs() bool {
 	rp := f.Run.Params
 	return len(rp.Servers) == 0 && len(rp.Targets) > 0 && !slices.ContainsFunc(rp.Targets, func(t results.Server) bool { return !t.AsIs() })
 }

@@ -37,7 +37,10 @@ func TestAsIsSection(t *testing.T) {
 			t.Errorf("the page lacks %q", want)
 		}
 	}
-	for _, gone := range []string{`id="h_throughput"`, `id="h_bystander"`, `id="h_timeline"`} {
+	// Nor the run's parameters of the kit's servers and of the protocol's
+	// phases: it measured none.
+	for _, gone := range []string{`id="h_throughput"`, `id="h_bystander"`, `id="h_timeline"`, "block (stall, trace, cliff)", "how the call blocks", "/async delay",
+		"200 pool slots", "stall phase</td>", "trace phase</td>", "/fast bystander</td>"} {
 		if strings.Contains(page, gone) {
 			t.Errorf("the page has %s, the protocol's sweep, for a run that measured nothing with it", gone)
 		}

@@ -161,6 +161,17 @@ func buildPage(f *findings.Findings, a Asset) page {
 	if line := asIsLine(rp.Targets); line != "" {
 		p.Params = slices.Insert(p.Params, 9, kv{"measured as it is (--load, --bystander)", line})
 	}
+	if f.AllAsIs() {
+		// Only servers measured as they are: the kit's servers' and the
+		// protocol's parameters were no part of the run; its sweep began at
+		// 1 caller.
+		p.Params = slices.DeleteFunc(p.Params, func(v kv) bool { return kitOnly[v.K] })
+		for i := range p.Params {
+			if p.Params[i].K == "callers" {
+				p.Params[i].V = "1 (the call's own time), " + p.Params[i].V
+			}
+		}
+	}
 	m := run.Manifest
 	p.Env = []kv{
 		{"started", m.StartUTC}, {"ended", m.EndUTC}, {"git commit", m.GitCommit}, {"Go", m.GoVersion},
@@ -198,6 +209,11 @@ func buildPage(f *findings.Findings, a Asset) page {
 	p.useAsset(a)
 	return p
 }
+
+// kitOnly are the run's parameters of the kit's servers and the protocol's
+// phases: a run of servers measured as they are has none.
+var kitOnly = map[string]bool{"block (sweep, offload)": true, "block (stall, trace, cliff)": true, "how the call blocks": true, "database": true,
+	"/async delay": true, "servers": true, "/fast bystander": true, "stall phase": true, "trace phase": true}
 
 // useAsset inlines the verified echarts build (checkJS), packed, so the
 // page works offline, or names the CDN it loads it from instead.
