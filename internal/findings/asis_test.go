@@ -288,3 +288,26 @@ func TestSkips(t *testing.T) {
 		}
 	}
 }
+
+// TestClosedText: a service that closes the load's connections is said
+// with how often: Tomcat closes a kept-alive connection after its 100th
+// request (maxKeepAliveRequests), and "each answer then paid for a
+// connection's setup" said it of 3 dials in 800 requests.
+func TestClosedText(t *testing.T) {
+	for _, c := range []struct {
+		conc           int
+		dials, perDial float64
+		want, not      string
+	}{
+		{1, 3, 271, "3 dials for its 1 caller, a new connection every 271 requests", "each answer"},
+		{4, 3200, 1, "each answer paid for a connection's setup", "every 1 requests"},
+		{4, 8, 1000, "", ""}, // kept: twice its callers at most
+	} {
+		st := AsIsStep{LoadRow: LoadRow{Group: &Group{}}, Dials: Figure{c.dials}, PerDial: Figure{c.perDial}}
+		st.Step.Conc = c.conc
+		got := st.ClosedText()
+		if (c.want == "") != (got == "") || !strings.Contains(got, c.want) || c.not != "" && strings.Contains(got, c.not) {
+			t.Errorf("%d callers, %.0f dials, %.0f requests a dial: %q, want %q", c.conc, c.dials, c.perDial, got, c.want)
+		}
+	}
+}
