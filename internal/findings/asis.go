@@ -95,9 +95,9 @@ type AsIsStep struct {
 	LoadP50 Figure
 	Errors  []results.ErrorCount
 	// Dials is the load's connections opened, per repetition: its callers,
-	// unless the service closed them; PerDial its requests (the warm-up's
-	// too) over them.
-	Dials, PerDial Figure
+	// unless the service closed them; PerClose its requests (the warm-up's
+	// too) over the connections it closed (its dials past one a caller).
+	Dials, PerClose Figure
 	// The 12-connection prober: Stalled and Conns for the repetitions the
 	// rule judged (Probed: how many connections each), Unjudged why the others were not, Said the first judged
 	// one's verdict in words; the stalled and other connections' median
@@ -147,8 +147,8 @@ func asIsStep(g *Group, p Params) AsIsStep {
 			st.LoadP50 = append(st.LoadP50, rep.Load.Load.Latency.P50Us)
 			l := rep.Load.Load
 			st.Dials = append(st.Dials, float64(l.Dials))
-			if l.Dials > 0 {
-				st.PerDial = append(st.PerDial, float64(l.Requests+l.WarmupRequests)/float64(l.Dials))
+			if closed := l.Dials - int64(g.Step.Conc); closed > 0 {
+				st.PerClose = append(st.PerClose, float64(l.Requests+l.WarmupRequests)/float64(closed))
 			}
 			for _, e := range rep.Load.Errors {
 				errs[e.Kind] += e.Count
@@ -311,12 +311,12 @@ func (st AsIsStep) ClosedText() string {
 		return ""
 	}
 	closed := fmt.Sprintf("the service closed the load's connections: %s dials for its %s", num(st.Dials, "%.0f"), Plural(st.Step.Conc, "caller"))
-	if !st.PerDial.OK() || st.PerDial.Median() < 2 {
+	if !st.PerClose.OK() || st.PerClose.Median() < 2 {
 		return closed + ": each answer paid for a connection's setup"
 	}
 	// Tomcat closes a kept-alive connection after its 100th request
 	// (maxKeepAliveRequests): a setup that often costs little.
-	return fmt.Sprintf("%s, a new connection every %s requests", closed, num(st.PerDial, "%.0f"))
+	return fmt.Sprintf("%s, one closed every %s requests", closed, num(st.PerClose, "%.0f"))
 }
 
 // NotAnswered is how many of the load's requests were not answered 2xx or

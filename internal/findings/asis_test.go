@@ -295,19 +295,19 @@ func TestSkips(t *testing.T) {
 // connection's setup" said it of 3 dials in 800 requests.
 func TestClosedText(t *testing.T) {
 	for _, c := range []struct {
-		conc           int
-		dials, perDial float64
-		want, not      string
+		conc            int
+		dials, perClose float64
+		want, not       string
 	}{
-		{1, 3, 271, "3 dials for its 1 caller, a new connection every 271 requests", "each answer"},
+		{1, 3, 115, "3 dials for its 1 caller, one closed every 115 requests", "each answer"},
 		{4, 3200, 1, "each answer paid for a connection's setup", "every 1 requests"},
 		{4, 8, 1000, "", ""}, // kept: twice its callers at most
 	} {
-		st := AsIsStep{LoadRow: LoadRow{Group: &Group{}}, Dials: Figure{c.dials}, PerDial: Figure{c.perDial}}
+		st := AsIsStep{LoadRow: LoadRow{Group: &Group{}}, Dials: Figure{c.dials}, PerClose: Figure{c.perClose}}
 		st.Step.Conc = c.conc
 		got := st.ClosedText()
 		if (c.want == "") != (got == "") || !strings.Contains(got, c.want) || c.not != "" && strings.Contains(got, c.not) {
-			t.Errorf("%d callers, %.0f dials, %.0f requests a dial: %q, want %q", c.conc, c.dials, c.perDial, got, c.want)
+			t.Errorf("%d callers, %.0f dials, %.0f requests a close: %q, want %q", c.conc, c.dials, c.perClose, got, c.want)
 		}
 	}
 }
