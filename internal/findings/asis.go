@@ -193,7 +193,9 @@ func (st *AsIsStep) judge(call, unloaded time.Duration) {
 		}
 		pc := rep.Conns.PerConn
 		conns := stall.From(pc)
-		v := stall.JudgeClient(conns, unloaded, call, machineOf(rep.M.Use))
+		m := machineOf(rep.M.Use)
+		m.Late = !m.Known && slices.ContainsFunc(rep.M.Notes, func(n string) bool { return strings.HasSuffix(n, ProcNotRead) })
+		v := stall.JudgeClient(conns, unloaded, call, m)
 		if !v.Judged {
 			why := v.Why
 			if len(st.Reps) > 1 {

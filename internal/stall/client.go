@@ -70,6 +70,13 @@ func JudgeClient(conns []Conn, unloaded, call time.Duration, m Machine) Verdict 
 		}
 		ref := Conn{ID: -1, Loop: -1, Due: 1, Answered: 1, Wait: unloaded}
 		v := judgeSplit(append(slices.Clone(conns), ref), m, floor)
+		if last := len(conns); v.Judged && !v.Stalled[last] && v.Count == len(conns) && m.Late {
+			// Every thread held, or a machine that ran nothing in time:
+			// the machine's figures would tell, and were not read.
+			return Verdict{Stalled: make([]bool, len(conns)), Why: fmt.Sprintf("%s: every connection waited alike (%s), above their %s unloaded, "+
+				"but the measurement's tools started late, so the machine's use was not read: a server starved of a CPU is not told from its threads all held",
+				TooBusy, span(conns), round(unloaded))}
+		}
 		if last := len(conns); v.Judged && !v.Stalled[last] && v.Count == len(conns) {
 			v.Stalled = v.Stalled[:last]
 			v.Said = fmt.Sprintf("every connection waited %s or more at the median (from the send), %.0fx their %s unloaded: the threads that serve them were all held",
