@@ -42,7 +42,8 @@ func ClientFloor(call time.Duration) time.Duration { return max(Floor, call/3) }
 var RuleClient = fmt.Sprintf("a server measured as it is sends no timestamps: a connection stalled when its waits at the median (the client's, from each probe's send) "+
 	"lay apart from the others', %gx or more above the greatest of them and at least a third of the call's own time (and %s); "+
 	"when every connection waited alike, against their wait unloaded, before the load, by the same factor; "+
-	"waits that lie together, or in more than two groups, are not judged, and neither is a server that waited so long for a CPU at each wake-up that starvation alone could make the stalled wait", Apart, Floor)
+	"waits that lie together, or in more than two groups, are not judged, and neither is a server that waited so long for a CPU at each wake-up that starvation alone could make the stalled wait, "+
+	"nor every connection alike when the measurement's tools started late and the machine's use was not read", Apart, Floor)
 
 // JudgeClient decides which connections of a server measured as it is
 // stalled, from client-side waits: unloaded is their median wait before
