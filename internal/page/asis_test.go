@@ -219,3 +219,28 @@ func TestAsIsLabelsApart(t *testing.T) {
 		})
 	}
 }
+
+// TestNotRunLine: the one line says each kind of phase left out once: those
+// that skip servers measured as they are (for the protocol), a server a
+// phase skipped for its own reason, those not asked for, those no server
+// took part in.
+func TestNotRunLine(t *testing.T) {
+	asIs := findings.Skipped{Server: "shop", AsIs: true, Why: "it needs the protocol's /async and /slow"}
+	got := notRunLine([]string{"sweep", "stall", "trace", "cliff"}, []findings.PhaseSkips{
+		{Phase: "stall", Asked: true, Ran: true, Skipped: []findings.Skipped{asIs}},
+		{Phase: "offload"},
+		{Phase: "trace", Asked: true, Ran: true, Skipped: []findings.Skipped{asIs, {Server: "mine", Why: "no X-Continuation-Start"}}},
+		{Phase: "cliff", Asked: true},
+		{Phase: "slip"},
+	})
+	want := "Not on this page: the stall phase skips shop, measured as it is: it needs the protocol (the phases at the end say why, phase by phase); " +
+		"the trace phase skipped shop: it needs the protocol's /async and /slow; the trace phase skipped mine: no X-Continuation-Start; " +
+		"the offload and slip phases were not asked for (--phases sweep,stall,trace,cliff); " +
+		"the cliff phase was asked for, but no server of this run takes part (see --servers)."
+	if got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
+	if got := notRunLine([]string{"sweep"}, nil); got != "" {
+		t.Errorf("a run that ran every phase it asked for: %q", got)
+	}
+}
