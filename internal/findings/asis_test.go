@@ -311,3 +311,22 @@ func TestClosedText(t *testing.T) {
 		}
 	}
 }
+
+// TestAsIsPresets: a server measured as it is is one of the calculator's
+// starting points: the workers it behaves as (rounded, as its ceiling) and
+// its call's own time, the share left to the reader (its ceiling comes
+// from its own plateau).
+func TestAsIsPresets(t *testing.T) {
+	f, err := Read("testdata/asis-netty-run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps := f.Presets()
+	if len(ps) != 1 {
+		t.Fatalf("presets %+v, want the shop's", ps)
+	}
+	a := f.AsIs[0]
+	if p := ps[0]; p.Server != "shop" || p.Workers != 4 || p.Block != a.CallTime() || p.Share != 0 || !p.AsIs || !strings.Contains(p.WorkersText, "4 workers") {
+		t.Errorf("preset %+v, want 4 workers and the call's %v", p, a.CallTime())
+	}
+}

@@ -32,7 +32,9 @@ func TestAsIsSection(t *testing.T) {
 	page := renderString(t, asIsRun, run, stub)
 	for _, want := range []string{`id="h_asis_shop"`, "shop as it is: its own call", "GET /accounts/42/balance", "GET /health",
 		"<th>stalled</th>", "<td>3 of 12</td>", "<td>1, 5, 9</td>", "Its class: loop: a few threads the load holds", "off the CPU",
-		"ceiling: 4 workers / 6.11ms", "the load GET /accounts/42/balance, the bystander GET /health"} {
+		"ceiling: 4 workers / 6.11ms", "the load GET /accounts/42/balance, the bystander GET /health",
+		// The calculator starts from it: the workers it behaves as, its call.
+		`data-workers="4" data-block-ms="6.11"`, "shop: 4 workers it behaves as, 6.11 ms</button>", `id="calc_block" type="number" min="0.001" max="3600000" step="any" value="6.11"`} {
 		if !strings.Contains(page, want) {
 			t.Errorf("the page lacks %q", want)
 		}
