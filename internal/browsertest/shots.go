@@ -109,3 +109,60 @@ func CheckLegends(t *testing.T, charts map[string]ChartLayout) {
 		}
 	}
 }
+
+// LabelsJS evaluates to, for every echarts chart of a page (by its
+// element's id), the labels its series show (a point's, a ceiling's: texts
+// on a chart's element, not its axes' or legend's), and the pairs of them,
+// "A | B", that lie on each other by more than a pixel each way.
+const LabelsJS = `(() => {
+  const out = {};
+  for (const el of document.querySelectorAll('.item')) {
+    const inst = echarts.getInstanceByDom(el);
+    if (!inst) { continue; }
+    // On a canvas a label is drawn as tspans, children of its text, whose
+    // host is the element it labels (axes' and legends' texts have none).
+    const boxes = [], seen = new Set();
+    for (const span of inst.getZr().storage.getDisplayList(true)) {
+      const d = span.type === 'text' ? span : span.parent;
+      if (!d || d.type !== 'text' || seen.has(d) || !d.__hostTarget || d.ignore || d.invisible || !d.style || !d.style.text) { continue; }
+      seen.add(d);
+      const r = d.getBoundingRect().clone();
+      const m = d.getComputedTransform();
+      if (m) { r.applyTransform(m); }
+      boxes.push({text: String(d.style.text), r: r});
+    }
+    const o = {Texts: boxes.map(b => b.text), Overlaps: []};
+    for (let i = 0; i < boxes.length; i++) {
+      for (let j = i + 1; j < boxes.length; j++) {
+        const a = boxes[i].r, b = boxes[j].r;
+        const w = Math.min(a.x + a.width, b.x + b.width) - Math.max(a.x, b.x);
+        const h = Math.min(a.y + a.height, b.y + b.height) - Math.max(a.y, b.y);
+        if (w > 1 && h > 1) { o.Overlaps.push(boxes[i].text + ' | ' + boxes[j].text); }
+      }
+    }
+    out[el.id] = o;
+  }
+  return out;
+})()`
+
+// Labels are the labels a chart's series show, and those that overlap.
+type Labels struct {
+	Texts, Overlaps []string
+}
+
+// CheckLabelsApart fails for every chart of the page in ctx where two of
+// its series' labels lie on each other (LabelsJS), naming them, and
+// returns every chart's labels.
+func CheckLabelsApart(t *testing.T, ctx context.Context) map[string]Labels {
+	t.Helper()
+	labels, err := chromedp.Run(ctx, chromedp.Evaluate[map[string]Labels](LabelsJS))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id, l := range labels {
+		if len(l.Overlaps) > 0 {
+			t.Errorf("%s: labels lie on each other: %q", id, l.Overlaps)
+		}
+	}
+	return labels
+}

@@ -935,14 +935,14 @@ func (r *runner) trace(ctx context.Context, srv *server, s Step, rel func(string
 func lateNotes(lr *results.Result, dir string, probeFiles ...string) []string {
 	var out []string
 	if lr.StartLateNs > int64(findings.MaxWindowOffset) {
-		out = append(out, lr.LateLine()+"; /proc not read for it")
+		out = append(out, lr.LateLine()+findings.ProcNotRead)
 	}
 	for _, f := range probeFiles {
 		if f == "" {
 			continue
 		}
 		if pr, err := results.Read(filepath.Join(dir, f)); err == nil && pr.StartLateNs > int64(findings.MaxWindowOffset) {
-			out = append(out, pr.LateLine()+"; /proc not read for it")
+			out = append(out, pr.LateLine()+findings.ProcNotRead)
 		}
 	}
 	return out

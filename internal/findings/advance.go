@@ -1,6 +1,7 @@
 package findings
 
 import (
+	"math"
 	"time"
 )
 
@@ -18,6 +19,10 @@ type Preset struct {
 	// near a real server of this kind comes to its ceiling).
 	Share float64
 	Rows  int // the rows Share is the median of
+	// AsIs: a server measured as it is, its workers those it behaves as
+	// and its block its call's own time, both from its sweep (Share 0:
+	// its ceiling comes from its own plateau, so no share of it is news).
+	AsIs bool
 }
 
 // Presets are the calculator's starting points, one per server whose
@@ -47,6 +52,13 @@ func (f *Findings) Presets() []Preset {
 			p.Share, p.Rows = shares.Median(), len(shares)
 		}
 		out = append(out, p)
+	}
+	for _, a := range f.AsIs {
+		if a.Ceiling <= 0 || a.CallTime() <= 0 {
+			continue
+		}
+		w := max(1, int(math.Round(a.Workers)))
+		out = append(out, Preset{Server: a.Server, Workers: w, WorkersText: Plural(w, "worker") + " it behaves as", Block: a.CallTime(), AsIs: true})
 	}
 	return out
 }

@@ -101,8 +101,9 @@ type AsIsStep struct {
 	LoadP50 Figure
 	Errors  []results.ErrorCount
 	// Dials is the load's connections opened, per repetition: its callers,
-	// unless the service closed them.
-	Dials Figure
+	// unless the service closed them; PerClose its requests (the warm-up's
+	// too) over the connections it closed (its dials past one a caller).
+	Dials, PerClose Figure
 	// The 12-connection prober: Stalled and Conns for the repetitions the
 	// rule judged (Probed: how many connections each), Unjudged why the others were not, Said the first judged
 	// one's verdict in words; the stalled and other connections' median
@@ -155,7 +156,11 @@ func asIsStep(g *Group, p Params) AsIsStep {
 	for _, rep := range g.Reps {
 		if rep.Load != nil && rep.Load.Load != nil {
 			st.LoadP50 = append(st.LoadP50, rep.Load.Load.Latency.P50Us)
-			st.Dials = append(st.Dials, float64(rep.Load.Load.Dials))
+			l := rep.Load.Load
+			st.Dials = append(st.Dials, float64(l.Dials))
+			if closed := l.Dials - int64(g.Step.Conc); closed > 0 {
+				st.PerClose = append(st.PerClose, float64(l.Requests+l.WarmupRequests)/float64(closed))
+			}
 			for _, e := range rep.Load.Errors {
 				errs[e.Kind] += e.Count
 			}
@@ -199,7 +204,9 @@ func (st *AsIsStep) judge(call, unloaded time.Duration) {
 		}
 		pc := rep.Conns.PerConn
 		conns := stall.From(pc)
-		v := stall.JudgeClient(conns, unloaded, call, machineOf(rep.M.Use))
+		m := machineOf(rep.M.Use)
+		m.Late = !m.Known && slices.ContainsFunc(rep.M.Notes, func(n string) bool { return strings.HasSuffix(n, ProcNotRead) })
+		v := stall.JudgeClient(conns, unloaded, call, m)
 		if !v.Judged {
 			why := v.Why
 			if len(st.Reps) > 1 {
@@ -316,8 +323,13 @@ func (st AsIsStep) ClosedText() string {
 	if !st.Dials.OK() || st.Dials.Median() <= 2*float64(st.Step.Conc) {
 		return ""
 	}
-	return fmt.Sprintf("the service closed the load's connections: %s dials for its %s: each answer then paid for a connection's setup",
-		num(st.Dials, "%.0f"), Plural(st.Step.Conc, "caller"))
+	closed := fmt.Sprintf("the service closed the load's connections: %s dials for its %s", num(st.Dials, "%.0f"), Plural(st.Step.Conc, "caller"))
+	if !st.PerClose.OK() || st.PerClose.Median() < 2 {
+		return closed + ": each answer paid for a connection's setup"
+	}
+	// Tomcat closes a kept-alive connection after its 100th request
+	// (maxKeepAliveRequests): a setup that often costs little.
+	return fmt.Sprintf("%s, one closed every %s requests", closed, num(st.PerClose, "%.0f"))
 }
 
 // NotAnswered is how many of the load's requests were not answered 2xx or

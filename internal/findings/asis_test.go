@@ -309,3 +309,88 @@ func TestAsIsWatched(t *testing.T) {
 		t.Errorf("tomcat: %q", tshop.Lines())
 	}
 }
+
+// TestSkips: a run that measured a server as it is, --phases sweep,stall,
+// skipped it in the stall phase, which needs the protocol, and did not
+// run the others; a default run ran every phase it asked for on every
+// server.
+func TestSkips(t *testing.T) {
+	f, err := Read("testdata/asis-netty-run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := f.Skips()
+	if len(got) != len(Phases)-1 {
+		t.Fatalf("skips %+v, want every phase after the sweep", got)
+	}
+	stall := got[0]
+	if stall.Phase != "stall" || !stall.Asked || stall.Ran || len(stall.Skipped) != 1 || stall.Skipped[0].Server != "shop" || !stall.Skipped[0].AsIs ||
+		!strings.Contains(stall.Skipped[0].Why, "needs the protocol") {
+		t.Errorf("stall: %+v", stall)
+	}
+	for _, ps := range got[1:] {
+		if ps.Asked || ps.Ran || len(ps.Skipped) != 0 {
+			t.Errorf("%s: %+v, want neither asked for nor run", ps.Phase, ps)
+		}
+	}
+	// Asked for every phase: one that planned nothing for it (the cliff,
+	// for a server without a declared pool) skipped it too, as the run
+	// measured nothing else.
+	f.Run.Params.Phases = Phases
+	for _, ps := range Compute("testdata/asis-netty-run", f.Run).Skips() {
+		if !ps.Asked || ps.Ran || len(ps.Skipped) != 1 || ps.Skipped[0].Server != "shop" || !ps.Skipped[0].AsIs {
+			t.Errorf("asked for every phase: %+v", ps)
+		}
+	}
+	d, err := Read("testdata/run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ps := range d.Skips() { // made before the slip phase was
+		if ps.Asked || len(ps.Skipped) > 0 {
+			t.Errorf("a default run skipped %+v", ps)
+		}
+	}
+}
+
+// TestClosedText: a service that closes the load's connections is said
+// with how often: Tomcat closes a kept-alive connection after its 100th
+// request (maxKeepAliveRequests), and "each answer then paid for a
+// connection's setup" said it of 3 dials in 800 requests.
+func TestClosedText(t *testing.T) {
+	for _, c := range []struct {
+		conc            int
+		dials, perClose float64
+		want, not       string
+	}{
+		{1, 3, 115, "3 dials for its 1 caller, one closed every 115 requests", "each answer"},
+		{4, 3200, 1, "each answer paid for a connection's setup", "every 1 requests"},
+		{4, 8, 1000, "", ""}, // kept: twice its callers at most
+	} {
+		st := AsIsStep{LoadRow: LoadRow{Group: &Group{}}, Dials: Figure{c.dials}, PerClose: Figure{c.perClose}}
+		st.Step.Conc = c.conc
+		got := st.ClosedText()
+		if (c.want == "") != (got == "") || !strings.Contains(got, c.want) || c.not != "" && strings.Contains(got, c.not) {
+			t.Errorf("%d callers, %.0f dials, %.0f requests a close: %q, want %q", c.conc, c.dials, c.perClose, got, c.want)
+		}
+	}
+}
+
+// TestAsIsPresets: a server measured as it is is one of the calculator's
+// starting points: the workers it behaves as (rounded, as its ceiling) and
+// its call's own time, the share left to the reader (its ceiling comes
+// from its own plateau).
+func TestAsIsPresets(t *testing.T) {
+	f, err := Read("testdata/asis-netty-run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps := f.Presets()
+	if len(ps) != 1 {
+		t.Fatalf("presets %+v, want the shop's", ps)
+	}
+	a := f.AsIs[0]
+	if p := ps[0]; p.Server != "shop" || p.Workers != 4 || p.Block != a.CallTime() || p.Share != 0 || !p.AsIs || !strings.Contains(p.WorkersText, "4 workers") {
+		t.Errorf("preset %+v, want 4 workers and the call's %v", p, a.CallTime())
+	}
+}

@@ -378,6 +378,69 @@ func phaseStatus(run *results.Run, ph string, unread []Unread) PhaseStatus {
 	return st
 }
 
+// PhaseSkips says of a phase after the sweep what this run left out of it:
+// the whole phase (not asked for with --phases; asked for with nothing of
+// it planned, no server taking part, see --servers; or every measurement
+// of it skipped), or some servers.
+type PhaseSkips struct {
+	Phase string
+	// Asked: in --phases; Ran: a measurement of it was not skipped
+	// (measured, failed, cut short: it says what became of it).
+	Asked, Ran bool
+	// Skipped are the servers every measurement of the phase skipped, in
+	// the order measured, each with the first measurement's reason.
+	Skipped []Skipped
+}
+
+// Skipped is a server a phase skipped, and why.
+type Skipped struct {
+	Server, Why string
+	// AsIs: a server measured as it is (--load), which no phase that
+	// needs the protocol measures.
+	AsIs bool
+}
+
+// Skips are the phases after the sweep that this run did not run, or
+// skipped a server in, in the order of Phases.
+func (f *Findings) Skips() []PhaseSkips {
+	var out []PhaseSkips
+	for _, ph := range Phases[1:] {
+		ps := PhaseSkips{Phase: ph, Asked: slices.Contains(f.Run.Params.Phases, ph)}
+		measured := map[string]bool{} // servers with a measurement not skipped
+		for _, m := range f.Run.Measurements {
+			if m.Phase != ph {
+				continue
+			}
+			if m.Status != "skipped" {
+				ps.Ran, measured[m.Server.Name] = true, true
+				continue
+			}
+			if !slices.ContainsFunc(ps.Skipped, func(s Skipped) bool { return s.Server == m.Server.Name }) {
+				ps.Skipped = append(ps.Skipped, Skipped{Server: m.Server.Name, Why: m.Reason, AsIs: m.Server.AsIs()})
+			}
+		}
+		ps.Skipped = slices.DeleteFunc(ps.Skipped, func(s Skipped) bool { return measured[s.Server] })
+		if ps.Asked && !ps.Ran && len(ps.Skipped) == 0 && f.AllAsIs() {
+			// Nothing planned (the cliff plans none for a server without a
+			// declared pool): every server was measured as it is.
+			for _, t := range f.Run.Params.Targets {
+				ps.Skipped = append(ps.Skipped, Skipped{Server: t.Name, AsIs: true})
+			}
+		}
+		if !ps.Ran || len(ps.Skipped) > 0 {
+			out = append(out, ps)
+		}
+	}
+	return out
+}
+
+// AllAsIs: the run measured servers as they are (--load), and nothing
+// else (none of the kit's servers, no server speaking the protocol).
+func (f *Findings) AllAsIs() bool {
+	rp := f.Run.Params
+	return len(rp.Servers) == 0 && len(rp.Targets) > 0 && !slices.ContainsFunc(rp.Targets, func(t results.Server) bool { return !t.AsIs() })
+}
+
 // vals maps v over the results that have it.
 func vals(rs []*results.Result, v func(*results.Result) (float64, bool)) Figure {
 	var out Figure

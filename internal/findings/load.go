@@ -484,6 +484,10 @@ func loadRow(g *Group, p Params) LoadRow {
 // may start (both are told when, with --start-at) before a row says so.
 const MaxWindowOffset = 10 * time.Millisecond
 
+// ProcNotRead ends a measurement's note that one of its tools started its
+// clock late (past MaxWindowOffset), so /proc was not read over its window.
+const ProcNotRead = "; /proc not read for it"
+
 // CostRow is one measurement's cost and bound.
 type CostRow struct {
 	ID, Server string

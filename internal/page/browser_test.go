@@ -183,6 +183,7 @@ func checkReport(t *testing.T, chrome, out string, f *findings.Findings, w, h in
 		t.Errorf("charts on the page: %v", layout)
 	}
 	browsertest.CheckLegends(t, layout)
+	browsertest.CheckLabelsApart(t, ctx)
 	for _, id := range []string{"throughput", "bystander", "timeline", "offload", "trace", "cliff", "classes_chart"} {
 		if layout[id].Legend == "" {
 			t.Errorf("%s: no legend", id)

@@ -48,6 +48,9 @@ func calcSection(f *findings.Findings) section {
 		cp := calcPreset{Server: p.Server, Workers: p.Workers, BlockMs: trimFloat(float64(p.Block) / 1e6), Share: "100",
 			Words: fmt.Sprintf("%s, %s", p.WorkersText, fmtMs(p.Block))}
 		cp.Title = "no row of this run was bound by its workers: the share is left at 100 %"
+		if p.AsIs {
+			cp.Title = "measured as it is: the workers it behaves as and its call's own time, from its sweep; its ceiling is its plateau's, so the share is left at 100 %"
+		}
 		if p.Share > 0 {
 			cp.Share = trimFloat(math.Min(100, 100*p.Share))
 			cp.Words += fmt.Sprintf(", %s %%", cp.Share)

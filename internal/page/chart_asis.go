@@ -36,7 +36,7 @@ func asIsSection(f *findings.Findings, a findings.AsIs, hue string) section {
 	sec.Notes = append(sec.Notes, fmt.Sprintf("Its class: %s: %s.", a.Class, a.Text), a.CPUText()+".")
 	sec.Notes = append(sec.Notes, watchNotes(a)...)
 	sec.Grid = &grid{Head: []string{"callers", "req/s", "load p50", "not answered", "bound", "bystander p50 from due", "stalled", "which", "stalled wait", "others", "unloaded"}}
-	var tp, fast []opts.LineData
+	var tp, under, fast []opts.LineData
 	lo, hi := 0.0, 0.0
 	for _, st := range a.Steps {
 		at := findings.Plural(st.Step.Conc, "caller")
@@ -74,7 +74,13 @@ func asIsSection(f *findings.Findings, a findings.AsIs, hue string) section {
 		if !st.Stalled.OK() {
 			label = st.StalledText()
 		}
-		tp = append(tp, opts.LineData{Name: label, Value: []any{st.Step.Conc, round(st.Throughput.Median(), 1)}})
+		point := []any{st.Step.Conc, round(st.Throughput.Median(), 1)}
+		if a.Ceiling > 0 && st.Throughput.Median() >= a.Ceiling/nearCeiling {
+			tp = append(tp, opts.LineData{Value: point})
+			under = append(under, opts.LineData{Name: label, Value: point})
+		} else {
+			tp = append(tp, opts.LineData{Name: label, Value: point})
+		}
 		if st.Fast.P50.OK() {
 			fast = append(fast, opts.LineData{Value: []any{st.Step.Conc, ms(st.Fast.P50)}})
 		}
@@ -93,6 +99,14 @@ func asIsSection(f *findings.Findings, a findings.AsIs, hue string) section {
 	line.AddSeries(name, tp, append(colored(hue, opts.LineStyle{Width: 3}),
 		charts.WithLabelOpts(opts.Label{Show: opts.Bool(true), Formatter: "{b}", Position: "top"}),
 		charts.WithLineChartOpts(opts.LineChart{ShowSymbol: opts.Bool(true), SymbolSize: 8}))...)
+	if len(under) > 0 {
+		// The steps near the ceiling are labelled under their points, its
+		// label being over its line: a series of those labels alone.
+		line.AddSeries(name, under, append(colored(hue, opts.LineStyle{Width: 0}),
+			charts.WithLabelOpts(opts.Label{Show: opts.Bool(true), Formatter: "{b}", Position: "bottom"}),
+			// A label is drawn at a symbol: a 1 px one, under the step's own.
+			charts.WithLineChartOpts(opts.LineChart{ShowSymbol: opts.Bool(true), Symbol: "circle", SymbolSize: 1}))...)
+	}
 	line.AddSeries(name, fast, append(colored(hue, opts.LineStyle{Width: 2, Type: "dotted"}),
 		charts.WithLineChartOpts(opts.LineChart{ShowSymbol: opts.Bool(true), Symbol: "triangle", SymbolSize: 9, YAxisIndex: 1}))...)
 	if a.Ceiling > 0 {
@@ -109,6 +123,10 @@ func asIsSection(f *findings.Findings, a findings.AsIs, hue string) section {
 	sec.Element, sec.Script = snippet(line)
 	return sec
 }
+
+// nearCeiling: a step whose throughput is over the ceiling / this is
+// labelled under its point, away from the ceiling's label over its line.
+const nearCeiling = 3
 
 // msText is a figure in us as milliseconds, "-" without one.
 func msText(v findings.Figure) string {

@@ -2,6 +2,7 @@ package page
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -16,10 +17,18 @@ import (
 
 // 4. Per-connection heatmap: the connections, on the loop each was dealt
 // to in that measurement, by k blocked loops.
-func stallCharts(f *findings.Findings) []section {
+func stallCharts(f *findings.Findings, skips []findings.PhaseSkips) []section {
 	var out []section
 	stallGroup := func(r findings.StallRow) *findings.Group { return r.Group }
+	skipped := func(name string) bool { // every measurement of it skipped: said in one line (notRunLine)
+		return slices.ContainsFunc(skips, func(ps findings.PhaseSkips) bool {
+			return ps.Phase == "stall" && slices.ContainsFunc(ps.Skipped, func(s findings.Skipped) bool { return s.Server == name })
+		})
+	}
 	for _, name := range serverNames(f.Stall, stallGroup) {
+		if skipped(name) {
+			continue
+		}
 		var mine []findings.StallRow
 		for _, r := range f.Stall {
 			if r.Step.Server.Name == name {

@@ -19,12 +19,16 @@ func traceChart(f *findings.Findings) section {
 			counts = append(counts, fmt.Sprintf("%s %.0f", r.Step.Server.Name, r.Total.N.Median()))
 		}
 	}
+	// How many samples each server measured, said where there are any.
+	of := ""
+	if len(counts) > 0 {
+		of = fmt.Sprintf(", of the samples measured (%s)", strings.Join(counts, ", "))
+	}
 	sec := section{ID: "trace", Title: "6. Where an /async request's time goes",
 		Caption: fmt.Sprintf("Sample /async requests (delay %s) taken apart on %d connections per loop while %d callers blocked on /slow (%s), as a trace viewer would: "+
 			"accepted (sent until the handler ran), the scheduled delay, continuation lateness (how late the continuation ran after the delay), "+
-			"and return (continuation until the answer arrived); together they are the request's whole time. %d requests per server are drawn, evenly spread over the window, "+
-			"of the samples measured (%s). %s",
-			p.Delay, p.TraceConns/max(p.Loops, 1), p.TraceCallers, p.StallBlock, findings.WaterfallSamples, strings.Join(counts, ", "), claims(f, findings.ClaimTraceTwice))}
+			"and return (continuation until the answer arrived); together they are the request's whole time. %d requests per server are drawn, evenly spread over the window%s. %s",
+			p.Delay, p.TraceConns/max(p.Loops, 1), p.TraceCallers, p.StallBlock, findings.WaterfallSamples, of, claims(f, findings.ClaimTraceTwice))}
 	var cats []string
 	spans := map[string][]opts.BarData{}
 	order := []string{"accepted", "delay", "continuation lateness", "return"}

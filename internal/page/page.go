@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/bystander-kit/bystander/internal/findings"
@@ -113,6 +115,9 @@ type page struct {
 	Hue      map[string]string
 	// Warnings are said once, in one box, at the top.
 	Warnings []string
+	// NotRun says, in one line, which phases the page has no section for,
+	// as the run did not run them, and why ("" when it ran them all).
+	NotRun string
 }
 
 type kv struct{ K, V string }
@@ -156,6 +161,17 @@ func buildPage(f *findings.Findings, a Asset) page {
 	if line := asIsLine(rp.Targets); line != "" {
 		p.Params = slices.Insert(p.Params, 9, kv{"measured as it is (--load, --bystander)", line})
 	}
+	if f.AllAsIs() {
+		// Only servers measured as they are: the kit's servers' and the
+		// protocol's parameters were no part of the run; its sweep began at
+		// 1 caller.
+		p.Params = slices.DeleteFunc(p.Params, func(v kv) bool { return kitOnly[v.K] })
+		for i := range p.Params {
+			if p.Params[i].K == "callers" {
+				p.Params[i].V = "1 (the call's own time), " + p.Params[i].V
+			}
+		}
+	}
 	m := run.Manifest
 	p.Env = []kv{
 		{"started", m.StartUTC}, {"ended", m.EndUTC}, {"git commit", m.GitCommit}, {"Go", m.GoVersion},
@@ -167,14 +183,37 @@ func buildPage(f *findings.Findings, a Asset) page {
 	}
 	// Servers measured as they are: their sweep is their own story.
 	p.Sections = append(p.Sections, asIsSections(f)...)
-	p.Sections = append(p.Sections, stallCharts(f)...)
-	p.Sections = append(p.Sections, lagCharts(f, "stall", "4b", "while k loops were kept blocked")...)
-	p.Sections = append(p.Sections, offloadChart(f), traceChart(f), cliffChart(f))
-	p.Sections = append(p.Sections, slipCharts(f)...)
+	// A phase this run did not run has no section; one line says which,
+	// and why.
+	skips := f.Skips()
+	p.NotRun = notRunLine(f.Run.Params.Phases, skips)
+	ran := func(phase string) bool {
+		return !slices.ContainsFunc(skips, func(s findings.PhaseSkips) bool { return s.Phase == phase && !s.Ran })
+	}
+	if ran("stall") {
+		p.Sections = append(p.Sections, stallCharts(f, skips)...)
+		p.Sections = append(p.Sections, lagCharts(f, "stall", "4b", "while k loops were kept blocked")...)
+	}
+	for _, ph := range []struct {
+		name string
+		sec  func(*findings.Findings) section
+	}{{"offload", offloadChart}, {"trace", traceChart}, {"cliff", cliffChart}} {
+		if ran(ph.name) {
+			p.Sections = append(p.Sections, ph.sec(f))
+		}
+	}
+	if ran("slip") {
+		p.Sections = append(p.Sections, slipCharts(f)...)
+	}
 	p.Sections = append(p.Sections, costSection(f), publishedSection(f), classesSection(f), calcSection(f))
 	p.useAsset(a)
 	return p
 }
+
+// kitOnly are the run's parameters of the kit's servers and the protocol's
+// phases: a run of servers measured as they are has none.
+var kitOnly = map[string]bool{"block (sweep, offload)": true, "block (stall, trace, cliff)": true, "how the call blocks": true, "database": true,
+	"/async delay": true, "servers": true, "/fast bystander": true, "stall phase": true, "trace phase": true}
 
 // useAsset inlines the verified echarts build (checkJS), packed, so the
 // page works offline, or names the CDN it loads it from instead.
@@ -219,7 +258,7 @@ var (
 // a default run's 520), and packed it is a fifth of that (docs/measurements.md).
 func writePage(w io.Writer, p page) error {
 	p.Script = template.JS(pageJS)
-	p.Sections = slices.Clone(p.Sections)
+	p.Sections = numbered(p.Sections)
 	var charts strings.Builder
 	for i, sec := range p.Sections {
 		if sec.Script == "" {
@@ -244,6 +283,113 @@ func writePage(w io.Writer, p page) error {
 	_, err := w.Write(buf.Bytes())
 	return err
 }
+
+// notRunLine says in one line which phases after the sweep the run did not
+// run, or skipped a server in, and why ("" for none): as the terminal says
+// it when the run begins.
+func notRunLine(asked []string, skips []findings.PhaseSkips) string {
+	var asIs, asIsServers, notAsked, nothing, clauses []string
+	for _, ps := range skips {
+		switch {
+		case len(ps.Skipped) > 0 && !slices.ContainsFunc(ps.Skipped, func(s findings.Skipped) bool { return !s.AsIs }):
+			asIs = append(asIs, ps.Phase)
+			for _, s := range ps.Skipped {
+				if !slices.Contains(asIsServers, s.Server) {
+					asIsServers = append(asIsServers, s.Server)
+				}
+			}
+		case len(ps.Skipped) > 0:
+			for _, s := range ps.Skipped {
+				clauses = append(clauses, fmt.Sprintf("the %s phase skipped %s: %s", ps.Phase, s.Server, s.Why))
+			}
+		case !ps.Asked:
+			notAsked = append(notAsked, ps.Phase)
+		default:
+			nothing = append(nothing, ps.Phase)
+		}
+	}
+	if len(asIs) > 0 {
+		verb, needs, them := "skips", "it needs", "measured as it is"
+		if len(asIs) > 1 {
+			verb, needs = "skip", "each needs"
+		}
+		if len(asIsServers) > 1 {
+			them = "each measured as it is"
+		}
+		clauses = append([]string{fmt.Sprintf("%s %s %s, %s: %s the protocol (the phases at the end say why, phase by phase)",
+			phasesText(asIs), verb, andText(asIsServers), them, needs)}, clauses...)
+	}
+	if len(notAsked) > 0 {
+		clauses = append(clauses, fmt.Sprintf("%s %s not asked for (--phases %s)", phasesText(notAsked), wasWere(notAsked), strings.Join(asked, ",")))
+	}
+	if len(nothing) > 0 {
+		clauses = append(clauses, fmt.Sprintf("%s %s asked for, but no server of this run takes part (see --servers)", phasesText(nothing), wasWere(nothing)))
+	}
+	if len(clauses) == 0 {
+		return ""
+	}
+	return "Not on this page: " + strings.Join(clauses, "; ") + "."
+}
+
+// phasesText is "the stall phase", or "the stall, offload and trace phases".
+func phasesText(phases []string) string {
+	if len(phases) == 1 {
+		return "the " + phases[0] + " phase"
+	}
+	return "the " + andText(phases) + " phases"
+}
+
+func wasWere(v []string) string {
+	if len(v) == 1 {
+		return "was"
+	}
+	return "were"
+}
+
+// andText is "a", "a and b", "a, b and c".
+func andText(v []string) string {
+	if len(v) < 2 {
+		return strings.Join(v, "")
+	}
+	return strings.Join(v[:len(v)-1], ", ") + " and " + v[len(v)-1]
+}
+
+// numbered are the sections, a copy, numbered 1, 2, 3, ... in the order
+// they stand. A title's own number ("4. Who stalls", "3b. Each loop's own
+// lag") is its place on a page of every phase: sections of one number (a
+// server each) share theirs, and a letter after it (3b) goes with the
+// section before, whatever the page leaves out.
+func numbered(secs []section) []section {
+	out := slices.Clone(secs)
+	n, key, letter := 0, "", 'a'
+	for i := range out {
+		m := sectionNumber.FindStringSubmatch(out[i].Title)
+		if m == nil {
+			continue
+		}
+		num, sub := m[1], m[2]
+		if m[1]+m[2] != key {
+			prev := sectionNumber.FindStringSubmatch(key + ". ")
+			switch {
+			case sub != "" && prev != nil && prev[1] == num:
+				letter++
+			default:
+				n, letter = n+1, 'a'
+			}
+			key = num + sub
+		}
+		label := strconv.Itoa(n)
+		if letter > 'a' {
+			label += string(letter)
+		}
+		out[i].Title = label + ". " + out[i].Title[len(m[0]):]
+	}
+	return out
+}
+
+// sectionNumber is a section title's number, its letter, and the ". "
+// after them.
+var sectionNumber = regexp.MustCompile(`^([0-9]+)([a-z]?)\. `)
 
 // asIsLine says what each server measured as it is was asked ("" for
 // none).

@@ -167,7 +167,8 @@ func TestEveryChart(t *testing.T) {
 }
 
 // TestMissingPhases: a run with phases not run and one failed measurement
-// still renders, and says what is missing and why.
+// still renders, and says what is missing and why: the phases not run in
+// one line, without a section each.
 func TestMissingPhases(t *testing.T) {
 	run := readTestRun(t)
 	var keep []results.Measurement
@@ -183,11 +184,17 @@ func TestMissingPhases(t *testing.T) {
 	run.Partial, run.PartialReason = true, "interrupted after 40s"
 	page := renderString(t, testRun, run, stub)
 	for _, want := range []string{
-		"the stall phase was not run", "the offload phase was not run", "the trace phase was not run", "the cliff phase was not run",
+		// The phases not run have no section: one line says so.
+		`<p class="caption" id="not_run">Not on this page: the stall, offload, trace, cliff and slip phases were not asked for (--phases sweep).</p>`,
 		"not run</td>", "the server died during the measurement", "This run was cut short (interrupted after 40s)",
 	} {
 		if !strings.Contains(page, want) {
 			t.Errorf("the page lacks %q", want)
+		}
+	}
+	for _, gone := range []string{"missing_stall", "missing_offload", "missing_trace", "missing_cliff", "missing_slip"} {
+		if strings.Contains(page, gone) {
+			t.Errorf("the page has %s, a section of a phase not run", gone)
 		}
 	}
 	if !strings.Contains(page, `id="throughput"`) {

@@ -42,7 +42,8 @@ func ClientFloor(call time.Duration) time.Duration { return max(Floor, call/3) }
 var RuleClient = fmt.Sprintf("a server measured as it is sends no timestamps: a connection stalled when its waits at the median (the client's, from each probe's send) "+
 	"lay apart from the others', %gx or more above the greatest of them and at least a third of the call's own time (and %s); "+
 	"when every connection waited alike, against their wait unloaded, before the load, by the same factor; "+
-	"waits that lie together, or in more than two groups, are not judged, and neither is a server that waited so long for a CPU at each wake-up that starvation alone could make the stalled wait", Apart, Floor)
+	"waits that lie together, or in more than two groups, are not judged, and neither is a server that waited so long for a CPU at each wake-up that starvation alone could make the stalled wait, "+
+	"nor every connection alike when the measurement's tools started late and the machine's use was not read", Apart, Floor)
 
 // JudgeClient decides which connections of a server measured as it is
 // stalled, from client-side waits: unloaded is their median wait before
@@ -70,6 +71,13 @@ func JudgeClient(conns []Conn, unloaded, call time.Duration, m Machine) Verdict 
 		}
 		ref := Conn{ID: -1, Loop: -1, Due: 1, Answered: 1, Wait: unloaded}
 		v := judgeSplit(append(slices.Clone(conns), ref), m, floor)
+		if last := len(conns); v.Judged && !v.Stalled[last] && v.Count == len(conns) && m.Late {
+			// Every thread held, or a machine that ran nothing in time:
+			// the machine's figures would tell, and were not read.
+			return Verdict{Stalled: make([]bool, len(conns)), Why: fmt.Sprintf("%s: every connection waited alike (%s), above their %s unloaded, "+
+				"but the measurement's tools started late, so the machine's use was not read: a server starved of a CPU is not told from its threads all held",
+				TooBusy, span(conns), round(unloaded))}
+		}
 		if last := len(conns); v.Judged && !v.Stalled[last] && v.Count == len(conns) {
 			v.Stalled = v.Stalled[:last]
 			v.Said = fmt.Sprintf("every connection waited %s or more at the median (from the send), %.0fx their %s unloaded: the threads that serve them were all held",

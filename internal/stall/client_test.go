@@ -105,4 +105,16 @@ func TestJudgeClientStarved(t *testing.T) {
 	if v := JudgeClient(alike, 550*us, 5960*us, Machine{Known: true, WakeWait: 20 * us}); v.Judged || strings.HasPrefix(v.Why, TooBusy) {
 		t.Fatalf("alike waits, the server got its CPU: %+v", v)
 	}
+	// Tomcat's 200 threads at 200 callers beside a load average of 19 on
+	// 2 cores: every connection waited 4.5 to 9.6 ms, 8x its 590us
+	// unloaded, while the ledger call held 3 threads of the 200 (Little's
+	// law: 488 req/s x 6.4 ms); its tools started half a second late, so
+	// the machine's use was not read: not "all held".
+	tomcat := client(4.5, 9.6, 5.1, 6.0, 4.48, 7.2, 5.5, 8.1, 4.9, 6.6, 5.2, 7.7)
+	if v := JudgeClient(tomcat, 590*us, 7560*us, Machine{Late: true}); v.Judged || !strings.HasPrefix(v.Why, TooBusy) || !strings.Contains(v.Why, "started late") {
+		t.Fatalf("every connection alike, the machine's use not read as its tools started late: %+v", v)
+	}
+	if v := JudgeClient(tomcat, 590*us, 7560*us, Machine{Known: true, WakeWait: 20 * us}); !v.Judged || v.Count != 12 {
+		t.Fatalf("every connection alike, the server got its CPU: %+v", v)
+	}
 }

@@ -64,6 +64,10 @@ func us(v float64) time.Duration { return time.Duration(v * 1e3) }
 // not give.
 type Machine struct {
 	Known bool
+	// Late: not known because the measurement's tools started their clocks
+	// late (the machine did not run them in time), so /proc was not read
+	// over its window.
+	Late bool
 	// Busy is the share of the machine's cores busy; Others the share used
 	// by processes other than the kit's; ServerRunq how many of the
 	// server's threads waited for a CPU, on average.
