@@ -189,6 +189,9 @@ func (st *AsIsStep) judge(call, unloaded time.Duration) {
 		pc := rep.Conns.PerConn
 		conns := stall.From(pc)
 		v := stall.JudgeClient(conns, unloaded, call, machineOf(rep.M.Use))
+		if why := connsOffset(rep); why != "" {
+			v = stall.Verdict{Why: why}
+		}
 		if !v.Judged {
 			why := v.Why
 			if len(st.Reps) > 1 {
@@ -211,6 +214,26 @@ func (st *AsIsStep) judge(call, unloaded time.Duration) {
 			st.OthersWait = append(st.OthersWait, results.Median(t.oWait))
 		}
 	}
+}
+
+// connsOffset says why a repetition's 12 connections are not judged when
+// their prober's window did not lie over the load's: its clock started
+// more than MaxWindowOffset after the load's (placed later than its
+// allowance, its window ran on past the load's end) or before it (the
+// load started late), and the probes outside the load, unloaded, would
+// lower a stalled connection's median. "" when it lay over it.
+func connsOffset(rep Rep) string {
+	d := time.Duration(rep.Conns.StartLateNs)
+	if rep.Load != nil && rep.Load.StartUnixNs != 0 && rep.Conns.StartUnixNs != 0 {
+		d = time.Duration(rep.Conns.StartUnixNs - rep.Load.StartUnixNs)
+	}
+	switch {
+	case d > MaxWindowOffset:
+		return fmt.Sprintf("the 12 connections' window began %s after the load's (their prober placed them late): it ran on past the load's end, unloaded, which would lower a stalled connection's median", d.Round(time.Millisecond))
+	case d < -MaxWindowOffset:
+		return fmt.Sprintf("the 12 connections' window began %s before the load's (the load started late): its start was unloaded, which would lower a stalled connection's median", (-d).Round(time.Millisecond))
+	}
+	return ""
 }
 
 // StalledText is the step's stalled column: "3 of 12", or why not judged.
