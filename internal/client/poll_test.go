@@ -73,6 +73,23 @@ func (b *book) Done(c *PConn, due, sent, done time.Time, r *Response, err error)
 	}
 }
 
+// drive dials p's connections and runs them n requests each, back to
+// back, failing t unless every request was booked.
+func drive(t *testing.T, p *Poller, n int) *book {
+	t.Helper()
+	if err := p.Dial(); err != nil {
+		t.Fatal(err)
+	}
+	b := &book{n: n}
+	if err := p.Run(context.Background(), b); err != nil {
+		t.Fatal(err)
+	}
+	if len(b.ends) != n*len(p.conns) {
+		t.Fatalf("poller: %d booked, want %d", len(b.ends), n*len(p.conns))
+	}
+	return b
+}
+
 func newPoller(t *testing.T) *Poller {
 	t.Helper()
 	p, err := NewPoller()
@@ -191,16 +208,7 @@ func TestPollerErrorKinds(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p := newPoller(t)
 			p.Add(tc.addr, "/fast", 300*time.Millisecond)
-			if err := p.Dial(); err != nil {
-				t.Fatal(err)
-			}
-			b := &book{n: 2}
-			if err := p.Run(context.Background(), b); err != nil {
-				t.Fatal(err)
-			}
-			if len(b.ends) != 2 {
-				t.Fatalf("%d booked, want 2", len(b.ends))
-			}
+			b := drive(t, p, 2)
 			if e := b.ends[0]; KindOf(e.err) != tc.want {
 				t.Fatalf("kind %q (%v), want %q", KindOf(e.err), e.err, tc.want)
 			}
@@ -658,16 +666,7 @@ func TestPollerBodyStalledServer(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if err := p.Dial(); err != nil {
-				t.Fatal(err)
-			}
-			b := &book{n: 2}
-			if err := p.Run(context.Background(), b); err != nil {
-				t.Fatal(err)
-			}
-			if len(b.ends) != 2 {
-				t.Fatalf("%d booked, want 2", len(b.ends))
-			}
+			b := drive(t, p, 2)
 			for i, e := range b.ends {
 				if e.err != nil || e.r.Status != 200 {
 					t.Fatalf("request %d: status %d, %v", i, e.r.Status, e.err)
