@@ -216,6 +216,10 @@ func (st *AsIsStep) judge(call, unloaded time.Duration) {
 	}
 }
 
+// ConnsOffset begins the why of a repetition not judged because its 12
+// connections' window did not lie over the load's (connsOffset).
+const ConnsOffset = "the 12 connections' window began "
+
 // connsOffset says why a repetition's 12 connections are not judged when
 // their prober's window did not lie over the load's: its clock started
 // more than MaxWindowOffset after the load's (placed later than its
@@ -229,9 +233,9 @@ func connsOffset(rep Rep) string {
 	}
 	switch {
 	case d > MaxWindowOffset:
-		return fmt.Sprintf("the 12 connections' window began %s after the load's (their prober placed them late): it ran on past the load's end, unloaded, which would lower a stalled connection's median", d.Round(time.Millisecond))
+		return fmt.Sprintf(ConnsOffset+"%s after the load's (their prober placed them late): it ran on past the load's end, unloaded, which would lower a stalled connection's median", d.Round(time.Millisecond))
 	case d < -MaxWindowOffset:
-		return fmt.Sprintf("the 12 connections' window began %s before the load's (the load started late): its start was unloaded, which would lower a stalled connection's median", (-d).Round(time.Millisecond))
+		return fmt.Sprintf(ConnsOffset+"%s before the load's (the load started late): its start was unloaded, which would lower a stalled connection's median", (-d).Round(time.Millisecond))
 	}
 	return ""
 }
