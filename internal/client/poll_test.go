@@ -571,8 +571,8 @@ func TestUse(t *testing.T) {
 
 // stalledServer answers every request on each connection it accepts with
 // 200 and tells got how many body bytes it read (all of them 'b'), after
-// not reading the connection at all for stall: a server whose loop is
-// held. Its sockets take little (a small receive buffer and segment, as a
+// not reading the connection at all for stall from its first bytes: a
+// server whose loop is held. Its sockets take little (a small receive buffer and segment, as a
 // server may set them), so the client's socket cannot hold a large request
 // whole while nobody reads it.
 func stalledServer(t *testing.T, stall time.Duration, got chan<- int) string {
@@ -601,6 +601,19 @@ func stalledServer(t *testing.T, stall time.Duration, got chan<- int) string {
 			}
 			go func() {
 				defer c.Close()
+				// The stall begins when the request's first bytes come
+				// (looked at, not read), however late the client sends.
+				rc, err := c.(*net.TCPConn).SyscallConn()
+				if err != nil {
+					return
+				}
+				var one [1]byte
+				if err := rc.Read(func(fd uintptr) bool {
+					_, _, err := unix.Recvfrom(int(fd), one[:], unix.MSG_PEEK)
+					return err != unix.EAGAIN
+				}); err != nil {
+					return
+				}
 				time.Sleep(stall)
 				r := bufio.NewReader(c)
 				for {
