@@ -144,16 +144,7 @@ func TestFraming(t *testing.T) {
 				addr, accepts = framedServer(t, tc.ans, tc.closes, piece)
 				p := newPoller(t)
 				p.Add(addr, "/fast", 2*time.Second)
-				if err := p.Dial(); err != nil {
-					t.Fatal(err)
-				}
-				b := &book{n: 2}
-				if err := p.Run(context.Background(), b); err != nil {
-					t.Fatal(err)
-				}
-				if len(b.ends) != 2 {
-					t.Fatalf("poller: %d booked, want 2", len(b.ends))
-				}
+				b := drive(t, p, 2)
 				for i, e := range b.ends {
 					check("poller", i, e.r, e.err)
 				}

@@ -73,8 +73,9 @@ type PConn struct {
 	// Dials counts connections opened, the first one included.
 	Dials int
 
-	busy      bool  // a request is in flight
-	stamp     int64 // with ReadOnSchedule: when the last bytes read arrived (the kernel's, Unix ns)
+	busy      bool   // a request is in flight
+	out       []byte // what is left to write of the request in flight (nil: all written)
+	stamp     int64  // with ReadOnSchedule: when the last bytes read arrived (the kernel's, Unix ns)
 	msg       unix.Msghdr
 	iov       unix.Iovec
 	oob       []byte
@@ -248,6 +249,9 @@ func (p *Poller) Run(ctx context.Context, d Driver) error {
 				if !c.busy {
 					continue
 				}
+				if c.out != nil {
+					set = p.sockfd // its socket taking more of the request wakes
+				}
 				if c.timeout > 0 {
 					dl := c.deadline.Sub(now)
 					expired = expired || dl <= 0
@@ -300,7 +304,13 @@ func (p *Poller) poll(set int, wait time.Duration, procs int32, d Driver) (stop 
 			p.interrupt(d)
 			return true, nil
 		}
-		p.readable(p.conns[ev.Fd], d)
+		c := p.conns[ev.Fd]
+		if ev.Events&unix.EPOLLOUT != 0 && c.out != nil {
+			p.writable(c, d)
+		}
+		if ev.Events&^unix.EPOLLOUT != 0 {
+			p.readable(c, d)
+		}
 	}
 	return false, nil
 }
@@ -343,11 +353,30 @@ func (p *Poller) send(c *PConn, d Driver, due time.Time) {
 		w := c.mix.Next()
 		c.req, c.wire, c.headOnly = w.Bytes, w, w.Head
 	}
-	n, err := rawWrite(c.fd, c.req)
-	if err == nil && n < len(c.req) {
-		// One request at a time: the socket's send buffer holds it whole
-		// unless something is badly wrong.
-		err = io.ErrShortWrite
+	c.out = c.req
+	p.writable(c, d)
+}
+
+// writable writes what is left of c's request. What the socket does not
+// take now (a server that does not read: its buffers and ours full; a
+// request of a large body) is written when it takes more (EPOLLOUT), the
+// request in flight meanwhile, its wait counting from its send.
+func (p *Poller) writable(c *PConn, d Driver) {
+	waiting := len(c.out) < len(c.req)
+	n, err := rawWrite(c.fd, c.out)
+	if err == unix.EAGAIN || err == unix.EINTR {
+		n, err = 0, nil
+	}
+	if err == nil {
+		c.out = c.out[n:]
+		switch {
+		case len(c.out) == 0 && waiting:
+			c.out, err = nil, p.watchOut(c, false)
+		case len(c.out) == 0:
+			c.out = nil
+		case !waiting:
+			err = p.watchOut(c, true)
+		}
 	}
 	if err != nil {
 		p.fail(c, d, err)
@@ -463,7 +492,9 @@ func (p *Poller) answered(c *PConn, d Driver) {
 	if failed(r.Status) {
 		err = c.body.badStatus(r.Status)
 	}
-	if r.Close {
+	if r.Close || c.out != nil {
+		// (An answer before the whole request was written: what is left
+		// of it would be read as the next request.)
 		p.drop(c)
 	}
 	p.end(c, d, now, r, err)

@@ -78,11 +78,28 @@ func (p *Poller) drop(c *PConn) {
 	if c.fd < 0 {
 		return
 	}
-	set := p.epfd
-	if p.sockfd >= 0 {
-		set = p.sockfd
-	}
-	_ = unix.EpollCtl(set, unix.EPOLL_CTL_DEL, c.fd, nil)
+	_ = unix.EpollCtl(p.sockSet(), unix.EPOLL_CTL_DEL, c.fd, nil)
 	unix.Close(c.fd)
-	c.fd = -1
+	c.fd, c.out = -1, nil
+}
+
+// sockSet is the epoll set the connections' sockets are in.
+func (p *Poller) sockSet() int {
+	if p.sockfd >= 0 {
+		return p.sockfd
+	}
+	return p.epfd
+}
+
+// watchOut asks the socket's epoll set to wake when c's socket takes more
+// of the request (on), or no longer (off).
+func (p *Poller) watchOut(c *PConn, on bool) error {
+	ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLRDHUP, Fd: int32(c.ID)}
+	if on {
+		ev.Events |= unix.EPOLLOUT
+	}
+	if err := unix.EpollCtl(p.sockSet(), unix.EPOLL_CTL_MOD, c.fd, &ev); err != nil {
+		return fmt.Errorf("epoll: %w", err)
+	}
+	return nil
 }

@@ -1,7 +1,10 @@
 package client
 
 import (
+	"bufio"
+	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -10,11 +13,15 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/bystander-kit/bystander/internal/request"
 )
@@ -64,6 +71,23 @@ func (b *book) Done(c *PConn, due, sent, done time.Time, r *Response, err error)
 	if b.onDone != nil {
 		b.onDone(c, err)
 	}
+}
+
+// drive dials p's connections and runs them n requests each, back to
+// back, failing t unless every request was booked.
+func drive(t *testing.T, p *Poller, n int) *book {
+	t.Helper()
+	if err := p.Dial(); err != nil {
+		t.Fatal(err)
+	}
+	b := &book{n: n}
+	if err := p.Run(context.Background(), b); err != nil {
+		t.Fatal(err)
+	}
+	if len(b.ends) != n*len(p.conns) {
+		t.Fatalf("poller: %d booked, want %d", len(b.ends), n*len(p.conns))
+	}
+	return b
 }
 
 func newPoller(t *testing.T) *Poller {
@@ -184,16 +208,7 @@ func TestPollerErrorKinds(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p := newPoller(t)
 			p.Add(tc.addr, "/fast", 300*time.Millisecond)
-			if err := p.Dial(); err != nil {
-				t.Fatal(err)
-			}
-			b := &book{n: 2}
-			if err := p.Run(context.Background(), b); err != nil {
-				t.Fatal(err)
-			}
-			if len(b.ends) != 2 {
-				t.Fatalf("%d booked, want 2", len(b.ends))
-			}
+			b := drive(t, p, 2)
 			if e := b.ends[0]; KindOf(e.err) != tc.want {
 				t.Fatalf("kind %q (%v), want %q", KindOf(e.err), e.err, tc.want)
 			}
@@ -551,5 +566,133 @@ func TestUse(t *testing.T) {
 	defer mu.Unlock()
 	if last := got[len(got)-1]; last != "GET /d " {
 		t.Errorf("after Retarget the server read %q, want GET /d", last)
+	}
+}
+
+// stalledServer answers every request on each connection it accepts with
+// 200 and tells got how many body bytes it read (all of them 'b'), after
+// not reading the connection at all for stall from its first bytes: a
+// server whose loop is held. Its sockets take little (a small receive buffer and segment, as a
+// server may set them), so the client's socket cannot hold a large request
+// whole while nobody reads it.
+func stalledServer(t *testing.T, stall time.Duration, got chan<- int) string {
+	t.Helper()
+	lc := net.ListenConfig{Control: func(_, _ string, rc syscall.RawConn) error {
+		var err error
+		if cerr := rc.Control(func(fd uintptr) {
+			if err = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUF, 4096); err == nil {
+				err = unix.SetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_MAXSEG, 536)
+			}
+		}); cerr != nil {
+			return cerr
+		}
+		return err
+	}}
+	ln, err := lc.Listen(context.Background(), "tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				// The stall begins when the request's first bytes come
+				// (looked at, not read), however late the client sends.
+				rc, err := c.(*net.TCPConn).SyscallConn()
+				if err != nil {
+					return
+				}
+				var one [1]byte
+				if err := rc.Read(func(fd uintptr) bool {
+					_, _, err := unix.Recvfrom(int(fd), one[:], unix.MSG_PEEK)
+					return err != unix.EAGAIN
+				}); err != nil {
+					return
+				}
+				time.Sleep(stall)
+				r := bufio.NewReader(c)
+				for {
+					length := -1
+					for {
+						line, err := r.ReadString('\n')
+						if err != nil {
+							return
+						}
+						if line == "\r\n" {
+							break
+						}
+						if k, v, ok := strings.Cut(line, ":"); ok && strings.EqualFold(k, "Content-Length") {
+							length, _ = strconv.Atoi(strings.TrimSpace(v))
+						}
+					}
+					body := make([]byte, max(length, 0))
+					if _, err := io.ReadFull(r, body); err != nil {
+						return
+					}
+					if bytes.Count(body, []byte("b")) != len(body) {
+						length = -2
+					}
+					got <- length
+					if _, err := io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"); err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+// TestPollerBodyStalledServer: a request as large as a body may be
+// (request.MaxBody) to a server that does not read for a while is sent
+// whole once the server reads again, and its wait is the stall, booked as
+// an answer: a socket that took only part of it at first (a stalled
+// server's does not read it) is written again when it takes more, not
+// counted a failed request. Both ways of reading the answers.
+func TestPollerBodyStalledServer(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "big"), bytes.Repeat([]byte("b"), request.MaxBody), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, "targets.txt")
+	if err := os.WriteFile(file, []byte("POST /up\n@big\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const stall = 300 * time.Millisecond
+	for _, lazy := range []time.Duration{0, 100 * time.Millisecond} {
+		t.Run(fmt.Sprintf("lazy %s", lazy), func(t *testing.T) {
+			got := make(chan int, 4)
+			addr := stalledServer(t, stall, got)
+			spec, err := request.Parse("@"+file, addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := newPoller(t)
+			p.Add(addr, "/never", 10*time.Second).Use(spec.Mix())
+			if lazy > 0 {
+				if err := p.ReadOnSchedule(lazy); err != nil {
+					t.Fatal(err)
+				}
+			}
+			b := drive(t, p, 2)
+			for i, e := range b.ends {
+				if e.err != nil || e.r.Status != 200 {
+					t.Fatalf("request %d: status %d, %v", i, e.r.Status, e.err)
+				}
+			}
+			if w := b.ends[0].done.Sub(b.ends[0].sent); w < stall {
+				t.Errorf("the first request's wait %s, under the server's %s stall", w, stall)
+			}
+			for i := range 2 {
+				if n := <-got; n != request.MaxBody {
+					t.Errorf("request %d: the server read a body of %d bytes, want %d", i, n, request.MaxBody)
+				}
+			}
+		})
 	}
 }

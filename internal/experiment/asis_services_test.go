@@ -91,8 +91,9 @@ func culpritFrame(t *testing.T, svc *services.Service, w findings.AsIsWatch, sta
 }
 
 // judged is the step at conc callers when the rule could judge it; nil
-// when the machine was too busy (logged), failing the test for any other
-// reason.
+// when the machine was too busy, or the 12 connections' prober was placed
+// too late to share the load's window (logged), failing the test for any
+// other reason.
 func judged(t *testing.T, a findings.AsIs, conc int) *findings.AsIsStep {
 	t.Helper()
 	for i := range a.Steps {
@@ -103,7 +104,7 @@ func judged(t *testing.T, a findings.AsIs, conc int) *findings.AsIsStep {
 		if st.Stalled.OK() {
 			return st
 		}
-		if !strings.HasPrefix(st.Unjudged[0], stall.TooBusy) {
+		if !strings.HasPrefix(st.Unjudged[0], stall.TooBusy) && !strings.HasPrefix(st.Unjudged[0], findings.ConnsOffset) {
 			t.Errorf("at %d callers not judged: %s", conc, st.Unjudged[0])
 		}
 		t.Logf("at %d callers: %s", conc, st.Unjudged[0])

@@ -207,6 +207,9 @@ func (st *AsIsStep) judge(call, unloaded time.Duration) {
 		m := machineOf(rep.M.Use)
 		m.Late = !m.Known && slices.ContainsFunc(rep.M.Notes, func(n string) bool { return strings.HasSuffix(n, ProcNotRead) })
 		v := stall.JudgeClient(conns, unloaded, call, m)
+		if why := connsOffset(rep); why != "" {
+			v = stall.Verdict{Why: why}
+		}
 		if !v.Judged {
 			why := v.Why
 			if len(st.Reps) > 1 {
@@ -229,6 +232,30 @@ func (st *AsIsStep) judge(call, unloaded time.Duration) {
 			st.OthersWait = append(st.OthersWait, results.Median(t.oWait))
 		}
 	}
+}
+
+// ConnsOffset begins the why of a repetition not judged because its 12
+// connections' window did not lie over the load's (connsOffset).
+const ConnsOffset = "the 12 connections' window began "
+
+// connsOffset says why a repetition's 12 connections are not judged when
+// their prober's window did not lie over the load's: its clock started
+// more than MaxWindowOffset after the load's (placed later than its
+// allowance, its window ran on past the load's end) or before it (the
+// load started late), and the probes outside the load, unloaded, would
+// lower a stalled connection's median. "" when it lay over it.
+func connsOffset(rep Rep) string {
+	d := time.Duration(rep.Conns.StartLateNs)
+	if rep.Load != nil && rep.Load.StartUnixNs != 0 && rep.Conns.StartUnixNs != 0 {
+		d = time.Duration(rep.Conns.StartUnixNs - rep.Load.StartUnixNs)
+	}
+	switch {
+	case d > MaxWindowOffset:
+		return fmt.Sprintf(ConnsOffset+"%s after the load's (their prober placed them late): it ran on past the load's end, unloaded, which would lower a stalled connection's median", d.Round(time.Millisecond))
+	case d < -MaxWindowOffset:
+		return fmt.Sprintf(ConnsOffset+"%s before the load's (the load started late): its start was unloaded, which would lower a stalled connection's median", (-d).Round(time.Millisecond))
+	}
+	return ""
 }
 
 // StalledText is the step's stalled column: "3 of 12", or why not judged.

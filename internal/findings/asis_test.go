@@ -21,8 +21,9 @@ type asIsRep struct {
 	unloaded   float64 // ms
 	use        *results.Use
 	failed     string
-	badStatus  int64 // the load's answers other than 2xx or 3xx
-	dials      int64 // the load's connections opened (0: its callers)
+	badStatus  int64   // the load's answers other than 2xx or 3xx
+	lateMs     float64 // how long after the load's the 12 connections' clock started
+	dials      int64   // the load's connections opened (0: its callers)
 }
 
 func pcts(ms float64) hist.Percentiles {
@@ -57,7 +58,9 @@ func asIsGroups(steps ...asIsRep) []*Group {
 		for i, w := range s.waits {
 			pc.Conns = append(pc.Conns, results.ConnStat{Conn: i, Loop: -1, Due: 150, Samples: 150, FromSend: pcts(w), Latency: pcts(w)})
 		}
-		conns := &results.Result{PerConn: pc}
+		start := int64(1e18)
+		load.StartUnixNs = start
+		conns := &results.Result{PerConn: pc, StartUnixNs: start + int64(s.lateMs*1e6), StartLateNs: int64(s.lateMs * 1e6)}
 		probe := &results.Result{Probe: &results.Probe{Due: 30, Completed: 30, Corrected: pcts(s.waits[0]), Uncorrected: pcts(s.waits[0])}}
 		rep := Rep{M: m, Load: load, Conns: conns, Probe: probe}
 		rep.Cost = CostOf(m, load)
@@ -392,5 +395,32 @@ func TestAsIsPresets(t *testing.T) {
 	a := f.AsIs[0]
 	if p := ps[0]; p.Server != "shop" || p.Workers != 4 || p.Block != a.CallTime() || p.Share != 0 || !p.AsIs || !strings.Contains(p.WorkersText, "4 workers") {
 		t.Errorf("preset %+v, want 4 workers and the call's %v", p, a.CallTime())
+	}
+}
+
+// TestAsIsProberLate: a repetition whose 12-connection prober started its
+// clock late (placed past its allowance, its window ran on past the
+// load's end, unloaded) is not judged, and says so: its stalled
+// connections' medians would be lowered by the probes after the load.
+// The others are judged and counted as judged.
+func TestAsIsProberLate(t *testing.T) {
+	late := asIsGroups(asIsRep{conc: 1, p50Ms: 5, tps: 190, waits: twelve(1, 9, 1, 1), unloaded: 0.3, lateMs: 400})
+	a := asIsOf(late, Params{})[0]
+	st := a.Steps[0]
+	if st.Stalled.OK() || st.Judged != 0 || len(st.Unjudged) != 1 || !strings.Contains(st.Unjudged[0], "window began 400ms after the load's") ||
+		st.StalledText() != "not judged" || a.Class != ClassUnknown {
+		t.Errorf("a prober 400 ms late: %s judged (%d), %q, %q; class %s", num(st.Stalled, "%.0f"), st.Judged, st.Unjudged, st.StalledText(), a.Class)
+	}
+	// Two repetitions, the second's prober late: the first is judged, the
+	// second said and counted.
+	g := asIsGroups(asIsRep{conc: 1, p50Ms: 5, tps: 190, waits: twelve(1, 9, 1, 1), unloaded: 0.3, lateMs: 5})[0]
+	rep := late[0].Reps[0]
+	rep.M.Repeat = 2
+	g.Reps = append(g.Reps, rep)
+	g.Load, g.Conns, g.Probe = append(g.Load, rep.Load), append(g.Conns, rep.Conns), append(g.Probe, rep.Probe)
+	st = asIsOf([]*Group{g}, Params{})[0].Steps[0]
+	if st.Judged != 1 || len(st.Unjudged) != 1 || !strings.HasPrefix(st.Unjudged[0], "repetition 2: ") ||
+		st.StalledText() != "3 of 12 (1 of 2 repetitions judged)" {
+		t.Errorf("one of two repetitions late: %d judged, %q, %q", st.Judged, st.Unjudged, st.StalledText())
 	}
 }

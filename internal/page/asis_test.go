@@ -9,9 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/chromedp/chromedp"
 
 	"github.com/bystander-kit/bystander/internal/browsertest"
 	"github.com/bystander-kit/bystander/internal/findings"
@@ -93,29 +90,7 @@ func TestAsIsInBrowser(t *testing.T) {
 		s := &run.Measurements[i].Server
 		s.Name, s.Load = evil+s.Name, "GET /"+evil
 	}
-	out := filepath.Join(t.TempDir(), "report.html")
-	f, err := os.Create(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := writePage(f, buildPage(findings.Compute(asIsRun, run), a)); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
-	ctx, problems := browsertest.Open(t, chrome, 1300, 3000)
-	if err := chromedp.Do(ctx, chromedp.Navigate("file://"+out), chromedp.WaitReady("#cost")); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := chromedp.Run(ctx, chromedp.Poll[bool]("window.bystanderAllDrawnMs > 0", chromedp.WithPollingInterval(10*time.Millisecond))); err != nil {
-		t.Fatalf("the charts were not drawn: %v; the page said: %q", err, problems())
-	}
-	time.Sleep(200 * time.Millisecond) // an onerror would have fired by now
-	if pwned, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`window.pwned !== undefined`)); err != nil || pwned {
-		t.Fatalf("a string from the run directory ran as code (window.pwned set): %v", err)
-	}
-	if p := problems(); len(p) > 0 {
-		t.Errorf("the page said: %q", p)
-	}
+	drawnNothingRan(t, chrome, buildPage(findings.Compute(asIsRun, run), a), "a string")
 }
 
 // asIsWatchRun is the Netty and Tomcat shops measured as they are, each

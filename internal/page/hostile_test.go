@@ -54,12 +54,20 @@ func TestNothingFromARunIsCode(t *testing.T) {
 // every chart and runs nothing of the names.
 func TestHostileInBrowser(t *testing.T) {
 	chrome, a := browsertest.Chromium(t), inlined(t)
+	drawnNothingRan(t, chrome, buildPage(findings.Compute(testRun, hostileRun(t)), a), "a name")
+}
+
+// drawnNothingRan opens pg in chromium: its charts are drawn, the page
+// says nothing wrong, and nothing of the run directory (what: "a name")
+// ran as code (window.pwned, which its hostile strings set, unset).
+func drawnNothingRan(t *testing.T, chrome string, pg page, what string) {
+	t.Helper()
 	out := filepath.Join(t.TempDir(), "report.html")
 	f, err := os.Create(out)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := writePage(f, buildPage(findings.Compute(testRun, hostileRun(t)), a)); err != nil {
+	if err := writePage(f, pg); err != nil {
 		t.Fatal(err)
 	}
 	f.Close()
@@ -73,7 +81,7 @@ func TestHostileInBrowser(t *testing.T) {
 	time.Sleep(200 * time.Millisecond) // an onerror would have fired by now
 	pwned, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`window.pwned !== undefined`))
 	if err != nil || pwned {
-		t.Fatalf("a name from the run directory ran as code (window.pwned set): %v", err)
+		t.Fatalf("%s from the run directory ran as code (window.pwned set): %v", what, err)
 	}
 	if p := problems(); len(p) > 0 {
 		t.Errorf("the page said: %q", p)

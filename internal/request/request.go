@@ -56,9 +56,11 @@ const (
 	MaxFile = 1 << 20
 	// MaxRequests bounds the requests in one targets file.
 	MaxRequests = 10000
-	// MaxBody bounds one body file. One write of the whole request must
-	// go into a fresh loopback socket's buffers (the pollers write each
-	// request in one call): 2 MiB did, 4 MiB did not, on this machine.
+	// MaxBody bounds one body file. A request need not go into a
+	// socket's buffers whole: the pollers write what is left of it as the
+	// socket takes more (a server that does not read: a fresh loopback
+	// socket took 3.9 MB in one write, one whose server set a small
+	// receive buffer and segment 48 KB).
 	MaxBody = 1 << 20
 	// MaxBytes bounds the bytes of all of a file's requests together, as
 	// rendered: what the kit holds in memory for them.

@@ -532,22 +532,7 @@ func (g *goTrace) judge(s *culprit.Service) {
 			full = true
 		}
 	}
-	role, most := "", int64(-1)
-	for _, c := range []string{roleGoLoop, roleGoRequest} {
-		if t := tallies[c]; t != nil {
-			if held := t.total(); held > most {
-				role, most = c, held
-			}
-		}
-	}
-	if role == "" {
-		for _, c := range []string{roleGoLoop, roleGoRequest} {
-			if count[c] > 0 {
-				role = c
-				break
-			}
-		}
-	}
+	role := servingRole(tallies, []string{roleGoLoop, roleGoRequest}, func(c string) bool { return count[c] > 0 })
 	if role == "" {
 		role = roleGoOther
 		s.Limits = append(s.Limits, "watch: no goroutine that serves connections recognised (gnet's, evio's or nbio's loops, net/http's or fasthttp's): every goroutine held in the application's frames is named")

@@ -651,22 +651,7 @@ func (r *recording) judge(s *culprit.Service) {
 	}
 	// The role: the serving role held most; where no serving thread is
 	// known, any thread in the application's frames.
-	role, most := "", int64(-1)
-	for _, c := range []string{roleLoop, rolePool} {
-		if t := tallies[c]; t != nil {
-			if held := t.total(); held > most {
-				role, most = c, held
-			}
-		}
-	}
-	if role == "" {
-		for _, c := range []string{roleLoop, rolePool} {
-			if len(seen[c]) > 0 || hasRole(roles, c) {
-				role = c
-				break
-			}
-		}
-	}
+	role := servingRole(tallies, []string{roleLoop, rolePool}, func(c string) bool { return len(seen[c]) > 0 || hasRole(roles, c) })
 	if role == "" {
 		role = roleOther
 		s.Limits = append(s.Limits, "watch: no thread that serves connections recognised (Netty's, Tomcat's, Jetty's, Undertow's or Vert.x's, by their frames or names): every thread held in the application's frames is named")

@@ -240,3 +240,26 @@ func sleepCtx(ctx context.Context, d time.Duration) {
 	case <-t.C:
 	}
 }
+
+// servingRole is which of the serving roles (in order) a server serves
+// by: the one its threads were held in longest, else the first of them
+// any of its threads has (seen), else "" (none recognised).
+func servingRole(tallies map[string]*tally, serving []string, seen func(role string) bool) string {
+	role, most := "", int64(-1)
+	for _, c := range serving {
+		if t := tallies[c]; t != nil {
+			if held := t.total(); held > most {
+				role, most = c, held
+			}
+		}
+	}
+	if role != "" {
+		return role
+	}
+	for _, c := range serving {
+		if seen(c) {
+			return c
+		}
+	}
+	return ""
+}

@@ -1,11 +1,8 @@
 package loopwatchgnet_test
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"net"
 	"strings"
 	"sync"
@@ -14,6 +11,7 @@ import (
 	"time"
 
 	"github.com/bystander-kit/bystander/loopwatch"
+	"github.com/bystander-kit/bystander/loopwatch/internal/wraptest"
 	"github.com/bystander-kit/bystander/loopwatch/loopwatchgnet"
 	"github.com/panjf2000/gnet/v2"
 )
@@ -63,59 +61,6 @@ func (s *shop) OnTraffic(c gnet.Conn) gnet.Action {
 	return gnet.None
 }
 
-// episodes collects a watcher's reports.
-type episodes struct {
-	mu  sync.Mutex
-	got []loopwatch.Episode
-}
-
-func (e *episodes) add(ep loopwatch.Episode) { e.mu.Lock(); e.got = append(e.got, ep); e.mu.Unlock() }
-
-// held waits for the next report of a loop held (not ended) after the
-// first n reports, 10 s at most.
-func (e *episodes) held(t *testing.T, n *int) loopwatch.Episode {
-	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
-		e.mu.Lock()
-		for ; *n < len(e.got); *n++ {
-			if ep := e.got[*n]; !ep.Ended {
-				e.mu.Unlock()
-				*n++
-				return ep
-			}
-		}
-		e.mu.Unlock()
-	}
-	t.Fatal("no loop reported held within 10 s")
-	return loopwatch.Episode{}
-}
-
-// client is one connection to the server.
-type client struct {
-	c net.Conn
-	r *bufio.Reader
-}
-
-func dial(t *testing.T, addr string) *client {
-	t.Helper()
-	c, err := net.DialTimeout("tcp", addr, 10*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return &client{c: c, r: bufio.NewReader(c)}
-}
-
-func (k *client) send(line string) { fmt.Fprintf(k.c, "%s\n", line) }
-
-func (k *client) answer(t *testing.T) {
-	t.Helper()
-	_ = k.c.SetReadDeadline(time.Now().Add(10 * time.Second))
-	if s, err := k.r.ReadString('\n'); err != nil || s != "pong\n" {
-		t.Fatalf("answer %q, %v", s, err)
-	}
-}
-
 func freeAddr(t *testing.T) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -134,9 +79,8 @@ func freeAddr(t *testing.T) string {
 // another Loop, and no other loop is reported held. A connection on
 // another loop is answered while the first is held.
 func TestBlockingCallNamedOnItsLoop(t *testing.T) {
-	var eps episodes
-	w := loopwatch.New(loopwatch.Options{Threshold: 5 * time.Millisecond, StackEvery: time.Nanosecond,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), OnEpisode: eps.add})
+	var eps wraptest.Episodes
+	w := wraptest.Watcher(&eps)
 	defer w.Stop()
 	s := &shop{booted: make(chan struct{}), loopOf: map[string]gnet.EventLoop{}, release: make(chan struct{})}
 	addr := freeAddr(t)
@@ -157,20 +101,20 @@ func TestBlockingCallNamedOnItsLoop(t *testing.T) {
 		<-served
 	}()
 	// 12 connections, each asked once: the event loop of each is known.
-	var conns []*client
+	var conns []*wraptest.Client
 	for i := 0; i < 12; i++ {
-		k := dial(t, addr)
-		k.send("ping")
-		k.answer(t)
+		k := wraptest.Dial(t, addr)
+		k.Send("ping")
+		k.Answer(t)
 		conns = append(conns, k)
 	}
-	loopOf := func(k *client) gnet.EventLoop {
+	loopOf := func(k *wraptest.Client) gnet.EventLoop {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		return s.loopOf[k.c.LocalAddr().String()]
+		return s.loopOf[k.LocalAddr()]
 	}
 	a := conns[0]
-	var same, other *client
+	var same, other *wraptest.Client
 	for _, k := range conns[1:] {
 		if loopOf(k) == loopOf(a) && same == nil {
 			same = k
@@ -183,19 +127,19 @@ func TestBlockingCallNamedOnItsLoop(t *testing.T) {
 		t.Fatalf("12 connections on %d event loops: want two on one, and one on another", len(conns))
 	}
 	n := 0
-	block := func(k *client, meanwhile func()) loopwatch.Episode {
+	block := func(k *wraptest.Client, meanwhile func()) loopwatch.Episode {
 		t.Helper()
 		release := make(chan struct{})
 		s.mu.Lock()
 		s.release = release
 		s.mu.Unlock()
-		k.send("block")
-		e := eps.held(t, &n)
+		k.Send("block")
+		e := eps.Held(t, &n)
 		if meanwhile != nil {
 			meanwhile()
 		}
 		close(release)
-		k.answer(t)
+		k.Answer(t)
 		c := e.Culprit()
 		if !strings.HasSuffix(c.Function, ".lookupInventory") || !strings.HasSuffix(c.File, "loopwatchgnet_test.go") || c.Line == 0 ||
 			e.State != "chan receive" || e.Cause != loopwatch.Blocked {
@@ -204,8 +148,8 @@ func TestBlockingCallNamedOnItsLoop(t *testing.T) {
 		return e
 	}
 	first := block(a, func() { // a connection on another loop is served meanwhile
-		other.send("ping")
-		other.answer(t)
+		other.Send("ping")
+		other.Answer(t)
 	})
 	if again := block(same, nil); again.Loop != first.Loop {
 		t.Errorf("a block on the same event loop was named on %s, the first on %s", again.Loop, first.Loop)
@@ -217,9 +161,7 @@ func TestBlockingCallNamedOnItsLoop(t *testing.T) {
 	// Every report that names lookupInventory is on the loop of the
 	// connection blocked then; and nothing else was blamed with a stack
 	// (a hold let go before its stack has none: not blamed).
-	eps.mu.Lock()
-	defer eps.mu.Unlock()
-	for _, e := range eps.got {
+	for _, e := range eps.All() {
 		named := strings.HasSuffix(e.Culprit().Function, ".lookupInventory")
 		switch {
 		case named && e.Loop != first.Loop && e.Loop != elsewhere.Loop:
@@ -251,9 +193,8 @@ func (s *ticking) OnTick() (time.Duration, gnet.Action) {
 // is watched on a Loop of its own ("gnet-tick"); OnBoot, 30 ms long, is
 // not watched at all.
 func TestTickOnALoopOfItsOwn(t *testing.T) {
-	var eps episodes
-	w := loopwatch.New(loopwatch.Options{Threshold: 5 * time.Millisecond, StackEvery: time.Nanosecond,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), OnEpisode: eps.add})
+	var eps wraptest.Episodes
+	w := wraptest.Watcher(&eps)
 	defer w.Stop()
 	s := &ticking{shop: shop{booted: make(chan struct{}), loopOf: map[string]gnet.EventLoop{}, release: make(chan struct{})}}
 	addr := freeAddr(t)
@@ -272,7 +213,7 @@ func TestTickOnALoopOfItsOwn(t *testing.T) {
 		}
 	}
 	n := 0
-	e := eps.held(t, &n)
+	e := eps.Held(t, &n)
 	s.mu.Lock()
 	eng := s.eng
 	s.mu.Unlock()
@@ -281,9 +222,7 @@ func TestTickOnALoopOfItsOwn(t *testing.T) {
 	if e.Loop != "gnet-tick" || !strings.HasSuffix(e.Culprit().Function, ".tickWork") {
 		t.Fatalf("episode %+v: want gnet-tick held at tickWork", e)
 	}
-	eps.mu.Lock()
-	defer eps.mu.Unlock()
-	for _, e := range eps.got {
+	for _, e := range eps.All() {
 		if strings.Contains(fmt.Sprint(e.Frames), "OnBoot") {
 			t.Errorf("OnBoot was watched: %+v", e)
 		}

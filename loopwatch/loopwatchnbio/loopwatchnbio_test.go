@@ -1,11 +1,7 @@
 package loopwatchnbio_test
 
 import (
-	"bufio"
 	"fmt"
-	"io"
-	"log/slog"
-	"net"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -13,6 +9,7 @@ import (
 	"time"
 
 	"github.com/bystander-kit/bystander/loopwatch"
+	"github.com/bystander-kit/bystander/loopwatch/internal/wraptest"
 	"github.com/bystander-kit/bystander/loopwatch/loopwatchnbio"
 	"github.com/lesismal/nbio"
 )
@@ -65,71 +62,21 @@ func serve(t *testing.T, w *loopwatch.Watcher, pollers int) (*shop, string) {
 	return s, g.Addrs[0]
 }
 
-// episodes collects a watcher's reports.
-type episodes struct {
-	mu  sync.Mutex
-	got []loopwatch.Episode
-}
-
-func (e *episodes) add(ep loopwatch.Episode) { e.mu.Lock(); e.got = append(e.got, ep); e.mu.Unlock() }
-
-// held waits for the next report of a loop held (not ended) after the
-// first *n reports, 10 s at most.
-func (e *episodes) held(t *testing.T, n *int) loopwatch.Episode {
-	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
-		e.mu.Lock()
-		for ; *n < len(e.got); *n++ {
-			if ep := e.got[*n]; !ep.Ended {
-				e.mu.Unlock()
-				*n++
-				return ep
-			}
-		}
-		e.mu.Unlock()
-	}
-	t.Fatal("no loop reported held within 10 s")
-	return loopwatch.Episode{}
-}
-
-func watcher(eps *episodes) *loopwatch.Watcher {
-	return loopwatch.New(loopwatch.Options{Threshold: 5 * time.Millisecond, StackEvery: time.Nanosecond,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), OnEpisode: eps.add})
-}
-
-// client is one connection to the server.
-type client struct {
-	id string
-	c  net.Conn
-	r  *bufio.Reader
-}
-
-var clients atomic.Int64
+// client is one connection to the server, each line it sends tagged with
+// its ID (the shop notes its poller by it).
+type client struct{ *wraptest.Client }
 
 func dial(t *testing.T, addr string) *client {
 	t.Helper()
-	c, err := net.DialTimeout("tcp", addr, 10*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return &client{id: fmt.Sprint(clients.Add(1)), c: c, r: bufio.NewReader(c)}
+	return &client{wraptest.Dial(t, addr)}
 }
 
-func (k *client) send(line string) { fmt.Fprintf(k.c, "%s %s\n", line, k.id) }
+func (k *client) send(line string) { k.Send(line + " " + k.ID) }
 
 func (k *client) ask(t *testing.T, line string) {
 	t.Helper()
 	k.send(line)
-	k.answer(t)
-}
-
-func (k *client) answer(t *testing.T) {
-	t.Helper()
-	_ = k.c.SetReadDeadline(time.Now().Add(10 * time.Second))
-	if s, err := k.r.ReadString('\n'); err != nil || s != "pong\n" {
-		t.Fatalf("answer %q, %v", s, err)
-	}
+	k.Answer(t)
 }
 
 // TestBlockingCallNamedOnItsPoller: an nbio server of 4 pollers on locked
@@ -138,8 +85,8 @@ func (k *client) answer(t *testing.T) {
 // that owns the connection that made it, and on no other; a connection on
 // another poller is answered meanwhile.
 func TestBlockingCallNamedOnItsPoller(t *testing.T) {
-	var eps episodes
-	w := watcher(&eps)
+	var eps wraptest.Episodes
+	w := wraptest.Watcher(&eps)
 	defer w.Stop()
 	s, addr := serve(t, w, 4)
 	var conns []*client
@@ -151,7 +98,7 @@ func TestBlockingCallNamedOnItsPoller(t *testing.T) {
 	pollerOf := func(k *client) int {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		return s.pollerOf[k.id]
+		return s.pollerOf[k.ID]
 	}
 	n := 0
 	for _, a := range conns[:2] {
@@ -169,10 +116,10 @@ func TestBlockingCallNamedOnItsPoller(t *testing.T) {
 		s.release = release
 		s.mu.Unlock()
 		a.send("block")
-		e := eps.held(t, &n)
+		e := eps.Held(t, &n)
 		other.ask(t, "ping") // its poller is not held
 		close(release)
-		a.answer(t)
+		a.Answer(t)
 		c := e.Culprit()
 		want := fmt.Sprintf("nbio-poller-%d", pollerOf(a))
 		if e.Loop != want || !strings.HasSuffix(c.Function, ".lookupInventory") || !strings.HasSuffix(c.File, "loopwatchnbio_test.go") ||
@@ -180,9 +127,7 @@ func TestBlockingCallNamedOnItsPoller(t *testing.T) {
 			t.Fatalf("episode %+v: want %s blocked, in chan receive at lookupInventory (loopwatchnbio_test.go:N)", e, want)
 		}
 	}
-	eps.mu.Lock()
-	defer eps.mu.Unlock()
-	for _, e := range eps.got {
+	for _, e := range eps.All() {
 		named := strings.HasSuffix(e.Culprit().Function, ".lookupInventory")
 		if !named && len(e.Frames) > 0 && (e.Cause == loopwatch.Blocked || e.Cause == loopwatch.Unknown) {
 			t.Errorf("a loop was blamed elsewhere: %+v", e)
@@ -193,14 +138,14 @@ func TestBlockingCallNamedOnItsPoller(t *testing.T) {
 // TestOpenOnTheAcceptor: OnOpen, which nbio runs on the goroutine that
 // accepted the connection, is watched on that listener's Loop.
 func TestOpenOnTheAcceptor(t *testing.T) {
-	var eps episodes
-	w := watcher(&eps)
+	var eps wraptest.Episodes
+	w := wraptest.Watcher(&eps)
 	defer w.Stop()
 	s, addr := serve(t, w, 2)
 	s.slowOpen.Store(true)
 	k := dial(t, addr)
 	n := 0
-	e := eps.held(t, &n)
+	e := eps.Held(t, &n)
 	k.ask(t, "ping")
 	if e.Loop != "nbio-acceptor-0" || !strings.HasSuffix(e.Culprit().Function, ".greet") {
 		t.Fatalf("episode %+v: want nbio-acceptor-0 held at greet", e)
