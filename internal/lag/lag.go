@@ -95,9 +95,12 @@ type Loop struct {
 	byRoute   [len(routeKeys)]atomic.Int64
 	starved   atomic.Int64                   // holds that were its thread waiting for a CPU: not blocks
 	waitP     atomic.Int64                   // holds that were its goroutine waiting for a Go P after a system call: not blocks
+	unknown   atomic.Int64                   // holds loopwatch could not judge on a locked loop (see loopwatch.Unknown): not blocks
+	locked    atomic.Bool                    // the loop runs alone on a locked thread, which loopwatch reads
 	culprit   atomic.Pointer[culprit.Record] // the last block with a stack
-	// apartAt is the start of the last hold counted apart (starved, or
-	// waiting for a P: apart), which a later report of it may move.
+	// apartAt is the start of the last hold counted apart (starved,
+	// waiting for a P, or not judged: apart), which a later report of it
+	// may move.
 	apartAt int64
 	apart   *atomic.Int64
 }
@@ -142,6 +145,7 @@ func (m *Monitor) NewLoop(index int) *Loop {
 func (l *Loop) Locked() {
 	if l.watch != nil {
 		l.watch.LockThread()
+		l.locked.Store(true)
 	}
 	f, err := os.Open("/proc/self/task/" + strconv.Itoa(unix.Gettid()) + "/syscall")
 	if err != nil {
@@ -522,9 +526,13 @@ func (m *Monitor) resting(l *Loop, now int64) bool {
 
 // episode is loopwatch's report of one of m's loops held past Warn, on
 // Run's goroutine (inside Look). A block begins when a hold is reported
-// neither starved nor waiting for a P (such a hold is counted apart, and
-// becomes a block if loopwatch finds it its callback's after all), and
-// ends with its episode.
+// neither starved, nor waiting for a P, nor, on a loop on a locked thread,
+// unknown (not judged: its thread Go parked, and no stack said for what);
+// such a hold is counted apart, and becomes a block if loopwatch finds it
+// its callback's after all. A block ends with its episode. On a loop not
+// on a locked thread every hold is unknown (loopwatch cannot tell a
+// starved thread there): each is a block, as the detector always counted
+// them there.
 func (m *Monitor) episode(e loopwatch.Episode) {
 	var l *Loop
 	for _, x := range m.loops() {
@@ -547,10 +555,13 @@ func (m *Monitor) episode(e loopwatch.Episode) {
 			l.culprit.Store(&r)
 		}
 	case e.Ended:
-	case e.Cause == loopwatch.Starved || e.Cause == loopwatch.WaitingForP:
+	case e.Cause == loopwatch.Starved || e.Cause == loopwatch.WaitingForP || e.Cause == loopwatch.Unknown && l.locked.Load():
 		l.unapart(start)
-		l.apartAt, l.apart = start, &l.starved
-		if e.Cause == loopwatch.WaitingForP {
+		l.apartAt, l.apart = start, &l.unknown
+		switch e.Cause {
+		case loopwatch.Starved:
+			l.apart = &l.starved
+		case loopwatch.WaitingForP:
 			l.apart = &l.waitP
 		}
 		l.apart.Add(1)
@@ -600,6 +611,12 @@ type Stats struct {
 	// loop's goroutine, back from a system call, waiting for a Go P: not
 	// blocks.
 	WaitingForP int64 `json:"waiting_for_p"`
+	// Unknown counts the holds past the threshold the detector could not
+	// judge on a loop on a locked thread (loopwatch.Unknown: its thread Go
+	// parked, and no stack found its goroutine in a wait of its own): not
+	// blocks, and not left out. (Not on a locked thread, every hold is
+	// unknown and counted a block.)
+	Unknown int64 `json:"unknown"`
 	// Culprit is the last block that had its stack taken: where it held.
 	Culprit *culprit.Record `json:"culprit,omitempty"`
 }
@@ -614,7 +631,7 @@ func (l *Loop) Stats(now int64) Stats {
 	return Stats{
 		LagBeats: s.Count, LagP50Ns: us(s.P50Us), LagP99Ns: us(s.P99Us), LagMaxNs: us(s.MaxUs),
 		Blocks: l.blocks.Load(), BlockedNs: l.blockedUntil(now), BlockedNow: l.blockAt.Load() != 0,
-		BlocksByRoute: l.blocksByRoute(), Starved: l.starved.Load(), WaitingForP: l.waitP.Load(), Culprit: l.culprit.Load(),
+		BlocksByRoute: l.blocksByRoute(), Starved: l.starved.Load(), WaitingForP: l.waitP.Load(), Unknown: l.unknown.Load(), Culprit: l.culprit.Load(),
 	}
 }
 

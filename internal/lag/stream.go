@@ -36,6 +36,7 @@ type LoopEvent struct {
 	BlocksByRoute map[string]int64 `json:"blocks_by_route"`
 	Starved       int64            `json:"starved_total"`
 	WaitingForP   int64            `json:"waiting_for_p_total"`
+	Unknown       int64            `json:"unknown_total"` // holds the detector could not judge: not blocks
 	// Culprit is the loop's last block with a stack, in the first event
 	// after it was found and again when it ended (not in every event: a
 	// reader keeps the last it saw; its start says whether it is in the
@@ -91,7 +92,7 @@ func (m *Monitor) Next(c *Cursor, now int64) Event {
 		le.BlockedNs = min(max(b-c.blocked[l.Index], 0), window)
 		c.blocked[l.Index] = b
 		le.BlockedShare = float64(le.BlockedNs) / float64(window)
-		le.Blocks, le.BlocksByRoute, le.Starved, le.WaitingForP = l.blocks.Load(), l.blocksByRoute(), l.starved.Load(), l.waitP.Load()
+		le.Blocks, le.BlocksByRoute, le.Starved, le.WaitingForP, le.Unknown = l.blocks.Load(), l.blocksByRoute(), l.starved.Load(), l.waitP.Load(), l.unknown.Load()
 		if r := l.culprit.Load(); r != c.culprit[l.Index] { // a record is replaced, never changed: new or ended
 			le.Culprit, c.culprit[l.Index] = r, r
 		}
