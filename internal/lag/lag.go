@@ -96,6 +96,7 @@ type Loop struct {
 	starved   atomic.Int64                   // holds that were its thread waiting for a CPU: not blocks
 	waitP     atomic.Int64                   // holds that were its goroutine waiting for a Go P after a system call: not blocks
 	unknown   atomic.Int64                   // holds loopwatch could not judge on a locked loop (see loopwatch.Unknown): not blocks
+	unknownNs atomic.Int64                   // how long the unknown holds that ended held it, in all
 	locked    atomic.Bool                    // the loop runs alone on a locked thread, which loopwatch reads
 	culprit   atomic.Pointer[culprit.Record] // the last block with a stack
 	// apartAt is the start of the last hold counted apart (starved,
@@ -555,6 +556,9 @@ func (m *Monitor) episode(e loopwatch.Episode) {
 			l.culprit.Store(&r)
 		}
 	case e.Ended:
+		if l.apart == &l.unknown && l.apartAt == start {
+			l.unknownNs.Add(int64(e.Held)) // held, not judged: shown apart, never left out
+		}
 	case e.Cause == loopwatch.Starved || e.Cause == loopwatch.WaitingForP || e.Cause == loopwatch.Unknown && l.locked.Load():
 		l.unapart(start)
 		l.apartAt, l.apart = start, &l.unknown
@@ -617,6 +621,9 @@ type Stats struct {
 	// blocks, and not left out. (Not on a locked thread, every hold is
 	// unknown and counted a block.)
 	Unknown int64 `json:"unknown"`
+	// UnknownNs is how long those holds held the loop, in all (the ones
+	// that ended).
+	UnknownNs int64 `json:"unknown_ns"`
 	// Culprit is the last block that had its stack taken: where it held.
 	Culprit *culprit.Record `json:"culprit,omitempty"`
 }
@@ -631,7 +638,7 @@ func (l *Loop) Stats(now int64) Stats {
 	return Stats{
 		LagBeats: s.Count, LagP50Ns: us(s.P50Us), LagP99Ns: us(s.P99Us), LagMaxNs: us(s.MaxUs),
 		Blocks: l.blocks.Load(), BlockedNs: l.blockedUntil(now), BlockedNow: l.blockAt.Load() != 0,
-		BlocksByRoute: l.blocksByRoute(), Starved: l.starved.Load(), WaitingForP: l.waitP.Load(), Unknown: l.unknown.Load(), Culprit: l.culprit.Load(),
+		BlocksByRoute: l.blocksByRoute(), Starved: l.starved.Load(), WaitingForP: l.waitP.Load(), Unknown: l.unknown.Load(), UnknownNs: l.unknownNs.Load(), Culprit: l.culprit.Load(),
 	}
 }
 

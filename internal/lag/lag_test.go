@@ -545,8 +545,8 @@ func TestUnknownNotABlock(t *testing.T) {
 		t.Fatalf("%+v: want no block, one hold not judged", st)
 	}
 	r.m.episode(loopwatch.Episode{Loop: "1", Start: t0, Held: 4 * time.Millisecond, Ended: true, Cause: loopwatch.Unknown})
-	if st := l.Stats(t0.UnixNano()); st.Blocks != 0 || st.BlockedNs != 0 || st.Unknown != 1 {
-		t.Fatalf("%+v: want its end no block either", st)
+	if st := l.Stats(t0.UnixNano()); st.Blocks != 0 || st.BlockedNs != 0 || st.Unknown != 1 || st.UnknownNs != int64(4*time.Millisecond) {
+		t.Fatalf("%+v: want its end no block either, its 4 ms held counted as not judged", st)
 	}
 	t1 := t0.Add(time.Second)
 	r.m.episode(loopwatch.Episode{Loop: "1", Start: t1, Held: 2 * time.Millisecond, Cause: loopwatch.Unknown, State: "runnable"})

@@ -36,7 +36,8 @@ type LoopEvent struct {
 	BlocksByRoute map[string]int64 `json:"blocks_by_route"`
 	Starved       int64            `json:"starved_total"`
 	WaitingForP   int64            `json:"waiting_for_p_total"`
-	Unknown       int64            `json:"unknown_total"` // holds the detector could not judge: not blocks
+	Unknown       int64            `json:"unknown_total"`    // holds the detector could not judge: not blocks
+	UnknownNs     int64            `json:"unknown_ns_total"` // how long the ones that ended held the loop
 	// Culprit is the loop's last block with a stack, in the first event
 	// after it was found and again when it ended (not in every event: a
 	// reader keeps the last it saw; its start says whether it is in the
@@ -93,6 +94,7 @@ func (m *Monitor) Next(c *Cursor, now int64) Event {
 		c.blocked[l.Index] = b
 		le.BlockedShare = float64(le.BlockedNs) / float64(window)
 		le.Blocks, le.BlocksByRoute, le.Starved, le.WaitingForP, le.Unknown = l.blocks.Load(), l.blocksByRoute(), l.starved.Load(), l.waitP.Load(), l.unknown.Load()
+		le.UnknownNs = l.unknownNs.Load()
 		if r := l.culprit.Load(); r != c.culprit[l.Index] { // a record is replaced, never changed: new or ended
 			le.Culprit, c.culprit[l.Index] = r, r
 		}
