@@ -260,6 +260,7 @@ func (w *Watcher) lookAt(l *Loop, now time.Time) {
 	l.seen = seq
 	ep := Episode{Loop: l.name, Start: l.since, Held: now.Sub(l.since)}
 	l.ep, l.earlyWait, l.earlyRuntime = &ep, false, false
+	l.starvedState, l.starvedFrames = "", nil
 	if l.tid.Load() != 0 && !l.schedErr {
 		if l.baseSeq != seq { // first seen past the threshold: the watcher was late
 			l.track(seq, now)
@@ -332,12 +333,12 @@ func (w *Watcher) classify(l *Loop, ep *Episode, now time.Time) {
 		ep.Cause = Starved
 		return
 	}
-	// Off a CPU by its own doing, but found in no system call of its own
-	// and on a CPU less than half the time it could have been: Go parked
-	// its thread. Its goroutine waited on a channel, a lock, a timer or
+	// Off a CPU by its own doing, but found in no system call of its own,
+	// and on a CPU less than the threshold and less than half the time it
+	// could have been: Go parked its thread. Its goroutine waited on a channel, a lock, a timer or
 	// the network (the callback's), or for a P, or inside the runtime (not
 	// the callback's): only a stack taken while it holds tells which.
-	l.parked = !l.called && 2*ep.Thread.Ran < ep.Thread.Watched-ep.Thread.Waited
+	l.parked = !l.called && ep.Thread.Ran < w.o.Threshold && 2*ep.Thread.Ran < ep.Thread.Watched-ep.Thread.Waited
 	if l.parked && !ownWait(ep.State, l.earlyRuntime) {
 		ep.Cause = Unknown
 	}
@@ -383,6 +384,11 @@ func (w *Watcher) recheck(l *Loop, now time.Time) {
 	if l.logged {
 		l.lastLog = time.Time{} // its starved line is not the last word
 	}
+	if ep.State == "" && l.starvedState != "" {
+		// Its stack, taken while it held, before it was found starved: the
+		// one StackEvery allowed it.
+		ep.State, ep.Frames = l.starvedState, l.starvedFrames
+	}
 	w.later(l, now)
 }
 
@@ -392,6 +398,9 @@ func (w *Watcher) recheck(l *Loop, now time.Time) {
 func (w *Watcher) later(l *Loop, now time.Time) {
 	ep := l.ep
 	if ep.Cause == Starved {
+		if ep.State != "" { // the stack taken before it was decided: kept for a block after all
+			l.starvedState, l.starvedFrames = ep.State, ep.Frames
+		}
 		ep.State, ep.Frames = "", nil
 	}
 	if ep.Cause == Starved || ep.State != "" { // no stack, or taken at the look before

@@ -70,8 +70,9 @@
 // does not run, whether that goroutine waits on a channel, a lock, a
 // timer or the network (the callback's wait) or for a P, or inside the
 // runtime (not the callback's). A hold whose thread the watcher found in
-// a system call of its own (its /proc syscall file), or on a CPU for half
-// the time it could run, is Blocked, stack or not. One whose thread was
+// a system call of its own (its /proc syscall file), or that ran on a CPU
+// past the threshold or for half the time it could run, is Blocked, stack
+// or not. One whose thread was
 // parked all along is Blocked only if a stack taken while it holds finds
 // its goroutine waiting in a call of its own; otherwise (no stack:
 // StackEvery, or let go before one was taken; "runnable": woken or
@@ -443,6 +444,10 @@ type Loop struct {
 	before            Cause
 	earlyWait         bool // the stack taken before the episode was decided found it waiting
 	earlyRuntime      bool // ... or waiting inside Go's runtime itself
+	// starvedState and starvedFrames are that stack's, put aside while the
+	// episode is starved (which names no frame).
+	starvedState  string
+	starvedFrames []Frame
 }
 
 // Loop returns a new Loop named name, watched from now on.
