@@ -335,9 +335,10 @@ func (w *Watcher) classify(l *Loop, ep *Episode, now time.Time) {
 	}
 	// Off a CPU by its own doing, but found in no system call of its own,
 	// and on a CPU less than the threshold and less than half the time it
-	// could have been: Go parked its thread. Its goroutine waited on a channel, a lock, a timer or
-	// the network (the callback's), or for a P, or inside the runtime (not
-	// the callback's): only a stack taken while it holds tells which.
+	// could have been: Go parked its thread. Its goroutine waited on a
+	// channel, a lock, a timer or the network (the callback's), or for a
+	// P, or inside the runtime (not the callback's): only a stack taken
+	// while it holds tells which.
 	l.parked = !l.called && ep.Thread.Ran < w.o.Threshold && 2*ep.Thread.Ran < ep.Thread.Watched-ep.Thread.Waited
 	if l.parked && !ownWait(ep.State, l.earlyRuntime) {
 		ep.Cause = Unknown
