@@ -120,14 +120,14 @@ func (w *Watcher) stacks() {
 // them for its end.
 func (w *Watcher) give(r *pendingReport, dump []byte) {
 	l := r.l
-	state, frames, waitP := parse(dump, l.gid.Load())
+	state, frames, waitP, inRuntime := parse(dump, l.gid.Load())
 	if state == "" {
 		return
 	}
 	ongoing := l.ep != nil && l.seen == r.seq
 	if r.early {
 		if ongoing {
-			l.ep.State, l.ep.Frames, l.earlyWait = state, frames, waitP
+			l.ep.State, l.ep.Frames, l.earlyWait, l.earlyRuntime = state, frames, waitP, inRuntime
 		}
 		return
 	}
@@ -152,11 +152,18 @@ func (w *Watcher) give(r *pendingReport, dump []byte) {
 		}
 		return
 	case r.recheckP:
-		w.move(l, WaitingForP, l.before)
-		r.ep.Cause, r.recheckP = l.before, false // reported: held by its callback after all
+		to := l.before
+		if to == Unknown && l.parked && ownWait(state, inRuntime) {
+			to = Blocked
+		}
+		w.move(l, WaitingForP, to)
+		r.ep.Cause, r.recheckP = to, false // reported: held by its callback after all
 		if l.logged {
 			l.lastLog = time.Time{} // its waiting line is not the last word
 		}
+	case r.ep.Cause == Unknown && l.parked && ownWait(state, inRuntime):
+		w.move(l, Unknown, Blocked) // its parked thread's goroutine waited in a call of its own
+		r.ep.Cause = Blocked
 	}
 	r.ep.State, r.ep.Frames = state, frames
 	if ongoing {
@@ -252,7 +259,8 @@ func (w *Watcher) lookAt(l *Loop, now time.Time) {
 	}
 	l.seen = seq
 	ep := Episode{Loop: l.name, Start: l.since, Held: now.Sub(l.since)}
-	l.ep, l.earlyWait = &ep, false
+	l.ep, l.earlyWait, l.earlyRuntime = &ep, false, false
+	l.starvedState, l.starvedFrames = "", nil
 	if l.tid.Load() != 0 && !l.schedErr {
 		if l.baseSeq != seq { // first seen past the threshold: the watcher was late
 			l.track(seq, now)
@@ -281,6 +289,7 @@ func (l *Loop) track(seq uint64, now time.Time) {
 		return
 	}
 	l.base, l.prev, l.baseAt, l.prevAt, l.baseSeq, l.waitedSeen = s, s, now, now, seq, 0
+	l.called, l.parked = s.inCall, false
 }
 
 // step reads l's thread again: the time since the last read that it was
@@ -300,6 +309,7 @@ func (l *Loop) step(now time.Time) {
 		l.waitedSeen += off
 	}
 	l.prev, l.prevAt = s, now
+	l.called = l.called || s.inCall
 }
 
 // classify sets ep's thread counts and cause from l's thread's counts
@@ -321,7 +331,26 @@ func (w *Watcher) classify(l *Loop, ep *Episode, now time.Time) {
 	ep.Cause = Blocked
 	if ep.Thread.Own(ep.Held) < w.o.Threshold {
 		ep.Cause = Starved
+		return
 	}
+	// Off a CPU by its own doing, but found in no system call of its own,
+	// and on a CPU less than the threshold and less than half the time it
+	// could have been: Go parked its thread. Its goroutine waited on a
+	// channel, a lock, a timer or the network (the callback's), or for a
+	// P, or inside the runtime (not the callback's): only a stack taken
+	// while it holds tells which.
+	l.parked = !l.called && ep.Thread.Ran < w.o.Threshold && 2*ep.Thread.Ran < ep.Thread.Watched-ep.Thread.Waited
+	if l.parked && !ownWait(ep.State, l.earlyRuntime) {
+		ep.Cause = Unknown
+	}
+}
+
+// ownWait says whether a stack that found a goroutine in state (inRuntime:
+// waiting inside Go's runtime itself) found it waiting in a call of its
+// own: not runnable (woken or preempted, and waiting for a P), not in the
+// runtime's own wait, and a stack at all.
+func ownWait(state string, inRuntime bool) bool {
+	return state != "" && state != "runnable" && !inRuntime
 }
 
 // decide finds the ongoing episode's cause, counts it, and has the look
@@ -356,6 +385,11 @@ func (w *Watcher) recheck(l *Loop, now time.Time) {
 	if l.logged {
 		l.lastLog = time.Time{} // its starved line is not the last word
 	}
+	if ep.State == "" && l.starvedState != "" {
+		// Its stack, taken while it held, before it was found starved: the
+		// one StackEvery allowed it.
+		ep.State, ep.Frames = l.starvedState, l.starvedFrames
+	}
 	w.later(l, now)
 }
 
@@ -365,6 +399,9 @@ func (w *Watcher) recheck(l *Loop, now time.Time) {
 func (w *Watcher) later(l *Loop, now time.Time) {
 	ep := l.ep
 	if ep.Cause == Starved {
+		if ep.State != "" { // the stack taken before it was decided: kept for a block after all
+			l.starvedState, l.starvedFrames = ep.State, ep.Frames
+		}
 		ep.State, ep.Frames = "", nil
 	}
 	if ep.Cause == Starved || ep.State != "" { // no stack, or taken at the look before

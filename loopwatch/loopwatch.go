@@ -50,8 +50,8 @@
 //     (1 s by default), so loops held again and again cost one pause a
 //     second at most; one stack a look serves every loop held then (and a
 //     loop held across it by the same callback, later).
-//   - LockThread: two /proc reads of the loop's thread (a few us) at each
-//     look while a callback lasts past one look.
+//   - LockThread: three /proc reads of the loop's thread (a few us) at
+//     each look while a callback lasts past one look.
 //
 // # Causes
 //
@@ -65,6 +65,26 @@
 // passes the threshold later, it is Blocked after all and reported again.
 // Elsewhere a hold is Unknown: loopwatch cannot tell.
 //
+// A thread off a CPU by its own doing was in a system call, or parked by
+// Go: Go parks a locked thread (in a futex wait) whenever its goroutine
+// does not run, whether that goroutine waits on a channel, a lock, a
+// timer or the network (the callback's wait) or for a P, or inside the
+// runtime (not the callback's). A hold whose thread the watcher found in
+// a system call of its own (its /proc syscall file), or that ran on a CPU
+// past the threshold or for half the time it could run, is Blocked, stack
+// or not. One whose thread was
+// parked all along is Blocked only if a stack taken while it holds finds
+// its goroutine waiting in a call of its own; otherwise (no stack:
+// StackEvery, or let go before one was taken; "runnable": woken or
+// preempted, and waiting for a P; waiting inside the runtime itself, such
+// as an allocation waiting for a collection to start) it is Unknown:
+// loopwatch cannot judge, and does not blame the frame. Unknown episodes
+// are counted (Loop.Counts), never dropped. So a loop held again and
+// again by a wait of Go's (time.Sleep, a database call over the network)
+// has one episode a StackEvery Blocked, the one with a stack, and the
+// rest Unknown: to have every one judged, lower StackEvery (a stack
+// each, at its cost).
+//
 // A loop whose goroutine waits for a Go P is not a blocking call either.
 // A goroutine back from a system call (a write, a read that did not
 // wait) finds no P free when every P runs other goroutines, and waits,
@@ -73,9 +93,10 @@
 // "runnable" where it entered its call, as during the call: an episode
 // whose stack finds it so is WaitingForP, the call not blamed, counted
 // apart. A goroutine ready to run in its own code (preempted, or woken
-// from a wait) is not this: Blocked, or Unknown. It is told from the
-// stack alone: an episode without one (StackEvery) keeps the cause its
-// thread gave, and a system call that held the loop past the threshold
+// from a wait) is not this: Blocked if its thread ran (or it is on no
+// locked thread: Unknown), Unknown if its thread was parked. It is told
+// from the stack alone: an episode without one (StackEvery) keeps the
+// cause its thread gave, and a system call that held the loop past the threshold
 // and returned just before the stack is counted WaitingForP too (the
 // stack shows the goroutine when it is taken, not when its call
 // returned). An episode still held a threshold after its goroutine was
@@ -101,7 +122,8 @@
 //     CPU-bound hold shorter than that can go unseen on a machine whose Ps
 //     are all busy. A loop blocked in a system call, a sleep or a wait
 //     gives its P up.
-//   - Telling a starved thread apart needs Linux and a locked thread.
+//   - Telling a starved thread apart needs Linux and a locked thread;
+//     judging a hold whose thread Go parked needs a stack too.
 //
 // # Libraries
 //
@@ -160,13 +182,18 @@ type Options struct {
 type Cause int
 
 const (
-	// Unknown: the loop is not on a locked thread of its own
-	// (Loop.LockThread), or the watcher could not read its thread's
-	// counts: loopwatch cannot tell a blocking call from a thread that
-	// waited for a CPU.
+	// Unknown: loopwatch cannot judge. The loop is not on a locked
+	// thread of its own (Loop.LockThread), or the watcher could not read
+	// its thread's counts: it cannot tell a blocking call from a thread
+	// that waited for a CPU. Or Go parked its thread all along and no
+	// stack taken while it held found its goroutine waiting in a call of
+	// its own: a wait of its own, or for a P, or inside the runtime. Its
+	// frames, if a stack was taken, say where it stood, not who held it.
 	Unknown Cause = iota
 	// Blocked: the callback held the loop, in a call that blocks or runs
-	// long, while its thread could have run.
+	// long, while its thread could have run: its thread was found in a
+	// system call of its own or running, or its stack in a wait of its
+	// own.
 	Blocked
 	// Starved: without the time the loop's thread waited for a CPU (in
 	// the kernel's run queue), the callback would not have held the loop
@@ -221,7 +248,8 @@ type Episode struct {
 	// frame outside Go's standard library and runtime: your code, or a
 	// library's), then its callers, then the standard library's and the
 	// runtime's frames it called last; nil when no stack was taken (and for
-	// a Starved or WaitingForP episode).
+	// a Starved or WaitingForP episode). An Unknown episode's frames say
+	// where its goroutine stood, not that they held the loop.
 	Frames []Frame
 }
 
@@ -399,6 +427,11 @@ type Loop struct {
 	baseAt, prevAt time.Time
 	baseSeq        uint64
 	waitedSeen     time.Duration
+	// called: a read since base found the thread in a system call of its
+	// own; parked: the ongoing episode's thread neither ran for most of
+	// the watched part nor was found in such a call (Go parked it): only
+	// its stack can say whether its goroutine waited on its own or not.
+	called, parked bool
 	pending        bool // an episode waits one look for its thread's counts
 	// lookSeq is the callback the look found under way (0: none);
 	// dumpSeq the one under way across the last dump (0: none, or over).
@@ -410,6 +443,11 @@ type Loop struct {
 	waitSeen, ownSeen time.Time
 	before            Cause
 	earlyWait         bool // the stack taken before the episode was decided found it waiting
+	earlyRuntime      bool // ... or waiting inside Go's runtime itself
+	// starvedState and starvedFrames are that stack's, put aside while the
+	// episode is starved (which names no frame).
+	starvedState  string
+	starvedFrames []Frame
 }
 
 // Loop returns a new Loop named name, watched from now on.

@@ -37,14 +37,15 @@ func (w *Watcher) dump() []byte {
 
 // parse finds goroutine id in a runtime.Stack dump: its state and its
 // frames, the culprit first; waitP says it is back from a system call and
-// waits for a Go P (see backFromSyscall).
-func parse(dump []byte, id uint64) (state string, frames []Frame, waitP bool) {
+// waits for a Go P (see backFromSyscall); inRuntime that it waits inside
+// Go's runtime itself (see runtimeWait).
+func parse(dump []byte, id uint64) (state string, frames []Frame, waitP, inRuntime bool) {
 	head := []byte("goroutine " + strconv.FormatUint(id, 10) + " [")
 	i := 0
 	for {
 		j := bytes.Index(dump[i:], head)
 		if j < 0 {
-			return "", nil, false
+			return "", nil, false, false
 		}
 		i += j
 		if i == 0 || dump[i-1] == '\n' {
@@ -81,7 +82,27 @@ func parse(dump []byte, id uint64) (state string, frames []Frame, waitP bool) {
 		frames = append(frames, f)
 	}
 	waitP = state == "runnable" && len(frames) > 0 && backFromSyscall(frames[0].Function)
-	return state, culpritFirst(frames), waitP
+	inRuntime = len(frames) > 0 && runtimeWait(state, frames[0].Function)
+	return state, culpritFirst(frames), waitP, inRuntime
+}
+
+// runtimeWait says whether a goroutine in state, fn the innermost frame a
+// dump shows of it, waits inside Go's runtime itself, not in a call of
+// its own: the dump hides the runtime's own frames, so such a wait shows
+// at the goroutine's own line (an allocation's). An allocation that
+// starts a collection, or waits for one to start, waits on the runtime's
+// semaphores ("semacquire" with no frame of the standard library's
+// innermost: the standard library's own semaphores, a file's or a
+// socket's lock, show its frames); one that must help the collector
+// waits in an assist; one that stops the world waits for it to stop.
+func runtimeWait(state, fn string) bool {
+	switch state {
+	case "GC assist wait", "GC assist marking", "stopping the world", "wait for GC cycle", "GC weak to strong wait":
+		return true
+	case "semacquire":
+		return !standard(fn)
+	}
+	return false
 }
 
 // backFromSyscall says whether fn, the innermost frame a dump shows of a

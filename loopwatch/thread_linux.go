@@ -16,6 +16,11 @@ type threadSample struct {
 	ran      time.Duration // on a CPU so far (its CPU clock: exact, also mid-run)
 	delay    time.Duration // waited for a CPU so far (schedstat: counted when it next runs)
 	runnable bool          // running or waiting to run (state R), not sleeping
+	// inCall: in a system call other than a futex wait (/proc's syscall
+	// file): the callback's own call, not its thread parked by Go (which
+	// parks a locked thread in a futex wait whatever its goroutine waits
+	// for: a channel, a lock, a timer, the network, or a P).
+	inCall bool
 }
 
 // threadFiles are a loop thread's /proc files, opened once by
@@ -23,29 +28,30 @@ type threadSample struct {
 // would shift the numbers of the server's next connections, which some
 // engines deal to loops by) and read again from their start (a few
 // microseconds a read).
-type threadFiles struct{ stat, schedstat *os.File }
+type threadFiles struct{ stat, schedstat, syscall *os.File }
 
 // openThread opens thread tid's files; nil when it cannot.
 func openThread(tid int) *threadFiles {
 	dir := "/proc/self/task/" + strconv.Itoa(tid) + "/"
-	st, err1 := os.Open(dir + "stat")
-	ss, err2 := os.Open(dir + "schedstat")
-	if err1 != nil || err2 != nil {
-		if st != nil {
-			st.Close()
+	var f [3]*os.File
+	for i, name := range []string{"stat", "schedstat", "syscall"} {
+		var err error
+		if f[i], err = os.Open(dir + name); err != nil {
+			(&threadFiles{f[0], f[1], f[2]}).close()
+			return nil
 		}
-		if ss != nil {
-			ss.Close()
-		}
-		return nil
 	}
-	return &threadFiles{st, ss}
+	return &threadFiles{f[0], f[1], f[2]}
 }
 
 func (f *threadFiles) close() {
-	if f != nil {
-		f.stat.Close()
-		f.schedstat.Close()
+	if f == nil {
+		return
+	}
+	for _, x := range []*os.File{f.stat, f.schedstat, f.syscall} {
+		if x != nil {
+			x.Close()
+		}
 	}
 }
 
@@ -82,5 +88,12 @@ func (l *Loop) sample() (threadSample, bool) {
 		return s, false
 	}
 	s.runnable = buf[i+2] == 'R'
+	// "202 0x... ..." in a system call (its number first), "running", or
+	// "-1 ..." in the kernel otherwise.
+	n, _ = files.syscall.ReadAt(buf[:], 0)
+	if f := bytes.Fields(buf[:n]); len(f) > 0 {
+		nr, err := strconv.Atoi(string(f[0]))
+		s.inCall = err == nil && nr >= 0 && nr != syscall.SYS_FUTEX
+	}
 	return s, true
 }

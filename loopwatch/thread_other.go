@@ -9,6 +9,7 @@ func gettid() int { return 0 } // no thread counts to read: causes stay Unknown
 type threadSample struct {
 	ran, delay time.Duration
 	runnable   bool
+	inCall     bool
 }
 
 type threadFiles struct{}

@@ -127,7 +127,7 @@ func TestWaitingForPThenHeld(t *testing.T) {
 		// goroutine after 10).
 		waiting := false
 		for start := time.Now(); !waiting && time.Since(start) < 5*time.Millisecond; {
-			_, _, waiting = parse(buf[:runtime.Stack(buf, true)], l.gid.Load())
+			_, _, waiting, _ = parse(buf[:runtime.Stack(buf, true)], l.gid.Load())
 		}
 		t0 := time.Now()
 		if waiting {
@@ -196,7 +196,7 @@ func TestWaitingForPLetGoBeforeDecided(t *testing.T) {
 		<-napping
 		waiting := false // this goroutine holds the one P while the loop comes back from its call
 		for start := time.Now(); !waiting && time.Since(start) < 5*time.Millisecond; {
-			_, _, waiting = parse(buf[:runtime.Stack(buf, true)], l.gid.Load())
+			_, _, waiting, _ = parse(buf[:runtime.Stack(buf, true)], l.gid.Load())
 		}
 		t0 := time.Now()
 		if waiting {

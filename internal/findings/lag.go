@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"github.com/bystander-kit/bystander/internal/culprit"
+	"github.com/bystander-kit/bystander/internal/lag"
 	"github.com/bystander-kit/bystander/internal/results"
 )
 
@@ -20,6 +21,11 @@ type LoopLag struct {
 	BlockedShare float64
 	// Blocks counts the blocks that began in the window, by route.
 	Blocks map[string]int64
+	// Unknown counts the holds past the threshold the detector could not
+	// judge (not blocks) in the window, and UnknownShare is the part of
+	// the window they held the loop (those that ended in it).
+	Unknown      int64
+	UnknownShare float64
 	// Culprit is the last block in the window with a stack: where the loop
 	// was held (nil: none, or a server that does not say).
 	Culprit *culprit.Record
@@ -56,11 +62,11 @@ func lagOf(t *results.LagTrace) (LagRow, bool) {
 	r := LagRow{WarnNs: evs[0].WarnNs, IntervalNs: evs[0].IntervalNs, StartNs: t.StartUnixNs, EndNs: t.EndUnixNs}
 	// Counts are since the server started: the window's are the last
 	// event's less those of the event before the window's first.
-	before := map[int]map[string]int64{}
+	before := map[int]lag.LoopEvent{}
 	for _, ev := range t.Events {
 		if ev.TimeNs <= evs[0].TimeNs-evs[0].WindowNs {
 			for _, le := range ev.Loops {
-				before[le.Loop] = le.BlocksByRoute
+				before[le.Loop] = le
 			}
 		}
 	}
@@ -105,9 +111,13 @@ func lagOf(t *results.LagTrace) (LagRow, bool) {
 				continue
 			}
 			for route, n := range le.BlocksByRoute {
-				if d := n - before[i][route]; d > 0 {
+				if d := n - before[i].BlocksByRoute[route]; d > 0 {
 					ll.Blocks[route] = d
 				}
+			}
+			ll.Unknown = max(le.Unknown-before[i].Unknown, 0)
+			if span > 0 {
+				ll.UnknownShare = float64(max(le.UnknownNs-before[i].UnknownNs, 0)) / float64(span)
 			}
 		}
 		if ll.Blocks["/slow"] > 0 {

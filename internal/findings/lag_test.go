@@ -34,9 +34,17 @@ func TestLagOf(t *testing.T) {
 		ev(s+3*w, 20*int64(time.Millisecond), 9, 2),
 		ev(s+4*w, 0, 12, 2), // after
 	}}
+	// Loop 0 held, not judged: 2 holds of 30 ms in all in the window,
+	// one before it.
+	for i, n := range []int64{1, 2, 2, 3, 3} {
+		tr.Events[i].Loops[0].Unknown, tr.Events[i].Loops[0].UnknownNs = n, (n-1)*15*int64(time.Millisecond)+int64(time.Millisecond)
+	}
 	r, ok := lagOf(tr)
 	if !ok || len(r.Loops) != 2 || r.WindowNs != w {
 		t.Fatalf("%+v", r)
+	}
+	if l0 := r.Loops[0]; l0.Unknown != 2 || l0.UnknownShare != 0.1 || r.Loops[1].Unknown != 0 {
+		t.Errorf("not judged: loop 0 %d holds, %.3f of the window; loop 1 %d: want 2, 0.1, 0", l0.Unknown, l0.UnknownShare, r.Loops[1].Unknown)
 	}
 	if !slices.Equal(r.BlockedInSlow, []int{1}) {
 		t.Errorf("blocked in /slow %v, want [1]", r.BlockedInSlow)

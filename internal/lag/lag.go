@@ -95,9 +95,13 @@ type Loop struct {
 	byRoute   [len(routeKeys)]atomic.Int64
 	starved   atomic.Int64                   // holds that were its thread waiting for a CPU: not blocks
 	waitP     atomic.Int64                   // holds that were its goroutine waiting for a Go P after a system call: not blocks
+	unknown   atomic.Int64                   // holds loopwatch could not judge on a locked loop (see loopwatch.Unknown): not blocks
+	unknownNs atomic.Int64                   // how long the unknown holds that ended held it, in all
+	locked    atomic.Bool                    // the loop runs alone on a locked thread, which loopwatch reads
 	culprit   atomic.Pointer[culprit.Record] // the last block with a stack
-	// apartAt is the start of the last hold counted apart (starved, or
-	// waiting for a P: apart), which a later report of it may move.
+	// apartAt is the start of the last hold counted apart (starved,
+	// waiting for a P, or not judged: apart), which a later report of it
+	// may move.
 	apartAt int64
 	apart   *atomic.Int64
 }
@@ -142,6 +146,7 @@ func (m *Monitor) NewLoop(index int) *Loop {
 func (l *Loop) Locked() {
 	if l.watch != nil {
 		l.watch.LockThread()
+		l.locked.Store(true)
 	}
 	f, err := os.Open("/proc/self/task/" + strconv.Itoa(unix.Gettid()) + "/syscall")
 	if err != nil {
@@ -522,9 +527,13 @@ func (m *Monitor) resting(l *Loop, now int64) bool {
 
 // episode is loopwatch's report of one of m's loops held past Warn, on
 // Run's goroutine (inside Look). A block begins when a hold is reported
-// neither starved nor waiting for a P (such a hold is counted apart, and
-// becomes a block if loopwatch finds it its callback's after all), and
-// ends with its episode.
+// neither starved, nor waiting for a P, nor, on a loop on a locked thread,
+// unknown (not judged: its thread Go parked, and no stack said for what);
+// such a hold is counted apart, and becomes a block if loopwatch finds it
+// its callback's after all. A block ends with its episode. On a loop not
+// on a locked thread every hold is unknown (loopwatch cannot tell a
+// starved thread there): each is a block, as the detector always counted
+// them there.
 func (m *Monitor) episode(e loopwatch.Episode) {
 	var l *Loop
 	for _, x := range m.loops() {
@@ -547,10 +556,16 @@ func (m *Monitor) episode(e loopwatch.Episode) {
 			l.culprit.Store(&r)
 		}
 	case e.Ended:
-	case e.Cause == loopwatch.Starved || e.Cause == loopwatch.WaitingForP:
+		if l.apart == &l.unknown && l.apartAt == start {
+			l.unknownNs.Add(int64(e.Held)) // held, not judged: shown apart, never left out
+		}
+	case e.Cause == loopwatch.Starved || e.Cause == loopwatch.WaitingForP || e.Cause == loopwatch.Unknown && l.locked.Load():
 		l.unapart(start)
-		l.apartAt, l.apart = start, &l.starved
-		if e.Cause == loopwatch.WaitingForP {
+		l.apartAt, l.apart = start, &l.unknown
+		switch e.Cause {
+		case loopwatch.Starved:
+			l.apart = &l.starved
+		case loopwatch.WaitingForP:
 			l.apart = &l.waitP
 		}
 		l.apart.Add(1)

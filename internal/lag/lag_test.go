@@ -529,3 +529,36 @@ func TestWaitingForPNotABlock(t *testing.T) {
 		t.Fatalf("%+v: want the starved hold moved to waiting for a P", st)
 	}
 }
+
+// TestUnknownNotABlock: a hold loopwatch could not judge (its loop's
+// thread parked by Go, and no stack that found its goroutine in a wait of
+// its own) is counted apart as unknown, not a block: the offload
+// measurement counted such holds, where nothing blocks, as blocks in
+// /offload. One judged its callback's after all is a block.
+func TestUnknownNotABlock(t *testing.T) {
+	r := newRig(2, 0, time.Millisecond)
+	l := r.loops[1]
+	l.locked.Store(true) // as Locked says it: loopwatch reads its thread
+	t0 := time.Unix(1, 0)
+	r.m.episode(loopwatch.Episode{Loop: "1", Start: t0, Held: 3 * time.Millisecond, Cause: loopwatch.Unknown})
+	if st := l.Stats(t0.UnixNano()); st.Blocks != 0 || st.Unknown != 1 || st.BlockedNow || st.Culprit != nil {
+		t.Fatalf("%+v: want no block, one hold not judged", st)
+	}
+	r.m.episode(loopwatch.Episode{Loop: "1", Start: t0, Held: 4 * time.Millisecond, Ended: true, Cause: loopwatch.Unknown})
+	if st := l.Stats(t0.UnixNano()); st.Blocks != 0 || st.BlockedNs != 0 || st.Unknown != 1 || st.UnknownNs != int64(4*time.Millisecond) {
+		t.Fatalf("%+v: want its end no block either, its 4 ms held counted as not judged", st)
+	}
+	t1 := t0.Add(time.Second)
+	r.m.episode(loopwatch.Episode{Loop: "1", Start: t1, Held: 2 * time.Millisecond, Cause: loopwatch.Unknown, State: "runnable"})
+	r.m.episode(loopwatch.Episode{Loop: "1", Start: t1, Held: 3 * time.Millisecond, Cause: loopwatch.Blocked, State: "chan receive",
+		Frames: []loopwatch.Frame{{Function: "main.wait", File: "/src/main.go", Line: 3}}})
+	if st := l.Stats(t1.UnixNano()); st.Blocks != 1 || st.Unknown != 1 || st.Culprit == nil {
+		t.Fatalf("%+v: want the second judged its callback's after all: one block, one hold not judged", st)
+	}
+	// Not on a locked thread, every hold is unknown, and a block.
+	other := r.loops[0]
+	r.m.episode(loopwatch.Episode{Loop: "0", Start: t1, Held: 3 * time.Millisecond, Cause: loopwatch.Unknown})
+	if st := other.Stats(t1.UnixNano()); st.Blocks != 1 || st.Unknown != 0 {
+		t.Fatalf("%+v: want a block on a loop not on a locked thread", st)
+	}
+}

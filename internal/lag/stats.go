@@ -22,6 +22,15 @@ type Stats struct {
 	// loop's goroutine, back from a system call, waiting for a Go P: not
 	// blocks.
 	WaitingForP int64 `json:"waiting_for_p"`
+	// Unknown counts the holds past the threshold the detector could not
+	// judge on a loop on a locked thread (loopwatch.Unknown: its thread Go
+	// parked, and no stack found its goroutine in a wait of its own): not
+	// blocks, and not left out. (Not on a locked thread, every hold is
+	// unknown and counted a block.)
+	Unknown int64 `json:"unknown"`
+	// UnknownNs is how long those holds held the loop, in all (the ones
+	// that ended).
+	UnknownNs int64 `json:"unknown_ns"`
 	// Culprit is the last block that had its stack taken: where it held.
 	Culprit *culprit.Record `json:"culprit,omitempty"`
 }
@@ -36,7 +45,7 @@ func (l *Loop) Stats(now int64) Stats {
 	return Stats{
 		LagBeats: s.Count, LagP50Ns: us(s.P50Us), LagP99Ns: us(s.P99Us), LagMaxNs: us(s.MaxUs),
 		Blocks: l.blocks.Load(), BlockedNs: l.blockedUntil(now), BlockedNow: l.blockAt.Load() != 0,
-		BlocksByRoute: l.blocksByRoute(), Starved: l.starved.Load(), WaitingForP: l.waitP.Load(), Culprit: l.culprit.Load(),
+		BlocksByRoute: l.blocksByRoute(), Starved: l.starved.Load(), WaitingForP: l.waitP.Load(), Unknown: l.unknown.Load(), UnknownNs: l.unknownNs.Load(), Culprit: l.culprit.Load(),
 	}
 }
 

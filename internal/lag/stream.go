@@ -64,7 +64,8 @@ func (m *Monitor) Next(c *Cursor, now int64) Event {
 		le.BlockedNs = min(max(b-c.blocked[l.Index], 0), window)
 		c.blocked[l.Index] = b
 		le.BlockedShare = float64(le.BlockedNs) / float64(window)
-		le.Blocks, le.BlocksByRoute, le.Starved, le.WaitingForP = l.blocks.Load(), l.blocksByRoute(), l.starved.Load(), l.waitP.Load()
+		le.Blocks, le.BlocksByRoute, le.Starved, le.WaitingForP, le.Unknown = l.blocks.Load(), l.blocksByRoute(), l.starved.Load(), l.waitP.Load(), l.unknown.Load()
+		le.UnknownNs = l.unknownNs.Load()
 		if r := l.culprit.Load(); r != c.culprit[l.Index] { // a record is replaced, never changed: new or ended
 			le.Culprit, c.culprit[l.Index] = r, r
 		}

@@ -60,6 +60,7 @@ func lagCharts(f *findings.Findings, phase, number, what string) []section {
 		var ylabels, xcats []string
 		var held []culprit.Record // the loops held in /slow with a stack, and who each is
 		var who []string
+		unjudged := false // a loop held past the threshold the detector could not judge
 		var data []opts.HeatMapData
 		for _, r := range mine {
 			tag := fmt.Sprintf("%d callers", r.Step.Conc)
@@ -76,6 +77,10 @@ func lagCharts(f *findings.Findings, phase, number, what string) []section {
 				label := fmt.Sprintf("%s, loop %d", tag, ll.Loop)
 				if ll.Blocks["/slow"] > 0 {
 					label += " (held in /slow)"
+				}
+				if w := notJudged(ll); w != "" {
+					label += " (" + w + ")"
+					unjudged = true
 				}
 				y := len(ylabels)
 				ylabels = append(ylabels, label)
@@ -95,6 +100,11 @@ func lagCharts(f *findings.Findings, phase, number, what string) []section {
 						Value: [3]any{x, y, round(w.MaxUs/1e3, 2)}})
 				}
 			}
+		}
+		if unjudged {
+			sec.Caption += " A hold the detector could not judge is not a block, and not left out: the loop's thread was parked by Go " +
+				"and no stack taken while it held said what for (its own wait, such as a sleep or a database call, or a wait for a Go P; " +
+				"a stack a second per loop at most), said beside its loop as holds not judged and the share of the window they held."
 		}
 		if places := culprit.Places(held, who); len(places) > 0 {
 			var parts []string
@@ -128,4 +138,17 @@ func routeWords(route string) string {
 		return "in " + route
 	}
 	return route
+}
+
+// notJudged says a loop's holds the detector could not judge in the
+// window, "12 holds not judged, 91% of the window", or "" when none.
+func notJudged(ll findings.LoopLag) string {
+	if ll.Unknown <= 0 {
+		return ""
+	}
+	holds := "holds"
+	if ll.Unknown == 1 {
+		holds = "hold"
+	}
+	return fmt.Sprintf("%d %s not judged, %.0f%% of the window", ll.Unknown, holds, 100*ll.UnknownShare)
 }

@@ -406,3 +406,31 @@ func TestStageRun(t *testing.T) {
 		}
 	}
 }
+
+// TestHoldsNotJudgedShown: a loop's holds the detector could not judge
+// (not blocks) are said beside the loop, with the share of the window
+// they held, and the caption says what they are: a sleep-mode run's
+// loops held nearly all the window showed held 8% by their one block a
+// second, the rest said nowhere.
+func TestHoldsNotJudgedShown(t *testing.T) {
+	f := findings.Compute(testRun, readTestRun(t))
+	for i := range f.LagRows {
+		if f.LagRows[i].Step.Phase == "stall" && f.LagRows[i].Step.K == 4 {
+			f.LagRows[i].Loops[2].Unknown, f.LagRows[i].Loops[2].UnknownShare = 11, 0.91
+		}
+	}
+	secs := lagCharts(f, "stall", "4b", "while k loops were kept blocked")
+	if len(secs) == 0 {
+		t.Fatal("no stall lag chart")
+	}
+	s := secs[0]
+	if !strings.Contains(string(s.Script), "k=4, loop 2 (held in /slow) (11 holds not judged, 91% of the window)") {
+		t.Error("the loop's holds not judged are not said beside it")
+	}
+	if !strings.Contains(s.Caption, "could not judge is not a block, and not left out") {
+		t.Errorf("caption does not say what a hold not judged is: %s", s.Caption)
+	}
+	if w := notJudged(findings.LoopLag{Unknown: 1, UnknownShare: 0.004}); w != "1 hold not judged, 0% of the window" {
+		t.Errorf("%q", w)
+	}
+}
