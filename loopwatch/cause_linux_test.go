@@ -258,8 +258,21 @@ func TestLockedSpinBlocked(t *testing.T) {
 	}
 }
 
-// spinFor burns its thread's CPU for d.
+// spinFor burns its thread's CPU until the thread has run d on a CPU (or
+// 30 s have passed): a wall clock's 200 ms gave the spin under 10 ms of CPU
+// at a load average of 23 on 2 cores, a hold the watcher rightly called
+// Starved, so the test waited for a Blocked episode that never came.
 func spinFor(d time.Duration) {
-	for start := time.Now(); time.Since(start) < d; {
+	own := func() time.Duration {
+		var ru syscall.Rusage
+		if syscall.Getrusage(1 /* RUSAGE_THREAD */, &ru) != nil {
+			return 0
+		}
+		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	from, start := own(), time.Now()
+	for own()-from < d && time.Since(start) < 30*time.Second {
+		for t := time.Now(); time.Since(t) < time.Millisecond; { // the stack finds the spin here, not in the system call
+		}
 	}
 }
