@@ -23,6 +23,10 @@ type asIsRep struct {
 	failed     string
 	badStatus  int64 // the load's answers other than 2xx or 3xx
 	dials      int64 // the load's connections opened (0: its callers)
+	// sendLate is how late the 12 connections' probes left, at the
+	// median, ms; fast the interval bystander's median from due, ms (0:
+	// the first connection's wait).
+	sendLate, fast float64
 }
 
 func pcts(ms float64) hist.Percentiles {
@@ -55,10 +59,18 @@ func asIsGroups(steps ...asIsRep) []*Group {
 			Errors: []results.ErrorCount{{Kind: "closed", Count: 0}, {Kind: "bad_status", Count: s.badStatus}}}
 		pc := &results.PerConn{BaselineUs: s.unloaded * 1e3}
 		for i, w := range s.waits {
-			pc.Conns = append(pc.Conns, results.ConnStat{Conn: i, Loop: -1, Due: 150, Samples: 150, FromSend: pcts(w), Latency: pcts(w)})
+			c := results.ConnStat{Conn: i, Loop: -1, Due: 150, Samples: 150, FromSend: pcts(w), Latency: pcts(w)}
+			if s.sendLate > 0 {
+				c.SendLate, c.Latency = pcts(s.sendLate), pcts(s.sendLate+w)
+			}
+			pc.Conns = append(pc.Conns, c)
 		}
 		conns := &results.Result{PerConn: pc}
-		probe := &results.Result{Probe: &results.Probe{Due: 30, Completed: 30, Corrected: pcts(s.waits[0]), Uncorrected: pcts(s.waits[0])}}
+		fast := s.fast
+		if fast == 0 {
+			fast = s.waits[0]
+		}
+		probe := &results.Result{Probe: &results.Probe{Due: 30, Completed: 30, Corrected: pcts(fast), Uncorrected: pcts(s.waits[0])}}
 		rep := Rep{M: m, Load: load, Conns: conns, Probe: probe}
 		rep.Cost = CostOf(m, load)
 		g.MS, g.Reps = append(g.MS, m), append(g.Reps, rep)
@@ -206,6 +218,35 @@ func TestAsIsCPU(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestAsIsForgivesBehind: Tomcat's 200 threads on a starved machine (the
+// machine 99% busy, its threads waiting 1.15 ms for a CPU at each
+// wake-up) were "a pool that forgives it up to 200 callers: none of its
+// connections stalled up to there, its bystander's median 152.0x its wait
+// unloaded": at 200 callers its 12 connections waited 1.04 to 1.57 ms from
+// the send, under a third of the 6.35 ms call, while their probes left
+// some 300 ms after their due times (its interval bystander's median from
+// due 24.3 ms). That step is too busy to judge, and the pool forgives the
+// call up to the 64 callers before it.
+func TestAsIsForgivesBehind(t *testing.T) {
+	starved := &results.Use{WindowNs: 1e9, Cores: 2, MachineBusy: 0.99,
+		Server: &results.ProcUse{CPUNs: 36e7, RunqWaitNs: 23e8, RunqWaits: 2000, Threads: 224}}
+	a := asIsOf(asIsGroups(
+		asIsRep{conc: 1, p50Ms: 6.35, tps: 142, waits: twelve(0.28, 0.32), unloaded: 1.1, fast: 0.62},
+		asIsRep{conc: 16, p50Ms: 7.9, tps: 1735, waits: twelve(0.59, 0.81), unloaded: 0.4, fast: 1.1},
+		asIsRep{conc: 64, p50Ms: 10.7, tps: 5436, waits: twelve(1.28, 1.57), unloaded: 0.5, fast: 1.73},
+		asIsRep{conc: 200, p50Ms: 30.9, tps: 3522, waits: twelve(1.04, 1.57, 1.3), unloaded: 0.16, fast: 24.3, sendLate: 300, use: starved},
+	), Params{})[0]
+	if a.Class != ClassPool || a.Forgives != 64 || !strings.Contains(a.Text, "forgives it up to 64 callers") || !strings.Contains(a.Text, "at 200 callers machine too busy to judge") {
+		t.Errorf("class %s, forgives %d: %s", a.Class, a.Forgives, a.Text)
+	}
+	if got := a.StalledLine(); !strings.HasSuffix(got, "0 of 12 at 64, machine too busy to judge at 200") {
+		t.Errorf("stalled %q", got)
+	}
+	if st := a.step(200); len(st.Unjudged) == 0 || !strings.Contains(st.Unjudged[0], "after their due times") {
+		t.Errorf("at 200 callers: %q", st.Unjudged)
 	}
 }
 
