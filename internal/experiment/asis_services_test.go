@@ -185,16 +185,21 @@ func TestAsIsTomcat(t *testing.T) {
 	if a.Class != findings.ClassPool && a.Class != findings.ClassUnknown {
 		t.Fatalf("class %s (%s), want a pool", a.Class, a.Text)
 	}
+	// It forgives up to every step judged none stalled, until one that
+	// was not judged: forgiveness is not claimed across a step the machine
+	// left too busy to judge.
+	chain := true
 	for _, conc := range []int{1, 4, 16} {
 		st := judged(t, a, conc)
 		if st == nil {
+			chain = false
 			continue
 		}
 		if st.Stalled.Median() != 0 {
 			t.Errorf("at %d callers, %s stalled, fewer callers than its %d threads", conc, st.StalledText(), svc.Threads)
 		}
-		if a.Class == findings.ClassPool && conc > a.Forgives {
-			t.Errorf("judged, none stalled at %d callers, but forgives up to %d only", conc, a.Forgives)
+		if a.Class == findings.ClassPool && chain && conc > a.Forgives {
+			t.Errorf("judged, none stalled up to %d callers, but forgives up to %d only", conc, a.Forgives)
 		}
 		// Its bystander stays near its wait unloaded, where the machine
 		// left the server its CPU: beside other tenants (or the load's
