@@ -85,8 +85,9 @@ type AsIs struct {
 	// CPUKnown when the server's threads were read (pid=); CPUShare is
 	// the share of the window its busiest thread ran on a CPU at 1 caller,
 	// RunqShare the share it waited for one, Running the share the load
-	// kept a call running (its throughput x the call's own time, at most
-	// 1), CPUThread its name, Cores the whole server's cores then.
+	// kept a call running (its throughput x its mean latency, Little's
+	// law, at most 1), CPUThread its name, Cores the whole server's cores
+	// then.
 	// CPUTold when those tell (CPUBoundShare): CPUBound on a CPU, else off
 	// it; not told, the machine's starvation could have made either.
 	CPUKnown, CPUTold, CPUBound  bool
@@ -422,7 +423,6 @@ func (a *AsIs) cpu() {
 		return
 	}
 	var shares, runqs, running, cores Figure
-	call := a.CallTime()
 	for _, rep := range s1.Reps {
 		u := rep.M.Use
 		if u == nil || u.Server == nil || u.Server.Busiest == nil || u.WindowNs <= 0 {
@@ -432,8 +432,8 @@ func (a *AsIs) cpu() {
 		runqs = append(runqs, float64(u.Server.Busiest.RunqWaitNs)/float64(u.WindowNs))
 		cores = append(cores, float64(u.Server.CPUNs)/float64(u.WindowNs))
 		r := 1.0 // not known: the whole window
-		if rep.Load != nil && rep.Load.Load != nil && rep.Load.Load.ThroughputPerS > 0 && call > 0 {
-			r = min(1, rep.Load.Load.ThroughputPerS*call.Seconds())
+		if l := rep.Load; l != nil && l.Load != nil && l.Load.ThroughputPerS > 0 && l.Load.Latency.MeanUs > 0 {
+			r = min(1, l.Load.ThroughputPerS*l.Load.Latency.MeanUs/1e6) // Little's law
 		}
 		running = append(running, r)
 		if a.CPUThread == "" {
