@@ -30,8 +30,9 @@ import (
 //     (connections stalled at 1 caller: the call holds the threads that
 //     serve them), a pool that forgives the call up to N callers (none
 //     stalled up to N), or cannot tell, with why;
-//   - whether the call ran on a CPU (with pid=: the server's CPU per
-//     request at 1 caller against the call's own time).
+//   - whether the call ran on a CPU (with pid=: its busiest thread's time
+//     on a CPU and waiting for one at 1 caller, CPUBoundShare), or cannot
+//     tell where the machine's starvation could have made either.
 
 // CPUBoundShare: at 1 caller, back to back, a call that runs on a CPU
 // keeps the thread it runs on wanting one for as long as the load runs,
