@@ -133,8 +133,12 @@ func TestAsIsNetty(t *testing.T) {
 	} else if a.Class != findings.ClassUnknown {
 		t.Errorf("class %s without a verdict at 1 caller", a.Class)
 	}
+	// Off the CPU, or not told where the machine kept its loop waiting for
+	// a CPU at each wake-up; never on one.
 	if a.CPUBound || !a.CPUKnown {
 		t.Errorf("the ledger call waits on a socket: %s", a.CPUText())
+	} else if !a.CPUTold {
+		t.Logf("its loop starved: %s", a.CPUText())
 	}
 	// Watched through Flight Recorder at 4 callers, one on each loop: the
 	// 4 loops held in LedgerClient.balance's read of the ledger.
@@ -182,16 +186,21 @@ func TestAsIsTomcat(t *testing.T) {
 	if a.Class != findings.ClassPool && a.Class != findings.ClassUnknown {
 		t.Fatalf("class %s (%s), want a pool", a.Class, a.Text)
 	}
+	// It forgives up to every step judged none stalled, until one that
+	// was not judged: forgiveness is not claimed across a step the machine
+	// left too busy to judge.
+	chain := true
 	for _, conc := range []int{1, 4, 16} {
 		st := judged(t, a, conc)
 		if st == nil {
+			chain = false
 			continue
 		}
 		if st.Stalled.Median() != 0 {
 			t.Errorf("at %d callers, %s stalled, fewer callers than its %d threads", conc, st.StalledText(), svc.Threads)
 		}
-		if a.Class == findings.ClassPool && conc > a.Forgives {
-			t.Errorf("judged, none stalled at %d callers, but forgives up to %d only", conc, a.Forgives)
+		if a.Class == findings.ClassPool && chain && conc > a.Forgives {
+			t.Errorf("judged, none stalled up to %d callers, but forgives up to %d only", conc, a.Forgives)
 		}
 		// Its bystander stays near its wait unloaded, where the machine
 		// left the server its CPU: beside other tenants (or the load's
@@ -252,8 +261,12 @@ func TestAsIsNode(t *testing.T) {
 			t.Errorf("class %s (%s), %s stalled at 1 caller: want every connection behind its one loop", a.Class, a.Text, st.StalledText())
 		}
 	}
-	if !a.CPUBound {
+	// On a CPU, or not told where the machine kept its loop waiting for a
+	// CPU most of the window; never off it.
+	if !a.CPUKnown || a.CPUTold && !a.CPUBound {
 		t.Errorf("pbkdf2Sync on the loop: %s", a.CPUText())
+	} else if !a.CPUTold {
+		t.Logf("its loop starved: %s", a.CPUText())
 	}
 	// Watched through /proc: its main thread, the loop, on a CPU, and how
 	// to get its frame; a machine that starved it (on a CPU less than a

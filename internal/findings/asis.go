@@ -30,21 +30,31 @@ import (
 //     (connections stalled at 1 caller: the call holds the threads that
 //     serve them), a pool that forgives the call up to N callers (none
 //     stalled up to N), or cannot tell, with why;
-//   - whether the call ran on a CPU (with pid=: the server's CPU per
-//     request at 1 caller against the call's own time).
+//   - whether the call ran on a CPU (with pid=: its busiest thread's time
+//     on a CPU and waiting for one at 1 caller, CPUBoundShare), or cannot
+//     tell where the machine's starvation could have made either.
 
 // CPUBoundShare: at 1 caller, back to back, a call that runs on a CPU
-// keeps the thread it runs on wanting one for as long as the load runs (on
-// a CPU, or runnable waiting for one: on a busy machine Node's thread
+// keeps the thread it runs on wanting one for as long as the load runs,
+// and one that waits (a socket, a lock, a sleep) leaves it asleep; the
+// bystanders' requests, spread over the server's threads, add a little to
+// each. A machine that starves the service blurs the two: a call on a CPU
+// gets it only between the others' slices (on a busy machine Node's thread
 // hashing with pbkdf2Sync ran 60% of the window and waited for a CPU much
-// of the rest), and one that waits (a socket, a lock, a sleep) leaves it
-// asleep; the bystanders' requests, spread over the server's threads, add
-// a little to each. A server whose busiest thread wanted a CPU this share
-// of the window or more at 1 caller ran its call on a CPU. (The whole server's CPU tells
-// less: a JVM serving 1,200 bystander requests a second kept 0.67 of a
-// core busy at 1 caller beside a call that only waits on a socket.) A pool
-// that hands each call to another thread spreads it over them: its busiest
-// thread then says less than the call did.
+// of the rest), and a call that waits waits for a CPU at each wake-up (the
+// Netty shop's loop beside a load average of 25: on a CPU 4% of the
+// window, waiting for one 63%). So its busiest thread at 1 caller tells
+// one way each: on a CPU this share of the window or more, its call ran
+// on a CPU (a thread that waits cannot run half the window); on a CPU or
+// waiting for one under this share of the time the load kept a call
+// running (the window, less the gaps a starved load left between its
+// calls), its call waited (a call on a CPU wants one all along); between
+// the two, the machine's starvation could have made either, and it is
+// not told. (The whole server's CPU tells less: a JVM serving 1,200
+// bystander requests a second kept 0.67 of a core busy at 1 caller beside
+// a call that only waits on a socket.) A pool that hands each call to
+// another thread spreads it over them: its busiest thread then says less
+// than the call did.
 const CPUBoundShare = 0.5
 
 // NearAll: a sweep step whose callers were served this share of them at
@@ -75,11 +85,16 @@ type AsIs struct {
 	Ceiling float64
 	// CPUKnown when the server's threads were read (pid=); CPUShare is
 	// the share of the window its busiest thread ran on a CPU at 1 caller,
-	// CPUThread its name, Cores the whole server's cores then; CPUBound
-	// at CPUBoundShare or more.
-	CPUKnown, CPUBound bool
-	CPUShare, Cores    float64
-	CPUThread          string
+	// RunqShare the share it waited for one, Running the share the load
+	// kept a call running (its throughput x its mean latency, Little's
+	// law, at most 1), CPUThread its name, Cores the whole server's cores
+	// then.
+	// CPUTold when those tell (CPUBoundShare): CPUBound on a CPU, else off
+	// it; not told, the machine's starvation could have made either.
+	CPUKnown, CPUTold, CPUBound  bool
+	CPUShare, RunqShare, Running float64
+	Cores                        float64
+	CPUThread                    string
 	// Class is one of findings' classes (ClassLoop: threads the load
 	// holds; ClassPool: forgives it up to Forgives callers; ClassUnknown);
 	// Text says it with the figures that decided it.
@@ -427,43 +442,67 @@ func (a *AsIs) compute() {
 	a.classify()
 }
 
-// cpu reads, at 1 caller, the share of a core the server kept busy.
+// cpu reads, at 1 caller, the share of the window the server's busiest
+// thread ran on a CPU and waited for one, and decides from them whether
+// its call ran on a CPU (CPUBoundShare).
 func (a *AsIs) cpu() {
 	s1 := a.step(1)
 	if s1 == nil {
 		return
 	}
-	var shares, cores Figure
+	var shares, runqs, running, cores Figure
 	for _, rep := range s1.Reps {
 		u := rep.M.Use
 		if u == nil || u.Server == nil || u.Server.Busiest == nil || u.WindowNs <= 0 {
 			continue
 		}
-		shares = append(shares, float64(u.Server.Busiest.CPUNs+u.Server.Busiest.RunqWaitNs)/float64(u.WindowNs))
+		shares = append(shares, float64(u.Server.Busiest.CPUNs)/float64(u.WindowNs))
+		runqs = append(runqs, float64(u.Server.Busiest.RunqWaitNs)/float64(u.WindowNs))
 		cores = append(cores, float64(u.Server.CPUNs)/float64(u.WindowNs))
+		r := 1.0 // not known: the whole window
+		if l := rep.Load; l != nil && l.Load != nil && l.Load.ThroughputPerS > 0 && l.Load.Latency.MeanUs > 0 {
+			r = min(1, l.Load.ThroughputPerS*l.Load.Latency.MeanUs/1e6) // Little's law
+		}
+		running = append(running, r)
 		if a.CPUThread == "" {
 			a.CPUThread = u.Server.Busiest.Name
 		}
 	}
-	if shares.OK() {
-		a.CPUKnown, a.CPUShare, a.Cores = true, shares.Median(), cores.Median()
-		a.CPUBound = a.CPUShare >= CPUBoundShare
+	if !shares.OK() {
+		return
+	}
+	a.CPUKnown, a.CPUShare, a.RunqShare, a.Running, a.Cores = true, shares.Median(), runqs.Median(), running.Median(), cores.Median()
+	switch {
+	case a.CPUShare >= CPUBoundShare:
+		a.CPUTold, a.CPUBound = true, true
+	case a.CPUShare+a.RunqShare < CPUBoundShare*a.Running:
+		a.CPUTold = true
 	}
 }
 
-// CPUText says whether the call ran on a CPU, with the figure.
+// CPUText says whether the call ran on a CPU, with the figures, or that
+// the machine's starvation left it not told.
 func (a AsIs) CPUText() string {
 	switch s1 := a.step(1); {
 	case s1 == nil || !s1.OK():
 		return "CPU: not known (the sweep at 1 caller was not measured)"
 	case !a.CPUKnown:
 		return "CPU: not measured (no pid=: the server's threads are not read)"
-	case a.CPUBound:
-		return fmt.Sprintf("on a CPU: at 1 caller its busiest thread (%s) was on a CPU or waiting for one %.0f%% of the time, the server used %.2f cores (a call that waits leaves its thread asleep)",
-			a.CPUThread, 100*a.CPUShare, a.Cores)
 	}
-	return fmt.Sprintf("off the CPU (it waits): at 1 caller its busiest thread (%s) was on a CPU or waiting for one %.0f%% of the time, the server used %.2f cores (a call on a CPU keeps its thread wanting one)",
-		a.CPUThread, 100*a.CPUShare, a.Cores)
+	switch {
+	case !a.CPUTold && a.CPUShare+a.RunqShare < CPUBoundShare:
+		return fmt.Sprintf("CPU: cannot tell: the load kept a call running only %.0f%% of the window at 1 caller (between its calls a thread sleeps, whatever its call does): its busiest thread (%s) was on a CPU %.0f%% of the window and waiting for one %.0f%%, the server used %.2f cores",
+			100*a.Running, a.CPUThread, 100*a.CPUShare, 100*a.RunqShare, a.Cores)
+	case !a.CPUTold:
+		return fmt.Sprintf("CPU: cannot tell: the machine kept its busiest thread (%s) waiting for a CPU %.0f%% of the window at 1 caller, on a CPU %.0f%%, the server used %.2f cores: "+
+			"a call that waits (for a CPU at each wake-up) and one on a CPU (between the others' slices) look alike", a.CPUThread, 100*a.RunqShare, 100*a.CPUShare, a.Cores)
+	}
+	figures := fmt.Sprintf("at 1 caller its busiest thread (%s) was on a CPU %.0f%% of the window and waiting for one %.0f%% of it, the server used %.2f cores",
+		a.CPUThread, 100*a.CPUShare, 100*a.RunqShare, a.Cores)
+	if a.CPUBound {
+		return fmt.Sprintf("on a CPU: %s (a call that waits cannot run %.0f%% of the window)", figures, 100*CPUBoundShare)
+	}
+	return fmt.Sprintf("off the CPU (it waits): %s (a call on a CPU keeps its thread wanting one while it runs)", figures)
 }
 
 // WorkersText is the workers it behaves as, in words: "4.0 workers (its

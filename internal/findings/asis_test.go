@@ -24,6 +24,10 @@ type asIsRep struct {
 	badStatus  int64   // the load's answers other than 2xx or 3xx
 	lateMs     float64 // how long after the load's the 12 connections' clock started
 	dials      int64   // the load's connections opened (0: its callers)
+	// sendLate is how late the 12 connections' probes left, at the
+	// median, ms; fast the interval bystander's median from due, ms (0:
+	// the first connection's wait).
+	sendLate, fast float64
 }
 
 func pcts(ms float64) hist.Percentiles {
@@ -56,12 +60,20 @@ func asIsGroups(steps ...asIsRep) []*Group {
 			Errors: []results.ErrorCount{{Kind: "closed", Count: 0}, {Kind: "bad_status", Count: s.badStatus}}}
 		pc := &results.PerConn{BaselineUs: s.unloaded * 1e3}
 		for i, w := range s.waits {
-			pc.Conns = append(pc.Conns, results.ConnStat{Conn: i, Loop: -1, Due: 150, Samples: 150, FromSend: pcts(w), Latency: pcts(w)})
+			c := results.ConnStat{Conn: i, Loop: -1, Due: 150, Samples: 150, FromSend: pcts(w), Latency: pcts(w)}
+			if s.sendLate > 0 {
+				c.SendLate, c.Latency = pcts(s.sendLate), pcts(s.sendLate+w)
+			}
+			pc.Conns = append(pc.Conns, c)
 		}
 		start := int64(1e18)
 		load.StartUnixNs = start
 		conns := &results.Result{PerConn: pc, StartUnixNs: start + int64(s.lateMs*1e6), StartLateNs: int64(s.lateMs * 1e6)}
-		probe := &results.Result{Probe: &results.Probe{Due: 30, Completed: 30, Corrected: pcts(s.waits[0]), Uncorrected: pcts(s.waits[0])}}
+		fast := s.fast
+		if fast == 0 {
+			fast = s.waits[0]
+		}
+		probe := &results.Result{Probe: &results.Probe{Due: 30, Completed: 30, Corrected: pcts(fast), Uncorrected: pcts(s.waits[0])}}
 		rep := Rep{M: m, Load: load, Conns: conns, Probe: probe}
 		rep.Cost = CostOf(m, load)
 		g.MS, g.Reps = append(g.MS, m), append(g.Reps, rep)
@@ -80,10 +92,10 @@ func twelve(ms ...float64) []float64 {
 }
 
 // busiest is the server's use with its busiest thread on a CPU share of
-// a 1 s window.
-func busiest(name string, share, cores float64) *results.Use {
+// a 1 s window, and waiting for one runq of it.
+func busiest(name string, share, runq, cores float64) *results.Use {
 	return &results.Use{WindowNs: 1e9, Cores: 2, MachineBusy: 0.5,
-		Server: &results.ProcUse{CPUNs: int64(cores * 1e9), Threads: 20, Busiest: &results.ThreadCPU{Name: name, CPUNs: int64(share * 1e9)}}}
+		Server: &results.ProcUse{CPUNs: int64(cores * 1e9), Threads: 20, Busiest: &results.ThreadCPU{Name: name, CPUNs: int64(share * 1e9), RunqWaitNs: int64(runq * 1e9)}}}
 }
 
 // TestAsIsClasses: each class a server measured as it is can be given,
@@ -103,16 +115,16 @@ func TestAsIsClasses(t *testing.T) {
 		cpu      string
 	}{
 		{"netty: 4 loops, a ledger call on them", []asIsRep{
-			{conc: 1, p50Ms: 5, tps: 190, waits: netty1, unloaded: 0.3, use: busiest("nioEventLoopGroup-3-2", 0.08, 0.3)},
+			{conc: 1, p50Ms: 5, tps: 190, waits: netty1, unloaded: 0.3, use: busiest("nioEventLoopGroup-3-2", 0.08, 0, 0.3)},
 			{conc: 4, p50Ms: 5.3, tps: 752, waits: twelve(7.4, 8.2, 7.7, 7.6), unloaded: 0.3},
 			{conc: 16, p50Ms: 20.5, tps: 780, waits: twelve(21, 23.8, 20.3, 22), unloaded: 0.5},
 		}, ClassLoop, []string{"a few threads the load holds", "3 of 12 connections stalled (1, 5, 9)", "3.9 workers"}, "3 of 12 at 1 caller, 12 of 12 at 4, 12 of 12 at 16", 3.9, false, 0, "off the CPU"},
 		{"node: one loop hashing on a CPU", []asIsRep{
-			{conc: 1, p50Ms: 4, tps: 245, waits: twelve(2.4, 2.6, 2.2), unloaded: 0.25, use: busiest("node", 0.92, 1.0)},
+			{conc: 1, p50Ms: 4, tps: 245, waits: twelve(2.4, 2.6, 2.2), unloaded: 0.25, use: busiest("node", 0.92, 0, 1.0)},
 			{conc: 4, p50Ms: 16, tps: 250, waits: twelve(12, 13), unloaded: 0.25},
 		}, ClassLoop, []string{"a thread the load holds", "every one of its 12 connections stalled"}, "12 of 12 at 1 caller, 12 of 12 at 4", 1.0, false, 0, "on a CPU"},
 		{"tomcat: a pool the sweep never filled", []asIsRep{
-			{conc: 1, p50Ms: 5.5, tps: 180, waits: twelve(0.9, 1.1, 1.4), unloaded: 0.6, use: busiest("http-nio-exec-3", 0.03, 0.2)},
+			{conc: 1, p50Ms: 5.5, tps: 180, waits: twelve(0.9, 1.1, 1.4), unloaded: 0.6, use: busiest("http-nio-exec-3", 0.03, 0, 0.2)},
 			{conc: 4, p50Ms: 5.6, tps: 710, waits: twelve(0.2, 0.22), unloaded: 0.3},
 			{conc: 16, p50Ms: 5.9, tps: 2700, waits: twelve(1.1, 1.3, 0.9), unloaded: 0.8},
 		}, ClassPool, []string{"a pool that forgives it up to 16 callers", "at least"}, "0 of 12 at 1 caller, 0 of 12 at 4, 0 of 12 at 16", 14.9, true, 16, "off the CPU"},
@@ -168,13 +180,86 @@ func TestAsIsClasses(t *testing.T) {
 	}
 }
 
+// TestAsIsCPU: whether the call ran on a CPU, at 1 caller, from its
+// busiest thread's time on a CPU and waiting for one: a machine that
+// starves the service makes a call that waits on a socket wait for a CPU
+// at each wake-up (the Netty shop beside a load average of 25: on a CPU
+// 4% of the window, waiting for one 63%), and a call on a CPU wait for
+// one between its slices (Node's pbkdf2Sync on a busy machine: on a CPU
+// 60%, waiting 38%); neither can be read as the other: on a CPU half the
+// window or more is on a CPU, wanting one under half of the time the load
+// kept a call running is off it, and in between it cannot be told.
+func TestAsIsCPU(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		p50Ms, tps  float64
+		cpu, runq   float64
+		want        string
+		bound, told bool
+		figures     []string
+	}{
+		{"netty, quiet: off the CPU", 6, 160, 0.05, 0.08, "off the CPU (it waits)", false, true, []string{"on a CPU 5%", "waiting for one 8%"}},
+		{"netty, starved: its wake-ups waited for a CPU", 6, 160, 0.04, 0.63, "CPU: cannot tell", false, false, []string{"waiting for a CPU 63%", "on a CPU 4%"}},
+		{"tomcat, starved (the watched run's 1 caller)", 6.4, 150, 0.01, 0.66, "CPU: cannot tell", false, false, []string{"66%"}},
+		{"node on a busy machine: on a CPU", 4, 245, 0.60, 0.38, "on a CPU", true, true, []string{"on a CPU 60%"}},
+		{"node, quiet", 4, 245, 0.92, 0.02, "on a CPU", true, true, nil},
+		{"node, starved: not off the CPU", 8, 120, 0.30, 0.68, "CPU: cannot tell", false, false, []string{"waiting for a CPU 68%", "on a CPU 30%"}},
+		// The load left gaps between its calls (its generator starved):
+		// a CPU-bound call wanted a CPU 40% of the window, but 89% of
+		// the 45% the load kept a call running.
+		{"a CPU-bound call between a starved load's gaps", 4, 112.5, 0.25, 0.15, "CPU: cannot tell", false, false, []string{"45%"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := asIsOf(asIsGroups(asIsRep{conc: 1, p50Ms: tc.p50Ms, tps: tc.tps, waits: twelve(0.3, 0.35), unloaded: 0.3, use: busiest("t", tc.cpu, tc.runq, 0.5)}), Params{})[0]
+			got := a.CPUText()
+			if !strings.HasPrefix(got, tc.want) || a.CPUBound != tc.bound || a.CPUTold != tc.told || !a.CPUKnown {
+				t.Fatalf("%q (bound %v, told %v), want %q (%v, %v)", got, a.CPUBound, a.CPUTold, tc.want, tc.bound, tc.told)
+			}
+			for _, f := range tc.figures {
+				if !strings.Contains(got, f) {
+					t.Errorf("%q lacks %q", got, f)
+				}
+			}
+		})
+	}
+}
+
+// TestAsIsForgivesBehind: Tomcat's 200 threads on a starved machine (the
+// machine 99% busy, its threads waiting 1.15 ms for a CPU at each
+// wake-up) were "a pool that forgives it up to 200 callers: none of its
+// connections stalled up to there, its bystander's median 152.0x its wait
+// unloaded": at 200 callers its 12 connections waited 1.04 to 1.57 ms from
+// the send, under a third of the 6.35 ms call, while their probes left
+// some 300 ms after their due times (its interval bystander's median from
+// due 24.3 ms). That step is too busy to judge, and the pool forgives the
+// call up to the 64 callers before it.
+func TestAsIsForgivesBehind(t *testing.T) {
+	starved := &results.Use{WindowNs: 1e9, Cores: 2, MachineBusy: 0.99,
+		Server: &results.ProcUse{CPUNs: 36e7, RunqWaitNs: 23e8, RunqWaits: 2000, Threads: 224}}
+	a := asIsOf(asIsGroups(
+		asIsRep{conc: 1, p50Ms: 6.35, tps: 142, waits: twelve(0.28, 0.32), unloaded: 1.1, fast: 0.62},
+		asIsRep{conc: 16, p50Ms: 7.9, tps: 1735, waits: twelve(0.59, 0.81), unloaded: 0.4, fast: 1.1},
+		asIsRep{conc: 64, p50Ms: 10.7, tps: 5436, waits: twelve(1.28, 1.57), unloaded: 0.5, fast: 1.73},
+		asIsRep{conc: 200, p50Ms: 30.9, tps: 3522, waits: twelve(1.04, 1.57, 1.3), unloaded: 0.16, fast: 24.3, sendLate: 300, use: starved},
+	), Params{})[0]
+	if a.Class != ClassPool || a.Forgives != 64 || !strings.Contains(a.Text, "forgives it up to 64 callers") || !strings.Contains(a.Text, "at 200 callers machine too busy to judge") {
+		t.Errorf("class %s, forgives %d: %s", a.Class, a.Forgives, a.Text)
+	}
+	if got := a.StalledLine(); !strings.HasSuffix(got, "0 of 12 at 64, machine too busy to judge at 200") {
+		t.Errorf("stalled %q", got)
+	}
+	if st := a.step(200); len(st.Unjudged) == 0 || !strings.Contains(st.Unjudged[0], "after their due times") {
+		t.Errorf("at 200 callers: %q", st.Unjudged)
+	}
+}
+
 // TestAsIsFigures: the call's own time is the load's median at 1 caller;
 // the plateau the highest throughput; the workers the plateau x the call's
 // time, and the ceiling those workers over it.
 func TestAsIsFigures(t *testing.T) {
 	a := asIsOf(asIsGroups(
 		asIsRep{conc: 1, p50Ms: 5, tps: 190, waits: twelve(1, 9, 1, 1), unloaded: 0.3},
-		asIsRep{conc: 16, p50Ms: 20.5, tps: 780, waits: twelve(21, 23), unloaded: 0.5, use: busiest("loop", 0.1, 0.3)},
+		asIsRep{conc: 16, p50Ms: 20.5, tps: 780, waits: twelve(21, 23), unloaded: 0.5, use: busiest("loop", 0.1, 0, 0.3)},
 		asIsRep{conc: 4, p50Ms: 5.3, tps: 752, waits: twelve(7.4, 8.2), unloaded: 0.3},
 	), Params{})[0]
 	// The histogram keeps 3 digits: 5 ms reads back as 5.003 ms.

@@ -56,6 +56,7 @@ type FaceAsIs struct {
 	Forgives    int            `json:"forgives,omitempty"`
 	CPU         string         `json:"cpu"`
 	CPUKnown    bool           `json:"cpu_known"`
+	CPUTold     bool           `json:"cpu_told"`
 	CPUBound    bool           `json:"cpu_bound"`
 	Steps       []FaceAsIsStep `json:"steps"`
 	Watch       FaceWatch      `json:"watch"`
@@ -101,7 +102,7 @@ type FaceAsIsStep struct {
 func faceAsIs(a AsIs) FaceAsIs {
 	x := FaceAsIs{Server: a.Server, Load: a.Load, Bystander: a.Bystander, CallMs: face(a.Call, 1e-3), PlateauPerS: math.Round(a.Plateau*10) / 10, PlateauAt: a.PlateauAt,
 		Workers: math.Round(a.Workers*100) / 100, AtLeast: a.AtLeast, CeilingPerS: math.Round(a.Ceiling*10) / 10, Ceiling: a.CeilingText(), Class: a.Class, Text: a.Text,
-		Forgives: a.Forgives, CPU: a.CPUText(), CPUKnown: a.CPUKnown, CPUBound: a.CPUBound, Steps: []FaceAsIsStep{}}
+		Forgives: a.Forgives, CPU: a.CPUText(), CPUKnown: a.CPUKnown, CPUTold: a.CPUTold, CPUBound: a.CPUBound, Steps: []FaceAsIsStep{}}
 	for _, st := range a.Steps {
 		x.Steps = append(x.Steps, faceAsIsStep(st))
 	}

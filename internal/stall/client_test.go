@@ -118,3 +118,49 @@ func TestJudgeClientStarved(t *testing.T) {
 		t.Fatalf("every connection alike, the server got its CPU: %+v", v)
 	}
 }
+
+// TestJudgeClientBehind: a connection sends its next probe only once the
+// last is answered, so a wait from the send leaves out the queue behind
+// each probe. Tomcat's 200 threads at 200 callers, the machine 99% busy
+// and the server's threads waiting 1.1 ms for a CPU at each wake-up: its
+// 12 connections waited 1.04 to 1.57 ms from the send at the median,
+// under a third of the 6.35 ms call, and were judged "none stalled",
+// while their probes left 250 to 410 ms after their due times at the
+// median, a quarter of them never answered in the window (its interval
+// bystander's median from due 24.3 ms, 152x the 160us unloaded): none
+// can be said free; the same waits on schedule are.
+func TestJudgeClientBehind(t *testing.T) {
+	us := time.Microsecond
+	late := []float64{390, 409, 276, 322, 252, 276, 314, 304, 349, 380, 251, 280}
+	behind := client(1.57, 1.53, 1.05, 1.49, 1.47, 1.3, 1.23, 1.04, 1.23, 1.47, 1.09, 1.28)
+	for i := range behind {
+		behind[i].Due, behind[i].Answered, behind[i].SendLate = 500, 360, time.Duration(late[i]*float64(ms))
+	}
+	m := Machine{Known: true, Busy: 0.99, Others: 0.78, ServerRunq: 3, WakeWait: 1150 * us}
+	v := JudgeClient(behind, 160*us, 6350*us, m)
+	if v.Judged || v.Count != 0 || !strings.HasPrefix(v.Why, TooBusy) || !strings.Contains(v.Why, "251ms to 409ms") {
+		t.Fatalf("connections 250 to 410 ms behind their schedule, on a starved machine: %+v", v)
+	}
+	if v := JudgeClient(behind, 160*us, 6350*us, Machine{}); v.Judged || strings.HasPrefix(v.Why, TooBusy) || !strings.Contains(v.Why, "behind") {
+		t.Fatalf("connections behind their schedule, the machine not read: %+v", v)
+	}
+	if v := JudgeClient(behind, 160*us, 6350*us, Machine{Late: true}); v.Judged || !strings.HasPrefix(v.Why, TooBusy) || !strings.Contains(v.Why, "started late") {
+		t.Fatalf("connections behind their schedule, the tools started late: %+v", v)
+	}
+	onTime := client(1.57, 1.53, 1.05, 1.49, 1.47, 1.3, 1.23, 1.04, 1.23, 1.47, 1.09, 1.28)
+	for i := range onTime {
+		onTime[i].SendLate = 300 * us
+	}
+	if v := JudgeClient(onTime, 160*us, 6350*us, m); !v.Judged || v.Count != 0 {
+		t.Fatalf("the same waits, sent on time: %+v", v)
+	}
+	// Stalled connections fall behind too (Node's loop at 4 callers): a
+	// stall is said from the send whatever the queue behind it.
+	held := client(12, 13, 12, 13, 12, 13, 12, 13, 12, 13, 12, 13)
+	for i := range held {
+		held[i].SendLate = 40 * ms
+	}
+	if v := JudgeClient(held, 250*us, 4*ms, Machine{}); !v.Judged || v.Count != 12 {
+		t.Fatalf("every connection held, behind its schedule: %+v", v)
+	}
+}
