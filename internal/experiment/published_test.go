@@ -123,7 +123,7 @@ func TestNoJava(t *testing.T) {
 // own calls come slowly, the looks can find a loop waiting for the next
 // call too often to say so, and the stacks alone find it in the call); on
 // Tomcat the threads it found in that call at one moment, at most k,
-// beside the rest of its 200 free.
+// beside the rest of its 200 free (none found, on a step too busy to judge).
 func heldFromOutside(t *testing.T, f *findings.Findings) {
 	t.Helper()
 	// Where the blocking call sleeps: the line of Thread.sleep in the
@@ -161,8 +161,14 @@ func heldFromOutside(t *testing.T, f *findings.Findings) {
 				t.Errorf("k=%d netty: the outside view said %q, want %q", r.Step.K, said, want)
 			}
 		case "tomcat":
-			if len(r.Culprits) == 0 || len(r.Culprits) > r.Step.K {
+			// On a machine too busy to judge the step's connections, the
+			// blockers' own calls come slowly, and the looks may find no
+			// thread held at two in three: said, never a wrong thread.
+			busy := r.Judged == 0 && len(r.Unjudged) > 0 && strings.Contains(r.Unjudged[0], "machine too busy to judge")
+			if len(r.Culprits) > r.Step.K || len(r.Culprits) == 0 && !busy {
 				t.Errorf("k=%d tomcat: held %q, want 1 to %d threads\n%s", r.Step.K, where, r.Step.K, said)
+			} else if len(r.Culprits) == 0 {
+				t.Logf("k=%d tomcat: no thread held found, the step too busy to judge: %s", r.Step.K, said)
 			}
 			if !strings.Contains(said, " of 200 http-nio-") || !strings.Contains(said, "free (waiting for work)") {
 				t.Errorf("k=%d tomcat: the outside view said %q", r.Step.K, said)
