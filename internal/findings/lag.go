@@ -26,6 +26,9 @@ type LoopLag struct {
 	// the window they held the loop (those that ended in it).
 	Unknown      int64
 	UnknownShare float64
+	// UnknownIn counts those holds by the route they began in (a server
+	// that says so): a loop held in /slow and not judged was held there.
+	UnknownIn map[string]int64
 	// Culprit is the last block in the window with a stack: where the loop
 	// was held (nil: none, or a server that does not say).
 	Culprit *culprit.Record
@@ -47,9 +50,12 @@ type LagRow struct {
 	WindowNs       int64
 	StartNs, EndNs int64
 	Loops          []LoopLag
-	// BlockedInSlow are the loops with a block that began in /slow inside
-	// the window: where the blocking call held a loop.
-	BlockedInSlow []int
+	// HeldInSlow are the loops with a block, or a hold the detector could
+	// not judge, that began in /slow inside the window: where the blocking
+	// call held a loop. (In sleep and postgres modes Go parks the loop's
+	// thread in the call, and only the holds whose stack was taken are
+	// judged: a loop's first a StackEvery.)
+	HeldInSlow []int
 }
 
 // lagOf computes the loop lag of one repetition's trace; ok is false when
@@ -116,12 +122,20 @@ func lagOf(t *results.LagTrace) (LagRow, bool) {
 				}
 			}
 			ll.Unknown = max(le.Unknown-before[i].Unknown, 0)
+			for route, n := range le.UnknownByRoute {
+				if d := n - before[i].UnknownByRoute[route]; d > 0 {
+					if ll.UnknownIn == nil {
+						ll.UnknownIn = map[string]int64{}
+					}
+					ll.UnknownIn[route] = d
+				}
+			}
 			if span > 0 {
 				ll.UnknownShare = float64(max(le.UnknownNs-before[i].UnknownNs, 0)) / float64(span)
 			}
 		}
-		if ll.Blocks["/slow"] > 0 {
-			r.BlockedInSlow = append(r.BlockedInSlow, i)
+		if ll.Blocks["/slow"] > 0 || ll.UnknownIn["/slow"] > 0 {
+			r.HeldInSlow = append(r.HeldInSlow, i)
 		}
 		r.Loops = append(r.Loops, *ll)
 	}

@@ -83,6 +83,10 @@ type StallRow struct {
 	// of them those were exactly the loops the blockers' requests were
 	// answered on.
 	DetectorLoops []int
+	// NotJudged are the loops held in /slow by holds the detector could
+	// not judge (sleep and postgres modes: Go parks the loop's thread in
+	// the call; only a hold whose stack was taken is judged).
+	NotJudged     []int
 	DetectorReps  int
 	DetectorMatch bool
 	// Culprits are where the detector saw those loops held, in that
@@ -296,15 +300,18 @@ func (r *StallRow) addDetector(rep Rep, b blockers) {
 	}
 	slices.Sort(want)
 	if r.DetectorReps == 0 {
-		r.DetectorLoops = lr.BlockedInSlow
+		r.DetectorLoops = lr.HeldInSlow
 		for _, ll := range lr.Loops {
-			if ll.Culprit != nil && slices.Contains(lr.BlockedInSlow, ll.Loop) {
+			if ll.Culprit != nil && slices.Contains(lr.HeldInSlow, ll.Loop) {
 				r.Culprits = append(r.Culprits, *ll.Culprit)
+			}
+			if ll.UnknownIn["/slow"] > 0 {
+				r.NotJudged = append(r.NotJudged, ll.Loop)
 			}
 		}
 	}
 	r.DetectorReps++
-	if !b.known || !slices.Equal(lr.BlockedInSlow, want) {
+	if !b.known || !slices.Equal(lr.HeldInSlow, want) {
 		r.DetectorMatch = false
 	}
 }
@@ -394,7 +401,25 @@ func (r StallRow) DetectorText() string {
 // place a clause: "in syscall at block.nanosleep (block/block.go:82):
 // loops 0, 2"; empty when it took no stack.
 func (r StallRow) CulpritText() string {
-	return CulpritsText(r.Culprits)
+	text := CulpritsText(r.Culprits)
+	var unnamed []int
+	for _, l := range r.NotJudged {
+		if !slices.ContainsFunc(r.Culprits, func(c culprit.Record) bool { return c.Loop == l }) {
+			unnamed = append(unnamed, l)
+		}
+	}
+	if len(unnamed) == 0 {
+		return text
+	}
+	word := "loop "
+	if len(unnamed) > 1 {
+		word = "loops "
+	}
+	held := "in /slow, not judged (its thread parked by Go, no stack taken while it held): " + word + JoinInts(unnamed, ", ")
+	if text == "" {
+		return held
+	}
+	return text + "; " + held
 }
 
 // CulpritsText groups records by where they held: "in syscall at

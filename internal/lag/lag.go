@@ -93,17 +93,22 @@ type Loop struct {
 	blocks    atomic.Int64
 	blockedNs atomic.Int64 // blocks that ended
 	byRoute   [len(routeKeys)]atomic.Int64
-	starved   atomic.Int64                   // holds that were its thread waiting for a CPU: not blocks
-	waitP     atomic.Int64                   // holds that were its goroutine waiting for a Go P after a system call: not blocks
-	unknown   atomic.Int64                   // holds loopwatch could not judge on a locked loop (see loopwatch.Unknown): not blocks
-	unknownNs atomic.Int64                   // how long the unknown holds that ended held it, in all
-	locked    atomic.Bool                    // the loop runs alone on a locked thread, which loopwatch reads
-	culprit   atomic.Pointer[culprit.Record] // the last block with a stack
+	// unknownByRoute counts the unknown holds by the route they began in:
+	// a loop held in /slow and not judged was still held there.
+	unknownByRoute [len(routeKeys)]atomic.Int64
+	starved        atomic.Int64                   // holds that were its thread waiting for a CPU: not blocks
+	waitP          atomic.Int64                   // holds that were its goroutine waiting for a Go P after a system call: not blocks
+	unknown        atomic.Int64                   // holds loopwatch could not judge on a locked loop (see loopwatch.Unknown): not blocks
+	unknownNs      atomic.Int64                   // how long the unknown holds that ended held it, in all
+	locked         atomic.Bool                    // the loop runs alone on a locked thread, which loopwatch reads
+	culprit        atomic.Pointer[culprit.Record] // the last block with a stack
 	// apartAt is the start of the last hold counted apart (starved,
 	// waiting for a P, or not judged: apart), which a later report of it
 	// may move.
 	apartAt int64
 	apart   *atomic.Int64
+	// apartRt is the route the last unknown hold counted apart began in.
+	apartRt int32
 }
 
 // routeKeys are the routes blocks are counted by: each protocol route, and
@@ -567,6 +572,9 @@ func (m *Monitor) episode(e loopwatch.Episode) {
 			l.apart = &l.starved
 		case loopwatch.WaitingForP:
 			l.apart = &l.waitP
+		default:
+			l.apartRt = max(l.route.Load(), 0)
+			l.unknownByRoute[l.apartRt].Add(1)
 		}
 		l.apart.Add(1)
 	case !ongoing:
@@ -593,6 +601,9 @@ func (m *Monitor) episode(e loopwatch.Episode) {
 // it was counted so.
 func (l *Loop) unapart(start int64) {
 	if l.apart != nil && l.apartAt == start {
+		if l.apart == &l.unknown {
+			l.unknownByRoute[l.apartRt].Add(-1)
+		}
 		l.apart.Add(-1)
 		l.apart = nil
 	}

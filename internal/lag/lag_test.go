@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -539,9 +540,10 @@ func TestUnknownNotABlock(t *testing.T) {
 	r := newRig(2, 0, time.Millisecond)
 	l := r.loops[1]
 	l.locked.Store(true) // as Locked says it: loopwatch reads its thread
+	l.route.Store(int32(slices.Index(routeKeys[:], "/slow")))
 	t0 := time.Unix(1, 0)
 	r.m.episode(loopwatch.Episode{Loop: "1", Start: t0, Held: 3 * time.Millisecond, Cause: loopwatch.Unknown})
-	if st := l.Stats(t0.UnixNano()); st.Blocks != 0 || st.Unknown != 1 || st.BlockedNow || st.Culprit != nil {
+	if st := l.Stats(t0.UnixNano()); st.Blocks != 0 || st.Unknown != 1 || st.UnknownByRoute["/slow"] != 1 || st.BlockedNow || st.Culprit != nil {
 		t.Fatalf("%+v: want no block, one hold not judged", st)
 	}
 	r.m.episode(loopwatch.Episode{Loop: "1", Start: t0, Held: 4 * time.Millisecond, Ended: true, Cause: loopwatch.Unknown})
@@ -552,7 +554,7 @@ func TestUnknownNotABlock(t *testing.T) {
 	r.m.episode(loopwatch.Episode{Loop: "1", Start: t1, Held: 2 * time.Millisecond, Cause: loopwatch.Unknown, State: "runnable"})
 	r.m.episode(loopwatch.Episode{Loop: "1", Start: t1, Held: 3 * time.Millisecond, Cause: loopwatch.Blocked, State: "chan receive",
 		Frames: []loopwatch.Frame{{Function: "main.wait", File: "/src/main.go", Line: 3}}})
-	if st := l.Stats(t1.UnixNano()); st.Blocks != 1 || st.Unknown != 1 || st.Culprit == nil {
+	if st := l.Stats(t1.UnixNano()); st.Blocks != 1 || st.Unknown != 1 || st.UnknownByRoute["/slow"] != 1 || st.BlocksByRoute["/slow"] != 1 || st.Culprit == nil {
 		t.Fatalf("%+v: want the second judged its callback's after all: one block, one hold not judged", st)
 	}
 	// Not on a locked thread, every hold is unknown, and a block.

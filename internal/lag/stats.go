@@ -1,6 +1,10 @@
 package lag
 
-import "github.com/bystander-kit/bystander/internal/culprit"
+import (
+	"sync/atomic"
+
+	"github.com/bystander-kit/bystander/internal/culprit"
+)
 
 // What the monitor says of the loops, for /stats and /metrics: each
 // loop's lag and blocks, and how late the detector saw them.
@@ -31,6 +35,8 @@ type Stats struct {
 	// UnknownNs is how long those holds held the loop, in all (the ones
 	// that ended).
 	UnknownNs int64 `json:"unknown_ns"`
+	// UnknownByRoute counts them by the route they began in.
+	UnknownByRoute map[string]int64 `json:"unknown_by_route,omitempty"`
 	// Culprit is the last block that had its stack taken: where it held.
 	Culprit *culprit.Record `json:"culprit,omitempty"`
 }
@@ -45,15 +51,21 @@ func (l *Loop) Stats(now int64) Stats {
 	return Stats{
 		LagBeats: s.Count, LagP50Ns: us(s.P50Us), LagP99Ns: us(s.P99Us), LagMaxNs: us(s.MaxUs),
 		Blocks: l.blocks.Load(), BlockedNs: l.blockedUntil(now), BlockedNow: l.blockAt.Load() != 0,
-		BlocksByRoute: l.blocksByRoute(), Starved: l.starved.Load(), WaitingForP: l.waitP.Load(), Unknown: l.unknown.Load(), UnknownNs: l.unknownNs.Load(), Culprit: l.culprit.Load(),
+		BlocksByRoute: l.blocksByRoute(), Starved: l.starved.Load(), WaitingForP: l.waitP.Load(), Unknown: l.unknown.Load(), UnknownNs: l.unknownNs.Load(), UnknownByRoute: l.unknownsByRoute(), Culprit: l.culprit.Load(),
 	}
 }
 
 // blocksByRoute counts l's blocks by the route they began in.
-func (l *Loop) blocksByRoute() map[string]int64 {
+func (l *Loop) blocksByRoute() map[string]int64 { return counted(&l.byRoute) }
+
+// unknownsByRoute counts l's unknown holds by the route they began in.
+func (l *Loop) unknownsByRoute() map[string]int64 { return counted(&l.unknownByRoute) }
+
+// counted is the routes of c with a count, by name.
+func counted(c *[len(routeKeys)]atomic.Int64) map[string]int64 {
 	m := map[string]int64{}
-	for i := range l.byRoute {
-		if n := l.byRoute[i].Load(); n > 0 {
+	for i := range c {
+		if n := c[i].Load(); n > 0 {
 			m[routeKeys[i]] = n
 		}
 	}

@@ -65,7 +65,7 @@ func (m *Monitor) Next(c *Cursor, now int64) Event {
 		c.blocked[l.Index] = b
 		le.BlockedShare = float64(le.BlockedNs) / float64(window)
 		le.Blocks, le.BlocksByRoute, le.Starved, le.WaitingForP, le.Unknown = l.blocks.Load(), l.blocksByRoute(), l.starved.Load(), l.waitP.Load(), l.unknown.Load()
-		le.UnknownNs = l.unknownNs.Load()
+		le.UnknownNs, le.UnknownByRoute = l.unknownNs.Load(), l.unknownsByRoute()
 		if r := l.culprit.Load(); r != c.culprit[l.Index] { // a record is replaced, never changed: new or ended
 			le.Culprit, c.culprit[l.Index] = r, r
 		}

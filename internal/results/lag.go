@@ -42,6 +42,9 @@ type LagLoopEvent struct {
 	WaitingForP   int64            `json:"waiting_for_p_total"`
 	Unknown       int64            `json:"unknown_total"`    // holds the detector could not judge: not blocks
 	UnknownNs     int64            `json:"unknown_ns_total"` // how long the ones that ended held the loop
+	// UnknownByRoute counts them by the route they began in: a loop held
+	// in /slow and not judged was still held there.
+	UnknownByRoute map[string]int64 `json:"unknown_by_route,omitempty"`
 	// Culprit is the loop's last block with a stack, in the first event
 	// after it was found and again when it ended (not in every event: a
 	// reader keeps the last it saw; its start says whether it is in the
