@@ -102,23 +102,38 @@ func plainServer(t *testing.T, ans string) string {
 
 // rawServer answers every connection with fn.
 func rawServer(t *testing.T, fn func(net.Conn)) string {
+	return serveEach(t, loopback(t), func(_ int, c net.Conn) {
+		buf := make([]byte, 4096)
+		_, _ = c.Read(buf)
+		fn(c)
+	})
+}
+
+// loopback is a listener on a free loopback port, closed with the test.
+func loopback(t *testing.T) net.Listener {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ln.Close() })
+	return ln
+}
+
+// serveEach serves every connection ln accepts with fn, each on its own
+// goroutine and closed after it; i counts them from 0 in the order
+// accepted. It returns ln's address.
+func serveEach(t *testing.T, ln net.Listener, fn func(i int, c net.Conn)) string {
+	t.Helper()
 	go func() {
-		for {
+		for i := 0; ; i++ {
 			c, err := ln.Accept()
 			if err != nil {
 				return
 			}
 			go func() {
 				defer c.Close()
-				buf := make([]byte, 4096)
-				_, _ = c.Read(buf)
-				fn(c)
+				fn(i, c)
 			}()
 		}
 	}()

@@ -354,44 +354,29 @@ func FuzzParseHead(f *testing.F) {
 // one request) with ans after hold(connection index, request index).
 func heldServer(t *testing.T, ans string, hold func(conn, req int) time.Duration) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for i := 0; ; i++ {
-			c, err := ln.Accept()
+	return serveEach(t, loopback(t), func(i int, c net.Conn) {
+		buf := make([]byte, 4096)
+		var pending []byte
+		for k := 0; ; {
+			n, err := c.Read(buf)
 			if err != nil {
 				return
 			}
-			go func() {
-				defer c.Close()
-				buf := make([]byte, 4096)
-				var pending []byte
-				for k := 0; ; {
-					n, err := c.Read(buf)
-					if err != nil {
-						return
-					}
-					pending = append(pending, buf[:n]...)
-					for {
-						end := strings.Index(string(pending), "\r\n\r\n")
-						if end < 0 {
-							break
-						}
-						pending = pending[end+4:]
-						time.Sleep(hold(i, k))
-						k++
-						if _, err := io.WriteString(c, ans); err != nil {
-							return
-						}
-					}
+			pending = append(pending, buf[:n]...)
+			for {
+				end := strings.Index(string(pending), "\r\n\r\n")
+				if end < 0 {
+					break
 				}
-			}()
+				pending = pending[end+4:]
+				time.Sleep(hold(i, k))
+				k++
+				if _, err := io.WriteString(c, ans); err != nil {
+					return
+				}
+			}
 		}
-	}()
-	return ln.Addr().String()
+	})
 }
 
 // phased is a schedule per connection: request k of connection i due at
@@ -593,59 +578,49 @@ func stalledServer(t *testing.T, stall time.Duration, got chan<- int) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ln.Close() })
-	go func() {
+	return serveEach(t, ln, func(_ int, c net.Conn) {
+		// The stall begins when the request's first bytes come
+		// (looked at, not read), however late the client sends.
+		rc, err := c.(*net.TCPConn).SyscallConn()
+		if err != nil {
+			return
+		}
+		var one [1]byte
+		if err := rc.Read(func(fd uintptr) bool {
+			_, _, err := unix.Recvfrom(int(fd), one[:], unix.MSG_PEEK)
+			return err != unix.EAGAIN
+		}); err != nil {
+			return
+		}
+		time.Sleep(stall)
+		r := bufio.NewReader(c)
 		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				// The stall begins when the request's first bytes come
-				// (looked at, not read), however late the client sends.
-				rc, err := c.(*net.TCPConn).SyscallConn()
+			length := -1
+			for {
+				line, err := r.ReadString('\n')
 				if err != nil {
 					return
 				}
-				var one [1]byte
-				if err := rc.Read(func(fd uintptr) bool {
-					_, _, err := unix.Recvfrom(int(fd), one[:], unix.MSG_PEEK)
-					return err != unix.EAGAIN
-				}); err != nil {
-					return
+				if line == "\r\n" {
+					break
 				}
-				time.Sleep(stall)
-				r := bufio.NewReader(c)
-				for {
-					length := -1
-					for {
-						line, err := r.ReadString('\n')
-						if err != nil {
-							return
-						}
-						if line == "\r\n" {
-							break
-						}
-						if k, v, ok := strings.Cut(line, ":"); ok && strings.EqualFold(k, "Content-Length") {
-							length, _ = strconv.Atoi(strings.TrimSpace(v))
-						}
-					}
-					body := make([]byte, max(length, 0))
-					if _, err := io.ReadFull(r, body); err != nil {
-						return
-					}
-					if bytes.Count(body, []byte("b")) != len(body) {
-						length = -2
-					}
-					got <- length
-					if _, err := io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"); err != nil {
-						return
-					}
+				if k, v, ok := strings.Cut(line, ":"); ok && strings.EqualFold(k, "Content-Length") {
+					length, _ = strconv.Atoi(strings.TrimSpace(v))
 				}
-			}()
+			}
+			body := make([]byte, max(length, 0))
+			if _, err := io.ReadFull(r, body); err != nil {
+				return
+			}
+			if bytes.Count(body, []byte("b")) != len(body) {
+				length = -2
+			}
+			got <- length
+			if _, err := io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"); err != nil {
+				return
+			}
 		}
-	}()
-	return ln.Addr().String()
+	})
 }
 
 // TestPollerBodyStalledServer: a request as large as a body may be
