@@ -10,8 +10,9 @@ import (
 )
 
 // heldLoops makes n loops of w, each held by a goroutine of its own until
-// release closes; it returns once every one has entered, and exited waits
-// until every one has left.
+// release closes; it returns once every one has entered and parked in
+// holdOn (a goroutine just past Enter may still be in the WaitGroup's
+// wake-up, seen on Go 1.21 in CI), and exited waits until every one has left.
 func heldLoops(w *Watcher, n int, release chan struct{}, name string) (loops []*Loop, exited func()) {
 	var entered, left sync.WaitGroup
 	for i := 0; i < n; i++ {
@@ -28,7 +29,28 @@ func heldLoops(w *Watcher, n int, release chan struct{}, name string) (loops []*
 		}()
 	}
 	entered.Wait()
+	parkedInHoldOn(n)
 	return loops, left.Wait
+}
+
+// parkedInHoldOn waits, at most 10 s, until at least n goroutines are
+// parked in a channel receive at holdOn.
+func parkedInHoldOn(n int) {
+	buf := make([]byte, 1<<20)
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		if len(buf) < runtime.NumGoroutine()*1024 {
+			buf = make([]byte, runtime.NumGoroutine()*1024)
+		}
+		parked := 0
+		for _, g := range strings.Split(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
+			if strings.Contains(g, "[chan receive") && strings.Contains(g, ".holdOn(") {
+				parked++
+			}
+		}
+		if parked >= n {
+			return
+		}
+	}
 }
 
 // TestEveryHeldLoopCounted: loops held past the threshold in one look are
