@@ -204,6 +204,15 @@ func (t *tally) holds() []culprit.Hold {
 	return out
 }
 
+// total is how long the tally's holds held, in all places.
+func (t *tally) total() int64 {
+	var n int64
+	for _, p := range t.places {
+		n += p.HeldNs
+	}
+	return n
+}
+
 // culpritAt is the index of the first frame (innermost first) that is
 // not the runtime's or the server library's (skip says which are), or
 // the first that is not the runtime's when all are, or 0.
