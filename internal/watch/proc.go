@@ -39,6 +39,25 @@ func Proc(ctx context.Context, pid int, o Options) culprit.Service {
 	}
 	// The looks start at once: at the window's beginning.
 	sleepCtx(ctx, time.Until(o.begin(time.Now())))
+	looks := procLooks(ctx, pid, o, &s)
+	if len(looks) < 2 {
+		return s
+	}
+	s.WindowNs = looks[len(looks)-1].TimeNs - looks[0].TimeNs
+	if s.WindowNs <= 0 {
+		return s
+	}
+	s.Holds = procHolds(looks, pid, only, s.WindowNs)
+	if only == 0 && len(s.Holds) > 0 {
+		s.Limits = append(s.Limits, "watch: which of its threads serve connections is not known from /proc: every thread busy a tenth of the window or more is named")
+	}
+	return s
+}
+
+// procLooks looks at pid every procEvery to the window's end (at most
+// maxProcLooks), saying in s what /proc would not tell and what the looks
+// cost (their thread's CPU).
+func procLooks(ctx context.Context, pid int, o Options, s *culprit.Service) []outside.Look {
 	runtime.LockOSThread() // the looks' cost is their thread's CPU
 	defer runtime.UnlockOSThread()
 	cpu0 := threadCPU()
@@ -65,29 +84,60 @@ func Proc(ctx context.Context, pid int, o Options) culprit.Service {
 		}
 	}
 	s.CostNs = threadCPU() - cpu0
-	if len(looks) < 2 {
-		return s
+	return looks
+}
+
+// procHolds are the places the threads (only, when not 0) were at over
+// the looks (two or more, window ns apart): a thread's CPU time, and each
+// system call or kernel wait it was found in, when procShare of the window
+// or more.
+func procHolds(looks []outside.Look, pid, only int, window int64) []culprit.Hold {
+	t := newTally()
+	names := threadNames(looks[len(looks)-1], pid)
+	for tid, ns := range cpuOver(looks[0], looks[len(looks)-1]) {
+		if only != 0 && tid != only {
+			continue
+		}
+		if float64(ns) >= procShare*float64(window) {
+			t.add(names[tid], "on a CPU", "", nil, false, ns, 0, 0)
+		}
 	}
-	first, last := looks[0], looks[len(looks)-1]
-	s.WindowNs = last.TimeNs - first.TimeNs
-	if s.WindowNs <= 0 {
-		return s
+	n := int64(len(looks) - 1)
+	for tid, spots := range spotsIn(looks, only) {
+		for sp, k := range spots {
+			if float64(k) >= procShare*float64(n) {
+				t.add(names[tid], sp.state, sp.peer, nil, false, window*int64(k)/n, 0, 0)
+			}
+		}
 	}
+	return t.holds()
+}
+
+// cpuOver is each thread's CPU time from the first look to the last, ns:
+// of the threads there at both.
+func cpuOver(first, last outside.Look) map[int]int64 {
 	ran := map[int]int64{} // tid -> CPU ns over the window
 	for _, th := range first.Threads {
 		ran[th.TID] = -th.RunNs
 	}
-	// Threads by name, and by id where the kernel's 15 bytes of it are
-	// shared ("nioEventLoopGro (tid 4242)").
-	shared := map[string]int{}
-	for _, th := range last.Threads {
-		shared[th.Comm]++
-	}
-	names := map[int]string{}
 	for _, th := range last.Threads {
 		if _, ok := ran[th.TID]; ok {
 			ran[th.TID] += th.RunNs
 		}
+	}
+	return ran
+}
+
+// threadNames names the threads of a look by name, and by id where the
+// kernel's 15 bytes of it are shared ("nioEventLoopGro (tid 4242)"); the
+// process's own thread (pid) is its main thread.
+func threadNames(l outside.Look, pid int) map[int]string {
+	shared := map[string]int{}
+	for _, th := range l.Threads {
+		shared[th.Comm]++
+	}
+	names := map[int]string{}
+	for _, th := range l.Threads {
 		switch {
 		case th.TID == pid:
 			names[th.TID] = th.Comm + " (main thread)"
@@ -97,16 +147,28 @@ func Proc(ctx context.Context, pid int, o Options) culprit.Service {
 			names[th.TID] = th.Comm
 		}
 	}
-	type spot struct{ state, peer string }
+	return names
+}
+
+// spot is where a look found a thread: a system call or kernel wait, and
+// the peer of its socket.
+type spot struct{ state, peer string }
+
+// spotsIn counts, by thread (only, when not 0), the looks that found it in
+// each system call or kernel wait, each look but the last standing for
+// the time to the next. A thread on a CPU is counted exactly elsewhere; one
+// waiting for work, or in a futex (a lock or an idle pool's rest alike),
+// is not counted.
+func spotsIn(looks []outside.Look, only int) map[int]map[spot]int {
 	found := map[int]map[spot]int{}
-	for _, l := range looks[:len(looks)-1] { // each look stands for the time to the next
+	for _, l := range looks[:len(looks)-1] {
 		for _, th := range l.Threads {
 			if only != 0 && th.TID != only {
 				continue
 			}
 			kind, call, fd := outside.Where(th)
 			if kind != "call" && kind != "wait" || strings.HasPrefix(call, "futex") {
-				continue // on a CPU (counted exactly), waiting for work, or a futex (a lock or an idle pool's rest alike)
+				continue
 			}
 			sp := spot{state: "in a system call (" + call + ")"}
 			if kind == "wait" {
@@ -123,28 +185,7 @@ func Proc(ctx context.Context, pid int, o Options) culprit.Service {
 			found[th.TID][sp]++
 		}
 	}
-	t := newTally()
-	n := int64(len(looks) - 1)
-	for tid, ns := range ran {
-		if only != 0 && tid != only {
-			continue
-		}
-		if float64(ns) >= procShare*float64(s.WindowNs) {
-			t.add(names[tid], "on a CPU", "", nil, false, ns, 0, 0)
-		}
-	}
-	for tid, spots := range found {
-		for sp, k := range spots {
-			if float64(k) >= procShare*float64(n) {
-				t.add(names[tid], sp.state, sp.peer, nil, false, s.WindowNs*int64(k)/n, 0, 0)
-			}
-		}
-	}
-	s.Holds = t.holds()
-	if only == 0 && len(s.Holds) > 0 {
-		s.Limits = append(s.Limits, "watch: which of its threads serve connections is not known from /proc: every thread busy a tenth of the window or more is named")
-	}
-	return s
+	return found
 }
 
 // runtimeOf names the process's runtime by its program's name: "node",
