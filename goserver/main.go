@@ -51,6 +51,12 @@ type engine interface {
 	serve(ctx context.Context, s *server, ln net.Listener) error
 }
 
+// engineOf makes the engine --engine names (each of Engines).
+var engineOf = map[string]func() engine{
+	"fasthttp": func() engine { return &fasthttpEngine{} },
+	"netpoll":  func() engine { return &netpollEngine{} },
+}
+
 // server is what every engine shares: the routes and the counters.
 type server struct {
 	opts    options
@@ -146,10 +152,7 @@ func run(ctx context.Context, o options, ready func(addr, admin net.Addr)) error
 	} else {
 		adminDone <- nil
 	}
-	var eng engine = &fasthttpEngine{}
-	if o.engine == "netpoll" {
-		eng = &netpollEngine{}
-	}
+	eng := engineOf[o.engine]()
 	served := make(chan error, 1)
 	go func() { served <- eng.serve(ctx, s, ln) }()
 	if ready != nil {

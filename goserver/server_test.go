@@ -3,9 +3,11 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -225,5 +227,18 @@ func TestOutOfDescriptors(t *testing.T) {
 			addr, cmd := wiretest.StartLimited(t, wiretest.Build(t, "."), 1024, "--engine", e)
 			wiretest.CheckOutOfDescriptors(t, addr, cmd)
 		})
+	}
+}
+
+// TestEngineOf: every engine --engine takes is made by its own name, and
+// none is made that it does not take.
+func TestEngineOf(t *testing.T) {
+	if len(engineOf) != len(Engines) {
+		t.Fatalf("%d engines made, %d taken", len(engineOf), len(Engines))
+	}
+	for _, e := range Engines {
+		if mk := engineOf[e]; mk == nil || !strings.Contains(fmt.Sprintf("%T", mk()), e+"Engine") {
+			t.Errorf("--engine %s makes %T", e, mk)
+		}
 	}
 }
