@@ -149,8 +149,9 @@ func digest(ctx context.Context, java, src, path string, uid, gid uint32, from, 
 	return r, cpu, nil
 }
 
-// readDigest reads JfrDigest's stream, at most maxPrint bytes, counting
-// the holds within from..to.
+// readDigest reads JfrDigest's stream, at most maxPrint bytes (and one
+// more to tell a stream cut at an item's end), counting the holds within
+// from..to.
 func readDigest(in io.Reader, from, to time.Time) (*recording, error) {
 	lim := &io.LimitedReader{R: in, N: maxPrint}
 	dec := json.NewDecoder(lim)
@@ -160,6 +161,9 @@ func readDigest(in io.Reader, from, to time.Time) (*recording, error) {
 		err := dec.Decode(&it)
 		switch {
 		case errors.Is(err, io.EOF):
+			// At the cap the digest may go on past an item's end: it was
+			// read whole only if nothing follows.
+			r.cut = lim.N <= 0 && more(in)
 			return r, nil
 		case err != nil && lim.N <= 0:
 			r.cut = true
@@ -173,6 +177,13 @@ func readDigest(in io.Reader, from, to time.Time) (*recording, error) {
 		}
 		r.add(it)
 	}
+}
+
+// more says whether in has a byte left.
+func more(in io.Reader) bool {
+	var b [1]byte
+	n, _ := io.ReadFull(in, b[:])
+	return n > 0
 }
 
 // add keeps what the item says.

@@ -256,3 +256,29 @@ func TestOtherUser(t *testing.T) {
 		t.Errorf("another user's: %q", l)
 	}
 }
+
+// TestDigestCutAtAnItemsEnd: a digest (here a stand-in for java that
+// writes the fixture's digest) past the cap where an item ends is said
+// cut, not taken as read whole.
+func TestDigestCutAtAnItemsEnd(t *testing.T) {
+	b, err := os.ReadFile("testdata/ledger-digest.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	abs, _ := filepath.Abs("testdata/ledger-digest.jsonl")
+	java := filepath.Join(t.TempDir(), "java")
+	if err := os.WriteFile(java, []byte("#!/bin/sh\nexec cat '"+abs+"'\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	saved := maxPrint
+	defer func() { maxPrint = saved }()
+	maxPrint = int64(strings.IndexByte(string(b), '\n') + 1)
+	r, _, err := digest(context.Background(), java, "JfrDigest.java", "recording.jfr", 0, 0, time.Time{}, time.Now())
+	if err == nil || !strings.Contains(err.Error(), "read up to") || r == nil || !r.cut {
+		t.Errorf("a digest past the cap at an item's end: %v", err)
+	}
+	maxPrint = int64(len(b))
+	if r, _, err := digest(context.Background(), java, "JfrDigest.java", "recording.jfr", 0, 0, time.Time{}, time.Now()); err != nil || r.cut || r.events != 5 {
+		t.Errorf("a digest of the cap's size: %v", err)
+	}
+}

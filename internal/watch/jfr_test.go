@@ -163,3 +163,28 @@ func TestJFC(t *testing.T) {
 		}
 	}
 }
+
+// TestReadDigestCutAtAnItemsEnd: a digest cut by the cap where one item
+// ends (with its newline or without) is cut all the same: the items after
+// it are not read, and the digest must not be left waiting to write them.
+// Only a digest that ends within the cap is read whole.
+func TestReadDigestCutAtAnItemsEnd(t *testing.T) {
+	b, err := os.ReadFile("testdata/ledger-digest.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	saved := maxPrint
+	defer func() { maxPrint = saved }()
+	first := strings.IndexByte(string(b), '\n')
+	for _, n := range []int{first, first + 1} {
+		maxPrint = int64(n)
+		r, err := readDigest(strings.NewReader(string(b)), time.Time{}, time.Now())
+		if err != nil || !r.cut || len(r.stacks) != 1 {
+			t.Errorf("cut at %d of %d bytes: cut %v, %d stacks, %v", n, len(b), r.cut, len(r.stacks), err)
+		}
+	}
+	maxPrint = int64(len(b))
+	if r, err := readDigest(strings.NewReader(string(b)), time.Time{}, time.Now()); err != nil || r.cut {
+		t.Errorf("a digest of the cap's size: cut %v, %v", r.cut, err)
+	}
+}
