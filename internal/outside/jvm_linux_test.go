@@ -32,32 +32,7 @@ func TestArtNetty(t *testing.T) {
 		t.Skip(m)
 	}
 	needJcmd(t)
-	dir := t.TempDir()
-	var cp []string
-	for _, j := range []string{"common", "buffer", "resolver", "transport", "codec", "codec-http"} {
-		cp = append(cp, filepath.Join(java.Jars(), "netty-"+j+".jar"))
-	}
-	jars := strings.Join(cp, ":")
-	if out, err := exec.Command("javac", "-cp", jars, "-d", dir, "testdata/art/ArtServer.java").CombinedOutput(); err != nil {
-		t.Fatalf("javac: %v\n%s", err, out)
-	}
-	portFile := filepath.Join(dir, "port")
-	cmd := exec.Command("java", "-cp", dir+":"+jars, "ArtServer", portFile)
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { cmd.Process.Kill(); cmd.Wait() }()
-	var port string
-	for deadline := time.Now().Add(60 * time.Second); port == ""; time.Sleep(50 * time.Millisecond) {
-		if b, err := os.ReadFile(portFile); err == nil && len(b) > 0 {
-			port = string(b)
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("ArtServer never wrote its port")
-		}
-	}
-	base := "http://127.0.0.1:" + port
+	pid, base := startArt(t)
 	c := &http.Client{Transport: &http.Transport{}, Timeout: 10 * time.Second}
 	get := func(path string) error {
 		r, err := c.Get(base + path)
@@ -81,7 +56,7 @@ func TestArtNetty(t *testing.T) {
 	}
 	time.Sleep(300 * time.Millisecond)
 	ctx := context.Background()
-	tr := New("art", cmd.Process.Pid, time.Time{})
+	tr := New("art", pid, time.Time{})
 	tr.LookBefore(ctx, 3, 20*time.Millisecond)
 	tr.DumpJVMBefore(ctx, 10*time.Second)
 	stop, done := make(chan struct{}), make(chan struct{})
@@ -123,6 +98,38 @@ func TestArtNetty(t *testing.T) {
 		t.Errorf("the pause is not said: %q", c)
 	}
 	t.Log(r.Words())
+}
+
+// startArt compiles and starts testdata/art's server, stopped when t
+// ends: its pid and its base URL, once it has written its port.
+func startArt(t *testing.T) (int, string) {
+	t.Helper()
+	dir := t.TempDir()
+	var cp []string
+	for _, j := range []string{"common", "buffer", "resolver", "transport", "codec", "codec-http"} {
+		cp = append(cp, filepath.Join(java.Jars(), "netty-"+j+".jar"))
+	}
+	jars := strings.Join(cp, ":")
+	if out, err := exec.Command("javac", "-cp", jars, "-d", dir, "testdata/art/ArtServer.java").CombinedOutput(); err != nil {
+		t.Fatalf("javac: %v\n%s", err, out)
+	}
+	portFile := filepath.Join(dir, "port")
+	cmd := exec.Command("java", "-cp", dir+":"+jars, "ArtServer", portFile)
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	var port string
+	for deadline := time.Now().Add(60 * time.Second); port == ""; time.Sleep(50 * time.Millisecond) {
+		if b, err := os.ReadFile(portFile); err == nil && len(b) > 0 {
+			port = string(b)
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("ArtServer never wrote its port")
+		}
+	}
+	return cmd.Process.Pid, "http://127.0.0.1:" + port
 }
 
 // TestDumpJVMFails: jcmd against a process that is not a JVM, or one that
