@@ -222,13 +222,7 @@ func BenchmarkSendLag(b *testing.B) {
 // count as stalled, not healthy.
 func TestPerConnStall(t *testing.T) {
 	addr, _ := wiretest.StartServer(t, "../loopserver", "--block-warn", "0", "--block-mode", "syscall")
-	for _, tc := range []struct {
-		name    string
-		k       int
-		block   string
-		pause   time.Duration
-		noBlock bool // as the README's example: the prober is not told the call
-	}{
+	for _, tc := range []stallCase{
 		{"k=1", 1, "100ms", 0, false},
 		{"k=3", 3, "100ms", 0, false},
 		{"k=1 pausing 5ms", 1, "100ms", 5 * time.Millisecond, false},
@@ -254,88 +248,120 @@ func TestPerConnStall(t *testing.T) {
 				r, err := runPerConn(context.Background(), o, &stdout)
 				done <- out{r, err}
 			}()
-			deadline := time.Now().Add(5 * time.Second)
-			for {
-				if _, err := os.Stat(ready); err == nil {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatal("the prober never said it was ready")
-				}
-				time.Sleep(5 * time.Millisecond)
-			}
-			// One blocker connection per loop, placed before any loop blocks.
-			blockers := map[int64]*wiretest.Conn{}
-			for len(blockers) < 4 {
-				c := wiretest.Dial(t, addr)
-				blockers[c.MustGet("/fast").Int(protocol.HeaderLoop)] = c
-			}
-			stop := time.Now().Add(1700 * time.Millisecond)
-			var wg sync.WaitGroup
-			for l := int64(0); l < int64(tc.k); l++ {
-				c := blockers[l]
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					for time.Now().Before(stop) {
-						if _, err := c.Get("/slow?block=" + tc.block); err != nil {
-							t.Errorf("blocker: %v", err)
-							return
-						}
-						time.Sleep(tc.pause)
-					}
-				}()
-			}
+			waitReady(t, ready)
+			blockers := tc.block(t, addr)
 			r := <-done
-			wg.Wait()
+			blockers.Wait()
 			if r.err != nil {
 				t.Fatal(r.err)
 			}
-			pc := r.res.PerConn
-			block := 100 * time.Millisecond
-			if tc.noBlock {
-				block = 0
-				var line bytes.Buffer
-				summary(&line, r.res)
-				t.Logf("%s", line.String())
-				if strings.Contains(line.String(), "STALLED") != (tc.k > 0) && strings.Contains(line.String(), "stalled ") {
-					t.Errorf("the summary marks connections against the verdict:\n%s", line.String())
-				}
-			}
-			v := stall.Judge(stall.From(pc), block, stall.Machine{})
-			var stalled, want []int
-			for i, c := range pc.Conns {
-				if v.Stalled[i] {
-					stalled = append(stalled, c.Conn)
-				}
-				if c.ServerWait.Count != c.Samples {
-					t.Errorf("conn %d: %d answered, %d server waits", c.Conn, c.Samples, c.ServerWait.Count)
-				}
-				if c.Loop < tc.k {
-					want = append(want, c.Conn)
-					if tc.block == "4s" && c.Samples != 0 {
-						t.Errorf("conn %d on a loop held for 4 s got %d answers", c.Conn, c.Samples)
-					}
-				}
-				if c.Due != c.Samples+c.Censored+c.Errors || c.Latency.Count != c.Samples+c.Censored {
-					t.Errorf("conn %d: %d due, %d answered, %d censored, %d failed, %d in its histogram", c.Conn, c.Due, c.Samples, c.Censored, c.Errors, c.Latency.Count)
-				}
-			}
-			t.Logf("stalled %v (%d of 12); spread %v; %s", stalled, v.Count, pc.Spread, v.Why)
-			if !v.Judged {
-				t.Logf("the machine was too busy to judge: %s", v.Why) // said, not guessed; the rule's own tests cover it
-				return
-			}
-			if len(want) != 3*tc.k || !slices.Equal(stalled, want) || v.Count != 3*tc.k {
-				t.Fatalf("stalled %v, want exactly the connections on loops below %d: %v", stalled, tc.k, want)
-			}
-			if pc.BaselineUs <= 0 || pc.QuickestPlacingUs <= 0 || pc.QuickestPlacingUs > pc.BaselineUs || pc.IntervalNs != 10e6 || !pc.PlacedConcurrently || pc.DelayNs != 5e6 {
-				t.Fatalf("baseline %.0f us, quickest %.0f us, interval %d, delay %d", pc.BaselineUs, pc.QuickestPlacingUs, pc.IntervalNs, pc.DelayNs)
-			}
-			if !strings.Contains(stdout.String(), "ready: 12 connections placed") {
-				t.Fatalf("stdout %q", stdout.String())
-			}
+			tc.check(t, r.res, stdout.String())
 		})
+	}
+}
+
+// stallCase is one of TestPerConnStall's: k loops blocked by /slow calls
+// held for call (pausing between them), the prober told the call or not.
+type stallCase struct {
+	name    string
+	k       int
+	call    string
+	pause   time.Duration
+	noBlock bool // as the README's example: the prober is not told the call
+}
+
+// waitReady waits for the prober's ready file, 5 s at most.
+func waitReady(t *testing.T, ready string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if _, err := os.Stat(ready); err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the prober never said it was ready")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// block places one blocker connection on each of the server's 4 loops
+// before any loop blocks, then keeps loops 0 to k-1 blocked by /slow
+// calls for 1.7 s; Wait waits for the blockers.
+func (tc stallCase) block(t *testing.T, addr string) *sync.WaitGroup {
+	blockers := map[int64]*wiretest.Conn{}
+	for len(blockers) < 4 {
+		c := wiretest.Dial(t, addr)
+		blockers[c.MustGet("/fast").Int(protocol.HeaderLoop)] = c
+	}
+	stop := time.Now().Add(1700 * time.Millisecond)
+	var wg sync.WaitGroup
+	for l := int64(0); l < int64(tc.k); l++ {
+		c := blockers[l]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for time.Now().Before(stop) {
+				if _, err := c.Get("/slow?block=" + tc.call); err != nil {
+					t.Errorf("blocker: %v", err)
+					return
+				}
+				time.Sleep(tc.pause)
+			}
+		}()
+	}
+	return &wg
+}
+
+// check asserts the run's verdict: exactly the connections on the blocked
+// loops stalled (unless the machine was too busy to judge, which is
+// said), every probe accounted for, the placing figures and the prober's
+// line saying it placed them (stdout).
+func (tc stallCase) check(t *testing.T, res *results.Result, stdout string) {
+	t.Helper()
+	pc := res.PerConn
+	block := 100 * time.Millisecond
+	if tc.noBlock {
+		block = 0
+		var line bytes.Buffer
+		summary(&line, res)
+		t.Logf("%s", line.String())
+		if strings.Contains(line.String(), "STALLED") != (tc.k > 0) && strings.Contains(line.String(), "stalled ") {
+			t.Errorf("the summary marks connections against the verdict:\n%s", line.String())
+		}
+	}
+	v := stall.Judge(stall.From(pc), block, stall.Machine{})
+	var stalled, want []int
+	for i, c := range pc.Conns {
+		if v.Stalled[i] {
+			stalled = append(stalled, c.Conn)
+		}
+		if c.ServerWait.Count != c.Samples {
+			t.Errorf("conn %d: %d answered, %d server waits", c.Conn, c.Samples, c.ServerWait.Count)
+		}
+		if c.Loop < tc.k {
+			want = append(want, c.Conn)
+			if tc.call == "4s" && c.Samples != 0 {
+				t.Errorf("conn %d on a loop held for 4 s got %d answers", c.Conn, c.Samples)
+			}
+		}
+		if c.Due != c.Samples+c.Censored+c.Errors || c.Latency.Count != c.Samples+c.Censored {
+			t.Errorf("conn %d: %d due, %d answered, %d censored, %d failed, %d in its histogram", c.Conn, c.Due, c.Samples, c.Censored, c.Errors, c.Latency.Count)
+		}
+	}
+	t.Logf("stalled %v (%d of 12); spread %v; %s", stalled, v.Count, pc.Spread, v.Why)
+	if !v.Judged {
+		t.Logf("the machine was too busy to judge: %s", v.Why) // said, not guessed; the rule's own tests cover it
+		return
+	}
+	if len(want) != 3*tc.k || !slices.Equal(stalled, want) || v.Count != 3*tc.k {
+		t.Fatalf("stalled %v, want exactly the connections on loops below %d: %v", stalled, tc.k, want)
+	}
+	if pc.BaselineUs <= 0 || pc.QuickestPlacingUs <= 0 || pc.QuickestPlacingUs > pc.BaselineUs || pc.IntervalNs != 10e6 || !pc.PlacedConcurrently || pc.DelayNs != 5e6 {
+		t.Fatalf("baseline %.0f us, quickest %.0f us, interval %d, delay %d", pc.BaselineUs, pc.QuickestPlacingUs, pc.IntervalNs, pc.DelayNs)
+	}
+	if !strings.Contains(stdout, "ready: 12 connections placed") {
+		t.Fatalf("stdout %q", stdout)
 	}
 }
 
