@@ -66,39 +66,7 @@ func BenchmarkSlow16(b *testing.B) {
 //
 //	go test ./loopserver -run '^$' -bench FastCPU -benchtime 100000x
 func BenchmarkFastCPU(b *testing.B) {
-	type target struct {
-		name, addr string
-		pid        int
-		us, gen    []float64
-	}
-	var ts []*target
-	for _, eng := range engines {
-		addr, pid := spawn(b, "--engine", eng)
-		ts = append(ts, &target{name: eng, addr: addr, pid: pid})
-	}
-	if addr, pid, ok := wiretest.Nginx(b, 1); ok {
-		ts = append(ts, &target{name: "nginx", addr: addr, pid: pid})
-	}
-	if addr, pid, ok := wiretest.Nginx(b, 4); ok {
-		ts = append(ts, &target{name: "nginx4w", addr: addr, pid: pid})
-	}
-	// The loops not locked to their threads, for comparison.
-	addr, pid := spawn(b, "--engine", "gnet", "--lock-threads=false")
-	ts = append(ts, &target{name: "gnet-unlocked", addr: addr, pid: pid})
-	// Without the observers (the heartbeat and the blocked-loop detector,
-	// on as the experiment runs it): their share of the cost.
-	addr, pid = spawn(b, "--engine", "gnet", "--lag-interval", "0", "--block-warn", "0")
-	ts = append(ts, &target{name: "gnet-unwatched", addr: addr, pid: pid})
-	// Go's other servers: net/http (the pool server without its pool),
-	// fasthttp and netpoll (goserver).
-	for _, o := range []struct {
-		name, dir string
-		args      []string
-	}{{"nethttp", "../poolserver", []string{"--slots", "0"}}, {"fasthttp", "../goserver", []string{"--engine", "fasthttp"}},
-		{"netpoll", "../goserver", []string{"--engine", "netpoll"}}} {
-		addr, cmd := wiretest.StartServer(b, o.dir, o.args...)
-		ts = append(ts, &target{name: o.name, addr: addr, pid: cmd.Process.Pid})
-	}
+	ts := startFastTargets(b)
 	b.ResetTimer()
 	for round := range 5 {
 		// Each server first in its turn: the one after a warm-up or a
@@ -115,6 +83,63 @@ func BenchmarkFastCPU(b *testing.B) {
 		b.ReportMetric(results.Median(t.us), t.name+"_cpu_us/req")
 		b.Logf("%s: server CPU us/req per round %.1f; client %.1f", t.name, t.us, results.Median(t.gen))
 	}
+	reportVsNginx(b, ts)
+	// The same comparison with Debian's wrk as the client (the load the
+	// reference figures above were taken with): the client's pattern changes how many
+	// ready connections each loop wake-up finds, so it changes the ratio.
+	wrk, err := exec.LookPath("wrk")
+	if err != nil || len(ts) < 3 || b.N < 1000 { // not on the benchmark's probing run
+		return
+	}
+	fastUnderWrk(b, wrk, ts)
+}
+
+// fastTarget is one of BenchmarkFastCPU's servers: its CPU per request
+// each round (us), and the client's (gen).
+type fastTarget struct {
+	name, addr string
+	pid        int
+	us, gen    []float64
+}
+
+// startFastTargets starts BenchmarkFastCPU's servers, each as its own
+// process: every engine of the loop server, nginx with 1 and 4 workers
+// where installed, gnet unlocked and unwatched, and Go's other servers.
+func startFastTargets(b *testing.B) []*fastTarget {
+	var ts []*fastTarget
+	for _, eng := range engines {
+		addr, pid := spawn(b, "--engine", eng)
+		ts = append(ts, &fastTarget{name: eng, addr: addr, pid: pid})
+	}
+	if addr, pid, ok := wiretest.Nginx(b, 1); ok {
+		ts = append(ts, &fastTarget{name: "nginx", addr: addr, pid: pid})
+	}
+	if addr, pid, ok := wiretest.Nginx(b, 4); ok {
+		ts = append(ts, &fastTarget{name: "nginx4w", addr: addr, pid: pid})
+	}
+	// The loops not locked to their threads, for comparison.
+	addr, pid := spawn(b, "--engine", "gnet", "--lock-threads=false")
+	ts = append(ts, &fastTarget{name: "gnet-unlocked", addr: addr, pid: pid})
+	// Without the observers (the heartbeat and the blocked-loop detector,
+	// on as the experiment runs it): their share of the cost.
+	addr, pid = spawn(b, "--engine", "gnet", "--lag-interval", "0", "--block-warn", "0")
+	ts = append(ts, &fastTarget{name: "gnet-unwatched", addr: addr, pid: pid})
+	// Go's other servers: net/http (the pool server without its pool),
+	// fasthttp and netpoll (goserver).
+	for _, o := range []struct {
+		name, dir string
+		args      []string
+	}{{"nethttp", "../poolserver", []string{"--slots", "0"}}, {"fasthttp", "../goserver", []string{"--engine", "fasthttp"}},
+		{"netpoll", "../goserver", []string{"--engine", "netpoll"}}} {
+		addr, cmd := wiretest.StartServer(b, o.dir, o.args...)
+		ts = append(ts, &fastTarget{name: o.name, addr: addr, pid: cmd.Process.Pid})
+	}
+	return ts
+}
+
+// reportVsNginx reports every server's median against nginx with one
+// worker, and the loop servers' per-round ratios to nginx with 4 workers.
+func reportVsNginx(b *testing.B, ts []*fastTarget) {
 	us := map[string]float64{}
 	for _, t := range ts {
 		us[t.name] = results.Median(t.us)
@@ -126,7 +151,7 @@ func BenchmarkFastCPU(b *testing.B) {
 			}
 		}
 	}
-	var w4 *target
+	var w4 *fastTarget
 	for _, t := range ts {
 		if t.name == "nginx4w" {
 			w4 = t
@@ -145,13 +170,11 @@ func BenchmarkFastCPU(b *testing.B) {
 			b.Logf("%s / nginx with 4 workers per round %.2f: median %.2f [%.2f-%.2f]", t.name, r, results.Median(r), slices.Min(r), slices.Max(r))
 		}
 	}
-	// The same comparison with Debian's wrk as the client (the load the
-	// reference figures above were taken with): the client's pattern changes how many
-	// ready connections each loop wake-up finds, so it changes the ratio.
-	wrk, err := exec.LookPath("wrk")
-	if err != nil || len(ts) < 3 || b.N < 1000 { // not on the benchmark's probing run
-		return
-	}
+}
+
+// fastUnderWrk reports each server's CPU per /fast request under wrk (64
+// connections, 3 s, 3 rounds), and gnet's against nginx's.
+func fastUnderWrk(b *testing.B, wrk string, ts []*fastTarget) {
 	wrkUs := map[string][]float64{}
 	for range 3 {
 		for _, t := range ts {
