@@ -460,7 +460,7 @@ const stallInterval = 10 * time.Millisecond
 // phase takes apart at once, for enough samples while every loop is blocked.
 const traceConnsPerLoop = 3
 
-func (o Options) servers(block time.Duration) []Server {
+func (o Options) servers() []Server {
 	var out []Server
 	for _, k := range kitServers { // in the catalogue's order, whatever --servers' order
 		if !slices.Contains(o.Servers, k.name) {
@@ -469,16 +469,16 @@ func (o Options) servers(block time.Duration) []Server {
 		switch k.name {
 		case "loop":
 			for _, e := range o.Engines {
-				out = append(out, Server{Name: "loop-" + e, Kind: "loop", Engine: e, Workers: o.Loops, BlockNs: int64(block)})
+				out = append(out, Server{Name: "loop-" + e, Kind: "loop", Engine: e, Workers: o.Loops})
 			}
 		case "pool":
-			out = append(out, Server{Name: "pool", Kind: "pool", Workers: o.Slots, BlockNs: int64(block)})
+			out = append(out, Server{Name: "pool", Kind: "pool", Workers: o.Slots})
 		case "netty":
-			out = append(out, Server{Name: "netty", Kind: "loop", Engine: "netty", Workers: o.Loops, BlockNs: int64(block)})
+			out = append(out, Server{Name: "netty", Kind: "loop", Engine: "netty", Workers: o.Loops})
 		case "tomcat":
-			out = append(out, Server{Name: "tomcat", Kind: "pool", Engine: "tomcat", Workers: o.Slots, BlockNs: int64(block)})
+			out = append(out, Server{Name: "tomcat", Kind: "pool", Engine: "tomcat", Workers: o.Slots})
 		case "nethttp", "fasthttp", "netpoll":
-			out = append(out, Server{Name: k.name, Kind: "goroutine", Engine: k.name, BlockNs: int64(block)})
+			out = append(out, Server{Name: k.name, Kind: "goroutine", Engine: k.name})
 		}
 	}
 	if o.BlockMode == "postgres" {
@@ -490,10 +490,6 @@ func (o Options) servers(block time.Duration) []Server {
 		s := t.Server
 		if t.load != nil {
 			s.Load, s.Bystander = t.load.String(), t.bystander.String()
-		}
-		if !s.AsIs() {
-			// A server measured as it is is asked its own call: no block.
-			s.BlockNs = int64(block)
 		}
 		out = append(out, s)
 	}
@@ -571,7 +567,7 @@ func BuildPlan(o Options) Plan {
 		switch phase {
 		case "sweep":
 			for _, c := range o.allConc() {
-				for _, s := range o.servers(o.Block) {
+				for _, s := range o.servers() {
 					if !slices.Contains(o.sweepConc(s), c) {
 						continue
 					}
@@ -591,7 +587,7 @@ func BuildPlan(o Options) Plan {
 				}
 			}
 		case "stall":
-			for _, s := range o.servers(o.StallBlock) {
+			for _, s := range o.servers() {
 				var ks []int
 				for k := 0; k <= o.loopsOf(s); k++ {
 					ks = append(ks, k)
@@ -608,7 +604,7 @@ func BuildPlan(o Options) Plan {
 				}
 			}
 		case "offload":
-			for _, s := range o.servers(o.Block) {
+			for _, s := range o.servers() {
 				// Every step id names its server, so two servers of one kind
 				// keep their files and rows apart.
 				variants := []struct{ name, endpoint string }{{"pool", "/slow"}}
@@ -621,11 +617,11 @@ func BuildPlan(o Options) Plan {
 				}
 			}
 		case "trace":
-			for _, s := range o.servers(o.StallBlock) {
+			for _, s := range o.servers() {
 				add(Step{ID: "trace-" + s.Name, Phase: phase, Server: s, Endpoint: "/slow", Conc: o.TraceCallers, Duration: o.short(), Warmup: 300 * time.Millisecond})
 			}
 		case "cliff":
-			for _, s := range o.servers(o.StallBlock) {
+			for _, s := range o.servers() {
 				// A pool at shares of its slots; a server with no declared
 				// pool (a goroutine per connection or request) at the same
 				// callers as the run's pool, to see whether it has one.
@@ -647,7 +643,7 @@ func BuildPlan(o Options) Plan {
 				}
 			}
 		case "slip":
-			for _, s := range o.servers(o.Block) {
+			for _, s := range o.servers() {
 				st := Step{ID: "slip-" + s.Name, Phase: phase, Server: s, Endpoint: "/slow", Conc: maxConc, Warmup: 300 * time.Millisecond,
 					SlipBlockNs: int64(o.SlipBlock), Variant: o.Block.String() + " -> " + o.SlipBlock.String()}
 				st.Duration = o.slipWindow(st)
@@ -661,6 +657,11 @@ func BuildPlan(o Options) Plan {
 				add(st)
 			}
 		}
+	}
+	// Each step's block by the road a run read back takes: its params.
+	bp := o.blockParams()
+	for i := range p.Steps {
+		p.Steps[i].Block = bp.BlockOf(p.Steps[i])
 	}
 	// A --target skips the phases its check said it cannot take part in.
 	p.Skips = map[string]string{}
@@ -792,6 +793,12 @@ func (o Options) story(phase string) string {
 }
 
 // slipBlock is the slowed call the run records: none without the slip.
+// blockParams are the run's params (run.json's) as far as the block goes:
+// the plan gives each step its block from them (RunParams.BlockOf).
+func (o Options) blockParams() results.RunParams {
+	return results.RunParams{Block: results.Block(o.Block), StallBlock: results.Block(o.StallBlock), SlipBlock: results.Block(slipBlock(o))}
+}
+
 func slipBlock(o Options) int64 {
 	if !slices.Contains(o.Phases, "slip") {
 		return 0

@@ -72,8 +72,8 @@ func TestPlanDetails(t *testing.T) {
 		if s.Phase == "stall" || s.Phase == "trace" || s.Phase == "cliff" {
 			wantBlock = 100 * time.Millisecond
 		}
-		if time.Duration(s.Server.BlockNs) != wantBlock {
-			t.Errorf("%s: block %s, want %s", s.ID, time.Duration(s.Server.BlockNs), wantBlock)
+		if s.Block.D() != wantBlock {
+			t.Errorf("%s: block %s, want %s", s.ID, s.Block.D(), wantBlock)
 		}
 		switch {
 		case (s.Phase == "offload" || s.Phase == "slip") && s.Conc != 64:

@@ -300,7 +300,7 @@ func nowText(s Step, loops int) string {
 	case s.Phase == "offload" && s.Variant == "offloaded":
 		return fmt.Sprintf("now: %s, the call offloaded, %d callers", n, s.Conc)
 	case s.Phase == "slip":
-		return fmt.Sprintf("now: %s at %d callers, the call %s: \u2192 slows it to %s", n, s.Conc, time.Duration(s.Server.BlockNs), time.Duration(s.SlipBlockNs))
+		return fmt.Sprintf("now: %s at %d callers, the call %s: \u2192 slows it to %s", n, s.Conc, s.Block.D(), time.Duration(s.SlipBlockNs))
 	}
 	return fmt.Sprintf("now: %s at %d callers", n, s.Conc)
 }
@@ -674,7 +674,7 @@ func (j *liveJudge) add(p live.Probe) (bool, *stage.Verdict) {
 			k := j.conns[id]
 			conns = append(conns, stall.Conn{ID: id, Loop: k.loop, Due: k.due, Answered: k.answered, Wait: medianDuration(k.waits), FromServer: true})
 		}
-		j.v = stall.Judge(conns, time.Duration(j.s.Server.BlockNs), stall.Machine{})
+		j.v = stall.Judge(conns, j.s.Block.D(), stall.Machine{})
 		out = &stage.Verdict{ID: j.s.ID, Judged: j.v.Judged, Stalled: j.v.Count, Conns: len(conns), Why: j.v.Why}
 	}
 	i := slices.Index(j.order, p.Conn)

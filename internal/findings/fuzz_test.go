@@ -62,9 +62,9 @@ func smallRunDir(t testing.TB) (string, []byte) {
 		t.Fatal(err)
 	}
 	step := func(id, phase, kind string, k int) results.Step {
-		return results.Step{ID: id, Phase: phase, Server: results.Server{Name: "s-" + kind, Kind: kind, Workers: 4, BlockNs: 5e6}, Endpoint: "/slow", Conc: 4, K: k}
+		return results.Step{ID: id, Phase: phase, Server: results.Server{Name: "s-" + kind, Kind: kind, Workers: 4}, Endpoint: "/slow", Conc: 4, K: k, Block: 5e6}
 	}
-	run := &results.Run{Schema: results.RunSchema, Params: results.RunParams{BlockNs: 5e6, StallBlockNs: 4e7, Conc: []int{4}, Loops: 4, PoolSlots: 200, Repeat: 1},
+	run := &results.Run{Schema: results.RunSchema, Params: results.RunParams{StallBlock: 4e7, Conc: []int{4}, Loops: 4, PoolSlots: 200, Repeat: 1},
 		Measurements: []results.Measurement{
 			{Step: step("sweep-a", "sweep", "loop", 0), Repeat: 1, Status: "ok", LoadFile: "sweep/load.json", ProbeFile: "sweep/fast.json",
 				Use: &results.Use{WindowNs: 1e9, Cores: 2, MachineBusy: 0.5, Server: &results.ProcUse{CPUNs: 1e8}}},
