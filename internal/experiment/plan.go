@@ -31,11 +31,11 @@ var allPhases = findings.Phases
 
 // Options are run.sh's flags.
 type Options struct {
-	Block      time.Duration
-	StallBlock time.Duration
+	Block      results.Block
+	StallBlock results.Block
 	// SlipBlock is what the slip phase's load asks for from halfway on,
 	// after Block (default 10x Block).
-	SlipBlock time.Duration
+	SlipBlock results.Block
 	BlockMode string
 	// PGURL is the user's PostgreSQL for --block-mode postgres (empty: the
 	// run starts a private one); DBPool each Go server's connections to it.
@@ -160,16 +160,16 @@ func (l intsFlag) Set(s string) error {
 // directory.
 func ParseFlags(args []string, stderr io.Writer, now time.Time) (Options, error) {
 	o := Options{
-		Block: 5 * time.Millisecond, StallBlock: 100 * time.Millisecond, BlockMode: "syscall", Delay: 5 * time.Millisecond,
+		Block: results.Block(5 * time.Millisecond), StallBlock: results.Block(100 * time.Millisecond), BlockMode: "syscall", Delay: 5 * time.Millisecond,
 		DBPool: serverflags.DefaultDBPool, Loops: 4, Slots: 200, ProbeInterval: 50 * time.Millisecond,
 		Conc: []int{4, 16, 64}, Duration: 5 * time.Second, Warmup: time.Second, SweepEndpoint: "/slow",
 		Engines: []string{"gnet"}, Servers: []string{"loop", "pool"}, Phases: slices.Clone(allPhases),
 		Repeat: 1, Bin: "bin", Args: args,
 	}
 	fs := flag.NewFlagSet("run.sh", flag.ContinueOnError)
-	fs.DurationVar(&o.Block, "block", o.Block, "the blocking call for sweep and offload")
-	fs.DurationVar(&o.StallBlock, "stall-block", o.StallBlock, "the blocking call for stall, trace and cliff (their story is waiting behind blocked workers)")
-	fs.DurationVar(&o.SlipBlock, "slip-block", 0, "the slip phase's slowed call: its load asks for --block, then this from halfway through the window (default 10x --block)")
+	fs.Var(&o.Block, "block", "the blocking call's `duration` for sweep and offload")
+	fs.Var(&o.StallBlock, "stall-block", "the blocking call's `duration` for stall, trace and cliff (their story is waiting behind blocked workers)")
+	fs.Var(&o.SlipBlock, "slip-block", "the slip phase's slowed call (a `duration`): its load asks for --block, then this from halfway through the window (default 10x --block)")
 	fs.StringVar(&o.BlockMode, "block-mode", o.BlockMode, "how the servers' blocking call blocks: syscall (holds the OS thread in nanosleep, as a JDBC read or Thread.sleep does), sleep (parks the goroutine),\n"+
 		"spin (burns CPU), postgres (SELECT pg_sleep over a real PostgreSQL connection from a pool of --db-pool: the run starts a private\n"+
 		"PostgreSQL from Debian's postgresql package and removes it at the end, or uses --pg-url)")
@@ -308,11 +308,11 @@ func userArgs(args []string) []string {
 func (o *Options) validate() error {
 	bad := func(f string, a ...any) error { return fmt.Errorf("run.sh: "+f, a...) }
 	switch {
-	case o.Block <= 0 || o.Block > 10*time.Second:
+	case o.Block <= 0 || o.Block.D() > 10*time.Second:
 		return bad("--block %s: want more than 0 and at most 10s", o.Block)
-	case o.StallBlock <= 0 || o.StallBlock > 10*time.Second:
+	case o.StallBlock <= 0 || o.StallBlock.D() > 10*time.Second:
 		return bad("--stall-block %s: want more than 0 and at most 10s", o.StallBlock)
-	case o.SlipBlock <= 0 || o.SlipBlock > 10*time.Second:
+	case o.SlipBlock <= 0 || o.SlipBlock.D() > 10*time.Second:
 		return bad("--slip-block %s: want more than 0 and at most 10s", o.SlipBlock)
 	case o.Duration < 500*time.Millisecond || o.Duration > 10*time.Minute:
 		return bad("--duration %s: want 500ms to 10m", o.Duration)
@@ -543,7 +543,7 @@ func (o Options) slipWindow(s Step) time.Duration {
 	if w == 0 || w > s.Conc {
 		w = s.Conc
 	}
-	drain := time.Duration((s.Conc+w-1)/w) * o.SlipBlock
+	drain := time.Duration((s.Conc+w-1)/w) * o.SlipBlock.D()
 	half := max(o.short()/2, drain+800*time.Millisecond)
 	return 2 * ((half + slipTick - 1) / slipTick * slipTick)
 }
@@ -796,12 +796,12 @@ func (o Options) story(phase string) string {
 // blockParams are the run's params (run.json's) as far as the block goes:
 // the plan gives each step its block from them (RunParams.BlockOf).
 func (o Options) blockParams() results.RunParams {
-	return results.RunParams{Block: results.Block(o.Block), StallBlock: results.Block(o.StallBlock), SlipBlock: results.Block(slipBlock(o))}
+	return results.RunParams{Block: o.Block, StallBlock: o.StallBlock, SlipBlock: slipBlock(o)}
 }
 
-func slipBlock(o Options) int64 {
+func slipBlock(o Options) results.Block {
 	if !slices.Contains(o.Phases, "slip") {
 		return 0
 	}
-	return int64(o.SlipBlock)
+	return o.SlipBlock
 }

@@ -351,12 +351,12 @@ func newRun(plan Plan, start time.Time) *results.Run {
 		Partial:       true,
 		PartialReason: "unfinished: the run was still going when this was written, or was killed before it ended",
 		Params: results.RunParams{
-			Block: results.Block(o.Block), StallBlock: results.Block(o.StallBlock), Conc: o.Conc, DurationNs: int64(o.Duration),
+			Block: o.Block, StallBlock: o.StallBlock, Conc: o.Conc, DurationNs: int64(o.Duration),
 			WarmupNs: int64(o.Warmup), Engines: o.Engines, Servers: o.Servers, Phases: o.Phases, Repeat: o.Repeat,
 			Pin: o.Pin, Quick: o.Quick, Args: o.Args, Loops: o.Loops, PoolSlots: o.Slots, ProbeEveryNs: int64(o.ProbeInterval),
 			BlockMode: o.BlockMode, DBPool: dbPool(o), DB: o.dbDesc, OffloadWorkers: o.Slots, AsyncDelayNs: int64(o.Delay), StallConns: stallConnsPerLoop * o.Loops,
 			StallIntervalNs: int64(stallInterval), TraceCallers: o.TraceCallers, TraceConns: traceConnsPerLoop * o.Loops,
-			Targets: targetServers(o.Targets), SweepEndpoint: o.SweepEndpoint, Stage: o.Stage, SlipBlock: results.Block(slipBlock(o)),
+			Targets: targetServers(o.Targets), SweepEndpoint: o.SweepEndpoint, Stage: o.Stage, SlipBlock: slipBlock(o),
 		},
 		Manifest: results.Manifest{
 			GitCommit: gitCommit(), GoVersion: goVersion(), Kernel: env.Kernel, CPUModel: env.CPUModel, Cores: env.NumCPU,

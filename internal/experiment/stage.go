@@ -465,7 +465,7 @@ func (r *runner) skipPending(ctx context.Context, why string) {
 // stall rule in words.
 func (r *runner) hello() stage.Hello {
 	o := r.o
-	h := stage.Hello{Loops: o.Loops, Slots: o.Slots, BlockMs: ms(o.Block), StallBlockMs: ms(o.StallBlock), Conc: o.Conc,
+	h := stage.Hello{Loops: o.Loops, Slots: o.Slots, BlockMs: o.Block.Ms(), StallBlockMs: o.StallBlock.Ms(), Conc: o.Conc,
 		ServersKind: map[string]string{}, Ceiling: map[string]float64{}, CeilingText: map[string]string{}, StallConns: stallConnsPerLoop * o.Loops,
 		Engines: o.Engines, Rule: stall.Rule, Screens: screens - 1}
 	var servers []palette.Server
