@@ -645,7 +645,7 @@ func BuildPlan(o Options) Plan {
 		case "slip":
 			for _, s := range o.servers() {
 				st := Step{ID: "slip-" + s.Name, Phase: phase, Server: s, Endpoint: "/slow", Conc: maxConc, Warmup: 300 * time.Millisecond,
-					SlipBlockNs: int64(o.SlipBlock), Variant: o.Block.String() + " -> " + o.SlipBlock.String()}
+					Variant: o.Block.String() + " -> " + o.SlipBlock.String()}
 				st.Duration = o.slipWindow(st)
 				st.SlipAtNs = int64(st.Duration / 2)
 				if o.Stage {
@@ -661,7 +661,7 @@ func BuildPlan(o Options) Plan {
 	// Each step's block by the road a run read back takes: its params.
 	bp := o.blockParams()
 	for i := range p.Steps {
-		p.Steps[i].Block = bp.BlockOf(p.Steps[i])
+		p.Steps[i].Block, p.Steps[i].SlipBlock = bp.BlockOf(p.Steps[i]), bp.SlipBlockOf(p.Steps[i])
 	}
 	// A --target skips the phases its check said it cannot take part in.
 	p.Skips = map[string]string{}

@@ -715,11 +715,11 @@ func (r *runner) load(ctx context.Context, srv *server, s Step, rel func(string)
 	waitReady(ctx, pr, ready, at)
 	args := append(loadArgs, "--conc", strconv.Itoa(s.Conc),
 		"--duration", s.Duration.String(), "--warmup", s.Warmup.String(), "--start-at", startAt, "--quiet", "--out", filepath.Join(r.dir, rel("load")),
-		"--timeout", callTimeout(s.Block.D(), time.Duration(s.SlipBlockNs)))
-	if s.SlipBlockNs > 0 {
+		"--timeout", callTimeout(s.Block.D(), s.SlipBlock.D()))
+	if s.SlipBlock > 0 {
 		// The slip: the same endpoint, a slower call from halfway on,
 		// counted in 100 ms steps.
-		args = append(args, "--switch-to", "http://"+srv.addr+asked(s.Endpoint, time.Duration(s.SlipBlockNs)),
+		args = append(args, "--switch-to", "http://"+srv.addr+asked(s.Endpoint, s.SlipBlock.D()),
 			"--switch-at", time.Duration(s.SlipAtNs).String(), "--tick", slipTick.String())
 		if r.hub != nil {
 			// On stage the presenter's key slows the call (tellSlip makes

@@ -300,7 +300,7 @@ func nowText(s Step, loops int) string {
 	case s.Phase == "offload" && s.Variant == "offloaded":
 		return fmt.Sprintf("now: %s, the call offloaded, %d callers", n, s.Conc)
 	case s.Phase == "slip":
-		return fmt.Sprintf("now: %s at %d callers, the call %s: \u2192 slows it to %s", n, s.Conc, s.Block.D(), time.Duration(s.SlipBlockNs))
+		return fmt.Sprintf("now: %s at %d callers, the call %s: \u2192 slows it to %s", n, s.Conc, s.Block.D(), s.SlipBlock.D())
 	}
 	return fmt.Sprintf("now: %s at %d callers", n, s.Conc)
 }
@@ -425,7 +425,7 @@ func (r *runner) tellSlip(s Step, told string) bool {
 		return false
 	}
 	r.hub.Add(stage.Slip{ID: s.ID, At: r.hub.Ms(time.Now())})
-	r.hub.Add(stage.State{State: fmt.Sprintf("now: %s, the call slowed to %s", s.Server.Name, time.Duration(s.SlipBlockNs))})
+	r.hub.Add(stage.State{State: fmt.Sprintf("now: %s, the call slowed to %s", s.Server.Name, s.SlipBlock.D())})
 	return true
 }
 
@@ -477,7 +477,7 @@ func (r *runner) hello() stage.Hello {
 			h.CeilingText[s.Server.Name] = findings.StepCeilingText(s, o.Slots)
 		}
 		if s.Phase == "slip" {
-			h.Screens, h.SlipBlockMs = screens, ms(time.Duration(s.SlipBlockNs))
+			h.Screens, h.SlipBlockMs = screens, s.SlipBlock.Ms()
 		}
 	}
 	h.Colors, h.Pale = palette.Of(servers), map[string]string{}

@@ -560,7 +560,7 @@ func costRows(gs []*Group, p Params, asIs []AsIs) []CostRow {
 			if g.Step.Phase == "slip" {
 				// Two calls in one window: no one ceiling bounds it.
 				b = &Bound{Text: fmt.Sprintf("two calls, %s then %s: each side against its own ceiling in the slip's figures",
-					g.Step.Block.D(), time.Duration(g.Step.SlipBlockNs))}
+					g.Step.Block.D(), g.Step.SlipBlock.D())}
 			}
 			out = append(out, CostRow{ID: rep.M.ID, Server: rep.M.Server.Name, Repeat: rep.M.Repeat, Cost: rep.Cost, Bound: b})
 		}

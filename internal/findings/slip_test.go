@@ -43,7 +43,7 @@ func slipGroupAt(s results.Server, conc int, perBefore, perAfter int64, at, sett
 		pr.Probe.Timeline = append(pr.Probe.Timeline, results.ProbePoint{DueUs: warm + p[0]*1e3, DoneUs: warm + (p[0]+p[1])*1e3, Censored: p[2] != 0})
 	}
 	step := results.Step{ID: "slip-" + s.Name, Phase: "slip", Server: s, Block: 5e6, Endpoint: "/slow", Conc: conc, Duration: window,
-		SlipBlockNs: int64(50 * time.Millisecond), SlipAtNs: int64(planned)}
+		SlipBlock: results.Block(50 * time.Millisecond), SlipAtNs: int64(planned)}
 	return &Group{Step: step, Reps: []Rep{{Load: lr, Probe: pr}}, Load: []*results.Result{lr}, Probe: []*results.Result{pr}}
 }
 

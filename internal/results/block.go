@@ -44,3 +44,12 @@ func (p RunParams) BlockOf(s Step) Block {
 		return p.Block
 	}
 }
+
+// SlipBlockOf is the block step s asks for from its SlipAtNs on: the slip
+// phase's SlipBlock; 0 in the other phases.
+func (p RunParams) SlipBlockOf(s Step) Block {
+	if s.Phase != "slip" {
+		return 0
+	}
+	return p.SlipBlock
+}

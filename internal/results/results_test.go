@@ -197,21 +197,25 @@ func TestRunRoundTrip(t *testing.T) {
 // TestBlockOneRoad: a step's block is its params' (BlockOf), never written
 // with the step; a v12 run, whose servers said theirs too, reads when they
 // agree and is refused, said so, when one does not; a v13 run whose server
-// says a block is refused.
+// says a block, or whose slip step its slip block, is refused.
 func TestBlockOneRoad(t *testing.T) {
-	const v12 = `{"schema":"bystander.run/v12","params":{"block_ns":5000000,"stall_block_ns":100000000,
+	const v12 = `{"schema":"bystander.run/v12","params":{"block_ns":5000000,"stall_block_ns":100000000,"slip_block_ns":50000000,
 		"targets":[{"name":"t","block_ns":5000000}]},"measurements":[
 		{"id":"sweep-pool-c4","phase":"sweep","server":{"name":"pool","block_ns":%d}},
+		{"id":"slip-pool","phase":"slip","server":{"name":"pool","block_ns":5000000},"slip_block_ns":%d,"slip_at_ns":1},
 		{"id":"stall-pool-k4","phase":"stall","server":{"name":"pool","block_ns":100000000}},
 		{"id":"sweep-svc-c1","phase":"sweep","server":{"name":"svc","load":"GET /x","block_ns":0}}]}`
-	r, err := DecodeRun([]byte(fmt.Sprintf(v12, 5000000)))
+	r, err := DecodeRun([]byte(fmt.Sprintf(v12, 5000000, 50000000)))
 	if err != nil {
 		t.Fatalf("a v12 run whose steps agree with its params: %v", err)
 	}
-	for i, want := range []time.Duration{5 * time.Millisecond, 100 * time.Millisecond, 0} {
+	for i, want := range []time.Duration{5 * time.Millisecond, 5 * time.Millisecond, 100 * time.Millisecond, 0} {
 		m := r.Measurements[i]
 		if m.Block.D() != want || m.Server.LegacyBlockNs != 0 {
 			t.Errorf("%s: block %s (legacy %d), want %s from the params", m.ID, m.Block, m.Server.LegacyBlockNs, want)
+		}
+		if slip := r.Measurements[i].SlipBlock; (m.Phase == "slip") != (slip == Block(50*time.Millisecond)) || m.LegacySlipBlockNs != 0 {
+			t.Errorf("%s: slip block %s (legacy %d), want 50ms in the slip phase alone", m.ID, slip, m.LegacySlipBlockNs)
 		}
 	}
 	if r.Params.Targets[0].LegacyBlockNs != 0 {
@@ -223,19 +227,27 @@ func TestBlockOneRoad(t *testing.T) {
 	if err := WriteRun(dir, r); err != nil {
 		t.Fatal(err)
 	}
-	if b, err := os.ReadFile(filepath.Join(dir, "run.json")); err != nil || strings.Count(string(b), `"block_ns"`) != 1 {
+	if b, err := os.ReadFile(filepath.Join(dir, "run.json")); err != nil || (strings.Count(string(b), `"block_ns"`) != 1 || strings.Count(string(b), `"slip_block_ns"`) != 1) {
 		t.Errorf("run.json written with a block_ns beside the params' (%v):\n%s", err, b)
 	}
 	if back, err := ReadRun(dir); err != nil || !reflect.DeepEqual(back, r) {
 		t.Errorf("round trip: %v", err)
 	}
-	_, err = DecodeRun([]byte(fmt.Sprintf(v12, 7000000)))
+	_, err = DecodeRun([]byte(fmt.Sprintf(v12, 5000000, 20000000)))
+	if err == nil || !strings.Contains(err.Error(), "slip-pool slowed to 20ms, its params say 50ms") {
+		t.Errorf("a v12 run whose slip step slowed to another block than its params: %v", err)
+	}
+	_, err = DecodeRun([]byte(fmt.Sprintf(v12, 7000000, 50000000)))
 	if err == nil || !strings.Contains(err.Error(), "sweep-pool-c4 asked for 7ms, its params say 5ms") {
 		t.Errorf("a v12 run whose step asked another block than its params: %v", err)
 	}
 	_, err = DecodeRun([]byte(`{"schema":"` + RunSchema + `","measurements":[{"id":"x","server":{"name":"a","block_ns":5000000}}]}`))
 	if err == nil || !strings.Contains(err.Error(), "block_ns") {
 		t.Errorf("a v13 server saying its block: %v", err)
+	}
+	_, err = DecodeRun([]byte(`{"schema":"` + RunSchema + `","measurements":[{"id":"slip-a","phase":"slip","slip_block_ns":5000000}]}`))
+	if err == nil || !strings.Contains(err.Error(), "slip_block_ns") {
+		t.Errorf("a v13 step saying its slip block: %v", err)
 	}
 	var b Block
 	if err := b.Set("1.5ms"); err != nil || b.D() != 1500*time.Microsecond || b.String() != "1.5ms" || b.Ms() != 1.5 {

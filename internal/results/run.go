@@ -56,10 +56,10 @@ import (
 // (Step.Variant "watched"), and that measurement names what watching found
 // (WatchFile, in the format bystander.watch/v1); optional: a v3-v11 run
 // reads as it is. v13 (from v12): the block reaches a step by one road,
-// the params (RunParams.BlockOf): a server no longer says its block_ns.
-// A v3-v12 run reads as it is when each step's block_ns is the one its
-// params give it (as in every run the kit wrote), and is refused, said so,
-// when one is not.
+// the params (RunParams.BlockOf): a server no longer says its block_ns, a
+// slip step its slip_block_ns. A v3-v12 run reads as it is when each
+// step's block_ns and slip_block_ns are those its params give it (as in
+// every run the kit wrote), and is refused, said so, when one is not.
 const RunSchema = "bystander.run/v13"
 
 // readableRunSchemas are the older run indexes DecodeRun reads as they are.
@@ -321,13 +321,17 @@ type Step struct {
 	Variant  string        `json:"variant"`  // offload: blocking | offloaded | pool
 	Duration time.Duration `json:"duration_ns"`
 	Warmup   time.Duration `json:"warmup_ns"`
-	// Block is the call the step's load asks for: never written, always
-	// its run's RunParams.BlockOf (set by DecodeRun, and by the plan).
-	Block Block `json:"-"`
-	// SlipBlockNs, in the slip phase, is the block the load asks for from
-	// SlipAtNs into the measured window on (Block before it).
-	SlipBlockNs int64 `json:"slip_block_ns,omitempty"`
-	SlipAtNs    int64 `json:"slip_at_ns,omitempty"`
+	// Block is the call the step's load asks for, and SlipBlock, in the
+	// slip phase, what it asks for from SlipAtNs into the measured window
+	// on: never written, always its run's RunParams.BlockOf and
+	// SlipBlockOf (set by DecodeRun, and by the plan).
+	Block     Block `json:"-"`
+	SlipBlock Block `json:"-"`
+	// LegacySlipBlockNs is the slip block a v10-v12 run said of each slip
+	// step: read, checked against the params (DecodeRun) and cleared,
+	// never written (v13: RunParams.SlipBlockOf).
+	LegacySlipBlockNs int64 `json:"slip_block_ns,omitempty"`
+	SlipAtNs          int64 `json:"slip_at_ns,omitempty"`
 }
 
 // Process is a child the run started, for the record (and the orphan test).
@@ -376,7 +380,7 @@ func DecodeRun(b []byte) (*Run, error) {
 }
 
 // settleBlocks gives each step its block from the params (BlockOf), the
-// one road. A v3-v12 run's servers said theirs too (block_ns): each said
+// one road, and each slip step its slip block. A v3-v12 run's servers said theirs too (block_ns): each said
 // must be the one the params give, else the run is refused, for its
 // figures would depend on which was read; a v13 run's servers say none.
 func (r *Run) settleBlocks() error {
@@ -392,8 +396,18 @@ func (r *Run) settleBlocks() error {
 					"make the params' block_ns or stall_block_ns what the run asked for, or measure again", r.Schema, m.ID, time.Duration(got), want)
 			}
 		}
-		m.Server.LegacyBlockNs = 0
-		m.Block = want
+		slip := r.Params.SlipBlockOf(m.Step)
+		if got := m.LegacySlipBlockNs; got != 0 {
+			if r.Schema == RunSchema {
+				return fmt.Errorf("results: run.json: measurement %s says slip_block_ns %d, which %s does not: the slip block is the params' (slip_block_ns)", m.ID, got, RunSchema)
+			}
+			if got != int64(slip) {
+				return fmt.Errorf("results: run.json (%s): measurement %s slowed to %s, its params say %s: the figures take the slip block from the params only; "+
+					"make the params' slip_block_ns what the run asked for, or measure again", r.Schema, m.ID, time.Duration(got), slip)
+			}
+		}
+		m.Server.LegacyBlockNs, m.LegacySlipBlockNs = 0, 0
+		m.Block, m.SlipBlock = want, slip
 	}
 	for i := range r.Params.Targets {
 		if r.Schema == RunSchema && r.Params.Targets[i].LegacyBlockNs != 0 {
