@@ -38,7 +38,7 @@ func smallRunDir(t testing.TB) (string, []byte) {
 	probe.Probe = &results.Probe{WindowNs: 1e9, Due: 20, Completed: 20, Corrected: p, Uncorrected: p, SendLag: p,
 		Timeline: []results.ProbePoint{{Conn: 0, Loop: 0, DueUs: 1, SentUs: 2, DoneUs: 3, Status: 200}}}
 	write("sweep/fast.json", probe)
-	pc := results.New("prober", "perconn", now, results.Params{StallBlockNs: 4e7})
+	pc := results.New("prober", "perconn", now, results.Params{StallBlock: 4e7})
 	pc.PerConn = &results.PerConn{IntervalNs: 1e7, DelayNs: 5e6, Conns: []results.ConnStat{
 		{Conn: 0, Loop: 1, Due: 10, Samples: 10, Latency: p, FromSend: p, ServerWait: p, SendLate: p},
 		{Conn: 1, Loop: -1, Due: 10, Samples: 0, Latency: p}}}

@@ -15,7 +15,7 @@ import (
 func full() *Result {
 	start := time.Unix(1796025321, 50679074)
 	r := New("loadgen", "open", start, Params{Target: "http://127.0.0.1:8081/slow", Conns: 8, DurationNs: 5e9, WarmupNs: 1e9,
-		TimeoutNs: 1e10, RatePerS: 500, IntervalNs: 5e7, StallThresholdNs: 5e7, DelayNs: 5e6, StallBlockNs: 1e8, StartAtUnixNs: 1796025321e9,
+		TimeoutNs: 1e10, RatePerS: 500, IntervalNs: 5e7, StallThresholdNs: 5e7, DelayNs: 5e6, StallBlock: 1e8, StartAtUnixNs: 1796025321e9,
 		Request: "@targets.txt: 3 requests", Args: []string{"--conc", "8"}})
 	h := hist.New()
 	h.Record(3 * time.Millisecond)
