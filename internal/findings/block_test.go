@@ -49,7 +49,7 @@ func TestBlockFromParamsOnly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f.Params.Block != 10*time.Millisecond {
+	if f.Params.Block.D() != 10*time.Millisecond {
 		t.Fatalf("params block %s, want 10ms", f.Params.Block)
 	}
 	if len(f.Sweep) == 0 {
@@ -57,12 +57,12 @@ func TestBlockFromParamsOnly(t *testing.T) {
 	}
 	for _, r := range f.Sweep {
 		w := WorkersOf(r.Step, f.Params.OffloadWorkers)
-		if want := CeilingPerS(w, f.Params.Block); r.NominalCeiling != want {
+		if want := CeilingPerS(w, f.Params.Block.D()); r.NominalCeiling != want {
 			t.Errorf("%s: nominal ceiling %.0f req/s, want %d / %s = %.0f (the params' block)", r.Step.ID, r.NominalCeiling, w, f.Params.Block, want)
 		}
 	}
 	for _, s := range f.Servers {
-		if s.Block != f.Params.Block {
+		if s.Block != f.Params.Block.D() {
 			t.Errorf("server %s: block %s, want the params' %s", s.Name, s.Block, f.Params.Block)
 		}
 	}
@@ -71,7 +71,7 @@ func TestBlockFromParamsOnly(t *testing.T) {
 		if g.Step.Phase == "stall" || g.Step.Phase == "trace" || g.Step.Phase == "cliff" {
 			want = f.Params.StallBlock
 		}
-		if g.Step.Block.D() != want {
+		if g.Step.Block != want {
 			t.Errorf("%s: block %s, want %s", g.Step.ID, g.Step.Block, want)
 		}
 	}

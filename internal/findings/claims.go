@@ -159,7 +159,7 @@ func (f *Findings) CallersCeilings() [][2]float64 {
 	slices.Sort(concs)
 	var out [][2]float64
 	for _, c := range concs {
-		out = append(out, [2]float64{float64(c), CeilingPerS(c, f.Params.Block)})
+		out = append(out, [2]float64{float64(c), CeilingPerS(c, f.Params.Block.D())})
 	}
 	return out
 }

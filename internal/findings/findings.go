@@ -50,9 +50,10 @@ func (f Figure) Spread() (lo, hi float64) {
 
 // Params are the run's parameters, as every caption and heading states them.
 type Params struct {
-	Block, StallBlock, Delay time.Duration
-	// SlipBlock is the slip phase's slowed call (0: not run).
-	SlipBlock                    time.Duration
+	// Block, StallBlock and SlipBlock (the slip phase's slowed call, 0:
+	// not run) are run.json's, the one road to every figure.
+	Block, StallBlock, SlipBlock results.Block
+	Delay                        time.Duration
 	ProbeInterval, StallInterval time.Duration
 	Duration, Warmup             time.Duration
 	BlockMode                    string
@@ -261,7 +262,7 @@ func Compute(dir string, run *results.Run) *Findings {
 
 func paramsOf(p results.RunParams) Params {
 	return Params{
-		Block: p.Block.D(), SlipBlock: p.SlipBlock.D(), StallBlock: p.StallBlock.D(), Delay: time.Duration(p.AsyncDelayNs),
+		Block: p.Block, SlipBlock: p.SlipBlock, StallBlock: p.StallBlock, Delay: time.Duration(p.AsyncDelayNs),
 		ProbeInterval: time.Duration(p.ProbeEveryNs), StallInterval: time.Duration(p.StallIntervalNs),
 		Duration: time.Duration(p.DurationNs), Warmup: time.Duration(p.WarmupNs), BlockMode: p.BlockMode, DBPool: p.DBPool, DB: p.DB, SweepEndpoint: cmp.Or(p.SweepEndpoint, "/slow"),
 		Stage: p.Stage, Loops: p.Loops, Slots: p.PoolSlots, OffloadWorkers: p.OffloadWorkers, StallConns: p.StallConns,
