@@ -487,8 +487,6 @@ func (r *runner) hello() stage.Hello {
 	return h
 }
 
-func ms(d time.Duration) float64 { return float64(d) / 1e6 }
-
 // stepEvent says a step began or ended; at its end, with its figures as
 // internal/findings computes them for the tables and the report.
 func (r *runner) stepEvent(s Step, state string, m *results.Measurement) {
