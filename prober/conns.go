@@ -156,7 +156,7 @@ func params(o options) results.Params {
 	return results.Params{
 		Target: o.target, Conns: o.conns, DurationNs: int64(o.duration), WarmupNs: int64(o.warmup),
 		TimeoutNs: int64(o.timeout), IntervalNs: int64(o.interval),
-		DelayNs: int64(o.delay), StallBlockNs: int64(o.block), StartAtUnixNs: o.startAt.UnixNs(), Args: o.args,
+		DelayNs: int64(o.delay), StallBlock: o.block, StartAtUnixNs: o.startAt.UnixNs(), Args: o.args,
 		Request: specString(o.spec),
 	}
 }

@@ -64,7 +64,7 @@ type options struct {
 	duration    time.Duration
 	warmup      time.Duration
 	timeout     time.Duration
-	block       time.Duration
+	block       results.Block
 	delay       time.Duration
 	startAt     cli.StartAt
 	readyFile   string
@@ -138,7 +138,7 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.DurationVar(&o.duration, "duration", 8*time.Second, "how long to probe (at most 1h)")
 	fs.DurationVar(&o.warmup, "warmup", 0, "time after the start before the window (added to --duration); interval mode sends nothing meanwhile")
 	fs.DurationVar(&o.timeout, "timeout", 10*time.Second, "per-request timeout")
-	fs.DurationVar(&o.block, "block", 0, "perconn: the blocking call that may hold the loops, when you know it: a connection then stalled at half of it or more (recorded in the result); "+
+	fs.Var(&o.block, "block", "perconn: the `duration` of the blocking call that may hold the loops, when you know it: a connection then stalled at half of it or more (recorded in the result); "+
 		"without it the verdict comes from the data: connections whose waits lie 3x or more above all the others' stalled, and waits that do not separate get no count")
 	fs.Var(&o.startAt, "start-at", "start the run's clock (warm-up first) at this RFC 3339 time, within a minute of now, to share a window with loadgen (default: once connected)")
 	fs.DurationVar(&o.delay, "delay", 0, "trace and perconn: the /async delay the target asks for, taken from what the server made each probe wait (default: ?delay= of the target, else 5ms)")
@@ -281,7 +281,7 @@ func summary(w io.Writer, r *results.Result) {
 		fmt.Fprintf(w, "prober: send lag behind due time    p50 %s p99 %s max %s\n", us(p.SendLag.P50Us), us(p.SendLag.P99Us), us(p.SendLag.MaxUs))
 	case r.PerConn != nil:
 		p := r.PerConn
-		v := stall.Judge(stall.From(p), time.Duration(r.Params.StallBlockNs), stall.Machine{})
+		v := stall.Judge(stall.From(p), r.Params.StallBlock.D(), stall.Machine{})
 		switch {
 		case v.Judged && v.FromData:
 			fmt.Fprintf(w, "prober: stalled %d of %d: %s\n", v.Count, len(p.Conns), v.Said)

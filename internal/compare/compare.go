@@ -285,8 +285,8 @@ func differ(a, b *results.Run) []string {
 	ns := func(v int64) time.Duration { return time.Duration(v) }
 	d("schema", a.Schema, b.Schema)
 	d("sweep endpoint", orSlow(pa.SweepEndpoint), orSlow(pb.SweepEndpoint))
-	d("block", ns(pa.BlockNs), ns(pb.BlockNs))
-	d("stall block", ns(pa.StallBlockNs), ns(pb.StallBlockNs))
+	d("block", pa.Block, pb.Block)
+	d("stall block", pa.StallBlock, pb.StallBlock)
 	d("block mode", pa.BlockMode, pb.BlockMode)
 	d("/async delay", ns(pa.AsyncDelayNs), ns(pb.AsyncDelayNs))
 	d("callers", pa.Conc, pb.Conc)

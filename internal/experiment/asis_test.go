@@ -121,7 +121,7 @@ func TestAsIsFlags(t *testing.T) {
 			}
 			continue
 		}
-		if s.Server.Load != "POST /login" || s.Server.Bystander != "GET /health" || s.Server.BlockNs != 0 {
+		if s.Server.Load != "POST /login" || s.Server.Bystander != "GET /health" || s.Block != 0 {
 			t.Errorf("%s: server %+v", s.ID, s.Server)
 		}
 		if s.Phase == "sweep" && s.Endpoint != "POST /login" {

@@ -31,11 +31,11 @@ var allPhases = findings.Phases
 
 // Options are run.sh's flags.
 type Options struct {
-	Block      time.Duration
-	StallBlock time.Duration
+	Block      results.Block
+	StallBlock results.Block
 	// SlipBlock is what the slip phase's load asks for from halfway on,
 	// after Block (default 10x Block).
-	SlipBlock time.Duration
+	SlipBlock results.Block
 	BlockMode string
 	// PGURL is the user's PostgreSQL for --block-mode postgres (empty: the
 	// run starts a private one); DBPool each Go server's connections to it.
@@ -160,16 +160,16 @@ func (l intsFlag) Set(s string) error {
 // directory.
 func ParseFlags(args []string, stderr io.Writer, now time.Time) (Options, error) {
 	o := Options{
-		Block: 5 * time.Millisecond, StallBlock: 100 * time.Millisecond, BlockMode: "syscall", Delay: 5 * time.Millisecond,
+		Block: results.Block(5 * time.Millisecond), StallBlock: results.Block(100 * time.Millisecond), BlockMode: "syscall", Delay: 5 * time.Millisecond,
 		DBPool: serverflags.DefaultDBPool, Loops: 4, Slots: 200, ProbeInterval: 50 * time.Millisecond,
 		Conc: []int{4, 16, 64}, Duration: 5 * time.Second, Warmup: time.Second, SweepEndpoint: "/slow",
 		Engines: []string{"gnet"}, Servers: []string{"loop", "pool"}, Phases: slices.Clone(allPhases),
 		Repeat: 1, Bin: "bin", Args: args,
 	}
 	fs := flag.NewFlagSet("run.sh", flag.ContinueOnError)
-	fs.DurationVar(&o.Block, "block", o.Block, "the blocking call for sweep and offload")
-	fs.DurationVar(&o.StallBlock, "stall-block", o.StallBlock, "the blocking call for stall, trace and cliff (their story is waiting behind blocked workers)")
-	fs.DurationVar(&o.SlipBlock, "slip-block", 0, "the slip phase's slowed call: its load asks for --block, then this from halfway through the window (default 10x --block)")
+	fs.Var(&o.Block, "block", "the blocking call's `duration` for sweep and offload")
+	fs.Var(&o.StallBlock, "stall-block", "the blocking call's `duration` for stall, trace and cliff (their story is waiting behind blocked workers)")
+	fs.Var(&o.SlipBlock, "slip-block", "the slip phase's slowed call (a `duration`): its load asks for --block, then this from halfway through the window (default 10x --block)")
 	fs.StringVar(&o.BlockMode, "block-mode", o.BlockMode, "how the servers' blocking call blocks: syscall (holds the OS thread in nanosleep, as a JDBC read or Thread.sleep does), sleep (parks the goroutine),\n"+
 		"spin (burns CPU), postgres (SELECT pg_sleep over a real PostgreSQL connection from a pool of --db-pool: the run starts a private\n"+
 		"PostgreSQL from Debian's postgresql package and removes it at the end, or uses --pg-url)")
@@ -308,11 +308,11 @@ func userArgs(args []string) []string {
 func (o *Options) validate() error {
 	bad := func(f string, a ...any) error { return fmt.Errorf("run.sh: "+f, a...) }
 	switch {
-	case o.Block <= 0 || o.Block > 10*time.Second:
+	case o.Block <= 0 || o.Block.D() > 10*time.Second:
 		return bad("--block %s: want more than 0 and at most 10s", o.Block)
-	case o.StallBlock <= 0 || o.StallBlock > 10*time.Second:
+	case o.StallBlock <= 0 || o.StallBlock.D() > 10*time.Second:
 		return bad("--stall-block %s: want more than 0 and at most 10s", o.StallBlock)
-	case o.SlipBlock <= 0 || o.SlipBlock > 10*time.Second:
+	case o.SlipBlock <= 0 || o.SlipBlock.D() > 10*time.Second:
 		return bad("--slip-block %s: want more than 0 and at most 10s", o.SlipBlock)
 	case o.Duration < 500*time.Millisecond || o.Duration > 10*time.Minute:
 		return bad("--duration %s: want 500ms to 10m", o.Duration)
@@ -460,7 +460,7 @@ const stallInterval = 10 * time.Millisecond
 // phase takes apart at once, for enough samples while every loop is blocked.
 const traceConnsPerLoop = 3
 
-func (o Options) servers(block time.Duration) []Server {
+func (o Options) servers() []Server {
 	var out []Server
 	for _, k := range kitServers { // in the catalogue's order, whatever --servers' order
 		if !slices.Contains(o.Servers, k.name) {
@@ -469,16 +469,16 @@ func (o Options) servers(block time.Duration) []Server {
 		switch k.name {
 		case "loop":
 			for _, e := range o.Engines {
-				out = append(out, Server{Name: "loop-" + e, Kind: "loop", Engine: e, Workers: o.Loops, BlockNs: int64(block)})
+				out = append(out, Server{Name: "loop-" + e, Kind: "loop", Engine: e, Workers: o.Loops})
 			}
 		case "pool":
-			out = append(out, Server{Name: "pool", Kind: "pool", Workers: o.Slots, BlockNs: int64(block)})
+			out = append(out, Server{Name: "pool", Kind: "pool", Workers: o.Slots})
 		case "netty":
-			out = append(out, Server{Name: "netty", Kind: "loop", Engine: "netty", Workers: o.Loops, BlockNs: int64(block)})
+			out = append(out, Server{Name: "netty", Kind: "loop", Engine: "netty", Workers: o.Loops})
 		case "tomcat":
-			out = append(out, Server{Name: "tomcat", Kind: "pool", Engine: "tomcat", Workers: o.Slots, BlockNs: int64(block)})
+			out = append(out, Server{Name: "tomcat", Kind: "pool", Engine: "tomcat", Workers: o.Slots})
 		case "nethttp", "fasthttp", "netpoll":
-			out = append(out, Server{Name: k.name, Kind: "goroutine", Engine: k.name, BlockNs: int64(block)})
+			out = append(out, Server{Name: k.name, Kind: "goroutine", Engine: k.name})
 		}
 	}
 	if o.BlockMode == "postgres" {
@@ -490,10 +490,6 @@ func (o Options) servers(block time.Duration) []Server {
 		s := t.Server
 		if t.load != nil {
 			s.Load, s.Bystander = t.load.String(), t.bystander.String()
-		}
-		if !s.AsIs() {
-			// A server measured as it is is asked its own call: no block.
-			s.BlockNs = int64(block)
 		}
 		out = append(out, s)
 	}
@@ -547,7 +543,7 @@ func (o Options) slipWindow(s Step) time.Duration {
 	if w == 0 || w > s.Conc {
 		w = s.Conc
 	}
-	drain := time.Duration((s.Conc+w-1)/w) * o.SlipBlock
+	drain := time.Duration((s.Conc+w-1)/w) * o.SlipBlock.D()
 	half := max(o.short()/2, drain+800*time.Millisecond)
 	return 2 * ((half + slipTick - 1) / slipTick * slipTick)
 }
@@ -571,7 +567,7 @@ func BuildPlan(o Options) Plan {
 		switch phase {
 		case "sweep":
 			for _, c := range o.allConc() {
-				for _, s := range o.servers(o.Block) {
+				for _, s := range o.servers() {
 					if !slices.Contains(o.sweepConc(s), c) {
 						continue
 					}
@@ -591,7 +587,7 @@ func BuildPlan(o Options) Plan {
 				}
 			}
 		case "stall":
-			for _, s := range o.servers(o.StallBlock) {
+			for _, s := range o.servers() {
 				var ks []int
 				for k := 0; k <= o.loopsOf(s); k++ {
 					ks = append(ks, k)
@@ -608,7 +604,7 @@ func BuildPlan(o Options) Plan {
 				}
 			}
 		case "offload":
-			for _, s := range o.servers(o.Block) {
+			for _, s := range o.servers() {
 				// Every step id names its server, so two servers of one kind
 				// keep their files and rows apart.
 				variants := []struct{ name, endpoint string }{{"pool", "/slow"}}
@@ -621,11 +617,11 @@ func BuildPlan(o Options) Plan {
 				}
 			}
 		case "trace":
-			for _, s := range o.servers(o.StallBlock) {
+			for _, s := range o.servers() {
 				add(Step{ID: "trace-" + s.Name, Phase: phase, Server: s, Endpoint: "/slow", Conc: o.TraceCallers, Duration: o.short(), Warmup: 300 * time.Millisecond})
 			}
 		case "cliff":
-			for _, s := range o.servers(o.StallBlock) {
+			for _, s := range o.servers() {
 				// A pool at shares of its slots; a server with no declared
 				// pool (a goroutine per connection or request) at the same
 				// callers as the run's pool, to see whether it has one.
@@ -647,9 +643,9 @@ func BuildPlan(o Options) Plan {
 				}
 			}
 		case "slip":
-			for _, s := range o.servers(o.Block) {
+			for _, s := range o.servers() {
 				st := Step{ID: "slip-" + s.Name, Phase: phase, Server: s, Endpoint: "/slow", Conc: maxConc, Warmup: 300 * time.Millisecond,
-					SlipBlockNs: int64(o.SlipBlock), Variant: o.Block.String() + " -> " + o.SlipBlock.String()}
+					Variant: o.Block.String() + " -> " + o.SlipBlock.String()}
 				st.Duration = o.slipWindow(st)
 				st.SlipAtNs = int64(st.Duration / 2)
 				if o.Stage {
@@ -661,6 +657,11 @@ func BuildPlan(o Options) Plan {
 				add(st)
 			}
 		}
+	}
+	// Each step's block by the road a run read back takes: its params.
+	bp := o.blockParams()
+	for i := range p.Steps {
+		p.Steps[i].Block, p.Steps[i].SlipBlock = bp.BlockOf(p.Steps[i]), bp.SlipBlockOf(p.Steps[i])
 	}
 	// A --target skips the phases its check said it cannot take part in.
 	p.Skips = map[string]string{}
@@ -792,9 +793,15 @@ func (o Options) story(phase string) string {
 }
 
 // slipBlock is the slowed call the run records: none without the slip.
-func slipBlock(o Options) int64 {
+// blockParams are the run's params (run.json's) as far as the block goes:
+// the plan gives each step its block from them (RunParams.BlockOf).
+func (o Options) blockParams() results.RunParams {
+	return results.RunParams{Block: o.Block, StallBlock: o.StallBlock, SlipBlock: slipBlock(o)}
+}
+
+func slipBlock(o Options) results.Block {
 	if !slices.Contains(o.Phases, "slip") {
 		return 0
 	}
-	return int64(o.SlipBlock)
+	return o.SlipBlock
 }

@@ -72,8 +72,8 @@ func TestPlanDetails(t *testing.T) {
 		if s.Phase == "stall" || s.Phase == "trace" || s.Phase == "cliff" {
 			wantBlock = 100 * time.Millisecond
 		}
-		if time.Duration(s.Server.BlockNs) != wantBlock {
-			t.Errorf("%s: block %s, want %s", s.ID, time.Duration(s.Server.BlockNs), wantBlock)
+		if s.Block.D() != wantBlock {
+			t.Errorf("%s: block %s, want %s", s.ID, s.Block.D(), wantBlock)
 		}
 		switch {
 		case (s.Phase == "offload" || s.Phase == "slip") && s.Conc != 64:
@@ -81,8 +81,8 @@ func TestPlanDetails(t *testing.T) {
 		// The slip: halfway, each side as long as the stall's (1.25 s, on
 		// a 100 ms tick) or, on the loops, as the queue of 16 callers a
 		// loop of slowed calls can take to drain (0.8 s), and 0.8 s more.
-		case s.ID == "slip-loop-gnet" && (s.SlipBlockNs != int64(50*time.Millisecond) || s.Duration != 3200*time.Millisecond || s.SlipAtNs != int64(1600*time.Millisecond)):
-			t.Errorf("%s: slows to %s at %s of %s; want 50ms (10x the block) at 1.6s of 3.2s", s.ID, time.Duration(s.SlipBlockNs), time.Duration(s.SlipAtNs), s.Duration)
+		case s.ID == "slip-loop-gnet" && (s.SlipBlock.D() != 50*time.Millisecond || s.Duration != 3200*time.Millisecond || s.SlipAtNs != int64(1600*time.Millisecond)):
+			t.Errorf("%s: slows to %s at %s of %s; want 50ms (10x the block) at 1.6s of 3.2s", s.ID, s.SlipBlock.D(), time.Duration(s.SlipAtNs), s.Duration)
 		case s.ID == "slip-pool" && (s.Duration != 2600*time.Millisecond || s.SlipAtNs != int64(1300*time.Millisecond)):
 			t.Errorf("%s: slows at %s of %s; want 1.3s of 2.6s", s.ID, time.Duration(s.SlipAtNs), s.Duration)
 		case s.ID == "cliff-pool-150pct" && s.Conc != 300:

@@ -18,6 +18,7 @@ import (
 
 	"github.com/bystander-kit/bystander/internal/client"
 	"github.com/bystander-kit/bystander/internal/ready"
+	"github.com/bystander-kit/bystander/internal/results"
 )
 
 // tail keeps the last bytes written to it: a child's stderr, to show when
@@ -249,7 +250,7 @@ func (s *server) stop(sig os.Signal, grace time.Duration) {
 // startServer starts a server on free loopback ports, waits for its ready
 // file and until it answers /fast, and warms a Java server up; a --target
 // is already running and is only looked up.
-func (p *procs) startServer(ctx context.Context, s Server, o Options) (*server, error) {
+func (p *procs) startServer(ctx context.Context, s Server, block results.Block, o Options) (*server, error) {
 	if s.External {
 		for _, t := range o.Targets {
 			if t.Name == s.Name {
@@ -267,7 +268,7 @@ func (p *procs) startServer(ctx context.Context, s Server, o Options) (*server, 
 	readyFile := filepath.Join(p.readyDir, fmt.Sprintf("%s.%d.ready", s.Name, p.serial))
 	p.mu.Unlock()
 	defer os.Remove(readyFile)
-	name, args := serverCommand(s, o, readyFile)
+	name, args := serverCommand(s, block, o, readyFile)
 	c, err := p.startEnv("server", name, serverEnv(o), nil, args...)
 	if err != nil {
 		return nil, err

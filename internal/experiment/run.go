@@ -351,12 +351,12 @@ func newRun(plan Plan, start time.Time) *results.Run {
 		Partial:       true,
 		PartialReason: "unfinished: the run was still going when this was written, or was killed before it ended",
 		Params: results.RunParams{
-			BlockNs: int64(o.Block), StallBlockNs: int64(o.StallBlock), Conc: o.Conc, DurationNs: int64(o.Duration),
+			Block: o.Block, StallBlock: o.StallBlock, Conc: o.Conc, DurationNs: int64(o.Duration),
 			WarmupNs: int64(o.Warmup), Engines: o.Engines, Servers: o.Servers, Phases: o.Phases, Repeat: o.Repeat,
 			Pin: o.Pin, Quick: o.Quick, Args: o.Args, Loops: o.Loops, PoolSlots: o.Slots, ProbeEveryNs: int64(o.ProbeInterval),
 			BlockMode: o.BlockMode, DBPool: dbPool(o), DB: o.dbDesc, OffloadWorkers: o.Slots, AsyncDelayNs: int64(o.Delay), StallConns: stallConnsPerLoop * o.Loops,
 			StallIntervalNs: int64(stallInterval), TraceCallers: o.TraceCallers, TraceConns: traceConnsPerLoop * o.Loops,
-			Targets: targetServers(o.Targets), SweepEndpoint: o.SweepEndpoint, Stage: o.Stage, SlipBlockNs: slipBlock(o),
+			Targets: targetServers(o.Targets), SweepEndpoint: o.SweepEndpoint, Stage: o.Stage, SlipBlock: slipBlock(o),
 		},
 		Manifest: results.Manifest{
 			GitCommit: gitCommit(), GoVersion: goVersion(), Kernel: env.Kernel, CPUModel: env.CPUModel, Cores: env.NumCPU,
@@ -517,7 +517,7 @@ func (r *runner) step(ctx context.Context, s Step, rep int) results.Measurement 
 	if why := r.dbGone(); why != "" {
 		return fail("%s", why)
 	}
-	srv, err := r.procs.startServer(ctx, s.Server, r.o)
+	srv, err := r.procs.startServer(ctx, s.Server, s.Block, r.o)
 	if err != nil {
 		if why := r.dbGone(); why != "" {
 			return fail("%s", why)
@@ -670,7 +670,7 @@ func (r *runner) load(ctx context.Context, srv *server, s Step, rel func(string)
 	// What the bystanders and the load ask: the protocol's /fast and the
 	// step's endpoint, or a server's own requests (measured as it is).
 	bystander := []string{"--target", "http://" + srv.addr + "/fast"}
-	loadArgs := []string{"--target", "http://" + srv.addr + asked(s.Endpoint, time.Duration(s.Server.BlockNs))}
+	loadArgs := []string{"--target", "http://" + srv.addr + asked(s.Endpoint, s.Block.D())}
 	var conns *child
 	if asIs {
 		bystander = []string{"--target", "http://" + srv.addr, "--bystander", toolSpec(r.o.Bystander)}
@@ -715,11 +715,11 @@ func (r *runner) load(ctx context.Context, srv *server, s Step, rel func(string)
 	waitReady(ctx, pr, ready, at)
 	args := append(loadArgs, "--conc", strconv.Itoa(s.Conc),
 		"--duration", s.Duration.String(), "--warmup", s.Warmup.String(), "--start-at", startAt, "--quiet", "--out", filepath.Join(r.dir, rel("load")),
-		"--timeout", callTimeout(time.Duration(s.Server.BlockNs), time.Duration(s.SlipBlockNs)))
-	if s.SlipBlockNs > 0 {
+		"--timeout", callTimeout(s.Block.D(), s.SlipBlock.D()))
+	if s.SlipBlock > 0 {
 		// The slip: the same endpoint, a slower call from halfway on,
 		// counted in 100 ms steps.
-		args = append(args, "--switch-to", "http://"+srv.addr+asked(s.Endpoint, time.Duration(s.SlipBlockNs)),
+		args = append(args, "--switch-to", "http://"+srv.addr+asked(s.Endpoint, s.SlipBlock.D()),
 			"--switch-at", time.Duration(s.SlipAtNs).String(), "--tick", slipTick.String())
 		if r.hub != nil {
 			// On stage the presenter's key slows the call (tellSlip makes
@@ -828,14 +828,14 @@ func (r *runner) stall(ctx context.Context, srv *server, s Step, rel func(string
 	tap := tapLag(ctx, srv, s.Warmup+s.Duration+time.Minute, r.lagEvent(s.Server.Name))
 	defer tap.stop()
 	pcArgs, stopConns := r.liveArgs(s, "conns", []string{"--mode", "perconn", "--target", "http://" + srv.addr + asked("/async", r.o.Delay),
-		"--conns", strconv.Itoa(stallConnsPerLoop * r.o.loopsOf(s.Server)), "--interval", stallInterval.String(), "--block", time.Duration(s.Server.BlockNs).String(),
+		"--conns", strconv.Itoa(stallConnsPerLoop * r.o.loopsOf(s.Server)), "--interval", stallInterval.String(), "--block", s.Block.D().String(),
 		"--duration", s.Duration.String(), "--warmup", s.Warmup.String(), "--ready-file", ready,
 		"--out", filepath.Join(r.dir, rel("perconn"))})
 	defer stopConns()
 	// The outside view looks at the server's threads before the blockers
 	// come (before the prober starts too: nothing is measured yet).
 	ov := r.outsideView(srv, s)
-	ov.before(ctx, time.Duration(s.Server.BlockNs))
+	ov.before(ctx, s.Block.D())
 	pr, err := r.procs.start("gen", "prober", nil, pcArgs...)
 	if err != nil {
 		return err
@@ -858,8 +858,8 @@ func (r *runner) stall(ctx context.Context, srv *server, s Step, rel func(string
 		// outside view's looks and stacks where it looks.
 		hold := s.Warmup + s.Duration + 300*time.Millisecond + ov.tail()
 		blockersEnd = time.Now().Add(hold)
-		blockers, err = r.procs.start("gen", "loadgen", nil, "--target", "http://"+srv.addr+asked("/slow", time.Duration(s.Server.BlockNs)), "--conc", strconv.Itoa(s.K),
-			"--duration", hold.String(), "--warmup", "0s", "--quiet", "--timeout", callTimeout(time.Duration(s.Server.BlockNs)),
+		blockers, err = r.procs.start("gen", "loadgen", nil, "--target", "http://"+srv.addr+asked("/slow", s.Block.D()), "--conc", strconv.Itoa(s.K),
+			"--duration", hold.String(), "--warmup", "0s", "--quiet", "--timeout", callTimeout(s.Block.D()),
 			"--out", filepath.Join(r.dir, rel("load")))
 		if err != nil {
 			pr.stop(os.Interrupt, 3*time.Second)
@@ -907,8 +907,8 @@ func (r *runner) stall(ctx context.Context, srv *server, s Step, rel func(string
 
 // trace takes /async apart while 8 callers block on /slow.
 func (r *runner) trace(ctx context.Context, srv *server, s Step, rel func(string) string, m *results.Measurement) error {
-	lg, err := r.procs.start("gen", "loadgen", nil, "--target", "http://"+srv.addr+asked("/slow", time.Duration(s.Server.BlockNs)), "--conc", strconv.Itoa(s.Conc),
-		"--duration", (s.Warmup + s.Duration + 300*time.Millisecond).String(), "--warmup", "0s", "--quiet", "--timeout", callTimeout(time.Duration(s.Server.BlockNs)),
+	lg, err := r.procs.start("gen", "loadgen", nil, "--target", "http://"+srv.addr+asked("/slow", s.Block.D()), "--conc", strconv.Itoa(s.Conc),
+		"--duration", (s.Warmup + s.Duration + 300*time.Millisecond).String(), "--warmup", "0s", "--quiet", "--timeout", callTimeout(s.Block.D()),
 		"--out", filepath.Join(r.dir, rel("load")))
 	if err != nil {
 		return err

@@ -13,6 +13,7 @@ import (
 
 	"github.com/bystander-kit/bystander/examples/java"
 	"github.com/bystander-kit/bystander/internal/client"
+	"github.com/bystander-kit/bystander/internal/results"
 )
 
 // kitServer is a server the kit starts itself, named in --servers.
@@ -95,8 +96,8 @@ func buildJava(ctx context.Context, o Options, w func(string)) error {
 // serverCommand is the program and arguments that start s on free
 // loopback ports, told the run's block and delay as its defaults (every
 // request also asks for them), writing readyFile once it listens.
-func serverCommand(s Server, o Options, readyFile string) (string, []string) {
-	common := []string{"--addr", "127.0.0.1:0", "--ready-file", readyFile, "--block", time.Duration(s.BlockNs).String(),
+func serverCommand(s Server, block results.Block, o Options, readyFile string) (string, []string) {
+	common := []string{"--addr", "127.0.0.1:0", "--ready-file", readyFile, "--block", block.String(),
 		"--delay", o.Delay.String(), "--offload-workers", strconv.Itoa(o.Slots)}
 	goServer := append(common, "--admin", "127.0.0.1:0", "--block-mode", o.BlockMode)
 	if o.BlockMode == "postgres" {

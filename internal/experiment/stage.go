@@ -300,7 +300,7 @@ func nowText(s Step, loops int) string {
 	case s.Phase == "offload" && s.Variant == "offloaded":
 		return fmt.Sprintf("now: %s, the call offloaded, %d callers", n, s.Conc)
 	case s.Phase == "slip":
-		return fmt.Sprintf("now: %s at %d callers, the call %s: \u2192 slows it to %s", n, s.Conc, time.Duration(s.Server.BlockNs), time.Duration(s.SlipBlockNs))
+		return fmt.Sprintf("now: %s at %d callers, the call %s: \u2192 slows it to %s", n, s.Conc, s.Block.D(), s.SlipBlock.D())
 	}
 	return fmt.Sprintf("now: %s at %d callers", n, s.Conc)
 }
@@ -425,7 +425,7 @@ func (r *runner) tellSlip(s Step, told string) bool {
 		return false
 	}
 	r.hub.Add(stage.Slip{ID: s.ID, At: r.hub.Ms(time.Now())})
-	r.hub.Add(stage.State{State: fmt.Sprintf("now: %s, the call slowed to %s", s.Server.Name, time.Duration(s.SlipBlockNs))})
+	r.hub.Add(stage.State{State: fmt.Sprintf("now: %s, the call slowed to %s", s.Server.Name, s.SlipBlock.D())})
 	return true
 }
 
@@ -465,7 +465,7 @@ func (r *runner) skipPending(ctx context.Context, why string) {
 // stall rule in words.
 func (r *runner) hello() stage.Hello {
 	o := r.o
-	h := stage.Hello{Loops: o.Loops, Slots: o.Slots, BlockMs: ms(o.Block), StallBlockMs: ms(o.StallBlock), Conc: o.Conc,
+	h := stage.Hello{Loops: o.Loops, Slots: o.Slots, BlockMs: o.Block.Ms(), StallBlockMs: o.StallBlock.Ms(), Conc: o.Conc,
 		ServersKind: map[string]string{}, Ceiling: map[string]float64{}, CeilingText: map[string]string{}, StallConns: stallConnsPerLoop * o.Loops,
 		Engines: o.Engines, Rule: stall.Rule, Screens: screens - 1}
 	var servers []palette.Server
@@ -477,7 +477,7 @@ func (r *runner) hello() stage.Hello {
 			h.CeilingText[s.Server.Name] = findings.StepCeilingText(s, o.Slots)
 		}
 		if s.Phase == "slip" {
-			h.Screens, h.SlipBlockMs = screens, ms(time.Duration(s.SlipBlockNs))
+			h.Screens, h.SlipBlockMs = screens, s.SlipBlock.Ms()
 		}
 	}
 	h.Colors, h.Pale = palette.Of(servers), map[string]string{}
@@ -486,8 +486,6 @@ func (r *runner) hello() stage.Hello {
 	}
 	return h
 }
-
-func ms(d time.Duration) float64 { return float64(d) / 1e6 }
 
 // stepEvent says a step began or ended; at its end, with its figures as
 // internal/findings computes them for the tables and the report.
@@ -674,7 +672,7 @@ func (j *liveJudge) add(p live.Probe) (bool, *stage.Verdict) {
 			k := j.conns[id]
 			conns = append(conns, stall.Conn{ID: id, Loop: k.loop, Due: k.due, Answered: k.answered, Wait: medianDuration(k.waits), FromServer: true})
 		}
-		j.v = stall.Judge(conns, time.Duration(j.s.Server.BlockNs), stall.Machine{})
+		j.v = stall.Judge(conns, j.s.Block.D(), stall.Machine{})
 		out = &stage.Verdict{ID: j.s.ID, Judged: j.v.Judged, Stalled: j.v.Count, Conns: len(conns), Why: j.v.Why}
 	}
 	i := slices.Index(j.order, p.Conn)

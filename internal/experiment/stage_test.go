@@ -440,7 +440,7 @@ func TestStepRowNotRead(t *testing.T) {
 	dir := t.TempDir()
 	r := &runner{dir: dir, run: &results.Run{Schema: results.RunSchema}}
 	m := results.Measurement{Step: results.Step{ID: "sweep-loop-gnet-c4", Phase: "sweep", Conc: 4, Endpoint: "/slow",
-		Server: results.Server{Name: "loop-gnet", Kind: "loop", Workers: 4, BlockNs: 5e6}}, Repeat: 1, Status: "ok", LoadFile: "../../etc/hostname"}
+		Server: results.Server{Name: "loop-gnet", Kind: "loop", Workers: 4}}, Repeat: 1, Status: "ok", LoadFile: "../../etc/hostname"}
 	row := r.stepRow(m)
 	if !strings.Contains(row.NotRead, "not read") || !strings.Contains(row.NotRead, "hostname") || row.RPS != 0 {
 		t.Fatalf("%+v", row)

@@ -266,8 +266,7 @@ func resolve(ctx context.Context, o *Options, w io.Writer) error {
 			return fmt.Errorf("run.sh: --target %s does not speak the protocol where the phases need it:\n  %s\n"+
 				"fix the server (docs/protocol.md), or leave those phases out with --phases", t.Name, strings.Join(refused, "\n  "))
 		}
-		s := results.Server{Name: t.Name, External: true, URL: t.URL, PID: t.PID, OffloadWorkers: t.Offload,
-			BlockNs: int64(o.Block)}
+		s := results.Server{Name: t.Name, External: true, URL: t.URL, PID: t.PID, OffloadWorkers: t.Offload}
 		switch {
 		case t.Loops > 0:
 			s.Kind, s.Workers, s.Facts = "loop", t.Loops, fmt.Sprintf("%s (given, and seen in X-Loop)", findings.Plural(t.Loops, "loop"))

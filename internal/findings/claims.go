@@ -127,7 +127,7 @@ func serverSummaries(f *Findings) []ServerSummary {
 			if r.Step.Server.Name != out[i].Name {
 				continue
 			}
-			out[i].Block = time.Duration(r.Step.Server.BlockNs)
+			out[i].Block = r.Step.Block.D()
 			out[i].SweepWorkers = WorkersOf(r.Step, f.Params.OffloadWorkers)
 			out[i].DBBound = DBBinds(r.Step, f.Params.OffloadWorkers)
 			block = append(block, r.MeasuredBlock...)
@@ -159,7 +159,7 @@ func (f *Findings) CallersCeilings() [][2]float64 {
 	slices.Sort(concs)
 	var out [][2]float64
 	for _, c := range concs {
-		out = append(out, [2]float64{float64(c), CeilingPerS(c, f.Params.Block)})
+		out = append(out, [2]float64{float64(c), CeilingPerS(c, f.Params.Block.D())})
 	}
 	return out
 }
@@ -473,7 +473,7 @@ func traceTwice(f *Findings, _ sweepEnds) []Claim {
 	c.Known, c.Held = true, true
 	var figs []string
 	for _, r := range append(loopsT, poolsT...) {
-		block := float64(r.Step.Server.BlockNs) / 1e3 // us
+		block := float64(r.Step.Block) / 1e3 // us
 		acc, late := r.Accepted.P50.Median(), r.Lateness.P50.Median()
 		figs = append(figs, fmt.Sprintf("%s accepted %.1f ms, continuation late %.1f ms", r.Step.Server.Name, acc/1e3, late/1e3))
 		loop := r.Step.Server.Kind == "loop"

@@ -5,7 +5,6 @@ import (
 	"math"
 	"slices"
 	"strings"
-	"time"
 )
 
 // What a server did with a blocking call, as the run measured it, not as
@@ -200,7 +199,7 @@ func (f *Findings) forgiven(c *Class, sv ServerSummary, blockers int) {
 	}
 	busiest, at := 0.0, cliff[0]
 	for _, r := range cliff {
-		block := time.Duration(r.Step.Server.BlockNs)
+		block := r.Step.Block.D()
 		if b := r.Bound(); b != nil && b.MeasuredBlock > 0 {
 			block = b.MeasuredBlock
 		}

@@ -50,9 +50,10 @@ func (f Figure) Spread() (lo, hi float64) {
 
 // Params are the run's parameters, as every caption and heading states them.
 type Params struct {
-	Block, StallBlock, Delay time.Duration
-	// SlipBlock is the slip phase's slowed call (0: not run).
-	SlipBlock                    time.Duration
+	// Block, StallBlock and SlipBlock (the slip phase's slowed call, 0:
+	// not run) are run.json's, the one road to every figure.
+	Block, StallBlock, SlipBlock results.Block
+	Delay                        time.Duration
 	ProbeInterval, StallInterval time.Duration
 	Duration, Warmup             time.Duration
 	BlockMode                    string
@@ -227,7 +228,7 @@ func Compute(dir string, run *results.Run) *Findings {
 			if g.Step.Server.AsIs() {
 				continue // asIsOf reads it whole
 			}
-			f.Sweep = append(f.Sweep, SweepRow{LoadRow: loadRow(g, f.Params), NominalCeiling: CeilingPerS(WorkersOf(g.Step, f.Params.OffloadWorkers), time.Duration(g.Step.Server.BlockNs))})
+			f.Sweep = append(f.Sweep, SweepRow{LoadRow: loadRow(g, f.Params), NominalCeiling: CeilingPerS(WorkersOf(g.Step, f.Params.OffloadWorkers), g.Step.Block.D())})
 		case "stall":
 			f.Stall = append(f.Stall, stallRow(g))
 		case "offload":
@@ -261,7 +262,7 @@ func Compute(dir string, run *results.Run) *Findings {
 
 func paramsOf(p results.RunParams) Params {
 	return Params{
-		Block: time.Duration(p.BlockNs), SlipBlock: time.Duration(p.SlipBlockNs), StallBlock: time.Duration(p.StallBlockNs), Delay: time.Duration(p.AsyncDelayNs),
+		Block: p.Block, SlipBlock: p.SlipBlock, StallBlock: p.StallBlock, Delay: time.Duration(p.AsyncDelayNs),
 		ProbeInterval: time.Duration(p.ProbeEveryNs), StallInterval: time.Duration(p.StallIntervalNs),
 		Duration: time.Duration(p.DurationNs), Warmup: time.Duration(p.WarmupNs), BlockMode: p.BlockMode, DBPool: p.DBPool, DB: p.DB, SweepEndpoint: cmp.Or(p.SweepEndpoint, "/slow"),
 		Stage: p.Stage, Loops: p.Loops, Slots: p.PoolSlots, OffloadWorkers: p.OffloadWorkers, StallConns: p.StallConns,

@@ -25,14 +25,14 @@ func cost(server, gen, machine float64) *results.ServerCost {
 // TestBoundOf: the rule that says what bounds a row, from the measured
 // ceilings and the measured use of the machine.
 func TestBoundOf(t *testing.T) {
-	loop := results.Server{Name: "loop-gnet", Kind: "loop", Workers: 4, BlockNs: 5e6}
-	pool := results.Server{Name: "pool", Kind: "pool", Workers: 200, BlockNs: 5e6}
-	other := results.Server{Name: "mine", Kind: "other", BlockNs: 5e6, External: true}
-	node := results.Server{Name: "node", Kind: "loop", Workers: 1, BlockNs: 5e6, External: true, OffloadWorkers: 32}
+	loop := results.Server{Name: "loop-gnet", Kind: "loop", Workers: 4}
+	pool := results.Server{Name: "pool", Kind: "pool", Workers: 200}
+	other := results.Server{Name: "mine", Kind: "other", External: true}
+	node := results.Server{Name: "node", Kind: "loop", Workers: 1, External: true, OffloadWorkers: 32}
 	notMeasured := func(c *results.ServerCost) *results.ServerCost { c.ServerNotMeasured = true; return c }
 	ms5 := 5 * time.Millisecond
 	// --block-mode postgres: each server's 10 database connections.
-	dbPool, dbLoop, dbGo := pool, loop, results.Server{Name: "nethttp", Kind: "goroutine", BlockNs: 5e6, DBConns: 10}
+	dbPool, dbLoop, dbGo := pool, loop, results.Server{Name: "nethttp", Kind: "goroutine", DBConns: 10}
 	dbPool.DBConns, dbLoop.DBConns = 10, 10
 	for _, tc := range []struct {
 		name    string
@@ -91,7 +91,7 @@ func TestBoundOf(t *testing.T) {
 			notMeasured(cost(0, 0.3, 1.0)), "workers", 0.984, false, true, nil, "32 offload workers / 5ms"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			tc.step.Server.BlockNs = 5e6
+			tc.step.Block = results.Block(5e6)
 			b := BoundOf(tc.step, tc.lr, tc.c, 200)
 			if b.Kind != tc.kind || b.Flagged != tc.flagged || b.LittleOK != tc.little {
 				t.Fatalf("kind %s flagged %v little %.3f ok %v, want %s %v %v: %s", b.Kind, b.Flagged, b.Little, b.LittleOK, tc.kind, tc.flagged, tc.little, b.Line())
@@ -133,7 +133,7 @@ func TestBlockOff(t *testing.T) {
 			t.Errorf("BlockOff(%s, %.0f) = %q, want %q", tc.asked, tc.measured, got, tc.want)
 		}
 	}
-	r := LoadRow{Group: &Group{Step: results.Step{Server: results.Server{BlockNs: 5e6}}}, MeasuredBlock: Figure{5.05e6}}
+	r := LoadRow{Group: &Group{Step: results.Step{Server: results.Server{}, Block: 5e6}}, MeasuredBlock: Figure{5.05e6}}
 	if got := r.BlockedText(); got != "5.05ms" {
 		t.Errorf("BlockedText %q", got)
 	}
@@ -192,7 +192,7 @@ func TestStallExpected(t *testing.T) {
 		}
 		return &results.Result{Load: l}
 	}
-	step := results.Step{ID: "stall-loop-gnet-k1", Phase: "stall", K: 1, Server: results.Server{Kind: "loop", BlockNs: 100e6}}
+	step := results.Step{ID: "stall-loop-gnet-k1", Phase: "stall", K: 1, Server: results.Server{Kind: "loop"}, Block: 100e6}
 	// The blocker landed on loop 2, not loop 0: its connections stalled.
 	g := &Group{Step: step, Reps: []Rep{{Conns: perconn(conn(0, 0, ms(1)), conn(1, 2, ms(150)), conn(2, 1, ms(1))), Load: blockers(2)}}}
 	r := stallRow(g)
@@ -219,7 +219,7 @@ func TestStallExpected(t *testing.T) {
 // it, the count is of the judged one and says how many were judged.
 func TestStallTooBusy(t *testing.T) {
 	ms := func(d int) time.Duration { return time.Duration(d) * time.Millisecond }
-	step := results.Step{ID: "stall-loop-gnet-k1", Phase: "stall", K: 1, Server: results.Server{Name: "loop-gnet", Kind: "loop", BlockNs: 40e6}}
+	step := results.Step{ID: "stall-loop-gnet-k1", Phase: "stall", K: 1, Server: results.Server{Name: "loop-gnet", Kind: "loop"}, Block: 40e6}
 	blockers := &results.Result{Load: &results.Load{RequestsPerLoop: []results.LoopCount{{Loop: 0, Count: 20}}, MeanBlockedNs: 40.1e6, BlockedSamples: 20}}
 	busy := &results.Use{WindowNs: 1e9, Cores: 2, MachineBusy: 1, Server: &results.ProcUse{CPUNs: 1e8, RunqWaitNs: 2e9}, Prober: &results.ProcUse{CPUNs: 1e8}}
 	unclear := Rep{M: results.Measurement{Step: step, Repeat: 1, Use: busy}, Load: blockers,
@@ -248,7 +248,7 @@ func TestStallTooBusy(t *testing.T) {
 // TestMisalignedWindow: a bystander whose clock started more than 10 ms
 // from the load's says so.
 func TestMisalignedWindow(t *testing.T) {
-	step := results.Step{ID: "sweep-pool-c4", Phase: "sweep", Conc: 4, Server: results.Server{Name: "pool", Kind: "pool", Workers: 200, BlockNs: 5e6}}
+	step := results.Step{ID: "sweep-pool-c4", Phase: "sweep", Conc: 4, Server: results.Server{Name: "pool", Kind: "pool", Workers: 200}, Block: 5e6}
 	rep := func(offset time.Duration) Rep {
 		return Rep{M: results.Measurement{Step: step, Status: "ok"},
 			Load:  &results.Result{StartUnixNs: 1e18, Load: &results.Load{ThroughputPerS: 700}},
@@ -298,17 +298,17 @@ func TestCostOf(t *testing.T) {
 // Behind fewer database connections than workers, the ceiling is theirs,
 // in the summary, its words and the pages' label.
 func TestDatabaseCeiling(t *testing.T) {
-	pool := results.Server{Name: "pool", Kind: "pool", Workers: 200, BlockNs: 5e6, DBConns: 10}
-	loop := results.Server{Name: "loop-gnet", Kind: "loop", Workers: 4, BlockNs: 5e6, DBConns: 10}
+	pool := results.Server{Name: "pool", Kind: "pool", Workers: 200, DBConns: 10}
+	loop := results.Server{Name: "loop-gnet", Kind: "loop", Workers: 4, DBConns: 10}
 	for _, tc := range []struct {
 		step  results.Step
 		want  int
 		binds bool
 		text  string
 	}{
-		{results.Step{Server: pool, Endpoint: "/slow"}, 10, true, "10 database connections / 5ms = 2,000 req/s"},
-		{results.Step{Server: loop, Endpoint: "/slow"}, 4, false, "4 loops / 5ms = 800 req/s"},
-		{results.Step{Server: loop, Endpoint: "/offload"}, 10, true, "10 database connections / 5ms = 2,000 req/s"},
+		{results.Step{Server: pool, Endpoint: "/slow", Block: 5e6}, 10, true, "10 database connections / 5ms = 2,000 req/s"},
+		{results.Step{Server: loop, Endpoint: "/slow", Block: 5e6}, 4, false, "4 loops / 5ms = 800 req/s"},
+		{results.Step{Server: loop, Endpoint: "/offload", Block: 5e6}, 10, true, "10 database connections / 5ms = 2,000 req/s"},
 	} {
 		if got := WorkersOf(tc.step, 200); got != tc.want || DBBinds(tc.step, 200) != tc.binds {
 			t.Errorf("%s %s: workers %d binds %v, want %d %v", tc.step.Server.Name, tc.step.Endpoint, got, DBBinds(tc.step, 200), tc.want, tc.binds)

@@ -38,7 +38,7 @@ func smallRunDir(t testing.TB) (string, []byte) {
 	probe.Probe = &results.Probe{WindowNs: 1e9, Due: 20, Completed: 20, Corrected: p, Uncorrected: p, SendLag: p,
 		Timeline: []results.ProbePoint{{Conn: 0, Loop: 0, DueUs: 1, SentUs: 2, DoneUs: 3, Status: 200}}}
 	write("sweep/fast.json", probe)
-	pc := results.New("prober", "perconn", now, results.Params{StallBlockNs: 4e7})
+	pc := results.New("prober", "perconn", now, results.Params{StallBlock: 4e7})
 	pc.PerConn = &results.PerConn{IntervalNs: 1e7, DelayNs: 5e6, Conns: []results.ConnStat{
 		{Conn: 0, Loop: 1, Due: 10, Samples: 10, Latency: p, FromSend: p, ServerWait: p, SendLate: p},
 		{Conn: 1, Loop: -1, Due: 10, Samples: 0, Latency: p}}}
@@ -62,9 +62,9 @@ func smallRunDir(t testing.TB) (string, []byte) {
 		t.Fatal(err)
 	}
 	step := func(id, phase, kind string, k int) results.Step {
-		return results.Step{ID: id, Phase: phase, Server: results.Server{Name: "s-" + kind, Kind: kind, Workers: 4, BlockNs: 5e6}, Endpoint: "/slow", Conc: 4, K: k}
+		return results.Step{ID: id, Phase: phase, Server: results.Server{Name: "s-" + kind, Kind: kind, Workers: 4}, Endpoint: "/slow", Conc: 4, K: k, Block: 5e6}
 	}
-	run := &results.Run{Schema: results.RunSchema, Params: results.RunParams{BlockNs: 5e6, StallBlockNs: 4e7, Conc: []int{4}, Loops: 4, PoolSlots: 200, Repeat: 1},
+	run := &results.Run{Schema: results.RunSchema, Params: results.RunParams{StallBlock: 4e7, Conc: []int{4}, Loops: 4, PoolSlots: 200, Repeat: 1},
 		Measurements: []results.Measurement{
 			{Step: step("sweep-a", "sweep", "loop", 0), Repeat: 1, Status: "ok", LoadFile: "sweep/load.json", ProbeFile: "sweep/fast.json",
 				Use: &results.Use{WindowNs: 1e9, Cores: 2, MachineBusy: 0.5, Server: &results.ProcUse{CPUNs: 1e8}}},

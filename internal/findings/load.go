@@ -112,7 +112,7 @@ func DBBinds(s results.Step, offloadWorkers int) bool {
 // ceiling, workers / the asked block, in req/s (0 when not known).
 func StepCeiling(s results.Step, offloadWorkers int) (int, float64) {
 	w := WorkersOf(s, offloadWorkers)
-	return w, CeilingPerS(w, time.Duration(s.Server.BlockNs))
+	return w, CeilingPerS(w, s.Block.D())
 }
 
 // StepCeilingText is a step's ceiling in words, as the pages label it:
@@ -120,7 +120,7 @@ func StepCeiling(s results.Step, offloadWorkers int) (int, float64) {
 func StepCeilingText(s results.Step, offloadWorkers int) string {
 	w, c := StepCeiling(s, offloadWorkers)
 	return ServerSummary{Kind: s.Server.Kind, Workers: s.Server.Workers, SweepWorkers: w, DBConns: s.Server.DBConns, DBBound: DBBinds(s, offloadWorkers),
-		Block: time.Duration(s.Server.BlockNs), NominalCeiling: c}.CeilingText()
+		Block: s.Block.D(), NominalCeiling: c}.CeilingText()
 }
 
 // BoundOf decides what bounds a measurement from its load result and the
@@ -130,7 +130,7 @@ func BoundOf(s results.Step, lr *results.Result, c *results.ServerCost, offloadW
 		return nil
 	}
 	l := lr.Load
-	nominal := time.Duration(s.Server.BlockNs)
+	nominal := s.Block.D()
 	b := &Bound{MeasuredBlock: nominal}
 	if l.BlockedSamples > 0 && l.MeanBlockedNs > 0 {
 		b.MeasuredBlock, b.BlockMeasured = time.Duration(l.MeanBlockedNs), true
@@ -211,13 +211,13 @@ func (b *Bound) workersOf(s results.Step, l *results.Load, offloadWorkers int) (
 			behind = "a goroutine per request"
 		}
 		workers, what = s.Server.DBConns, fmt.Sprintf("its %d database connections (behind %s)", s.Server.DBConns, behind)
-		b.NominalCeiling = CeilingPerS(workers, time.Duration(s.Server.BlockNs))
+		b.NominalCeiling = CeilingPerS(workers, s.Block.D())
 		return workers, what
 	}
 	if workers == 0 && s.Server.Kind != "goroutine" { // a goroutine server has none to know: its classification says what holds it
 		b.Notes = append(b.Notes, "workers not known (a --target without loops=, workers= or offload=): no workers ceiling")
 	}
-	b.NominalCeiling = CeilingPerS(workers, time.Duration(s.Server.BlockNs))
+	b.NominalCeiling = CeilingPerS(workers, s.Block.D())
 	// A blocking call holds the loop it runs on: a loop no caller was dealt
 	// to adds nothing, so the loops that can block are those with callers.
 	if s.Server.Kind == "loop" && s.Endpoint != "/offload" && len(l.ConnsPerLoop) > 0 && len(l.ConnsPerLoop) < workers {
@@ -438,7 +438,7 @@ func (r LoadRow) BlockedText() string {
 	}
 	m := r.MeasuredBlock.Median()
 	s := round(time.Duration(m)).String()
-	asked := time.Duration(r.Step.Server.BlockNs)
+	asked := r.Step.Block.D()
 	if BlockOff(asked, m) != "" {
 		s += fmt.Sprintf(" (%+.0f%% of the %s asked)", 100*(m/float64(asked)-1), asked)
 	}
@@ -560,7 +560,7 @@ func costRows(gs []*Group, p Params, asIs []AsIs) []CostRow {
 			if g.Step.Phase == "slip" {
 				// Two calls in one window: no one ceiling bounds it.
 				b = &Bound{Text: fmt.Sprintf("two calls, %s then %s: each side against its own ceiling in the slip's figures",
-					time.Duration(g.Step.Server.BlockNs), time.Duration(g.Step.SlipBlockNs))}
+					g.Step.Block.D(), g.Step.SlipBlock.D())}
 			}
 			out = append(out, CostRow{ID: rep.M.ID, Server: rep.M.Server.Name, Repeat: rep.M.Repeat, Cost: rep.Cost, Bound: b})
 		}

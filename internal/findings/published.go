@@ -286,7 +286,7 @@ func (m *matcher) cliff() {
 			continue
 		}
 		if m.p.phase == "cliff" {
-			m.row(r.Step.Server.Name, r.Step.Conc, reqs(r.Throughput.Median()), r.Throughput.Median(), CeilingPerS(r.Step.Server.Workers, time.Duration(r.Step.Server.BlockNs)))
+			m.row(r.Step.Server.Name, r.Step.Conc, reqs(r.Throughput.Median()), r.Throughput.Median(), CeilingPerS(r.Step.Server.Workers, r.Step.Block.D()))
 		} else if r.Fast.P95.OK() {
 			m.row(r.Step.Server.Name, r.Step.Conc, fastText(r, r.Fast.P95), 0, 0)
 		}
@@ -308,7 +308,7 @@ func (m *matcher) trace() {
 				}
 			}
 			if tput.OK() {
-				m.row(r.Step.Server.Name, r.Step.Conc, reqs(tput.Median()), tput.Median(), CeilingPerS(r.Step.Server.Workers, time.Duration(r.Step.Server.BlockNs)))
+				m.row(r.Step.Server.Name, r.Step.Conc, reqs(tput.Median()), tput.Median(), CeilingPerS(r.Step.Server.Workers, r.Step.Block.D()))
 			}
 		case "trace-total":
 			if r.Total.N.OK() {
@@ -330,7 +330,7 @@ type stepServer struct {
 }
 
 func serverOf(g *Group) stepServer {
-	return stepServer{kind: g.Step.Server.Kind, workers: g.Step.Server.Workers, block: time.Duration(g.Step.Server.BlockNs)}
+	return stepServer{kind: g.Step.Server.Kind, workers: g.Step.Server.Workers, block: g.Step.Block.D()}
 }
 
 // fastText is a bystander percentile in ms, marked as a lower bound when

@@ -99,8 +99,8 @@ func SlipRowOf(g *Group, p Params) SlipRow {
 	s := g.Step
 	r := SlipRow{Group: g, At: time.Duration(s.SlipAtNs)}
 	r.Workers, r.Binds, r.CallersBind = slipBinds(s, p.OffloadWorkers)
-	r.Before = SlipHalf{Block: time.Duration(s.Server.BlockNs)}
-	r.After = SlipHalf{Block: time.Duration(s.SlipBlockNs)}
+	r.Before = SlipHalf{Block: s.Block.D()}
+	r.After = SlipHalf{Block: s.SlipBlock.D()}
 	for _, h := range []*SlipHalf{&r.Before, &r.After} {
 		h.Ceiling = CeilingPerS(r.Workers, h.Block)
 	}

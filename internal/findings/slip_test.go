@@ -42,8 +42,8 @@ func slipGroupAt(s results.Server, conc int, perBefore, perAfter int64, at, sett
 	for _, p := range probes {
 		pr.Probe.Timeline = append(pr.Probe.Timeline, results.ProbePoint{DueUs: warm + p[0]*1e3, DoneUs: warm + (p[0]+p[1])*1e3, Censored: p[2] != 0})
 	}
-	step := results.Step{ID: "slip-" + s.Name, Phase: "slip", Server: s, Endpoint: "/slow", Conc: conc, Duration: window,
-		SlipBlockNs: int64(50 * time.Millisecond), SlipAtNs: int64(planned)}
+	step := results.Step{ID: "slip-" + s.Name, Phase: "slip", Server: s, Block: 5e6, Endpoint: "/slow", Conc: conc, Duration: window,
+		SlipBlock: results.Block(50 * time.Millisecond), SlipAtNs: int64(planned)}
 	return &Group{Step: step, Reps: []Rep{{Load: lr, Probe: pr}}, Load: []*results.Result{lr}, Probe: []*results.Result{pr}}
 }
 
@@ -53,11 +53,11 @@ func slipGroupAt(s results.Server, conc int, perBefore, perAfter int64, at, sett
 // after the step belongs to neither side, and a /fast probe never
 // answered counts at its wait so far.
 func TestSlip(t *testing.T) {
-	loop := results.Server{Name: "loop-gnet", Kind: "loop", Workers: 4, BlockNs: 5e6}
-	pool := results.Server{Name: "pool", Kind: "pool", Workers: 200, BlockNs: 5e6}
+	loop := results.Server{Name: "loop-gnet", Kind: "loop", Workers: 4}
+	pool := results.Server{Name: "pool", Kind: "pool", Workers: 200}
 	dbPool := pool
 	dbPool.DBConns = 10
-	goroutine := results.Server{Name: "nethttp", Kind: "goroutine", BlockNs: 5e6}
+	goroutine := results.Server{Name: "nethttp", Kind: "goroutine"}
 	for _, tc := range []struct {
 		s                        results.Server
 		binds, ceiling           string
@@ -131,7 +131,7 @@ func TestSlip(t *testing.T) {
 // a /fast probe due an hour into the window; the timeline keeps to the
 // load's own steps, so nothing grows with what the files claim.
 func TestSlipHostileTicks(t *testing.T) {
-	loop := results.Server{Name: "loop-gnet", Kind: "loop", Workers: 4, BlockNs: 5e6}
+	loop := results.Server{Name: "loop-gnet", Kind: "loop", Workers: 4}
 	g := slipGroup(loop, 64, 77, 8, 2150*time.Millisecond, [][3]float64{{100, 80, 0}})
 	g.Reps[0].Load.Params.TickNs = 1
 	g.Reps[0].Load.Load.MeasuredNs = int64(time.Hour)
@@ -147,7 +147,7 @@ func TestSlipHostileTicks(t *testing.T) {
 // came, and repetitions told at other moments meet at their steps on the
 // timeline.
 func TestSlipTold(t *testing.T) {
-	loop := results.Server{Name: "loop-gnet", Kind: "loop", Workers: 4, BlockNs: 5e6}
+	loop := results.Server{Name: "loop-gnet", Kind: "loop", Workers: 4}
 	g := slipGroupAt(loop, 64, 77, 8, 1200*time.Millisecond, 1350*time.Millisecond, nil, true)
 	r := SlipRowOf(g, Params{})
 	if r.At != 1200*time.Millisecond || r.Before.PerS.Median() != 770 || r.After.PerS.Median() != 80 {

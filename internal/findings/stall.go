@@ -165,7 +165,7 @@ type blockers struct {
 
 // blockersOf reads rep's blockers, noting their measured block on r.
 func (r *StallRow) blockersOf(g *Group, rep Rep) blockers {
-	b := blockers{loops: map[int]bool{}, known: g.Step.K == 0, block: time.Duration(g.Step.Server.BlockNs)}
+	b := blockers{loops: map[int]bool{}, known: g.Step.K == 0, block: g.Step.Block.D()}
 	if rep.Load == nil || rep.Load.Load == nil {
 		return b
 	}
@@ -179,7 +179,7 @@ func (r *StallRow) blockersOf(g *Group, rep Rep) blockers {
 	if l.BlockedSamples > 0 {
 		b.block = time.Duration(l.MeanBlockedNs)
 		r.BlockerBlock = append(r.BlockerBlock, l.MeanBlockedNs)
-		if off := BlockOff(time.Duration(g.Step.Server.BlockNs), l.MeanBlockedNs); off != "" && r.BlockOff == "" {
+		if off := BlockOff(g.Step.Block.D(), l.MeanBlockedNs); off != "" && r.BlockOff == "" {
 			r.BlockOff = off
 		}
 	}

@@ -108,7 +108,7 @@ func stallChart(f *findings.Findings, name string, mine []findings.StallRow, sta
 	hm.SetGlobalOptions(append(frame(id, 70+30*len(ylabels), nil),
 		charts.WithXAxisOpts(opts.XAxis{Type: "category", Data: xcats, AxisLabel: &opts.AxisLabel{Interval: "0", Rotate: 12}}),
 		charts.WithYAxisOpts(opts.YAxis{Type: "category", Data: ylabels}),
-		charts.WithVisualMapOpts(opts.VisualMap{Calculable: opts.Bool(true), Min: 0, Max: float32(2 * p.StallBlock.Seconds() * 1e3),
+		charts.WithVisualMapOpts(opts.VisualMap{Calculable: opts.Bool(true), Min: 0, Max: float32(2 * p.StallBlock.D().Seconds() * 1e3),
 			Text: []string{"ms the server made it wait (p50)", ""}, Orient: "horizontal", Left: "center", Top: "top",
 			InRange: &opts.VisualMapInRange{Color: []string{"#f7fbff", "#fdae6b", "#e6550d", "#7f2704"}}}),
 	)...)

@@ -97,9 +97,9 @@ type Params struct {
 	IntervalNs       int64   `json:"interval_ns,omitempty"`
 	StallThresholdNs int64   `json:"stall_threshold_ns,omitempty"`
 	DelayNs          int64   `json:"delay_ns,omitempty"`
-	// StallBlockNs is the blocking call the per-connection prober's stall
-	// threshold is derived from.
-	StallBlockNs int64 `json:"stall_block_ns,omitempty"`
+	// StallBlock is the blocking call the per-connection prober's stall
+	// threshold is derived from (its --block).
+	StallBlock Block `json:"stall_block_ns,omitempty"`
 	// StartAtUnixNs, when set, is the moment the run's clock started
 	// (--start-at), shared by tools whose windows must coincide.
 	StartAtUnixNs int64 `json:"start_at_unix_ns,omitempty"`

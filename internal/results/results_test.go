@@ -1,6 +1,7 @@
 package results
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -14,7 +15,7 @@ import (
 func full() *Result {
 	start := time.Unix(1796025321, 50679074)
 	r := New("loadgen", "open", start, Params{Target: "http://127.0.0.1:8081/slow", Conns: 8, DurationNs: 5e9, WarmupNs: 1e9,
-		TimeoutNs: 1e10, RatePerS: 500, IntervalNs: 5e7, StallThresholdNs: 5e7, DelayNs: 5e6, StallBlockNs: 1e8, StartAtUnixNs: 1796025321e9,
+		TimeoutNs: 1e10, RatePerS: 500, IntervalNs: 5e7, StallThresholdNs: 5e7, DelayNs: 5e6, StallBlock: 1e8, StartAtUnixNs: 1796025321e9,
 		Request: "@targets.txt: 3 requests", Args: []string{"--conc", "8"}})
 	h := hist.New()
 	h.Record(3 * time.Millisecond)
@@ -125,13 +126,13 @@ func TestOutcomeAndMedian(t *testing.T) {
 // unknown fields and other versions as Decode does.
 func TestRunRoundTrip(t *testing.T) {
 	dir := t.TempDir()
-	step := Step{ID: "sweep-pool-c4", Phase: "sweep", Server: Server{Name: "pool", Kind: "pool", Workers: 200, BlockNs: 5e6},
-		Endpoint: "/slow", Conc: 4, Duration: 5 * time.Second, Warmup: time.Second}
+	step := Step{ID: "sweep-pool-c4", Phase: "sweep", Server: Server{Name: "pool", Kind: "pool", Workers: 200},
+		Endpoint: "/slow", Conc: 4, Duration: 5 * time.Second, Warmup: time.Second, Block: Block(5 * time.Millisecond)}
 	asIs := Step{ID: "sweep-svc-c1", Phase: "sweep", Server: Server{Name: "svc", Kind: "other", External: true, URL: "http://127.0.0.1:8080", PID: 9,
 		Load: "POST /login (+body 43 B)", Bystander: "@targets.txt: 3 requests"}, Endpoint: "POST /login (+body 43 B)", Conc: 1, Duration: 5 * time.Second}
 	r := &Run{
 		Schema: RunSchema, Partial: true, PartialReason: "interrupted",
-		Params: RunParams{BlockNs: 5e6, StallBlockNs: 1e8, Conc: []int{4}, DurationNs: 5e9, WarmupNs: 1e9, Engines: []string{"gnet"},
+		Params: RunParams{Block: Block(5 * time.Millisecond), StallBlock: Block(100 * time.Millisecond), Conc: []int{4}, DurationNs: 5e9, WarmupNs: 1e9, Engines: []string{"gnet"},
 			Servers: []string{"pool"}, Phases: []string{"sweep"}, Repeat: 1, Args: []string{"--conc=4"}, Loops: 4, PoolSlots: 200,
 			ProbeEveryNs: 5e7, BlockMode: "syscall", OffloadWorkers: 200, AsyncDelayNs: 5e6, StallConns: 12, StallIntervalNs: 1e7,
 			TraceCallers: 8, TraceConns: 12},
@@ -190,6 +191,70 @@ func TestRunRoundTrip(t *testing.T) {
 	if r, err := DecodeRun([]byte(`{"schema":"bystander.run/v5","measurements":[{"id":"x","cost":{"server_cpu_us_per_request":12}}]}`)); err != nil ||
 		r.Measurements[0].Cost == nil || r.Measurements[0].Cost.ServerCPUUsPerRequest != 12 || r.Measurements[0].Use != nil {
 		t.Errorf("a v5 run: %v", err)
+	}
+}
+
+// TestBlockOneRoad: a step's block is its params' (BlockOf), never written
+// with the step; a v12 run, whose servers said theirs too, reads when they
+// agree and is refused, said so, when one does not; a v13 run whose server
+// says a block, or whose slip step its slip block, is refused.
+func TestBlockOneRoad(t *testing.T) {
+	const v12 = `{"schema":"bystander.run/v12","params":{"block_ns":5000000,"stall_block_ns":100000000,"slip_block_ns":50000000,
+		"targets":[{"name":"t","block_ns":5000000}]},"measurements":[
+		{"id":"sweep-pool-c4","phase":"sweep","server":{"name":"pool","block_ns":%d}},
+		{"id":"slip-pool","phase":"slip","server":{"name":"pool","block_ns":5000000},"slip_block_ns":%d,"slip_at_ns":1},
+		{"id":"stall-pool-k4","phase":"stall","server":{"name":"pool","block_ns":100000000}},
+		{"id":"sweep-svc-c1","phase":"sweep","server":{"name":"svc","load":"GET /x","block_ns":0}}]}`
+	r, err := DecodeRun([]byte(fmt.Sprintf(v12, 5000000, 50000000)))
+	if err != nil {
+		t.Fatalf("a v12 run whose steps agree with its params: %v", err)
+	}
+	for i, want := range []time.Duration{5 * time.Millisecond, 5 * time.Millisecond, 100 * time.Millisecond, 0} {
+		m := r.Measurements[i]
+		if m.Block.D() != want || m.Server.LegacyBlockNs != 0 {
+			t.Errorf("%s: block %s (legacy %d), want %s from the params", m.ID, m.Block, m.Server.LegacyBlockNs, want)
+		}
+		if slip := r.Measurements[i].SlipBlock; (m.Phase == "slip") != (slip == Block(50*time.Millisecond)) || m.LegacySlipBlockNs != 0 {
+			t.Errorf("%s: slip block %s (legacy %d), want 50ms in the slip phase alone", m.ID, slip, m.LegacySlipBlockNs)
+		}
+	}
+	if r.Params.Targets[0].LegacyBlockNs != 0 {
+		t.Error("a target's legacy block_ns kept")
+	}
+	// What is written again says no server's block.
+	dir := t.TempDir()
+	r.Schema = RunSchema
+	if err := WriteRun(dir, r); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "run.json")); err != nil || (strings.Count(string(b), `"block_ns"`) != 1 || strings.Count(string(b), `"slip_block_ns"`) != 1) {
+		t.Errorf("run.json written with a block_ns beside the params' (%v):\n%s", err, b)
+	}
+	if back, err := ReadRun(dir); err != nil || !reflect.DeepEqual(back, r) {
+		t.Errorf("round trip: %v", err)
+	}
+	_, err = DecodeRun([]byte(fmt.Sprintf(v12, 5000000, 20000000)))
+	if err == nil || !strings.Contains(err.Error(), "slip-pool slowed to 20ms, its params say 50ms") {
+		t.Errorf("a v12 run whose slip step slowed to another block than its params: %v", err)
+	}
+	_, err = DecodeRun([]byte(fmt.Sprintf(v12, 7000000, 50000000)))
+	if err == nil || !strings.Contains(err.Error(), "sweep-pool-c4 asked for 7ms, its params say 5ms") {
+		t.Errorf("a v12 run whose step asked another block than its params: %v", err)
+	}
+	_, err = DecodeRun([]byte(`{"schema":"` + RunSchema + `","measurements":[{"id":"x","server":{"name":"a","block_ns":5000000}}]}`))
+	if err == nil || !strings.Contains(err.Error(), "block_ns") {
+		t.Errorf("a v13 server saying its block: %v", err)
+	}
+	_, err = DecodeRun([]byte(`{"schema":"` + RunSchema + `","measurements":[{"id":"slip-a","phase":"slip","slip_block_ns":5000000}]}`))
+	if err == nil || !strings.Contains(err.Error(), "slip_block_ns") {
+		t.Errorf("a v13 step saying its slip block: %v", err)
+	}
+	var b Block
+	if err := b.Set("1.5ms"); err != nil || b.D() != 1500*time.Microsecond || b.String() != "1.5ms" || b.Ms() != 1.5 {
+		t.Errorf("Set 1.5ms: %s %v", b, err)
+	}
+	if err := b.Set("5"); err == nil {
+		t.Error("Set 5 (no unit): accepted")
 	}
 }
 

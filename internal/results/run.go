@@ -55,11 +55,15 @@ import (
 // is measured at the sweep's top step twice, the second time watched
 // (Step.Variant "watched"), and that measurement names what watching found
 // (WatchFile, in the format bystander.watch/v1); optional: a v3-v11 run
-// reads as it is.
-const RunSchema = "bystander.run/v12"
+// reads as it is. v13 (from v12): the block reaches a step by one road,
+// the params (RunParams.BlockOf): a server no longer says its block_ns, a
+// slip step its slip_block_ns. A v3-v12 run reads as it is when each
+// step's block_ns and slip_block_ns are those its params give it (as in
+// every run the kit wrote), and is refused, said so, when one is not.
+const RunSchema = "bystander.run/v13"
 
 // readableRunSchemas are the older run indexes DecodeRun reads as they are.
-var readableRunSchemas = []string{"bystander.run/v3", "bystander.run/v4", "bystander.run/v5", "bystander.run/v6", "bystander.run/v7", "bystander.run/v8", "bystander.run/v9", "bystander.run/v10", "bystander.run/v11"}
+var readableRunSchemas = []string{"bystander.run/v3", "bystander.run/v4", "bystander.run/v5", "bystander.run/v6", "bystander.run/v7", "bystander.run/v8", "bystander.run/v9", "bystander.run/v10", "bystander.run/v11", "bystander.run/v12"}
 
 // Run is run.json: the index of a run directory, written first and updated
 // after every measurement, so an interrupted run still says what it did.
@@ -77,8 +81,10 @@ type Run struct {
 
 // RunParams are the run's flags.
 type RunParams struct {
-	BlockNs      int64    `json:"block_ns"`
-	StallBlockNs int64    `json:"stall_block_ns"`
+	// Block is the call the sweep, offload and slip phases ask for,
+	// StallBlock the stall, trace and cliff phases' (BlockOf).
+	Block        Block    `json:"block_ns"`
+	StallBlock   Block    `json:"stall_block_ns"`
 	Conc         []int    `json:"conc"`
 	DurationNs   int64    `json:"duration_ns"`
 	WarmupNs     int64    `json:"warmup_ns"`
@@ -119,9 +125,9 @@ type RunParams struct {
 	// Stage is true when the run was given as a talk (run.sh --stage): its
 	// live page was served meanwhile, to a browser perhaps on this machine.
 	Stage bool `json:"stage,omitempty"`
-	// SlipBlockNs is the block the slip phase's load asks for from halfway
+	// SlipBlock is the block the slip phase's load asks for from halfway
 	// through its window (--slip-block), after Block.
-	SlipBlockNs int64 `json:"slip_block_ns,omitempty"`
+	SlipBlock Block `json:"slip_block_ns,omitempty"`
 }
 
 // Manifest is where and when the run happened.
@@ -265,7 +271,10 @@ type Server struct {
 	Kind    string `json:"kind"`
 	Engine  string `json:"engine"`  // gnet | evio | ""
 	Workers int    `json:"workers"` // loops or slots; 0 when not known
-	BlockNs int64  `json:"block_ns"`
+	// LegacyBlockNs is the block a v3-v12 run said of each server: read,
+	// checked against the params (DecodeRun) and cleared, never written
+	// (v13: RunParams.BlockOf).
+	LegacyBlockNs int64 `json:"block_ns,omitempty"`
 	// DBConns are the database connections its blocking call can hold at
 	// once (--block-mode postgres: its pool's size); 0 when it calls none.
 	DBConns int `json:"db_conns,omitempty"`
@@ -312,10 +321,17 @@ type Step struct {
 	Variant  string        `json:"variant"`  // offload: blocking | offloaded | pool
 	Duration time.Duration `json:"duration_ns"`
 	Warmup   time.Duration `json:"warmup_ns"`
-	// SlipBlockNs, in the slip phase, is the block the load asks for from
-	// SlipAtNs into the measured window on (Server.BlockNs before it).
-	SlipBlockNs int64 `json:"slip_block_ns,omitempty"`
-	SlipAtNs    int64 `json:"slip_at_ns,omitempty"`
+	// Block is the call the step's load asks for, and SlipBlock, in the
+	// slip phase, what it asks for from SlipAtNs into the measured window
+	// on: never written, always its run's RunParams.BlockOf and
+	// SlipBlockOf (set by DecodeRun, and by the plan).
+	Block     Block `json:"-"`
+	SlipBlock Block `json:"-"`
+	// LegacySlipBlockNs is the slip block a v10-v12 run said of each slip
+	// step: read, checked against the params (DecodeRun) and cleared,
+	// never written (v13: RunParams.SlipBlockOf).
+	LegacySlipBlockNs int64 `json:"slip_block_ns,omitempty"`
+	SlipAtNs          int64 `json:"slip_at_ns,omitempty"`
 }
 
 // Process is a child the run started, for the record (and the orphan test).
@@ -357,7 +373,49 @@ func DecodeRun(b []byte) (*Run, error) {
 	if r.Schema != RunSchema && !slices.Contains(readableRunSchemas, r.Schema) {
 		return nil, fmt.Errorf("results: run.json schema %q, want %q", r.Schema, RunSchema)
 	}
+	if err := r.settleBlocks(); err != nil {
+		return nil, err
+	}
 	return &r, nil
+}
+
+// settleBlocks gives each step its block from the params (BlockOf), the
+// one road, and each slip step its slip block. A v3-v12 run's servers said theirs too (block_ns): each said
+// must be the one the params give, else the run is refused, for its
+// figures would depend on which was read; a v13 run's servers say none.
+func (r *Run) settleBlocks() error {
+	for i := range r.Measurements {
+		m := &r.Measurements[i]
+		want := r.Params.BlockOf(m.Step)
+		if got := m.Server.LegacyBlockNs; got != 0 {
+			if r.Schema == RunSchema {
+				return fmt.Errorf("results: run.json: measurement %s: its server says block_ns %d, which %s does not: the block is the params' (block_ns, stall_block_ns)", m.ID, got, RunSchema)
+			}
+			if got != int64(want) {
+				return fmt.Errorf("results: run.json (%s): measurement %s asked for %s, its params say %s: the figures take the block from the params only; "+
+					"make the params' block_ns or stall_block_ns what the run asked for, or measure again", r.Schema, m.ID, time.Duration(got), want)
+			}
+		}
+		slip := r.Params.SlipBlockOf(m.Step)
+		if got := m.LegacySlipBlockNs; got != 0 {
+			if r.Schema == RunSchema {
+				return fmt.Errorf("results: run.json: measurement %s says slip_block_ns %d, which %s does not: the slip block is the params' (slip_block_ns)", m.ID, got, RunSchema)
+			}
+			if got != int64(slip) {
+				return fmt.Errorf("results: run.json (%s): measurement %s slowed to %s, its params say %s: the figures take the slip block from the params only; "+
+					"make the params' slip_block_ns what the run asked for, or measure again", r.Schema, m.ID, time.Duration(got), slip)
+			}
+		}
+		m.Server.LegacyBlockNs, m.LegacySlipBlockNs = 0, 0
+		m.Block, m.SlipBlock = want, slip
+	}
+	for i := range r.Params.Targets {
+		if r.Schema == RunSchema && r.Params.Targets[i].LegacyBlockNs != 0 {
+			return fmt.Errorf("results: run.json: target %s says block_ns, which %s does not: the block is the params'", r.Params.Targets[i].Name, RunSchema)
+		}
+		r.Params.Targets[i].LegacyBlockNs = 0
+	}
+	return nil
 }
 
 // Median of v (0 for none): the kit quotes medians of repeated figures.
