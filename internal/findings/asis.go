@@ -9,6 +9,7 @@ import (
 
 	"github.com/bystander-kit/bystander/internal/results"
 	"github.com/bystander-kit/bystander/internal/stall"
+	"github.com/bystander-kit/bystander/internal/words"
 )
 
 // A server measured as it is (run.sh --load and --bystander) speaks no
@@ -458,16 +459,16 @@ func (a *AsIs) classify() {
 			continue
 		}
 		if st.Judged == 0 {
-			after = fmt.Sprintf("at %s %s", Plural(st.Step.Conc, "caller"), st.StalledText())
+			after = fmt.Sprintf("at %s %s", words.Plural(st.Step.Conc, "caller"), st.StalledText())
 			break
 		}
 		if st.Stalled.Median() > 0 {
-			after = fmt.Sprintf("at %s %s stalled: its callers queued", Plural(st.Step.Conc, "caller"), st.StalledText())
+			after = fmt.Sprintf("at %s %s stalled: its callers queued", words.Plural(st.Step.Conc, "caller"), st.StalledText())
 			break
 		}
 		a.Forgives = st.Step.Conc
 	}
-	a.Text = fmt.Sprintf("a pool that forgives it up to %s: none of its connections stalled up to there", Plural(a.Forgives, "caller"))
+	a.Text = fmt.Sprintf("a pool that forgives it up to %s: none of its connections stalled up to there", words.Plural(a.Forgives, "caller"))
 	if st := a.step(a.Forgives); st != nil {
 		if p, ok := bystanderP50(st); ok && a.unloaded() > 0 {
 			a.Text += fmt.Sprintf(", its bystander's median %.1fx its wait unloaded", p/a.unloaded())

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/bystander-kit/bystander/internal/stall"
+	"github.com/bystander-kit/bystander/internal/words"
 )
 
 // The words of a server measured as it is: its columns and lines, said
@@ -48,7 +49,7 @@ func (st AsIsStep) WhoText() string {
 	case len(who) == len(st.Cells):
 		return "all"
 	}
-	return JoinInts(who, ", ")
+	return words.Ints(who, ", ")
 }
 
 // Short is its class in a few words, with the workers it behaves as.
@@ -60,7 +61,7 @@ func (a AsIs) Short() string {
 	case a.Class == ClassLoop:
 		s = "a few threads the load holds"
 	case a.Class == ClassPool:
-		s = fmt.Sprintf("a pool that forgives it up to %s", Plural(a.Forgives, "caller"))
+		s = fmt.Sprintf("a pool that forgives it up to %s", words.Plural(a.Forgives, "caller"))
 	default:
 		s = "its class not told"
 	}
@@ -81,7 +82,7 @@ func (a AsIs) StalledLine() string {
 	for i, st := range a.Steps {
 		at := fmt.Sprintf("at %d", st.Step.Conc)
 		if i == 0 {
-			at = "at " + Plural(st.Step.Conc, "caller")
+			at = "at " + words.Plural(st.Step.Conc, "caller")
 		}
 		parts = append(parts, st.StalledText()+" "+at)
 	}
@@ -94,7 +95,7 @@ func (st AsIsStep) ClosedText() string {
 	if !st.Dials.OK() || st.Dials.Median() <= 2*float64(st.Step.Conc) {
 		return ""
 	}
-	closed := fmt.Sprintf("the service closed the load's connections: %s dials for its %s", num(st.Dials, "%.0f"), Plural(st.Step.Conc, "caller"))
+	closed := fmt.Sprintf("the service closed the load's connections: %s dials for its %s", num(st.Dials, "%.0f"), words.Plural(st.Step.Conc, "caller"))
 	if !st.PerClose.OK() || st.PerClose.Median() < 2 {
 		return closed + ": each answer paid for a connection's setup"
 	}
@@ -134,7 +135,7 @@ func (a AsIs) WorkersText() string {
 	if a.Workers <= 0 {
 		return "not known"
 	}
-	s := fmt.Sprintf("%.1f workers (its plateau %s at %s x the call's %s, Little's law)", a.Workers, reqs(a.Plateau), Plural(a.PlateauAt, "caller"), round(a.CallTime()))
+	s := fmt.Sprintf("%.1f workers (its plateau %s at %s x the call's %s, Little's law)", a.Workers, reqs(a.Plateau), words.Plural(a.PlateauAt, "caller"), round(a.CallTime()))
 	if a.AtLeast {
 		s = "at least " + s + ": it served the sweep's most callers at once"
 	}
@@ -149,7 +150,7 @@ func (a AsIs) CeilingText() string {
 		}
 		return "not known"
 	}
-	return fmt.Sprintf("%s / %s = %s", Plural(max(1, int(math.Round(a.Workers))), "worker"), round(a.CallTime()), reqs(a.Ceiling))
+	return fmt.Sprintf("%s / %s = %s", words.Plural(max(1, int(math.Round(a.Workers))), "worker"), round(a.CallTime()), reqs(a.Ceiling))
 }
 
 // rise says how the bystander's median went with the load: "from 0.32ms
@@ -158,7 +159,7 @@ func (a AsIs) rise() string {
 	var parts []string
 	for i := range a.Steps {
 		if p, ok := bystanderP50(&a.Steps[i]); ok {
-			parts = append(parts, fmt.Sprintf("%s at %s", round(time.Duration(p*1e3)), Plural(a.Steps[i].Step.Conc, "caller")))
+			parts = append(parts, fmt.Sprintf("%s at %s", round(time.Duration(p*1e3)), words.Plural(a.Steps[i].Step.Conc, "caller")))
 		}
 	}
 	if len(parts) == 0 {
@@ -169,4 +170,13 @@ func (a AsIs) rise() string {
 		s += fmt.Sprintf(" (unloaded %s)", round(time.Duration(u*1e3)))
 	}
 	return s
+}
+
+// PlateauText is its highest throughput and where: "17,189 req/s at 64
+// callers", or "not measured".
+func (a AsIs) PlateauText() string {
+	if a.Plateau <= 0 {
+		return "not measured"
+	}
+	return fmt.Sprintf("%s at %s", reqs(a.Plateau), words.Plural(a.PlateauAt, "caller"))
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/bystander-kit/bystander/internal/words"
 )
 
 // Claim is one of the story's claims, checked on the run's data.
@@ -28,14 +30,7 @@ func (c Claim) Sentence() string {
 	case c.Held:
 		return fmt.Sprintf("%s (%s).", c.Text, c.Figure)
 	}
-	return fmt.Sprintf("The story says %s; it did not hold in this run: %s.", lowerFirst(c.Text), c.Figure)
-}
-
-func lowerFirst(s string) string {
-	if s == "" {
-		return s
-	}
-	return strings.ToLower(s[:1]) + s[1:]
+	return fmt.Sprintf("The story says %s; it did not hold in this run: %s.", words.LowerFirst(c.Text), c.Figure)
 }
 
 // The claims the pages state, by ID.
@@ -157,7 +152,7 @@ func loopsFlatten(f *Findings, e sweepEnds) []Claim {
 	c.Known, c.Held = true, true
 	var figs []string
 	for _, r := range e.loopsHi {
-		figs = append(figs, fmt.Sprintf("%s %s req/s at %d callers, %.0f%% of %s", r.Step.Server.Name, Thousands(r.Throughput.Median()), r.Step.Conc,
+		figs = append(figs, fmt.Sprintf("%s %s req/s at %d callers, %.0f%% of %s", r.Step.Server.Name, words.Thousands(r.Throughput.Median()), r.Step.Conc,
 			100*r.CeilingShare().Median(), f.Server(r.Step.Server.Name).CeilingText()))
 		if r.Kind() != "workers" {
 			c.Held = false
@@ -181,8 +176,8 @@ func poolClimbs(_ *Findings, e sweepEnds) []Claim {
 			continue // one concurrency: nothing to climb
 		}
 		c.Known = true
-		figs = append(figs, fmt.Sprintf("%s from %s req/s at %d callers to %s at %d", r.Step.Server.Name, Thousands(lo.Throughput.Median()), lo.Step.Conc,
-			Thousands(r.Throughput.Median()), r.Step.Conc))
+		figs = append(figs, fmt.Sprintf("%s from %s req/s at %d callers to %s at %d", r.Step.Server.Name, words.Thousands(lo.Throughput.Median()), lo.Step.Conc,
+			words.Thousands(r.Throughput.Median()), r.Step.Conc))
 		if r.Throughput.Median() < ClimbAtLeast*lo.Throughput.Median() || r.Kind() == "workers" {
 			c.Held = false
 		}
@@ -284,8 +279,8 @@ func offloadHelps(f *Findings, _ sweepEnds) []Claim {
 		}
 		o := offloaded[n]
 		c.Known = true
-		figs = append(figs, fmt.Sprintf("%s %s req/s offloaded against %s blocking, /fast %s against %s", n, Thousands(o.Throughput.Median()),
-			Thousands(b.Throughput.Median()), fastText(o, o.Fast.P50), fastText(b, b.Fast.P50)))
+		figs = append(figs, fmt.Sprintf("%s %s req/s offloaded against %s blocking, /fast %s against %s", n, words.Thousands(o.Throughput.Median()),
+			words.Thousands(b.Throughput.Median()), fastText(o, o.Fast.P50), fastText(b, b.Fast.P50)))
 		if o.Throughput.Median() < OffloadTimes*b.Throughput.Median() || o.Fast.P50.Median()*OffloadFastTimes > b.Fast.P50.Median() {
 			c.Held = false
 		}
@@ -423,15 +418,6 @@ func (f *Findings) Lead() string {
 
 // CliffShares are the cliff phase's callers, in percent of a pool's slots.
 var CliffShares = []int{64, 100, 150}
-
-// CliffSharesText is "64 %, 100 % and 150 %".
-func CliffSharesText() string {
-	var parts []string
-	for _, c := range CliffShares {
-		parts = append(parts, fmt.Sprintf("%d %%", c))
-	}
-	return strings.Join(parts[:len(parts)-1], ", ") + " and " + parts[len(parts)-1]
-}
 
 // SharedText says whether other processes used the machine while the run
 // measured, from each load's and each stall measurement's reading of

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/bystander-kit/bystander/internal/words"
 )
 
 // What a server did with a blocking call, as the run measured it, not as
@@ -100,7 +102,7 @@ func (f *Findings) classify(sv ServerSummary) Class {
 		return c
 	case st.stalls && st.exact && c.Loops > 0:
 		c.Class = ClassLoop
-		c.Text = fmt.Sprintf("a loop server: k blocked loops stalled exactly the connections on them (%s; %s, from X-Loop)", c.Stalled, Plural(c.Loops, "loop"))
+		c.Text = fmt.Sprintf("a loop server: k blocked loops stalled exactly the connections on them (%s; %s, from X-Loop)", c.Stalled, words.Plural(c.Loops, "loop"))
 		return c
 	case st.stalls:
 		c.Text = "not classified: its stalls are not whole loops (" + c.Stalled + ")"
@@ -261,7 +263,7 @@ func cliffCallers(rows []LoadRow) string {
 		}
 	}
 	slices.Sort(cs)
-	return JoinInts(cs, ", ")
+	return words.Ints(cs, ", ")
 }
 
 // stallTooBusy says why no stall measurement could be judged.
@@ -282,9 +284,9 @@ func stallTooBusy(rows []StallRow) string {
 func boundShort(b *Bound, callers int) string {
 	switch b.Kind {
 	case "workers":
-		return fmt.Sprintf("%.0f%% of its workers' %s", 100*b.Share, Thousands(b.WorkersCeiling))
+		return fmt.Sprintf("%.0f%% of its workers' %s", 100*b.Share, words.Thousands(b.WorkersCeiling))
 	case "callers":
-		return fmt.Sprintf("%.0f%% of its %d callers' %s (Little's law)", 100*b.Share, callers, Thousands(b.CallersCeiling))
+		return fmt.Sprintf("%.0f%% of its %d callers' %s (Little's law)", 100*b.Share, callers, words.Thousands(b.CallersCeiling))
 	case "cpu":
 		return "held by the CPU"
 	case "generator":
@@ -299,14 +301,3 @@ var ClassesText = strings.Join([]string{
 	fmt.Sprintf("a pool when its cliff served at most N callers at once, under %.0f %% of them (N as measured; its size as configured, where the server declares it)", 100*PoolBelow),
 	fmt.Sprintf("one OS thread per blocked request when it served every caller and held %.0f %% as many threads or more", 100*ThreadsPerCaller),
 }, "; ")
-
-// Plural is "1 loop", "4 loops", "2 entries".
-func Plural(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	if strings.HasSuffix(noun, "y") {
-		return fmt.Sprintf("%d %sies", n, strings.TrimSuffix(noun, "y"))
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
-}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/bystander-kit/bystander/internal/words"
 )
 
 // Headline is the run's result at one glance, the top of the report: each
@@ -236,9 +238,9 @@ func heldBy(r SweepRow) string {
 	}
 	switch b.Kind {
 	case "workers":
-		return fmt.Sprintf("held by its workers: %.0f%% of %s, their ceiling from the block measured", 100*b.Share, Thousands(b.WorkersCeiling))
+		return fmt.Sprintf("held by its workers: %.0f%% of %s, their ceiling from the block measured", 100*b.Share, words.Thousands(b.WorkersCeiling))
 	case "callers":
-		return fmt.Sprintf("held by its %d callers (Little's law): %.0f%% of %s", r.Step.Conc, 100*b.Share, Thousands(b.CallersCeiling))
+		return fmt.Sprintf("held by its %d callers (Little's law): %.0f%% of %s", r.Step.Conc, 100*b.Share, words.Thousands(b.CallersCeiling))
 	case "cpu":
 		return "held by the CPU"
 	case "generator":

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/bystander-kit/bystander/internal/words"
 )
 
 // The published Netty-vs-Tomcat experiment this kit reproduces: Netty with
@@ -45,17 +47,7 @@ type published struct {
 	variant string
 }
 
-func reqs(v float64) string { return fmt.Sprintf("%s req/s", Thousands(v)) }
-
-// Thousands writes a whole number with commas, as the publication does.
-func Thousands(v float64) string {
-	n := int64(v + 0.5)
-	s := fmt.Sprint(n)
-	for i := len(s) - 3; i > 0; i -= 3 {
-		s = s[:i] + "," + s[i:]
-	}
-	return s
-}
+func reqs(v float64) string { return fmt.Sprintf("%s req/s", words.Thousands(v)) }
 
 // The rows the headline sets beside its figures.
 const (
@@ -149,10 +141,10 @@ func (m *matcher) row(server string, conc int, this string, perS, ceiling float6
 	p := m.p
 	r := PublishedRow{What: p.what, Server: server, This: this, Published: p.value}
 	if p.ceiling > 0 {
-		r.PubShare = fmt.Sprintf("%.0f%% of %s", 100*Share(p.perS, p.ceiling), Thousands(p.ceiling))
+		r.PubShare = fmt.Sprintf("%.0f%% of %s", 100*Share(p.perS, p.ceiling), words.Thousands(p.ceiling))
 	}
 	if ceiling > 0 && perS > 0 {
-		r.ThisShare = fmt.Sprintf("%.0f%% of %s", 100*Share(perS, ceiling), Thousands(ceiling))
+		r.ThisShare = fmt.Sprintf("%.0f%% of %s", 100*Share(perS, ceiling), words.Thousands(ceiling))
 	}
 	switch {
 	case p.callers == 0 && conc > 0:

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/bystander-kit/bystander/internal/words"
 )
 
 // ServerSummary is one server as the run measured it: what it is, and
@@ -68,7 +70,7 @@ func (s ServerSummary) CeilingText() string {
 	if s.NominalCeiling == 0 {
 		return ""
 	}
-	return fmt.Sprintf("%s / %s = %s req/s", s.ceilingNoun(), s.Block, Thousands(s.NominalCeiling))
+	return fmt.Sprintf("%s / %s = %s req/s", s.ceilingNoun(), s.Block, words.Thousands(s.NominalCeiling))
 }
 
 // ceilingNoun is the workers of the ceiling in words: "4 loops", "200

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/bystander-kit/bystander/internal/results"
+	"github.com/bystander-kit/bystander/internal/words"
 )
 
 // The slip phase: /slow at the highest concurrency while the call the load
@@ -78,7 +79,7 @@ func (r SlipRow) Fell() float64 {
 // CeilingText is the step of the ceiling that binds, in words: "4 loops:
 // 5ms -> 50ms = 800 -> 80 req/s".
 func (r SlipRow) CeilingText() string {
-	return fmt.Sprintf("%s: %s -> %s = %s -> %s req/s", r.Binds, r.Before.Block, r.After.Block, Thousands(r.Before.Ceiling), Thousands(r.After.Ceiling))
+	return fmt.Sprintf("%s: %s -> %s = %s -> %s req/s", r.Binds, r.Before.Block, r.After.Block, words.Thousands(r.Before.Ceiling), words.Thousands(r.After.Ceiling))
 }
 
 // slipBinds is the workers of a slip step's ceiling and their name: the
@@ -87,7 +88,7 @@ func (r SlipRow) CeilingText() string {
 func slipBinds(s results.Step, offloadWorkers int) (int, string, bool) {
 	w := WorkersOf(s, offloadWorkers)
 	if w == 0 || s.Conc < w {
-		return s.Conc, Plural(s.Conc, "caller"), true
+		return s.Conc, words.Plural(s.Conc, "caller"), true
 	}
 	sum := ServerSummary{Kind: s.Server.Kind, Workers: s.Server.Workers, SweepWorkers: w, DBConns: s.Server.DBConns, DBBound: DBBinds(s, offloadWorkers)}
 	return w, sum.ceilingNoun(), false

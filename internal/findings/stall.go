@@ -11,6 +11,7 @@ import (
 	"github.com/bystander-kit/bystander/internal/outside"
 	"github.com/bystander-kit/bystander/internal/results"
 	"github.com/bystander-kit/bystander/internal/stall"
+	"github.com/bystander-kit/bystander/internal/words"
 )
 
 func round(d time.Duration) time.Duration {
@@ -386,7 +387,7 @@ func (r StallRow) DetectorText() string {
 	}
 	loops := "none"
 	if len(r.DetectorLoops) > 0 {
-		loops = JoinInts(r.DetectorLoops, ",")
+		loops = words.Ints(r.DetectorLoops, ",")
 	}
 	if r.DetectorMatch && len(r.DetectorLoops) == 0 {
 		return "none (none blocked)"
@@ -415,7 +416,7 @@ func (r StallRow) CulpritText() string {
 	if len(unnamed) > 1 {
 		word = "loops "
 	}
-	held := "in /slow, not judged (its thread parked by Go, no stack taken while it held): " + word + JoinInts(unnamed, ", ")
+	held := "in /slow, not judged (its thread parked by Go, no stack taken while it held): " + word + words.Ints(unnamed, ", ")
 	if text == "" {
 		return held
 	}
@@ -444,13 +445,4 @@ func CulpritsText(rs []culprit.Record) string {
 		parts = append(parts, p.Where+": "+word+strings.Join(p.Who, ", "))
 	}
 	return strings.Join(parts, "; ")
-}
-
-// JoinInts writes v with sep between: "1,2,3".
-func JoinInts(v []int, sep string) string {
-	parts := make([]string, len(v))
-	for i, x := range v {
-		parts[i] = strconv.Itoa(x)
-	}
-	return strings.Join(parts, sep)
 }
