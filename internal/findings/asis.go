@@ -366,9 +366,9 @@ func (a *AsIs) cpu() {
 		if u == nil || u.Server == nil || u.Server.Busiest == nil || u.WindowNs <= 0 {
 			continue
 		}
-		shares = append(shares, float64(u.Server.Busiest.CPUNs)/float64(u.WindowNs))
-		runqs = append(runqs, float64(u.Server.Busiest.RunqWaitNs)/float64(u.WindowNs))
-		cores = append(cores, float64(u.Server.CPUNs)/float64(u.WindowNs))
+		shares = append(shares, u.InWindow(u.Server.Busiest.CPUNs))
+		runqs = append(runqs, u.InWindow(u.Server.Busiest.RunqWaitNs))
+		cores = append(cores, u.InWindow(u.Server.CPUNs))
 		r := 1.0 // not known: the whole window
 		if l := rep.Load; l != nil && l.Load != nil && l.Load.ThroughputPerS > 0 && l.Load.Latency.MeanUs > 0 {
 			r = min(1, l.Load.ThroughputPerS*l.Load.Latency.MeanUs/1e6) // Little's law

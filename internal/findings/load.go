@@ -514,24 +514,22 @@ func CostOf(m results.Measurement, lr *results.Result) *results.ServerCost {
 		if p == nil {
 			return 0
 		}
-		return float64(p.CPUNs) / float64(u.WindowNs)
+		return u.InWindow(p.CPUNs)
 	}
 	c := &results.ServerCost{Requests: int64(reqs), MeasuredBlockNs: l.MeanBlockedNs, ThroughputPerS: l.ThroughputPerS,
 		ServerCores: coresOf(u.Server), GeneratorCores: coresOf(u.Generator), ProberCores: coresOf(u.Prober) + coresOf(u.Conns),
 		GeneratorCPUUsPerReq: lr.Generator.CPUUsPerRequest, MachineBusy: u.MachineBusy, MachineCores: u.MachineBusy * float64(u.Cores), Cores: u.Cores}
 	if u.DB != nil {
 		c.DBCores = coresOf(u.DB)
-		if reqs > 0 {
-			c.DBCPUUsPerRequest = float64(u.DB.CPUNs) / 1e3 / reqs
-		}
+		c.DBCPUUsPerRequest = results.UsPerRequest(u.DB.CPUNs, reqs)
 	}
 	if u.Server == nil {
 		c.ServerNotMeasured = true
 		return c
 	}
 	c.Threads, c.PeakRSSBytes = u.Server.Threads, u.Server.PeakRSSBytes
+	c.ServerCPUUsPerRequest = results.UsPerRequest(u.Server.CPUNs, reqs)
 	if reqs > 0 {
-		c.ServerCPUUsPerRequest = float64(u.Server.CPUNs) / 1e3 / reqs
 		c.CtxSwitchesPerRequest = float64(u.Server.VolCtxSw+u.Server.InvolCtxSw) / reqs
 	}
 	return c

@@ -21,3 +21,23 @@ func TestCostOf(t *testing.T) {
 		}
 	}
 }
+
+// TestInWindow: a process's CPU over the window is its cores, a wait over
+// it the window's share; none without a window (a run.json of a stranger
+// may hold 0), not a division by zero.
+func TestInWindow(t *testing.T) {
+	for _, c := range []struct {
+		windowNs, ns int64
+		want         float64
+	}{
+		{windowNs: 2_000_000_000, ns: 3_000_000_000, want: 1.5},
+		{windowNs: 1000, ns: 250, want: 0.25},
+		{windowNs: 0, ns: 250, want: 0},
+		{windowNs: -5, ns: 250, want: 0},
+	} {
+		u := &Use{WindowNs: c.windowNs}
+		if got := u.InWindow(c.ns); got != c.want {
+			t.Errorf("window %d ns: InWindow(%d) = %v, want %v", c.windowNs, c.ns, got, c.want)
+		}
+	}
+}
