@@ -43,7 +43,7 @@ func cliffChart(f *findings.Findings) section {
 		}
 	}
 	if len(cats) == 0 {
-		sec.Missing = findings.Missing(groupsOf(f.Cliff, loadGroup), "cliff")
+		sec.Missing = missing(groupsOf(f.Cliff, loadGroup), "cliff")
 		return sec
 	}
 	names := []string{"p50", "p95", "p99"}

@@ -38,7 +38,7 @@ func slipCharts(f *findings.Findings) []section {
 		for _, r := range f.Slip {
 			groups = append(groups, r.Group)
 		}
-		tput.Missing = findings.Missing(groups, "slip")
+		tput.Missing = missing(groups, "slip")
 		for _, r := range f.Slip {
 			if r.OK() && r.Why != "" {
 				tput.Missing = r.Sentence()

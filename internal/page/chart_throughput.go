@@ -42,7 +42,7 @@ func throughputChart(f *findings.Findings) section {
 		}
 	}
 	if len(ok) == 0 {
-		sec.Missing = findings.Missing(groupsOf(f.Sweep, sweepGroup), "sweep")
+		sec.Missing = missing(groupsOf(f.Sweep, sweepGroup), "sweep")
 		return sec
 	}
 	hue := hues(f)
