@@ -23,7 +23,7 @@ import (
 //   - the workers the service behaves as: the plateau times the call's
 //     own time (Little's law: the callers it served at once), and its
 //     ceiling, those workers over the call's time; when the sweep's most
-//     callers were all served at once (NearAll), it has at least that many;
+//     callers were all served at once (nearAll), it has at least that many;
 //   - at each step, which of the 12 bystander connections stalled, by the
 //     rule on client-side waits (stall.JudgeClient), "too busy to judge"
 //     where the machine starved the server;
@@ -32,10 +32,10 @@ import (
 //     serve them), a pool that forgives the call up to N callers (none
 //     stalled up to N), or cannot tell, with why;
 //   - whether the call ran on a CPU (with pid=: its busiest thread's time
-//     on a CPU and waiting for one at 1 caller, CPUBoundShare), or cannot
+//     on a CPU and waiting for one at 1 caller, cpuBoundShare), or cannot
 //     tell where the machine's starvation could have made either.
 
-// CPUBoundShare: at 1 caller, back to back, a call that runs on a CPU
+// cpuBoundShare: at 1 caller, back to back, a call that runs on a CPU
 // keeps the thread it runs on wanting one for as long as the load runs,
 // and one that waits (a socket, a lock, a sleep) leaves it asleep; the
 // bystanders' requests, spread over the server's threads, add a little to
@@ -56,11 +56,11 @@ import (
 // a call that only waits on a socket.) A pool that hands each call to
 // another thread spreads it over them: its busiest thread then says less
 // than the call did.
-const CPUBoundShare = 0.5
+const cpuBoundShare = 0.5
 
-// NearAll: a sweep step whose callers were served this share of them at
+// nearAll: a sweep step whose callers were served this share of them at
 // once or more (its throughput x the call's own time) queued none.
-const NearAll = 0.9
+const nearAll = 0.9
 
 // AsIs is one server measured as it is.
 type AsIs struct {
@@ -78,7 +78,7 @@ type AsIs struct {
 	Plateau   float64
 	PlateauAt int
 	// Workers is the plateau x the call's own time (Little's law); AtLeast
-	// when the sweep's most callers were all served at once (NearAll): the
+	// when the sweep's most callers were all served at once (nearAll): the
 	// service has at least Workers then, more than the sweep asked for.
 	// Ceiling is Workers over the call's time, req/s (0: not known).
 	Workers float64
@@ -90,7 +90,7 @@ type AsIs struct {
 	// kept a call running (its throughput x its mean latency, Little's
 	// law, at most 1), CPUThread its name, Cores the whole server's cores
 	// then.
-	// CPUTold when those tell (CPUBoundShare): CPUBound on a CPU, else off
+	// CPUTold when those tell (cpuBoundShare): CPUBound on a CPU, else off
 	// it; not told, the machine's starvation could have made either.
 	CPUKnown, CPUTold, CPUBound  bool
 	CPUShare, RunqShare, Running float64
@@ -335,7 +335,7 @@ func (a *AsIs) compute() {
 	if call > 0 && a.Plateau > 0 {
 		a.Workers = a.Plateau * call.Seconds()
 		top := a.step(most)
-		a.AtLeast = top.Throughput.Median()*call.Seconds() >= NearAll*float64(most)
+		a.AtLeast = top.Throughput.Median()*call.Seconds() >= nearAll*float64(most)
 		if !a.AtLeast {
 			a.Ceiling = CeilingPerS(max(1, int(math.Round(a.Workers))), call)
 		}
@@ -354,7 +354,7 @@ func (a *AsIs) compute() {
 
 // cpu reads, at 1 caller, the share of the window the server's busiest
 // thread ran on a CPU and waited for one, and decides from them whether
-// its call ran on a CPU (CPUBoundShare).
+// its call ran on a CPU (cpuBoundShare).
 func (a *AsIs) cpu() {
 	s1 := a.step(1)
 	if s1 == nil {
@@ -383,9 +383,9 @@ func (a *AsIs) cpu() {
 	}
 	a.CPUKnown, a.CPUShare, a.RunqShare, a.Running, a.Cores = true, shares.Median(), runqs.Median(), running.Median(), cores.Median()
 	switch {
-	case a.CPUShare >= CPUBoundShare:
+	case a.CPUShare >= cpuBoundShare:
 		a.CPUTold, a.CPUBound = true, true
-	case a.CPUShare+a.RunqShare < CPUBoundShare*a.Running:
+	case a.CPUShare+a.RunqShare < cpuBoundShare*a.Running:
 		a.CPUTold = true
 	}
 }
@@ -493,19 +493,19 @@ func asIsBound(s results.Step, lr *results.Result, c *results.ServerCost, a *AsI
 	cores := float64(c.Cores)
 	b.KitCores = c.ServerCores + c.GeneratorCores + c.ProberCores + c.DBCores
 	b.OtherCores = math.Max(0, c.MachineCores-b.KitCores)
-	b.Shared = cores > 0 && b.OtherCores >= SharedAbove*cores && !c.ServerNotMeasured
+	b.Shared = cores > 0 && b.OtherCores >= sharedAbove*cores && !c.ServerNotMeasured
 	if lr.Mode == "closed" && s.Conc > 0 && l.Latency.Count > 0 {
 		b.Little = l.ThroughputPerS * l.Latency.MeanUs / 1e6 / float64(s.Conc)
-		b.LittleOK = math.Abs(b.Little-1) <= LittleTolerance
+		b.LittleOK = math.Abs(b.Little-1) <= littleTolerance
 	}
 	b.CallersCeiling = CeilingPerS(s.Conc, call)
 	b.WorkersCeiling = a.Ceiling
 	switch {
-	case cores > 0 && b.KitCores >= Saturation*cores && c.GeneratorCores+c.ProberCores >= c.ServerCores && !c.ServerNotMeasured:
+	case cores > 0 && b.KitCores >= kitSaturation*cores && c.GeneratorCores+c.ProberCores >= c.ServerCores && !c.ServerNotMeasured:
 		b.Kind, b.Flagged = "generator", true
 		b.Text = fmt.Sprintf("the load generator: the kit's processes use %.2f of %.0f cores, the generators %.2f against the server's %.2f; not the server's figure",
 			b.KitCores, cores, c.GeneratorCores+c.ProberCores, c.ServerCores)
-	case cores > 0 && c.MachineCores >= Saturation*cores:
+	case cores > 0 && c.MachineCores >= kitSaturation*cores:
 		b.Kind = "cpu"
 		b.Text = fmt.Sprintf("CPU: the machine uses %.2f of %.0f cores", c.MachineCores, cores)
 		if !c.ServerNotMeasured {
@@ -513,10 +513,10 @@ func asIsBound(s results.Step, lr *results.Result, c *results.ServerCost, a *AsI
 		}
 	case call <= 0:
 		b.Kind, b.Text = "none", "not known: the call's own time (the sweep at 1 caller) was not measured"
-	case b.WorkersCeiling > 0 && l.ThroughputPerS >= Near*b.WorkersCeiling && b.WorkersCeiling < b.CallersCeiling:
+	case b.WorkersCeiling > 0 && l.ThroughputPerS >= nearCeiling*b.WorkersCeiling && b.WorkersCeiling < b.CallersCeiling:
 		b.Kind, b.Share = "workers", l.ThroughputPerS/b.WorkersCeiling
 		b.Text = fmt.Sprintf("workers: the %s it behaves as; at %.0f%% of it", a.CeilingText(), 100*b.Share)
-	case l.ThroughputPerS >= Near*b.CallersCeiling:
+	case l.ThroughputPerS >= nearCeiling*b.CallersCeiling:
 		b.Kind, b.Share = "callers", l.ThroughputPerS/b.CallersCeiling
 		b.Text = fmt.Sprintf("offered concurrency: %d callers / the call's %s = %.0f req/s (Little's law); at %.0f%% of it", s.Conc, round(call), b.CallersCeiling, 100*b.Share)
 	default:
@@ -525,7 +525,7 @@ func asIsBound(s results.Step, lr *results.Result, c *results.ServerCost, a *AsI
 		if b.WorkersCeiling > 0 {
 			lowest = min(lowest, b.WorkersCeiling)
 		}
-		b.Share = Share(l.ThroughputPerS, lowest)
+		b.Share = shareOf(l.ThroughputPerS, lowest)
 		b.Text = fmt.Sprintf("no ceiling near: %.0f%% of the lowest (%.0f req/s); a request took %s on average against the call's %s at 1 caller: queueing and handing over",
 			100*b.Share, lowest, time.Duration(l.Latency.MeanUs*1e3).Round(10*time.Microsecond), round(call))
 	}

@@ -114,7 +114,7 @@ func (a AsIs) CPUText() string {
 		return "CPU: not measured (no pid=: the server's threads are not read)"
 	}
 	switch {
-	case !a.CPUTold && a.CPUShare+a.RunqShare < CPUBoundShare:
+	case !a.CPUTold && a.CPUShare+a.RunqShare < cpuBoundShare:
 		return fmt.Sprintf("CPU: cannot tell: the load kept a call running only %.0f%% of the window at 1 caller (between its calls a thread sleeps, whatever its call does): its busiest thread (%s) was on a CPU %.0f%% of the window and waiting for one %.0f%%, the server used %.2f cores",
 			100*a.Running, a.CPUThread, 100*a.CPUShare, 100*a.RunqShare, a.Cores)
 	case !a.CPUTold:
@@ -124,7 +124,7 @@ func (a AsIs) CPUText() string {
 	figures := fmt.Sprintf("at 1 caller its busiest thread (%s) was on a CPU %.0f%% of the window and waiting for one %.0f%% of it, the server used %.2f cores",
 		a.CPUThread, 100*a.CPUShare, 100*a.RunqShare, a.Cores)
 	if a.CPUBound {
-		return fmt.Sprintf("on a CPU: %s (a call that waits cannot run %.0f%% of the window)", figures, 100*CPUBoundShare)
+		return fmt.Sprintf("on a CPU: %s (a call that waits cannot run %.0f%% of the window)", figures, 100*cpuBoundShare)
 	}
 	return fmt.Sprintf("off the CPU (it waits): %s (a call on a CPU keeps its thread wanting one while it runs)", figures)
 }

@@ -439,7 +439,7 @@ func (f *Findings) SharedText() string {
 	for _, r := range f.Stall {
 		for _, o := range r.MachineOthers {
 			of++
-			if o >= SharedAbove {
+			if o >= sharedAbove {
 				n++
 				most = max(most, o)
 			}
@@ -448,5 +448,5 @@ func (f *Findings) SharedText() string {
 	if n == 0 {
 		return ""
 	}
-	return fmt.Sprintf("other processes used %.0f %% or more of the machine during %d of %d measurements (up to %.0f %%)", 100*SharedAbove, n, of, 100*most)
+	return fmt.Sprintf("other processes used %.0f %% or more of the machine during %d of %d measurements (up to %.0f %%)", 100*sharedAbove, n, of, 100*most)
 }

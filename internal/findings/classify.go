@@ -53,13 +53,13 @@ type Class struct {
 	CPU string `json:"cpu,omitempty"`
 }
 
-// PoolBelow: a server whose cliff served fewer than this share of its
+// poolBelow: a server whose cliff served fewer than this share of its
 // callers at once (throughput x block) has a pool.
-const PoolBelow = 0.9
+const poolBelow = 0.9
 
-// ThreadsPerCaller: a server that forgave every caller holds an OS thread
+// threadsPerCaller: a server that forgave every caller holds an OS thread
 // per blocked request when its threads reach this share of the callers.
-const ThreadsPerCaller = 0.9
+const threadsPerCaller = 0.9
 
 // Classes classifies every server the run measured, in its order.
 func (f *Findings) Classes() []Class {
@@ -214,7 +214,7 @@ func (f *Findings) forgiven(c *Class, sv ServerSummary, blockers int) {
 	c.Callers = at.Step.Conc
 	c.Threads = f.threadsOf(at.Step.ID)
 	switch {
-	case busiest < PoolBelow*float64(c.Callers):
+	case busiest < poolBelow*float64(c.Callers):
 		c.Class, c.ServedAtOnce = ClassPool, int(math.Round(busiest))
 		measured := fmt.Sprintf("its cliff served at most %d callers at once (its throughput x the measured block, over the cliff's %s callers), then queued the rest",
 			c.ServedAtOnce, cliffCallers(cliff))
@@ -234,7 +234,7 @@ func (f *Findings) forgiven(c *Class, sv ServerSummary, blockers int) {
 		default:
 			c.Text = "a pool, its size not declared: " + measured
 		}
-	case c.Threads >= int(ThreadsPerCaller*float64(c.Callers)):
+	case c.Threads >= int(threadsPerCaller*float64(c.Callers)):
 		c.Class = ClassThreads
 		c.Text = fmt.Sprintf("forgives: one OS thread per blocked request (%d threads at %d callers; no pool up to %d callers)", c.Threads, c.Callers, c.Callers)
 	default:
@@ -298,6 +298,6 @@ func boundShort(b *Bound, callers int) string {
 // ClassesText is the classification table's heading words.
 var ClassesText = strings.Join([]string{
 	"a loop server when k blockers stalled exactly the connections on their k loops",
-	fmt.Sprintf("a pool when its cliff served at most N callers at once, under %.0f %% of them (N as measured; its size as configured, where the server declares it)", 100*PoolBelow),
-	fmt.Sprintf("one OS thread per blocked request when it served every caller and held %.0f %% as many threads or more", 100*ThreadsPerCaller),
+	fmt.Sprintf("a pool when its cliff served at most N callers at once, under %.0f %% of them (N as measured; its size as configured, where the server declares it)", 100*poolBelow),
+	fmt.Sprintf("one OS thread per blocked request when it served every caller and held %.0f %% as many threads or more", 100*threadsPerCaller),
 }, "; ")

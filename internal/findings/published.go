@@ -141,10 +141,10 @@ func (m *matcher) row(server string, conc int, this string, perS, ceiling float6
 	p := m.p
 	r := PublishedRow{What: p.what, Server: server, This: this, Published: p.value}
 	if p.ceiling > 0 {
-		r.PubShare = fmt.Sprintf("%.0f%% of %s", 100*Share(p.perS, p.ceiling), words.Thousands(p.ceiling))
+		r.PubShare = fmt.Sprintf("%.0f%% of %s", 100*shareOf(p.perS, p.ceiling), words.Thousands(p.ceiling))
 	}
 	if ceiling > 0 && perS > 0 {
-		r.ThisShare = fmt.Sprintf("%.0f%% of %s", 100*Share(perS, ceiling), words.Thousands(ceiling))
+		r.ThisShare = fmt.Sprintf("%.0f%% of %s", 100*shareOf(perS, ceiling), words.Thousands(ceiling))
 	}
 	switch {
 	case p.callers == 0 && conc > 0:

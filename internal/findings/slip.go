@@ -178,7 +178,7 @@ func (r *SlipRow) addRep(rep Rep, at, width time.Duration) (rates, ticksFast []f
 		if blockN[side] > 0 {
 			mb := blocked[side] / blockN[side]
 			h.MeasuredBlock = append(h.MeasuredBlock, mb)
-			h.Share = append(h.Share, Share(float64(n[side])/spans[side].Seconds(), CeilingPerS(r.Workers, time.Duration(mb))))
+			h.Share = append(h.Share, shareOf(float64(n[side])/spans[side].Seconds(), CeilingPerS(r.Workers, time.Duration(mb))))
 		}
 		if len(fast[side]) > 0 {
 			h.Fast = append(h.Fast, results.Median(fast[side]))

@@ -69,7 +69,7 @@ type StallRow struct {
 	Rule     string
 	// BlockerBlock is the blockers' measured block (their X-Blocked-Ns),
 	// ns, one per repetition that has it: what the verdict is judged
-	// against; BlockOff says when it was over BlockTolerance off the asked one.
+	// against; BlockOff says when it was over blockTolerance off the asked one.
 	BlockerBlock Figure
 	BlockOff     string
 	// MachineBusy and MachineOthers are the shares of the machine busy, and
@@ -118,20 +118,20 @@ func machineOf(u *results.Use) stall.Machine {
 	m := stall.Machine{Known: true, Busy: u.MachineBusy, Others: max(0, u.MachineBusy-kit/float64(u.Cores))}
 	if u.Server != nil {
 		m.ServerRunq = float64(u.Server.RunqWaitNs) / w
-		m.WakeWait = WakeWait(u.Server.RunqWaitNs, u.Server.RunqWaits)
+		m.WakeWait = wakeWait(u.Server.RunqWaitNs, u.Server.RunqWaits)
 		for _, lt := range u.Server.LoopThreads {
 			if m.LoopWakeWait == nil {
 				m.LoopWakeWait = map[int]time.Duration{}
 			}
-			m.LoopWakeWait[lt.Loop] = max(m.LoopWakeWait[lt.Loop], WakeWait(lt.RunqWaitNs, lt.RunqWaits))
+			m.LoopWakeWait[lt.Loop] = max(m.LoopWakeWait[lt.Loop], wakeWait(lt.RunqWaitNs, lt.RunqWaits))
 		}
 	}
 	return m
 }
 
-// WakeWait is how long a wake-up waited for a CPU on average: run-queue
+// wakeWait is how long a wake-up waited for a CPU on average: run-queue
 // time over run-queue waits (0 when none was counted).
-func WakeWait(runqNs, waits int64) time.Duration {
+func wakeWait(runqNs, waits int64) time.Duration {
 	if waits <= 0 {
 		return 0
 	}
@@ -180,7 +180,7 @@ func (r *StallRow) blockersOf(g *Group, rep Rep) blockers {
 	if l.BlockedSamples > 0 {
 		b.block = time.Duration(l.MeanBlockedNs)
 		r.BlockerBlock = append(r.BlockerBlock, l.MeanBlockedNs)
-		if off := BlockOff(time.Duration(g.Step.Server.BlockNs), l.MeanBlockedNs); off != "" && r.BlockOff == "" {
+		if off := blockOff(time.Duration(g.Step.Server.BlockNs), l.MeanBlockedNs); off != "" && r.BlockOff == "" {
 			r.BlockOff = off
 		}
 	}
@@ -364,7 +364,7 @@ func (r StallRow) MachineText() string {
 		return "not read"
 	}
 	s := fmt.Sprintf("%.0f%% busy", 100*r.MachineBusy.Median())
-	if o := r.MachineOthers.Median(); o >= SharedAbove {
+	if o := r.MachineOthers.Median(); o >= sharedAbove {
 		s += fmt.Sprintf(", shared: %.0f%% others", 100*o)
 	}
 	return s
