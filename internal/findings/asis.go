@@ -371,7 +371,7 @@ func (a *AsIs) cpu() {
 		cores = append(cores, u.InWindow(u.Server.CPUNs))
 		r := 1.0 // not known: the whole window
 		if l := rep.Load; l != nil && l.Load != nil && l.Load.ThroughputPerS > 0 && l.Load.Latency.MeanUs > 0 {
-			r = min(1, l.Load.ThroughputPerS*l.Load.Latency.MeanUs/1e6) // Little's law
+			r = min(1, l.Load.InFlight())
 		}
 		running = append(running, r)
 		if a.CPUThread == "" {
@@ -491,13 +491,7 @@ func asIsBound(s results.Step, lr *results.Result, c *results.ServerCost, a *AsI
 	call := a.CallTime()
 	b := &Bound{MeasuredBlock: call}
 	cores := float64(c.Cores)
-	b.KitCores = c.ServerCores + c.GeneratorCores + c.ProberCores + c.DBCores
-	b.OtherCores = math.Max(0, c.MachineCores-b.KitCores)
-	b.Shared = cores > 0 && b.OtherCores >= sharedAbove*cores && !c.ServerNotMeasured
-	if lr.Mode == "closed" && s.Conc > 0 && l.Latency.Count > 0 {
-		b.Little = l.ThroughputPerS * l.Latency.MeanUs / 1e6 / float64(s.Conc)
-		b.LittleOK = math.Abs(b.Little-1) <= littleTolerance
-	}
+	b.useOf(s, lr, c, cores)
 	b.CallersCeiling = CeilingPerS(s.Conc, call)
 	b.WorkersCeiling = a.Ceiling
 	switch {

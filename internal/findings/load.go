@@ -123,6 +123,21 @@ func StepCeilingText(s results.Step, offloadWorkers int) string {
 		Block: time.Duration(s.Server.BlockNs), NominalCeiling: c}.CeilingText()
 }
 
+// useOf sets b's use of the machine, from the measurement's cost c on a
+// machine of cores: the kit's cores and the others', whether the machine
+// was shared, and Little's law on a closed load.
+func (b *Bound) useOf(s results.Step, lr *results.Result, c *results.ServerCost, cores float64) {
+	b.KitCores = c.ServerCores + c.GeneratorCores + c.ProberCores + c.DBCores
+	b.OtherCores = math.Max(0, c.MachineCores-b.KitCores)
+	// Without the server's own CPU, the others include the server: a busy
+	// machine is not evidence of another tenant.
+	b.Shared = cores > 0 && b.OtherCores >= sharedAbove*cores && !c.ServerNotMeasured
+	if l := lr.Load; lr.Mode == "closed" && s.Conc > 0 && l.Latency.Count > 0 {
+		b.Little = l.InFlight() / float64(s.Conc)
+		b.LittleOK = math.Abs(b.Little-1) <= littleTolerance
+	}
+}
+
 // BoundOf decides what bounds a measurement from its load result and the
 // server's cost; offloadWorkers is the pool /offload blocks on.
 func BoundOf(s results.Step, lr *results.Result, c *results.ServerCost, offloadWorkers int) *Bound {
@@ -147,15 +162,7 @@ func BoundOf(s results.Step, lr *results.Result, c *results.ServerCost, offloadW
 	if cores <= 0 {
 		cores = float64(lr.Env.NumCPU)
 	}
-	b.KitCores = c.ServerCores + c.GeneratorCores + c.ProberCores + c.DBCores
-	b.OtherCores = math.Max(0, c.MachineCores-b.KitCores)
-	// Without the server's own CPU, the others include the server: a busy
-	// machine is not evidence of another tenant.
-	b.Shared = cores > 0 && b.OtherCores >= sharedAbove*cores && !c.ServerNotMeasured
-	if lr.Mode == "closed" && s.Conc > 0 && l.Latency.Count > 0 {
-		b.Little = l.ThroughputPerS * l.Latency.MeanUs / 1e6 / float64(s.Conc)
-		b.LittleOK = math.Abs(b.Little-1) <= littleTolerance
-	}
+	b.useOf(s, lr, c, cores)
 	lowest, lowName := b.WorkersCeiling, "workers"
 	if b.CallersCeiling < lowest || lowest == 0 {
 		lowest, lowName = b.CallersCeiling, "callers"

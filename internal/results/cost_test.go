@@ -41,3 +41,21 @@ func TestInWindow(t *testing.T) {
 		}
 	}
 }
+
+// TestInFlight: Little's law, throughput x mean latency: 1,000 req/s at
+// 4 ms each keep 4 in flight; none without answers.
+func TestInFlight(t *testing.T) {
+	for _, c := range []struct {
+		perS, meanUs, want float64
+	}{
+		{perS: 1000, meanUs: 4000, want: 4},
+		{perS: 200, meanUs: 5000, want: 1},
+		{perS: 0, meanUs: 5000, want: 0},
+	} {
+		l := &Load{ThroughputPerS: c.perS}
+		l.Latency.MeanUs = c.meanUs
+		if got := l.InFlight(); got != c.want {
+			t.Errorf("%.0f req/s at %.0f us: InFlight() = %v, want %v", c.perS, c.meanUs, got, c.want)
+		}
+	}
+}
