@@ -135,7 +135,7 @@ func (a AsIs) WorkersText() string {
 	if a.Workers <= 0 {
 		return "not known"
 	}
-	s := fmt.Sprintf("%.1f workers (its plateau %s at %s x the call's %s, Little's law)", a.Workers, reqs(a.Plateau), words.Plural(a.PlateauAt, "caller"), round(a.CallTime()))
+	s := fmt.Sprintf("%.1f workers (its plateau %s at %s x the call's %s, Little's law)", a.Workers, words.PerS(a.Plateau), words.Plural(a.PlateauAt, "caller"), round(a.CallTime()))
 	if a.AtLeast {
 		s = "at least " + s + ": it served the sweep's most callers at once"
 	}
@@ -146,11 +146,11 @@ func (a AsIs) WorkersText() string {
 func (a AsIs) CeilingText() string {
 	if a.Ceiling <= 0 {
 		if a.AtLeast {
-			return fmt.Sprintf("not reached: over %s", reqs(a.Plateau))
+			return fmt.Sprintf("not reached: over %s", words.PerS(a.Plateau))
 		}
 		return "not known"
 	}
-	return fmt.Sprintf("%s / %s = %s", words.Plural(max(1, int(math.Round(a.Workers))), "worker"), round(a.CallTime()), reqs(a.Ceiling))
+	return fmt.Sprintf("%s / %s = %s", words.Plural(max(1, int(math.Round(a.Workers))), "worker"), round(a.CallTime()), words.PerS(a.Ceiling))
 }
 
 // rise says how the bystander's median went with the load: "from 0.32ms
@@ -178,5 +178,5 @@ func (a AsIs) PlateauText() string {
 	if a.Plateau <= 0 {
 		return "not measured"
 	}
-	return fmt.Sprintf("%s at %s", reqs(a.Plateau), words.Plural(a.PlateauAt, "caller"))
+	return fmt.Sprintf("%s at %s", words.PerS(a.Plateau), words.Plural(a.PlateauAt, "caller"))
 }

@@ -178,7 +178,7 @@ func (w AsIsWatch) CostText() string {
 	var parts, figs []string
 	if w.Throughput > 0 {
 		parts = append(parts, fmt.Sprintf("throughput %.2fx", w.Throughput))
-		figs = append(figs, fmt.Sprintf("%s against %s", reqs(w.Step.Throughput.Median()), reqs(w.Unwatched.Throughput.Median())))
+		figs = append(figs, fmt.Sprintf("%s against %s", words.PerS(w.Step.Throughput.Median()), words.PerS(w.Unwatched.Throughput.Median())))
 	}
 	if w.Bystander > 0 {
 		parts = append(parts, fmt.Sprintf("its bystander's median %.2fx", w.Bystander))

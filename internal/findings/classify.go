@@ -78,7 +78,7 @@ func (f *Findings) classify(sv ServerSummary) Class {
 			c.Class, c.Text, c.ServedAtOnce = a.Class, a.Text, int(math.Round(a.Workers))
 			c.Stalled = a.StalledLine()
 			if a.Plateau > 0 {
-				c.Sweep = fmt.Sprintf("%s at %d callers (its plateau)", reqs(a.Plateau), a.PlateauAt)
+				c.Sweep = fmt.Sprintf("%s at %d callers (its plateau)", words.PerS(a.Plateau), a.PlateauAt)
 			}
 			c.CPU = a.CPUText()
 			return c
@@ -123,7 +123,7 @@ func (f *Findings) sweepOf(c *Class, sv ServerSummary) {
 	if top == nil {
 		return
 	}
-	c.Sweep = fmt.Sprintf("%s at %d callers", reqs(top.Throughput.Median()), top.Step.Conc)
+	c.Sweep = fmt.Sprintf("%s at %d callers", words.PerS(top.Throughput.Median()), top.Step.Conc)
 	if b := top.Bound(); b != nil {
 		c.Sweep += ", " + boundShort(b, top.Step.Conc)
 	}

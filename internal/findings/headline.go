@@ -114,7 +114,7 @@ func (f *Findings) Headline() Headline {
 			for _, r := range mostCallers(f.Sweep, kind) {
 				sv := f.Server(r.Step.Server.Name)
 				s := HeadlineServer{Name: r.Step.Server.Name, Kind: r.Step.Server.Kind, Workers: sv.WorkersText(), Callers: r.Step.Conc,
-					Throughput: reqs(r.Throughput.Median()), Ceiling: sv.CeilingText()}
+					Throughput: words.PerS(r.Throughput.Median()), Ceiling: sv.CeilingText()}
 				if !r.Throughput.OK() {
 					// Said, not dropped: its figure at the most callers was
 					// not measured or not read (NotMeasured says why).
@@ -175,7 +175,7 @@ func (f *Findings) Headline() Headline {
 		if r.Step.Variant != "offloaded" || !r.Throughput.OK() || !ok {
 			continue
 		}
-		fx := HeadlineFix{Name: r.Step.Server.Name, Callers: r.Step.Conc, Offloaded: reqs(r.Throughput.Median()), Blocking: reqs(b.Throughput.Median()),
+		fx := HeadlineFix{Name: r.Step.Server.Name, Callers: r.Step.Conc, Offloaded: words.PerS(r.Throughput.Median()), Blocking: words.PerS(b.Throughput.Median()),
 			Times: fmt.Sprintf("%.1fx", r.Throughput.Median()/b.Throughput.Median())}
 		if r.Fast.P50.OK() {
 			fx.Fast = fastText(r, r.Fast.P50)

@@ -47,8 +47,6 @@ type published struct {
 	variant string
 }
 
-func reqs(v float64) string { return fmt.Sprintf("%s req/s", words.Thousands(v)) }
-
 // The rows the headline sets beside its figures.
 const (
 	publishedSweep     = "/slow throughput, 5ms block"
@@ -177,7 +175,7 @@ func (m *matcher) sweep() {
 			continue
 		}
 		if m.p.phase == "sweep" {
-			m.row(r.Step.Server.Name, r.Step.Conc, reqs(r.Throughput.Median()), r.Throughput.Median(), r.NominalCeiling)
+			m.row(r.Step.Server.Name, r.Step.Conc, words.PerS(r.Throughput.Median()), r.Throughput.Median(), r.NominalCeiling)
 		} else if r.Fast.P50.OK() {
 			m.row(r.Step.Server.Name, r.Step.Conc, fastText(r.LoadRow, r.Fast.P50), 0, 0)
 		}
@@ -260,7 +258,7 @@ func (m *matcher) offload() {
 			if b := r.Bound(); b != nil {
 				ceiling = b.NominalCeiling
 			}
-			m.row(r.Step.Server.Name, r.Step.Conc, reqs(r.Throughput.Median()), r.Throughput.Median(), ceiling)
+			m.row(r.Step.Server.Name, r.Step.Conc, words.PerS(r.Throughput.Median()), r.Throughput.Median(), ceiling)
 		} else if r.Fast.P50.OK() {
 			m.row(r.Step.Server.Name, r.Step.Conc, fastText(r, r.Fast.P50), 0, 0)
 		}
@@ -278,7 +276,7 @@ func (m *matcher) cliff() {
 			continue
 		}
 		if m.p.phase == "cliff" {
-			m.row(r.Step.Server.Name, r.Step.Conc, reqs(r.Throughput.Median()), r.Throughput.Median(), CeilingPerS(r.Step.Server.Workers, time.Duration(r.Step.Server.BlockNs)))
+			m.row(r.Step.Server.Name, r.Step.Conc, words.PerS(r.Throughput.Median()), r.Throughput.Median(), CeilingPerS(r.Step.Server.Workers, time.Duration(r.Step.Server.BlockNs)))
 		} else if r.Fast.P95.OK() {
 			m.row(r.Step.Server.Name, r.Step.Conc, fastText(r, r.Fast.P95), 0, 0)
 		}
@@ -300,7 +298,7 @@ func (m *matcher) trace() {
 				}
 			}
 			if tput.OK() {
-				m.row(r.Step.Server.Name, r.Step.Conc, reqs(tput.Median()), tput.Median(), CeilingPerS(r.Step.Server.Workers, time.Duration(r.Step.Server.BlockNs)))
+				m.row(r.Step.Server.Name, r.Step.Conc, words.PerS(tput.Median()), tput.Median(), CeilingPerS(r.Step.Server.Workers, time.Duration(r.Step.Server.BlockNs)))
 			}
 		case "trace-total":
 			if r.Total.N.OK() {

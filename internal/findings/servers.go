@@ -70,7 +70,7 @@ func (s ServerSummary) CeilingText() string {
 	if s.NominalCeiling == 0 {
 		return ""
 	}
-	return fmt.Sprintf("%s / %s = %s req/s", s.ceilingNoun(), s.Block, words.Thousands(s.NominalCeiling))
+	return fmt.Sprintf("%s / %s = %s", s.ceilingNoun(), s.Block, words.PerS(s.NominalCeiling))
 }
 
 // ceilingNoun is the workers of the ceiling in words: "4 loops", "200

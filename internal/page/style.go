@@ -145,7 +145,7 @@ func ceilingLabels(f *findings.Findings, names []string) []ceilingLabel {
 		}
 		if sv.MeasuredFar() {
 			apart = append(apart, ceilingLabel{Server: n, Value: sv.MeasuredCeiling, Measured: true,
-				Label: fmt.Sprintf("%s as measured: %d / %.2f ms = %s req/s", n, sv.SweepWorkers, float64(sv.MeasuredBlock)/1e6, words.Thousands(sv.MeasuredCeiling))})
+				Label: fmt.Sprintf("%s as measured: %d / %.2f ms = %s", n, sv.SweepWorkers, float64(sv.MeasuredBlock)/1e6, words.PerS(sv.MeasuredCeiling))})
 			continue
 		}
 		g.near = append(g.near, m)

@@ -35,6 +35,9 @@ func Thousands(v float64) string {
 	return s
 }
 
+// PerS is a throughput in whole requests per second: "17,189 req/s".
+func PerS(v float64) string { return Thousands(v) + " req/s" }
+
 // Ints writes v with sep between: "1,2,3".
 func Ints(v []int, sep string) string {
 	parts := make([]string, len(v))

@@ -18,6 +18,8 @@ func TestWords(t *testing.T) {
 		{Thousands(999.5), "1,000"},
 		{Thousands(17189), "17,189"},
 		{Thousands(1234567), "1,234,567"},
+		{PerS(549.4), "549 req/s"},
+		{PerS(17189), "17,189 req/s"},
 		{Ints(nil, ","), ""},
 		{Ints([]int{1, 2, 3}, ","), "1,2,3"},
 		{Ints([]int{4}, ", "), "4"},
