@@ -24,6 +24,7 @@ import (
 	"github.com/bystander-kit/bystander/internal/findings"
 	"github.com/bystander-kit/bystander/internal/results"
 	"github.com/bystander-kit/bystander/internal/serverflags"
+	"github.com/bystander-kit/bystander/internal/words"
 )
 
 // The phases, in the order they run.
@@ -712,7 +713,7 @@ func (p Plan) Expected() time.Duration {
 func (p Plan) Describe(w io.Writer) {
 	o := p.Options
 	fmt.Fprintf(w, "bystander: %s x %s, expected %s; results in %s\n",
-		findings.Plural(len(p.Steps), "measurement"), findings.Plural(o.Repeat, "repetition"), p.Expected().Round(time.Second), o.Out)
+		words.Plural(len(p.Steps), "measurement"), words.Plural(o.Repeat, "repetition"), p.Expected().Round(time.Second), o.Out)
 	if len(o.Servers) > 0 {
 		fmt.Fprintf(w, "  servers %s (engines %s; %d loops, %d slots); block %s for sweep and offload, %s for stall, trace and cliff, mode %s\n",
 			strings.Join(o.Servers, ","), strings.Join(o.Engines, ","), o.Loops, o.Slots, o.Block, o.StallBlock, o.BlockMode)
@@ -723,13 +724,13 @@ func (p Plan) Describe(w io.Writer) {
 		fmt.Fprintf(w, "  target %s at %s: %s\n", t.Name, t.URL, t.Server.Facts)
 		if t.Server.AsIs() {
 			fmt.Fprintf(w, "  target %s as it is: the sweep loads %s at %s callers; the bystander %s is probed every %s, and on %d connections every %s\n",
-				t.Name, t.Server.Load, findings.JoinInts(o.sweepConc(t.Server), ","), t.Server.Bystander, o.ProbeInterval, asIsConns, stallInterval)
+				t.Name, t.Server.Load, words.Ints(o.sweepConc(t.Server), ","), t.Server.Bystander, o.ProbeInterval, asIsConns, stallInterval)
 			fmt.Fprintf(w, "  target %s: %s\n", t.Name, watchPlan(t, slices.Max(o.sweepConc(t.Server))))
 		}
 	}
 	if o.BlockMode == "postgres" {
 		fmt.Fprintf(w, "  each server's blocking call is SELECT pg_sleep on one of %s of its own (pgx; HikariCP for Java) to %s\n",
-			findings.Plural(o.DBPool, "database connection"), cmp.Or(o.dbDesc, "PostgreSQL"))
+			words.Plural(o.DBPool, "database connection"), cmp.Or(o.dbDesc, "PostgreSQL"))
 	}
 	if o.usesJava() {
 		mode := "block with Thread.sleep (not --block-mode), and"
@@ -749,7 +750,7 @@ func (p Plan) Describe(w io.Writer) {
 			}
 		}
 		if n > 0 {
-			fmt.Fprintf(w, "  %-8s %15s, about %s: %s\n", phase, findings.Plural(n, "measurement"), d.Round(time.Second), o.story(phase))
+			fmt.Fprintf(w, "  %-8s %15s, about %s: %s\n", phase, words.Plural(n, "measurement"), d.Round(time.Second), o.story(phase))
 		}
 	}
 }
@@ -781,7 +782,7 @@ func (o Options) story(phase string) string {
 	case "trace":
 		return fmt.Sprintf("/async taken apart while %d callers block on /slow", o.TraceCallers)
 	case "cliff":
-		return fmt.Sprintf("each pool with callers at %s of its slots, /fast probed meanwhile", findings.CliffSharesText())
+		return fmt.Sprintf("each pool with callers at %s of its slots, /fast probed meanwhile", words.Percents(findings.CliffShares))
 	case "slip":
 		when := "from halfway"
 		if o.Stage {

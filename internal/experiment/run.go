@@ -22,6 +22,7 @@ import (
 	"github.com/bystander-kit/bystander/internal/pgrun"
 	"github.com/bystander-kit/bystander/internal/ready"
 	"github.com/bystander-kit/bystander/internal/results"
+	"github.com/bystander-kit/bystander/internal/words"
 )
 
 // asIsTarget is the --target s is when it is measured as it is, else nil.
@@ -384,7 +385,7 @@ func prepareOut(dir string, overwrite bool) error {
 	case err != nil:
 		return fmt.Errorf("run.sh: --out %s: %v", dir, err)
 	case len(entries) > 0 && !overwrite:
-		return fmt.Errorf("run.sh: --out %s is not empty (%s): give a new or empty directory, or --overwrite to clear an earlier run there", dir, findings.Plural(len(entries), "entry"))
+		return fmt.Errorf("run.sh: --out %s is not empty (%s): give a new or empty directory, or --overwrite to clear an earlier run there", dir, words.Plural(len(entries), "entry"))
 	case len(entries) > 0:
 		paths, err := earlierRun(dir)
 		if err != nil {

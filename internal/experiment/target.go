@@ -18,11 +18,11 @@ import (
 
 	"github.com/bystander-kit/bystander/internal/client"
 	"github.com/bystander-kit/bystander/internal/conform"
-	"github.com/bystander-kit/bystander/internal/findings"
 	"github.com/bystander-kit/bystander/internal/outside"
 	"github.com/bystander-kit/bystander/internal/proc"
 	"github.com/bystander-kit/bystander/internal/request"
 	"github.com/bystander-kit/bystander/internal/results"
+	"github.com/bystander-kit/bystander/internal/words"
 )
 
 // Target is a server the user started and names with --target
@@ -269,11 +269,11 @@ func resolve(ctx context.Context, o *Options, w io.Writer) error {
 		s := results.Server{Name: t.Name, External: true, URL: t.URL, PID: t.PID, OffloadWorkers: t.Offload}
 		switch {
 		case t.Loops > 0:
-			s.Kind, s.Workers, s.Facts = "loop", t.Loops, fmt.Sprintf("%s (given, and seen in X-Loop)", findings.Plural(t.Loops, "loop"))
+			s.Kind, s.Workers, s.Facts = "loop", t.Loops, fmt.Sprintf("%s (given, and seen in X-Loop)", words.Plural(t.Loops, "loop"))
 		case t.Workers > 0:
 			s.Kind, s.Workers, s.Facts = "pool", t.Workers, fmt.Sprintf("%d workers (given)", t.Workers)
 		case rep.Loops > 0:
-			s.Kind, s.Workers, s.Facts = "loop", rep.Loops, fmt.Sprintf("%s (learned: distinct X-Loop values)", findings.Plural(rep.Loops, "loop"))
+			s.Kind, s.Workers, s.Facts = "loop", rep.Loops, fmt.Sprintf("%s (learned: distinct X-Loop values)", words.Plural(rep.Loops, "loop"))
 		default:
 			s.Kind, s.Facts = "other", "no X-Loop and no workers= given: workers unknown"
 			if slices.Contains(o.Phases, "cliff") {
@@ -392,7 +392,7 @@ func resolveAsIs(ctx context.Context, o *Options, t *Target, w io.Writer) error 
 	switch {
 	case t.Loops > 0:
 		s.Kind, s.Workers = "loop", t.Loops
-		s.Facts += fmt.Sprintf("; %s (given)", findings.Plural(t.Loops, "loop"))
+		s.Facts += fmt.Sprintf("; %s (given)", words.Plural(t.Loops, "loop"))
 	case t.Workers > 0:
 		s.Kind, s.Workers = "pool", t.Workers
 		s.Facts += fmt.Sprintf("; %d workers (given)", t.Workers)

@@ -9,6 +9,7 @@ import (
 	"github.com/bystander-kit/bystander/internal/findings"
 	"github.com/bystander-kit/bystander/internal/results"
 	"github.com/bystander-kit/bystander/internal/watch"
+	"github.com/bystander-kit/bystander/internal/words"
 )
 
 // watchPlan says what the plan does to watch a target measured as it is,
@@ -25,7 +26,7 @@ func watchPlan(t Target, top int) string {
 		how = "its execution trace from " + t.Pprof
 	}
 	return fmt.Sprintf("its top step (%s) is measured again, watched through %s: what held its threads, and what watching cost it",
-		findings.Plural(top, "caller"), how)
+		words.Plural(top, "caller"), how)
 }
 
 // watchStart is the least warm-up of a JVM's watched step: its watch

@@ -3,6 +3,8 @@ package findings
 import (
 	"math"
 	"time"
+
+	"github.com/bystander-kit/bystander/internal/words"
 )
 
 // Preset is one server of the run as the ceiling calculator's starting
@@ -58,7 +60,7 @@ func (f *Findings) Presets() []Preset {
 			continue
 		}
 		w := max(1, int(math.Round(a.Workers)))
-		out = append(out, Preset{Server: a.Server, Workers: w, WorkersText: Plural(w, "worker") + " it behaves as", Block: a.CallTime(), AsIs: true})
+		out = append(out, Preset{Server: a.Server, Workers: w, WorkersText: words.Plural(w, "worker") + " it behaves as", Block: a.CallTime(), AsIs: true})
 	}
 	return out
 }

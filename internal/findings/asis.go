@@ -9,6 +9,7 @@ import (
 
 	"github.com/bystander-kit/bystander/internal/results"
 	"github.com/bystander-kit/bystander/internal/stall"
+	"github.com/bystander-kit/bystander/internal/words"
 )
 
 // A server measured as it is (run.sh --load and --bystander) speaks no
@@ -22,7 +23,7 @@ import (
 //   - the workers the service behaves as: the plateau times the call's
 //     own time (Little's law: the callers it served at once), and its
 //     ceiling, those workers over the call's time; when the sweep's most
-//     callers were all served at once (NearAll), it has at least that many;
+//     callers were all served at once (nearAll), it has at least that many;
 //   - at each step, which of the 12 bystander connections stalled, by the
 //     rule on client-side waits (stall.JudgeClient), "too busy to judge"
 //     where the machine starved the server;
@@ -31,10 +32,10 @@ import (
 //     serve them), a pool that forgives the call up to N callers (none
 //     stalled up to N), or cannot tell, with why;
 //   - whether the call ran on a CPU (with pid=: its busiest thread's time
-//     on a CPU and waiting for one at 1 caller, CPUBoundShare), or cannot
+//     on a CPU and waiting for one at 1 caller, cpuBoundShare), or cannot
 //     tell where the machine's starvation could have made either.
 
-// CPUBoundShare: at 1 caller, back to back, a call that runs on a CPU
+// cpuBoundShare: at 1 caller, back to back, a call that runs on a CPU
 // keeps the thread it runs on wanting one for as long as the load runs,
 // and one that waits (a socket, a lock, a sleep) leaves it asleep; the
 // bystanders' requests, spread over the server's threads, add a little to
@@ -55,11 +56,11 @@ import (
 // a call that only waits on a socket.) A pool that hands each call to
 // another thread spreads it over them: its busiest thread then says less
 // than the call did.
-const CPUBoundShare = 0.5
+const cpuBoundShare = 0.5
 
-// NearAll: a sweep step whose callers were served this share of them at
+// nearAll: a sweep step whose callers were served this share of them at
 // once or more (its throughput x the call's own time) queued none.
-const NearAll = 0.9
+const nearAll = 0.9
 
 // AsIs is one server measured as it is.
 type AsIs struct {
@@ -77,7 +78,7 @@ type AsIs struct {
 	Plateau   float64
 	PlateauAt int
 	// Workers is the plateau x the call's own time (Little's law); AtLeast
-	// when the sweep's most callers were all served at once (NearAll): the
+	// when the sweep's most callers were all served at once (nearAll): the
 	// service has at least Workers then, more than the sweep asked for.
 	// Ceiling is Workers over the call's time, req/s (0: not known).
 	Workers float64
@@ -89,7 +90,7 @@ type AsIs struct {
 	// kept a call running (its throughput x its mean latency, Little's
 	// law, at most 1), CPUThread its name, Cores the whole server's cores
 	// then.
-	// CPUTold when those tell (CPUBoundShare): CPUBound on a CPU, else off
+	// CPUTold when those tell (cpuBoundShare): CPUBound on a CPU, else off
 	// it; not told, the machine's starvation could have made either.
 	CPUKnown, CPUTold, CPUBound  bool
 	CPUShare, RunqShare, Running float64
@@ -273,45 +274,6 @@ func connsOffset(rep Rep) string {
 	return ""
 }
 
-// StalledText is the step's stalled column: "3 of 12", or why not judged.
-func (st AsIsStep) StalledText() string {
-	switch {
-	case !st.Stalled.OK() && len(st.Unjudged) > 0:
-		if strings.HasPrefix(st.Unjudged[0], stall.TooBusy) {
-			return stall.TooBusy
-		}
-		return "not judged"
-	case !st.Stalled.OK():
-		return "-"
-	}
-	s := num(st.Stalled, "%.0f") + fmt.Sprintf(" of %.0f", st.Probed.Median())
-	if len(st.Unjudged) > 0 {
-		s += fmt.Sprintf(" (%d of %d repetitions judged)", st.Judged, st.Judged+len(st.Unjudged))
-	}
-	return s
-}
-
-// WhoText names the stalled connections of the first judged repetition:
-// "1, 5, 9", "all", "none" ("" when not judged).
-func (st AsIsStep) WhoText() string {
-	if st.Cells == nil {
-		return ""
-	}
-	var who []int
-	for _, c := range st.Cells {
-		if c.Stalled {
-			who = append(who, c.Conn)
-		}
-	}
-	switch {
-	case len(who) == 0:
-		return "none"
-	case len(who) == len(st.Cells):
-		return "all"
-	}
-	return JoinInts(who, ", ")
-}
-
 // asIs is the server named name measured as it is, nil when it was not.
 func (f *Findings) asIs(name string) *AsIs {
 	for i := range f.AsIs {
@@ -320,58 +282,6 @@ func (f *Findings) asIs(name string) *AsIs {
 		}
 	}
 	return nil
-}
-
-// Short is its class in a few words, with the workers it behaves as.
-func (a AsIs) Short() string {
-	var s string
-	switch {
-	case a.Class == ClassLoop && strings.HasPrefix(a.Text, "a thread "):
-		s = "a thread the load holds"
-	case a.Class == ClassLoop:
-		s = "a few threads the load holds"
-	case a.Class == ClassPool:
-		s = fmt.Sprintf("a pool that forgives it up to %s", Plural(a.Forgives, "caller"))
-	default:
-		s = "its class not told"
-	}
-	if a.Workers > 0 {
-		w := fmt.Sprintf("%.1f", a.Workers)
-		if a.AtLeast {
-			w = "at least " + w
-		}
-		s += "; behaves as " + w + " workers"
-	}
-	return s
-}
-
-// StalledLine is every step's stalled connections: "3 of 12 at 1
-// caller, 12 of 12 at 4, machine too busy to judge at 16".
-func (a AsIs) StalledLine() string {
-	var parts []string
-	for i, st := range a.Steps {
-		at := fmt.Sprintf("at %d", st.Step.Conc)
-		if i == 0 {
-			at = "at " + Plural(st.Step.Conc, "caller")
-		}
-		parts = append(parts, st.StalledText()+" "+at)
-	}
-	return strings.Join(parts, ", ")
-}
-
-// ClosedText says that the service closed the load's connections, when it
-// did (its callers dialled more than twice each): "" when it kept them.
-func (st AsIsStep) ClosedText() string {
-	if !st.Dials.OK() || st.Dials.Median() <= 2*float64(st.Step.Conc) {
-		return ""
-	}
-	closed := fmt.Sprintf("the service closed the load's connections: %s dials for its %s", num(st.Dials, "%.0f"), Plural(st.Step.Conc, "caller"))
-	if !st.PerClose.OK() || st.PerClose.Median() < 2 {
-		return closed + ": each answer paid for a connection's setup"
-	}
-	// Tomcat closes a kept-alive connection after its 100th request
-	// (maxKeepAliveRequests): a setup that often costs little.
-	return fmt.Sprintf("%s, one closed every %s requests", closed, num(st.PerClose, "%.0f"))
 }
 
 // NotAnswered is how many of the load's requests were not answered 2xx or
@@ -425,7 +335,7 @@ func (a *AsIs) compute() {
 	if call > 0 && a.Plateau > 0 {
 		a.Workers = a.Plateau * call.Seconds()
 		top := a.step(most)
-		a.AtLeast = top.Throughput.Median()*call.Seconds() >= NearAll*float64(most)
+		a.AtLeast = top.Throughput.Median()*call.Seconds() >= nearAll*float64(most)
 		if !a.AtLeast {
 			a.Ceiling = CeilingPerS(max(1, int(math.Round(a.Workers))), call)
 		}
@@ -444,7 +354,7 @@ func (a *AsIs) compute() {
 
 // cpu reads, at 1 caller, the share of the window the server's busiest
 // thread ran on a CPU and waited for one, and decides from them whether
-// its call ran on a CPU (CPUBoundShare).
+// its call ran on a CPU (cpuBoundShare).
 func (a *AsIs) cpu() {
 	s1 := a.step(1)
 	if s1 == nil {
@@ -456,12 +366,12 @@ func (a *AsIs) cpu() {
 		if u == nil || u.Server == nil || u.Server.Busiest == nil || u.WindowNs <= 0 {
 			continue
 		}
-		shares = append(shares, float64(u.Server.Busiest.CPUNs)/float64(u.WindowNs))
-		runqs = append(runqs, float64(u.Server.Busiest.RunqWaitNs)/float64(u.WindowNs))
-		cores = append(cores, float64(u.Server.CPUNs)/float64(u.WindowNs))
+		shares = append(shares, u.InWindow(u.Server.Busiest.CPUNs))
+		runqs = append(runqs, u.InWindow(u.Server.Busiest.RunqWaitNs))
+		cores = append(cores, u.InWindow(u.Server.CPUNs))
 		r := 1.0 // not known: the whole window
 		if l := rep.Load; l != nil && l.Load != nil && l.Load.ThroughputPerS > 0 && l.Load.Latency.MeanUs > 0 {
-			r = min(1, l.Load.ThroughputPerS*l.Load.Latency.MeanUs/1e6) // Little's law
+			r = min(1, l.Load.InFlight())
 		}
 		running = append(running, r)
 		if a.CPUThread == "" {
@@ -473,60 +383,11 @@ func (a *AsIs) cpu() {
 	}
 	a.CPUKnown, a.CPUShare, a.RunqShare, a.Running, a.Cores = true, shares.Median(), runqs.Median(), running.Median(), cores.Median()
 	switch {
-	case a.CPUShare >= CPUBoundShare:
+	case a.CPUShare >= cpuBoundShare:
 		a.CPUTold, a.CPUBound = true, true
-	case a.CPUShare+a.RunqShare < CPUBoundShare*a.Running:
+	case a.CPUShare+a.RunqShare < cpuBoundShare*a.Running:
 		a.CPUTold = true
 	}
-}
-
-// CPUText says whether the call ran on a CPU, with the figures, or that
-// the machine's starvation left it not told.
-func (a AsIs) CPUText() string {
-	switch s1 := a.step(1); {
-	case s1 == nil || !s1.OK():
-		return "CPU: not known (the sweep at 1 caller was not measured)"
-	case !a.CPUKnown:
-		return "CPU: not measured (no pid=: the server's threads are not read)"
-	}
-	switch {
-	case !a.CPUTold && a.CPUShare+a.RunqShare < CPUBoundShare:
-		return fmt.Sprintf("CPU: cannot tell: the load kept a call running only %.0f%% of the window at 1 caller (between its calls a thread sleeps, whatever its call does): its busiest thread (%s) was on a CPU %.0f%% of the window and waiting for one %.0f%%, the server used %.2f cores",
-			100*a.Running, a.CPUThread, 100*a.CPUShare, 100*a.RunqShare, a.Cores)
-	case !a.CPUTold:
-		return fmt.Sprintf("CPU: cannot tell: the machine kept its busiest thread (%s) waiting for a CPU %.0f%% of the window at 1 caller, on a CPU %.0f%%, the server used %.2f cores: "+
-			"a call that waits (for a CPU at each wake-up) and one on a CPU (between the others' slices) look alike", a.CPUThread, 100*a.RunqShare, 100*a.CPUShare, a.Cores)
-	}
-	figures := fmt.Sprintf("at 1 caller its busiest thread (%s) was on a CPU %.0f%% of the window and waiting for one %.0f%% of it, the server used %.2f cores",
-		a.CPUThread, 100*a.CPUShare, 100*a.RunqShare, a.Cores)
-	if a.CPUBound {
-		return fmt.Sprintf("on a CPU: %s (a call that waits cannot run %.0f%% of the window)", figures, 100*CPUBoundShare)
-	}
-	return fmt.Sprintf("off the CPU (it waits): %s (a call on a CPU keeps its thread wanting one while it runs)", figures)
-}
-
-// WorkersText is the workers it behaves as, in words: "4.0 workers (its
-// plateau 788 req/s x the call's 5.08ms, Little's law)".
-func (a AsIs) WorkersText() string {
-	if a.Workers <= 0 {
-		return "not known"
-	}
-	s := fmt.Sprintf("%.1f workers (its plateau %s at %s x the call's %s, Little's law)", a.Workers, reqs(a.Plateau), Plural(a.PlateauAt, "caller"), round(a.CallTime()))
-	if a.AtLeast {
-		s = "at least " + s + ": it served the sweep's most callers at once"
-	}
-	return s
-}
-
-// CeilingText is its ceiling: "4 workers / 5.08ms = 787 req/s".
-func (a AsIs) CeilingText() string {
-	if a.Ceiling <= 0 {
-		if a.AtLeast {
-			return fmt.Sprintf("not reached: over %s", reqs(a.Plateau))
-		}
-		return "not known"
-	}
-	return fmt.Sprintf("%s / %s = %s", Plural(max(1, int(math.Round(a.Workers))), "worker"), round(a.CallTime()), reqs(a.Ceiling))
 }
 
 // bystanderP50 is the interval bystander's median from due at a step, and
@@ -550,25 +411,6 @@ func (a AsIs) unloaded() float64 {
 		}
 	}
 	return least
-}
-
-// rise says how the bystander's median went with the load: "from 0.32ms
-// unloaded to 1.0ms at 1 caller and 34ms at 16".
-func (a AsIs) rise() string {
-	var parts []string
-	for i := range a.Steps {
-		if p, ok := bystanderP50(&a.Steps[i]); ok {
-			parts = append(parts, fmt.Sprintf("%s at %s", round(time.Duration(p*1e3)), Plural(a.Steps[i].Step.Conc, "caller")))
-		}
-	}
-	if len(parts) == 0 {
-		return ""
-	}
-	s := "its bystander's median from due: " + strings.Join(parts, ", ")
-	if u := a.unloaded(); u > 0 {
-		s += fmt.Sprintf(" (unloaded %s)", round(time.Duration(u*1e3)))
-	}
-	return s
 }
 
 // classify decides the class from the sweep: connections stalled at 1
@@ -617,16 +459,16 @@ func (a *AsIs) classify() {
 			continue
 		}
 		if st.Judged == 0 {
-			after = fmt.Sprintf("at %s %s", Plural(st.Step.Conc, "caller"), st.StalledText())
+			after = fmt.Sprintf("at %s %s", words.Plural(st.Step.Conc, "caller"), st.StalledText())
 			break
 		}
 		if st.Stalled.Median() > 0 {
-			after = fmt.Sprintf("at %s %s stalled: its callers queued", Plural(st.Step.Conc, "caller"), st.StalledText())
+			after = fmt.Sprintf("at %s %s stalled: its callers queued", words.Plural(st.Step.Conc, "caller"), st.StalledText())
 			break
 		}
 		a.Forgives = st.Step.Conc
 	}
-	a.Text = fmt.Sprintf("a pool that forgives it up to %s: none of its connections stalled up to there", Plural(a.Forgives, "caller"))
+	a.Text = fmt.Sprintf("a pool that forgives it up to %s: none of its connections stalled up to there", words.Plural(a.Forgives, "caller"))
 	if st := a.step(a.Forgives); st != nil {
 		if p, ok := bystanderP50(st); ok && a.unloaded() > 0 {
 			a.Text += fmt.Sprintf(", its bystander's median %.1fx its wait unloaded", p/a.unloaded())
@@ -649,21 +491,15 @@ func asIsBound(s results.Step, lr *results.Result, c *results.ServerCost, a *AsI
 	call := a.CallTime()
 	b := &Bound{MeasuredBlock: call}
 	cores := float64(c.Cores)
-	b.KitCores = c.ServerCores + c.GeneratorCores + c.ProberCores + c.DBCores
-	b.OtherCores = math.Max(0, c.MachineCores-b.KitCores)
-	b.Shared = cores > 0 && b.OtherCores >= SharedAbove*cores && !c.ServerNotMeasured
-	if lr.Mode == "closed" && s.Conc > 0 && l.Latency.Count > 0 {
-		b.Little = l.ThroughputPerS * l.Latency.MeanUs / 1e6 / float64(s.Conc)
-		b.LittleOK = math.Abs(b.Little-1) <= LittleTolerance
-	}
+	b.useOf(s, lr, c, cores)
 	b.CallersCeiling = CeilingPerS(s.Conc, call)
 	b.WorkersCeiling = a.Ceiling
 	switch {
-	case cores > 0 && b.KitCores >= Saturation*cores && c.GeneratorCores+c.ProberCores >= c.ServerCores && !c.ServerNotMeasured:
+	case cores > 0 && b.KitCores >= kitSaturation*cores && c.GeneratorCores+c.ProberCores >= c.ServerCores && !c.ServerNotMeasured:
 		b.Kind, b.Flagged = "generator", true
 		b.Text = fmt.Sprintf("the load generator: the kit's processes use %.2f of %.0f cores, the generators %.2f against the server's %.2f; not the server's figure",
 			b.KitCores, cores, c.GeneratorCores+c.ProberCores, c.ServerCores)
-	case cores > 0 && c.MachineCores >= Saturation*cores:
+	case cores > 0 && c.MachineCores >= kitSaturation*cores:
 		b.Kind = "cpu"
 		b.Text = fmt.Sprintf("CPU: the machine uses %.2f of %.0f cores", c.MachineCores, cores)
 		if !c.ServerNotMeasured {
@@ -671,10 +507,10 @@ func asIsBound(s results.Step, lr *results.Result, c *results.ServerCost, a *AsI
 		}
 	case call <= 0:
 		b.Kind, b.Text = "none", "not known: the call's own time (the sweep at 1 caller) was not measured"
-	case b.WorkersCeiling > 0 && l.ThroughputPerS >= Near*b.WorkersCeiling && b.WorkersCeiling < b.CallersCeiling:
+	case b.WorkersCeiling > 0 && l.ThroughputPerS >= nearCeiling*b.WorkersCeiling && b.WorkersCeiling < b.CallersCeiling:
 		b.Kind, b.Share = "workers", l.ThroughputPerS/b.WorkersCeiling
 		b.Text = fmt.Sprintf("workers: the %s it behaves as; at %.0f%% of it", a.CeilingText(), 100*b.Share)
-	case l.ThroughputPerS >= Near*b.CallersCeiling:
+	case l.ThroughputPerS >= nearCeiling*b.CallersCeiling:
 		b.Kind, b.Share = "callers", l.ThroughputPerS/b.CallersCeiling
 		b.Text = fmt.Sprintf("offered concurrency: %d callers / the call's %s = %.0f req/s (Little's law); at %.0f%% of it", s.Conc, round(call), b.CallersCeiling, 100*b.Share)
 	default:
@@ -683,7 +519,7 @@ func asIsBound(s results.Step, lr *results.Result, c *results.ServerCost, a *AsI
 		if b.WorkersCeiling > 0 {
 			lowest = min(lowest, b.WorkersCeiling)
 		}
-		b.Share = Share(l.ThroughputPerS, lowest)
+		b.Share = shareOf(l.ThroughputPerS, lowest)
 		b.Text = fmt.Sprintf("no ceiling near: %.0f%% of the lowest (%.0f req/s); a request took %s on average against the call's %s at 1 caller: queueing and handing over",
 			100*b.Share, lowest, time.Duration(l.Latency.MeanUs*1e3).Round(10*time.Microsecond), round(call))
 	}

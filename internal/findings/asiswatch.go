@@ -10,6 +10,7 @@ import (
 	"github.com/bystander-kit/bystander/internal/client"
 	"github.com/bystander-kit/bystander/internal/culprit"
 	"github.com/bystander-kit/bystander/internal/results"
+	"github.com/bystander-kit/bystander/internal/words"
 )
 
 // A server measured as it is, given its process (pid=) or a Go service's
@@ -117,7 +118,7 @@ func (w AsIsWatch) Heading() string {
 	if w.Step == nil {
 		return "watched"
 	}
-	h := "watched at " + Plural(w.Step.Step.Conc, "caller")
+	h := "watched at " + words.Plural(w.Step.Step.Conc, "caller")
 	if w.Watched() {
 		h += fmt.Sprintf(" through %s for %s", w.Service.Source, culprit.FormatHeld(time.Duration(w.Service.WindowNs)))
 	}
@@ -177,13 +178,13 @@ func (w AsIsWatch) CostText() string {
 	var parts, figs []string
 	if w.Throughput > 0 {
 		parts = append(parts, fmt.Sprintf("throughput %.2fx", w.Throughput))
-		figs = append(figs, fmt.Sprintf("%s against %s", reqs(w.Step.Throughput.Median()), reqs(w.Unwatched.Throughput.Median())))
+		figs = append(figs, fmt.Sprintf("%s against %s", words.PerS(w.Step.Throughput.Median()), words.PerS(w.Unwatched.Throughput.Median())))
 	}
 	if w.Bystander > 0 {
 		parts = append(parts, fmt.Sprintf("its bystander's median %.2fx", w.Bystander))
 		figs = append(figs, fmt.Sprintf("%s against %s", round(time.Duration(w.Step.Fast.P50.Median()*1e3)), round(time.Duration(w.Unwatched.Fast.P50.Median()*1e3))))
 	}
-	s := fmt.Sprintf("what watching cost: %s (watched against unwatched at %s: %s)", strings.Join(parts, ", "), Plural(w.Step.Step.Conc, "caller"), strings.Join(figs, "; "))
+	s := fmt.Sprintf("what watching cost: %s (watched against unwatched at %s: %s)", strings.Join(parts, ", "), words.Plural(w.Step.Step.Conc, "caller"), strings.Join(figs, "; "))
 	if w.Service != nil && w.Service.CostNs > 0 {
 		s += fmt.Sprintf("; on the kit's side %s of CPU", culprit.FormatHeld(time.Duration(w.Service.CostNs)))
 	}

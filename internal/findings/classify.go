@@ -5,6 +5,8 @@ import (
 	"math"
 	"slices"
 	"strings"
+
+	"github.com/bystander-kit/bystander/internal/words"
 )
 
 // What a server did with a blocking call, as the run measured it, not as
@@ -50,13 +52,13 @@ type Class struct {
 	CPU string `json:"cpu,omitempty"`
 }
 
-// PoolBelow: a server whose cliff served fewer than this share of its
+// poolBelow: a server whose cliff served fewer than this share of its
 // callers at once (throughput x block) has a pool.
-const PoolBelow = 0.9
+const poolBelow = 0.9
 
-// ThreadsPerCaller: a server that forgave every caller holds an OS thread
+// threadsPerCaller: a server that forgave every caller holds an OS thread
 // per blocked request when its threads reach this share of the callers.
-const ThreadsPerCaller = 0.9
+const threadsPerCaller = 0.9
 
 // Classes classifies every server the run measured, in its order.
 func (f *Findings) Classes() []Class {
@@ -75,7 +77,7 @@ func (f *Findings) classify(sv ServerSummary) Class {
 			c.Class, c.Text, c.ServedAtOnce = a.Class, a.Text, int(math.Round(a.Workers))
 			c.Stalled = a.StalledLine()
 			if a.Plateau > 0 {
-				c.Sweep = fmt.Sprintf("%s at %d callers (its plateau)", reqs(a.Plateau), a.PlateauAt)
+				c.Sweep = fmt.Sprintf("%s at %d callers (its plateau)", words.PerS(a.Plateau), a.PlateauAt)
 			}
 			c.CPU = a.CPUText()
 			return c
@@ -99,7 +101,7 @@ func (f *Findings) classify(sv ServerSummary) Class {
 		return c
 	case st.stalls && st.exact && c.Loops > 0:
 		c.Class = ClassLoop
-		c.Text = fmt.Sprintf("a loop server: k blocked loops stalled exactly the connections on them (%s; %s, from X-Loop)", c.Stalled, Plural(c.Loops, "loop"))
+		c.Text = fmt.Sprintf("a loop server: k blocked loops stalled exactly the connections on them (%s; %s, from X-Loop)", c.Stalled, words.Plural(c.Loops, "loop"))
 		return c
 	case st.stalls:
 		c.Text = "not classified: its stalls are not whole loops (" + c.Stalled + ")"
@@ -120,7 +122,7 @@ func (f *Findings) sweepOf(c *Class, sv ServerSummary) {
 	if top == nil {
 		return
 	}
-	c.Sweep = fmt.Sprintf("%s at %d callers", reqs(top.Throughput.Median()), top.Step.Conc)
+	c.Sweep = fmt.Sprintf("%s at %d callers", words.PerS(top.Throughput.Median()), top.Step.Conc)
 	if b := top.Bound(); b != nil {
 		c.Sweep += ", " + boundShort(b, top.Step.Conc)
 	}
@@ -211,7 +213,7 @@ func (f *Findings) forgiven(c *Class, sv ServerSummary, blockers int) {
 	c.Callers = at.Step.Conc
 	c.Threads = f.threadsOf(at.Step.ID)
 	switch {
-	case busiest < PoolBelow*float64(c.Callers):
+	case busiest < poolBelow*float64(c.Callers):
 		c.Class, c.ServedAtOnce = ClassPool, int(math.Round(busiest))
 		measured := fmt.Sprintf("its cliff served at most %d callers at once (its throughput x the measured block, over the cliff's %s callers), then queued the rest",
 			c.ServedAtOnce, cliffCallers(cliff))
@@ -231,7 +233,7 @@ func (f *Findings) forgiven(c *Class, sv ServerSummary, blockers int) {
 		default:
 			c.Text = "a pool, its size not declared: " + measured
 		}
-	case c.Threads >= int(ThreadsPerCaller*float64(c.Callers)):
+	case c.Threads >= int(threadsPerCaller*float64(c.Callers)):
 		c.Class = ClassThreads
 		c.Text = fmt.Sprintf("forgives: one OS thread per blocked request (%d threads at %d callers; no pool up to %d callers)", c.Threads, c.Callers, c.Callers)
 	default:
@@ -260,7 +262,7 @@ func cliffCallers(rows []LoadRow) string {
 		}
 	}
 	slices.Sort(cs)
-	return JoinInts(cs, ", ")
+	return words.Ints(cs, ", ")
 }
 
 // stallTooBusy says why no stall measurement could be judged.
@@ -281,9 +283,9 @@ func stallTooBusy(rows []StallRow) string {
 func boundShort(b *Bound, callers int) string {
 	switch b.Kind {
 	case "workers":
-		return fmt.Sprintf("%.0f%% of its workers' %s", 100*b.Share, Thousands(b.WorkersCeiling))
+		return fmt.Sprintf("%.0f%% of its workers' %s", 100*b.Share, words.Thousands(b.WorkersCeiling))
 	case "callers":
-		return fmt.Sprintf("%.0f%% of its %d callers' %s (Little's law)", 100*b.Share, callers, Thousands(b.CallersCeiling))
+		return fmt.Sprintf("%.0f%% of its %d callers' %s (Little's law)", 100*b.Share, callers, words.Thousands(b.CallersCeiling))
 	case "cpu":
 		return "held by the CPU"
 	case "generator":
@@ -295,17 +297,6 @@ func boundShort(b *Bound, callers int) string {
 // ClassesText is the classification table's heading words.
 var ClassesText = strings.Join([]string{
 	"a loop server when k blockers stalled exactly the connections on their k loops",
-	fmt.Sprintf("a pool when its cliff served at most N callers at once, under %.0f %% of them (N as measured; its size as configured, where the server declares it)", 100*PoolBelow),
-	fmt.Sprintf("one OS thread per blocked request when it served every caller and held %.0f %% as many threads or more", 100*ThreadsPerCaller),
+	fmt.Sprintf("a pool when its cliff served at most N callers at once, under %.0f %% of them (N as measured; its size as configured, where the server declares it)", 100*poolBelow),
+	fmt.Sprintf("one OS thread per blocked request when it served every caller and held %.0f %% as many threads or more", 100*threadsPerCaller),
 }, "; ")
-
-// Plural is "1 loop", "4 loops", "2 entries".
-func Plural(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	if strings.HasSuffix(noun, "y") {
-		return fmt.Sprintf("%d %sies", n, strings.TrimSuffix(noun, "y"))
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
-}

@@ -7,8 +7,8 @@ import (
 	"github.com/bystander-kit/bystander/internal/culprit"
 )
 
-// FaceSchema names the JSON face of a run's findings (findings.json).
-const FaceSchema = "bystander.findings/v1"
+// faceSchema names the JSON face of a run's findings (findings.json).
+const faceSchema = "bystander.findings/v1"
 
 // Face is the findings as JSON: the figures and the words of every row,
 // as the tables and the report give them, for a reader that wants them
@@ -250,7 +250,7 @@ func faceLoad(r LoadRow) FaceLoad {
 
 // Face computes the JSON face of f.
 func (f *Findings) Face() Face {
-	x := Face{Schema: FaceSchema, Lead: f.Lead(), Headline: f.Headline(), Shared: f.SharedText(), Classes: f.Classes(), Claims: f.Claims, Servers: f.Servers, Published: f.Published(),
+	x := Face{Schema: faceSchema, Lead: f.Lead(), Headline: f.Headline(), Shared: f.SharedText(), Classes: f.Classes(), Claims: f.Claims, Servers: f.Servers, Published: f.Published(),
 		NotMeasured: f.NotMeasured, NotRead: f.Unread, Noticed: f.Noticed}
 	for _, r := range f.Sweep {
 		x.Sweep = append(x.Sweep, faceLoad(r.LoadRow))

@@ -121,19 +121,6 @@ func (g *Group) Short() string {
 	return status + " (see below)"
 }
 
-// Missing says why a phase has nothing to show.
-func Missing(gs []*Group, phase string) string {
-	for _, g := range gs {
-		if g.Why != "" {
-			return fmt.Sprintf("the %s phase did not complete: %s", phase, g.Why)
-		}
-	}
-	if len(gs) == 0 {
-		return fmt.Sprintf("the %s phase was not run (see --phases and --servers)", phase)
-	}
-	return fmt.Sprintf("the %s phase left no results", phase)
-}
-
 // PhaseStatus is how far a phase got.
 type PhaseStatus struct {
 	Phase, Status string

@@ -129,8 +129,8 @@ func TestBlockOff(t *testing.T) {
 		{5 * time.Millisecond, 5.6e6, "the server blocked 5.6ms where 5ms was asked (+12%)"},
 		{100 * time.Millisecond, 5.1e6, "the server blocked 5.1ms where 100ms was asked (-95%)"},
 	} {
-		if got := BlockOff(tc.asked, tc.measured); got != tc.want {
-			t.Errorf("BlockOff(%s, %.0f) = %q, want %q", tc.asked, tc.measured, got, tc.want)
+		if got := blockOff(tc.asked, tc.measured); got != tc.want {
+			t.Errorf("blockOff(%s, %.0f) = %q, want %q", tc.asked, tc.measured, got, tc.want)
 		}
 	}
 	r := LoadRow{Group: &Group{Step: results.Step{Server: results.Server{}, Block: 5e6}}, MeasuredBlock: Figure{5.05e6}}
@@ -159,12 +159,12 @@ func TestSaturated(t *testing.T) {
 		{results.Probe{Due: 100, Completed: 89, Censored: 11}, true},
 		{results.Probe{}, false},
 	} {
-		if got := Saturated(&tc.p); got != tc.want {
+		if got := probeSaturated(&tc.p); got != tc.want {
 			t.Errorf("%+v: saturated %v", tc.p, got)
 		}
 	}
 	b := bystanderOf([]*results.Result{{Params: results.Params{IntervalNs: 5e7}, Probe: &results.Probe{WindowNs: 6e9, Due: 120, Completed: 45, Censored: 75}}})
-	if !b.Saturated || !strings.Contains(b.SaturatedWhy, SaturatedText) || !strings.Contains(b.SaturatedWhy, "7.5 answers per second against 20.0") ||
+	if !b.Saturated || !strings.Contains(b.SaturatedWhy, saturatedText) || !strings.Contains(b.SaturatedWhy, "7.5 answers per second against 20.0") ||
 		!strings.Contains(b.CensoredText(), "75 of 120") {
 		t.Errorf("%q / %q", b.SaturatedWhy, b.CensoredText())
 	}

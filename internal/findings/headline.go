@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/bystander-kit/bystander/internal/words"
 )
 
 // Headline is the run's result at one glance, the top of the report: each
@@ -112,7 +114,7 @@ func (f *Findings) Headline() Headline {
 			for _, r := range mostCallers(f.Sweep, kind) {
 				sv := f.Server(r.Step.Server.Name)
 				s := HeadlineServer{Name: r.Step.Server.Name, Kind: r.Step.Server.Kind, Workers: sv.WorkersText(), Callers: r.Step.Conc,
-					Throughput: reqs(r.Throughput.Median()), Ceiling: sv.CeilingText()}
+					Throughput: words.PerS(r.Throughput.Median()), Ceiling: sv.CeilingText()}
 				if !r.Throughput.OK() {
 					// Said, not dropped: its figure at the most callers was
 					// not measured or not read (NotMeasured says why).
@@ -173,7 +175,7 @@ func (f *Findings) Headline() Headline {
 		if r.Step.Variant != "offloaded" || !r.Throughput.OK() || !ok {
 			continue
 		}
-		fx := HeadlineFix{Name: r.Step.Server.Name, Callers: r.Step.Conc, Offloaded: reqs(r.Throughput.Median()), Blocking: reqs(b.Throughput.Median()),
+		fx := HeadlineFix{Name: r.Step.Server.Name, Callers: r.Step.Conc, Offloaded: words.PerS(r.Throughput.Median()), Blocking: words.PerS(b.Throughput.Median()),
 			Times: fmt.Sprintf("%.1fx", r.Throughput.Median()/b.Throughput.Median())}
 		if r.Fast.P50.OK() {
 			fx.Fast = fastText(r, r.Fast.P50)
@@ -236,9 +238,9 @@ func heldBy(r SweepRow) string {
 	}
 	switch b.Kind {
 	case "workers":
-		return fmt.Sprintf("held by its workers: %.0f%% of %s, their ceiling from the block measured", 100*b.Share, Thousands(b.WorkersCeiling))
+		return fmt.Sprintf("held by its workers: %.0f%% of %s, their ceiling from the block measured", 100*b.Share, words.Thousands(b.WorkersCeiling))
 	case "callers":
-		return fmt.Sprintf("held by its %d callers (Little's law): %.0f%% of %s", r.Step.Conc, 100*b.Share, Thousands(b.CallersCeiling))
+		return fmt.Sprintf("held by its %d callers (Little's law): %.0f%% of %s", r.Step.Conc, 100*b.Share, words.Thousands(b.CallersCeiling))
 	case "cpu":
 		return "held by the CPU"
 	case "generator":

@@ -9,35 +9,35 @@ import (
 	"github.com/bystander-kit/bystander/internal/results"
 )
 
-// Near is the share of a ceiling at which it is taken to bind.
-const Near = 0.9
+// nearCeiling is the share of a ceiling at which it is taken to bind.
+const nearCeiling = 0.9
 
-// Saturation of the machine: the kit's own processes using this share of
-// its cores make a row CPU-bound.
-const Saturation = 0.9
+// kitSaturation is the machine's saturation: the kit's own processes
+// using this share of its cores make a row CPU-bound.
+const kitSaturation = 0.9
 
-// SharedAbove is the share of the machine other processes may use before a
+// sharedAbove is the share of the machine other processes may use before a
 // row is flagged as measured on a shared machine.
-const SharedAbove = 0.1
+const sharedAbove = 0.1
 
-// LittleTolerance is how far throughput x mean latency / callers may be
+// littleTolerance is how far throughput x mean latency / callers may be
 // from 1 on a closed-loop row.
-const LittleTolerance = 0.01
+const littleTolerance = 0.01
 
-// BlockTolerance is how far a server's measured block (X-Blocked-Ns) may
+// blockTolerance is how far a server's measured block (X-Blocked-Ns) may
 // be from the block the run asked it for before its row says so: a server
 // that ignores ?block= or blocks far longer is not measured on the run's
 // call.
-const BlockTolerance = 0.10
+const blockTolerance = 0.10
 
-// BlockOff says how far measured (ns, the server's X-Blocked-Ns) is from
-// the asked block when it is more than BlockTolerance off, else "".
-func BlockOff(asked time.Duration, measuredNs float64) string {
+// blockOff says how far measured (ns, the server's X-Blocked-Ns) is from
+// the asked block when it is more than blockTolerance off, else "".
+func blockOff(asked time.Duration, measuredNs float64) string {
 	if asked <= 0 || measuredNs <= 0 {
 		return ""
 	}
 	r := measuredNs/float64(asked) - 1
-	if math.Abs(r) <= BlockTolerance {
+	if math.Abs(r) <= blockTolerance {
 		return ""
 	}
 	return fmt.Sprintf("the server blocked %s where %s was asked (%+.0f%%)", round(time.Duration(measuredNs)), asked, 100*r)
@@ -63,7 +63,7 @@ type Bound struct {
 	// server's: WorkersCeiling counts only those.
 	LoopsUsed int
 	// Little is throughput x mean latency / callers on a closed-loop row
-	// (0 elsewhere); LittleOK when within LittleTolerance of 1.
+	// (0 elsewhere); LittleOK when within littleTolerance of 1.
 	Little   float64
 	LittleOK bool
 	// KitCores is what the server, the generator and the prober used;
@@ -123,6 +123,21 @@ func StepCeilingText(s results.Step, offloadWorkers int) string {
 		Block: s.Block.D(), NominalCeiling: c}.CeilingText()
 }
 
+// useOf sets b's use of the machine, from the measurement's cost c on a
+// machine of cores: the kit's cores and the others', whether the machine
+// was shared, and Little's law on a closed load.
+func (b *Bound) useOf(s results.Step, lr *results.Result, c *results.ServerCost, cores float64) {
+	b.KitCores = c.ServerCores + c.GeneratorCores + c.ProberCores + c.DBCores
+	b.OtherCores = math.Max(0, c.MachineCores-b.KitCores)
+	// Without the server's own CPU, the others include the server: a busy
+	// machine is not evidence of another tenant.
+	b.Shared = cores > 0 && b.OtherCores >= sharedAbove*cores && !c.ServerNotMeasured
+	if l := lr.Load; lr.Mode == "closed" && s.Conc > 0 && l.Latency.Count > 0 {
+		b.Little = l.InFlight() / float64(s.Conc)
+		b.LittleOK = math.Abs(b.Little-1) <= littleTolerance
+	}
+}
+
 // BoundOf decides what bounds a measurement from its load result and the
 // server's cost; offloadWorkers is the pool /offload blocks on.
 func BoundOf(s results.Step, lr *results.Result, c *results.ServerCost, offloadWorkers int) *Bound {
@@ -147,35 +162,27 @@ func BoundOf(s results.Step, lr *results.Result, c *results.ServerCost, offloadW
 	if cores <= 0 {
 		cores = float64(lr.Env.NumCPU)
 	}
-	b.KitCores = c.ServerCores + c.GeneratorCores + c.ProberCores + c.DBCores
-	b.OtherCores = math.Max(0, c.MachineCores-b.KitCores)
-	// Without the server's own CPU, the others include the server: a busy
-	// machine is not evidence of another tenant.
-	b.Shared = cores > 0 && b.OtherCores >= SharedAbove*cores && !c.ServerNotMeasured
-	if lr.Mode == "closed" && s.Conc > 0 && l.Latency.Count > 0 {
-		b.Little = l.ThroughputPerS * l.Latency.MeanUs / 1e6 / float64(s.Conc)
-		b.LittleOK = math.Abs(b.Little-1) <= LittleTolerance
-	}
+	b.useOf(s, lr, c, cores)
 	lowest, lowName := b.WorkersCeiling, "workers"
 	if b.CallersCeiling < lowest || lowest == 0 {
 		lowest, lowName = b.CallersCeiling, "callers"
 	}
 	switch {
-	case c.ServerNotMeasured && cores > 0 && c.MachineCores >= Saturation*cores:
+	case c.ServerNotMeasured && cores > 0 && c.MachineCores >= kitSaturation*cores:
 		b.Kind = "cpu"
 		b.Text = fmt.Sprintf("CPU: the machine uses %.2f of %.0f cores, the generators %.2f (the server's own share is not measured: no pid=)",
 			c.MachineCores, cores, c.GeneratorCores+c.ProberCores)
-	case cores > 0 && b.KitCores >= Saturation*cores && c.GeneratorCores+c.ProberCores >= c.ServerCores:
+	case cores > 0 && b.KitCores >= kitSaturation*cores && c.GeneratorCores+c.ProberCores >= c.ServerCores:
 		b.Kind, b.Flagged = "generator", true
 		b.Text = fmt.Sprintf("the load generator: the kit's processes use %.2f of %.0f cores, the generators %.2f against the server's %.2f; not the server's figure",
 			b.KitCores, cores, c.GeneratorCores+c.ProberCores, c.ServerCores)
-	case cores > 0 && b.KitCores >= Saturation*cores:
+	case cores > 0 && b.KitCores >= kitSaturation*cores:
 		b.Kind = "cpu"
 		b.Text = fmt.Sprintf("CPU: the kit's processes use %.2f of %.0f cores, the server %.2f at %.1f us per request", b.KitCores, cores, c.ServerCores, c.ServerCPUUsPerRequest)
-	case lowest > 0 && l.ThroughputPerS >= Near*lowest && lowName == "workers":
+	case lowest > 0 && l.ThroughputPerS >= nearCeiling*lowest && lowName == "workers":
 		b.Kind, b.Share = "workers", l.ThroughputPerS/b.WorkersCeiling
 		b.Text = fmt.Sprintf("workers: %s / %s %s = %.0f req/s; at %.0f%% of it", what, ms, blockWord, b.WorkersCeiling, 100*b.Share)
-	case lowest > 0 && l.ThroughputPerS >= Near*lowest:
+	case lowest > 0 && l.ThroughputPerS >= nearCeiling*lowest:
 		b.Kind, b.Share = "callers", l.ThroughputPerS/b.CallersCeiling
 		b.Text = fmt.Sprintf("offered concurrency: %d callers / %s %s = %.0f req/s (Little's law); at %.0f%% of it", s.Conc, ms, blockWord, b.CallersCeiling, 100*b.Share)
 	default:
@@ -253,7 +260,7 @@ func (b *Bound) noneCause(l *results.Load, c *results.ServerCost, cores float64,
 
 // addNotes adds what a reader of the bound must know beside it.
 func (b *Bound) addNotes(nominal time.Duration, l *results.Load, cores float64) {
-	if off := BlockOff(nominal, l.MeanBlockedNs); b.BlockMeasured && off != "" {
+	if off := blockOff(nominal, l.MeanBlockedNs); b.BlockMeasured && off != "" {
 		b.Notes = append(b.Notes, off)
 	}
 	if b.Shared {
@@ -308,14 +315,14 @@ type Bystander struct {
 	repetitions, saturatedRepetitions int
 }
 
-// SaturatedText is how a saturated bystander is reported in words.
-const SaturatedText = "the bystander's queue grows without bound: its latency is set by the run's length"
+// saturatedText is how a saturated bystander is reported in words.
+const saturatedText = "the bystander's queue grows without bound: its latency is set by the run's length"
 
-// Saturated says whether a prober's answers fell behind its due probes:
+// probeSaturated says whether a prober's answers fell behind its due probes:
 // fewer than Near of the probes due in the window were answered or failed,
 // so the probes queue behind each other for as long as the run lasts.
-func Saturated(p *results.Probe) bool {
-	return p != nil && p.Due > 0 && float64(p.Completed+p.Failed) < Near*float64(p.Due)
+func probeSaturated(p *results.Probe) bool {
+	return p != nil && p.Due > 0 && float64(p.Completed+p.Failed) < nearCeiling*float64(p.Due)
 }
 
 // CensoredText says what the censored probes mean, or "" with none.
@@ -350,7 +357,7 @@ func bystanderOf(probes []*results.Result) Bystander {
 			b.AnswersPerS = append(b.AnswersPerS, float64(p.Completed)/w)
 			b.DuePerS = append(b.DuePerS, float64(p.Due)/w)
 		}
-		if Saturated(p) {
+		if probeSaturated(p) {
 			b.Saturated = true
 			b.saturatedRepetitions++
 		}
@@ -367,7 +374,7 @@ func bystanderOf(probes []*results.Result) Bystander {
 	}
 	if b.Saturated {
 		b.SaturatedWhy = fmt.Sprintf("%s (%.1f answers per second against %.1f probes due, in %d of %d repetitions)",
-			SaturatedText, b.AnswersPerS.Median(), b.DuePerS.Median(), b.saturatedRepetitions, b.repetitions)
+			saturatedText, b.AnswersPerS.Median(), b.DuePerS.Median(), b.saturatedRepetitions, b.repetitions)
 	}
 	return b
 }
@@ -397,13 +404,13 @@ func (r SweepRow) CeilingShare() Figure {
 	}
 	var out Figure
 	for _, t := range r.Throughput {
-		out = append(out, Share(t, r.NominalCeiling))
+		out = append(out, shareOf(t, r.NominalCeiling))
 	}
 	return out
 }
 
-// Share is perS as a share of ceiling (0 when either is not known).
-func Share(perS, ceiling float64) float64 {
+// shareOf is perS as a share of ceiling (0 when either is not known).
+func shareOf(perS, ceiling float64) float64 {
 	if perS <= 0 || ceiling <= 0 {
 		return 0
 	}
@@ -431,7 +438,7 @@ func (r LoadRow) BoundShare() Figure {
 
 // BlockedText is the row's measured block (the median of the servers'
 // X-Blocked-Ns), with how far it is from the asked block when more than
-// BlockTolerance; "not said" when the server sent none.
+// blockTolerance; "not said" when the server sent none.
 func (r LoadRow) BlockedText() string {
 	if !r.MeasuredBlock.OK() {
 		return "not said"
@@ -439,7 +446,7 @@ func (r LoadRow) BlockedText() string {
 	m := r.MeasuredBlock.Median()
 	s := round(time.Duration(m)).String()
 	asked := r.Step.Block.D()
-	if BlockOff(asked, m) != "" {
+	if blockOff(asked, m) != "" {
 		s += fmt.Sprintf(" (%+.0f%% of the %s asked)", 100*(m/float64(asked)-1), asked)
 	}
 	return s
@@ -514,24 +521,22 @@ func CostOf(m results.Measurement, lr *results.Result) *results.ServerCost {
 		if p == nil {
 			return 0
 		}
-		return float64(p.CPUNs) / float64(u.WindowNs)
+		return u.InWindow(p.CPUNs)
 	}
 	c := &results.ServerCost{Requests: int64(reqs), MeasuredBlockNs: l.MeanBlockedNs, ThroughputPerS: l.ThroughputPerS,
 		ServerCores: coresOf(u.Server), GeneratorCores: coresOf(u.Generator), ProberCores: coresOf(u.Prober) + coresOf(u.Conns),
 		GeneratorCPUUsPerReq: lr.Generator.CPUUsPerRequest, MachineBusy: u.MachineBusy, MachineCores: u.MachineBusy * float64(u.Cores), Cores: u.Cores}
 	if u.DB != nil {
 		c.DBCores = coresOf(u.DB)
-		if reqs > 0 {
-			c.DBCPUUsPerRequest = float64(u.DB.CPUNs) / 1e3 / reqs
-		}
+		c.DBCPUUsPerRequest = results.UsPerRequest(u.DB.CPUNs, reqs)
 	}
 	if u.Server == nil {
 		c.ServerNotMeasured = true
 		return c
 	}
 	c.Threads, c.PeakRSSBytes = u.Server.Threads, u.Server.PeakRSSBytes
+	c.ServerCPUUsPerRequest = results.UsPerRequest(u.Server.CPUNs, reqs)
 	if reqs > 0 {
-		c.ServerCPUUsPerRequest = float64(u.Server.CPUNs) / 1e3 / reqs
 		c.CtxSwitchesPerRequest = float64(u.Server.VolCtxSw+u.Server.InvolCtxSw) / reqs
 	}
 	return c

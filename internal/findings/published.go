@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/bystander-kit/bystander/internal/words"
 )
 
 // The published Netty-vs-Tomcat experiment this kit reproduces: Netty with
@@ -43,18 +45,6 @@ type published struct {
 	conc    int // the run's row at this many callers (0: the highest)
 	k       int // stall: loops blocked
 	variant string
-}
-
-func reqs(v float64) string { return fmt.Sprintf("%s req/s", Thousands(v)) }
-
-// Thousands writes a whole number with commas, as the publication does.
-func Thousands(v float64) string {
-	n := int64(v + 0.5)
-	s := fmt.Sprint(n)
-	for i := len(s) - 3; i > 0; i -= 3 {
-		s = s[:i] + "," + s[i:]
-	}
-	return s
 }
 
 // The rows the headline sets beside its figures.
@@ -149,10 +139,10 @@ func (m *matcher) row(server string, conc int, this string, perS, ceiling float6
 	p := m.p
 	r := PublishedRow{What: p.what, Server: server, This: this, Published: p.value}
 	if p.ceiling > 0 {
-		r.PubShare = fmt.Sprintf("%.0f%% of %s", 100*Share(p.perS, p.ceiling), Thousands(p.ceiling))
+		r.PubShare = fmt.Sprintf("%.0f%% of %s", 100*shareOf(p.perS, p.ceiling), words.Thousands(p.ceiling))
 	}
 	if ceiling > 0 && perS > 0 {
-		r.ThisShare = fmt.Sprintf("%.0f%% of %s", 100*Share(perS, ceiling), Thousands(ceiling))
+		r.ThisShare = fmt.Sprintf("%.0f%% of %s", 100*shareOf(perS, ceiling), words.Thousands(ceiling))
 	}
 	switch {
 	case p.callers == 0 && conc > 0:
@@ -185,7 +175,7 @@ func (m *matcher) sweep() {
 			continue
 		}
 		if m.p.phase == "sweep" {
-			m.row(r.Step.Server.Name, r.Step.Conc, reqs(r.Throughput.Median()), r.Throughput.Median(), r.NominalCeiling)
+			m.row(r.Step.Server.Name, r.Step.Conc, words.PerS(r.Throughput.Median()), r.Throughput.Median(), r.NominalCeiling)
 		} else if r.Fast.P50.OK() {
 			m.row(r.Step.Server.Name, r.Step.Conc, fastText(r.LoadRow, r.Fast.P50), 0, 0)
 		}
@@ -268,7 +258,7 @@ func (m *matcher) offload() {
 			if b := r.Bound(); b != nil {
 				ceiling = b.NominalCeiling
 			}
-			m.row(r.Step.Server.Name, r.Step.Conc, reqs(r.Throughput.Median()), r.Throughput.Median(), ceiling)
+			m.row(r.Step.Server.Name, r.Step.Conc, words.PerS(r.Throughput.Median()), r.Throughput.Median(), ceiling)
 		} else if r.Fast.P50.OK() {
 			m.row(r.Step.Server.Name, r.Step.Conc, fastText(r, r.Fast.P50), 0, 0)
 		}
@@ -286,7 +276,7 @@ func (m *matcher) cliff() {
 			continue
 		}
 		if m.p.phase == "cliff" {
-			m.row(r.Step.Server.Name, r.Step.Conc, reqs(r.Throughput.Median()), r.Throughput.Median(), CeilingPerS(r.Step.Server.Workers, r.Step.Block.D()))
+			m.row(r.Step.Server.Name, r.Step.Conc, words.PerS(r.Throughput.Median()), r.Throughput.Median(), CeilingPerS(r.Step.Server.Workers, r.Step.Block.D()))
 		} else if r.Fast.P95.OK() {
 			m.row(r.Step.Server.Name, r.Step.Conc, fastText(r, r.Fast.P95), 0, 0)
 		}
@@ -308,7 +298,7 @@ func (m *matcher) trace() {
 				}
 			}
 			if tput.OK() {
-				m.row(r.Step.Server.Name, r.Step.Conc, reqs(tput.Median()), tput.Median(), CeilingPerS(r.Step.Server.Workers, r.Step.Block.D()))
+				m.row(r.Step.Server.Name, r.Step.Conc, words.PerS(tput.Median()), tput.Median(), CeilingPerS(r.Step.Server.Workers, r.Step.Block.D()))
 			}
 		case "trace-total":
 			if r.Total.N.OK() {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/bystander-kit/bystander/internal/results"
+	"github.com/bystander-kit/bystander/internal/words"
 )
 
 // The slip phase: /slow at the highest concurrency while the call the load
@@ -75,19 +76,13 @@ func (r SlipRow) Fell() float64 {
 	return b / a
 }
 
-// CeilingText is the step of the ceiling that binds, in words: "4 loops:
-// 5ms -> 50ms = 800 -> 80 req/s".
-func (r SlipRow) CeilingText() string {
-	return fmt.Sprintf("%s: %s -> %s = %s -> %s req/s", r.Binds, r.Before.Block, r.After.Block, Thousands(r.Before.Ceiling), Thousands(r.After.Ceiling))
-}
-
 // slipBinds is the workers of a slip step's ceiling and their name: the
 // server's (as WorkersOf counts them), or the callers where those are
 // fewer or the server sets no bound of its own.
 func slipBinds(s results.Step, offloadWorkers int) (int, string, bool) {
 	w := WorkersOf(s, offloadWorkers)
 	if w == 0 || s.Conc < w {
-		return s.Conc, Plural(s.Conc, "caller"), true
+		return s.Conc, words.Plural(s.Conc, "caller"), true
 	}
 	sum := ServerSummary{Kind: s.Server.Kind, Workers: s.Server.Workers, SweepWorkers: w, DBConns: s.Server.DBConns, DBBound: DBBinds(s, offloadWorkers)}
 	return w, sum.ceilingNoun(), false
@@ -104,16 +99,12 @@ func SlipRowOf(g *Group, p Params) SlipRow {
 	for _, h := range []*SlipHalf{&r.Before, &r.After} {
 		h.Ceiling = CeilingPerS(r.Workers, h.Block)
 	}
-	var perTick [][]float64 // per repetition, answers per second in each tick
-	var fastTick [][]float64
-	var censoredTick []bool
-	var shift []int // per repetition, its ticks before the first's step: the timelines meet at their steps
+	var tl slipTimeline
 	first := true
 	for _, rep := range g.Reps {
 		if rep.Load == nil || rep.Load.Load == nil {
 			continue
 		}
-		l := rep.Load.Load
 		width := time.Duration(rep.Load.Params.TickNs)
 		// The step came when the load says it did: on stage, when the
 		// presenter's key came (--switch-when), else where the plan set it.
@@ -121,7 +112,7 @@ func SlipRowOf(g *Group, p Params) SlipRow {
 		if sw := rep.Load.Params.SwitchAtNs; sw > 0 {
 			at = time.Duration(sw)
 		}
-		if width <= 0 || len(l.Ticks) == 0 || at <= 0 {
+		if width <= 0 || len(rep.Load.Load.Ticks) == 0 || at <= 0 {
 			r.Why = "its load result has no steps (loadgen --tick) or no moment of the slip"
 			continue
 		}
@@ -129,106 +120,140 @@ func SlipRowOf(g *Group, p Params) SlipRow {
 			r.At, first = at, false
 		}
 		r.TickWidth = width
-		measured := time.Duration(l.MeasuredNs)
-		// The after side: every answer in it one to a request asked after
-		// the step (those asked before, queued, take a while to drain).
-		settled := max(time.Duration(l.SettledNs), at)
-		r.Settling = append(r.Settling, float64(settled-at))
-		afterFrom := (settled + width - 1) / width * width
-		r.AfterFrom = append(r.AfterFrom, float64(afterFrom))
-		var rates []float64
-		var n [2]int64
-		var blocked, blockN [2]float64
-		for _, tk := range l.Ticks {
-			from := time.Duration(tk.TMs) * time.Millisecond
-			span := min(width, measured-from)
-			if span <= 0 {
-				continue
-			}
-			rates = append(rates, float64(tk.Requests)/span.Seconds())
-			side := sideAt(from, at, afterFrom)
-			if side < 0 {
-				continue
-			}
-			n[side] += tk.Requests
-			blocked[side] += tk.MeanBlockedNs * float64(tk.BlockedSamples)
-			blockN[side] += float64(tk.BlockedSamples)
+		rates, fast, censored := r.addRep(rep, at, width)
+		tl.add(rates, fast, censored, int((at-r.At)/width))
+	}
+	r.Ticks = tl.ticks(r.TickWidth)
+	return r
+}
+
+// addRep adds one repetition's sides to r, its step at at in ticks of
+// width, and returns its timeline: answers per second in each tick, the
+// slowest /fast wait begun in each, and whether one of those was censored.
+func (r *SlipRow) addRep(rep Rep, at, width time.Duration) (rates, ticksFast []float64, ticksCensored []bool) {
+	l := rep.Load.Load
+	measured := time.Duration(l.MeasuredNs)
+	// The after side: every answer in it one to a request asked after
+	// the step (those asked before, queued, take a while to drain).
+	settled := max(time.Duration(l.SettledNs), at)
+	r.Settling = append(r.Settling, float64(settled-at))
+	afterFrom := (settled + width - 1) / width * width
+	r.AfterFrom = append(r.AfterFrom, float64(afterFrom))
+	var n [2]int64
+	var blocked, blockN [2]float64
+	for _, tk := range l.Ticks {
+		from := time.Duration(tk.TMs) * time.Millisecond
+		span := min(width, measured-from)
+		if span <= 0 {
+			continue
 		}
-		perTick = append(perTick, rates)
-		shift = append(shift, int((at-r.At)/width))
-		spans := [2]time.Duration{min(at, measured), measured - afterFrom}
-		var fast [2][]float64
-		var ticksFast []float64
-		var ticksCensored []bool
-		if rep.Probe != nil && rep.Probe.Probe != nil {
-			warm := float64(rep.Probe.Params.WarmupNs) / 1e3
-			for _, pt := range rep.Probe.Probe.Timeline {
-				due := time.Duration((pt.DueUs - warm) * 1e3)
-				if due < 0 || due >= measured || pt.Error != "" {
-					continue
-				}
-				wait := max(pt.DoneUs-pt.DueUs, 0)
-				if side := sideAt(due, at, afterFrom); side >= 0 {
-					fast[side] = append(fast[side], wait)
-					r.sideOf(side).FastProbes++
-					if pt.Censored {
-						r.sideOf(side).FastCensored++
-					}
-				}
-				// Drawn in its step of the load's timeline, none past it
-				// (the files, perhaps a stranger's, say the widths).
-				i := int(due / width)
-				if i >= len(l.Ticks) {
-					continue
-				}
-				for len(ticksFast) <= i {
-					ticksFast = append(ticksFast, 0)
-					ticksCensored = append(ticksCensored, false)
-				}
-				ticksFast[i] = max(ticksFast[i], wait)
-				ticksCensored[i] = ticksCensored[i] || pt.Censored
-			}
+		rates = append(rates, float64(tk.Requests)/span.Seconds())
+		side := sideAt(from, at, afterFrom)
+		if side < 0 {
+			continue
 		}
-		fastTick = append(fastTick, ticksFast)
-		if censoredTick == nil {
-			censoredTick = ticksCensored
-		} else {
-			for i, c := range ticksCensored {
-				if i < len(censoredTick) {
-					censoredTick[i] = censoredTick[i] || c
-				}
-			}
+		n[side] += tk.Requests
+		blocked[side] += tk.MeanBlockedNs * float64(tk.BlockedSamples)
+		blockN[side] += float64(tk.BlockedSamples)
+	}
+	spans := [2]time.Duration{min(at, measured), measured - afterFrom}
+	var fast [2][]float64
+	if rep.Probe != nil && rep.Probe.Probe != nil {
+		fast, ticksFast, ticksCensored = r.addProbe(rep.Probe, at, afterFrom, width, measured, len(l.Ticks))
+	}
+	if spans[1] <= 0 {
+		r.Why = fmt.Sprintf("the requests asked for %s before the step were still being answered when the window ended", r.Before.Block)
+	}
+	for side, h := range []*SlipHalf{&r.Before, &r.After} {
+		if spans[side] <= 0 {
+			continue
 		}
-		if spans[1] <= 0 {
-			r.Why = fmt.Sprintf("the requests asked for %s before the step were still being answered when the window ended", r.Before.Block)
+		h.PerS = append(h.PerS, float64(n[side])/spans[side].Seconds())
+		if blockN[side] > 0 {
+			mb := blocked[side] / blockN[side]
+			h.MeasuredBlock = append(h.MeasuredBlock, mb)
+			h.Share = append(h.Share, shareOf(float64(n[side])/spans[side].Seconds(), CeilingPerS(r.Workers, time.Duration(mb))))
 		}
-		for side, h := range []*SlipHalf{&r.Before, &r.After} {
-			if spans[side] <= 0 {
-				continue
-			}
-			h.PerS = append(h.PerS, float64(n[side])/spans[side].Seconds())
-			if blockN[side] > 0 {
-				mb := blocked[side] / blockN[side]
-				h.MeasuredBlock = append(h.MeasuredBlock, mb)
-				h.Share = append(h.Share, Share(float64(n[side])/spans[side].Seconds(), CeilingPerS(r.Workers, time.Duration(mb))))
-			}
-			if len(fast[side]) > 0 {
-				h.Fast = append(h.Fast, results.Median(fast[side]))
-			}
+		if len(fast[side]) > 0 {
+			h.Fast = append(h.Fast, results.Median(fast[side]))
 		}
 	}
-	// The timeline is the first repetition's, each other's moved so that
-	// its step falls where the first's does (on stage a key decides when).
+	return rates, ticksFast, ticksCensored
+}
+
+// addProbe counts one repetition's /fast probes on each side of the step
+// and returns their waits (us) by side, and by the load's ticks (of ticks)
+// the slowest wait begun in each and whether one was censored.
+func (r *SlipRow) addProbe(pr *results.Result, at, afterFrom, width, measured time.Duration, ticks int) (fast [2][]float64, ticksFast []float64, ticksCensored []bool) {
+	warm := float64(pr.Params.WarmupNs) / 1e3
+	for _, pt := range pr.Probe.Timeline {
+		due := time.Duration((pt.DueUs - warm) * 1e3)
+		if due < 0 || due >= measured || pt.Error != "" {
+			continue
+		}
+		wait := max(pt.DoneUs-pt.DueUs, 0)
+		if side := sideAt(due, at, afterFrom); side >= 0 {
+			fast[side] = append(fast[side], wait)
+			r.sideOf(side).FastProbes++
+			if pt.Censored {
+				r.sideOf(side).FastCensored++
+			}
+		}
+		// Drawn in its step of the load's timeline, none past it
+		// (the files, perhaps a stranger's, say the widths).
+		i := int(due / width)
+		if i >= ticks {
+			continue
+		}
+		for len(ticksFast) <= i {
+			ticksFast = append(ticksFast, 0)
+			ticksCensored = append(ticksCensored, false)
+		}
+		ticksFast[i] = max(ticksFast[i], wait)
+		ticksCensored[i] = ticksCensored[i] || pt.Censored
+	}
+	return fast, ticksFast, ticksCensored
+}
+
+// slipTimeline gathers the repetitions' timelines of a slip: per
+// repetition, answers per second and the slowest /fast wait in each tick,
+// and its ticks before the first's step (the timelines meet at their
+// steps); censored is any repetition's censored wait in a tick.
+type slipTimeline struct {
+	perTick, fastTick [][]float64
+	censored          []bool
+	shift             []int
+}
+
+func (tl *slipTimeline) add(rates, fast []float64, censored []bool, shift int) {
+	tl.perTick = append(tl.perTick, rates)
+	tl.fastTick = append(tl.fastTick, fast)
+	tl.shift = append(tl.shift, shift)
+	if tl.censored == nil {
+		tl.censored = censored
+		return
+	}
+	for i, c := range censored {
+		if i < len(tl.censored) {
+			tl.censored[i] = tl.censored[i] || c
+		}
+	}
+}
+
+// ticks is the timeline: the first repetition's, each other's moved so
+// that its step falls where the first's does (on stage a key decides when).
+func (tl *slipTimeline) ticks(width time.Duration) []SlipTick {
+	var out []SlipTick
 	for i := 0; ; i++ {
 		var rates, fast []float64
 		more := false
-		for k, rs := range perTick {
-			j := i + shift[k]
+		for k, rs := range tl.perTick {
+			j := i + tl.shift[k]
 			more = more || j+1 < len(rs)
 			if j >= 0 && j < len(rs) {
 				rates = append(rates, rs[j])
 			}
-			if fs := fastTick[k]; j >= 0 && j < len(fs) {
+			if fs := tl.fastTick[k]; j >= 0 && j < len(fs) {
 				fast = append(fast, fs[j])
 			}
 		}
@@ -238,14 +263,14 @@ func SlipRowOf(g *Group, p Params) SlipRow {
 			}
 			break
 		}
-		t := SlipTick{TMs: int64(i) * r.TickWidth.Milliseconds(), PerS: results.Median(rates)}
+		t := SlipTick{TMs: int64(i) * width.Milliseconds(), PerS: results.Median(rates)}
 		if len(fast) > 0 {
 			t.FastMaxUs = results.Median(fast)
 		}
-		t.FastCensored = i < len(censoredTick) && censoredTick[i]
-		r.Ticks = append(r.Ticks, t)
+		t.FastCensored = i < len(tl.censored) && tl.censored[i]
+		out = append(out, t)
 	}
-	return r
+	return out
 }
 
 // sideAt is the side of the step a moment of the window is on: 0 before
@@ -265,22 +290,6 @@ func (r *SlipRow) sideOf(side int) *SlipHalf {
 		return &r.Before
 	}
 	return &r.After
-}
-
-// Sentence says the slip of one server in words, with its figures: how
-// far it fell against its ceiling, and where its after side starts.
-func (r SlipRow) Sentence() string {
-	name := r.Step.Server.Name
-	if !r.Before.PerS.OK() || !r.After.PerS.OK() {
-		if r.Why != "" {
-			return fmt.Sprintf("%s: the two sides not told apart: %s.", name, r.Why)
-		}
-		return ""
-	}
-	return fmt.Sprintf("%s fell %.1fx (%s -> %s req/s, %s and %s of %s), its ceiling %.0fx; its after side starts at %s, "+
-		"once the last answer asked for %s came back (%s after the step).",
-		name, r.Fell(), perS(r.Before.PerS), perS(r.After.PerS), pct(r.Before.Share), pct(r.After.Share), r.Binds+" / the measured block",
-		r.CeilingFell(), time.Duration(r.AfterFrom.Median()), r.Before.Block, ms(r.Settling.us()))
 }
 
 // CeilingFell is how many times lower the ceiling that binds is after the

@@ -3,8 +3,6 @@ package findings
 import (
 	"fmt"
 	"slices"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/bystander-kit/bystander/internal/culprit"
@@ -68,7 +66,7 @@ type StallRow struct {
 	Rule     string
 	// BlockerBlock is the blockers' measured block (their X-Blocked-Ns),
 	// ns, one per repetition that has it: what the verdict is judged
-	// against; BlockOff says when it was over BlockTolerance off the asked one.
+	// against; BlockOff says when it was over blockTolerance off the asked one.
 	BlockerBlock Figure
 	BlockOff     string
 	// MachineBusy and MachineOthers are the shares of the machine busy, and
@@ -117,20 +115,20 @@ func machineOf(u *results.Use) stall.Machine {
 	m := stall.Machine{Known: true, Busy: u.MachineBusy, Others: max(0, u.MachineBusy-kit/float64(u.Cores))}
 	if u.Server != nil {
 		m.ServerRunq = float64(u.Server.RunqWaitNs) / w
-		m.WakeWait = WakeWait(u.Server.RunqWaitNs, u.Server.RunqWaits)
+		m.WakeWait = wakeWait(u.Server.RunqWaitNs, u.Server.RunqWaits)
 		for _, lt := range u.Server.LoopThreads {
 			if m.LoopWakeWait == nil {
 				m.LoopWakeWait = map[int]time.Duration{}
 			}
-			m.LoopWakeWait[lt.Loop] = max(m.LoopWakeWait[lt.Loop], WakeWait(lt.RunqWaitNs, lt.RunqWaits))
+			m.LoopWakeWait[lt.Loop] = max(m.LoopWakeWait[lt.Loop], wakeWait(lt.RunqWaitNs, lt.RunqWaits))
 		}
 	}
 	return m
 }
 
-// WakeWait is how long a wake-up waited for a CPU on average: run-queue
+// wakeWait is how long a wake-up waited for a CPU on average: run-queue
 // time over run-queue waits (0 when none was counted).
-func WakeWait(runqNs, waits int64) time.Duration {
+func wakeWait(runqNs, waits int64) time.Duration {
 	if waits <= 0 {
 		return 0
 	}
@@ -179,7 +177,7 @@ func (r *StallRow) blockersOf(g *Group, rep Rep) blockers {
 	if l.BlockedSamples > 0 {
 		b.block = time.Duration(l.MeanBlockedNs)
 		r.BlockerBlock = append(r.BlockerBlock, l.MeanBlockedNs)
-		if off := BlockOff(g.Step.Block.D(), l.MeanBlockedNs); off != "" && r.BlockOff == "" {
+		if off := blockOff(g.Step.Block.D(), l.MeanBlockedNs); off != "" && r.BlockOff == "" {
 			r.BlockOff = off
 		}
 	}
@@ -327,130 +325,4 @@ func (r *StallRow) addOutside(rep Rep) {
 	if len(v.Held) == 0 {
 		r.Outside = append([]string{"the outside view found no thread held"}, r.Outside...)
 	}
-}
-
-// StalledText is the stalled column: "3 of 12", or the words of a row the
-// rule could not judge, with how many repetitions it did judge.
-func (r StallRow) StalledText() string {
-	switch {
-	case !r.Stalled.OK() && len(r.Unjudged) > 0:
-		return stall.TooBusy
-	case !r.Stalled.OK():
-		return ""
-	}
-	s := num(r.Stalled, "%.0f") + fmt.Sprintf(" of %.0f", r.Conns.Median())
-	if len(r.Unjudged) > 0 {
-		s += fmt.Sprintf(" (%d of %d repetitions judged)", r.Judged, r.Judged+len(r.Unjudged))
-	}
-	return s
-}
-
-// MatchText is the "exactly those" column: yes, NO (the rows below say
-// why), or "-" for a row not judged.
-func (r StallRow) MatchText() string {
-	switch {
-	case r.Judged == 0:
-		return "-"
-	case r.Match:
-		return "yes"
-	}
-	return "NO"
-}
-
-// MachineText is the machine column: how busy it was, and by whom.
-func (r StallRow) MachineText() string {
-	if !r.MachineBusy.OK() {
-		return "not read"
-	}
-	s := fmt.Sprintf("%.0f%% busy", 100*r.MachineBusy.Median())
-	if o := r.MachineOthers.Median(); o >= SharedAbove {
-		s += fmt.Sprintf(", shared: %.0f%% others", 100*o)
-	}
-	return s
-}
-
-// DetectorText is the detector's column: the loops it saw blocked in
-// /slow and whether they were the blockers' loops, or why there is none
-// (and, for a server seen from outside, how many threads the kit found
-// held).
-func (r StallRow) DetectorText() string {
-	if r.DetectorReps == 0 {
-		if r.Seen != nil { // no detector of its own: the kit looked from outside
-			n := len(r.Seen.Held)
-			return fmt.Sprintf("none; from outside: %d thread%s held (below)", n, map[bool]string{true: "", false: "s"}[n == 1])
-		}
-		if r.Step.Server.Kind == "loop" {
-			return "not streamed"
-		}
-		return "no loops"
-	}
-	loops := "none"
-	if len(r.DetectorLoops) > 0 {
-		loops = JoinInts(r.DetectorLoops, ",")
-	}
-	if r.DetectorMatch && len(r.DetectorLoops) == 0 {
-		return "none (none blocked)"
-	}
-	if r.DetectorMatch {
-		return loops + " (the blockers' loops)"
-	}
-	return loops + " (NOT the blockers' loops)"
-}
-
-// CulpritText says where the detector saw the blocked loops held, one
-// place a clause: "in syscall at block.nanosleep (block/block.go:82):
-// loops 0, 2"; empty when it took no stack.
-func (r StallRow) CulpritText() string {
-	text := CulpritsText(r.Culprits)
-	var unnamed []int
-	for _, l := range r.NotJudged {
-		if !slices.ContainsFunc(r.Culprits, func(c culprit.Record) bool { return c.Loop == l }) {
-			unnamed = append(unnamed, l)
-		}
-	}
-	if len(unnamed) == 0 {
-		return text
-	}
-	word := "loop "
-	if len(unnamed) > 1 {
-		word = "loops "
-	}
-	held := "in /slow, not judged (its thread parked by Go, no stack taken while it held): " + word + JoinInts(unnamed, ", ")
-	if text == "" {
-		return held
-	}
-	return text + "; " + held
-}
-
-// CulpritsText groups records by where they held: "in syscall at
-// block.nanosleep (block/block.go:82): loops 0, 2".
-func CulpritsText(rs []culprit.Record) string {
-	who := make([]string, len(rs))
-	for i, r := range rs {
-		who[i] = strconv.Itoa(r.Loop)
-		if r.Loop < 0 {
-			who[i] = r.Thread
-		}
-	}
-	var parts []string
-	for _, p := range culprit.Places(rs, who) {
-		word := "loop "
-		if len(p.Who) > 1 {
-			word = "loops "
-		}
-		if rs[0].Loop < 0 {
-			word = strings.Replace(word, "loop", "thread", 1)
-		}
-		parts = append(parts, p.Where+": "+word+strings.Join(p.Who, ", "))
-	}
-	return strings.Join(parts, "; ")
-}
-
-// JoinInts writes v with sep between: "1,2,3".
-func JoinInts(v []int, sep string) string {
-	parts := make([]string, len(v))
-	for i, x := range v {
-		parts[i] = strconv.Itoa(x)
-	}
-	return strings.Join(parts, sep)
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/bystander-kit/bystander/internal/client"
 	"github.com/bystander-kit/bystander/internal/results"
 	"github.com/bystander-kit/bystander/internal/stall"
+	"github.com/bystander-kit/bystander/internal/words"
 )
 
 // num formats the median of v with the spread when there are several.
@@ -106,9 +107,9 @@ func (f *Findings) writeSweep(w io.Writer) {
 func (f *Findings) writeAsIs(w io.Writer) {
 	for _, a := range f.AsIs {
 		fmt.Fprintf(w, "\n%s as it is: the sweep loads %s at each concurrency; its bystander %s is probed every %s on one connection, and every %s on %s\n",
-			a.Server, a.Load, a.Bystander, f.Params.ProbeInterval, f.asIsInterval(a), Plural(f.asIsConns(a), "connection"))
+			a.Server, a.Load, a.Bystander, f.Params.ProbeInterval, f.asIsInterval(a), words.Plural(f.asIsConns(a), "connection"))
 		fmt.Fprintf(w, "  the call's own time %s (the load's median at 1 caller); plateau %s; behaves as %s; ceiling %s\n",
-			callText(a), plateauText(a), a.WorkersText(), a.CeilingText())
+			callText(a), a.PlateauText(), a.WorkersText(), a.CeilingText())
 		tw := table(w, "callers", "req/s", "load p50", "not answered", "bound", "bystander p50 from due", "p95", "answered of due", "stalled", "which", "stalled wait", "others", "unloaded")
 		var said []string
 		for _, st := range a.Steps {
@@ -116,7 +117,7 @@ func (f *Findings) writeAsIs(w io.Writer) {
 				fmt.Fprintf(tw, "%d\t%s\t\t\t\t\t\t\t\t\t\t\t\n", st.Step.Conc, st.Short())
 				continue
 			}
-			at := Plural(st.Step.Conc, "caller")
+			at := words.Plural(st.Step.Conc, "caller")
 			if st.Said != "" {
 				said = append(said, fmt.Sprintf("at %s: %s", at, st.Said))
 			}
@@ -124,7 +125,7 @@ func (f *Findings) writeAsIs(w io.Writer) {
 				said = append(said, fmt.Sprintf("at %s: %s", at, u))
 			}
 			if n := st.NotAnswered(); n > 0 {
-				said = append(said, fmt.Sprintf("at %s: %s of the load's requests not answered 2xx or 3xx (%s): counted apart, never as answers", at, Thousands(float64(n)), results.ErrorsLine(st.Errors)))
+				said = append(said, fmt.Sprintf("at %s: %s of the load's requests not answered 2xx or 3xx (%s): counted apart, never as answers", at, words.Thousands(float64(n)), results.ErrorsLine(st.Errors)))
 			}
 			if c := st.ClosedText(); c != "" {
 				said = append(said, fmt.Sprintf("at %s: %s", at, c))
@@ -137,7 +138,7 @@ func (f *Findings) writeAsIs(w io.Writer) {
 				answered = fmt.Sprintf("%.0f of %.0f", st.Fast.Answered.Median(), st.Fast.Due.Median())
 			}
 			fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", st.Step.Conc, num(st.Throughput, "%.0f"), ms(st.LoadP50), st.NotAnswered(), st.Kind(),
-				ms(st.Fast.P50), ms(st.Fast.P95), answered, st.StalledText(), dash(st.WhoText()), ms(st.StalledWait), ms(st.OthersWait), ms(st.Unloaded))
+				ms(st.Fast.P50), ms(st.Fast.P95), answered, st.StalledText(), words.Dash(st.WhoText()), ms(st.StalledWait), ms(st.OthersWait), ms(st.Unloaded))
 		}
 		tw.Flush()
 		fmt.Fprintf(w, "  stalled: %s;\n  which: the connections by number (the service says no loop); unloaded: their wait before the load\n", stall.RuleClient)
@@ -178,13 +179,6 @@ func callText(a AsIs) string {
 		return "not measured"
 	}
 	return ms(a.Call)
-}
-
-func plateauText(a AsIs) string {
-	if a.Plateau <= 0 {
-		return "not measured"
-	}
-	return fmt.Sprintf("%s at %s", reqs(a.Plateau), Plural(a.PlateauAt, "caller"))
 }
 
 // writeStall prints which connections stalled with k loops blocked.
@@ -338,7 +332,7 @@ func (f *Findings) writeSlip(w io.Writer) {
 				fast = ">=" + fast // censored probes count at their wait so far
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s / %s = %s req/s\t%s\t%s\t%d of %d\n", map[bool]string{true: name}[i == 0], sd.label, h.Block,
-				ms(h.MeasuredBlock.us()), perS(h.PerS), r.Binds, h.Block, Thousands(h.Ceiling), pct(h.Share), fast, h.FastProbes-h.FastCensored, h.FastProbes)
+				ms(h.MeasuredBlock.us()), perS(h.PerS), r.Binds, h.Block, words.Thousands(h.Ceiling), pct(h.Share), fast, h.FastProbes-h.FastCensored, h.FastProbes)
 		}
 		notes = append(notes, "  "+r.Sentence())
 	}
@@ -458,16 +452,9 @@ func (f *Findings) writePublished(w io.Writer) {
 	}
 	tw := table(w, "figure", "server", "this run", "of its ceiling", "published", "of its ceiling", "differs")
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.What, r.Server, r.This, dash(r.ThisShare), r.Published, dash(r.PubShare), dash(r.Differs))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.What, r.Server, r.This, words.Dash(r.ThisShare), r.Published, words.Dash(r.PubShare), words.Dash(r.Differs))
 	}
 	tw.Flush()
-}
-
-func dash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }
 
 // bystanderTable prints the /fast prober's figures for rows of a phase;

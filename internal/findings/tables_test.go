@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/bystander-kit/bystander/internal/results"
+	"github.com/bystander-kit/bystander/internal/words"
 )
 
 // realRun is a default run of ./run.sh kept by the report's tests.
@@ -297,7 +298,7 @@ func TestClaims(t *testing.T) {
 			t.Errorf("a contradicted claim: %q", c.Sentence())
 		}
 	}
-	if got := CliffSharesText(); got != "64 %, 100 % and 150 %" {
+	if got := words.Percents(CliffShares); got != "64 %, 100 % and 150 %" {
 		t.Errorf("CliffSharesText %q", got)
 	}
 }

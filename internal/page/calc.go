@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"html/template"
 	"math"
-	"time"
 
 	"github.com/bystander-kit/bystander/internal/findings"
+	"github.com/bystander-kit/bystander/internal/words"
 )
 
 // calcTmpl is the ceiling calculator: plain inputs, computed in the page
@@ -45,16 +45,16 @@ func calcSection(f *findings.Findings) section {
 		Presets       []calcPreset
 	}{Workers: 4, BlockMs: "5", Peak: "1000", Share: "100"}
 	for i, p := range f.Presets() {
-		cp := calcPreset{Server: p.Server, Workers: p.Workers, BlockMs: trimFloat(float64(p.Block) / 1e6), Share: "100",
-			Words: fmt.Sprintf("%s, %s", p.WorkersText, fmtMs(p.Block))}
+		cp := calcPreset{Server: p.Server, Workers: p.Workers, BlockMs: words.Decimals(float64(p.Block) / 1e6), Share: "100",
+			Words: fmt.Sprintf("%s, %s", p.WorkersText, words.Ms(p.Block))}
 		cp.Title = "no row of this run was bound by its workers: the share is left at 100 %"
 		if p.AsIs {
 			cp.Title = "measured as it is: the workers it behaves as and its call's own time, from its sweep; its ceiling is its plateau's, so the share is left at 100 %"
 		}
 		if p.Share > 0 {
-			cp.Share = trimFloat(math.Min(100, 100*p.Share))
+			cp.Share = words.Decimals(math.Min(100, 100*p.Share))
 			cp.Words += fmt.Sprintf(", %s %%", cp.Share)
-			cp.Title = fmt.Sprintf("median share of its workers' ceiling over the %s they bound", findings.Plural(p.Rows, "sweep row"))
+			cp.Title = fmt.Sprintf("median share of its workers' ceiling over the %s they bound", words.Plural(p.Rows, "sweep row"))
 		}
 		if i == 0 {
 			data.Workers, data.BlockMs, data.Share = cp.Workers, cp.BlockMs, cp.Share
@@ -68,21 +68,4 @@ func calcSection(f *findings.Findings) section {
 	}
 	sec.Element = template.HTML(b.String())
 	return sec
-}
-
-// trimFloat is v with at most 2 decimals and no trailing zeros.
-func trimFloat(v float64) string {
-	s := fmt.Sprintf("%.2f", v)
-	for s[len(s)-1] == '0' {
-		s = s[:len(s)-1]
-	}
-	if s[len(s)-1] == '.' {
-		s = s[:len(s)-1]
-	}
-	return s
-}
-
-// fmtMs is a duration in ms with 2 decimals at most: "5.12 ms".
-func fmtMs(d time.Duration) string {
-	return trimFloat(d.Seconds()*1e3) + " ms"
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/bystander-kit/bystander/internal/findings"
 	"github.com/bystander-kit/bystander/internal/palette"
 	"github.com/bystander-kit/bystander/internal/stall"
+	"github.com/bystander-kit/bystander/internal/words"
 )
 
 // asIsSections are the servers measured as they are (run.sh --load), a
@@ -32,14 +33,14 @@ func asIsSection(f *findings.Findings, a findings.AsIs, hue string) section {
 			"while its bystander %s was probed every %s on one connection (its median from due: dotted, right axis) and every 10ms on 12 more, opened and timed unloaded before the load. "+
 			"From the sweep alone: the call's own time %s (the load's median at 1 caller); its plateau %s; it behaves as %s; its ceiling %s (dashed). "+
 			"The table says which of the 12 connections stalled at each step: %s.",
-			name, a.Load, a.Bystander, f.Params.ProbeInterval, callText(a), plateauText(a), a.WorkersText(), a.CeilingText(), stall.RuleClient)}
+			name, a.Load, a.Bystander, f.Params.ProbeInterval, callText(a), a.PlateauText(), a.WorkersText(), a.CeilingText(), stall.RuleClient)}
 	sec.Notes = append(sec.Notes, fmt.Sprintf("Its class: %s: %s.", a.Class, a.Text), a.CPUText()+".")
 	sec.Notes = append(sec.Notes, watchNotes(a)...)
 	sec.Grid = &grid{Head: []string{"callers", "req/s", "load p50", "not answered", "bound", "bystander p50 from due", "stalled", "which", "stalled wait", "others", "unloaded"}}
 	var tp, under, fast []opts.LineData
 	lo, hi := 0.0, 0.0
 	for _, st := range a.Steps {
-		at := findings.Plural(st.Step.Conc, "caller")
+		at := words.Plural(st.Step.Conc, "caller")
 		if !st.OK() {
 			sec.Grid.Rows = append(sec.Grid.Rows, []string{fmt.Sprint(st.Step.Conc), st.Short(), "", "", "", "", "", "", "", "", ""})
 			continue
@@ -54,14 +55,14 @@ func asIsSection(f *findings.Findings, a findings.AsIs, hue string) section {
 			sec.Notes = append(sec.Notes, fmt.Sprintf("At %s: %s.", at, c))
 		}
 		if n := st.NotAnswered(); n > 0 {
-			sec.Notes = append(sec.Notes, fmt.Sprintf("At %s: %s of the load's requests were not answered 2xx or 3xx: counted apart, never as answers.", at, findings.Thousands(float64(n))))
+			sec.Notes = append(sec.Notes, fmt.Sprintf("At %s: %s of the load's requests were not answered 2xx or 3xx: counted apart, never as answers.", at, words.Thousands(float64(n))))
 		}
 		bound := "-"
 		if b := st.Bound(); b != nil {
 			bound = b.Line()
 		}
 		sec.Grid.Rows = append(sec.Grid.Rows, []string{fmt.Sprint(st.Step.Conc), findings.JoinFigure(st.Throughput), msText(st.LoadP50), fmt.Sprint(st.NotAnswered()), bound,
-			msText(st.Fast.P50), st.StalledText(), dashed(st.WhoText()), msText(st.StalledWait), msText(st.OthersWait), msText(st.Unloaded)})
+			msText(st.Fast.P50), st.StalledText(), words.Dash(st.WhoText()), msText(st.StalledWait), msText(st.OthersWait), msText(st.Unloaded)})
 		if !st.Throughput.OK() {
 			continue
 		}
@@ -143,13 +144,6 @@ func callText(a findings.AsIs) string {
 	return msText(a.Call)
 }
 
-func plateauText(a findings.AsIs) string {
-	if a.Plateau <= 0 {
-		return "not measured"
-	}
-	return fmt.Sprintf("%s req/s at %s", findings.Thousands(a.Plateau), findings.Plural(a.PlateauAt, "caller"))
-}
-
 // watchNotes say its top step watched: what held its threads (the
 // culprit first), the limits met, what watching cost; or why it was not
 // watched. What a recording says is a stranger's text: the template
@@ -162,17 +156,9 @@ func watchNotes(a findings.AsIs) []string {
 		}
 		return []string{"Not watched: " + strings.Join(lines, "; ") + "."}
 	}
-	out := []string{fmt.Sprintf("%s: %s.", capital(a.Watch.Heading()), lines[0])}
+	out := []string{fmt.Sprintf("%s: %s.", words.Capital(a.Watch.Heading()), lines[0])}
 	for _, l := range lines[1:] {
-		out = append(out, capital(l)+".")
+		out = append(out, words.Capital(l)+".")
 	}
 	return out
-}
-
-// capital is s with its first letter upper-case.
-func capital(s string) string {
-	if s == "" {
-		return s
-	}
-	return strings.ToUpper(s[:1]) + s[1:]
 }

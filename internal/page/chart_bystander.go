@@ -55,7 +55,7 @@ func bystanderChart(f *findings.Findings) section {
 		}
 	}
 	if len(ok) == 0 {
-		sec.Missing = findings.Missing(groupsOf(rows, loadGroup), "sweep")
+		sec.Missing = missing(groupsOf(rows, loadGroup), "sweep")
 		return sec
 	}
 	concs := slices.Clone(p.Conc)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/bystander-kit/bystander/internal/findings"
 	"github.com/bystander-kit/bystander/internal/palette"
+	"github.com/bystander-kit/bystander/internal/words"
 )
 
 // 10. What each server does with a blocking call: the classification,
@@ -25,7 +26,7 @@ func classesSection(f *findings.Findings) section {
 	}
 	sec.Grid = &grid{Head: []string{"server", "class", "what the run showed", "/slow at its most callers", "/fast p50 meanwhile"}}
 	for _, c := range cs {
-		sec.Grid.Rows = append(sec.Grid.Rows, []string{c.Server, c.Class, c.Text, dashed(c.Sweep), dashed(c.Fast)})
+		sec.Grid.Rows = append(sec.Grid.Rows, []string{c.Server, c.Class, c.Text, words.Dash(c.Sweep), words.Dash(c.Fast)})
 	}
 	var ok []findings.SweepRow
 	for _, r := range f.Sweep {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/bystander-kit/bystander/internal/findings"
 	"github.com/bystander-kit/bystander/internal/palette"
+	"github.com/bystander-kit/bystander/internal/words"
 )
 
 // 7. The pool's cliff.
@@ -16,7 +17,7 @@ func cliffChart(f *findings.Findings) section {
 	p := f.Params
 	sec := section{ID: "cliff", Title: "7. The pool's cliff",
 		Caption: fmt.Sprintf("Each pool with callers at %s of its slots%s, each blocking %s, and the /fast bystander (a probe due every %s, timed from due) meanwhile. %s",
-			findings.CliffSharesText(), dbShare(p), p.StallBlock, p.ProbeInterval, claims(f, findings.ClaimCliff))}
+			words.Percents(findings.CliffShares), dbShare(p), p.StallBlock, p.ProbeInterval, claims(f, findings.ClaimCliff))}
 	// Each bar in its pool's hue, p50 palest; the legend's greys say which
 	// shade is which percentile. The log axis starts at the power of ten
 	// below the smallest bar, so every bar stands up from the axis.
@@ -42,7 +43,7 @@ func cliffChart(f *findings.Findings) section {
 		}
 	}
 	if len(cats) == 0 {
-		sec.Missing = findings.Missing(groupsOf(f.Cliff, loadGroup), "cliff")
+		sec.Missing = missing(groupsOf(f.Cliff, loadGroup), "cliff")
 		return sec
 	}
 	names := []string{"p50", "p95", "p99"}

@@ -25,7 +25,7 @@ func offloadChart(f *findings.Findings) section {
 		}
 	}
 	if len(ok) == 0 {
-		sec.Missing = findings.Missing(groupsOf(f.Offload, loadGroup), "offload")
+		sec.Missing = missing(groupsOf(f.Offload, loadGroup), "offload")
 		return sec
 	}
 	// Each bar in its server's hue, offloaded paler; the bystander's

@@ -32,30 +32,13 @@ func slipCharts(f *findings.Findings) []section {
 	if len(f.Slip) > 0 {
 		first = f.Slip[0]
 	}
-	var said []string
-	for _, r := range f.Slip {
-		if s := r.Sentence(); s != "" {
-			said = append(said, s)
-		}
-	}
-	tput := section{ID: "slip", Title: "7b. The bad afternoon: the call slows tenfold, traffic does not change",
-		Caption: fmt.Sprintf("Each server loaded with %d callers on /slow asking for %s; %s (the grey line, at 0) the same callers ask for %s: "+
-			"the traffic did not change, the call did. Each window is long enough for the requests queued at the step to drain (on the loops, callers / loops of the slowed call) "+
-			"and leave the after side 0.8 s or more. Each line is the answers of one %s step, as req/s (the median over the repetitions); "+
-			"each dashed step is the ceiling that binds it, in the server's colour and named below the chart: its workers / the asked block, or its callers / the block where they are fewer "+
-			"(a closed load never has more requests in flight than callers). Each side is measured on its own against its ceiling; the after side starts once the last "+
-			"answer asked before the step has come back (the requests queued at the step drain first).",
-			first.Step.Conc, first.Before.Block, f.SlipMoment(), first.After.Block, first.TickWidth) + " In this run: " + strings.Join(said, " ")}
-	fast := section{ID: "slip_fast", Title: "7c. The bad afternoon: the /fast bystander meanwhile",
-		Caption: fmt.Sprintf("The slowest /fast probe due in each %s step (a probe due every %s on one connection, timed from when it was due; the median over the repetitions), "+
-			"in each server's colour; the grey line is the step. A probe still unanswered when the window ended is drawn as an open circle at its wait so far: "+
-			"the true wait was longer.", first.TickWidth, f.Params.ProbeInterval)}
+	tput, fast := slipSections(f, first)
 	if len(ok) == 0 {
 		groups := make([]*findings.Group, 0, len(f.Slip))
 		for _, r := range f.Slip {
 			groups = append(groups, r.Group)
 		}
-		tput.Missing = findings.Missing(groups, "slip")
+		tput.Missing = missing(groups, "slip")
 		for _, r := range f.Slip {
 			if r.OK() && r.Why != "" {
 				tput.Missing = r.Sentence()
@@ -65,13 +48,56 @@ func slipCharts(f *findings.Findings) []section {
 		return []section{tput, fast}
 	}
 	hue := hues(f)
-	var names []string
 	// x is seconds from the step: each server's window has its own length.
-	from, end, lo, hi := 0.0, 0.0, math.Inf(1), 0.0
+	from, end := 0.0, 0.0
 	for _, r := range ok {
-		names = append(names, r.Step.Server.Name)
 		from = math.Min(from, -r.At.Seconds())
 		end = math.Max(end, (r.Step.Duration - r.At).Seconds())
+	}
+	// The axis from and to whole half seconds: no tick label crowds its end.
+	from, end = math.Floor(from*2)/2, math.Ceil(end*2)/2
+	slipThroughput(&tput, ok, first, hue, from, end)
+	slipFast(&fast, ok, first, hue, from, end)
+	return []section{tput, fast}
+}
+
+// slipSections are the slip's two sections, captioned from the first
+// server's slip, without their charts.
+func slipSections(f *findings.Findings, first findings.SlipRow) (tput, fast section) {
+	var said []string
+	for _, r := range f.Slip {
+		if s := r.Sentence(); s != "" {
+			said = append(said, s)
+		}
+	}
+	tput = section{ID: "slip", Title: "7b. The bad afternoon: the call slows tenfold, traffic does not change",
+		Caption: fmt.Sprintf("Each server loaded with %d callers on /slow asking for %s; %s (the grey line, at 0) the same callers ask for %s: "+
+			"the traffic did not change, the call did. Each window is long enough for the requests queued at the step to drain (on the loops, callers / loops of the slowed call) "+
+			"and leave the after side 0.8 s or more. Each line is the answers of one %s step, as req/s (the median over the repetitions); "+
+			"each dashed step is the ceiling that binds it, in the server's colour and named below the chart: its workers / the asked block, or its callers / the block where they are fewer "+
+			"(a closed load never has more requests in flight than callers). Each side is measured on its own against its ceiling; the after side starts once the last "+
+			"answer asked before the step has come back (the requests queued at the step drain first).",
+			first.Step.Conc, first.Before.Block, f.SlipMoment(), first.After.Block, first.TickWidth) + " In this run: " + strings.Join(said, " ")}
+	fast = section{ID: "slip_fast", Title: "7c. The bad afternoon: the /fast bystander meanwhile",
+		Caption: fmt.Sprintf("The slowest /fast probe due in each %s step (a probe due every %s on one connection, timed from when it was due; the median over the repetitions), "+
+			"in each server's colour; the grey line is the step. A probe still unanswered when the window ended is drawn as an open circle at its wait so far: "+
+			"the true wait was longer.", first.TickWidth, f.Params.ProbeInterval)}
+	return tput, fast
+}
+
+// slipX is a tick's middle in seconds from r's step.
+func slipX(r findings.SlipRow, t findings.SlipTick) float64 {
+	return round(float64(t.TMs)/1e3+r.TickWidth.Seconds()/2-r.At.Seconds(), 3)
+}
+
+// slipThroughput draws each server's answers per second through its slip
+// (ok, its x axis from and to end) into tput, with the ceilings' steps; the
+// step is labelled with the first server's blocks.
+func slipThroughput(tput *section, ok []findings.SlipRow, first findings.SlipRow, hue map[string]string, from, end float64) {
+	var names []string
+	lo, hi := math.Inf(1), 0.0
+	for _, r := range ok {
+		names = append(names, r.Step.Server.Name)
 		lo = math.Min(lo, r.After.Ceiling)
 		hi = math.Max(hi, r.Before.Ceiling)
 		for _, t := range r.Ticks {
@@ -80,11 +106,6 @@ func slipCharts(f *findings.Findings) []section {
 			}
 		}
 	}
-	// The axis from and to whole half seconds: no tick label crowds its end.
-	from, end = math.Floor(from*2)/2, math.Ceil(end*2)/2
-	x := func(r findings.SlipRow, t findings.SlipTick) float64 {
-		return round(float64(t.TMs)/1e3+r.TickWidth.Seconds()/2-r.At.Seconds(), 3)
-	}
 	line := charts.NewLine()
 	for _, r := range ok {
 		name := r.Step.Server.Name
@@ -92,7 +113,7 @@ func slipCharts(f *findings.Findings) []section {
 		// more steps than a chart draws (the highest of each stretch kept).
 		var pts []point
 		for _, t := range r.Ticks {
-			pts = append(pts, point{X: x(r, t), Y: max(t.PerS, 0.1)})
+			pts = append(pts, point{X: slipX(r, t), Y: max(t.PerS, 0.1)})
 		}
 		var data []opts.LineData
 		for _, q := range peaks(pts, maxPoints) {
@@ -143,8 +164,16 @@ func slipCharts(f *findings.Findings) []section {
 		charts.WithYAxisOpts(opts.YAxis{Type: "log", Name: "req/s in each step", Min: floor, Max: top}),
 	)...)
 	tput.Element, tput.Script = snippet(line)
+}
 
-	// The bystander.
+// slipFast draws the /fast bystander through each server's slip (ok, its
+// x axis from and to end) into fast, or says none was due; the step is
+// labelled with the first server's blocks.
+func slipFast(fast *section, ok []findings.SlipRow, first findings.SlipRow, hue map[string]string, from, end float64) {
+	var names []string
+	for _, r := range ok {
+		names = append(names, r.Step.Server.Name)
+	}
 	fl := charts.NewLine()
 	var censored []opts.ScatterData
 	fastLo, fastHi := math.Inf(1), 0.0
@@ -155,7 +184,7 @@ func slipCharts(f *findings.Findings) []section {
 			if t.FastMaxUs <= 0 {
 				continue
 			}
-			tx, y := x(r, t), round(max(t.FastMaxUs/1e3, 0.001), 3)
+			tx, y := slipX(r, t), round(max(t.FastMaxUs/1e3, 0.001), 3)
 			fastLo, fastHi = math.Min(fastLo, y), math.Max(fastHi, y)
 			if t.FastCensored {
 				censored = append(censored, opts.ScatterData{Name: name + ": unanswered at the end, waited at least", Value: []any{tx, y}})
@@ -171,7 +200,7 @@ func slipCharts(f *findings.Findings) []section {
 	}
 	if fastHi == 0 {
 		fast.Missing = "no /fast probe was due in the slip's windows"
-		return []section{tput, fast}
+		return
 	}
 	legend := append(names, slipStepName)
 	if len(censored) > 0 {
@@ -187,7 +216,6 @@ func slipCharts(f *findings.Findings) []section {
 		charts.WithYAxisOpts(opts.YAxis{Type: "log", Name: "slowest /fast from due, ms", Min: ffloor, Max: ftop}),
 	)...)
 	fast.Element, fast.Script = snippet(fl)
-	return []section{tput, fast}
 }
 
 // stepLine draws the moment the call slows: a grey vertical line from lo

@@ -38,7 +38,7 @@ func stallCharts(f *findings.Findings, skips []findings.PhaseSkips) []section {
 		out = append(out, stallChart(f, name, mine, stallGroup))
 	}
 	if len(out) == 0 {
-		out = append(out, section{ID: "stall", Title: "4. Who stalls", Missing: findings.Missing(nil, "stall")})
+		out = append(out, section{ID: "stall", Title: "4. Who stalls", Missing: missing(nil, "stall")})
 	}
 	return out
 }
@@ -94,7 +94,7 @@ func stallChart(f *findings.Findings, name string, mine []findings.StallRow, sta
 		col++
 	}
 	if col == 0 {
-		sec.Missing = findings.Missing(groupsOf(mine, stallGroup), "stall")
+		sec.Missing = missing(groupsOf(mine, stallGroup), "stall")
 		return sec
 	}
 	if len(seen) > 0 {

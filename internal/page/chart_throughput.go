@@ -11,6 +11,7 @@ import (
 
 	"github.com/bystander-kit/bystander/internal/findings"
 	"github.com/bystander-kit/bystander/internal/palette"
+	"github.com/bystander-kit/bystander/internal/words"
 )
 
 // 1. /slow throughput against concurrency, with the ceilings.
@@ -28,7 +29,7 @@ func throughputChart(f *findings.Findings) section {
 			"nor its callers divided by the block (dotted: Little's law, one request per caller per block). "+
 			"The labels give each point's share of the ceiling that binds it, decided from the measured ceilings and the machine's measured use "+
 			"(points that lie together share one label; the tooltip gives each). ",
-			findings.JoinInts(p.Conc, ", "), p.SweepEndpoint, p.Block, p.BlockMode, orNone(strings.Join(ceilings, ", "), "no server's workers are known")) +
+			words.Ints(p.Conc, ", "), p.SweepEndpoint, p.Block, p.BlockMode, orNone(strings.Join(ceilings, ", "), "no server's workers are known")) +
 			claims(f, findings.ClaimLoopsFlatten, findings.ClaimPoolClimbs)}
 	if p.SweepEndpoint == "/offload" {
 		sec.Caption = fmt.Sprintf("This run's sweep loaded /offload, the fix: the same blocking call made on an offload pool of %d workers, the answer written back by the loop; "+
@@ -41,7 +42,7 @@ func throughputChart(f *findings.Findings) section {
 		}
 	}
 	if len(ok) == 0 {
-		sec.Missing = findings.Missing(groupsOf(f.Sweep, sweepGroup), "sweep")
+		sec.Missing = missing(groupsOf(f.Sweep, sweepGroup), "sweep")
 		return sec
 	}
 	hue := hues(f)

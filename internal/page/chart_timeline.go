@@ -64,7 +64,7 @@ func timelineChart(f *findings.Findings) section {
 		n++
 	}
 	if n == 0 {
-		sec.Missing = findings.Missing(groupsOf(f.Sweep, sweepGroup), "sweep")
+		sec.Missing = missing(groupsOf(f.Sweep, sweepGroup), "sweep")
 		return sec
 	}
 	if len(censored)+len(failed) > 0 {

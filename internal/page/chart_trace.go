@@ -47,7 +47,7 @@ func traceChart(f *findings.Findings) section {
 		}
 	}
 	if len(cats) == 0 {
-		sec.Missing = findings.Missing(groupsOf(f.Trace, func(r findings.TraceRow) *findings.Group { return r.Group }), "trace")
+		sec.Missing = missing(groupsOf(f.Trace, func(r findings.TraceRow) *findings.Group { return r.Group }), "trace")
 		return sec
 	}
 	bar := charts.NewBar()

@@ -143,3 +143,16 @@ func sanitize(s string) string {
 	}
 	return string(b)
 }
+
+// missing says why a phase has nothing to show, from its groups.
+func missing(gs []*findings.Group, phase string) string {
+	for _, g := range gs {
+		if g.Why != "" {
+			return fmt.Sprintf("the %s phase did not complete: %s", phase, g.Why)
+		}
+	}
+	if len(gs) == 0 {
+		return fmt.Sprintf("the %s phase was not run (see --phases and --servers)", phase)
+	}
+	return fmt.Sprintf("the %s phase left no results", phase)
+}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/bystander-kit/bystander/internal/findings"
 	"github.com/bystander-kit/bystander/internal/results"
+	"github.com/bystander-kit/bystander/internal/words"
 )
 
 // costTable is chart 8: what each measurement cost and what bounds it.
@@ -75,16 +76,9 @@ func publishedSection(f *findings.Findings) section {
 	}
 	sec.Grid = &grid{Head: []string{"figure", "server", "this run", "of its ceiling", "published", "of its ceiling", "differs"}}
 	for _, r := range rows {
-		sec.Grid.Rows = append(sec.Grid.Rows, []string{r.What, r.Server, r.This, dashed(r.ThisShare), r.Published, dashed(r.PubShare), dashed(r.Differs)})
+		sec.Grid.Rows = append(sec.Grid.Rows, []string{r.What, r.Server, r.This, words.Dash(r.ThisShare), r.Published, words.Dash(r.PubShare), words.Dash(r.Differs)})
 	}
 	return sec
-}
-
-func dashed(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }
 
 // page is everything the template needs.
@@ -143,7 +137,7 @@ func buildPage(f *findings.Findings, a Asset) page {
 		{"how the call blocks", fp.BlockMode + blockModeNote[fp.BlockMode]},
 		{"database", dbLine(rp)},
 		{"/async delay", fp.Delay.String()},
-		{"callers", findings.JoinInts(fp.Conc, ", ")},
+		{"callers", words.Ints(fp.Conc, ", ")},
 		{"measured time, warm-up", fmt.Sprintf("%s, %s", fp.Duration, fp.Warmup)},
 		{"servers", fmt.Sprintf("%s (loop engines: %s); %d loops, %d pool slots, %d offload workers", strings.Join(rp.Servers, ", "), strings.Join(rp.Engines, ", "),
 			fp.Loops, fp.Slots, fp.OffloadWorkers)},
@@ -230,7 +224,7 @@ func dbLine(rp results.RunParams) string {
 	if rp.DBPool == 0 {
 		return "none (the call does not touch one)"
 	}
-	return fmt.Sprintf("%s; %s per server", orNone(rp.DB, "not recorded"), findings.Plural(rp.DBPool, "connection"))
+	return fmt.Sprintf("%s; %s per server", orNone(rp.DB, "not recorded"), words.Plural(rp.DBPool, "connection"))
 }
 
 // blockModeNote says what each block mode models.
@@ -317,7 +311,7 @@ func notRunLine(asked []string, skips []findings.PhaseSkips) string {
 			them = "each measured as it is"
 		}
 		clauses = append([]string{fmt.Sprintf("%s %s %s, %s: %s the protocol (the phases at the end say why, phase by phase)",
-			phasesText(asIs), verb, andText(asIsServers), them, needs)}, clauses...)
+			phasesText(asIs), verb, words.And(asIsServers), them, needs)}, clauses...)
 	}
 	if len(notAsked) > 0 {
 		clauses = append(clauses, fmt.Sprintf("%s %s not asked for (--phases %s)", phasesText(notAsked), wasWere(notAsked), strings.Join(asked, ",")))
@@ -336,7 +330,7 @@ func phasesText(phases []string) string {
 	if len(phases) == 1 {
 		return "the " + phases[0] + " phase"
 	}
-	return "the " + andText(phases) + " phases"
+	return "the " + words.And(phases) + " phases"
 }
 
 func wasWere(v []string) string {
@@ -344,14 +338,6 @@ func wasWere(v []string) string {
 		return "was"
 	}
 	return "were"
-}
-
-// andText is "a", "a and b", "a, b and c".
-func andText(v []string) string {
-	if len(v) < 2 {
-		return strings.Join(v, "")
-	}
-	return strings.Join(v[:len(v)-1], ", ") + " and " + v[len(v)-1]
 }
 
 // numbered are the sections, a copy, numbered 1, 2, 3, ... in the order

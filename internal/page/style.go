@@ -10,6 +10,7 @@ import (
 
 	"github.com/bystander-kit/bystander/internal/findings"
 	"github.com/bystander-kit/bystander/internal/palette"
+	"github.com/bystander-kit/bystander/internal/words"
 )
 
 // How the page's charts look, in one place: every legend whole (plain,
@@ -138,13 +139,13 @@ func ceilingLabels(f *findings.Findings, names []string) []ceilingLabel {
 		if sv.MeasuredCeiling == 0 {
 			continue
 		}
-		m := fmt.Sprintf("%s %s", n, findings.Thousands(sv.MeasuredCeiling))
+		m := fmt.Sprintf("%s %s", n, words.Thousands(sv.MeasuredCeiling))
 		if len(names) == 1 {
-			m = findings.Thousands(sv.MeasuredCeiling)
+			m = words.Thousands(sv.MeasuredCeiling)
 		}
 		if sv.MeasuredFar() {
 			apart = append(apart, ceilingLabel{Server: n, Value: sv.MeasuredCeiling, Measured: true,
-				Label: fmt.Sprintf("%s as measured: %d / %.2f ms = %s req/s", n, sv.SweepWorkers, float64(sv.MeasuredBlock)/1e6, findings.Thousands(sv.MeasuredCeiling))})
+				Label: fmt.Sprintf("%s as measured: %d / %.2f ms = %s", n, sv.SweepWorkers, float64(sv.MeasuredBlock)/1e6, words.PerS(sv.MeasuredCeiling))})
 			continue
 		}
 		g.near = append(g.near, m)

@@ -209,6 +209,10 @@ type Load struct {
 	SettledNs int64 `json:"settled_ns,omitempty"`
 }
 
+// InFlight is how many requests were in flight on average, by Little's
+// law: throughput x mean latency (0 without either).
+func (l *Load) InFlight() float64 { return l.ThroughputPerS * l.Latency.MeanUs / 1e6 }
+
 // ProbePoint is one probe; times are us since the run's start. DoneUs is
 // when the answer reached the prober's socket (the kernel's receive
 // timestamp), not when the prober read it. A censored probe was due but

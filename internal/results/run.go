@@ -197,6 +197,15 @@ type Use struct {
 	DB *ProcUse `json:"db,omitempty"`
 }
 
+// InWindow is ns over the window: cores for a process's CPU time, the
+// window's share for a wait; 0 without a window.
+func (u *Use) InWindow(ns int64) float64 {
+	if u.WindowNs <= 0 {
+		return 0
+	}
+	return float64(ns) / float64(u.WindowNs)
+}
+
 // ProcUse is what one process used over the window: deltas, but Threads
 // (at the end) and PeakRSSBytes (its high-water mark).
 type ProcUse struct {

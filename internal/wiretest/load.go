@@ -11,6 +11,7 @@ import (
 
 	"github.com/bystander-kit/bystander/internal/client"
 	"github.com/bystander-kit/bystander/internal/proc"
+	"github.com/bystander-kit/bystander/internal/results"
 )
 
 // LoadResult is what Load measured.
@@ -95,5 +96,5 @@ func ServerCPUPerRequest(tb testing.TB, addr string, pid int, target string, con
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return float64(after-before) / 1e3 / float64(n)
+	return results.UsPerRequest(after-before, float64(n))
 }

@@ -1,0 +1,166 @@
+package findings
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/bystander-kit/bystander/internal/words"
+)
+
+// ServerSummary is one server as the run measured it: what it is, and
+// the ceilings of its sweep, computed once for every page that draws them.
+type ServerSummary struct {
+	Name     string `json:"name"`
+	Kind     string `json:"kind"`
+	External bool   `json:"external,omitempty"`
+	// Workers are its loops or slots (0: not known); SweepWorkers those
+	// the sweep's endpoint blocks on (an /offload sweep: the offload pool).
+	Workers      int `json:"workers"`
+	SweepWorkers int `json:"sweep_workers"`
+	// DBConns are its database connections (--block-mode postgres; 0:
+	// none); DBBound when they, fewer than its workers, are SweepWorkers.
+	DBConns int  `json:"db_conns,omitempty"`
+	DBBound bool `json:"db_bound,omitempty"`
+	// Block is the sweep's asked block; NominalCeiling SweepWorkers / Block;
+	// MeasuredBlock the median of what the server said it blocked (0: it
+	// did not say) and MeasuredCeiling SweepWorkers / MeasuredBlock.
+	Block           time.Duration `json:"block_ns"`
+	NominalCeiling  float64       `json:"nominal_ceiling_per_s"`
+	MeasuredCeiling float64       `json:"measured_ceiling_per_s"`
+	MeasuredBlock   time.Duration `json:"measured_block_ns"`
+	Phases          []string      `json:"phases"`
+}
+
+// WorkersText is "4 loops", "200 slots", "1 loop", or "workers unknown".
+func (s ServerSummary) WorkersText() string {
+	switch {
+	case s.Kind == "goroutine" && s.DBConns > 0:
+		return fmt.Sprintf("a goroutine per connection or request, %d database connections", s.DBConns)
+	case s.Kind == "goroutine":
+		return "a goroutine per connection or request"
+	case s.DBConns > 0 && s.Kind == "loop":
+		return fmt.Sprintf("%d event loops, %d database connections", s.Workers, s.DBConns)
+	case s.DBConns > 0:
+		return fmt.Sprintf("%d slots, %d database connections", s.Workers, s.DBConns)
+	case s.Workers == 0:
+		return "workers unknown"
+	case s.Kind == "loop" && s.Workers == 1:
+		return "1 event loop"
+	case s.Kind == "loop":
+		return fmt.Sprintf("%d event loops", s.Workers)
+	}
+	return fmt.Sprintf("%d slots", s.Workers)
+}
+
+// NoCeilingText says why a server has no ceiling drawn ("" when it has one).
+func (s ServerSummary) NoCeilingText() string {
+	switch {
+	case s.NominalCeiling > 0:
+		return ""
+	case s.Kind == "goroutine":
+		return "no pool declared (a goroutine per connection or request), so no workers ceiling: what it does with a blocking call is measured (its classification)"
+	}
+	return "workers not known (give loops= or workers= with --target), so no ceiling is drawn for it"
+}
+
+// CeilingText is the nominal ceiling in words, "4 loops / 5ms = 800 req/s",
+// or "" when the workers are not known.
+func (s ServerSummary) CeilingText() string {
+	if s.NominalCeiling == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%s / %s = %s", s.ceilingNoun(), s.Block, words.PerS(s.NominalCeiling))
+}
+
+// ceilingNoun is the workers of the ceiling in words: "4 loops", "200
+// slots", "200 offload workers", "10 database connections".
+func (s ServerSummary) ceilingNoun() string {
+	noun := "slot"
+	if s.Kind == "loop" {
+		noun = "loop"
+	}
+	switch {
+	case s.DBBound:
+		noun = "database connection"
+	case s.SweepWorkers != s.Workers:
+		noun = "offload worker"
+	}
+	if s.SweepWorkers != 1 {
+		noun += "s"
+	}
+	return fmt.Sprintf("%d %s", s.SweepWorkers, noun)
+}
+
+// MeasuredApart is how far the ceiling from the measured block must be
+// from the asked block's for the pages to draw and label it on its own:
+// nearer, they say it in the nominal ceiling's label.
+const MeasuredApart = 0.10
+
+// MeasuredFar: the server's ceiling from the block it measured is
+// MeasuredApart or more from the one from the asked block.
+func (s ServerSummary) MeasuredFar() bool {
+	if s.MeasuredCeiling == 0 || s.NominalCeiling == 0 {
+		return false
+	}
+	d := s.MeasuredCeiling/s.NominalCeiling - 1
+	return d >= MeasuredApart || d <= -MeasuredApart
+}
+
+func serverSummaries(f *Findings) []ServerSummary {
+	var out []ServerSummary
+	index := map[string]int{}
+	for _, g := range f.Groups {
+		s := g.Step.Server
+		i, ok := index[s.Name]
+		if !ok {
+			i = len(out)
+			index[s.Name] = i
+			out = append(out, ServerSummary{Name: s.Name, Kind: s.Kind, External: s.External, Workers: s.Workers, DBConns: s.DBConns})
+		}
+		if !slices.Contains(out[i].Phases, g.Step.Phase) {
+			out[i].Phases = append(out[i].Phases, g.Step.Phase)
+		}
+	}
+	for i := range out {
+		var block Figure
+		for _, r := range f.Sweep {
+			if r.Step.Server.Name != out[i].Name {
+				continue
+			}
+			out[i].Block = r.Step.Block.D()
+			out[i].SweepWorkers = WorkersOf(r.Step, f.Params.OffloadWorkers)
+			out[i].DBBound = DBBinds(r.Step, f.Params.OffloadWorkers)
+			block = append(block, r.MeasuredBlock...)
+		}
+		out[i].NominalCeiling = CeilingPerS(out[i].SweepWorkers, out[i].Block)
+		if block.OK() {
+			out[i].MeasuredBlock = time.Duration(block.Median())
+			out[i].MeasuredCeiling = CeilingPerS(out[i].SweepWorkers, out[i].MeasuredBlock)
+		}
+	}
+	return out
+}
+
+// Server is the summary of the server named name (its zero value when the
+// run did not measure it).
+func (f *Findings) Server(name string) ServerSummary {
+	for _, s := range f.Servers {
+		if s.Name == name {
+			return s
+		}
+	}
+	return ServerSummary{}
+}
+
+// CallersCeilings are callers / the sweep's block, Little's law, for each
+// of the run's concurrencies in order.
+func (f *Findings) CallersCeilings() [][2]float64 {
+	concs := slices.Clone(f.Params.Conc)
+	slices.Sort(concs)
+	var out [][2]float64
+	for _, c := range concs {
+		out = append(out, [2]float64{float64(c), CeilingPerS(c, f.Params.Block.D())})
+	}
+	return out
+}
