@@ -60,7 +60,7 @@ func (s *server) handle(c *conn, req *h1.Request, out []byte) ([]byte, bool) {
 		if p.HasBlock {
 			d = p.Block
 		}
-		blocked, err := s.block(d)
+		blocked, err := s.block(d.D())
 		if err != nil {
 			return s.reply(out, c, req, 503, protocol.ReasonDatabase(err), start), !req.KeepAlive
 		}
@@ -90,7 +90,7 @@ func (s *server) handle(c *conn, req *h1.Request, out []byte) ([]byte, bool) {
 	}
 	call := s.opts.Call()
 	if err := s.pool.Submit(func() {
-		blocked, err := call.For(d)
+		blocked, err := call.For(d.D())
 		c.blockedNs.Store(int64(blocked))
 		if err != nil {
 			reason := protocol.ReasonDatabase(err)

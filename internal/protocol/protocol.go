@@ -106,7 +106,7 @@ const DefaultMaxBlock = 10 * time.Second
 
 // Params are a request's query parameters after validation.
 type Params struct {
-	Block    time.Duration // ?block=, or the server's default
+	Block    Block         // ?block=, or the server's default
 	Delay    time.Duration // ?delay=, or the server's default
 	HasBlock bool
 	HasDelay bool
@@ -132,7 +132,7 @@ func ParseQuery(raw []byte, max time.Duration) (Params, error) {
 		var dst *time.Duration
 		switch string(key) {
 		case "block":
-			dst, p.HasBlock = &p.Block, true
+			dst, p.HasBlock = (*time.Duration)(&p.Block), true
 		case "delay":
 			dst, p.HasDelay = &p.Delay, true
 		default:

@@ -13,11 +13,11 @@ func TestParseQuery(t *testing.T) {
 		wantErr string
 	}{
 		{"", Params{}, ""},
-		{"block=5ms", Params{Block: 5 * time.Millisecond, HasBlock: true}, ""},
+		{"block=5ms", Params{Block: Block(5 * time.Millisecond), HasBlock: true}, ""},
 		{"delay=1s&block=0", Params{Delay: time.Second, HasDelay: true, HasBlock: true}, ""},
-		{"x=1&block=1.5ms&y", Params{Block: 1500 * time.Microsecond, HasBlock: true}, ""},
-		{"block=10s", Params{Block: 10 * time.Second, HasBlock: true}, ""},
-		{"block=5%6Ds", Params{Block: 5 * time.Millisecond, HasBlock: true}, ""},
+		{"x=1&block=1.5ms&y", Params{Block: Block(1500 * time.Microsecond), HasBlock: true}, ""},
+		{"block=10s", Params{Block: Block(10 * time.Second), HasBlock: true}, ""},
+		{"block=5%6Ds", Params{Block: Block(5 * time.Millisecond), HasBlock: true}, ""},
 		{"block=abc", Params{}, "bad block"},
 		{"block=5", Params{}, "bad block"},
 		{"block=", Params{}, "bad block"},

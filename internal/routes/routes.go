@@ -20,9 +20,10 @@ import (
 // the blocking call (how it blocks, and its database), and the offload
 // pool of /offload.
 type Server struct {
-	Block, Delay, MaxBlock time.Duration
-	Call                   block.Call
-	Pool                   *offload.Pool
+	Block           protocol.Block
+	Delay, MaxBlock time.Duration
+	Call            block.Call
+	Pool            *offload.Pool
 }
 
 // Header is a timing header: its name and its integer value.
@@ -73,7 +74,7 @@ func (s *Server) Serve(ctx context.Context, method, path, query []byte, start ti
 	case protocol.Fast:
 		return a.with(200, protocol.BodyFast)
 	case protocol.Slow:
-		blocked, err := s.Call.For(blockFor)
+		blocked, err := s.Call.For(blockFor.D())
 		if err != nil {
 			return a.with(503, protocol.ReasonDatabase(err))
 		}
@@ -96,7 +97,7 @@ func (s *Server) Serve(ctx context.Context, method, path, query []byte, start ti
 		blocked = make(chan error, 1)
 		call := s.Call
 		if err := s.Pool.Submit(func() {
-			d, err := call.For(blockFor)
+			d, err := call.For(blockFor.D())
 			blockedNs = int64(d) // read after the send below
 			blocked <- err
 		}); err != nil {

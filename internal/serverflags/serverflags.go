@@ -25,7 +25,7 @@ import (
 type Common struct {
 	Addr      string
 	Admin     string
-	Block     time.Duration
+	Block     protocol.Block
 	Delay     time.Duration
 	MaxBlock  time.Duration
 	BlockMode block.Mode
@@ -53,7 +53,7 @@ type Common struct {
 func Defaults(addr, admin string) Common {
 	return Common{
 		Addr: addr, Admin: admin,
-		Block: 5 * time.Millisecond, Delay: 5 * time.Millisecond, MaxBlock: protocol.DefaultMaxBlock,
+		Block: protocol.Block(5 * time.Millisecond), Delay: 5 * time.Millisecond, MaxBlock: protocol.DefaultMaxBlock,
 		BlockMode: block.Syscall, DBPool: DefaultDBPool, OffloadWorkers: 200, OffloadQueue: 10000,
 		IdleTimeout: time.Minute, HeaderTimeout: 10 * time.Second, BodyTimeout: 10 * time.Second,
 	}
@@ -62,7 +62,7 @@ func Defaults(addr, admin string) Common {
 // Register adds the shared flags to fs, with c's values as defaults.
 func (c *Common) Register(fs *flag.FlagSet) {
 	fs.StringVar(&c.Addr, "addr", c.Addr, "listen address (loopback by default)")
-	fs.DurationVar(&c.Block, "block", c.Block, "how long /slow and /offload block (default of ?block=)")
+	fs.Var(&c.Block, "block", "how long /slow and /offload block, a `duration` (default of ?block=)")
 	fs.DurationVar(&c.Delay, "delay", c.Delay, "how long /async waits before its continuation (default of ?delay=)")
 	fs.DurationVar(&c.MaxBlock, "max-block", c.MaxBlock, "largest ?block= or ?delay= accepted; above it 400")
 	fs.Var(&c.BlockMode, "block-mode", "how the blocking call blocks: sleep (parks the goroutine), syscall (holds the OS thread in nanosleep), spin (burns CPU), postgres (SELECT pg_sleep on a connection of the server's database pool: --db-url, --db-pool)")
@@ -184,7 +184,7 @@ func (c *Common) Validate(prog string) error {
 	switch {
 	case c.MaxBlock <= 0 || c.MaxBlock > MaxMaxBlock:
 		return fmt.Errorf("%s: --max-block %s: want more than 0 and at most %s", prog, c.MaxBlock, MaxMaxBlock)
-	case c.Block < 0 || c.Block > c.MaxBlock:
+	case c.Block < 0 || c.Block.D() > c.MaxBlock:
 		return fmt.Errorf("%s: --block %s: want 0 to --max-block (%s)", prog, c.Block, c.MaxBlock)
 	case c.Delay < 0 || c.Delay > c.MaxBlock:
 		return fmt.Errorf("%s: --delay %s: want 0 to --max-block (%s)", prog, c.Delay, c.MaxBlock)

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/bystander-kit/bystander/internal/protocol"
 )
 
 // TestDBURL: a --db-url is a postgres:// URL without a password (argv is
@@ -72,6 +74,38 @@ func TestPast(t *testing.T) {
 	}{{Common{}, 0}, {c, time.Second}, {Common{IdleTimeout: 100 * time.Millisecond}, 25 * time.Millisecond}, {Common{BodyTimeout: time.Millisecond}, 10 * time.Millisecond}} {
 		if got := tc.c.SweepEvery(); got != tc.want {
 			t.Errorf("SweepEvery %+v: %s, want %s", tc.c, got, tc.want)
+		}
+	}
+}
+
+// TestBlockFlag: --block is the kit's one block type from the flag on
+// (protocol.Block, what results.Block is), its default 5ms; a number
+// without a unit, or a block above --max-block, is refused by name.
+func TestBlockFlag(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want protocol.Block
+		err  string
+	}{
+		{nil, protocol.Block(5 * time.Millisecond), ""},
+		{[]string{"--block", "7ms"}, protocol.Block(7 * time.Millisecond), ""},
+		{[]string{"--block", "0"}, 0, ""},
+		{[]string{"--block", "5"}, 0, `--block "5": want a duration such as 5ms`},
+		{[]string{"--block", "2s", "--max-block", "1s"}, 0, "--block 2s: want 0 to --max-block (1s)"},
+	} {
+		c := Defaults("127.0.0.1:0", "")
+		var stderr strings.Builder
+		err := Parse("testserver", "a test", &c, tc.args, &stderr, func(*flag.FlagSet) {})
+		if err == nil {
+			err = c.Validate("testserver")
+		}
+		switch {
+		case tc.err == "" && err != nil:
+			t.Errorf("%v: %v", tc.args, err)
+		case tc.err == "" && c.Block != tc.want:
+			t.Errorf("%v: block %s, want %s", tc.args, c.Block, tc.want)
+		case tc.err != "" && (err == nil || !strings.Contains(err.Error()+stderr.String(), tc.err)):
+			t.Errorf("%v: %v (stderr %q), want an error saying %q", tc.args, err, stderr.String(), tc.err)
 		}
 	}
 }
