@@ -1,0 +1,183 @@
+package experiment
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"time"
+
+	"github.com/bystander-kit/bystander/internal/results"
+)
+
+// load runs loadgen on the step's endpoint with the /fast prober probing
+// over the same measured window, and samples the server's cost over it.
+func (r *runner) load(ctx context.Context, srv *server, s Step, rel func(string) string, m *results.Measurement) error {
+	total := s.Warmup + s.Duration
+	asIs := s.Server.AsIs()
+	lead := startDelay
+	if asIs {
+		lead += placeAllowance
+	}
+	at := time.Now().Add(lead)
+	startAt := at.UTC().Format(time.RFC3339Nano)
+	// The watched step: the service watched over the load, the watch's
+	// source started now.
+	wt := startWatch(ctx, s, at, at.Add(total))
+	defer wt.wait()
+	ready := filepath.Join(r.dir, s.Phase, s.ID+".ready")
+	defer os.Remove(ready)
+	tap := tapLag(ctx, srv, lead+total+time.Minute, r.lagEvent(s.Server.Name))
+	defer tap.stop()
+	// What the bystanders and the load ask: the protocol's /fast and the
+	// step's endpoint, or a server's own requests (measured as it is).
+	bystander := []string{"--target", "http://" + srv.addr + "/fast"}
+	loadArgs := []string{"--target", "http://" + srv.addr + asked(s.Endpoint, time.Duration(s.Server.BlockNs))}
+	var conns *child
+	if asIs {
+		bystander = []string{"--target", "http://" + srv.addr, "--bystander", toolSpec(r.o.Bystander)}
+		loadArgs = []string{"--target", "http://" + srv.addr, "--load", toolSpec(r.o.Load)}
+		// The 12-connection prober opens and places its connections first,
+		// unloaded (its baseline), and so is dealt its connections before
+		// anyone else's: on a server that deals them round robin, 3 on each
+		// of 4 loops. Its clock is the load's.
+		cready := filepath.Join(r.dir, s.Phase, s.ID+".conns.ready")
+		defer os.Remove(cready)
+		var err error
+		conns, err = r.procs.start("gen", "prober", nil, append([]string{"--mode", "perconn", "--conns", strconv.Itoa(asIsConns),
+			"--interval", stallInterval.String(), "--warmup", s.Warmup.String(), "--duration", s.Duration.String(), "--start-at", startAt,
+			"--ready-file", cready, "--out", filepath.Join(r.dir, rel("perconn"))}, bystander...)...)
+		if err != nil {
+			return err
+		}
+		if !waitReady(ctx, conns, cready, at.Add(-startDelay/2)) && !conns.alive() {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return fmt.Errorf("the 12-connection prober never got ready: %v", conns.exitErr())
+		}
+	}
+	stopConns := func() {
+		if conns != nil {
+			conns.stop(os.Interrupt, 3*time.Second)
+		}
+	}
+	prArgs, stopFast := r.liveArgs(s, "fast", append([]string{"--mode", "interval",
+		"--interval", r.o.ProbeInterval.String(), "--warmup", s.Warmup.String(), "--duration", s.Duration.String(), "--start-at", startAt,
+		"--ready-file", ready, "--out", filepath.Join(r.dir, rel("fast"))}, bystander...))
+	defer stopFast()
+	pr, err := r.procs.start("gen", "prober", nil, prArgs...)
+	if err != nil {
+		stopConns()
+		return err
+	}
+	// The bystander's connection is dealt to a loop before the callers'
+	// are, so the dealing is the same in every run: round-robin puts it
+	// beside one caller's, as the published experiment's bystander was.
+	waitReady(ctx, pr, ready, at)
+	args := append(loadArgs, "--conc", strconv.Itoa(s.Conc),
+		"--duration", s.Duration.String(), "--warmup", s.Warmup.String(), "--start-at", startAt, "--quiet", "--out", filepath.Join(r.dir, rel("load")),
+		"--timeout", callTimeout(time.Duration(s.Server.BlockNs), time.Duration(s.SlipBlockNs)))
+	if s.SlipBlockNs > 0 {
+		// The slip: the same endpoint, a slower call from halfway on,
+		// counted in 100 ms steps.
+		args = append(args, "--switch-to", "http://"+srv.addr+asked(s.Endpoint, time.Duration(s.SlipBlockNs)),
+			"--switch-at", time.Duration(s.SlipAtNs).String(), "--tick", slipTick.String())
+		if r.hub != nil {
+			// On stage the presenter's key slows the call (tellSlip makes
+			// the file); the plan's moment is the latest.
+			args = append(args, "--switch-when", slipTold(r.dir, s))
+		}
+	}
+	lgArgs, stopLoad := r.liveArgs(s, "load", args)
+	defer stopLoad()
+	lg, err := r.procs.start("gen", "loadgen", nil, lgArgs...)
+	if err != nil {
+		pr.stop(os.Interrupt, 3*time.Second)
+		stopConns()
+		return err
+	}
+	// What the processes and the machine used over most of the measured
+	// window, read from /proc.
+	from, to := at.Add(s.Warmup+100*time.Millisecond), at.Add(total-50*time.Millisecond)
+	var s0, s1 sample
+	pids := func() (int, int, int, int) { return srv.pid(), lg.cmd.Process.Pid, pr.cmd.Process.Pid, r.o.dbPID }
+	connsPID := 0
+	if conns != nil {
+		connsPID = conns.cmd.Process.Pid
+	}
+	sampled := sleepUntil(ctx, from)
+	if sampled {
+		s0 = takeSample(pids())
+		s0.conns = readProc(connsPID)
+		sampled = sleepUntil(ctx, to)
+		if sampled {
+			s1 = takeSample(pids())
+			s1.conns = readProc(connsPID)
+		}
+	}
+	var pinErr error
+	if r.o.Pin {
+		// Every thread the generators started by now runs on their CPU set.
+		for _, c := range []*child{lg, pr, conns} {
+			if c != nil && c.alive() {
+				if err := checkPinned(c.cmd.Process.Pid, r.procs.genCPUs); err != nil {
+					pinErr = fmt.Errorf("--pin: %s: %w", c.name, err)
+				}
+			}
+		}
+	}
+	errL := r.tool(ctx, lg, lead+total+30*time.Second)
+	errP := r.tool(ctx, pr, lead+total+30*time.Second)
+	var errC error
+	if conns != nil {
+		errC = r.tool(ctx, conns, lead+total+30*time.Second)
+		if _, err := os.Stat(filepath.Join(r.dir, rel("perconn"))); err == nil {
+			m.PerConnFile = rel("perconn")
+		}
+	}
+	if _, err := os.Stat(filepath.Join(r.dir, rel("load"))); err == nil {
+		m.LoadFile = rel("load")
+	}
+	if _, err := os.Stat(filepath.Join(r.dir, rel("fast"))); err == nil {
+		m.ProbeFile = rel("fast")
+	}
+	var errW error
+	if wt != nil {
+		m.WatchFile, errW = wt.finish(r.dir, rel("watch"), s.Server.Name)
+	}
+	if err := errors.Join(errL, errP, errC, pinErr, errW); err != nil {
+		return err
+	}
+	if m.LagFile, err = tap.finish(r.dir, rel("lag"), s.Server.Name, at.Add(s.Warmup), at.Add(total)); err != nil {
+		return err
+	}
+	if m.LoadFile == "" {
+		return fmt.Errorf("loadgen wrote no result")
+	}
+	lr, err := results.Read(filepath.Join(r.dir, m.LoadFile))
+	if err != nil {
+		return err
+	}
+	// A tool that started its clock late measured a window the /proc
+	// readings (taken by the clock it was given) do not cover: the figures
+	// it measured stand, the cost is not claimed.
+	late := lateNotes(lr, r.dir, m.ProbeFile, m.PerConnFile)
+	m.Notes = append(m.Notes, late...)
+	if sampled && lr.Load != nil && len(late) == 0 {
+		m.Use = useOf(s0, s1, runtime.NumCPU())
+	}
+	if n := results.TotalErrors(lr.Errors); n > 0 && lr.Load != nil && n*10 > lr.Load.Requests {
+		if asIs {
+			// A service's own answers, whatever they are, are what it did
+			// under the load: counted apart, shown, never taken as answers.
+			m.Notes = append(m.Notes, fmt.Sprintf("loadgen: %s beside %d answered requests: only 2xx and 3xx answers count as answered", results.ErrorsLine(lr.Errors), lr.Load.Requests))
+			return nil
+		}
+		return fmt.Errorf("loadgen: %s (of %d requests)", results.ErrorsLine(lr.Errors), lr.Load.Requests)
+	}
+	return nil
+}
