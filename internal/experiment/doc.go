@@ -10,6 +10,7 @@
 //     (options.go), the typed input of everything after.
 //   - plan.go: BuildPlan, the Plan as a pure value of the Options: the
 //     steps, in order, each with its server, callers and durations
+//     (testdata/plan-default.golden is the default's, TestPlanGolden);
 //     describe.go says it.
 //   - run.go: Run, which prepares the run (preflight, the run directory,
 //     the --target checks, the database) and hands a StepSource to the

@@ -112,104 +112,9 @@ func (o Options) slipWindow(s Step) time.Duration {
 // BuildPlan lays out the measurements.
 func BuildPlan(o Options) Plan {
 	p := Plan{Options: o}
-	add := func(s Step) { p.Steps = append(p.Steps, s) }
-	maxConc := slices.Max(o.Conc)
 	for _, phase := range allPhases {
-		if !slices.Contains(o.Phases, phase) {
-			continue
-		}
-		switch phase {
-		case "sweep":
-			for _, c := range o.allConc() {
-				for _, s := range o.servers(o.Block) {
-					if !slices.Contains(o.sweepConc(s), c) {
-						continue
-					}
-					endpoint := o.SweepEndpoint
-					if s.AsIs() {
-						endpoint = s.Load
-					}
-					add(Step{ID: fmt.Sprintf("sweep-%s-c%d", s.Name, c), Phase: phase, Server: s, Endpoint: endpoint, Conc: c,
-						Duration: o.Duration, Warmup: o.Warmup})
-					if s.Watchable() && c == slices.Max(o.sweepConc(s)) {
-						// The top step again, watched: what held the
-						// service's threads, and what watching cost it
-						// (against the step just measured unwatched).
-						add(Step{ID: fmt.Sprintf("sweep-%s-c%d-%s", s.Name, c, results.Watched), Phase: phase, Server: s, Endpoint: endpoint, Conc: c,
-							Variant: results.Watched, Duration: o.Duration, Warmup: o.watchWarmup(s)})
-					}
-				}
-			}
-		case "stall":
-			for _, s := range o.servers(o.StallBlock) {
-				var ks []int
-				for k := 0; k <= o.loopsOf(s); k++ {
-					ks = append(ks, k)
-				}
-				if s.Kind != "loop" {
-					ks = []int{0, o.Loops} // the contrast: as many blockers, no stall
-				}
-				for _, k := range ks {
-					if k == 0 && o.Stage {
-						continue // the stage shows k = 1 and up (screen 4): the baseline is the report's
-					}
-					add(Step{ID: fmt.Sprintf("stall-%s-k%d", s.Name, k), Phase: phase, Server: s, Endpoint: "/slow", K: k,
-						Conc: k, Duration: o.short(), Warmup: 300 * time.Millisecond})
-				}
-			}
-		case "offload":
-			for _, s := range o.servers(o.Block) {
-				// Every step id names its server, so two servers of one kind
-				// keep their files and rows apart.
-				variants := []struct{ name, endpoint string }{{"pool", "/slow"}}
-				if s.Kind == "loop" {
-					variants = []struct{ name, endpoint string }{{"blocking", "/slow"}, {"offloaded", "/offload"}}
-				}
-				for _, v := range variants {
-					add(Step{ID: "offload-" + s.Name + "-" + v.name, Phase: phase, Server: s, Endpoint: v.endpoint, Conc: maxConc, Variant: v.name,
-						Duration: o.Duration, Warmup: o.Warmup})
-				}
-			}
-		case "trace":
-			for _, s := range o.servers(o.StallBlock) {
-				add(Step{ID: "trace-" + s.Name, Phase: phase, Server: s, Endpoint: "/slow", Conc: o.TraceCallers, Duration: o.short(), Warmup: 300 * time.Millisecond})
-			}
-		case "cliff":
-			for _, s := range o.servers(o.StallBlock) {
-				// A pool at shares of its slots; a server with no declared
-				// pool (a goroutine per connection or request) at the same
-				// callers as the run's pool, to see whether it has one.
-				size := s.Workers
-				switch {
-				case s.Kind == "goroutine":
-					size = o.Slots
-				case s.Kind != "pool":
-					continue
-				}
-				// Behind fewer database connections, the pool that binds
-				// is theirs: its cliff is at their number.
-				if s.DBConns > 0 {
-					size = min(size, s.DBConns)
-				}
-				for _, pct := range findings.CliffShares {
-					add(Step{ID: fmt.Sprintf("cliff-%s-%dpct", s.Name, pct), Phase: phase, Server: s, Endpoint: "/slow",
-						Conc: max(1, size*pct/100), Variant: fmt.Sprintf("%d%%", pct), Duration: o.Duration, Warmup: o.Warmup})
-				}
-			}
-		case "slip":
-			for _, s := range o.servers(o.Block) {
-				st := Step{ID: "slip-" + s.Name, Phase: phase, Server: s, Endpoint: "/slow", Conc: maxConc, Warmup: 300 * time.Millisecond,
-					SlipBlockNs: int64(o.SlipBlock), Variant: o.Block.String() + " -> " + o.SlipBlock.String()}
-				st.Duration = o.slipWindow(st)
-				st.SlipAtNs = int64(st.Duration / 2)
-				if o.Stage {
-					// On stage the presenter's key slows the call: the
-					// before side waits for it, four times a side at most.
-					half := st.Duration / 2
-					st.SlipAtNs, st.Duration = int64(stageSlipWait*half), (stageSlipWait+1)*half
-				}
-				add(st)
-			}
+		if slices.Contains(o.Phases, phase) {
+			p.Steps = append(p.Steps, phaseSteps[phase](o, phase)...)
 		}
 	}
 	// A --target skips the phases its check said it cannot take part in.
@@ -222,6 +127,149 @@ func BuildPlan(o Options) Plan {
 		}
 	}
 	return p
+}
+
+// phaseSteps lays out each phase's steps.
+var phaseSteps = map[string]func(Options, string) []Step{
+	"sweep":   Options.sweepSteps,
+	"stall":   Options.stallSteps,
+	"offload": Options.offloadSteps,
+	"trace":   Options.traceSteps,
+	"cliff":   Options.cliffSteps,
+	"slip":    Options.slipSteps,
+}
+
+// sweepSteps are the sweep's: each concurrency on each server, a server
+// watched at its top step measured again, watched.
+func (o Options) sweepSteps(phase string) []Step {
+	var out []Step
+	add := func(s Step) { out = append(out, s) }
+	for _, c := range o.allConc() {
+		for _, s := range o.servers(o.Block) {
+			if !slices.Contains(o.sweepConc(s), c) {
+				continue
+			}
+			endpoint := o.SweepEndpoint
+			if s.AsIs() {
+				endpoint = s.Load
+			}
+			add(Step{ID: fmt.Sprintf("sweep-%s-c%d", s.Name, c), Phase: phase, Server: s, Endpoint: endpoint, Conc: c,
+				Duration: o.Duration, Warmup: o.Warmup})
+			if s.Watchable() && c == slices.Max(o.sweepConc(s)) {
+				// The top step again, watched: what held the
+				// service's threads, and what watching cost it
+				// (against the step just measured unwatched).
+				add(Step{ID: fmt.Sprintf("sweep-%s-c%d-%s", s.Name, c, results.Watched), Phase: phase, Server: s, Endpoint: endpoint, Conc: c,
+					Variant: results.Watched, Duration: o.Duration, Warmup: o.watchWarmup(s)})
+			}
+		}
+	}
+	return out
+}
+
+// stallSteps are the stall's: k loops blocked, from 0 (1 on stage) to
+// every loop; a server without loops at 0 and as many blockers.
+func (o Options) stallSteps(phase string) []Step {
+	var out []Step
+	add := func(s Step) { out = append(out, s) }
+	for _, s := range o.servers(o.StallBlock) {
+		var ks []int
+		for k := 0; k <= o.loopsOf(s); k++ {
+			ks = append(ks, k)
+		}
+		if s.Kind != "loop" {
+			ks = []int{0, o.Loops} // the contrast: as many blockers, no stall
+		}
+		for _, k := range ks {
+			if k == 0 && o.Stage {
+				continue // the stage shows k = 1 and up (screen 4): the baseline is the report's
+			}
+			add(Step{ID: fmt.Sprintf("stall-%s-k%d", s.Name, k), Phase: phase, Server: s, Endpoint: "/slow", K: k,
+				Conc: k, Duration: o.short(), Warmup: 300 * time.Millisecond})
+		}
+	}
+	return out
+}
+
+// offloadSteps are the fix's, at the highest concurrency: the call
+// blocking a loop server's loops, then offloaded; a pool's /slow.
+func (o Options) offloadSteps(phase string) []Step {
+	var out []Step
+	add := func(s Step) { out = append(out, s) }
+	maxConc := slices.Max(o.Conc)
+	for _, s := range o.servers(o.Block) {
+		// Every step id names its server, so two servers of one kind
+		// keep their files and rows apart.
+		variants := []struct{ name, endpoint string }{{"pool", "/slow"}}
+		if s.Kind == "loop" {
+			variants = []struct{ name, endpoint string }{{"blocking", "/slow"}, {"offloaded", "/offload"}}
+		}
+		for _, v := range variants {
+			add(Step{ID: "offload-" + s.Name + "-" + v.name, Phase: phase, Server: s, Endpoint: v.endpoint, Conc: maxConc, Variant: v.name,
+				Duration: o.Duration, Warmup: o.Warmup})
+		}
+	}
+	return out
+}
+
+// traceSteps take /async apart on each server while callers block.
+func (o Options) traceSteps(phase string) []Step {
+	var out []Step
+	add := func(s Step) { out = append(out, s) }
+	for _, s := range o.servers(o.StallBlock) {
+		add(Step{ID: "trace-" + s.Name, Phase: phase, Server: s, Endpoint: "/slow", Conc: o.TraceCallers, Duration: o.short(), Warmup: 300 * time.Millisecond})
+	}
+	return out
+}
+
+// cliffSteps load each pool at shares of its slots.
+func (o Options) cliffSteps(phase string) []Step {
+	var out []Step
+	add := func(s Step) { out = append(out, s) }
+	for _, s := range o.servers(o.StallBlock) {
+		// A pool at shares of its slots; a server with no declared
+		// pool (a goroutine per connection or request) at the same
+		// callers as the run's pool, to see whether it has one.
+		size := s.Workers
+		switch {
+		case s.Kind == "goroutine":
+			size = o.Slots
+		case s.Kind != "pool":
+			continue
+		}
+		// Behind fewer database connections, the pool that binds
+		// is theirs: its cliff is at their number.
+		if s.DBConns > 0 {
+			size = min(size, s.DBConns)
+		}
+		for _, pct := range findings.CliffShares {
+			add(Step{ID: fmt.Sprintf("cliff-%s-%dpct", s.Name, pct), Phase: phase, Server: s, Endpoint: "/slow",
+				Conc: max(1, size*pct/100), Variant: fmt.Sprintf("%d%%", pct), Duration: o.Duration, Warmup: o.Warmup})
+		}
+	}
+	return out
+}
+
+// slipSteps are the bad afternoon's: each server at the highest
+// concurrency, the call slowed halfway (on stage, at the presenter's key).
+func (o Options) slipSteps(phase string) []Step {
+	var out []Step
+	add := func(s Step) { out = append(out, s) }
+	maxConc := slices.Max(o.Conc)
+	for _, s := range o.servers(o.Block) {
+		st := Step{ID: "slip-" + s.Name, Phase: phase, Server: s, Endpoint: "/slow", Conc: maxConc, Warmup: 300 * time.Millisecond,
+			SlipBlockNs: int64(o.SlipBlock), Variant: o.Block.String() + " -> " + o.SlipBlock.String()}
+		st.Duration = o.slipWindow(st)
+		st.SlipAtNs = int64(st.Duration / 2)
+		if o.Stage {
+			// On stage the presenter's key slows the call: the
+			// before side waits for it, four times a side at most.
+			half := st.Duration / 2
+			st.SlipAtNs, st.Duration = int64(stageSlipWait*half), (stageSlipWait+1)*half
+		}
+		add(st)
+	}
+	return out
 }
 
 // cost is how long one step should take.
