@@ -81,6 +81,25 @@ func ParseFlags(args []string, stderr io.Writer, now time.Time) (Options, error)
 		Engines: []string{"gnet"}, Servers: []string{"loop", "pool"}, Phases: slices.Clone(allPhases),
 		Repeat: 1, Bin: "bin", Args: args,
 	}
+	fs := o.flagSet()
+	// Usage goes to stderr on --help only; a bad flag is one line.
+	if err := cli.Parse(fs, args, stderr); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("run.sh: unexpected argument %q (flags only; see --help)", fs.Arg(0))
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	o.Args = userArgs(args)
+	if err := o.settle(set, now); err != nil {
+		return o, err
+	}
+	return o, o.validate()
+}
+
+// flagSet is run.sh's flags, each read into o, o's values their defaults.
+func (o *Options) flagSet() *flag.FlagSet {
 	fs := flag.NewFlagSet("run.sh", flag.ContinueOnError)
 	fs.DurationVar(&o.Block, "block", o.Block, "the blocking call for sweep and offload")
 	fs.DurationVar(&o.StallBlock, "stall-block", o.StallBlock, "the blocking call for stall, trace and cliff (their story is waiting behind blocked workers)")
@@ -145,16 +164,12 @@ Flags:
 `)
 		fs.PrintDefaults()
 	}
-	// Usage goes to stderr on --help only; a bad flag is one line.
-	if err := cli.Parse(fs, args, stderr); err != nil {
-		return o, err
-	}
-	if fs.NArg() > 0 {
-		return o, fmt.Errorf("run.sh: unexpected argument %q (flags only; see --help)", fs.Arg(0))
-	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	o.Args = userArgs(args)
+	return fs
+}
+
+// settle gives the flags not set (set: those given) their defaults that
+// depend on others, and makes the paths absolute.
+func (o *Options) settle(set map[string]bool, now time.Time) error {
 	if o.Quick {
 		if !set["duration"] {
 			o.Duration = 1500 * time.Millisecond
@@ -167,7 +182,7 @@ Flags:
 		}
 	}
 	if o.Load != "" && set["sweep-endpoint"] {
-		return o, errors.New("run.sh: --load goes without --sweep-endpoint: the sweep loads the --target's own request (the kit's servers keep /slow)")
+		return errors.New("run.sh: --load goes without --sweep-endpoint: the sweep loads the --target's own request (the kit's servers keep /slow)")
 	}
 	if o.Stage && !set["phases"] {
 		o.Phases = slices.Clone(stagePhases)
@@ -189,7 +204,7 @@ Flags:
 	if o.Replay != "" {
 		o.Replay = abs(o.Replay)
 	}
-	return o, o.validate()
+	return nil
 }
 
 // userArgs drops --bin, which run.sh adds, from the recorded command line.

@@ -19,7 +19,20 @@ import (
 // maxSlots is the largest pool the cliff can drive at its largest share.
 func maxSlots() int { return client.MaxConns * 100 / slices.Max(findings.CliffShares) }
 
+// validate says what is wrong with the flags read into o, one thing: the
+// values out of their range first, then the flags that go together, then
+// the lists.
 func (o *Options) validate() error {
+	for _, check := range []func() error{o.validateRanges, o.validateTogether, o.validateLists} {
+		if err := check(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// validateRanges: each value within its range.
+func (o *Options) validateRanges() error {
 	bad := func(f string, a ...any) error { return fmt.Errorf("run.sh: "+f, a...) }
 	switch {
 	case o.Block <= 0 || o.Block > 10*time.Second:
@@ -50,6 +63,13 @@ func (o *Options) validate() error {
 	case o.JVMWarmup < 0 || o.JVMWarmup > 10*time.Minute:
 		return bad("--jvm-warmup %s: want 0 to 10m", o.JVMWarmup)
 	}
+	return nil
+}
+
+// validateTogether: the flags that go together given together: the
+// stage's, the database's.
+func (o *Options) validateTogether() error {
+	bad := func(f string, a ...any) error { return fmt.Errorf("run.sh: "+f, a...) }
 	switch {
 	case o.AutoWait < 0:
 		return bad(fmt.Sprintf("--auto-wait %s: want a duration of 0 or more", o.AutoWait))
@@ -85,6 +105,13 @@ func (o *Options) validate() error {
 			}
 		}
 	}
+	return nil
+}
+
+// validateLists: what the lists name exists, once each, and the targets
+// are measurable.
+func (o *Options) validateLists() error {
+	bad := func(f string, a ...any) error { return fmt.Errorf("run.sh: "+f, a...) }
 	for _, e := range o.Engines {
 		if !slices.Contains(LoopEngines, e) {
 			return bad("--engines: %q is not an engine (want %s)", e, strings.Join(LoopEngines, ", "))
