@@ -47,17 +47,8 @@ func (r *runner) load(ctx context.Context, srv *server, s Step, rel func(string)
 		cready := filepath.Join(r.dir, s.Phase, s.ID+".conns.ready")
 		defer os.Remove(cready)
 		var err error
-		conns, err = r.procs.start("gen", "prober", nil, append([]string{"--mode", "perconn", "--conns", strconv.Itoa(asIsConns),
-			"--interval", stallInterval.String(), "--warmup", s.Warmup.String(), "--duration", s.Duration.String(), "--start-at", startAt,
-			"--ready-file", cready, "--out", filepath.Join(r.dir, rel("perconn"))}, bystander...)...)
-		if err != nil {
+		if conns, err = r.startConns(ctx, s, at, cready, rel("perconn"), bystander); err != nil {
 			return err
-		}
-		if !waitReady(ctx, conns, cready, at.Add(-startDelay/2)) && !conns.alive() {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			return fmt.Errorf("the 12-connection prober never got ready: %v", conns.exitErr())
 		}
 	}
 	stopConns := func() {
@@ -81,17 +72,7 @@ func (r *runner) load(ctx context.Context, srv *server, s Step, rel func(string)
 	args := append(loadArgs, "--conc", strconv.Itoa(s.Conc),
 		"--duration", s.Duration.String(), "--warmup", s.Warmup.String(), "--start-at", startAt, "--quiet", "--out", filepath.Join(r.dir, rel("load")),
 		"--timeout", callTimeout(time.Duration(s.Server.BlockNs), time.Duration(s.SlipBlockNs)))
-	if s.SlipBlockNs > 0 {
-		// The slip: the same endpoint, a slower call from halfway on,
-		// counted in 100 ms steps.
-		args = append(args, "--switch-to", "http://"+srv.addr+asked(s.Endpoint, time.Duration(s.SlipBlockNs)),
-			"--switch-at", time.Duration(s.SlipAtNs).String(), "--tick", slipTick.String())
-		if r.hub != nil {
-			// On stage the presenter's key slows the call (tellSlip makes
-			// the file); the plan's moment is the latest.
-			args = append(args, "--switch-when", slipTold(r.dir, s))
-		}
-	}
+	args = append(args, r.slipArgs(srv, s)...)
 	lgArgs, stopLoad := r.liveArgs(s, "load", args)
 	defer stopLoad()
 	lg, err := r.procs.start("gen", "loadgen", nil, lgArgs...)
@@ -103,48 +84,18 @@ func (r *runner) load(ctx context.Context, srv *server, s Step, rel func(string)
 	// What the processes and the machine used over most of the measured
 	// window, read from /proc.
 	from, to := at.Add(s.Warmup+100*time.Millisecond), at.Add(total-50*time.Millisecond)
-	var s0, s1 sample
 	pids := func() (int, int, int, int) { return srv.pid(), lg.cmd.Process.Pid, pr.cmd.Process.Pid, r.o.dbPID }
-	connsPID := 0
-	if conns != nil {
-		connsPID = conns.cmd.Process.Pid
-	}
-	sampled := sleepUntil(ctx, from)
-	if sampled {
-		s0 = takeSample(pids())
-		s0.conns = readProc(connsPID)
-		sampled = sleepUntil(ctx, to)
-		if sampled {
-			s1 = takeSample(pids())
-			s1.conns = readProc(connsPID)
-		}
-	}
-	var pinErr error
-	if r.o.Pin {
-		// Every thread the generators started by now runs on their CPU set.
-		for _, c := range []*child{lg, pr, conns} {
-			if c != nil && c.alive() {
-				if err := checkPinned(c.cmd.Process.Pid, r.procs.genCPUs); err != nil {
-					pinErr = fmt.Errorf("--pin: %s: %w", c.name, err)
-				}
-			}
-		}
-	}
+	s0, s1, sampled := sampleWindow(ctx, from, to, pids, conns)
+	pinErr := r.genPinned(lg, pr, conns)
 	errL := r.tool(ctx, lg, lead+total+30*time.Second)
 	errP := r.tool(ctx, pr, lead+total+30*time.Second)
 	var errC error
+	written := map[string]*string{"load": &m.LoadFile, "fast": &m.ProbeFile}
 	if conns != nil {
 		errC = r.tool(ctx, conns, lead+total+30*time.Second)
-		if _, err := os.Stat(filepath.Join(r.dir, rel("perconn"))); err == nil {
-			m.PerConnFile = rel("perconn")
-		}
+		written["perconn"] = &m.PerConnFile
 	}
-	if _, err := os.Stat(filepath.Join(r.dir, rel("load"))); err == nil {
-		m.LoadFile = rel("load")
-	}
-	if _, err := os.Stat(filepath.Join(r.dir, rel("fast"))); err == nil {
-		m.ProbeFile = rel("fast")
-	}
+	r.written(rel, written)
 	var errW error
 	if wt != nil {
 		m.WatchFile, errW = wt.finish(r.dir, rel("watch"), s.Server.Name)
@@ -155,6 +106,86 @@ func (r *runner) load(ctx context.Context, srv *server, s Step, rel func(string)
 	if m.LagFile, err = tap.finish(r.dir, rel("lag"), s.Server.Name, at.Add(s.Warmup), at.Add(total)); err != nil {
 		return err
 	}
+	return r.loadFigures(m, asIs, sampled, s0, s1)
+}
+
+// startConns starts a server measured as it is its 12-connection prober,
+// asking bystander, and waits until it placed its connections (cready),
+// by at's half lead.
+func (r *runner) startConns(ctx context.Context, s Step, at time.Time, cready, out string, bystander []string) (*child, error) {
+	startAt := at.UTC().Format(time.RFC3339Nano)
+	conns, err := r.procs.start("gen", "prober", nil, append([]string{"--mode", "perconn", "--conns", strconv.Itoa(asIsConns),
+		"--interval", stallInterval.String(), "--warmup", s.Warmup.String(), "--duration", s.Duration.String(), "--start-at", startAt,
+		"--ready-file", cready, "--out", filepath.Join(r.dir, out)}, bystander...)...)
+	if err != nil {
+		return nil, err
+	}
+	if !waitReady(ctx, conns, cready, at.Add(-startDelay/2)) && !conns.alive() {
+		if ctx.Err() != nil {
+			return conns, ctx.Err()
+		}
+		return conns, fmt.Errorf("the 12-connection prober never got ready: %v", conns.exitErr())
+	}
+	return conns, nil
+}
+
+// slipArgs are loadgen's flags for the slip: the same endpoint, a slower
+// call from halfway on, counted in 100 ms steps; none for another step.
+func (r *runner) slipArgs(srv *server, s Step) []string {
+	if s.SlipBlockNs <= 0 {
+		return nil
+	}
+	args := []string{"--switch-to", "http://" + srv.addr + asked(s.Endpoint, time.Duration(s.SlipBlockNs)),
+		"--switch-at", time.Duration(s.SlipAtNs).String(), "--tick", slipTick.String()}
+	if r.hub != nil {
+		// On stage the presenter's key slows the call (tellSlip makes
+		// the file); the plan's moment is the latest.
+		args = append(args, "--switch-when", slipTold(r.dir, s))
+	}
+	return args
+}
+
+// sampleWindow reads what the processes (pids) and the machine used
+// from from to to, and the 12-connection prober's (nil: none); false
+// when ctx ended first.
+func sampleWindow(ctx context.Context, from, to time.Time, pids func() (int, int, int, int), conns *child) (s0, s1 sample, sampled bool) {
+	connsPID := 0
+	if conns != nil {
+		connsPID = conns.cmd.Process.Pid
+	}
+	sampled = sleepUntil(ctx, from)
+	if sampled {
+		s0 = takeSample(pids())
+		s0.conns = readProc(connsPID)
+		sampled = sleepUntil(ctx, to)
+		if sampled {
+			s1 = takeSample(pids())
+			s1.conns = readProc(connsPID)
+		}
+	}
+	return s0, s1, sampled
+}
+
+// genPinned: with --pin, every thread the generators started by now runs
+// on their CPU set.
+func (r *runner) genPinned(gens ...*child) error {
+	var pinErr error
+	if r.o.Pin {
+		for _, c := range gens {
+			if c != nil && c.alive() {
+				if err := checkPinned(c.cmd.Process.Pid, r.procs.genCPUs); err != nil {
+					pinErr = fmt.Errorf("--pin: %s: %w", c.name, err)
+				}
+			}
+		}
+	}
+	return pinErr
+}
+
+// loadFigures reads the load's result into m: the notes of a tool that
+// started late, the cost sampled (s0 to s1) unless one did, and whether
+// the load's errors fail the step (a server measured as it is: noted).
+func (r *runner) loadFigures(m *results.Measurement, asIs, sampled bool, s0, s1 sample) error {
 	if m.LoadFile == "" {
 		return fmt.Errorf("loadgen wrote no result")
 	}

@@ -117,10 +117,6 @@ func (r *runner) trace(ctx context.Context, srv *server, s Step, rel func(string
 	}
 	errP := r.tool(ctx, pr, s.Warmup+s.Duration+30*time.Second)
 	errL := r.tool(ctx, lg, s.Warmup+s.Duration+30*time.Second)
-	for kind, dst := range map[string]*string{"trace": &m.TraceFile, "load": &m.LoadFile} {
-		if _, err := os.Stat(filepath.Join(r.dir, rel(kind))); err == nil {
-			*dst = rel(kind)
-		}
-	}
+	r.written(rel, map[string]*string{"trace": &m.TraceFile, "load": &m.LoadFile})
 	return errors.Join(errP, errL)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"time"
@@ -116,4 +117,14 @@ func (r *runner) said(m results.Measurement) string {
 func waitReady(ctx context.Context, c *child, path string, by time.Time) bool {
 	_, err := ready.Wait(ctx, path, c.done, time.Until(by))
 	return err == nil
+}
+
+// written names in m's fields (dst, by kind) the result files the tools
+// wrote (rel: a kind's file in the run directory).
+func (r *runner) written(rel func(string) string, dst map[string]*string) {
+	for kind, f := range dst {
+		if _, err := os.Stat(filepath.Join(r.dir, rel(kind))); err == nil {
+			*f = rel(kind)
+		}
+	}
 }
