@@ -14,8 +14,9 @@ import (
 )
 
 // load runs loadgen on the step's endpoint with the /fast prober probing
-// over the same measured window, and samples the server's cost over it.
-func (r *runner) load(ctx context.Context, srv *server, s Step, rel func(string) string, m *results.Measurement) error {
+// over the same measured window, and samples the server's cost over it;
+// a slip's call slowed when slipWhen is made ("": at the plan's moment).
+func (r *runner) load(ctx context.Context, srv *server, s Step, slipWhen string, rel func(string) string, m *results.Measurement) error {
 	total := s.Warmup + s.Duration
 	asIs := s.Server.AsIs()
 	lead := startDelay
@@ -72,7 +73,7 @@ func (r *runner) load(ctx context.Context, srv *server, s Step, rel func(string)
 	args := append(loadArgs, "--conc", strconv.Itoa(s.Conc),
 		"--duration", s.Duration.String(), "--warmup", s.Warmup.String(), "--start-at", startAt, "--quiet", "--out", filepath.Join(r.dir, rel("load")),
 		"--timeout", callTimeout(time.Duration(s.Server.BlockNs), time.Duration(s.SlipBlockNs)))
-	args = append(args, r.slipArgs(srv, s)...)
+	args = append(args, slipArgs(srv, s, slipWhen)...)
 	lgArgs, stopLoad := r.liveArgs(s, "load", args)
 	defer stopLoad()
 	lg, err := r.procs.start("gen", "loadgen", nil, lgArgs...)
@@ -130,17 +131,18 @@ func (r *runner) startConns(ctx context.Context, s Step, at time.Time, cready, o
 }
 
 // slipArgs are loadgen's flags for the slip: the same endpoint, a slower
-// call from halfway on, counted in 100 ms steps; none for another step.
-func (r *runner) slipArgs(srv *server, s Step) []string {
+// call from halfway on, counted in 100 ms steps, or from when the file
+// when is made; none for another step.
+func slipArgs(srv *server, s Step, when string) []string {
 	if s.SlipBlockNs <= 0 {
 		return nil
 	}
 	args := []string{"--switch-to", "http://" + srv.addr + asked(s.Endpoint, time.Duration(s.SlipBlockNs)),
 		"--switch-at", time.Duration(s.SlipAtNs).String(), "--tick", slipTick.String()}
-	if r.hub != nil {
+	if when != "" {
 		// On stage the presenter's key slows the call (tellSlip makes
 		// the file); the plan's moment is the latest.
-		args = append(args, "--switch-when", slipTold(r.dir, s))
+		args = append(args, "--switch-when", when)
 	}
 	return args
 }

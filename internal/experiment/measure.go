@@ -20,7 +20,7 @@ func (r *runner) measure(ctx context.Context, src StepSource) {
 			continue
 		}
 		r.emit(StepStarted{Step: job.Step, Rep: job.Rep})
-		m := r.step(ctx, job.Step, job.Rep)
+		m := r.step(ctx, job)
 		r.record(job.Slot, m)
 		r.save()
 		r.emit(StepEnded{M: m, Said: r.said(m)})

@@ -158,6 +158,9 @@ func TestStageObserver(t *testing.T) {
 		got = append(got, given{job.Step.ID, job.Rep, job.Slot})
 		st.Observe(StepStarted{Step: job.Step, Rep: job.Rep})
 		told := slipTold(dir, job.Step)
+		if (job.SlipWhen == told) != (job.Step.Phase == "slip") {
+			t.Errorf("%s: loadgen is told to slow the call when %q is made", job.Step.ID, job.SlipWhen)
+		}
 		if job.Step.Phase == "slip" && job.Rep == 1 {
 			if !ctl.take("next") {
 				t.Fatal("the slip's key was not taken")

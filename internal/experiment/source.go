@@ -5,12 +5,15 @@ import "context"
 // Job is one step for the runner: the step, its repetition, and where its
 // measurement is recorded in run.json (Slot; -1: after the plan's, a
 // measurement again). Skip, when not empty, is why the step is recorded
-// as skipped instead of measured.
+// as skipped instead of measured. SlipWhen, for a slip, is the file whose
+// making slows the call before the plan's moment (loadgen --switch-when:
+// the presenter's key, on stage); "" for the plan's moment.
 type Job struct {
-	Step Step
-	Rep  int
-	Slot int
-	Skip string
+	Step     Step
+	Rep      int
+	Slot     int
+	Skip     string
+	SlipWhen string
 }
 
 // StepSource gives the runner its steps one at a time: the plan in order

@@ -142,6 +142,9 @@ func (st *stageSteps) give(ctx context.Context) Job {
 	if j.Rep == 1 {
 		j.Slot = st.index[s.ID]
 	}
+	if s.Phase == "slip" {
+		j.SlipWhen = slipTold(st.dir, s) // the presenter's key makes it (armSlip)
+	}
 	return j
 }
 

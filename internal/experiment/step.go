@@ -12,8 +12,9 @@ import (
 	"github.com/bystander-kit/bystander/internal/results"
 )
 
-// step runs one measurement against a fresh server.
-func (r *runner) step(ctx context.Context, s Step, rep int) results.Measurement {
+// step runs the job's measurement against a fresh server.
+func (r *runner) step(ctx context.Context, job Job) results.Measurement {
+	s, rep := job.Step, job.Rep
 	m := results.Measurement{Step: s, Repeat: rep, Status: "ok"}
 	fail := func(format string, a ...any) results.Measurement {
 		m.Status, m.Reason = "failed", fmt.Sprintf(format, a...)
@@ -57,7 +58,7 @@ func (r *runner) step(ctx context.Context, s Step, rep int) results.Measurement 
 	case "trace":
 		err = r.trace(ctx, srv, s, rel, &m)
 	default:
-		err = r.load(ctx, srv, s, rel, &m)
+		err = r.load(ctx, srv, s, job.SlipWhen, rel, &m)
 	}
 	if r.o.Pin && err == nil && !s.Server.External {
 		if perr := checkPinned(srv.pid(), r.procs.serverCPUs); perr != nil {
