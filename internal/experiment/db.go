@@ -83,7 +83,7 @@ func (r *runner) dbGone() string {
 		return ""
 	}
 	r.dbSaid.Do(func() {
-		r.prog.say(fmt.Sprintf("bystander: the private PostgreSQL died mid-run (%v): the measurements from here on fail, their figures would not be the servers'", err))
+		r.emit(Said{fmt.Sprintf("bystander: the private PostgreSQL died mid-run (%v): the measurements from here on fail, their figures would not be the servers'", err)})
 	})
 	return fmt.Sprintf("the private PostgreSQL died mid-run (%v): these figures would not be the server's", err)
 }

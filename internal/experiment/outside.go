@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/bystander-kit/bystander/internal/outside"
@@ -33,28 +34,39 @@ type outsideView struct {
 	refused func()
 }
 
-// outsideView is the view of srv for a stall step with blockers: the kit's
+// newOutsideView is the view of srv for a stall step with blockers: the kit's
 // Java servers and a --target with pid= get one (the kit's Go loop servers
 // name their culprits themselves, with loopwatch); nil otherwise. A JVM
 // whose stacks jcmd refused once in the run (refusing attach) is not asked
 // again: the refusal is said once, in the step it came in.
-func (r *runner) outsideView(srv *server, s Step) *outsideView {
+func newOutsideView(srv *server, s Step, no *noJcmd) *outsideView {
 	pid := srv.pid()
 	if s.K == 0 || pid <= 0 || !(jvmServer(s.Server) || s.Server.External) {
 		return nil
 	}
 	name := s.Server.Name
-	r.mu.Lock()
-	refused := r.noJcmd[name]
-	r.mu.Unlock()
-	return &outsideView{Trace: outside.New(name, pid, time.Time{}), dumps: !refused && outside.IsJVM(pid), refused: func() {
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		if r.noJcmd == nil {
-			r.noJcmd = map[string]bool{}
-		}
-		r.noJcmd[name] = true
-	}}
+	return &outsideView{Trace: outside.New(name, pid, time.Time{}), dumps: !no.has(name) && outside.IsJVM(pid), refused: func() { no.add(name) }}
+}
+
+// noJcmd are the servers whose stacks jcmd refused in a run.
+type noJcmd struct {
+	mu    sync.Mutex
+	names map[string]bool
+}
+
+func (n *noJcmd) has(name string) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.names[name]
+}
+
+func (n *noJcmd) add(name string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.names == nil {
+		n.names = map[string]bool{}
+	}
+	n.names[name] = true
 }
 
 // before looks at the server at rest, before the blockers come: once the

@@ -1,12 +1,12 @@
 package experiment
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -217,18 +217,6 @@ func (s *server) alive() bool {
 	return answers(s.addr)
 }
 
-// processRuns says whether pid is a process that has not ended: one that
-// exists and is not a zombie (ended, not yet reaped by its parent).
-func processRuns(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	// "pid (comm) S ...": the state follows the last ')'.
-	i := bytes.LastIndexByte(b, ')')
-	return i >= 0 && i+2 < len(b) && b[i+2] != 'Z' && b[i+2] != 'X'
-}
-
 // exitErr says how the server ended.
 func (s *server) exitErr() error {
 	if s.child != nil {
@@ -350,4 +338,20 @@ func checkPinned(pid int, cpus string) error {
 		}
 	}
 	return nil
+}
+
+// externalServer is a --target as a running server: nothing to start or
+// stop; alive while its process exists (pid=) or it accepts connections.
+func externalServer(s results.Server, addr string) *server {
+	return &server{addr: addr, kind: s.Kind, extPID: s.PID}
+}
+
+// answers says whether something accepts connections at addr.
+func answers(addr string) bool {
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return false
+	}
+	c.Close()
+	return true
 }

@@ -36,6 +36,21 @@ func newProgress(w io.Writer, plan Plan) *progress {
 	return &progress{w: w, tty: tty, plan: plan, total: (len(plan.Steps) - len(plan.Skips)) * plan.Options.Repeat, left: plan.Expected()}
 }
 
+// Observe shows the run's events: a measurement's start and end, a line
+// of the run's, the end of measuring.
+func (p *progress) Observe(ev Event) {
+	switch ev := ev.(type) {
+	case StepStarted:
+		p.begin(ev.Step, ev.Rep)
+	case StepEnded:
+		p.end(ev.M, ev.Said)
+	case Said:
+		p.say(ev.Line)
+	case Finished:
+		p.finish()
+	}
+}
+
 func (p *progress) phaseSteps(phase string) int {
 	n := 0
 	for _, s := range p.plan.Steps {

@@ -438,10 +438,9 @@ func TestStageAddrTaken(t *testing.T) {
 // read reaches the stage as "not read" with why, not as figures of 0.
 func TestStepRowNotRead(t *testing.T) {
 	dir := t.TempDir()
-	r := &runner{dir: dir, run: &results.Run{Schema: results.RunSchema}}
 	m := results.Measurement{Step: results.Step{ID: "sweep-loop-gnet-c4", Phase: "sweep", Conc: 4, Endpoint: "/slow",
 		Server: results.Server{Name: "loop-gnet", Kind: "loop", Workers: 4}}, Repeat: 1, Status: "ok", LoadFile: "../../etc/hostname"}
-	row := r.stepRow(m)
+	row := stepRow(dir, results.RunParams{}, results.Manifest{}, m)
 	if !strings.Contains(row.NotRead, "not read") || !strings.Contains(row.NotRead, "hostname") || row.RPS != 0 {
 		t.Fatalf("%+v", row)
 	}
@@ -564,12 +563,12 @@ func TestJcmdRefusedOnce(t *testing.T) {
 	if _, err := io.ReadFull(out, make([]byte, 5)); err != nil { // "ready": its main runs
 		t.Fatal(err)
 	}
-	r := &runner{}
+	var no noJcmd
 	srv := &server{extPID: jvm.Process.Pid}
 	var notes []string
 	for k := 1; k <= 3; k++ {
 		s := Step{Phase: "stall", K: k, Server: results.Server{Name: "refuser", External: true}}
-		v := r.outsideView(srv, s)
+		v := newOutsideView(srv, s, &no)
 		if v == nil || (k == 1) != v.dumps {
 			t.Fatalf("k=%d: view %+v", k, v)
 		}

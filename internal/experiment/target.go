@@ -6,196 +6,20 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/url"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/bystander-kit/bystander/internal/client"
 	"github.com/bystander-kit/bystander/internal/conform"
-	"github.com/bystander-kit/bystander/internal/outside"
 	"github.com/bystander-kit/bystander/internal/proc"
 	"github.com/bystander-kit/bystander/internal/request"
 	"github.com/bystander-kit/bystander/internal/results"
 	"github.com/bystander-kit/bystander/internal/words"
 )
-
-// Target is a server the user started and names with --target
-// NAME=URL[,loops=N|,workers=N][,offload=N][,pid=N][,pprof=URL].
-type Target struct {
-	Name, URL, Addr string
-	// Pprof is a Go service's listener that serves /debug/pprof/
-	// (http://HOST:PORT), given with pprof=: its execution trace says what
-	// held its goroutines at the top step of a sweep measured as it is.
-	Pprof string
-	// Facts given: 0 when not given (loops learned from X-Loop).
-	Loops, Workers, Offload, PID int
-	Remote                       bool
-	// Set by the check (resolve): the server as the plan measures it, and
-	// the phases it cannot take part in, with why.
-	Server results.Server
-	Skips  map[string]string
-	Check  *conform.Report
-	// jvm: its pid= is a JVM's (watched through Flight Recorder).
-	jvm bool
-	// load and bystander are --load and --bystander read for this
-	// target's host:port (nil without --load): it is measured as it is.
-	load, bystander *request.Spec
-}
-
-var targetName = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,31}$`)
-
-// targetsFlag is --target, repeatable.
-type targetsFlag struct{ dst *[]Target }
-
-func (f targetsFlag) String() string {
-	if f.dst == nil {
-		return ""
-	}
-	var s []string
-	for _, t := range *f.dst {
-		s = append(s, t.Name+"="+t.URL)
-	}
-	return strings.Join(s, " ")
-}
-
-func (f targetsFlag) Set(v string) error {
-	t, err := parseTarget(v)
-	if err != nil {
-		return err
-	}
-	*f.dst = append(*f.dst, t)
-	return nil
-}
-
-func parseTarget(v string) (Target, error) {
-	name, rest, ok := strings.Cut(v, "=")
-	if !ok || name == "" {
-		return Target{}, fmt.Errorf("%q: want NAME=URL[,loops=N|,workers=N][,offload=N][,pid=N][,pprof=URL]", v)
-	}
-	if !targetName.MatchString(name) {
-		return Target{}, fmt.Errorf("name %q: want lower-case letters, digits, '.', '_' or '-', at most 32", name)
-	}
-	parts := strings.Split(rest, ",")
-	t := Target{Name: name, URL: strings.TrimRight(parts[0], "/")}
-	u, err := url.Parse(t.URL)
-	if err == nil && u.User != nil {
-		return Target{}, fmt.Errorf("%s: URL %q: %w", name, u.Redacted(), client.ErrCredentials)
-	}
-	if err == nil && strings.EqualFold(u.Scheme, "https") {
-		return Target{}, fmt.Errorf("%s: URL %q: %w", name, u.Redacted(), client.ErrHTTPS)
-	}
-	if err != nil || u.Scheme != "http" || u.Host == "" || u.Path != "" || u.RawQuery != "" {
-		return Target{}, fmt.Errorf("%s: URL %q: want the server's base URL, http://host:port", name, parts[0])
-	}
-	for _, p := range parts[1:] {
-		k, val, ok := strings.Cut(p, "=")
-		if k == "pprof" {
-			pp, err := pprofBase(val)
-			if err != nil {
-				return Target{}, fmt.Errorf("%s: %w", name, err)
-			}
-			t.Pprof = pp
-			continue
-		}
-		n, err := strconv.Atoi(val)
-		if !ok || err != nil || n < 1 || n > 1<<22 {
-			return Target{}, fmt.Errorf("%s: %q: want loops=N, workers=N, offload=N or pid=N with N a positive whole number", name, p)
-		}
-		switch k {
-		case "loops":
-			t.Loops = n
-		case "workers":
-			t.Workers = n
-		case "offload":
-			t.Offload = n
-		case "pid":
-			t.PID = n
-		default:
-			return Target{}, fmt.Errorf("%s: unknown fact %q: want loops, workers, offload, pid or pprof", name, k)
-		}
-	}
-	if t.Loops > 0 && t.Workers > 0 {
-		return Target{}, fmt.Errorf("%s: loops= and workers= both given: a server has event loops (X-Loop) or a pool of workers", name)
-	}
-	return t, nil
-}
-
-// pprofBase reads pprof='s value: a Go service's listener that serves
-// /debug/pprof/, http://HOST:PORT (its path may end in /debug/pprof), as
-// the kit keeps it: without a trailing slash, no query, no credentials.
-func pprofBase(v string) (string, error) {
-	v = strings.TrimRight(v, "/")
-	u, err := url.Parse(v)
-	switch {
-	case err == nil && u.User != nil:
-		return "", fmt.Errorf("pprof=%q: %w", u.Redacted(), client.ErrCredentials)
-	case err == nil && strings.EqualFold(u.Scheme, "https"):
-		return "", fmt.Errorf("pprof=%q: %w", u.Redacted(), client.ErrHTTPS)
-	case err != nil || u.Scheme != "http" || u.Host == "" || u.Port() == "" || u.RawQuery != "" || u.Fragment != "" ||
-		(u.Path != "" && !strings.HasSuffix(u.Path, "/debug/pprof")):
-		return "", fmt.Errorf("pprof=%q: want the listener that serves /debug/pprof/ of a Go service with net/http/pprof, http://HOST:PORT", v)
-	}
-	return v, nil
-}
-
-// validateTargets checks what can be known before anything runs.
-func (o *Options) validateTargets() error {
-	seen := map[string]bool{}
-	for i := range o.Targets {
-		t := &o.Targets[i]
-		if slices.Contains(kitNames, t.Name) || seen[t.Name] {
-			return fmt.Errorf("run.sh: --target %s: the name is taken (the kit's servers are %s); give another", t.Name, strings.Join(kitNames, ", "))
-		}
-		seen[t.Name] = true
-		pt, err := client.ParseTarget(t.URL, o.AllowRemote)
-		if err != nil {
-			return fmt.Errorf("run.sh: --target %s: %v (--allow-remote measures another machine)", t.Name, err)
-		}
-		t.Addr = pt.Addr
-		if o.Load != "" {
-			// Read for each target (an http:// URL in a file must name its
-			// host:port), and before anything runs: a bad line is one
-			// error with its number.
-			if t.load, err = request.Parse(o.Load, t.Addr); err != nil {
-				return fmt.Errorf("run.sh: --load: %v", err)
-			}
-			if t.bystander, err = request.Parse(o.Bystander, t.Addr); err != nil {
-				return fmt.Errorf("run.sh: --bystander: %v", err)
-			}
-			// What the plan knows of it before its check (resolveAsIs).
-			t.Server = results.Server{Name: t.Name, Kind: "other", External: true, URL: t.URL, PID: t.PID, OffloadWorkers: t.Offload,
-				Load: t.load.String(), Bystander: t.bystander.String()}
-			t.Skips = asIsSkipsFor(o.Phases)
-		}
-		if t.Pprof != "" {
-			if o.Load == "" {
-				return fmt.Errorf("run.sh: --target %s: pprof= watches a service measured as it is, at the sweep's top step: give --load and --bystander, or leave pprof= out", t.Name)
-			}
-			if _, err := client.ParseTarget(t.Pprof, o.AllowRemote); err != nil {
-				return fmt.Errorf("run.sh: --target %s: pprof=: %v (--allow-remote watches another machine's)", t.Name, err)
-			}
-			t.Server.Pprof = t.Pprof
-		}
-		host, _, _ := net.SplitHostPort(pt.Addr)
-		t.Remote = !client.IsLoopback(host)
-		if t.PID > 0 {
-			if t.Remote {
-				return fmt.Errorf("run.sh: --target %s: pid=%d names a process on this machine, but the server is remote", t.Name, t.PID)
-			}
-			if !processRuns(t.PID) {
-				return fmt.Errorf("run.sh: --target %s: pid=%d: no such process", t.Name, t.PID)
-			}
-			t.jvm = outside.IsJVM(t.PID)
-		}
-	}
-	return nil
-}
 
 // resolve checks every target's protocol (internal/conform), writes each
 // check into the run directory, and decides what the plan measures on it:
@@ -309,17 +133,6 @@ func costFacts(t *Target) string {
 	}
 	return "; no pid=: server CPU and context switches not measured (external)"
 }
-
-// asIsConns is how many connections the bystander's per-connection prober
-// keeps beside a load on a server measured as it is, as the stall phase
-// does on 4 loops: 3 on each loop of a server that deals its connections
-// round robin.
-const asIsConns = 12
-
-// placeAllowance is how much longer a step on a server measured as it is
-// starts its clocks ahead: time for the 12-connection prober to open and
-// place its connections (unloaded) before the load comes.
-const placeAllowance = 700 * time.Millisecond
 
 // checkTimeout bounds each request of the check of a server measured as
 // it is.
@@ -440,22 +253,6 @@ func notAnswered(r *client.Response, err error) string {
 		return fmt.Sprintf("was refused (%v): nothing listens there any more", err)
 	}
 	return fmt.Sprintf("was not answered: %v", err)
-}
-
-// externalServer is a --target as a running server: nothing to start or
-// stop; alive while its process exists (pid=) or it accepts connections.
-func externalServer(s results.Server, addr string) *server {
-	return &server{addr: addr, kind: s.Kind, extPID: s.PID}
-}
-
-// answers says whether something accepts connections at addr.
-func answers(addr string) bool {
-	c, err := net.DialTimeout("tcp", addr, time.Second)
-	if err != nil {
-		return false
-	}
-	c.Close()
-	return true
 }
 
 // targetServers are the targets as the run index records them.

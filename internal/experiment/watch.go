@@ -100,7 +100,7 @@ func (r *runner) sayWatch(m results.Measurement) {
 	}
 	f, err := watch.ReadIn(r.dir, m.WatchFile)
 	if err != nil {
-		r.prog.say("  watched: " + err.Error())
+		r.emit(Said{"  watched: " + err.Error()})
 		return
 	}
 	lines := f.Service.Lines()
@@ -108,7 +108,7 @@ func (r *runner) sayWatch(m results.Measurement) {
 		lines = f.Service.Limits
 	}
 	for _, l := range lines {
-		r.prog.say("  watched: " + l)
+		r.emit(Said{"  watched: " + l})
 	}
 }
 

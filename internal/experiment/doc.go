@@ -1,0 +1,26 @@
+// Package experiment is the orchestrator behind run.sh: it turns flags into
+// a plan of measurements, runs each server, load generator and prober as its
+// own process on loopback, samples the servers' cost from /proc, writes every
+// result into one run directory with an index (run.json), prints the story
+// as tables, and hands the directory to the report.
+//
+// The run is a pipeline, read in this order:
+//
+//   - flags.go and validate.go: run.sh's flags read into Options
+//     (options.go), the typed input of everything after.
+//   - plan.go: BuildPlan, the Plan as a pure value of the Options: the
+//     steps, in order, each with its server, callers and durations
+//     (testdata/plan-default.golden is the default's, TestPlanGolden);
+//     describe.go says it.
+//   - run.go: Run, which prepares the run (preflight, the run directory,
+//     the --target checks, the database) and hands a StepSource to the
+//     runner: planSteps (source.go) walks the plan in order, stageSteps
+//     (stagesource.go) gives the steps as the presenter's keys ask.
+//   - measure.go: the runner measures each step the source gives (step.go:
+//     a fresh server, then load.go or stall.go) and tells its Observers the
+//     events of events.go: progress.go prints them on the terminal, the
+//     stage shows them on its page.
+//
+// Each file uses the names of files below it, never of one that uses its
+// own (TestFilesLayered): shape.go, helpers.go and exit.go use nobody's.
+package experiment

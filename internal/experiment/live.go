@@ -1,0 +1,152 @@
+package experiment
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/bystander-kit/bystander/internal/culprit"
+	"github.com/bystander-kit/bystander/internal/lag"
+	"github.com/bystander-kit/bystander/internal/live"
+	"github.com/bystander-kit/bystander/internal/stage"
+	"github.com/bystander-kit/bystander/internal/stall"
+)
+
+// tapLive tails a tool's --live-out file into the stage while a step
+// runs; the returned stop reads what is left and ends.
+func (r *runner) tapLive(path string, fn func(line []byte)) func() {
+	if r.hub == nil {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		live.Tail(ctx, path, 50*time.Millisecond, fn)
+		close(done)
+	}()
+	return func() { cancel(); <-done }
+}
+
+// liveArgs adds --live-out to a tool's arguments on stage, and the tail
+// that turns its lines into events.
+func (r *runner) liveArgs(s Step, kind string, args []string) ([]string, func()) {
+	if r.hub == nil {
+		return args, func() {}
+	}
+	path := filepath.Join(r.dir, s.Phase, s.ID+".live-"+kind+".ndjson")
+	args = append(args, "--live-out", path)
+	switch kind {
+	case "load":
+		var hist []live.Load
+		return args, r.tapLive(path, func(line []byte) {
+			var v live.Load
+			if json.Unmarshal(line, &v) != nil || v.End {
+				return // the last line comes after the window: its rate would fall as the load stops
+			}
+			hist = append(hist, v)
+			// The rate over the last second (or since the start).
+			first := hist[0]
+			for _, h := range hist {
+				if h.Ms >= v.Ms-1000 {
+					first = h
+					break
+				}
+			}
+			if v.Ms > first.Ms {
+				r.hub.Add(stage.Throughput{ID: s.ID, RPS: float64(v.Answered-first.Answered) * 1000 / float64(v.Ms-first.Ms)})
+			}
+		})
+	case "fast":
+		return args, r.tapLive(path, func(line []byte) {
+			var v live.Probe
+			if json.Unmarshal(line, &v) == nil && !v.Failed {
+				r.hub.Add(stage.Probe{ID: s.ID, Server: s.Server.Name, Ms: v.Ms})
+			}
+		})
+	default: // perconn: the stall rule, live, on what each connection saw so far
+		judge := newLiveJudge(s)
+		return args, r.tapLive(path, func(line []byte) {
+			var v live.Probe
+			if json.Unmarshal(line, &v) != nil {
+				return
+			}
+			stalled, verdict := judge.add(v)
+			r.hub.AddMax(fmt.Sprintf("conn/%s/%d", s.ID, v.Conn), stage.Conn{ID: s.ID, Conn: v.Conn, Loop: v.Loop, Ms: v.Ms, Stalled: stalled}, v.Ms)
+			if verdict != nil {
+				r.hub.Add(*verdict)
+			}
+		})
+	}
+}
+
+// liveJudge keeps what each connection of a stall measurement has seen
+// and applies the stall rule to it, as the tables will to the whole.
+type liveJudge struct {
+	s     Step
+	conns map[int]*liveConn
+	order []int
+	last  time.Time
+	v     stall.Verdict
+}
+
+type liveConn struct {
+	loop          int
+	waits         []time.Duration
+	due, answered int64
+}
+
+func newLiveJudge(s Step) *liveJudge { return &liveJudge{s: s, conns: map[int]*liveConn{}} }
+
+// add takes a probe; it returns whether the probe's connection stalled as
+// the rule last judged, and a verdict at most every 250 ms.
+func (j *liveJudge) add(p live.Probe) (bool, *stage.Verdict) {
+	c := j.conns[p.Conn]
+	if c == nil {
+		c = &liveConn{}
+		j.conns[p.Conn] = c
+		j.order = append(j.order, p.Conn)
+		slices.Sort(j.order)
+	}
+	c.loop = p.Loop
+	c.due++
+	if !p.Failed {
+		c.answered++
+		c.waits = append(c.waits, time.Duration(p.WaitMs*1e6))
+	}
+	var out *stage.Verdict
+	if now := time.Now(); now.Sub(j.last) >= stage.Every {
+		j.last = now
+		var conns []stall.Conn
+		for _, id := range j.order {
+			k := j.conns[id]
+			conns = append(conns, stall.Conn{ID: id, Loop: k.loop, Due: k.due, Answered: k.answered, Wait: medianDuration(k.waits), FromServer: true})
+		}
+		j.v = stall.Judge(conns, j.s.Block.D(), stall.Machine{})
+		out = &stage.Verdict{ID: j.s.ID, Judged: j.v.Judged, Stalled: j.v.Count, Conns: len(conns), Why: j.v.Why}
+	}
+	i := slices.Index(j.order, p.Conn)
+	return i < len(j.v.Stalled) && j.v.Stalled[i], out
+}
+
+// lagEvent gives the stage each loop's largest lag in a /lag event.
+func (r *runner) lagEvent(server string) func(lag.Event) {
+	if r.hub == nil {
+		return nil
+	}
+	return func(ev lag.Event) {
+		at := r.hub.Ms(time.Unix(0, ev.TimeNs)) // the window's end, on the stage's clock
+		for _, l := range ev.Loops {
+			where, heldMs := "", 0.0
+			// A block that began in the last second: its record grows
+			// from "so far" to its whole length as the events go by.
+			if c := l.Culprit; c != nil && c.StartNs >= ev.TimeNs-int64(time.Second) && c.Cause != culprit.Starved && c.Cause != culprit.WaitingForP && len(c.Frames) > 0 {
+				clean := c.Clean()
+				where, heldMs = clean.Where(), float64(clean.HeldNs)/1e6
+			}
+			r.hub.Add(stage.Lag{Server: server, Loop: l.Loop, Ms: float64(l.LagMaxNs) / 1e6, Blocked: l.BlockedNow, At: at, Where: where, HeldMs: heldMs})
+		}
+	}
+}

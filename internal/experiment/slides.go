@@ -1,0 +1,98 @@
+package experiment
+
+import (
+	"fmt"
+)
+
+// screenOf says which screen shows a step: 1 the sweep's throughput, 2
+// the bystander beside /slow on the loops and on the pool, 3 one loop
+// blocked seen from inside (its lag), 4 the connections as k loops are
+// blocked (a slide per k: slidesOf), 5 the fix, 6 the bad afternoon
+// (the call slowed at the presenter's key, a slide per server).
+func screenOf(s Step) int {
+	switch {
+	case s.Phase == "sweep":
+		return 1
+	case s.Phase == "slip":
+		return 6
+	case s.Phase == "offload" && s.Variant == "offloaded":
+		return 5
+	case s.Phase == "offload":
+		return 2
+	case s.Phase == "stall" && s.Server.Kind == "loop" && s.K == 1:
+		return 3
+	}
+	return 4
+}
+
+// slide is what one key shows: a screen, or on screen 4 one k of one
+// server (focus). steps are what it measures; a focus is measured when
+// shown unless an earlier slide measured it (k = 1 of a loop server: its
+// lag is screen 3, its connections the first slide of screen 4).
+type slide struct {
+	screen int
+	focus  *Step
+	steps  []Step
+}
+
+func (s slide) focusID() string {
+	if s.focus == nil {
+		return ""
+	}
+	return s.focus.ID
+}
+
+// slidesOf is the talk: screens 1 to 6 in order; screen 4 a slide per k
+// from 1 up, the loop servers' first (3 of 12 stall, then 6, 9, 12), then
+// the servers without loops (as many blocked, none stalls); screen 6 a
+// slide per server's slip, the loops' first.
+func slidesOf(steps []Step) []slide {
+	var out []slide
+	for n := 1; n <= screens; n++ {
+		// Screens 4 and 6 show one step a slide: each k of the stall from
+		// 1 up, each server's slip; the loop servers' first.
+		one := map[int]string{4: "stall", 6: "slip"}[n]
+		if one != "" {
+			for _, loops := range []bool{true, false} {
+				for i, s := range steps {
+					if s.Phase == one && (s.Phase != "stall" || s.K > 0) && (s.Server.Kind == "loop") == loops {
+						out = append(out, slide{screen: n, focus: &steps[i]})
+					}
+				}
+			}
+			continue
+		}
+		sl := slide{screen: n}
+		for _, s := range steps {
+			if screenOf(s) == n {
+				sl.steps = append(sl.steps, s)
+			}
+		}
+		if len(sl.steps) > 0 {
+			out = append(out, sl)
+		}
+	}
+	return out
+}
+
+// nowText says in words what a step measures, for the footer: "now:
+// pool at 64 callers", "now: loop-gnet, 2 of 4 loops blocked".
+func nowText(s Step, loops int) string {
+	n := s.Server.Name
+	switch {
+	case s.Phase == "stall" && s.Server.Kind == "loop":
+		if s.Server.Workers > 0 {
+			loops = s.Server.Workers // a server's own loops (Netty's, a --target's)
+		}
+		return fmt.Sprintf("now: %s, %d of %d loops blocked", n, s.K, loops)
+	case s.Phase == "stall":
+		return fmt.Sprintf("now: %s, %d callers blocked", n, s.K)
+	case s.Phase == "offload" && s.Variant == "blocking":
+		return fmt.Sprintf("now: %s, the call on its loops, %d callers", n, s.Conc)
+	case s.Phase == "offload" && s.Variant == "offloaded":
+		return fmt.Sprintf("now: %s, the call offloaded, %d callers", n, s.Conc)
+	case s.Phase == "slip":
+		return fmt.Sprintf("now: %s at %d callers, the call %s: \u2192 slows it to %s", n, s.Conc, s.Block.D(), s.SlipBlock.D())
+	}
+	return fmt.Sprintf("now: %s at %d callers", n, s.Conc)
+}
