@@ -316,7 +316,12 @@
   // A ceiling is drawn as a wide pale band, under the measured line
   // (thin, solid, with its points): a rate at its ceiling reads as a line
   // lying in its band, never as one thick dashed bar. band is that style.
-  function band(name) { return {type: "solid", width: px(16), color: pale(name), opacity: 0.55, cap: "round"}; }
+  // Its see-through is in its colour, not an opacity, which echarts would
+  // pass on to the band's label.
+  function band(name) {
+    var h = pale(name), rgb = /^#[0-9a-f]{6}$/i.test(h) ? [1, 3, 5].map(function (i) { return parseInt(h.substr(i, 2), 16); }) : [136, 136, 136];
+    return {type: "solid", width: px(16), color: "rgba(" + rgb.join(",") + ",0.55)", cap: "butt"};
+  }
   // binds is what limits a load of conc callers on a server of workers:
   // its workers, or its callers where fewer (each caller has one call in
   // flight), and the ceiling that gives: who / the call.
@@ -521,7 +526,7 @@
     var lines = [{yAxis: c0, name: "ceiling: " + who + " / " + fmt(S.info.block_ms) + " ms = " + fmt(c0) + " req/s"}, {yAxis: c1, name: "ceiling: " + who + " / " + fmt(S.info.slip_block_ms) + " ms = " + fmt(c1) + " req/s"}];
     // Each ceiling a pale band under the measured line (band), its label
     // above it: the line lying on it never hides it.
-    var marks = lines.map(function (l) { return {yAxis: l.yAxis, label: {formatter: l.name, position: "insideEndTop", fontSize: px(22), fontWeight: "bold", color: hue(sl.server)}, lineStyle: band(sl.server)}; });
+    var marks = lines.map(function (l) { return {yAxis: l.yAxis, label: {formatter: l.name, position: "insideEndTop", distance: px(14), fontSize: px(22), fontWeight: "bold", color: hue(sl.server)}, lineStyle: band(sl.server)}; });
     if (at !== undefined) {
       marks.push({xAxis: (at - from) / 1000, label: {formatter: "the call: " + fmt(S.info.block_ms) + " \u2192 " + fmt(S.info.slip_block_ms) + " ms", position: "end", fontSize: px(22), fontWeight: "bold", color: dark ? "#f5f5f5" : "#111111"},
         lineStyle: {type: "solid", width: px(3), color: dark ? "#f5f5f5" : "#111111"}});

@@ -145,6 +145,7 @@ func checkSlide(t *testing.T, ctx context.Context) slideSeen {
 	  const h = document.getElementById('headline');
 	  const out = {View: V.view, Screen: n, Slides: V.slides, Focus: V.focus, Headline: h.textContent, Problems: []};
 	  const opt = id => echarts.getInstanceByDom(document.getElementById(id)).getOption();
+	  const band = hex => 'rgba(' + [1, 3, 5].map(i => parseInt(hex.substr(i, 2), 16)).join(',') + ',0.55)';
 	  if (!window.stageDrawn[n]) { out.Problems.push("not drawn"); }
 	  // One line, whole: the headline neither wraps nor runs out of its box.
 	  if (h.scrollWidth > h.clientWidth + 1 || h.getClientRects().length !== 1 || h.offsetHeight > 1.6 * parseFloat(getComputedStyle(h).lineHeight || '0') + 2) {
@@ -169,7 +170,7 @@ func checkSlide(t *testing.T, ctx context.Context) slideSeen {
 	    const o = opt('c1');
 	    let lo = Infinity;
 	    for (const name of Object.keys(S.info.ceiling_text || {})) {
-	      const b = o.series.find(s => s.name === name + ' ceiling' && s.lineStyle.color === S.info.pale[name] && s.lineStyle.width > 8);
+	      const b = o.series.find(s => s.name === name + ' ceiling' && s.lineStyle.color === band(S.info.pale[name]) && s.lineStyle.width > 8);
 	      if (!b) { out.Problems.push("no pale band for " + name + "'s ceiling"); continue; }
 	      const top = Math.max(...S.order.map(id => S.steps[id]).filter(s => s.phase === 'sweep' && s.server === name).map(s => s.conc));
 	      const w = S.steps['sweep-' + name + '-c' + top].workers, want = Math.min(top, w) + (top < w ? ' callers' : ' loops') + ' / 5 ms = ' + (Math.min(top, w) * 200).toLocaleString('en-US') + ' req/s';
@@ -224,7 +225,7 @@ func checkSlide(t *testing.T, ctx context.Context) slideSeen {
 	    if (!/ → [\d,]+ req\/s, the call 5 ms → 50 ms$/.test(h.textContent)) { out.Problems.push("the headline does not say the rate before and after: " + h.textContent); }
 	    if (!s.slip || !(s.slip.after < s.slip.before)) { out.Problems.push("no fall in the findings: " + JSON.stringify(s.slip)); }
 	    if (!marks.some(m => m.xAxis !== undefined && /the call: 5 → 50 ms/.test(m.label.formatter))) { out.Problems.push("no line where the call slowed"); }
-	    if (marks.filter(m => m.yAxis !== undefined && m.lineStyle.color === S.info.pale[s.server] && m.lineStyle.width > 8).length !== 2) { out.Problems.push("not both ceilings as bands in the server's pale hue"); }
+	    if (marks.filter(m => m.yAxis !== undefined && m.lineStyle.color === band(S.info.pale[s.server]) && m.lineStyle.width > 8).length !== 2) { out.Problems.push("not both ceilings as bands in the server's pale hue"); }
 	    break;
 	  }
 	  case 5: {
