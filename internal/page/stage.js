@@ -350,19 +350,31 @@
     });
     var ys = [];
     // The bands first, under the points: each server's binding ceiling at
-    // each callers measured, labelled at its right end in its hue.
+    // each callers measured, labelled at its right end in its hue. Two
+    // bands ending at about one height (both servers at 4 callers: 4 loops
+    // and 4 callers, 800 each) share one label, the first's, naming both.
+    var ends = [];
     names.forEach(function (n) {
       var pts = servers[n].map(function (p) { return p[0]; }).sort(function (a, b) { return a - b; });
+      var x = pts[pts.length - 1], last = limit[n][x], with_ = ends.filter(function (e) { return Math.max(e.v, last.rps) <= 1.3 * Math.min(e.v, last.rps); })[0];
       var data = pts.map(function (c, i) {
         var l = limit[n][c];
         ys.push(l.rps);
-        return {value: [c, l.rps], label: {show: i === pts.length - 1}};
+        return {value: [c, l.rps], label: {show: i === pts.length - 1 && !with_}};
       });
-      var last = limit[n][pts[pts.length - 1]];
+      var end = {x: x, v: last.rps, parts: [{n: n, l: last}]};
+      if (with_) { with_.parts.push({n: n, l: last}); } else { ends.push(end); }
       // Named apart from its server, so the legend shows the measured
       // line's style; a point too small to see carries the label.
       series.push({name: n + " ceiling", type: "line", data: data, symbol: "circle", symbolSize: 1, lineStyle: band(n), itemStyle: {color: pale(n)}, z: 1, silent: true,
-        label: {show: false, position: "top", distance: px(14), align: "right", fontSize: px(22), fontWeight: "bold", color: hue(n), formatter: "ceiling: " + last.text}});
+        // Its label ends at the band's right end; a band of one point (the
+        // first step measured) has it run rightwards, inside the chart.
+        label: {show: false, position: "top", distance: px(14), align: pts.length > 1 ? "right" : "left", fontSize: px(22), fontWeight: "bold", color: hue(n),
+          formatter: function () {
+            if (end.parts.length === 1) { return "ceiling: " + last.text; }
+            var same = end.parts.every(function (p) { return p.l.rps === last.rps; });
+            return "ceiling: " + end.parts.map(function (p) { return p.n + " " + (same ? p.l.who : p.l.text); }).join(", ") + (same ? " / " + fmt(S.info.block_ms) + " ms = " + fmt(last.rps) + " req/s" : "");
+          }}});
     });
     names.forEach(function (n) {
       var data = servers[n].map(function (p) {

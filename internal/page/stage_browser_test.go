@@ -174,7 +174,8 @@ func checkSlide(t *testing.T, ctx context.Context) slideSeen {
 	      if (!b) { out.Problems.push("no pale band for " + name + "'s ceiling"); continue; }
 	      const top = Math.max(...S.order.map(id => S.steps[id]).filter(s => s.phase === 'sweep' && s.server === name).map(s => s.conc));
 	      const w = S.steps['sweep-' + name + '-c' + top].workers, want = Math.min(top, w) + (top < w ? ' callers' : ' loops') + ' / 5 ms = ' + (Math.min(top, w) * 200).toLocaleString('en-US') + ' req/s';
-	      if (String(b.label.formatter).indexOf(want) < 0) { out.Problems.push(name + "'s band says " + b.label.formatter + ", want " + want); }
+	      const says = typeof b.label.formatter === 'function' ? b.label.formatter() : String(b.label.formatter);
+	      if (says.indexOf(want) < 0) { out.Problems.push(name + "'s band says " + says + ", want " + want); }
 	      const line = o.series.find(s => s.name === name && s.lineStyle.color === S.info.colors[name]);
 	      if (!line || !(line.z > b.z)) { out.Problems.push(name + "'s measured line is not drawn over its band"); continue; }
 	      for (const d of line.data) { lo = Math.min(lo, d.value[1]); }
@@ -427,6 +428,136 @@ func TestStageReconnects(t *testing.T) {
 	}
 	if after.Frames != before.Frames || after.Slides != before.Slides || strings.Join(after.Headlines, "|") != strings.Join(before.Headlines, "|") {
 		t.Errorf("after the stream reopened: %+v\nbefore: %+v", after, before)
+	}
+	for _, p := range problems() {
+		if !strings.Contains(p, "favicon") && !strings.Contains(p, "events") {
+			t.Error(p)
+		}
+	}
+}
+
+// TestStageBeforeAndWhileMeasuring: what the room sees before the first
+// key (the talk's title and the servers it measures) and on a slide that
+// has nothing to draw yet (what it will show, never an empty plot), the
+// speaker's lines on neither, each passing stageCheck.
+func TestStageBeforeAndWhileMeasuring(t *testing.T) {
+	chrome := browsertest.Chromium(t)
+	page, err := writeStagePage(inlined(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hub, err := stage.NewHub("", page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(hub)
+	t.Cleanup(srv.Close)
+	hub.Allow(srv.Listener.Addr().String())
+	hub.Add(stage.Hello{Loops: 4, Slots: 200, BlockMs: 5, StallBlockMs: 100, Conc: []int{4, 16, 64}, StallConns: 12, Screens: 6,
+		ServersKind: map[string]string{"loop-gnet": "loop", "pool": "pool"}, Colors: map[string]string{"loop-gnet": "#d62728", "pool": "#1f77b4"}})
+	hub.Add(stage.State{State: "waiting: press Space"})
+	hub.Flush()
+	ctx, problems := browsertest.Open(t, chrome, 1280, 720)
+	if err := chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/")); err != nil {
+		t.Fatal(err)
+	}
+	type seen struct {
+		Text     string
+		Problems []string
+	}
+	look := func(want string) seen {
+		t.Helper()
+		if _, err := chromedp.Run(ctx, chromedp.Poll[bool](want, chromedp.WithPollingTimeout(20*time.Second))); err != nil {
+			t.Fatalf("the page never showed %s: %v", want, problems())
+		}
+		if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](stageCheckJS+"; true")); err != nil {
+			t.Fatal(err)
+		}
+		got, err := chromedp.Run(ctx, chromedp.Evaluate[seen](`({Text: document.getElementById('stage').innerText, Problems: window.stageCheck()})`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	cover := look(`window.stageFrames >= 1`)
+	if !strings.Contains(cover.Text, "What one blocking call does to everyone else") || !strings.Contains(cover.Text, "loop-gnet (4 event loops) beside pool (200 threads), each answering the same 5 ms call") ||
+		strings.Contains(cover.Text, "press Space") || len(cover.Problems) > 0 {
+		t.Errorf("before the first key the room sees %q (%q)", cover.Text, cover.Problems)
+	}
+	hub.Add(stage.Screen{Screen: 1})
+	hub.Add(stage.State{State: "now: loop-gnet at 4 callers"})
+	hub.Add(stage.Step{ID: "sweep-loop-gnet-c4", Phase: "sweep", Server: "loop-gnet", Conc: 4, Endpoint: "/slow", State: "start", Screen: 1, Workers: 4, Ceiling: 800})
+	hub.Flush()
+	wait := look(`window.stageState.screen === 1`)
+	if !strings.Contains(wait.Text, "Measuring now: throughput as callers grow") || strings.Contains(wait.Text, "now: loop-gnet at 4 callers") || len(wait.Problems) > 0 {
+		t.Errorf("while screen 1 measures the room sees %q (%q)", wait.Text, wait.Problems)
+	}
+	hub.Add(stage.Throughput{ID: "sweep-loop-gnet-c4", RPS: 751})
+	hub.Flush()
+	drawn := look(`window.stageDrawn[1] === true`)
+	if strings.Contains(drawn.Text, "Measuring now") || len(drawn.Problems) > 0 {
+		t.Errorf("with its first figure screen 1 still says %q (%q)", drawn.Text, drawn.Problems)
+	}
+	for _, p := range problems() {
+		if !strings.Contains(p, "favicon") {
+			t.Error(p)
+		}
+	}
+}
+
+// TestStageLiveMoments: the recording cut at 24 moments, each shown
+// as the live page showed it then (a slide half measured, a screen just
+// opened), passes stageCheck at 1280x720, as the finished slides do.
+func TestStageLiveMoments(t *testing.T) {
+	chrome := browsertest.Chromium(t)
+	page, err := writeStagePage(inlined(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, err := stage.Recording(quickStage)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, problems := browsertest.Open(t, chrome, 1280, 720)
+	for i := 1; i <= 24; i++ {
+		cut := i * len(all) / 25
+		hub, err := stage.NewHub("", page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		frames, err := stage.ReplayWith(context.Background(), quickStage, hub, stage.ReplayOptions{Instant: true, Until: func(stage.Frame) bool { n++; return n > cut }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := httptest.NewServer(hub)
+		hub.Allow(srv.Listener.Addr().String())
+		if err := chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/"), chromedp.WaitReady("#stage")); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := chromedp.Run(ctx, chromedp.Poll[bool](fmt.Sprintf("window.stageFrames >= %d", frames), chromedp.WithPollingTimeout(30*time.Second))); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(200 * time.Millisecond) // a frame of the browser's
+		if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](stageCheckJS+"; true")); err != nil {
+			t.Fatal(err)
+		}
+		type seen struct {
+			Screen   int
+			Problems []string
+		}
+		got, err := chromedp.Run(ctx, chromedp.Evaluate[seen](`({Screen: window.stageState.screen, Problems: window.stageCheck()})`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range got.Problems {
+			t.Errorf("%d of %d frames (screen %d, live): %s", frames, len(all), got.Screen, p)
+		}
+		if err := chromedp.Do(ctx, chromedp.Navigate("about:blank")); err != nil {
+			t.Fatal(err)
+		}
+		srv.CloseClientConnections()
+		srv.Close()
 	}
 	for _, p := range problems() {
 		if !strings.Contains(p, "favicon") && !strings.Contains(p, "events") {

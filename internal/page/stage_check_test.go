@@ -22,7 +22,8 @@ import (
 //   - a number of four digits or more without separators (years and
 //     ports aside);
 //   - a time plot (screens 2, 3 and 6) whose data fill less than 80 % of
-//     its time axis;
+//     its time axis (data of one moment, a screen's first frame, fill
+//     none);
 //   - on the projector (not the speaker view), any data-operator element
 //     shown.
 //
@@ -93,7 +94,7 @@ const stageCheckJS = `window.stageCheck = function () {
     const o = inst.getOption(), axis = inst.getModel().getComponent('xAxis', 0).axis;
     let lo = Infinity, hi = -Infinity;
     for (const s of o.series) { for (const d of s.data || []) { const x = Array.isArray(d) ? d[0] : d.value[0]; lo = Math.min(lo, x); hi = Math.max(hi, x); } }
-    if (!isFinite(lo)) { continue; }
+    if (!(hi > lo)) { continue; } // no point yet, or one moment: nothing to fill
     let fill;
     if (axis.type === 'category') { fill = (hi - lo + 1) / o.xAxis[0].data.length; } else { const ext = axis.scale.getExtent(); fill = (hi - lo) / (ext[1] - ext[0]); }
     if (!(fill >= 0.8)) { out.push('the data fill ' + Math.round(100 * fill) + ' % of the time axis of ' + div.id); }
