@@ -595,7 +595,9 @@
     if (!n) { cover(); }
     text("state", stateText());
     if (n && S.info && typeof echarts !== "undefined") {
-      if (text("headline", hs[n].length ? hs[n] : titles[n] + ": measuring ...")) { fit(document.getElementById("headline")); }
+      // With no figure yet the headline says what the screen is about,
+      // in the room's words, not its title again.
+      if (text("headline", hs[n].length ? hs[n] : coming[n].charAt(0).toUpperCase() + coming[n].slice(1) + ": measuring ...")) { fit(document.getElementById("headline")); }
       // A screen drawn empty (screen 3 just opened) is drawn again as
       // soon as something comes, not 2 s later.
       if ((dirty[n] && (!canvasScreens[n] || empty[n] || S.t - drawnAt >= redrawEvery)) || moved || S.done) {
@@ -608,7 +610,7 @@
       // room reads what it will see, not an empty plot.
       var sec = document.getElementById("s" + n);
       sec.classList.toggle("waiting", !!empty[n]);
-      sec.querySelector(".wait").textContent = "Measuring now: " + coming[n] + ".";
+      sec.querySelector(".wait").textContent = "Measuring now, live: the first figures come in a few seconds.";
     }
     if (presenter) { renderPresenter(hs); }
     lastShown = key;

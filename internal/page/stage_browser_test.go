@@ -480,6 +480,7 @@ func TestStageBeforeAndWhileMeasuring(t *testing.T) {
 		return got
 	}
 	cover := look(`window.stageFrames >= 1`)
+	browsertest.Shot(t, ctx, browsertest.ShotsDir(t), "body", "stage-cover-1280x720")
 	if !strings.Contains(cover.Text, "What one blocking call does to everyone else") || !strings.Contains(cover.Text, "loop-gnet (4 event loops) beside pool (200 threads), each answering the same 5 ms call") ||
 		strings.Contains(cover.Text, "press Space") || len(cover.Problems) > 0 {
 		t.Errorf("before the first key the room sees %q (%q)", cover.Text, cover.Problems)
@@ -489,7 +490,8 @@ func TestStageBeforeAndWhileMeasuring(t *testing.T) {
 	hub.Add(stage.Step{ID: "sweep-loop-gnet-c4", Phase: "sweep", Server: "loop-gnet", Conc: 4, Endpoint: "/slow", State: "start", Screen: 1, Workers: 4, Ceiling: 800})
 	hub.Flush()
 	wait := look(`window.stageState.screen === 1`)
-	if !strings.Contains(wait.Text, "Measuring now: throughput as callers grow") || strings.Contains(wait.Text, "now: loop-gnet at 4 callers") || len(wait.Problems) > 0 {
+	browsertest.Shot(t, ctx, browsertest.ShotsDir(t), "body", "stage-measuring-1280x720")
+	if !strings.Contains(wait.Text, "Throughput as callers grow, against each server's ceiling: measuring") || !strings.Contains(wait.Text, "Measuring now, live") || strings.Contains(wait.Text, "now: loop-gnet at 4 callers") || len(wait.Problems) > 0 {
 		t.Errorf("while screen 1 measures the room sees %q (%q)", wait.Text, wait.Problems)
 	}
 	hub.Add(stage.Throughput{ID: "sweep-loop-gnet-c4", RPS: 751})
