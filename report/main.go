@@ -24,6 +24,7 @@ import (
 	"github.com/bystander-kit/bystander/internal/files"
 	"github.com/bystander-kit/bystander/internal/findings"
 	"github.com/bystander-kit/bystander/internal/page"
+	"github.com/bystander-kit/bystander/internal/stage"
 )
 
 func main() { os.Exit(mainExit(os.Args[1:], os.Stdout, os.Stderr)) }
@@ -43,8 +44,9 @@ func mainExit(args []string, stdout, stderr io.Writer) int {
 	fetchOnly := fs.Bool("fetch", false, "fetch and check echarts into the cache, then exit")
 	all := fs.Bool("all", false, "with --compare: print every figure, not only the changes that matter")
 	stageOut := fs.String("stage-page", "", "write the live page of run.sh --stage (echarts inlined as in the report) to this file, then exit")
+	talk := fs.String("talk", "", "write the recorded talk of this run directory (its stage.ndjson) as one self-contained HTML file (--out, default talk.html in it): opened from disk, offline; refused without echarts inlined")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: report --in RUN_DIR [--out FILE]\n       report --compare RUN_A RUN_B [--out FILE] [--all]\n\n"+
+		fmt.Fprintf(fs.Output(), "Usage: report --in RUN_DIR [--out FILE]\n       report --talk RUN_DIR [--out FILE]\n       report --compare RUN_A RUN_B [--out FILE] [--all]\n\n"+
 			"Writes one self-contained HTML report of a bystander run. With --compare, prints two runs side by side\n"+
 			"as benchstat does (every figure of every measurement both made, the change, and its significance across\n"+
 			"repetitions; the changes that matter first, the rest with --all) and, with --out, writes the comparison\n"+
@@ -80,6 +82,9 @@ func mainExit(args []string, stdout, stderr io.Writer) int {
 		}
 		return 0
 	}
+	if *talk != "" {
+		return talkExit(*talk, *out, *echarts, *offline, stdout, stderr)
+	}
 	if comparing {
 		if *in != "" || fs.NArg() > 0 {
 			fmt.Fprintln(stderr, "report: --compare RUN_A RUN_B takes no --in and nothing else; see --help")
@@ -104,6 +109,26 @@ func mainExit(args []string, stdout, stderr io.Writer) int {
 	}
 	b, err := page.Report(f, loadAsset(*echarts, *offline, stderr, "the page"))
 	return writeOut(*out, b, err, stdout, stderr)
+}
+
+// talkExit is --talk: the recording of dir (or the stage.ndjson given)
+// as one page that plays it from itself. A talk file is opened where there
+// may be no network, so without echarts inlined it is refused.
+func talkExit(dir, out, echarts string, offline bool, stdout, stderr io.Writer) int {
+	rec := dir
+	if st, err := os.Stat(dir); err == nil && st.IsDir() {
+		rec = filepath.Join(dir, "stage.ndjson")
+	}
+	if out == "" {
+		out = filepath.Join(filepath.Dir(rec), "talk.html")
+	}
+	frames, err := stage.Recording(rec)
+	if err != nil {
+		fmt.Fprintf(stderr, "report: --talk %s: %v (give a run directory made with ./run.sh --stage, or its stage.ndjson)\n", dir, err)
+		return 1
+	}
+	b, err := page.Talk(page.LoadAsset(echarts, offline, stderr), frames)
+	return writeOut(out, b, err, stdout, stderr)
 }
 
 // loadAsset is echarts for a page, and a line saying what it costs when it

@@ -60,6 +60,12 @@ func Compare(c *compare.Comparison, a Asset) ([]byte, error) {
 // /events (internal/stage).
 func Stage(a Asset) ([]byte, error) { return writeStagePage(a) }
 
+// Talk is a recorded talk as one self-contained page: the stage page
+// carrying the recording's frames (internal/stage.Recording), played from
+// itself, opened from disk with no network. It refuses an Asset without
+// echarts inlined.
+func Talk(a Asset, frames [][]byte) ([]byte, error) { return writeTalkPage(a, frames) }
+
 func bytesOf(p page) ([]byte, error) {
 	var buf bytes.Buffer
 	if err := writePage(&buf, p); err != nil {

@@ -3,6 +3,8 @@ package page
 import (
 	"bytes"
 	_ "embed"
+	"encoding/base64"
+	"errors"
 	"fmt"
 	"html/template"
 )
@@ -14,10 +16,31 @@ import (
 type stagePage struct {
 	Echarts template.HTML // asset.script
 	Script  template.JS   // stage.js
+	// Talk is a recorded talk's frames, a line each, packed (gzip,
+	// base64): the page then plays them from itself, with no server.
+	Talk string
 }
 
 func writeStagePage(a Asset) ([]byte, error) {
-	p := stagePage{Echarts: a.script(), Script: template.JS(stageJS)}
+	return writeStage(stagePage{Echarts: a.script(), Script: template.JS(stageJS)})
+}
+
+// writeTalkPage is the stage page carrying a recorded talk (its frames,
+// each a JSON line, as internal/stage reads a recording): one file that
+// opens from disk with nothing fetched, so echarts must be inlined; never
+// a CDN.
+func writeTalkPage(a Asset, frames [][]byte) ([]byte, error) {
+	if a.js == nil {
+		return nil, fmt.Errorf("report: --talk needs echarts inlined, never from a CDN (%s): run report --fetch where npm can reach its registry, or give --echarts FILE", a.note)
+	}
+	if len(frames) == 0 {
+		return nil, errors.New("report: --talk: the recording holds no frame")
+	}
+	packed := base64.StdEncoding.EncodeToString(pack(bytes.Join(frames, []byte("\n"))))
+	return writeStage(stagePage{Echarts: a.script(), Script: template.JS(stageJS), Talk: packed})
+}
+
+func writeStage(p stagePage) ([]byte, error) {
 	var b bytes.Buffer
 	if err := stageTpl.Execute(&b, p); err != nil {
 		return nil, fmt.Errorf("report: %w", err)

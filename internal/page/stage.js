@@ -14,7 +14,11 @@
   var coming = ["", "throughput as callers grow, against each server's ceiling", "an endpoint that does no work, beside the blocking one",
     "one loop blocked, seen from inside: its beats wait", "k loops blocked, one key each: which connections stall", "the same call moved off the loop",
     "the call slows tenfold at a key: the loops fall with it"];
-  var presenter = location.pathname === "/presenter";
+  // The speaker view is /presenter on the stage's server, or the talk
+  // file opened with #presenter; talk says the page carries a recorded
+  // talk (report --talk) and plays it from itself, with no server.
+  var presenter = location.pathname === "/presenter" || location.hash === "#presenter";
+  var talk = typeof window.bystanderTalk === "string";
   window.stageState = S;
   window.stageLive = L;
   window.stageFrames = 0;
@@ -87,7 +91,9 @@
       // focus shows the newest grid once its first probes are back, so the
       // audience never looks at an empty one.
       S.stallStep = ev.id;
-      (S.grids[ev.id] = S.grids[ev.id] || {})[ev.conn] = {loop: ev.loop, ms: ev.ms, stalled: ev.stalled};
+      // A cell keeps its connection's worst so far: one measure a cell.
+      var g = (S.grids[ev.id] = S.grids[ev.id] || {}), was = g[ev.conn];
+      g[ev.conn] = {loop: ev.loop, ms: Math.max(ev.ms, was ? was.ms : 0), stalled: ev.stalled};
       break;
     case "verdict":
       // The stall rule's verdict (internal/stall), live; a final one (the
@@ -163,8 +169,8 @@
         h[1].push((i ? " \u00b7 " : "") + n + " ");
         if (s.not_read) { h[1].push(b("not read", n), notReadText(s.not_read)); return; }
         h[1].push(b(fmt(rps(s)), n), " req/s");
-        var c = S.info.ceiling && S.info.ceiling[n];
-        if (c) { h[1].push(", ceiling " + fmt(c)); }
+        var l = binds(n, s.conc, s.workers, S.info.block_ms);
+        h[1].push(" of " + fmt(l.rps) + " (" + l.who + " / " + fmt(S.info.block_ms) + " ms)");
       });
     }
     // Screen 2: each server's /slow at the highest concurrency; its /fast
@@ -190,7 +196,7 @@
       // A beat can wait behind more than one call: say how many, so that
       // 200 ms held with a 100 ms block needs no question.
       var calls = Math.round(worst.ms / S.info.stall_block_ms);
-      if (calls >= 2) { h[3].push(" (" + calls + " calls)"); }
+      if (calls >= 2) { h[3].push(" (" + calls + " calls of " + fmt(S.info.stall_block_ms) + " ms in a row)"); }
       h[3].push("; the other loops " + fmt(others, 1) + " ms");
     }
     var id = shownStall();
@@ -238,9 +244,11 @@
         var c = S.info.ceiling && S.info.ceiling[s.server], last = true;
         S.order.forEach(function (id) { var x = S.steps[id]; if (x.phase === "sweep" && x.server === s.server && rps(x) !== undefined && x.conc > s.conc) { last = false; } });
         if (!last) { return; }
-        out.push(s.server + " at " + s.conc + " callers: " + fmt(rps(s)) + " req/s" + (c ? ", " + fmt(100 * rps(s) / c) + " % of its ceiling, " + ((S.info.ceiling_text || {})[s.server] || fmt(c)) : "") + ".");
+        var l = binds(s.server, s.conc, s.workers, S.info.block_ms);
+        out.push(s.server + " at " + s.conc + " callers: " + fmt(rps(s)) + " req/s, " + fmt(100 * rps(s) / l.rps) + " % of what binds it, " + l.text +
+          (c && l.rps < c ? " (its " + ((S.info.ceiling_text || {})[s.server] || fmt(c)) + " is never reached: each caller has one call in flight)" : "") + ".");
       });
-      if (out.length) { out.push("A loop server levels off at its loops / the call; a pool climbs with its callers."); }
+      if (out.length) { out.push("The pale bands are the ceilings, the lines what was measured. A loop server levels off at its loops / the call; a pool climbs with its callers."); }
     } else if (n === 2) {
       stepsWhere(function (s) { return s.screen === 2; }).forEach(function (s) {
         var f = fastOf(s);
@@ -250,7 +258,8 @@
       var recent = S.lag.filter(function (e) { return e.t >= lagFrom(); });
       if (recent.length) {
         var worst = recent.reduce(function (a, b) { return b.ms > a.ms ? b : a; });
-        out.push("One loop runs a " + fmt(S.info.stall_block_ms) + " ms call: loop " + worst.loop + "'s beats waited up to " + fmt(worst.ms, 1) + " ms; a loop has no one else to run them.");
+        out.push("One loop runs a " + fmt(S.info.stall_block_ms) + " ms call, again and again: loop " + worst.loop + "'s beats waited up to " + fmt(worst.ms, 1) + " ms; a loop has no one else to run them.");
+        if (worst.ms >= 1.5 * S.info.stall_block_ms) { out.push("A beat waits " + fmt(Math.round(worst.ms / S.info.stall_block_ms)) + " calls when the next call starts before the beat gets its turn: the loop is held throughout, one colour throughout."); }
       }
     } else if (n === 4) {
       var id = shownStall(), v = S.verdicts[id], s = S.steps[id];
@@ -260,6 +269,13 @@
           (exact ? ", as many as share the " + s.kk + " blocked loop" + (s.kk > 1 ? "s" : "") + " (3 a loop)" : "") + ".");
         out.push(isLoop(s.server) ? "A connection lives on one loop and waits whenever its loop is blocked, whatever it asked for." :
           "A blocked caller holds one of " + fmt(S.info.slots) + " threads; every other connection finds one free.");
+        var worst = 0, calm = [];
+        Object.keys(S.grids[id] || {}).forEach(function (c) { var x = S.grids[id][c]; if (x.stalled) { worst = Math.max(worst, x.ms); } else { calm.push(x.ms); } });
+        if (worst > S.info.stall_block_ms) {
+          out.push("Why " + fmt(worst) + " ms for a " + fmt(S.info.stall_block_ms) + " ms call: each connection's /fast is due on a fixed schedule, and its loop runs the call again and again; every answer waits for the call in progress and for the answers due before it, so a stalled connection falls further behind its schedule with every call, " +
+            fmt(worst) + " ms by the step's end.");
+        }
+        if (calm.length) { out.push("The calm cells' few ms are their slowest answer; the report's table gives each connection's median wait by the server's clock (a fraction of a ms when healthy)."); }
       } else if (s && v && !v.judged) {
         out.push("Not judged: " + (v.why || v.not_read || "the machine was too busy") + ".");
       }
@@ -297,53 +313,80 @@
   // powers of its base.
   function logRange(lo, hi, pad) { return {min: lo / pad, max: hi * pad}; }
 
+  // A ceiling is drawn as a wide pale band, under the measured line
+  // (thin, solid, with its points): a rate at its ceiling reads as a line
+  // lying in its band, never as one thick dashed bar. band is that style.
+  // Its see-through is in its colour, not an opacity, which echarts would
+  // pass on to the band's label.
+  function band(name) {
+    var h = pale(name), rgb = /^#[0-9a-f]{6}$/i.test(h) ? [1, 3, 5].map(function (i) { return parseInt(h.substr(i, 2), 16); }) : [136, 136, 136];
+    return {type: "solid", width: px(16), color: "rgba(" + rgb.join(",") + ",0.55)", cap: "butt"};
+  }
+  // binds is what limits a load of conc callers on a server of workers:
+  // its workers, or its callers where fewer (each caller has one call in
+  // flight), and the ceiling that gives: who / the call.
+  function binds(server, conc, workers, blockMs) {
+    var w = Math.min(conc, workers || conc), who = fmt(w) + (w < (workers || 0) || !workers ? " callers" : isLoop(server) ? " loops" : " threads");
+    return {w: w, who: who, rps: w * 1000 / blockMs, text: who + " / " + fmt(blockMs) + " ms = " + fmt(w * 1000 / blockMs) + " req/s"};
+  }
   function draw1() {
-    var series = [], servers = {}, names = [];
-    S.order.forEach(function (id) { var s = S.steps[id]; if (s.phase === "sweep" && rps(s) !== undefined) { (servers[s.server] = servers[s.server] || []).push([s.conc, Math.max(1, Math.round(rps(s)))]); } });
+    var series = [], servers = {}, names = [], limit = {};
+    S.order.forEach(function (id) {
+      var s = S.steps[id];
+      if (s.phase !== "sweep" || rps(s) === undefined) { return; }
+      (servers[s.server] = servers[s.server] || []).push([s.conc, Math.max(1, Math.round(rps(s)))]);
+      (limit[s.server] = limit[s.server] || {})[s.conc] = binds(s.server, s.conc, s.workers, S.info.block_ms);
+    });
     S.order.forEach(function (id) { var s = S.steps[id]; if (servers[s.server] && names.indexOf(s.server) < 0) { names.push(s.server); } });
     names = loopFirst(names);
-    var lo = Math.min.apply(null, S.info.conc), hi = Math.max.apply(null, S.info.conc);
-    // At each callers, the highest point's label goes above it, the
-    // lowest's below; one between shows only where it lies clear of both
-    // (30 % apart), so no label covers another.
-    var at = {};
+    // At each callers a point's label goes under it, but for the higher
+    // of two points within 30 % of each other, whose goes above: the band
+    // over a point never carries its number.
+    var at = {}, place = {};
     names.forEach(function (n) { servers[n].forEach(function (p) { (at[p[0]] = at[p[0]] || []).push({n: n, v: p[1]}); }); });
-    var place = {};
     Object.keys(at).forEach(function (x) {
       var ps = at[x].sort(function (a, b) { return b.v - a.v; });
-      ps.forEach(function (p, i) {
-        var side = i === 0 ? "top" : i === ps.length - 1 ? "bottom" : "right";
-        var clear = i === 0 || i === ps.length - 1 || (ps[i - 1].v > 1.3 * p.v && p.v > 1.3 * ps[i + 1].v);
-        place[p.n + "@" + x] = clear ? side : "";
-      });
+      ps.forEach(function (p, i) { place[p.n + "@" + x] = i < ps.length - 1 && p.v <= 1.3 * ps[i + 1].v ? "top" : "bottom"; });
     });
     var ys = [];
+    // The bands first, under the points: each server's binding ceiling at
+    // each callers measured, labelled at its right end in its hue. Two
+    // bands ending at about one height (both servers at 4 callers: 4 loops
+    // and 4 callers, 800 each) share one label, the first's, naming both.
+    var ends = [];
+    names.forEach(function (n) {
+      var pts = servers[n].map(function (p) { return p[0]; }).sort(function (a, b) { return a - b; });
+      var x = pts[pts.length - 1], last = limit[n][x], with_ = ends.filter(function (e) { return Math.max(e.v, last.rps) <= 1.3 * Math.min(e.v, last.rps); })[0];
+      var data = pts.map(function (c, i) {
+        var l = limit[n][c];
+        ys.push(l.rps);
+        return {value: [c, l.rps], label: {show: i === pts.length - 1 && !with_}};
+      });
+      var end = {x: x, v: last.rps, parts: [{n: n, l: last}]};
+      if (with_) { with_.parts.push({n: n, l: last}); } else { ends.push(end); }
+      // Named apart from its server, so the legend shows the measured
+      // line's style; a point too small to see carries the label.
+      series.push({name: n + " ceiling", type: "line", data: data, symbol: "circle", symbolSize: 1, lineStyle: band(n), itemStyle: {color: pale(n)}, z: 1, silent: true,
+        // Its label ends at the band's right end; a band of one point (the
+        // first step measured) has it run rightwards, inside the chart.
+        label: {show: false, position: "top", distance: px(14), align: pts.length > 1 ? "right" : "left", fontSize: px(22), fontWeight: "bold", color: hue(n),
+          formatter: function () {
+            if (end.parts.length === 1) { return "ceiling: " + last.text; }
+            var same = end.parts.every(function (p) { return p.l.rps === last.rps; });
+            return "ceiling: " + end.parts.map(function (p) { return p.n + " " + (same ? p.l.who : p.l.text); }).join(", ") + (same ? " / " + fmt(S.info.block_ms) + " ms = " + fmt(last.rps) + " req/s" : "");
+          }}});
+    });
     names.forEach(function (n) {
       var data = servers[n].map(function (p) {
         ys.push(p[1]);
-        var side = place[n + "@" + p[0]];
-        return {value: p, label: {show: side !== "", position: side || "top"}};
+        return {value: p, label: {position: place[n + "@" + p[0]]}};
       });
-      series.push({name: n, type: "line", data: data, symbolSize: px(16), lineStyle: {width: px(5), color: hue(n)}, itemStyle: {color: hue(n)},
+      series.push({name: n, type: "line", data: data, symbolSize: px(14), lineStyle: {width: px(4), color: hue(n)}, itemStyle: {color: hue(n)}, z: 3,
         label: {show: true, fontSize: px(22), formatter: function (p) { return fmt(p.value[1]); }}});
     });
-    // Each ceiling on its own line, labelled on it in its server's hue;
-    // servers that share one share the line and the label.
-    var ceilings = {}, order = [];
-    names.forEach(function (n) {
-      var t = S.info.ceiling_text && S.info.ceiling_text[n];
-      if (!t) { return; }
-      if (!ceilings[t]) { ceilings[t] = {names: [], value: S.info.ceiling[n], hue: hue(n)}; order.push(t); ys.push(S.info.ceiling[n]); }
-      ceilings[t].names.push(n);
-    });
-    order.forEach(function (t) {
-      var c = ceilings[t];
-      series.push({name: c.names[0], type: "line", data: [[lo, c.value], {value: [hi, c.value], label: {show: true}}], symbol: "circle", symbolSize: 1,
-        lineStyle: {type: "dashed", width: px(3), color: c.hue}, itemStyle: {color: c.hue},
-        label: {show: false, position: "top", align: "right", fontSize: px(22), fontWeight: "bold", color: c.hue, formatter: "ceiling of " + c.names.join(", ") + ": " + t}});
-    });
     // The axes start near the data: callers on powers of 2, a little
-    // either side; req/s from the power of 10 under the lowest point.
+    // either side; req/s from a little under the lowest point.
+    var lo = Math.min.apply(null, S.info.conc), hi = Math.max.apply(null, S.info.conc);
     var x = logRange(lo, hi, 1.25), y = logRange(Math.min.apply(null, ys.length ? ys : [1]), Math.max.apply(null, ys.length ? ys : [10]), 1.6);
     chart("c1").setOption({animation: false, backgroundColor: "transparent", textStyle: big(), legend: {bottom: 0, textStyle: big(), data: names},
       grid: {left: px(130), right: px(40), top: px(40), bottom: px(110)},
@@ -351,35 +394,70 @@
       yAxis: Object.assign(axis("log", "req/s", 90), {min: y.min, max: y.max, axisLabel: Object.assign(big(), {showMinLabel: false, showMaxLabel: false})}), series: series}, {replaceMerge: ["series"]});
     return series.length > 0;
   }
-  function draw2() {
-    // The window fits what was measured since the screen opened: 5 s at
-    // least, 30 at most.
-    var span = Math.min(30, Math.max(5, Math.ceil((S.t - (S.screen === 2 ? S.screenAt : S.t - 30000)) / 1000)));
-    var by = {};
-    S.probes.forEach(function (p) { if (p.t >= S.t - span * 1000) { (by[p.server] = by[p.server] || []).push([(p.t - S.t) / 1000, Math.max(p.ms, 0.01)]); } });
-    var series = loopFirst(Object.keys(by)).map(function (n) { return {name: n, type: "scatter", symbolSize: px(10), data: by[n], itemStyle: {color: hue(n)}}; });
-    chart("c2").setOption({animation: false, backgroundColor: "transparent", textStyle: big(), legend: {bottom: 0, textStyle: big()}, grid: {left: px(130), right: px(40), top: px(30), bottom: px(110)},
-      xAxis: Object.assign(axis("value", "seconds ago"), {min: -span, max: 0}), yAxis: axis("log", "/fast latency from due, ms", 80), series: series}, {replaceMerge: ["series"]});
-    return series.length > 0;
+  // span is a time axis from just before the first point to just after
+  // the last, so the data fill it; its ticks fall on round seconds inside
+  // it, and its ends carry no label of their own (spanAxis).
+  function span(x0, x1) {
+    var w = Math.max(x1 - x0, 0.5);
+    return {min: Math.max(0, x0 - 0.03 * w), max: x1 + 0.03 * w};
   }
-  // lagCols is how many 100 ms columns screen 3 shows: what came since it
-  // opened, 3 s at least, 10 at most.
-  function lagCols() { return Math.min(100, Math.max(30, Math.ceil((S.t - (isFinite(lagFrom()) ? lagFrom() : S.t - 10000)) / 100))); }
-  function draw3() {
-    var loops = S.info.loops, cols = lagCols(), data = [];
-    S.lag.forEach(function (e) {
-      if (e.t < lagFrom()) { return; }
-      var x = Math.floor((e.t - (S.t - cols * 100)) / 100);
-      if (x >= 0 && x < cols) { data.push([x, e.loop, Math.round(e.ms * 10) / 10]); }
+  function spanAxis(name, x0, x1) {
+    var xs = span(x0, x1);
+    return Object.assign(axis("value", name), {min: xs.min, max: xs.max, axisLabel: Object.assign(big(), {showMinLabel: false, showMaxLabel: false})});
+  }
+  function draw2() {
+    // Screen 2's steps, one a server, on one time axis: the seconds since
+    // each server's load began, so the servers' points lie side by side.
+    var by = {}, x0 = Infinity, x1 = 0, y0 = Infinity, y1 = 0;
+    S.probes.forEach(function (p) {
+      var st = S.steps[p.id];
+      if (!st || st.screen !== 2 || st.startT === undefined) { return; }
+      var x = (p.t - st.startT) / 1000, y = Math.max(p.ms, 0.01);
+      (by[p.server] = by[p.server] || []).push([x, y]);
+      x0 = Math.min(x0, x); x1 = Math.max(x1, x); y0 = Math.min(y0, y); y1 = Math.max(y1, y);
     });
-    var cats = []; for (var i = 0; i < cols; i++) { cats.push(((i - cols) / 10).toFixed(1)); }
+    var names = loopFirst(Object.keys(by));
+    if (!names.length) { return false; }
+    var series = names.map(function (n) { return {name: n, type: "scatter", symbolSize: px(12), data: by[n], itemStyle: {color: hue(n)}}; });
+    var ya = logRange(y0, y1, 2.5);
+    chart("c2").setOption({animation: false, backgroundColor: "transparent", textStyle: big(), legend: {bottom: 0, textStyle: big()}, grid: {left: px(130), right: px(50), top: px(30), bottom: px(110)},
+      xAxis: spanAxis("seconds since each server's load began", x0, x1),
+      yAxis: Object.assign(axis("log", "how long /fast waited, ms", 80), {min: ya.min, max: ya.max, axisLabel: Object.assign(big(), {showMinLabel: false, showMaxLabel: false})}),
+      series: series}, {replaceMerge: ["series"]});
+    return true;
+  }
+  // lagWindow is what screen 3 shows: the 100 ms columns from the first
+  // beat after it opened to the last, so the lanes fill the axis.
+  function lagWindow() {
+    var from = lagFrom(), first = Infinity, last = -Infinity;
+    S.lag.forEach(function (e) { if (e.t >= from && e.t <= S.t) { first = Math.min(first, e.t); last = Math.max(last, e.t); } });
+    if (!isFinite(first)) { return null; }
+    if (!isFinite(from)) { first = Math.max(first, last - 10000); } // no screen 3 opened: the last 10 s
+    return {first: first, cols: Math.max(1, Math.floor((last - first) / 100) + 1)};
+  }
+  function draw3() {
+    var loops = S.info.loops, w = lagWindow(), data = [];
+    if (!w) { return false; }
+    S.lag.forEach(function (e) {
+      var x = Math.floor((e.t - w.first) / 100);
+      if (x >= 0 && x < w.cols && e.t <= S.t) { data.push([x, e.loop, Math.round(e.ms * 10) / 10]); }
+    });
+    // Columns are named by the seconds since the first beat shown; a
+    // label every half second (every second past 5 s).
+    var every = w.cols > 50 ? 10 : 5, cats = [];
+    for (var i = 0; i < w.cols; i++) { cats.push((i / 10).toFixed(1)); }
     var ys = []; for (var l = 0; l < loops; l++) { ys.push("loop " + l); }
-    chart("c3").setOption({animation: false, backgroundColor: "transparent", textStyle: big(), grid: {left: px(130), right: px(40), top: px(70), bottom: px(80)},
-      xAxis: {type: "category", data: cats, name: "seconds ago", nameLocation: "middle", nameGap: px(48), nameTextStyle: big(), axisLabel: {fontSize: px(18), interval: function (i) { return (cols - i) % 10 === 0; }}},
+    // Three colours: a loop free (its beats on time), late, and held by
+    // the call (a beat waiting half the call or more): a loop held
+    // throughout is one colour throughout.
+    var held = S.info.stall_block_ms / 2;
+    chart("c3").setOption({animation: false, backgroundColor: "transparent", textStyle: big(), grid: {left: px(130), right: px(40), top: px(70), bottom: px(90)},
+      xAxis: {type: "category", data: cats, name: "seconds since the screen opened", nameLocation: "middle", nameGap: px(52), nameTextStyle: big(),
+        axisLabel: Object.assign(big(), {interval: function (i) { return i % every === 0; }}), axisTick: {interval: function (i) { return i % every === 0; }}},
       yAxis: {type: "category", data: ys, axisLabel: big()},
-      visualMap: {type: "piecewise", orient: "horizontal", left: "center", top: 0, textStyle: big(), dimension: 2,
-        pieces: [{lt: 1, label: "< 1 ms", color: "#d9f0d3"}, {gte: 1, lt: 4, label: "1-4 ms", color: "#fee08b"}, {gte: 4, lt: 20, label: "4-20 ms", color: "#fdae61"},
-          {gte: 20, lt: 100, label: "20-100 ms", color: "#f46d43"}, {gte: 100, label: ">= 100 ms", color: "#a50026"}]},
+      visualMap: {type: "piecewise", orient: "horizontal", left: "center", top: 0, textStyle: big(), dimension: 2, itemGap: px(30),
+        pieces: [{lt: 4, label: "free: beats on time", color: dark ? "#2f4f35" : "#d9f0d3"}, {gte: 4, lt: held, label: "late", color: "#fdae61"},
+          {gte: held, label: "held by the " + fmt(S.info.stall_block_ms) + " ms call", color: "#a50026"}]},
       series: [{type: "heatmap", data: data}]}, {replaceMerge: ["series"]});
     return data.length > 0;
   }
@@ -405,6 +483,9 @@
       }
     }
     g.replaceChildren.apply(g, cells);
+    // One measure in every cell, said: the report's table gives the
+    // median wait by the server's clock instead (the speaker's notes say).
+    text("gridsays", "Each cell: a connection, and how late its slowest /fast answer came (ms after it was due)");
     // Under the grid: where the server's detector saw each blocked loop
     // held (its own servers: loopwatch).
     var w = document.getElementById("heldat"), server = id && S.steps[id] ? S.steps[id].server : "";
@@ -450,17 +531,22 @@
     var top = Math.max(c0 * 1.1, Math.max.apply(null, data.map(function (d) { return d[1]; }).concat([1])) * 1.15);
     var unit = Math.pow(10, Math.floor(Math.log10(top))) / 2;
     top = Math.ceil(top / unit) * unit; // a round top: 900, not 891
-    var xmax = Math.max(5, Math.ceil((S.t - from) / 1000));
-    var lines = [{yAxis: c0, name: "ceiling " + who + " / " + fmt(S.info.block_ms) + " ms = " + fmt(c0)}, {yAxis: c1, name: "ceiling " + who + " / " + fmt(S.info.slip_block_ms) + " ms = " + fmt(c1)}];
-    var marks = lines.map(function (l) { return {yAxis: l.yAxis, label: {formatter: l.name, position: "insideEndTop", fontSize: px(20), color: hue(sl.server)}, lineStyle: {type: "dashed", width: px(3), color: hue(sl.server)}}; });
+    // The time axis runs from the first point to the last (or the key's
+    // moment): the data fill it, and it ends on no label of its own, never
+    // 11 beside 10.
+    var x0 = data.length ? data[0][0] : 0, x1 = Math.max(data.length ? data[data.length - 1][0] : 0, at !== undefined ? (at - from) / 1000 : 0, x0 + 1);
+    var lines = [{yAxis: c0, name: "ceiling: " + who + " / " + fmt(S.info.block_ms) + " ms = " + fmt(c0) + " req/s"}, {yAxis: c1, name: "ceiling: " + who + " / " + fmt(S.info.slip_block_ms) + " ms = " + fmt(c1) + " req/s"}];
+    // Each ceiling a pale band under the measured line (band), its label
+    // above it: the line lying on it never hides it.
+    var marks = lines.map(function (l) { return {yAxis: l.yAxis, label: {formatter: l.name, position: "insideEndTop", distance: px(14), fontSize: px(22), fontWeight: "bold", color: hue(sl.server)}, lineStyle: band(sl.server)}; });
     if (at !== undefined) {
       marks.push({xAxis: (at - from) / 1000, label: {formatter: "the call: " + fmt(S.info.block_ms) + " \u2192 " + fmt(S.info.slip_block_ms) + " ms", position: "end", fontSize: px(22), fontWeight: "bold", color: dark ? "#f5f5f5" : "#111111"},
         lineStyle: {type: "solid", width: px(3), color: dark ? "#f5f5f5" : "#111111"}});
     }
-    chart("c6").setOption({animation: false, backgroundColor: "transparent", textStyle: big(), legend: {bottom: 0, textStyle: big()}, grid: {left: px(130), right: px(40), top: px(50), bottom: px(110)},
-      xAxis: Object.assign(axis("value", "seconds from the start"), {min: 0, max: xmax}), yAxis: Object.assign(axis("value", "req/s", 90), {min: 0, max: top}),
-      series: [{name: sl.server, type: "line", showSymbol: false, data: data, lineStyle: {width: px(5), color: hue(sl.server)}, itemStyle: {color: hue(sl.server)},
-        markLine: {symbol: "none", silent: true, data: marks}}]}, {replaceMerge: ["series"]});
+    chart("c6").setOption({animation: false, backgroundColor: "transparent", textStyle: big(), legend: {bottom: 0, textStyle: big()}, grid: {left: px(130), right: px(50), top: px(50), bottom: px(110)},
+      xAxis: spanAxis("seconds since the load began", x0, x1), yAxis: Object.assign(axis("value", "req/s", 90), {min: 0, max: top}),
+      series: [{name: sl.server, type: "line", showSymbol: false, data: data, lineStyle: {width: px(4), color: hue(sl.server)}, itemStyle: {color: hue(sl.server)}, z: 3,
+        markLine: {symbol: "none", silent: true, z: 1, data: marks}}]}, {replaceMerge: ["series"]});
     return data.length > 0;
   }
   var draws = [null, draw1, draw2, draw3, draw4, draw5, draw6];
@@ -504,11 +590,14 @@
       for (var i = 1; i <= 6; i++) { document.getElementById("s" + i).classList.toggle("on", i === n); }
       Object.keys(charts).forEach(function (id) { charts[id].resize(); });
     }
-    text("where", n ? titles[n] + "  (" + n + " of " + screenCount() + ")" : "bystander: what one blocking call does to everyone else");
+    document.documentElement.classList.toggle("cover", !n);
+    text("where", n ? titles[n] + "  (" + n + " of " + screenCount() + ")" : "");
+    if (!n) { cover(); }
     text("state", stateText());
-    text("keys", keysText());
     if (n && S.info && typeof echarts !== "undefined") {
-      if (text("headline", hs[n].length ? hs[n] : titles[n] + ": measuring ...")) { fit(document.getElementById("headline")); }
+      // With no figure yet the headline says what the screen is about,
+      // in the room's words, not its title again.
+      if (text("headline", hs[n].length ? hs[n] : coming[n].charAt(0).toUpperCase() + coming[n].slice(1) + ": measuring ...")) { fit(document.getElementById("headline")); }
       // A screen drawn empty (screen 3 just opened) is drawn again as
       // soon as something comes, not 2 s later.
       if ((dirty[n] && (!canvasScreens[n] || empty[n] || S.t - drawnAt >= redrawEvery)) || moved || S.done) {
@@ -517,23 +606,33 @@
         empty[n] = !draws[n]();
         if (!empty[n]) { window.stageDrawn[n] = true; }
       }
+      // Nothing to draw yet (the slide has just begun measuring): the
+      // room reads what it will see, not an empty plot.
+      var sec = document.getElementById("s" + n);
+      sec.classList.toggle("waiting", !!empty[n]);
+      sec.querySelector(".wait").textContent = "Measuring now, live: the first figures come in a few seconds.";
     }
     if (presenter) { renderPresenter(hs); }
     lastShown = key;
     window.stageState = S;
     window.stageView = {view: view, screen: S.screen, focus: S.focus, blank: blank, slides: slides.length};
   }
-  // stateText is the footer's right: the live state (what is measured, in
-  // words), and when looking back, which slide and how to return.
-  function stateText() {
-    var live = L.done ? "done" + (L.report ? ": " + L.report + " written" : "") : L.state;
-    return view < 0 ? live : "live: " + live;
+  // cover is what the room sees before the first key: the talk's title
+  // and the servers it measures, from the run's shape.
+  function cover() {
+    var i = L.info;
+    if (!i) { return; }
+    var names = loopFirst(Object.keys(i.servers_kind || {}));
+    text("coverwhat", names.map(function (n) { return n + " (" + (i.servers_kind[n] === "loop" ? fmt(i.loops) + " event loops" : fmt(i.slots) + " threads") + ")"; }).join(" beside ") +
+      ", each answering the same " + fmt(i.block_ms) + " ms call.");
+    text("coverhow", (talk ? "Recorded on the kit's stage: " : "Measured here, live: ") + screenCount() + " screens, each read in a glance.");
   }
-  // keysText is the footer's left: the keys, or when looking back, how
-  // to return.
-  function keysText() {
-    return view < 0 ? "\u2192 next \u00b7 \u2190 back \u00b7 1-" + screenCount() + " a screen \u00b7 B blank \u00b7 P pause \u00b7 R repeat \u00b7 T theme" :
-      "looking back: screen " + S.screen + " as it ended \u00b7 End returns to live";
+  // stateText is for the speaker only: the live state (what is measured,
+  // in words), and when looking back, which slide and how to return.
+  function stateText() {
+    if (talk) { return "a recorded talk: " + (view === COVER ? "its cover" : "slide " + (current() + 1) + " of " + slides.length) + (L.done ? "; the run's report was " + L.report : ""); }
+    var live = L.done ? "done" + (L.report ? ": " + L.report + " written" : "") : L.state;
+    return view < 0 ? live : "live: " + live + " \u00b7 looking back at screen " + S.screen + " as it ended; End returns to live";
   }
   function renderPresenter(hs) {
     var n = S.screen, next = n + 1 <= screenCount() ? titles[n + 1] + ": " + coming[n + 1] : "the end: the report is written";
@@ -541,11 +640,21 @@
       var id = shownStall(), s = S.steps[id];
       if (s && isLoop(s.server) && s.kk < S.info.loops) { next = "4. Who stalls: " + (s.kk + 1) + " of " + S.info.loops + " loops blocked"; }
     }
-    if (L.done && view < 0) { next = "done: the report is " + (L.dir ? L.dir + "/" : "") + L.report; }
-    text("pclock", L.startT >= 0 ? clock(L.t - L.startT) : "0:00");
-    text("pstate", (view < 0 ? "live" : "looking back (End: live)") + (blank ? " \u00b7 the screen is blank (B)" : ""));
+    if (L.done && view === -1) { next = talk ? "the end of the talk" : "done: the report is " + (L.dir ? L.dir + "/" : "") + L.report; }
+    if (!n) { next = titles[1] + ": " + coming[1]; }
+    // The clock: the time since screen 1 (a talk file: the recording's
+    // time at the slide shown).
+    text("pclock", L.startT >= 0 ? clock((talk ? S.t : L.t) - L.startT) : "0:00");
+    text("pstate", (talk ? "recorded" : view === -1 ? "live" : "looking back (End: live)") + (blank ? " \u00b7 the room's screen is blank (B)" : ""));
     text("pnow", n ? titles[n] : "not started: press Space");
-    text("pnotes", n ? notes(n, hs) || "measuring ..." : "");
+    text("popen", "O: open the room's window" + (room && !room.closed ? " (open)" : ""));
+    if (text("pnotes", n ? notes(n, hs) || "measuring ..." : "")) {
+      // The notes fill the space under the room's screen, and never run
+      // past it: long ones are set smaller.
+      var pn = document.getElementById("pnotes"), box = document.getElementById("pbelow"), size = innerWidth * 0.019;
+      pn.style.fontSize = size + "px";
+      while (box.scrollHeight > box.clientHeight + 1 && size > innerWidth * 0.009) { size *= 0.93; pn.style.fontSize = size + "px"; }
+    }
     text("pnext", "next: " + next);
   }
 
@@ -563,6 +672,12 @@
     window.stageToasts = (window.stageToasts || []).concat([msg]);
   }
   function send(k) {
+    if (talk) {
+      // A recorded talk measures nothing: its keys only move through it.
+      var g = /^goto (\d)$/.exec(k);
+      say("key not taken: " + (k === "next" ? "the end of the recorded talk" : g ? "this recording has no screen " + g[1] : "a recorded talk measures nothing (" + k + ")"));
+      return;
+    }
     var x = new XMLHttpRequest();
     x.open("POST", "/control");
     x.setRequestHeader("X-Bystander-Stage", "1"); // the stage takes keys only with it: no other site's page can send it unasked
@@ -570,11 +685,11 @@
     x.onerror = function () { say("key not taken: the stage does not answer"); };
     x.send(k);
   }
-  function say(msg) { toast(msg); if (bc) { bc.postMessage({toast: msg}); } }
+  function say(msg) { toast(msg); post({toast: msg}); }
   // show looks at slide i (-1: live).
   function show(i) {
-    view = i < 0 || i >= slides.length - 1 ? -1 : i;
-    S = view < 0 ? L : snapshot(view);
+    view = i === COVER ? COVER : i < 0 || i >= slides.length - 1 ? -1 : i;
+    S = view === COVER ? coverState() : view < 0 ? L : snapshot(view);
     dirty = {1: true, 2: true, 3: true, 4: true, 5: true, 6: true};
     render();
   }
@@ -584,18 +699,22 @@
     for (var j = 0; j < end; j++) { if (events[j].ev !== null) { st.t = events[j].t; apply(st, events[j].ev, events[j].t); } else { st.t = events[j].t; } }
     return (snaps[i] = st);
   }
-  function current() { return view < 0 ? slides.length - 1 : view; }
+  function current() { return view === COVER ? -1 : view < 0 ? slides.length - 1 : view; }
+  // The talk file opens on its cover, before the first slide, as a live
+  // stage does before the first key: COVER is that view.
+  var COVER = -2;
+  function coverState() { var st = newState(); st.info = L.info; st.t = L.t; return st; }
   // nav does what a key says, here; from says whether it came from the
   // keyboard (then it is also sent to the other windows and the stage).
   function nav(k, fromKeyboard) {
-    if (fromKeyboard && bc) { bc.postMessage({nav: k}); }
+    if (fromKeyboard) { post({nav: k}); }
     var at = current();
     switch (k) {
     case "next":
-      if (view >= 0) { show(view + 1); } else if (fromKeyboard) { send("next"); }
+      if (view === COVER) { show(0); } else if (view >= 0) { show(view + 1); } else if (fromKeyboard) { send("next"); }
       break;
     case "back":
-      if (at <= 0) { if (fromKeyboard) { say("key not taken: nothing before " + (slides.length ? "the first screen" : "the start")); } } else { show(at - 1); }
+      if (talk && at === 0) { show(COVER); } else if (at <= 0) { if (fromKeyboard) { say("key not taken: nothing before " + (slides.length ? "the first screen" : "the start")); } } else { show(at - 1); }
       break;
     case "home": if (slides.length > 1) { show(0); } break;
     case "end": show(-1); break;
@@ -614,7 +733,7 @@
       slides.forEach(function (s, i) { if (s.screen === want) { last = i; } });
       if (want < 1 || want > screenCount()) {
         if (fromKeyboard) { say("key not taken: there is no screen " + want + " (1 to " + screenCount() + ")"); }
-      } else if (last >= 0 && (last < slides.length - 1 || view >= 0)) {
+      } else if (last >= 0 && (last < slides.length - 1 || view !== -1)) {
         // Shown before: look at it as it ended (or, the live one, live).
         show(last === slides.length - 1 ? -1 : last);
       } else if (last < 0) {
@@ -623,24 +742,88 @@
       }
     }
   }
-  if (bc) {
-    bc.onmessage = function (m) {
-      if (m.data && m.data.nav) { nav(String(m.data.nav), false); }
-      if (m.data && m.data.toast) { toast(String(m.data.toast)); }
-    };
+  // The other windows of the talk: room, the one this speaker view
+  // opened (O); window.opener, the speaker view that opened this one; and
+  // every other on the same BroadcastChannel (two windows opened apart).
+  // A message may come by two of them: each is taken once.
+  var room = null, sent = 0, taken = {}, me = Math.random().toString(36).slice(2);
+  var target = location.protocol === "file:" ? "*" : location.origin;
+  function post(msg) {
+    msg.id = me + "/" + (sent++);
+    if (bc) { bc.postMessage(msg); }
+    [room, window.opener].forEach(function (w) { if (w && !w.closed) { try { w.postMessage(msg, target); } catch (e) { /* a window gone */ } } });
   }
-  var keys = {" ": "next", "ArrowRight": "next", "PageDown": "next", "ArrowDown": "next", "Enter": "next",
-    "ArrowLeft": "back", "PageUp": "back", "Backspace": "back", "ArrowUp": "back",
-    "Home": "home", "End": "end", "b": "blank", "B": "blank", ".": "blank", "t": "theme", "T": "theme"};
+  // stageVia counts the messages taken by each way (the tests read it).
+  window.stageVia = {channel: 0, window: 0};
+  function receive(d, via) {
+    if (!d || typeof d.id !== "string" || taken[d.id]) { return; }
+    taken[d.id] = true;
+    window.stageVia[via]++;
+    if (d.nav) { nav(String(d.nav), false); }
+    if (d.toast) { toast(String(d.toast)); }
+    // A window just opened asks where the talk is; the speaker view
+    // answers with its slide, theme and blank.
+    if (d.ready && presenter) { post({at: view, dark: dark, blank: blank}); }
+    if (d.at !== undefined && !presenter) {
+      if (!!d.dark !== dark) { nav("theme", false); }
+      if (!!d.blank !== blank) { nav("blank", false); }
+      show(+d.at);
+    }
+  }
+  if (bc) { bc.onmessage = function (m) { receive(m.data, "channel"); }; }
+  window.addEventListener("message", function (e) {
+    if (e.source && (e.source === room || e.source === window.opener)) { receive(e.data, "window"); }
+  });
+  // openRoom opens the room's window (the projector's) from the speaker
+  // view: the same page without #presenter, driven from here.
+  function openRoom() {
+    var url = location.protocol === "file:" ? location.href.split("#")[0] : location.origin + "/" + location.search;
+    room = window.open(url, "bystander-room");
+    if (!room) { say("key not taken: the browser kept the room's window from opening (allow pop-ups here, or open " + url + " by hand)"); }
+    render();
+  }
+  document.getElementById("popen").addEventListener("click", openRoom);
+
+  // Every key the page takes, in one table: the handler reads it and the
+  // speaker view lists it, so the two cannot differ. live: only on a stage
+  // that measures (not in a recorded talk).
+  var keyTable = [
+    {keys: [" ", "ArrowRight", "PageDown", "ArrowDown", "Enter"], says: "Space \u2192 PgDn \u2193 Enter", act: "next", does: "next: a slide shown before, or the next measurement"},
+    {keys: ["ArrowLeft", "PageUp", "Backspace", "ArrowUp"], says: "\u2190 PgUp \u2191 Backspace", act: "back", does: "the slide before, as it ended"},
+    {keys: ["Home"], says: "Home", act: "home", does: "the first slide"},
+    {keys: ["End"], says: "End", act: "end", does: talk ? "the last slide" : "back to live"},
+    {keys: ["1", "2", "3", "4", "5", "6", "7", "8", "9"], says: "1-9", act: "screen", does: "that screen"},
+    {keys: ["b", "B", "."], says: "B .", act: "blank", does: "blank the room's screen; again to come back"},
+    {keys: ["p", "P"], says: "P", act: "pause", does: "pause before the next measurement", live: true},
+    {keys: ["r", "R"], says: "R", act: "repeat", does: "measure the live slide again", live: true},
+    {keys: ["t", "T"], says: "T", act: "theme", does: "light or dark"},
+    {keys: ["o", "O"], says: "O", act: "open", does: "open the room's window from this one", speaker: true}
+  ];
+  window.stageKeyTable = keyTable;
+  var keyOf = {};
+  keyTable.forEach(function (row) { row.keys.forEach(function (k) { keyOf[k] = row; }); });
+  (function () {
+    var t = document.getElementById("pkeys");
+    t.replaceChildren.apply(t, keyTable.filter(function (row) { return !(row.live && talk); }).map(function (row) {
+      var tr = document.createElement("tr"), a = document.createElement("td"), d = document.createElement("td");
+      a.textContent = row.says;
+      d.textContent = row.does;
+      tr.append(a, d);
+      return tr;
+    }));
+  })();
   document.addEventListener("keydown", function (e) {
     if (e.ctrlKey || e.altKey || e.metaKey) { return; }
-    var k = keys[e.key];
-    if (/^[0-9]$/.test(e.key)) { k = "screen " + e.key; }
-    if (e.key === "p" || e.key === "P") { e.preventDefault(); send("pause"); return; }
-    if (e.key === "r" || e.key === "R") { e.preventDefault(); if (view >= 0) { say("key not taken: R measures the live screen again (End returns to it)"); } else { send("repeat"); } return; }
-    if (!k) { return; }
+    var row = keyOf[e.key];
+    if (!row) { return; }
     e.preventDefault();
-    nav(k, true);
+    switch (row.act) {
+    case "pause": send("pause"); return;
+    case "repeat": if (view !== -1) { say("key not taken: R measures the live screen again (End returns to it)"); } else { send("repeat"); } return;
+    case "open": if (presenter) { openRoom(); } return;
+    case "screen": nav("screen " + e.key, true); return;
+    }
+    nav(row.act, true);
   });
   window.addEventListener("resize", function () {
     Object.keys(charts).forEach(function (id) { charts[id].dispose(); delete charts[id]; });
@@ -650,10 +833,21 @@
   });
 
   function start() {
-    var es = new EventSource("/events"), lastSeq = -Infinity;
+    var lastSeq = -Infinity;
+    if (talk) {
+      // A recorded talk: every frame at once, from the page itself, then
+      // the cover; the keys move through the slides.
+      window.bystanderUnpack(window.bystanderTalk).then(function (text) {
+        text.split("\n").forEach(function (line) { if (line.trim() && line.indexOf('"schema"') < 0) { take(JSON.parse(line)); } });
+        show(COVER);
+        post({ready: true});
+      }, function (e) { document.getElementById("headline").textContent = e.message; console.error(e); });
+      return;
+    }
+    var es = new EventSource("/events");
     es.onopen = function () { window.stageOpens = (window.stageOpens || 0) + 1; };
-    es.onmessage = function (m) {
-      var f = JSON.parse(m.data);
+    es.onmessage = function (m) { take(JSON.parse(m.data)); };
+    function take(f) {
       // A stream that reconnects is sent every frame again: each is taken
       // once.
       if (typeof f.seq === "number") {
@@ -672,8 +866,8 @@
       });
       window.stageFrames++;
       window.stageLastT = f.t;
-      render();
-    };
+      if (!talk) { render(); }
+    }
   }
   window.bystanderEcharts().then(start, function (e) { document.getElementById("headline").textContent = e.message; console.error(e); });
 })();

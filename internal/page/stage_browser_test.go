@@ -79,6 +79,9 @@ func TestStageScreens(t *testing.T) {
 			if _, err := chromedp.Run(ctx, chromedp.Poll[bool](ready, chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(30*time.Second))); err != nil {
 				t.Fatalf("the frames did not arrive: %v; the page said %q", err, problems())
 			}
+			if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](stageCheckJS+"; true")); err != nil {
+				t.Fatal(err)
+			}
 			for _, theme := range []string{"dark", "light"} {
 				press(t, ctx, "t")
 				if _, err := chromedp.Run(ctx, chromedp.Poll[bool](fmt.Sprintf("document.documentElement.classList.contains('dark') === %v", theme == "dark"))); err != nil {
@@ -142,14 +145,13 @@ func checkSlide(t *testing.T, ctx context.Context) slideSeen {
 	  const h = document.getElementById('headline');
 	  const out = {View: V.view, Screen: n, Slides: V.slides, Focus: V.focus, Headline: h.textContent, Problems: []};
 	  const opt = id => echarts.getInstanceByDom(document.getElementById(id)).getOption();
+	  const band = hex => 'rgba(' + [1, 3, 5].map(i => parseInt(hex.substr(i, 2), 16)).join(',') + ',0.55)';
 	  if (!window.stageDrawn[n]) { out.Problems.push("not drawn"); }
 	  // One line, whole: the headline neither wraps nor runs out of its box.
 	  if (h.scrollWidth > h.clientWidth + 1 || h.getClientRects().length !== 1 || h.offsetHeight > 1.6 * parseFloat(getComputedStyle(h).lineHeight || '0') + 2) {
 	    out.Problems.push("the headline does not fit one line: " + h.scrollWidth + " > " + h.clientWidth + " px");
 	  }
-	  for (const e of document.querySelectorAll('footer span')) {
-	    if (e.scrollWidth > e.clientWidth + 1) { out.Problems.push("the footer is cut: " + JSON.stringify(e.textContent)); }
-	  }
+	  out.Problems.push(...window.stageCheck());
 	  // Loop servers first, numbers in their server's hue.
 	  const kinds = S.info.servers_kind, names = Object.keys(kinds);
 	  const first = names.map(s => [s, h.textContent.indexOf(s)]).filter(x => x[1] >= 0).sort((a, b) => a[1] - b[1])[0];
@@ -162,42 +164,44 @@ func checkSlide(t *testing.T, ctx context.Context) slideSeen {
 	  }
 	  switch (n) {
 	  case 1: {
+	    // Each server's binding ceiling a pale band under its measured
+	    // line, labelled with what binds it: the pool's callers / the call
+	    // where the callers bind.
 	    const o = opt('c1');
-	    for (const name of Object.keys(S.info.ceiling_text || {})) {
-	      const t = S.info.ceiling_text[name];
-	      const line = o.series.find(s => s.label && String(s.label.formatter).indexOf(t) >= 0 && s.data.some(d => d.label && d.label.show));
-	      if (!line) { out.Problems.push("no label on the line says " + name + "'s ceiling " + t); continue; }
-	      if (line.lineStyle.color !== S.info.colors[line.name]) { out.Problems.push(name + "'s ceiling is not in its hue"); }
-	    }
-	    // At each callers, labels lie apart: two within 30 % of each other
-	    // are on opposite sides, the higher point's above.
-	    const at = {};
 	    let lo = Infinity;
-	    for (const s of o.series) {
-	      if (s.lineStyle && s.lineStyle.type === 'dashed') { continue; }
-	      if (s.lineStyle.color !== S.info.colors[s.name]) { out.Problems.push(s.name + " is drawn " + s.lineStyle.color + ", its hue is " + S.info.colors[s.name]); }
-	      for (const d of s.data) {
-	        lo = Math.min(lo, d.value[1]);
-	        if (d.label && d.label.show === false) { continue; }
-	        (at[d.value[0]] = at[d.value[0]] || []).push({v: d.value[1], pos: d.label.position});
-	      }
-	    }
-	    for (const x of Object.keys(at)) {
-	      for (const a of at[x]) { for (const b of at[x]) {
-	        if (a === b || a.v < b.v || Math.max(a.v, b.v) > 1.3 * Math.min(a.v, b.v)) { continue; }
-	        if (!(a.pos === 'top' && b.pos === 'bottom')) { out.Problems.push("labels lie together at " + x + " callers: " + a.v + " (" + a.pos + ") and " + b.v + " (" + b.pos + ")"); }
-	      } }
+	    for (const name of Object.keys(S.info.ceiling_text || {})) {
+	      const b = o.series.find(s => s.name === name + ' ceiling' && s.lineStyle.color === band(S.info.pale[name]) && s.lineStyle.width > 8);
+	      if (!b) { out.Problems.push("no pale band for " + name + "'s ceiling"); continue; }
+	      const top = Math.max(...S.order.map(id => S.steps[id]).filter(s => s.phase === 'sweep' && s.server === name).map(s => s.conc));
+	      const w = S.steps['sweep-' + name + '-c' + top].workers, want = Math.min(top, w) + (top < w ? ' callers' : ' loops') + ' / 5 ms = ' + (Math.min(top, w) * 200).toLocaleString('en-US') + ' req/s';
+	      const says = typeof b.label.formatter === 'function' ? b.label.formatter() : String(b.label.formatter);
+	      if (says.indexOf(want) < 0) { out.Problems.push(name + "'s band says " + says + ", want " + want); }
+	      const line = o.series.find(s => s.name === name && s.lineStyle.color === S.info.colors[name]);
+	      if (!line || !(line.z > b.z)) { out.Problems.push(name + "'s measured line is not drawn over its band"); continue; }
+	      for (const d of line.data) { lo = Math.min(lo, d.value[1]); }
 	    }
 	    const y = o.yAxis[0], xa = o.xAxis[0], conc = S.info.conc;
 	    if (!(y.min > lo / 2 && y.min <= lo)) { out.Problems.push("the req/s axis starts at " + y.min + ", the lowest point is " + lo); }
 	    if (!(xa.min >= Math.min(...conc) / 1.5 && xa.max <= Math.max(...conc) * 1.5)) { out.Problems.push("the callers axis runs " + xa.min + "-" + xa.max + " for " + conc); }
 	    break;
 	  }
+	  case 2: {
+	    // No point at the top edge: the highest lies under the axis's end.
+	    const inst = echarts.getInstanceByDom(document.getElementById('c2')), ext = inst.getModel().getComponent('yAxis', 0).axis.scale.getExtent();
+	    const hi = Math.max(...opt('c2').series.flatMap(s => s.data.map(d => d[1])));
+	    if (!(Math.log10(hi) < ext[1] - 0.1)) { out.Problems.push("the highest point " + hi + " lies at the top edge (" + Math.pow(10, ext[1]) + ")"); }
+	    if (/from due/.test(opt('c2').yAxis[0].name)) { out.Problems.push("the kit's words on the axis: " + opt('c2').yAxis[0].name); }
+	    break;
+	  }
 	  case 3: {
-	    const o = opt('c3'), cols = o.xAxis[0].data.length;
-	    const from = Math.floor((S.screenAt - (S.t - cols * 100)) / 100);
-	    for (const d of o.series[0].data) { if (d[0] < from) { out.Problems.push("a lane cell from before the screen opened: x=" + d[0] + " < " + from); break; } }
-	    if (cols * 100 > Math.max(3000, S.t - S.screenAt + 100)) { out.Problems.push("a " + cols / 10 + " s window for " + (S.t - S.screenAt) + " ms of the screen"); }
+	    // The held loop one colour throughout: every cell of its lane at
+	    // or over half the call, the tick labels as big as the others.
+	    const o = opt('c3'), held = S.info.stall_block_ms / 2, loop = +/loop (\d+)/.exec(h.textContent)[1];
+	    const lane = o.series[0].data.filter(d => d[1] === loop), first = Math.min(...lane.map(d => d[0]));
+	    const off = lane.filter(d => d[0] > first && d[2] < held);
+	    if (off.length) { out.Problems.push("the held loop's lane has " + off.length + " cells under " + held + " ms: " + JSON.stringify(off.slice(0, 3))); }
+	    if (o.xAxis[0].axisLabel.fontSize !== o.yAxis[0].axisLabel.fontSize) { out.Problems.push("tick labels " + o.xAxis[0].axisLabel.fontSize + " px beside " + o.yAxis[0].axisLabel.fontSize); }
+	    if (/\(\d+ calls\)/.test(h.textContent)) { out.Problems.push("the headline's calls are not said: " + h.textContent); }
 	    break;
 	  }
 	  case 4: {
@@ -205,6 +209,7 @@ func checkSlide(t *testing.T, ctx context.Context) slideSeen {
 	    const lit = document.querySelectorAll('#grid .cell.lit').length;
 	    if (!v || !v.judged) { out.Problems.push("no judged verdict for " + id); break; }
 	    if (lit !== v.stalled) { out.Problems.push(lit + " cells lit, the verdict says " + v.stalled + " stalled"); }
+	    if (!/slowest \/fast answer/.test(document.getElementById('gridsays').textContent)) { out.Problems.push("the grid does not say what its cells measure"); }
 	    if (kinds[S.steps[id].server] === 'loop' && v.stalled !== 3 * S.steps[id].kk) { out.Problems.push("k = " + S.steps[id].kk + " and " + v.stalled + " stalled: not the recording's story"); }
 	    // A cell says its connection and its wait apart: "#3 · 679 ms" (a
 	    // room read "#3 679 ms" as 3,679 ms), inside the cell.
@@ -221,7 +226,7 @@ func checkSlide(t *testing.T, ctx context.Context) slideSeen {
 	    if (!/ → [\d,]+ req\/s, the call 5 ms → 50 ms$/.test(h.textContent)) { out.Problems.push("the headline does not say the rate before and after: " + h.textContent); }
 	    if (!s.slip || !(s.slip.after < s.slip.before)) { out.Problems.push("no fall in the findings: " + JSON.stringify(s.slip)); }
 	    if (!marks.some(m => m.xAxis !== undefined && /the call: 5 → 50 ms/.test(m.label.formatter))) { out.Problems.push("no line where the call slowed"); }
-	    if (marks.filter(m => m.yAxis !== undefined && m.lineStyle.color === S.info.colors[s.server]).length !== 2) { out.Problems.push("not both ceilings in the server's hue"); }
+	    if (marks.filter(m => m.yAxis !== undefined && m.lineStyle.color === band(S.info.pale[s.server]) && m.lineStyle.width > 8).length !== 2) { out.Problems.push("not both ceilings as bands in the server's pale hue"); }
 	    break;
 	  }
 	  case 5: {
@@ -331,6 +336,41 @@ func TestStagePresenter(t *testing.T) {
 	if !strings.HasPrefix(got.Now, "6.") || !strings.Contains(got.Notes, "Its ceiling fell with the call") || !strings.Contains(got.Next, "report") || !regexp.MustCompile(`^\d+:\d\d$`).MatchString(got.Clock) || got.State != "live" {
 		t.Errorf("the speaker view: %+v", got)
 	}
+	// The speaker view's layout: the right column clear of the window's
+	// edge, the lower third carrying the notes, and the key hint listing
+	// every key the handler takes (both read the one table); the room's
+	// window shows none of the speaker's lines.
+	press(t, pctx, "4")
+	press(t, pctx, kb.ArrowLeft)
+	press(t, pctx, kb.ArrowLeft)
+	press(t, pctx, kb.ArrowLeft)
+	press(t, pctx, kb.ArrowLeft) // the first slide of screen 4: 3 of 12, the longest notes
+	layout, err := chromedp.Run(pctx, chromedp.Evaluate[[]string](`(() => {
+	  const out = [], W = innerWidth, H = innerHeight;
+	  for (const e of document.querySelectorAll('#panel > *, #pbelow > *')) {
+	    const r = e.getBoundingClientRect();
+	    if (r.width && r.right > W - 0.025 * W) { out.push('#' + e.id + ' ends ' + Math.round(W - r.right) + ' px from the edge'); }
+	  }
+	  const notes = document.getElementById('pnotes').getBoundingClientRect();
+	  if (notes.bottom < 0.85 * H) { out.push('the notes lie ' + Math.round(notes.top) + '-' + Math.round(notes.bottom) + ' px of ' + H + ': the lower third is empty'); }
+	  if (notes.bottom > H) { out.push('the notes run past the window: ' + Math.round(notes.bottom) + ' px of ' + H); }
+	  const hint = document.getElementById('pkeys').textContent;
+	  for (const row of window.stageKeyTable) { if (hint.indexOf(row.says) < 0 || hint.indexOf(row.does) < 0) { out.push('the key hint leaves out ' + row.says + ': ' + row.does); } }
+	  for (const k of ['PageDown', 'PageUp', 'Home', 'End', 'b', '.', 'p', 'r', 't', 'o', '1']) { if (!window.stageKeyTable.some(row => row.keys.indexOf(k) >= 0)) { out.push('the key table has no ' + k); } }
+	  return out;
+	})()`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range layout {
+		t.Errorf("the speaker view: %s", p)
+	}
+	if _, err := chromedp.Run(sctx, chromedp.Evaluate[bool](stageCheckJS+"; true")); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := chromedp.Run(sctx, chromedp.Evaluate[[]string](`window.stageCheck().filter(p => /operator/.test(p))`)); err != nil || len(got) > 0 {
+		t.Errorf("the room's window shows the speaker's lines: %q (%v)", got, err)
+	}
 	press(t, pctx, "4")
 	if got, err := chromedp.Run(pctx, chromedp.Evaluate[string](`document.getElementById('pnotes').textContent`)); err != nil || !strings.Contains(got, "0 of 12") {
 		t.Errorf("the speaker view on the pool's slide of screen 4 says %q (%v)", got, err)
@@ -388,6 +428,138 @@ func TestStageReconnects(t *testing.T) {
 	}
 	if after.Frames != before.Frames || after.Slides != before.Slides || strings.Join(after.Headlines, "|") != strings.Join(before.Headlines, "|") {
 		t.Errorf("after the stream reopened: %+v\nbefore: %+v", after, before)
+	}
+	for _, p := range problems() {
+		if !strings.Contains(p, "favicon") && !strings.Contains(p, "events") {
+			t.Error(p)
+		}
+	}
+}
+
+// TestStageBeforeAndWhileMeasuring: what the room sees before the first
+// key (the talk's title and the servers it measures) and on a slide that
+// has nothing to draw yet (what it will show, never an empty plot), the
+// speaker's lines on neither, each passing stageCheck.
+func TestStageBeforeAndWhileMeasuring(t *testing.T) {
+	chrome := browsertest.Chromium(t)
+	page, err := writeStagePage(inlined(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hub, err := stage.NewHub("", page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(hub)
+	t.Cleanup(srv.Close)
+	hub.Allow(srv.Listener.Addr().String())
+	hub.Add(stage.Hello{Loops: 4, Slots: 200, BlockMs: 5, StallBlockMs: 100, Conc: []int{4, 16, 64}, StallConns: 12, Screens: 6,
+		ServersKind: map[string]string{"loop-gnet": "loop", "pool": "pool"}, Colors: map[string]string{"loop-gnet": "#d62728", "pool": "#1f77b4"}})
+	hub.Add(stage.State{State: "waiting: press Space"})
+	hub.Flush()
+	ctx, problems := browsertest.Open(t, chrome, 1280, 720)
+	if err := chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/")); err != nil {
+		t.Fatal(err)
+	}
+	type seen struct {
+		Text     string
+		Problems []string
+	}
+	look := func(want string) seen {
+		t.Helper()
+		if _, err := chromedp.Run(ctx, chromedp.Poll[bool](want, chromedp.WithPollingTimeout(20*time.Second))); err != nil {
+			t.Fatalf("the page never showed %s: %v", want, problems())
+		}
+		if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](stageCheckJS+"; true")); err != nil {
+			t.Fatal(err)
+		}
+		got, err := chromedp.Run(ctx, chromedp.Evaluate[seen](`({Text: document.getElementById('stage').innerText, Problems: window.stageCheck()})`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	cover := look(`window.stageFrames >= 1`)
+	browsertest.Shot(t, ctx, browsertest.ShotsDir(t), "body", "stage-cover-1280x720")
+	if !strings.Contains(cover.Text, "What one blocking call does to everyone else") || !strings.Contains(cover.Text, "loop-gnet (4 event loops) beside pool (200 threads), each answering the same 5 ms call") ||
+		strings.Contains(cover.Text, "press Space") || len(cover.Problems) > 0 {
+		t.Errorf("before the first key the room sees %q (%q)", cover.Text, cover.Problems)
+	}
+	hub.Add(stage.Screen{Screen: 1})
+	hub.Add(stage.State{State: "now: loop-gnet at 4 callers"})
+	hub.Add(stage.Step{ID: "sweep-loop-gnet-c4", Phase: "sweep", Server: "loop-gnet", Conc: 4, Endpoint: "/slow", State: "start", Screen: 1, Workers: 4, Ceiling: 800})
+	hub.Flush()
+	wait := look(`window.stageState.screen === 1`)
+	browsertest.Shot(t, ctx, browsertest.ShotsDir(t), "body", "stage-measuring-1280x720")
+	if !strings.Contains(wait.Text, "Throughput as callers grow, against each server's ceiling: measuring") || !strings.Contains(wait.Text, "Measuring now, live") || strings.Contains(wait.Text, "now: loop-gnet at 4 callers") || len(wait.Problems) > 0 {
+		t.Errorf("while screen 1 measures the room sees %q (%q)", wait.Text, wait.Problems)
+	}
+	hub.Add(stage.Throughput{ID: "sweep-loop-gnet-c4", RPS: 751})
+	hub.Flush()
+	drawn := look(`window.stageDrawn[1] === true`)
+	if strings.Contains(drawn.Text, "Measuring now") || len(drawn.Problems) > 0 {
+		t.Errorf("with its first figure screen 1 still says %q (%q)", drawn.Text, drawn.Problems)
+	}
+	for _, p := range problems() {
+		if !strings.Contains(p, "favicon") {
+			t.Error(p)
+		}
+	}
+}
+
+// TestStageLiveMoments: the recording cut at 24 moments, each shown
+// as the live page showed it then (a slide half measured, a screen just
+// opened), passes stageCheck at 1280x720, as the finished slides do.
+func TestStageLiveMoments(t *testing.T) {
+	chrome := browsertest.Chromium(t)
+	page, err := writeStagePage(inlined(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, err := stage.Recording(quickStage)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, problems := browsertest.Open(t, chrome, 1280, 720)
+	for i := 1; i <= 24; i++ {
+		cut := i * len(all) / 25
+		hub, err := stage.NewHub("", page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		frames, err := stage.ReplayWith(context.Background(), quickStage, hub, stage.ReplayOptions{Instant: true, Until: func(stage.Frame) bool { n++; return n > cut }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := httptest.NewServer(hub)
+		hub.Allow(srv.Listener.Addr().String())
+		if err := chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/"), chromedp.WaitReady("#stage")); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := chromedp.Run(ctx, chromedp.Poll[bool](fmt.Sprintf("window.stageFrames >= %d", frames), chromedp.WithPollingTimeout(30*time.Second))); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(200 * time.Millisecond) // a frame of the browser's
+		if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](stageCheckJS+"; true")); err != nil {
+			t.Fatal(err)
+		}
+		type seen struct {
+			Screen   int
+			Problems []string
+		}
+		got, err := chromedp.Run(ctx, chromedp.Evaluate[seen](`({Screen: window.stageState.screen, Problems: window.stageCheck()})`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range got.Problems {
+			t.Errorf("%d of %d frames (screen %d, live): %s", frames, len(all), got.Screen, p)
+		}
+		if err := chromedp.Do(ctx, chromedp.Navigate("about:blank")); err != nil {
+			t.Fatal(err)
+		}
+		srv.CloseClientConnections()
+		srv.Close()
 	}
 	for _, p := range problems() {
 		if !strings.Contains(p, "favicon") && !strings.Contains(p, "events") {

@@ -493,6 +493,21 @@ func ReplayWith(ctx context.Context, path string, h *Hub, o ReplayOptions) (int,
 	return n, nil
 }
 
+// Recording reads a recording (stage.ndjson) whole, checked as Replay
+// checks it: its frames, a JSON line each (a talk file carries them).
+func Recording(path string) ([][]byte, error) {
+	h, err := NewHub("", nil)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := ReplayWith(context.Background(), path, h, ReplayOptions{Instant: true}); err != nil {
+		return nil, err
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Clone(h.frames), nil
+}
+
 // GotoScreen reads a "goto N" key: the screen N, 1 to 9.
 func GotoScreen(key string) (int, bool) {
 	n, ok := strings.CutPrefix(key, "goto ")

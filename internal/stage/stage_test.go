@@ -414,3 +414,30 @@ func TestReplaySkips(t *testing.T) {
 		}
 	}
 }
+
+// TestRecording: a recording read whole for a talk file, every frame as
+// recorded and at once (not at its pace), refused as Replay refuses it.
+func TestRecording(t *testing.T) {
+	rec := filepath.Join(t.TempDir(), "stage.ndjson")
+	var lines []string
+	for i, t := range []int64{250, 5000, 60000} {
+		ev, _ := encode(Throughput{ID: "x", RPS: float64(i)})
+		b, _ := json.Marshal(Frame{Seq: int64(i), T: t, Events: []json.RawMessage{ev}})
+		lines = append(lines, string(b))
+	}
+	if err := os.WriteFile(rec, []byte(`{"schema":"`+Schema+`"}`+"\n"+strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	frames, err := Recording(rec)
+	if err != nil || len(frames) != 3 || string(frames[1]) != lines[1] {
+		t.Fatalf("%q %v", frames, err)
+	}
+	if d := time.Since(start); d > 30*time.Second {
+		t.Errorf("a minute of frames read in %s: at their pace", d)
+	}
+	_ = os.WriteFile(rec, []byte(lines[0]+"\n"), 0o644)
+	if _, err := Recording(rec); err == nil || !strings.Contains(err.Error(), Schema) {
+		t.Errorf("no schema line: %v", err)
+	}
+}

@@ -4,7 +4,8 @@
 // (internal/findings/testdata/slip-run: ./run.sh --phases=slip), and each screen
 // of the stage, replayed from a real recording
 // (internal/stage/testdata/quick-stage) and walked with a clicker's keys, on
-// a 1600x900 projector page, light and dark, and the speaker view. It needs Debian's chromium and the report's echarts (fetched
+// 1600x900 and 1280x720 projector pages, light and dark, with the cover the
+// room sees before the first key, and the speaker view. It needs Debian's chromium and the report's echarts (fetched
 // and checked once, as the report does).
 //
 //	go run ./internal/cmd/screenshots [--out docs/screenshots]
@@ -15,6 +16,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -46,7 +48,7 @@ func main() {
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "Usage: go run ./internal/cmd/screenshots [--out DIR]\n\n"+
 			"Makes the README's screenshots again: the report of %s at 1300 px,\n"+
-			"each stage screen of %s at 1600x900, light and dark, and the speaker view.\n\nFlags:\n", reportRun, recording)
+			"each stage screen of %s at 1600x900 and 1280x720, light and dark, and the speaker view.\n\nFlags:\n", reportRun, recording)
 		flag.PrintDefaults()
 	}
 	flag.Parse()
@@ -153,58 +155,108 @@ func fromHeading(bctx context.Context, id, out, name string) error {
 	return save(out, name, shot)
 }
 
+// The projectors the stage is shot on: the README's (its names carry no
+// size) and a small one.
+var projectors = []struct {
+	w, h   int
+	suffix string
+}{{1600, 900, ""}, {1280, 720, "-1280x720"}}
+
 // stageShots serves the whole recording and walks it with the keys a
 // clicker sends (Home, then PageDown), as a speaker rehearsing would: each
 // screen as it ended, light and dark (screen 4 on its first slide, one loop
-// blocked: 3 of 12; screen 6 on the loops'), then the speaker view.
+// blocked: 3 of 12; screen 6 on the loops'), at each projector size; the
+// cover the room sees before the first key (the recording up to its first
+// slide); then the speaker view.
 func stageShots(ctx context.Context, chrome string, page []byte, out string) error {
-	hub, err := stage.NewHub("", page)
-	if err != nil {
-		return err
-	}
-	frames, err := stage.ReplayWith(ctx, recording, hub, stage.ReplayOptions{Instant: true})
-	if err != nil {
-		return err
-	}
-	sctx, stop := context.WithCancel(ctx)
-	defer stop()
-	addr, err := stage.Serve(sctx, "127.0.0.1:0", hub)
-	if err != nil {
-		return err
-	}
-	hub.Allow(addr)
-	bctx, done := browser(ctx, chrome, 1600, 900)
-	defer done()
-	for _, path := range []string{"/", "/presenter"} {
-		if path == "/presenter" {
-			var cancel context.CancelFunc
-			bctx, cancel = chromedp.NewContext(bctx) // a second window of the same browser
-			defer cancel()
-			if err := chromedp.Do(bctx, chromedp.EmulateViewport(1600, 900)); err != nil {
-				return err
-			}
+	serve := func(rec string) (string, int, error) {
+		hub, err := stage.NewHub("", page)
+		if err != nil {
+			return "", 0, err
 		}
-		if err := chromedp.Do(bctx, chromedp.Navigate("http://"+addr+path)); err != nil {
+		frames, err := stage.ReplayWith(ctx, rec, hub, stage.ReplayOptions{Instant: true})
+		if err != nil {
+			return "", 0, err
+		}
+		addr, err := stage.Serve(ctx, "127.0.0.1:0", hub)
+		if err != nil {
+			return "", 0, err
+		}
+		hub.Allow(addr)
+		return addr, frames, nil
+	}
+	addr, frames, err := serve(recording)
+	if err != nil {
+		return err
+	}
+	// The cover: the recording's hello alone, as a stage shows before its
+	// first key.
+	all, err := stage.Recording(recording)
+	if err != nil {
+		return err
+	}
+	var first stage.Frame
+	if err := json.Unmarshal(all[0], &first); err != nil {
+		return err
+	}
+	hello := first
+	hello.Events = nil
+	for _, ev := range first.Events {
+		if bytes.Contains(ev, []byte(`"k":"hello"`)) {
+			hello.Events = append(hello.Events, ev)
+		}
+	}
+	line, err := json.Marshal(hello)
+	if err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "bystander-cover")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	coverRec := filepath.Join(dir, "stage.ndjson")
+	if err := os.WriteFile(coverRec, append([]byte(`{"schema":"`+stage.Schema+`"}`+"\n"), append(line, '\n')...), 0o644); err != nil {
+		return err
+	}
+	coverAddr, coverFrames, err := serve(coverRec)
+	if err != nil {
+		return err
+	}
+	open := func(bctx context.Context, url string, frames int) error {
+		if err := chromedp.Do(bctx, chromedp.Navigate(url)); err != nil {
 			return err
 		}
 		if _, err := chromedp.Run(bctx, chromedp.Poll[bool](fmt.Sprintf("window.stageFrames >= %d", frames), chromedp.WithPollingInterval(50*time.Millisecond))); err != nil {
-			return fmt.Errorf("%s: the frames did not arrive: %w", path, err)
+			return fmt.Errorf("%s: the frames did not arrive: %w", url, err)
 		}
-		if path == "/presenter" {
-			// The speaker view on the first slide of screen 4.
-			if err := chromedp.Do(bctx, chromedp.KeyEvent(kb.Home), chromedp.KeyEvent(kb.PageDown), chromedp.KeyEvent(kb.PageDown), chromedp.KeyEvent(kb.PageDown)); err != nil {
+		time.Sleep(300 * time.Millisecond) // a frame of the browser's
+		return nil
+	}
+	for _, p := range projectors {
+		bctx, done := browser(ctx, chrome, p.w, p.h)
+		for _, theme := range []string{"dark", "light"} {
+			q := ""
+			if theme == "dark" {
+				q = "?theme=dark"
+			}
+			if err := open(bctx, "http://"+coverAddr+"/"+q, coverFrames); err != nil {
+				done()
 				return err
 			}
-			time.Sleep(300 * time.Millisecond)
-			shot, err := chromedp.Run(bctx, chromedp.CaptureScreenshot())
-			if err != nil {
+			if err := shoot(bctx, out, fmt.Sprintf("stage-cover-%s%s.png", theme, p.suffix)); err != nil {
+				done()
 				return err
 			}
-			return save(out, "stage-presenter.png", shot)
+		}
+		if err := open(bctx, "http://"+addr+"/", frames); err != nil {
+			done()
+			return err
 		}
 		for _, theme := range []string{"dark", "light"} {
 			// T switches the theme; Home goes to the first slide.
 			if err := chromedp.Do(bctx, chromedp.KeyEvent("t"), chromedp.KeyEvent(kb.Home)); err != nil {
+				done()
 				return err
 			}
 			taken := map[int]bool{}
@@ -213,15 +265,13 @@ func stageShots(ctx context.Context, chrome string, page []byte, out string) err
 				type view struct{ View, Screen int }
 				v, err := chromedp.Run(bctx, chromedp.Evaluate[view](`({View: window.stageView.view, Screen: window.stageView.screen})`))
 				if err != nil {
+					done()
 					return err
 				}
 				if !taken[v.Screen] {
 					taken[v.Screen] = true
-					shot, err := chromedp.Run(bctx, chromedp.CaptureScreenshot())
-					if err != nil {
-						return err
-					}
-					if err := save(out, fmt.Sprintf("stage-%d-%s.png", v.Screen, theme), shot); err != nil {
+					if err := shoot(bctx, out, fmt.Sprintf("stage-%d-%s%s.png", v.Screen, theme, p.suffix)); err != nil {
+						done()
 						return err
 					}
 				}
@@ -229,12 +279,33 @@ func stageShots(ctx context.Context, chrome string, page []byte, out string) err
 					break
 				}
 				if err := chromedp.Do(bctx, chromedp.KeyEvent(kb.PageDown)); err != nil {
+					done()
 					return err
 				}
 			}
 		}
+		done()
 	}
-	return nil
+	// The speaker view on the first slide of screen 4, 1600x900.
+	bctx, done := browser(ctx, chrome, 1600, 900)
+	defer done()
+	if err := open(bctx, "http://"+addr+"/presenter", frames); err != nil {
+		return err
+	}
+	if err := chromedp.Do(bctx, chromedp.KeyEvent(kb.Home), chromedp.KeyEvent(kb.PageDown), chromedp.KeyEvent(kb.PageDown), chromedp.KeyEvent(kb.PageDown)); err != nil {
+		return err
+	}
+	time.Sleep(300 * time.Millisecond)
+	return shoot(bctx, out, "stage-presenter.png")
+}
+
+// shoot saves what the browser of bctx shows as name.
+func shoot(bctx context.Context, out, name string) error {
+	shot, err := chromedp.Run(bctx, chromedp.CaptureScreenshot())
+	if err != nil {
+		return err
+	}
+	return save(out, name, shot)
 }
 
 // paletted is img in its 256 most frequent colours, each other pixel in
