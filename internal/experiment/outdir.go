@@ -121,7 +121,7 @@ func earlierRun(dir string) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("it holds no run of the kit's (%v)", err)
 	}
-	top := map[string]bool{"run.json": true, "summary.txt": true, "findings.json": true, "report.html": true, "stage.ndjson": true, "stage.html": true}
+	top := map[string]bool{"run.json": true, "summary.txt": true, "findings.json": true, "report.html": true, "stage.ndjson": true, "stage.html": true, "talk.html": true}
 	if run.Report != "" && !strings.ContainsAny(run.Report, `/\`) {
 		top[run.Report] = true
 	}

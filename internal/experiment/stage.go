@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/bystander-kit/bystander/internal/files"
 	"github.com/bystander-kit/bystander/internal/page"
 	"github.com/bystander-kit/bystander/internal/results"
 	"github.com/bystander-kit/bystander/internal/stage"
@@ -112,5 +113,26 @@ func (r *runner) runStage(ctx context.Context, stdout io.Writer, started func())
 		stop()
 		<-hubDone
 		_ = hub.Close()
+		writeTalk(r.dir, stdout)
 	}, nil
+}
+
+// writeTalk writes the run's recorded talk as one file beside its
+// recording (talk.html, what report --talk writes): the talk given from
+// any laptop, offline. Without echarts inlined there is none, and why is
+// said: a talk file never fetches a script.
+func writeTalk(dir string, stdout io.Writer) {
+	frames, err := stage.Recording(filepath.Join(dir, "stage.ndjson"))
+	var b []byte
+	if err == nil {
+		b, err = page.Talk(page.LoadAsset("", false, io.Discard), frames)
+	}
+	if err == nil {
+		err = files.WriteAtomic(filepath.Join(dir, "talk.html"), b, 0o644)
+	}
+	if err != nil {
+		fmt.Fprintf(stdout, "stage: no talk.html (the recorded talk as one file): %v; bin/report --talk %s makes it later\n", err, dir)
+		return
+	}
+	fmt.Fprintf(stdout, "stage: %s written: the recorded talk as one file, opened from disk on any laptop, offline (docs/talk.md)\n", filepath.Join(dir, "talk.html"))
 }

@@ -184,6 +184,12 @@ func TestStage(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "report.html")); err != nil {
 		t.Error("no report written at the end")
 	}
+	// The recorded talk as one file beside its recording, fetching nothing.
+	if talk, err := os.ReadFile(filepath.Join(dir, "talk.html")); err != nil {
+		t.Errorf("no talk.html beside the recording: %v", err)
+	} else if strings.Contains(string(talk), "<script src=") || !strings.Contains(string(talk), "echarts") {
+		t.Errorf("talk.html (%d bytes) loads a script or has no echarts inside", len(talk))
+	}
 	// The page's stalled counts are the report's: one rule, judged on the
 	// same data (the step's end carries findings' row).
 	type verdict struct {
