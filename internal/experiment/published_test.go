@@ -147,6 +147,13 @@ func heldFromOutside(t *testing.T, f *findings.Findings) {
 			where = append(where, c.Thread)
 		}
 		said := strings.Join(r.Outside, "\n")
+		if strings.Contains(said, "Thread.print did not answer within") && len(r.Culprits) == 0 {
+			// A JVM that answered no stack within its time on a machine
+			// too busy (seen at 80-95% taken by other processes): said,
+			// and nothing named, which is all the view may do.
+			t.Logf("k=%d %s: no Java stacks, said: %s", r.Step.K, name, said)
+			continue
+		}
 		switch name {
 		case "netty":
 			if len(r.Culprits) != r.Step.K {
