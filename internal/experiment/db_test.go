@@ -106,6 +106,13 @@ func TestPostgresMode(t *testing.T) {
 	// a thousand requests or more went through it, it shows (/proc counts
 	// CPU in 10 ms ticks: a cliff step at 100 ms blocks may read none).
 	for _, m := range run.Measurements {
+		if m.Use == nil && slices.ContainsFunc(m.Notes, func(n string) bool { return strings.HasSuffix(n, findings.ProcNotRead) }) {
+			// A tool that started its clock late (a machine 80-95% busy
+			// with other processes): its window's /proc readings are not
+			// claimed, and the step says so.
+			t.Logf("%s: /proc not read, said: %v", m.ID, m.Notes)
+			continue
+		}
 		if m.Status == "ok" && (m.Use == nil || m.Use.DB == nil || m.Use.DB.Threads < 11) {
 			t.Errorf("%s: the database's processes not read: %+v", m.ID, m.Use)
 		}
