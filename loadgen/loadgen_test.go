@@ -361,8 +361,11 @@ func TestSwitchAndTicks(t *testing.T) {
 			t.Fatalf("tick %d: %+v", i, tk)
 		}
 		// No answer for 20ms completes before the switch: the ticks that
-		// end by then said 2 ms, every one.
+		// end by then said 2 ms, every one. (A tick without an answer has
+		// no mean: on a machine 80-95% busy with other processes a 100 ms
+		// tick once passed with none.)
 		switch {
+		case tk.Requests == 0:
 		case tk.TMs+100 <= 1000 && tk.MeanBlockedNs != 2e6:
 			t.Fatalf("tick %d, before the switch, says a mean block of %.0f ns", i, tk.MeanBlockedNs)
 		case tk.MeanBlockedNs < 2e6 || tk.MeanBlockedNs > 20e6:
