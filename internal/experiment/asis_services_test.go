@@ -25,15 +25,18 @@ import (
 // asIsRun measures svc as it is with its blocking route as the load and
 // GET /health as the bystander, at 1 and 4 callers (and more), and
 // returns its findings.
-func asIsRun(t *testing.T, svc *services.Service, conc string) findings.AsIs {
+func asIsRun(t *testing.T, svc *services.Service, conc ...int) findings.AsIs {
 	t.Helper()
 	load, err := svc.Blocking.Flag(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The kit's own servers take the names netty and tomcat.
-	target := strings.Replace(svc.Target(), string(svc.Kind)+"=", "svc=", 1)
-	out, run, stdout := runTargets(t, "--phases", "sweep", "--conc", conc, "--target", target, "--load", load, "--bystander", svc.Fast.String())
+	target := Target{Name: "svc", URL: strings.TrimRight(svc.URL(), "/"), PID: svc.PID, Pprof: strings.TrimRight(svc.PProf, "/")}
+	out, run, stdout := runTargets(t, func(o *Options) {
+		o.Phases, o.Conc, o.Targets = []string{"sweep"}, conc, []Target{target}
+		o.Load, o.Bystander = load, svc.Fast.String()
+	})
 	for _, m := range run.Measurements {
 		if m.Status != "ok" {
 			t.Fatalf("%s: %s: %s\n%s", m.ID, m.Status, m.Reason, stdout.String())
@@ -125,7 +128,7 @@ func TestAsIsNetty(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := entries(t, cwd)
-	a := asIsRun(t, svc, "4")
+	a := asIsRun(t, svc, 4)
 	if st := judged(t, a, 1); st != nil {
 		if a.Class != findings.ClassLoop || st.Stalled.Median() != 3 {
 			t.Errorf("class %s (%s), %s stalled at 1 caller: want the 3 of 12 on the caller's loop", a.Class, a.Text, st.StalledText())
@@ -182,7 +185,7 @@ func entries(t *testing.T, dir string) []string {
 // stays near the connections' wait unloaded.
 func TestAsIsTomcat(t *testing.T) {
 	svc := services.Start(t, services.Tomcat, services.Options{})
-	a := asIsRun(t, svc, "4,16")
+	a := asIsRun(t, svc, 4, 16)
 	if a.Class != findings.ClassPool && a.Class != findings.ClassUnknown {
 		t.Fatalf("class %s (%s), want a pool", a.Class, a.Text)
 	}
@@ -255,7 +258,7 @@ func TestAsIsNode(t *testing.T) {
 	// A sign-in of 60,000 iterations (some 20 ms): longer than what a busy
 	// machine's starvation alone makes a connection wait, so that its
 	// verdict at 1 caller is given beside other tenants too.
-	a := asIsRun(t, services.Start(t, services.Node, services.Options{Iterations: 60000}), "4")
+	a := asIsRun(t, services.Start(t, services.Node, services.Options{Iterations: 60000}), 4)
 	if st := judged(t, a, 1); st != nil {
 		if a.Class != findings.ClassLoop || st.Stalled.Median() != 12 {
 			t.Errorf("class %s (%s), %s stalled at 1 caller: want every connection behind its one loop", a.Class, a.Text, st.StalledText())
@@ -295,7 +298,7 @@ func TestAsIsNode(t *testing.T) {
 // held in the handler's own frame.
 func TestAsIsGnet(t *testing.T) {
 	svc := services.Start(t, services.Gnet, services.Options{})
-	a := asIsRun(t, svc, "1")
+	a := asIsRun(t, svc, 1)
 	if st := judged(t, a, 1); st != nil && (a.Class != findings.ClassLoop || st.Stalled.Median() != 3) {
 		t.Errorf("class %s (%s), %s stalled at 1 caller: want the 3 of 12 on the caller's loop", a.Class, a.Text, st.StalledText())
 	}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -20,74 +19,14 @@ import (
 	"github.com/bystander-kit/bystander/internal/results"
 )
 
-// TestAsIsFlags: --load and --bystander go together, with a --target,
-// without --sweep-endpoint or --stage; a bad REQUEST is one line (a
-// targets file's with its line number) before anything runs; the plan
-// adds 1 caller to the sweep of a server measured as it is, and only to
-// it.
-func TestAsIsFlags(t *testing.T) {
-	dir := t.TempDir()
-	bad := filepath.Join(dir, "bad.txt")
-	if err := os.WriteFile(bad, []byte("GET /a\n\nGET /b\nX-Tag 1\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	nobody := filepath.Join(dir, "nobody.txt")
-	if err := os.WriteFile(nobody, []byte("POST /login\n@missing.json\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	tgt := []string{"--target", "svc=http://127.0.0.1:8090"}
-	for _, tc := range []struct {
-		args []string
-		want string
-	}{
-		{[]string{"--load", "POST /login"}, "--load goes with --bystander"},
-		{[]string{"--bystander", "GET /health"}, "--bystander goes with --load"},
-		{[]string{"--load", "POST /login", "--bystander", "GET /health", "--sweep-endpoint", "/slow"}, "--load goes without --sweep-endpoint"},
-		{[]string{"--load", "POST /login", "--bystander", "GET /health", "--stage"}, "leave --load out"},
-		{[]string{"--load", "@" + bad, "--bystander", "GET /health"}, "bad.txt:4:"},
-		{[]string{"--load", "GET /x", "--bystander", "GET https://127.0.0.1:8090/h"}, "plain http://"},
-		{[]string{"--load", "GET http://127.0.0.1:9/x", "--bystander", "GET /h"}, "not the target"},
-		{[]string{"--load", "@" + nobody, "--bystander", "GET /h"}, "nobody.txt:2: "},
-		{[]string{"--load", "GET /x", "--bystander", "GET /h", "--target", "tls=https://127.0.0.1:8443"}, "plain HTTP"},
-	} {
-		_, err := ParseFlags(append(slices.Clone(tgt), tc.args...), io.Discard, now)
-		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.HasPrefix(err.Error(), "run.sh: ") || strings.Contains(err.Error(), "\n") {
-			t.Errorf("%v: %v, want one line with %q", tc.args, err, tc.want)
-		}
-	}
-	// pprof=: a Go service's profiler, by its listener, under the
-	// target's URL's rules, with --load only.
-	for _, tc := range []struct{ target, want string }{
-		{"svc=http://127.0.0.1:8090,pprof=http://127.0.0.1:6060", ""},
-		{"svc=http://127.0.0.1:8090,pprof=http://127.0.0.1:6060/debug/pprof/", ""},
-		{"svc=http://127.0.0.1:8090,pprof=https://127.0.0.1:6060", "plain http:// port"},
-		{"svc=http://127.0.0.1:8090,pprof=http://u:secret@127.0.0.1:6060", "credentials"},
-		{"svc=http://127.0.0.1:8090,pprof=http://127.0.0.1:6060/debug/vars", "the listener that serves /debug/pprof/"},
-		{"svc=http://127.0.0.1:8090,pprof=http://127.0.0.1:6060?seconds=9", "the listener that serves /debug/pprof/"},
-		{"svc=http://127.0.0.1:8090,pprof=http://127.0.0.1", "the listener that serves /debug/pprof/"},
-		{"svc=http://127.0.0.1:8090,pprof=", "the listener that serves /debug/pprof/"},
-		{"svc=http://127.0.0.1:8090,pprof=http://10.1.2.3:6060", "not a loopback address"},
-	} {
-		o, err := ParseFlags([]string{"--target", tc.target, "--load", "GET /x", "--bystander", "GET /h"}, io.Discard, now)
-		switch {
-		case tc.want == "" && (err != nil || o.Targets[0].Server.Pprof != "http://127.0.0.1:6060" && o.Targets[0].Server.Pprof != "http://127.0.0.1:6060/debug/pprof"):
-			t.Errorf("%s: %v, targets %+v", tc.target, err, o.Targets)
-		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want) || !strings.HasPrefix(err.Error(), "run.sh: ") || strings.Contains(err.Error(), "secret")):
-			t.Errorf("%s: %v, want one line with %q", tc.target, err, tc.want)
-		}
-	}
-	if _, err := ParseFlags([]string{"--target", "svc=http://127.0.0.1:8090,pprof=http://127.0.0.1:6060"}, io.Discard, now); err == nil || !strings.Contains(err.Error(), "pprof= watches a service measured as it is") {
-		t.Errorf("pprof= without --load: %v", err)
-	}
-	if _, err := ParseFlags([]string{"--load", "GET /x", "--bystander", "GET /h"}, io.Discard, now); err == nil || !strings.Contains(err.Error(), "give one") {
-		t.Errorf("--load without a --target: %v", err)
-	}
-
-	o, err := ParseFlags(append(slices.Clone(tgt), "--servers", "pool", "--phases", "sweep,stall", "--conc", "4,16",
-		"--load", "POST /login", "--bystander", "GET /health"), io.Discard, now)
-	if err != nil {
-		t.Fatal(err)
-	}
+// TestAsIsPlan: the plan adds 1 caller to the sweep of a server measured
+// as it is, and only to it (the flags of --load and --bystander:
+// internal/cmd/experiment's TestAsIsFlags).
+func TestAsIsPlan(t *testing.T) {
+	o := opts(t, func(o *Options) {
+		o.Targets, o.Servers, o.Phases, o.Conc = []Target{{Name: "svc", URL: "http://127.0.0.1:8090"}}, []string{"pool"}, []string{"sweep", "stall"}, []int{4, 16}
+		o.Load, o.Bystander = "POST /login", "GET /health"
+	})
 	p := BuildPlan(o)
 	want := []string{"sweep-svc-c1", "sweep-pool-c4", "sweep-svc-c4", "sweep-pool-c16", "sweep-svc-c16",
 		"stall-pool-k0", "stall-pool-k4", "stall-svc-k0", "stall-svc-k4"}
@@ -97,11 +36,11 @@ func TestAsIsFlags(t *testing.T) {
 	// Given its profiler, its top step is measured again, watched, right
 	// after it, its warm-up the run's (a trace starts at once; a JVM's
 	// Flight Recorder does not: TestAsIsNetty).
-	ow, err := ParseFlags([]string{"--target", "svc=http://127.0.0.1:8090,pprof=http://127.0.0.1:6060", "--servers=", "--phases", "sweep", "--conc", "4,16",
-		"--load", "POST /login", "--bystander", "GET /health"}, io.Discard, now)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ow := opts(t, func(o *Options) {
+		o.Targets = []Target{{Name: "svc", URL: "http://127.0.0.1:8090", Pprof: "http://127.0.0.1:6060"}}
+		o.Servers, o.Phases, o.Conc = nil, []string{"sweep"}, []int{4, 16}
+		o.Load, o.Bystander = "POST /login", "GET /health"
+	})
 	pw := BuildPlan(ow)
 	if got, want := ids(pw), []string{"sweep-svc-c1", "sweep-svc-c4", "sweep-svc-c16", "sweep-svc-c16-watched"}; !slices.Equal(got, want) {
 		t.Fatalf("steps %v\nwant %v", got, want)
@@ -168,8 +107,10 @@ func TestTargetAsIs(t *testing.T) {
 	// pprof= names a listener that answers no trace (the service's own,
 	// which answers 404): the watched step says so in one line and the run
 	// goes on.
-	out, run, stdout := runTargets(t, "--phases", "sweep,stall", "--conc", "3", "--target", "svc="+srv.URL+",pprof="+srv.URL,
-		"--load", "POST /login", "--bystander", "GET /health")
+	out, run, stdout := runTargets(t, func(o *Options) {
+		o.Phases, o.Conc, o.Targets = []string{"sweep", "stall"}, []int{3}, []Target{{Name: "svc", URL: srv.URL, Pprof: srv.URL}}
+		o.Load, o.Bystander = "POST /login", "GET /health"
+	})
 	said := stdout.String()
 	for _, line := range []string{"as it is", "the stall phase skips it: it needs the protocol", "loop placement by X-Loop is skipped"} {
 		if !strings.Contains(said, line) {
@@ -252,11 +193,11 @@ func TestTargetAsIs(t *testing.T) {
 func TestTargetAsIsRefused(t *testing.T) {
 	_, srv := startService(t, 0)
 	out := filepath.Join(t.TempDir(), "run")
-	o, err := ParseFlags([]string{"--quick", "--servers=", "--target", "svc=" + srv.URL, "--load", "POST /logon", "--bystander", "GET /health",
-		"--out", out, "--bin", kit(t)}, io.Discard, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
+	o := opts(t, func(o *Options) {
+		quick(o)
+		o.Servers, o.Targets, o.Load, o.Bystander = nil, []Target{{Name: "svc", URL: srv.URL}}, "POST /logon", "GET /health"
+		o.Out, o.Bin = out, kit(t)
+	})
 	var stdout, stderr bytes.Buffer
 	if code := runCode(context.Background(), o, &stdout, &stderr); code != 2 {
 		t.Fatalf("exit %d, want 2\n%s%s", code, stdout.String(), stderr.String())
@@ -281,11 +222,11 @@ func TestTargetAsIsCloses(t *testing.T) {
 	}))
 	defer srv.Close()
 	out := filepath.Join(t.TempDir(), "run")
-	o, err := ParseFlags([]string{"--quick", "--servers=", "--target", "svc=" + srv.URL, "--load", "GET /a", "--bystander", "GET /b",
-		"--out", out, "--bin", kit(t)}, io.Discard, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
+	o := opts(t, func(o *Options) {
+		quick(o)
+		o.Servers, o.Targets, o.Load, o.Bystander = nil, []Target{{Name: "svc", URL: srv.URL}}, "GET /a", "GET /b"
+		o.Out, o.Bin = out, kit(t)
+	})
 	var stdout, stderr bytes.Buffer
 	if code := runCode(context.Background(), o, &stdout, &stderr); code != 2 {
 		t.Fatalf("exit %d, want 2\n%s%s", code, stdout.String(), stderr.String())
@@ -313,7 +254,10 @@ func TestTargetAsIsAnswersFail(t *testing.T) {
 		fmt.Fprintln(w, "ok")
 	}))
 	defer srv.Close()
-	out, run, stdout := runTargets(t, "--phases", "sweep", "--conc", "2", "--target", "svc="+srv.URL, "--load", "POST /login", "--bystander", "GET /health")
+	out, run, stdout := runTargets(t, func(o *Options) {
+		o.Phases, o.Conc, o.Targets = []string{"sweep"}, []int{2}, []Target{{Name: "svc", URL: srv.URL}}
+		o.Load, o.Bystander = "POST /login", "GET /health"
+	})
 	for _, m := range run.Measurements {
 		if m.Status != "ok" || m.LoadFile == "" {
 			t.Fatalf("%s: %s: %s", m.ID, m.Status, m.Reason)

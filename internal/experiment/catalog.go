@@ -22,6 +22,9 @@ var kitServers = []kitServer{
 // LoopEngines are the loop server's engines, --engines' names.
 var LoopEngines = []string{"gnet", "evio", "nbio"}
 
+// KitServers are the names --servers takes, in the catalogue's order.
+func KitServers() []string { return kitServerNames() }
+
 func kitServerNames() []string {
 	var out []string
 	for _, k := range kitServers {

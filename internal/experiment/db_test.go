@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"maps"
 	"os"
@@ -58,11 +57,11 @@ func TestPostgresMode(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "run")
 	// Two loops: the stall's k = 1, 2 say as much as four would, in half
 	// the steps.
-	o, err := ParseFlags([]string{"--quick", "--duration", "1s", "--warmup", "300ms", "--out", out, "--bin", bin, "--block-mode", "postgres",
-		"--phases", "sweep,stall,cliff,slip", "--conc", "16", "--loops", "2"}, os.Stderr, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
+	o := opts(t, func(o *Options) {
+		quick(o)
+		o.Duration, o.Warmup, o.Out, o.Bin, o.BlockMode = time.Second, ms(300), out, bin, "postgres"
+		o.Phases, o.Conc, o.Loops = []string{"sweep", "stall", "cliff", "slip"}, []int{16}, 2
+	})
 	var stdout bytes.Buffer
 	watch := watchSecrets()
 	if code := runCode(context.Background(), o, &stdout, &stdout); code != 0 {
@@ -211,10 +210,10 @@ func TestPostgresInterrupted(t *testing.T) {
 func TestPostgresRefused(t *testing.T) {
 	bin := kit(t)
 	out := filepath.Join(t.TempDir(), "run")
-	o, err := ParseFlags([]string{"--quick", "--out", out, "--bin", bin, "--block-mode", "postgres", "--pg-url", "postgres://nobody@127.0.0.1:1/db"}, os.Stderr, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
+	o := opts(t, func(o *Options) {
+		quick(o)
+		o.Out, o.Bin, o.BlockMode, o.PGURL = out, bin, "postgres", "postgres://nobody@127.0.0.1:1/db"
+	})
 	var stdout, stderr bytes.Buffer
 	if code := runCode(context.Background(), o, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), "run.sh: --pg-url: ") {
 		t.Errorf("exit %d, stderr %q", code, stderr.String())
@@ -222,9 +221,13 @@ func TestPostgresRefused(t *testing.T) {
 	if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("a refused run left %s: %v", out, err)
 	}
-	for _, args := range [][]string{{"--db-pool", "5"}, {"--pg-url", "postgres://u@127.0.0.1:5432/db"}, {"--block-mode", "postgres", "--db-pool", "0"}} {
-		if _, err := ParseFlags(args, io.Discard, time.Now()); err == nil {
-			t.Errorf("%v accepted", args)
+	for _, edit := range []func(o *Options){
+		func(o *Options) { o.DBPool = 5 },
+		func(o *Options) { o.PGURL = "postgres://u@127.0.0.1:5432/db" },
+		func(o *Options) { o.BlockMode, o.DBPool = "postgres", 0 },
+	} {
+		if o, err := tryOpts(edit); err == nil {
+			t.Errorf("mode %s, --pg-url %q, --db-pool %d accepted", o.BlockMode, o.PGURL, o.DBPool)
 		}
 	}
 }
@@ -368,7 +371,7 @@ func TestPGURLFlags(t *testing.T) {
 		if tc.remote {
 			args = append(args, "--allow-remote")
 		}
-		_, err := ParseFlags(args, io.Discard, time.Now())
+		_, err := tryOpts(func(o *Options) { o.BlockMode, o.PGURL, o.AllowRemote = "postgres", tc.url, tc.remote })
 		switch {
 		case tc.want == "" && err != nil:
 			t.Errorf("%v: %v", args, err)
@@ -405,11 +408,11 @@ func pgURLPassword(t *testing.T, inEnv bool) {
 	}
 	bin := kit(t)
 	out := filepath.Join(t.TempDir(), "run")
-	o, err := ParseFlags([]string{"--quick", "--duration", "500ms", "--warmup", "200ms", "--out", out, "--bin", bin, "--block-mode", "postgres",
-		"--pg-url", db.URL(), "--servers", "loop,pool", "--phases", "sweep", "--conc", "4"}, os.Stderr, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
+	o := opts(t, func(o *Options) {
+		quick(o)
+		o.Duration, o.Warmup, o.Out, o.Bin, o.BlockMode, o.PGURL = ms(500), ms(200), out, bin, "postgres", db.URL()
+		o.Servers, o.Phases, o.Conc = []string{"loop", "pool"}, []string{"sweep"}, []int{4}
+	})
 	var stdout bytes.Buffer
 	watch := watchSecrets()
 	if code := runCode(context.Background(), o, &stdout, &stdout); code != 0 {
@@ -428,11 +431,11 @@ func TestPostgresTooManyClients(t *testing.T) {
 	db := wiretest.PostgresWith(t, pgrun.Options{MaxConnections: 4})
 	bin := kit(t)
 	out := filepath.Join(t.TempDir(), "run")
-	o, err := ParseFlags([]string{"--quick", "--out", out, "--bin", bin, "--block-mode", "postgres", "--pg-url", db.URL(), "--db-pool", "10",
-		"--servers", "pool", "--phases", "sweep", "--conc", "4"}, os.Stderr, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
+	o := opts(t, func(o *Options) {
+		quick(o)
+		o.Out, o.Bin, o.BlockMode, o.PGURL, o.DBPool = out, bin, "postgres", db.URL(), 10
+		o.Servers, o.Phases, o.Conc = []string{"pool"}, []string{"sweep"}, []int{4}
+	})
 	var stdout bytes.Buffer
 	start := time.Now()
 	if code := runCode(context.Background(), o, &stdout, &stdout); code != 1 {

@@ -6,8 +6,11 @@
 //
 // The run is a pipeline, read in this order:
 //
-//   - flags.go and validate.go: run.sh's flags read into Options
-//     (options.go), the typed input of everything after.
+//   - options.go and validate.go: Options, the typed input of everything
+//     after: Defaults, a run with no flags, and Validate, what is wrong
+//     with a set of them, whatever built it. run.sh's flags are read into
+//     them by the command, internal/cmd/experiment (its flags.go); the
+//     package's tests build them by fields.
 //   - plan.go: BuildPlan, the Plan as a pure value of the Options: the
 //     steps, in order, each with its server, callers and durations
 //     (testdata/plan-default.golden is the default's, TestPlanGolden);

@@ -146,10 +146,12 @@ func noOrphans(t *testing.T, run *results.Run) {
 	}
 }
 
-// customArgs gives every parameter a caption or heading states a value
+// custom gives every parameter a caption or heading states a value
 // other than its default.
-var customArgs = []string{"--loops", "3", "--slots", "40", "--block", "8ms", "--stall-block", "60ms", "--delay", "7ms",
-	"--probe-interval", "30ms", "--conc", "6", "--trace-callers", "5", "--block-mode", "sleep"}
+func custom(o *Options) {
+	o.Loops, o.Slots, o.Block, o.StallBlock, o.Delay = 3, 40, blk(8), blk(60), ms(7)
+	o.ProbeInterval, o.Conc, o.TraceCallers, o.BlockMode = ms(30), []int{6}, 5, "sleep"
+}
 
 // defaultsStated finds a default value stated in text: the block, the
 // stall block, loops, slots, the probe interval, the /async delay, the
@@ -162,10 +164,11 @@ var defaultsStated = regexp.MustCompile(`(^|[^0-9.])(5 ?ms|100 ?ms|50 ?ms|4 (eve
 func TestQuickRun(t *testing.T) {
 	bin := kit(t)
 	out := filepath.Join(t.TempDir(), "run")
-	o, err := ParseFlags(append([]string{"--quick", "--duration", "1s", "--warmup", "200ms", "--out", out, "--bin", bin}, customArgs...), os.Stderr, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
+	o := opts(t, func(o *Options) {
+		quick(o)
+		o.Duration, o.Warmup, o.Out, o.Bin = time.Second, ms(200), out, bin
+		custom(o)
+	})
 	var stdout bytes.Buffer
 	start := time.Now()
 	code := runCode(context.Background(), o, &stdout, &stdout)
@@ -332,10 +335,10 @@ func TestStallBusyMachine(t *testing.T) {
 	bin := kit(t)
 	wiretest.Noisy(t, filepath.Join(bin, "noisy"), 4, 2*time.Minute)
 	out := filepath.Join(t.TempDir(), "run")
-	o, err := ParseFlags([]string{"--quick", "--phases", "stall", "--servers", "loop,pool", "--stall-block", "40ms", "--out", out, "--bin", bin}, os.Stderr, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
+	o := opts(t, func(o *Options) {
+		quick(o)
+		o.Phases, o.Servers, o.StallBlock, o.Out, o.Bin = []string{"stall"}, []string{"loop", "pool"}, blk(40), out, bin
+	})
 	var stdout bytes.Buffer
 	if code := runCode(context.Background(), o, &stdout, &stdout); code != 0 {
 		t.Fatalf("exit %d\n%s", code, stdout.String())
@@ -403,10 +406,10 @@ func detectorMatches(t *testing.T, f *findings.Findings) {
 func TestStallDetectorEvio(t *testing.T) {
 	bin := kit(t)
 	out := filepath.Join(t.TempDir(), "run")
-	o, err := ParseFlags([]string{"--quick", "--phases", "stall", "--servers", "loop", "--engines", "evio", "--out", out, "--bin", bin}, os.Stderr, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
+	o := opts(t, func(o *Options) {
+		quick(o)
+		o.Phases, o.Servers, o.Engines, o.Out, o.Bin = []string{"stall"}, []string{"loop"}, []string{"evio"}, out, bin
+	})
 	var stdout bytes.Buffer
 	if code := runCode(context.Background(), o, &stdout, &stdout); code != 0 {
 		t.Fatalf("exit %d\n%s", code, stdout.String())
@@ -526,10 +529,10 @@ func TestPinned(t *testing.T) {
 	}
 	bin := kit(t)
 	out := filepath.Join(t.TempDir(), "run")
-	o, err := ParseFlags([]string{"--quick", "--phases", "sweep", "--servers", "loop", "--conc", "4", "--pin", "--out", out, "--bin", bin}, os.Stderr, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
+	o := opts(t, func(o *Options) {
+		quick(o)
+		o.Phases, o.Servers, o.Conc, o.Pin, o.Out, o.Bin = []string{"sweep"}, []string{"loop"}, []int{4}, true, out, bin
+	})
 	var stdout bytes.Buffer
 	if code := runCode(context.Background(), o, &stdout, &stdout); code != 0 {
 		t.Fatalf("exit %d\n%s", code, stdout.String())
@@ -560,10 +563,10 @@ func TestServerDies(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := filepath.Join(t.TempDir(), "run")
-	o, err := ParseFlags([]string{"--quick", "--phases", "sweep", "--conc", "4", "--duration", "2s", "--out", out, "--bin", bin}, os.Stderr, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
+	o := opts(t, func(o *Options) {
+		quick(o)
+		o.Phases, o.Conc, o.Duration, o.Out, o.Bin = []string{"sweep"}, []int{4}, 2*time.Second, out, bin
+	})
 	var stdout bytes.Buffer
 	if code := runCode(context.Background(), o, &stdout, &stdout); code != 1 {
 		t.Fatalf("exit %d, want 1: a measurement failed, and the run went on\n%s", code, stdout.String())
@@ -599,11 +602,11 @@ func TestStallStarvedServer(t *testing.T) {
 	wiretest.Noisy(t, filepath.Join(bin, "noisy"), 12, 3*time.Minute)
 	time.Sleep(time.Second) // the neighbours at work
 	out := filepath.Join(t.TempDir(), "run")
-	o, err := ParseFlags([]string{"--quick", "--phases", "stall", "--servers=", "--stall-block", "40ms", "--out", out, "--bin", bin,
-		"--target", fmt.Sprintf("starved=http://%s,loops=2,pid=%d", addr, server.Process.Pid)}, os.Stderr, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
+	o := opts(t, func(o *Options) {
+		quick(o)
+		o.Phases, o.Servers, o.StallBlock, o.Out, o.Bin = []string{"stall"}, nil, blk(40), out, bin
+		o.Targets = []Target{{Name: "starved", URL: "http://" + addr, Loops: 2, PID: server.Process.Pid}}
+	})
 	var stdout bytes.Buffer
 	runCode(context.Background(), o, &stdout, &stdout)
 	f, err := findings.Read(out)

@@ -3,7 +3,6 @@ package experiment
 import (
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,15 +19,15 @@ var update = flag.Bool("update", false, "rewrite the plans' goldens in testdata"
 func TestPlanGolden(t *testing.T) {
 	for _, tc := range []struct {
 		golden string
-		args   []string
+		edit   func(o *Options)
 	}{
-		{"plan-default.golden", nil},
-		{"plan-stage.golden", []string{"--stage"}},
+		{"plan-default.golden", func(*Options) {}},
+		{"plan-stage.golden", onStage},
 	} {
-		o, err := ParseFlags(append(tc.args, "--bin", "/kit/bin"), io.Discard, time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
-		if err != nil {
-			t.Fatal(err)
-		}
+		o := opts(t, func(o *Options) {
+			tc.edit(o)
+			o.Bin, o.Out = "/kit/bin", DefaultOut("/kit/bin", time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+		})
 		got := planText(BuildPlan(o))
 		path := filepath.Join("testdata", tc.golden)
 		if *update {
@@ -42,7 +41,7 @@ func TestPlanGolden(t *testing.T) {
 			t.Fatalf("%v (go test -run TestPlanGolden -update writes it)", err)
 		}
 		if got != string(want) {
-			t.Errorf("the plan of %q is not %s (go test -run TestPlanGolden -update rewrites it once the change is meant):\n%s", tc.args, path, lineDiff(string(want), got))
+			t.Errorf("the plan is not %s (go test -run TestPlanGolden -update rewrites it once the change is meant):\n%s", path, lineDiff(string(want), got))
 		}
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -24,10 +23,9 @@ import (
 // label and figure (or why it failed), the run's own lines between them,
 // and the time left going down to 0.
 func TestProgressObserver(t *testing.T) {
-	o, err := ParseFlags([]string{"--servers", "loop,pool", "--phases", "sweep,stall", "--conc", "4", "--loops", "2"}, io.Discard, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
+	o := opts(t, func(o *Options) {
+		o.Servers, o.Phases, o.Conc, o.Loops = []string{"loop", "pool"}, []string{"sweep", "stall"}, []int{4}, 2
+	})
 	plan := BuildPlan(o)
 	var out bytes.Buffer
 	p := newProgress(&out, plan) // not a terminal: plain lines
@@ -115,10 +113,7 @@ type stageEvent struct {
 // the call (the file loadgen watches made, removed at the step's end)
 // instead of going to the slides.
 func TestStageObserver(t *testing.T) {
-	o, err := ParseFlags([]string{"--stage", "--servers", "loop,pool", "--loops", "2"}, io.Discard, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
+	o := opts(t, func(o *Options) { onStage(o); o.Servers, o.Loops = []string{"loop", "pool"}, 2 })
 	dir := t.TempDir()
 	if err := os.Mkdir(filepath.Join(dir, "slip"), 0o755); err != nil {
 		t.Fatal(err)

@@ -6,9 +6,12 @@ import (
 	"github.com/bystander-kit/bystander/internal/conform"
 	"github.com/bystander-kit/bystander/internal/request"
 	"github.com/bystander-kit/bystander/internal/results"
+	"github.com/bystander-kit/bystander/internal/serverflags"
 )
 
-// Options are run.sh's flags.
+// Options are the run's typed input, run.sh's flags read (by the command,
+// internal/cmd/experiment): Defaults are a run with no flags, and Validate
+// says what is wrong with a set of them, whatever built it.
 type Options struct {
 	Block      results.Block
 	StallBlock results.Block
@@ -43,7 +46,10 @@ type Options struct {
 	Load, Bystander string
 	Phases          []string
 	Out             string
-	Overwrite       bool
+	// OutFresh: Out is the default (DefaultOut), results/<UTC timestamp>,
+	// made new by the run (another run's of the same second taken: <ts>-2).
+	OutFresh  bool
+	Overwrite bool
 	// SweepEndpoint is what the sweep loads: /slow, or /offload to measure
 	// the fix across concurrencies (and compare the runs).
 	SweepEndpoint string
@@ -78,10 +84,31 @@ type Options struct {
 	// dbDied says how the private instance ended when it died under the
 	// run (nil while it runs; nil func for the user's, not watched).
 	dbDied func() error
-	// outDefault: Out is the default, results/<UTC timestamp>, made new
-	// by the run (another run's of the same second taken: <ts>-2).
-	outDefault bool
 }
+
+// Defaults are the Options of a run with no flags, Out aside (DefaultOut,
+// of the moment the run starts). The defaults that follow others are
+// TraceCallersPerLoop per loop and SlipTimes the block; --quick's
+// durations are QuickDuration and QuickWarmup, and half of JVMWarmup.
+func Defaults() Options {
+	return Options{
+		Block: results.Block(5 * time.Millisecond), StallBlock: results.Block(100 * time.Millisecond), BlockMode: "syscall", Delay: 5 * time.Millisecond,
+		DBPool: serverflags.DefaultDBPool, Loops: 4, Slots: 200, ProbeInterval: 50 * time.Millisecond,
+		Conc: []int{4, 16, 64}, Duration: 5 * time.Second, Warmup: time.Second, SweepEndpoint: "/slow",
+		Engines: []string{"gnet"}, Servers: []string{"loop", "pool"}, Phases: Phases(),
+		Repeat: 1, AutoWait: AutoWait, StageAddr: "127.0.0.1:8300", JVMWarmup: JVMWarmup, Bin: "bin", Args: []string{},
+		TraceCallers: TraceCallersPerLoop * 4, SlipBlock: SlipTimes * results.Block(5*time.Millisecond),
+	}
+}
+
+// The defaults that follow others: the trace's callers per loop, how many
+// times the block the slip slows the call to, and --quick's durations.
+const (
+	TraceCallersPerLoop = 2
+	SlipTimes           = 10
+	QuickDuration       = 1500 * time.Millisecond
+	QuickWarmup         = 300 * time.Millisecond
+)
 
 // Target is a server the user started and names with --target
 // NAME=URL[,loops=N|,workers=N][,offload=N][,pid=N][,pprof=URL].

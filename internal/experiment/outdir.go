@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/bystander-kit/bystander/internal/results"
 	"github.com/bystander-kit/bystander/internal/words"
@@ -25,13 +26,19 @@ type outDir struct {
 // newOutDir makes the run directory: --out as prepareOut says, or the
 // default results/<UTC timestamp>, made new by this run alone (freshDir).
 func newOutDir(o Options) (*outDir, error) {
-	if o.outDefault {
+	if o.OutFresh {
 		path, err := freshDir(o.Out)
 		return &outDir{path: path, made: err == nil}, err
 	}
 	_, statErr := os.Stat(o.Out)
 	d := &outDir{path: o.Out, made: errors.Is(statErr, fs.ErrNotExist)}
 	return d, prepareOut(o.Out, o.Overwrite)
+}
+
+// DefaultOut is the run directory when none is given: results/<UTC
+// timestamp of now> beside the kit's bin directory (Options.OutFresh).
+func DefaultOut(bin string, now time.Time) string {
+	return filepath.Join(filepath.Dir(abs(bin)), "results", now.UTC().Format("20060102T150405Z"))
 }
 
 // freshDir makes base, or base-2, base-3 ... when taken, and returns the

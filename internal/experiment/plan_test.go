@@ -1,10 +1,8 @@
 package experiment
 
 import (
-	"io"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -28,29 +26,28 @@ func ids(p Plan) []string {
 func TestPlan(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		args []string
+		edit func(o *Options)
 		want []string
 	}{
-		{"sweep only", []string{"--phases", "sweep", "--conc", "4,16"},
+		{"sweep only", func(o *Options) { o.Phases, o.Conc = []string{"sweep"}, []int{4, 16} },
 			[]string{"sweep-loop-gnet-c4", "sweep-pool-c4", "sweep-loop-gnet-c16", "sweep-pool-c16"}},
-		{"both engines", []string{"--phases", "sweep", "--conc", "8", "--engines", "gnet,evio", "--servers", "loop"},
-			[]string{"sweep-loop-gnet-c8", "sweep-loop-evio-c8"}},
-		{"stall", []string{"--phases", "stall"},
+		{"both engines", func(o *Options) {
+			o.Phases, o.Conc, o.Engines, o.Servers = []string{"sweep"}, []int{8}, []string{"gnet", "evio"}, []string{"loop"}
+		}, []string{"sweep-loop-gnet-c8", "sweep-loop-evio-c8"}},
+		{"stall", func(o *Options) { o.Phases = []string{"stall"} },
 			[]string{"stall-loop-gnet-k0", "stall-loop-gnet-k1", "stall-loop-gnet-k2", "stall-loop-gnet-k3", "stall-loop-gnet-k4", "stall-pool-k0", "stall-pool-k4"}},
-		{"offload at the highest concurrency", []string{"--phases", "offload", "--conc", "16,64,4"},
+		{"offload at the highest concurrency", func(o *Options) { o.Phases, o.Conc = []string{"offload"}, []int{16, 64, 4} },
 			[]string{"offload-loop-gnet-blocking", "offload-loop-gnet-offloaded", "offload-pool-pool"}},
-		{"the published experiment's servers, in the catalogue's order", []string{"--phases", "sweep,offload", "--conc", "8", "--servers", "tomcat,netty,pool"},
-			[]string{"sweep-pool-c8", "sweep-netty-c8", "sweep-tomcat-c8", "offload-pool-pool", "offload-netty-blocking", "offload-netty-offloaded", "offload-tomcat-pool"}},
-		{"trace and cliff", []string{"--phases", "trace,cliff"},
+		{"the published experiment's servers, in the catalogue's order", func(o *Options) {
+			o.Phases, o.Conc, o.Servers = []string{"sweep", "offload"}, []int{8}, []string{"tomcat", "netty", "pool"}
+		}, []string{"sweep-pool-c8", "sweep-netty-c8", "sweep-tomcat-c8", "offload-pool-pool", "offload-netty-blocking", "offload-netty-offloaded", "offload-tomcat-pool"}},
+		{"trace and cliff", func(o *Options) { o.Phases = []string{"trace", "cliff"} },
 			[]string{"trace-loop-gnet", "trace-pool", "cliff-pool-64pct", "cliff-pool-100pct", "cliff-pool-150pct"}},
-		{"no pool, no cliff", []string{"--phases", "cliff,sweep", "--servers", "loop", "--conc", "4"},
+		{"no pool, no cliff", func(o *Options) { o.Phases, o.Servers, o.Conc = []string{"cliff", "sweep"}, []string{"loop"}, []int{4} },
 			[]string{"sweep-loop-gnet-c4"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			o, err := ParseFlags(tc.args, io.Discard, now)
-			if err != nil {
-				t.Fatal(err)
-			}
+			o := opts(t, tc.edit)
 			if got := ids(BuildPlan(o)); !slices.Equal(got, tc.want) {
 				t.Fatalf("steps %v\nwant %v", got, tc.want)
 			}
@@ -59,10 +56,7 @@ func TestPlan(t *testing.T) {
 }
 
 func TestPlanDetails(t *testing.T) {
-	o, err := ParseFlags([]string{"--block=5ms", "--conc=4,16,64"}, io.Discard, now)
-	if err != nil {
-		t.Fatal(err)
-	}
+	o := opts(t, func(o *Options) { o.Block, o.Conc = blk(5), []int{4, 16, 64} })
 	p := BuildPlan(o)
 	if wd, _ := os.Getwd(); o.Out != filepath.Join(filepath.Dir(wd), "experiment", "results", "20261130T080000Z") && o.Out != filepath.Join(wd, "results", "20261130T080000Z") {
 		t.Errorf("default out %q: want results/20261130T080000Z beside the bin directory", o.Out)
@@ -102,18 +96,8 @@ func TestPlanDetails(t *testing.T) {
 			t.Errorf("plan description lacks %q:\n%s", want, sb.String())
 		}
 	}
-	if a, _ := ParseFlags([]string{"--bin", "bin", "--conc=4", "--bin=x"}, io.Discard, now); !slices.Equal(a.Args, []string{"--conc=4"}) {
-		t.Errorf("recorded args %v", a.Args)
-	}
-	q, _ := ParseFlags([]string{"--quick"}, io.Discard, now)
-	if q.Duration >= o.Duration || q.Warmup >= o.Warmup {
-		t.Errorf("--quick: duration %s warm-up %s", q.Duration, q.Warmup)
-	}
 	// Other loops and slots shape the stall, trace and cliff phases.
-	c, err := ParseFlags([]string{"--loops", "3", "--slots", "40"}, io.Discard, now)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := opts(t, func(o *Options) { o.Loops, o.Slots = 3, 40 })
 	var ks, cliff []int
 	for _, s := range BuildPlan(c).Steps {
 		switch {
@@ -128,10 +112,6 @@ func TestPlanDetails(t *testing.T) {
 	if !slices.Equal(ks, []int{0, 1, 2, 3}) || !slices.Equal(cliff, []int{25, 40, 60}) {
 		t.Errorf("3 loops, 40 slots: stall k %v, cliff callers %v", ks, cliff)
 	}
-	q, _ = ParseFlags([]string{"--quick", "--duration", "3s"}, io.Discard, now)
-	if q.Duration != 3*time.Second {
-		t.Errorf("--quick overrode an explicit --duration: %s", q.Duration)
-	}
 }
 
 // TestStepIDsUnique: every step of every server, the kit's and targets of
@@ -139,11 +119,11 @@ func TestPlanDetails(t *testing.T) {
 // file or a row (a pool-kind target beside the pool once shared
 // "offload-pool").
 func TestStepIDsUnique(t *testing.T) {
-	o, err := ParseFlags([]string{"--servers", "loop,pool,netty,tomcat", "--engines", "gnet,evio",
-		"--target", "mypool=http://127.0.0.1:1,workers=50", "--target", "myloop=http://127.0.0.1:2,loops=2", "--target", "other=http://127.0.0.1:3"}, io.Discard, now)
-	if err != nil {
-		t.Fatal(err)
-	}
+	o := opts(t, func(o *Options) {
+		o.Servers, o.Engines = []string{"loop", "pool", "netty", "tomcat"}, []string{"gnet", "evio"}
+		o.Targets = []Target{{Name: "mypool", URL: "http://127.0.0.1:1", Workers: 50}, {Name: "myloop", URL: "http://127.0.0.1:2", Loops: 2},
+			{Name: "other", URL: "http://127.0.0.1:3"}}
+	})
 	for i := range o.Targets { // as resolve would
 		tg := &o.Targets[i]
 		tg.Server = Server{Name: tg.Name, External: true, Kind: "other"}
@@ -171,22 +151,6 @@ func TestStepIDsUnique(t *testing.T) {
 	}
 	if len(servers["offload"]) != 8 || len(servers["cliff"]) != 3 {
 		t.Errorf("offload measures %v, cliff %v", servers["offload"], servers["cliff"])
-	}
-}
-
-func TestBadFlags(t *testing.T) {
-	for _, args := range [][]string{
-		{"--block=0"}, {"--block=-5ms"}, {"--block=fast"}, {"--block=11s"},
-		{"--conc=4,x"}, {"--conc=0"}, {"--conc="}, {"--conc=4,4"},
-		{"--engines=netty"}, {"--servers=loop,jetty"}, {"--phases=sweep,nap"}, {"--phases="},
-		{"--duration=100ms"}, {"--warmup=-1s"}, {"--repeat=0"}, {"--repeat=21"},
-		{"--stall-block=0s"}, {"extra"}, {"--nope"},
-		{"--block-mode=nap"}, {"--loops=0"}, {"--loops=65"}, {"--slots=0"}, {"--delay=-1ms"}, {"--probe-interval=0s"},
-		{"--trace-callers=0"}, {"--slots=6667"}, {"--slots=10000"}, {"--slip-block=0"}, {"--slip-block=11s"}, {"--slip-block=-50ms"},
-	} {
-		if _, err := ParseFlags(args, io.Discard, now); err == nil {
-			t.Errorf("%v accepted", args)
-		}
 	}
 }
 
@@ -274,10 +238,7 @@ func TestResultsDirPerRun(t *testing.T) {
 	base := filepath.Join(filepath.Dir(bin), "results", now.UTC().Format("20060102T150405Z"))
 	var got []string
 	for i := range 3 {
-		o, err := ParseFlags([]string{"--bin", bin}, io.Discard, now)
-		if err != nil {
-			t.Fatal(err)
-		}
+		o := opts(t, func(o *Options) { o.Bin = bin })
 		d, err := newOutDir(o)
 		if err != nil {
 			t.Fatal(err)
@@ -296,7 +257,7 @@ func TestResultsDirPerRun(t *testing.T) {
 		}
 	}
 	// Eight at once: eight directories, none shared.
-	o, _ := ParseFlags([]string{"--bin", bin}, io.Discard, now.Add(time.Second))
+	o := opts(t, func(o *Options) { o.Bin, o.Out, o.OutFresh = bin, DefaultOut(bin, now.Add(time.Second)), true })
 	paths := make([]string, 8)
 	var wg sync.WaitGroup
 	for i := range paths {
@@ -318,7 +279,7 @@ func TestResultsDirPerRun(t *testing.T) {
 	if err := os.Mkdir(given, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	o, _ = ParseFlags([]string{"--bin", bin, "--out", given}, io.Discard, now)
+	o = opts(t, func(o *Options) { o.Bin, o.Out = bin, given })
 	if d, err := newOutDir(o); err != nil || d.path != given {
 		t.Errorf("--out %s (empty): %v, %v", given, d, err)
 	}
@@ -326,7 +287,7 @@ func TestResultsDirPerRun(t *testing.T) {
 
 // TestUnfinished: run.json is written as unfinished until the run ends.
 func TestUnfinished(t *testing.T) {
-	o, _ := ParseFlags([]string{"--phases", "sweep"}, io.Discard, now)
+	o := opts(t, func(o *Options) { o.Phases = []string{"sweep"} })
 	if r := newRun(BuildPlan(o), now); !r.Partial || !strings.Contains(r.PartialReason, "unfinished") {
 		t.Fatalf("a new run.json: partial %v %q", r.Partial, r.PartialReason)
 	}
@@ -336,11 +297,8 @@ func TestUnfinished(t *testing.T) {
 // (with the same step IDs, so report --compare matches them to a /slow
 // run's) and nothing else changes.
 func TestSweepEndpoint(t *testing.T) {
-	o, err := ParseFlags([]string{"--sweep-endpoint", "/offload"}, io.Discard, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	slow, _ := ParseFlags(nil, io.Discard, time.Now())
+	o := opts(t, func(o *Options) { o.SweepEndpoint = "/offload" })
+	slow := opts(t, nil)
 	a, b := BuildPlan(slow), BuildPlan(o)
 	if len(a.Steps) != len(b.Steps) {
 		t.Fatalf("%d steps against %d", len(b.Steps), len(a.Steps))
@@ -354,7 +312,7 @@ func TestSweepEndpoint(t *testing.T) {
 			t.Errorf("%s %s, want %s %s", s.ID, s.Endpoint, a.Steps[i].ID, want)
 		}
 	}
-	if _, err := ParseFlags([]string{"--sweep-endpoint", "/fast"}, io.Discard, time.Now()); err == nil {
+	if _, err := tryOpts(func(o *Options) { o.SweepEndpoint = "/fast" }); err == nil {
 		t.Error("--sweep-endpoint /fast accepted")
 	}
 }
@@ -382,48 +340,14 @@ func diffList(before, after []string) []string {
 	return gone
 }
 
-// TestOutWhereTheUserStands: a relative --out or --replay is the user's
-// directory's, wherever run.sh lives, and is said whole; the default lands
-// beside the kit's bin directory, as the README says.
-func TestOutWhereTheUserStands(t *testing.T) {
-	runsh, err := filepath.Abs("../../run.sh")
-	if err != nil {
-		t.Fatal(err)
-	}
-	here := t.TempDir()
-	t.Chdir(here)
-	o, err := ParseFlags([]string{"--out", "relrun", "--bin", "/opt/kit/bin"}, io.Discard, now)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := filepath.Join(here, "relrun"); o.Out != want {
-		t.Errorf("--out relrun is %q, want %q", o.Out, want)
-	}
-	o, err = ParseFlags([]string{"--bin", "/opt/kit/bin"}, io.Discard, now)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.HasPrefix(o.Out, "/opt/kit/results/") {
-		t.Errorf("the default --out is %q, want it under /opt/kit/results", o.Out)
-	}
-	// run.sh hands the user's directory over: run from elsewhere, a
-	// relative --replay is looked for where the user stands.
-	cmd := exec.Command(runsh, "--stage", "--replay", "rec")
-	cmd.Dir = here
-	b, err := cmd.CombinedOutput()
-	if want := filepath.Join(here, "rec"); !strings.Contains(string(b), "--replay "+want+":") {
-		t.Errorf("run.sh from %s, --replay rec: %v: %s", here, err, b)
-	}
-}
-
 // TestSlotsTheCliffCanDrive: --slots is bounded by what the cliff can
 // drive (its largest share of the slots in callers, each a connection of
 // one load generator); the bound is said.
 func TestSlotsTheCliffCanDrive(t *testing.T) {
-	if _, err := ParseFlags([]string{"--slots=6666"}, io.Discard, now); err != nil {
+	if _, err := tryOpts(func(o *Options) { o.Slots = 6666 }); err != nil {
 		t.Errorf("--slots=6666: %v", err)
 	}
-	_, err := ParseFlags([]string{"--slots=6667"}, io.Discard, now)
+	_, err := tryOpts(func(o *Options) { o.Slots = 6667 })
 	if err == nil || !strings.Contains(err.Error(), "6666") || !strings.Contains(err.Error(), "cliff") {
 		t.Errorf("--slots=6667: %v", err)
 	}

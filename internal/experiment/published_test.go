@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/bystander-kit/bystander/examples/java"
 	"github.com/bystander-kit/bystander/internal/findings"
@@ -39,9 +38,12 @@ func TestPublishedServers(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "run")
 	// Two loops: Netty's k = 1, 2 stall as four would, in two steps fewer
 	// (each a JVM started and looked at from outside).
-	o, err := ParseFlags([]string{"--quick", "--phases", "stall,offload", "--servers", "pool,netty,tomcat", "--conc", "16", "--loops", "2",
-		"--jvm-warmup", "300ms", // what is asserted does not depend on the JIT
-		"--out", out, "--bin", bin}, os.Stderr, time.Now())
+	o, err := tryOpts(func(o *Options) {
+		quick(o)
+		o.Phases, o.Servers, o.Conc, o.Loops = []string{"stall", "offload"}, []string{"pool", "netty", "tomcat"}, []int{16}, 2
+		o.JVMWarmup = ms(300) // what is asserted does not depend on the JIT
+		o.Out, o.Bin = out, bin
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +102,7 @@ func TestPublishedServers(t *testing.T) {
 func TestNoJava(t *testing.T) {
 	t.Setenv("BYSTANDER_JAVA_JARS", t.TempDir())
 	out := filepath.Join(t.TempDir(), "run")
-	o, err := ParseFlags([]string{"--servers", "loop,netty", "--out", out, "--bin", kit(t)}, os.Stderr, time.Now())
+	o, err := tryOpts(func(o *Options) { o.Servers, o.Out, o.Bin = []string{"loop", "netty"}, out, kit(t) })
 	if err != nil {
 		t.Fatal(err)
 	}

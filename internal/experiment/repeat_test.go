@@ -1,7 +1,6 @@
 package experiment
 
 import (
-	"io"
 	"strings"
 	"testing"
 )
@@ -9,10 +8,7 @@ import (
 // TestRepeat: with --repeat the variants alternate within each repetition.
 // (The tables' medians and spread: internal/findings' TestTablesOfRepeats.)
 func TestRepeat(t *testing.T) {
-	o, err := ParseFlags([]string{"--repeat", "2", "--phases", "sweep", "--conc", "4,16"}, io.Discard, now)
-	if err != nil {
-		t.Fatal(err)
-	}
+	o := opts(t, func(o *Options) { o.Repeat, o.Phases, o.Conc = 2, []string{"sweep"}, []int{4, 16} })
 	run := newRun(BuildPlan(o), now)
 	var order []string
 	for _, m := range run.Measurements {

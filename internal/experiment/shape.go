@@ -1,6 +1,7 @@
 package experiment
 
 import (
+	"slices"
 	"time"
 
 	"github.com/bystander-kit/bystander/internal/findings"
@@ -9,6 +10,9 @@ import (
 
 // The phases, in the order they run.
 var allPhases = findings.Phases
+
+// Phases are the phases a run can measure, in the order they run.
+func Phases() []string { return slices.Clone(allPhases) }
 
 // Server and Step are the run index's types (internal/results).
 type (
@@ -50,6 +54,9 @@ const startDelay = 300 * time.Millisecond
 // stagePhases are what the stage measures; its screens show them in the
 // story's order (screenOf), not the plan's.
 var stagePhases = []string{"sweep", "stall", "offload", "slip"}
+
+// StagePhases are the phases the stage measures (its Options' Phases).
+func StagePhases() []string { return slices.Clone(stagePhases) }
 
 // The stage's six screens.
 const screens = 6

@@ -30,12 +30,9 @@ import (
 
 // startRun runs the experiment in the background and gives its exit
 // status on the channel.
-func startRun(t *testing.T, ctx context.Context, args ...string) (<-chan int, *wiretest.Buffer) {
+func startRun(t *testing.T, ctx context.Context, edit func(o *Options)) (<-chan int, *wiretest.Buffer) {
 	t.Helper()
-	o, err := ParseFlags(args, os.Stderr, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
+	o := opts(t, edit)
 	out := &wiretest.Buffer{}
 	code := make(chan int, 1)
 	go func() { code <- runCode(ctx, o, out, out) }()
@@ -83,8 +80,12 @@ func TestStage(t *testing.T) {
 	addr := wiretest.FreeAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	code, out := startRun(t, ctx, "--stage", "--quick", "--duration", "1s", "--warmup", "200ms", "--conc", "4", "--loops", "2", "--slots", "20",
-		"--stage-addr", addr, "--out", dir, "--bin", bin)
+	code, out := startRun(t, ctx, func(o *Options) {
+		onStage(o)
+		quick(o)
+		o.Duration, o.Warmup, o.Conc, o.Loops, o.Slots = time.Second, ms(200), []int{4}, 2, 20
+		o.StageAddr, o.Out, o.Bin = addr, dir, bin
+	})
 	served(t, addr, out)
 
 	bctx, problems := browsertest.Open(t, chrome, 1600, 900)
@@ -231,7 +232,10 @@ func TestStage(t *testing.T) {
 
 	// The recording, replayed on the same page without servers.
 	raddr := wiretest.FreeAddr(t)
-	rcode, rout := startRun(t, context.Background(), "--stage", "--replay", dir, "--auto", "--stage-addr", raddr, "--bin", bin)
+	rcode, rout := startRun(t, context.Background(), func(o *Options) {
+		onStage(o)
+		o.Replay, o.Auto, o.StageAddr, o.Bin = dir, true, raddr, bin
+	})
 	served(t, raddr, rout)
 	rctx, rproblems := browsertest.Open(t, chrome, 1600, 900)
 	if err := chromedp.Do(rctx, chromedp.Navigate("http://"+raddr+"/"), chromedp.WaitReady("#stage")); err != nil {
@@ -292,13 +296,19 @@ func TestAutoWaitsForAPage(t *testing.T) {
 	}
 	// No page: it says so after --auto-wait, and plays all the same.
 	addr := wiretest.FreeAddr(t)
-	code, out := startRun(t, context.Background(), "--stage", "--replay", dir, "--auto", "--auto-wait", "300ms", "--stage-addr", addr, "--bin", bin)
+	code, out := startRun(t, context.Background(), func(o *Options) {
+		onStage(o)
+		o.Replay, o.Auto, o.AutoWait, o.StageAddr, o.Bin = dir, true, ms(300), addr, bin
+	})
 	if c := <-code; c != 0 || !strings.Contains(out.String(), "no page opened within 300ms") || !strings.Contains(out.String(), "replayed 1 frames") {
 		t.Fatalf("exit %d\n%s", c, out.String())
 	}
 	// A page that opens the frames late: nothing is played before it.
 	addr = wiretest.FreeAddr(t)
-	code, out = startRun(t, context.Background(), "--stage", "--replay", dir, "--auto", "--auto-wait", "1m", "--stage-addr", addr, "--bin", bin)
+	code, out = startRun(t, context.Background(), func(o *Options) {
+		onStage(o)
+		o.Replay, o.Auto, o.AutoWait, o.StageAddr, o.Bin = dir, true, time.Minute, addr, bin
+	})
 	served(t, addr, out)
 	time.Sleep(500 * time.Millisecond)
 	if strings.Contains(out.String(), "replaying") {
@@ -314,44 +324,12 @@ func TestAutoWaitsForAPage(t *testing.T) {
 	}
 }
 
-func TestStageFlags(t *testing.T) {
-	for _, tc := range []struct {
-		args []string
-		want string
-	}{
-		{[]string{"--stage"}, ""},
-		{[]string{"--stage", "--auto", "--open", "--stage-addr", "127.0.0.1:0"}, ""},
-		{[]string{"--stage", "--replay", "results/x"}, ""},
-		{[]string{"--auto"}, "go with --stage"},
-		{[]string{"--stage", "--auto-wait", "5s"}, "goes with --auto"},
-		{[]string{"--stage", "--auto", "--auto-wait", "-1s"}, "0 or more"},
-		{[]string{"--stage", "--auto", "--auto-wait", "0"}, ""},
-		{[]string{"--replay", "x"}, "go with --stage"},
-		{[]string{"--stage-addr", "127.0.0.1:1"}, "go with --stage"},
-		{[]string{"--stage", "--repeat", "2"}, "repeat a screen with R"},
-		{[]string{"--stage", "--phases", "sweep"}, "leave --phases out"},
-	} {
-		o, err := ParseFlags(tc.args, &bytes.Buffer{}, time.Now())
-		switch {
-		case tc.want == "" && err != nil:
-			t.Errorf("%v: %v", tc.args, err)
-		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
-			t.Errorf("%v: %v, want %q", tc.args, err, tc.want)
-		case tc.want == "" && !slices.Equal(o.Phases, stagePhases):
-			t.Errorf("%v: phases %v", tc.args, o.Phases)
-		}
-	}
-}
-
 // Every step of the stage's plan is on one of the five screens, each
 // screen has some, screen 3 is exactly one loop blocked per loop server,
 // and screen 4 is a slide per k from 1 up, the loop servers' first; the
 // stage measures no k = 0 (the report's baseline).
 func TestScreens(t *testing.T) {
-	o, err := ParseFlags([]string{"--stage", "--engines", "gnet,evio", "--loops", "3"}, &bytes.Buffer{}, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
+	o := opts(t, func(o *Options) { onStage(o); o.Engines, o.Loops = []string{"gnet", "evio"}, 3 })
 	steps := BuildPlan(o).Steps
 	per := map[int][]string{}
 	for _, s := range steps {
@@ -419,10 +397,11 @@ func TestStageAddrTaken(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		o, err := ParseFlags([]string{"--stage", "--auto", "--quick", "--stage-addr", ln.Addr().String(), "--out", out, "--bin", kit(t)}, os.Stderr, time.Now())
-		if err != nil {
-			t.Fatal(err)
-		}
+		o := opts(t, func(o *Options) {
+			onStage(o)
+			quick(o)
+			o.Auto, o.StageAddr, o.Out, o.Bin = true, ln.Addr().String(), out, kit(t)
+		})
 		var stdout, stderr bytes.Buffer
 		if code := runCode(context.Background(), o, &stdout, &stderr); code != 2 {
 			t.Fatalf("exit %d, want 2\n%s%s", code, stdout.String(), stderr.String())

@@ -20,53 +20,16 @@ import (
 	"github.com/bystander-kit/bystander/internal/wiretest"
 )
 
-func TestTargetFlags(t *testing.T) {
-	for _, tc := range []struct {
-		args []string
-		want string // "" ok, else in the error
-	}{
-		{[]string{"--target", "node=http://127.0.0.1:8090", "--servers="}, ""},
-		{[]string{"--target", "node=http://127.0.0.1:8090/", "--target", "b=http://localhost:1,loops=2,offload=8"}, ""},
-		{[]string{"--target", "node=http://127.0.0.1:8090,workers=10"}, ""},
-		{[]string{"--servers="}, "nothing to measure"},
-		{[]string{"--target", "node"}, "NAME=URL"},
-		{[]string{"--target", "Node=http://127.0.0.1:1"}, "lower-case"},
-		{[]string{"--target", "pool=http://127.0.0.1:1"}, "taken"},
-		{[]string{"--target", "a=http://127.0.0.1:1", "--target", "a=http://127.0.0.1:2"}, "taken"},
-		{[]string{"--target", "a=http://127.0.0.1:1/fast"}, "base URL"},
-		{[]string{"--target", "a=https://127.0.0.1:1"}, "plain http:// port"},
-		{[]string{"--target", "a=http://127.0.0.1:1,loops=0"}, "positive"},
-		{[]string{"--target", "a=http://127.0.0.1:1,threads=4"}, "unknown fact"},
-		{[]string{"--target", "a=http://127.0.0.1:1,loops=2,workers=4"}, "both"},
-		{[]string{"--target", "a=http://10.1.2.3:80"}, "loopback"},
-		{[]string{"--target", "a=http://10.1.2.3:80", "--allow-remote"}, ""},
-		{[]string{"--target", "a=http://10.1.2.3:80,pid=1", "--allow-remote"}, "remote"},
-		{[]string{"--target", "a=http://127.0.0.1:1,pid=4194000"}, "no such process"},
-		{[]string{"--target", "a=http://user:secret@127.0.0.1:1"}, "credentials"},
-		{[]string{"--target", "a=http://user@127.0.0.1:1"}, "credentials"},
-	} {
-		_, err := ParseFlags(tc.args, &bytes.Buffer{}, time.Now())
-		switch {
-		case tc.want == "" && err != nil:
-			t.Errorf("%v: %v", tc.args, err)
-		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
-			t.Errorf("%v: %v, want an error with %q", tc.args, err, tc.want)
-		case err != nil && strings.Contains(err.Error(), "secret"):
-			t.Errorf("%v: the error repeats the password: %v", tc.args, err)
-		}
-	}
-}
-
 // runTargets runs a short experiment on --target servers only (callers 4)
 // and returns the run directory, its index and what it printed.
-func runTargets(t *testing.T, args ...string) (string, *results.Run, *bytes.Buffer) {
+func runTargets(t *testing.T, edit func(o *Options)) (string, *results.Run, *bytes.Buffer) {
 	t.Helper()
 	out := filepath.Join(t.TempDir(), "run")
-	o, err := ParseFlags(append([]string{"--quick", "--duration", "1s", "--warmup", "200ms", "--servers=", "--conc", "4", "--out", out, "--bin", kit(t)}, args...),
-		os.Stderr, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
+	o := opts(t, func(o *Options) {
+		quick(o)
+		o.Duration, o.Warmup, o.Servers, o.Conc, o.Out, o.Bin = time.Second, ms(200), nil, []int{4}, out, kit(t)
+		edit(o)
+	})
 	var stdout bytes.Buffer
 	if code := runCode(context.Background(), o, &stdout, &stdout); code != 0 {
 		t.Fatalf("exit %d\n%s", code, stdout.String())
@@ -93,8 +56,10 @@ func TestTargetNode(t *testing.T) {
 	cmd := wiretest.Start(t, node, "../../examples/node/server.js", "--addr", addr, "--offload-workers", "8")
 	// Node's own default block and delay are 5ms: the run asks for others,
 	// and every request must carry them.
-	out, run, stdout := runTargets(t, "--phases", "sweep,stall,offload,trace", "--block", "20ms", "--stall-block", "60ms",
-		"--target", fmt.Sprintf("node=http://%s,offload=8,pid=%d", addr, cmd.Process.Pid))
+	out, run, stdout := runTargets(t, func(o *Options) {
+		o.Phases, o.Block, o.StallBlock = []string{"sweep", "stall", "offload", "trace"}, blk(20), blk(60)
+		o.Targets = []Target{{Name: "node", URL: "http://" + addr, Offload: 8, PID: cmd.Process.Pid}}
+	})
 	for _, m := range run.Measurements {
 		if m.Status != "ok" {
 			t.Errorf("%s: %s: %s", m.ID, m.Status, m.Reason)
@@ -171,7 +136,9 @@ func TestTargetNode(t *testing.T) {
 // without pid= the server's cost says "not measured (external)".
 func TestTargetWithoutFacts(t *testing.T) {
 	addr, _ := wiretest.StartServer(t, "../../poolserver")
-	out, run, stdout := runTargets(t, "--phases", "sweep,cliff", "--target", "mine=http://"+addr)
+	out, run, stdout := runTargets(t, func(o *Options) {
+		o.Phases, o.Targets = []string{"sweep", "cliff"}, []Target{{Name: "mine", URL: "http://" + addr}}
+	})
 	if len(run.Measurements) != 1 || run.Measurements[0].Status != "ok" || run.Measurements[0].Server.Kind != "other" {
 		t.Fatalf("measurements %+v", run.Measurements)
 	}
@@ -203,10 +170,10 @@ func TestTargetRefused(t *testing.T) {
 	}))
 	defer srv.Close()
 	out := filepath.Join(t.TempDir(), "run")
-	o, err := ParseFlags([]string{"--quick", "--servers=", "--target", "bad=" + srv.URL, "--out", out, "--bin", bin}, os.Stderr, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
+	o := opts(t, func(o *Options) {
+		quick(o)
+		o.Servers, o.Targets, o.Out, o.Bin = nil, []Target{{Name: "bad", URL: srv.URL}}, out, bin
+	})
 	var stdout, stderr bytes.Buffer
 	if code := runCode(context.Background(), o, &stdout, &stderr); code != 2 {
 		t.Fatalf("exit %d, want 2\n%s%s", code, stdout.String(), stderr.String())
@@ -225,11 +192,11 @@ func TestTargetDies(t *testing.T) {
 	bin := kit(t)
 	addr, cmd := wiretest.StartServer(t, "../../poolserver")
 	out := filepath.Join(t.TempDir(), "run")
-	o, err := ParseFlags([]string{"--quick", "--duration", "2s", "--warmup", "200ms", "--servers=", "--phases", "sweep", "--conc", "4,16",
-		"--target", fmt.Sprintf("mine=http://%s,workers=200,pid=%d", addr, cmd.Process.Pid), "--out", out, "--bin", bin}, os.Stderr, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
+	o := opts(t, func(o *Options) {
+		quick(o)
+		o.Duration, o.Warmup, o.Servers, o.Phases, o.Conc = 2*time.Second, ms(200), nil, []string{"sweep"}, []int{4, 16}
+		o.Targets, o.Out, o.Bin = []Target{{Name: "mine", URL: "http://" + addr, Workers: 200, PID: cmd.Process.Pid}}, out, bin
+	})
 	go func() {
 		time.Sleep(1500 * time.Millisecond) // after the check, inside the first measurement
 		_ = cmd.Process.Kill()
@@ -257,10 +224,10 @@ func TestTargetDies(t *testing.T) {
 // one line that says so, not with a refused connection per phase.
 func TestTargetNothingListens(t *testing.T) {
 	addr := wiretest.FreeAddr(t)
-	o, err := ParseFlags([]string{"--quick", "--servers=", "--target", "x=http://" + addr, "--out", filepath.Join(t.TempDir(), "run"), "--bin", kit(t)}, os.Stderr, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
+	o := opts(t, func(o *Options) {
+		quick(o)
+		o.Servers, o.Targets, o.Out, o.Bin = nil, []Target{{Name: "x", URL: "http://" + addr}}, filepath.Join(t.TempDir(), "run"), kit(t)
+	})
 	var stdout, stderr bytes.Buffer
 	if code := runCode(context.Background(), o, &stdout, &stderr); code != 2 {
 		t.Fatalf("exit %d, want 2\n%s%s", code, stdout.String(), stderr.String())
@@ -284,11 +251,11 @@ func TestTargetWrongPID(t *testing.T) {
 	defer func() { other.Process.Kill(); other.Wait() }()
 	for _, pid := range []int{1, other.Process.Pid} {
 		out := filepath.Join(t.TempDir(), "run")
-		o, err := ParseFlags([]string{"--quick", "--servers=", "--phases", "sweep", "--conc", "4",
-			"--target", fmt.Sprintf("mine=http://%s,workers=200,pid=%d", addr, pid), "--out", out, "--bin", bin}, os.Stderr, time.Now())
-		if err != nil {
-			t.Fatal(err)
-		}
+		o := opts(t, func(o *Options) {
+			quick(o)
+			o.Servers, o.Phases, o.Conc = nil, []string{"sweep"}, []int{4}
+			o.Targets, o.Out, o.Bin = []Target{{Name: "mine", URL: "http://" + addr, Workers: 200, PID: pid}}, out, bin
+		})
 		var stdout, stderr bytes.Buffer
 		if code := runCode(context.Background(), o, &stdout, &stderr); code != 2 {
 			t.Fatalf("pid=%d: exit %d, want 2\n%s%s", pid, code, stdout.String(), stderr.String())
@@ -300,7 +267,7 @@ func TestTargetWrongPID(t *testing.T) {
 			t.Errorf("pid=%d: a refused run left its directory", pid)
 		}
 	}
-	if _, err := ParseFlags([]string{"--target", fmt.Sprintf("mine=http://%s,pid=%d", addr, cmd.Process.Pid)}, os.Stderr, time.Now()); err != nil {
+	if _, err := tryOpts(func(o *Options) { o.Targets = []Target{{Name: "mine", URL: "http://" + addr, PID: cmd.Process.Pid}} }); err != nil {
 		t.Errorf("the server's own pid: %v", err)
 	}
 }
@@ -313,11 +280,11 @@ func TestTargetFrozen(t *testing.T) {
 	addr, cmd := wiretest.StartServer(t, "../../poolserver")
 	defer func() { _ = cmd.Process.Signal(syscall.SIGCONT) }()
 	out := filepath.Join(t.TempDir(), "run")
-	o, err := ParseFlags([]string{"--quick", "--duration", "1s", "--warmup", "200ms", "--servers=", "--phases", "sweep", "--conc", "4,8",
-		"--target", fmt.Sprintf("mine=http://%s,workers=200,pid=%d", addr, cmd.Process.Pid), "--out", out, "--bin", bin}, os.Stderr, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
+	o := opts(t, func(o *Options) {
+		quick(o)
+		o.Duration, o.Warmup, o.Servers, o.Phases, o.Conc = time.Second, ms(200), nil, []string{"sweep"}, []int{4, 8}
+		o.Targets, o.Out, o.Bin = []Target{{Name: "mine", URL: "http://" + addr, Workers: 200, PID: cmd.Process.Pid}}, out, bin
+	})
 	go func() {
 		// Frozen once the first measurement is in.
 		for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {

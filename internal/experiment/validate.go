@@ -19,10 +19,12 @@ import (
 // maxSlots is the largest pool the cliff can drive at its largest share.
 func maxSlots() int { return client.MaxConns * 100 / slices.Max(findings.CliffShares) }
 
-// validate says what is wrong with the flags read into o, one thing: the
-// values out of their range first, then the flags that go together, then
-// the lists.
-func (o *Options) validate() error {
+// Validate says what is wrong with o, one thing, in the words of run.sh's
+// flags, whatever built o (the command from its flags, a test by fields):
+// the values out of their range first, then the flags that go together,
+// then the lists. It reads each target's facts the run needs (its
+// address, its requests), as the plan and the run expect them.
+func (o *Options) Validate() error {
 	for _, check := range []func() error{o.validateRanges, o.validateTogether, o.validateLists} {
 		if err := check(); err != nil {
 			return err

@@ -1,4 +1,4 @@
-package experiment
+package main
 
 import (
 	"errors"
@@ -8,7 +8,6 @@ import (
 	"net/url"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -16,8 +15,7 @@ import (
 	"github.com/bystander-kit/bystander/examples/java"
 	"github.com/bystander-kit/bystander/internal/cli"
 	"github.com/bystander-kit/bystander/internal/client"
-	"github.com/bystander-kit/bystander/internal/results"
-	"github.com/bystander-kit/bystander/internal/serverflags"
+	"github.com/bystander-kit/bystander/internal/experiment"
 )
 
 // listFlag is a comma-separated flag value; empty only when allowed.
@@ -72,17 +70,16 @@ func (l intsFlag) Set(s string) error {
 	return nil
 }
 
-// ParseFlags reads run.sh's arguments. now names the default output
-// directory.
-func ParseFlags(args []string, stderr io.Writer, now time.Time) (Options, error) {
-	o := Options{
-		Block: results.Block(5 * time.Millisecond), StallBlock: results.Block(100 * time.Millisecond), BlockMode: "syscall", Delay: 5 * time.Millisecond,
-		DBPool: serverflags.DefaultDBPool, Loops: 4, Slots: 200, ProbeInterval: 50 * time.Millisecond,
-		Conc: []int{4, 16, 64}, Duration: 5 * time.Second, Warmup: time.Second, SweepEndpoint: "/slow",
-		Engines: []string{"gnet"}, Servers: []string{"loop", "pool"}, Phases: slices.Clone(allPhases),
-		Repeat: 1, Bin: "bin", Args: args,
-	}
-	fs := o.flagSet()
+// parseFlags reads run.sh's arguments into the experiment's Options: the
+// flags over its defaults, then the defaults that follow the flags given
+// (settle), then the experiment's own check (Options.Validate). now names
+// the default run directory.
+func parseFlags(args []string, stderr io.Writer, now time.Time) (experiment.Options, error) {
+	o := experiment.Defaults()
+	// Their defaults follow other flags (settle): their help says so in
+	// words, and no value of its own.
+	o.TraceCallers, o.SlipBlock = 0, 0
+	fs := flagSet(&o)
 	// Usage goes to stderr on --help only; a bad flag is one line.
 	if err := cli.Parse(fs, args, stderr); err != nil {
 		return o, err
@@ -93,14 +90,14 @@ func ParseFlags(args []string, stderr io.Writer, now time.Time) (Options, error)
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	o.Args = userArgs(args)
-	if err := o.settle(set, now); err != nil {
+	if err := settle(&o, set, now); err != nil {
 		return o, err
 	}
-	return o, o.validate()
+	return o, o.Validate()
 }
 
 // flagSet is run.sh's flags, each read into o, o's values their defaults.
-func (o *Options) flagSet() *flag.FlagSet {
+func flagSet(o *experiment.Options) *flag.FlagSet {
 	fs := flag.NewFlagSet("run.sh", flag.ContinueOnError)
 	fs.Var(&o.Block, "block", "the blocking call's `duration` for sweep and offload")
 	fs.Var(&o.StallBlock, "stall-block", "the blocking call's `duration` for stall, trace and cliff (their story is waiting behind blocked workers)")
@@ -120,8 +117,8 @@ func (o *Options) flagSet() *flag.FlagSet {
 	fs.Var(intsFlag{&o.Conc}, "conc", "concurrencies for the sweep; the highest is used for offload")
 	fs.DurationVar(&o.Duration, "duration", o.Duration, "measured time of each measurement")
 	fs.DurationVar(&o.Warmup, "warmup", o.Warmup, "warm-up before each measurement")
-	fs.Var(listFlag{dst: &o.Engines}, "engines", "loop server engines, any of "+strings.Join(LoopEngines, ",")+" (the loop server's --engine)")
-	fs.Var(listFlag{dst: &o.Servers, allowEmpty: true}, "servers", "servers the kit starts, any of "+strings.Join(kitServerNames(), ",")+
+	fs.Var(listFlag{dst: &o.Engines}, "engines", "loop server engines, any of "+strings.Join(experiment.LoopEngines, ",")+" (the loop server's --engine)")
+	fs.Var(listFlag{dst: &o.Servers, allowEmpty: true}, "servers", "servers the kit starts, any of "+strings.Join(experiment.KitServers(), ",")+
 		" (netty and tomcat, the published experiment's own, need Java: "+java.Install+"),\nor none (--servers=) to measure only --target servers")
 	fs.Var(targetsFlag{&o.Targets}, "target", "measure a server you started, `NAME=URL[,loops=N|,workers=N][,offload=N][,pid=N][,pprof=URL]` (repeatable): URL is its base\n"+
 		"(http://127.0.0.1:8090); loops or workers are learned from X-Loop when not given; offload= is its /offload pool's\n"+
@@ -137,19 +134,19 @@ func (o *Options) flagSet() *flag.FlagSet {
 	fs.StringVar(&o.Bystander, "bystander", "", "with --load: what everyone else asks meanwhile, `REQUEST` as --load's (such as 'GET /health'): probed every --probe-interval,\n"+
 		"and on 12 connections every 10ms to tell which connections the load stalls")
 	fs.BoolVar(&o.AllowRemote, "allow-remote", false, "allow a --target, or a --pg-url, that is not on a loopback address (the load still comes from this machine)")
-	fs.Var(listFlag{dst: &o.Phases}, "phases", "phases: "+strings.Join(allPhases, ","))
+	fs.Var(listFlag{dst: &o.Phases}, "phases", "phases: "+strings.Join(experiment.Phases(), ","))
 	fs.StringVar(&o.Out, "out", "", "run directory, new or empty; a relative path is where you stand (default results/<UTC timestamp> beside --bin,\nmade new by this run: <UTC timestamp>-2 when another run of the same second has it)")
 	fs.BoolVar(&o.Overwrite, "overwrite", false, "clear --out first when it holds an earlier run of the kit's and nothing else (only the files that run lists are removed)")
-	fs.IntVar(&o.Repeat, "repeat", 1, "repetitions; variants alternate within each, medians and spread reported")
+	fs.IntVar(&o.Repeat, "repeat", o.Repeat, "repetitions; variants alternate within each, medians and spread reported")
 	fs.BoolVar(&o.Pin, "pin", false, "start servers and generators on disjoint CPU sets (taskset); needs 2 CPUs or more")
 	fs.BoolVar(&o.Quick, "quick", false, "short durations, for a first look")
 	fs.BoolVar(&o.Open, "open", false, "open the report when done (with --stage: open the stage page at once)")
 	fs.BoolVar(&o.Stage, "stage", false, "give the talk: serve a live page of the experiment (6 screens, driven by a clicker or the keyboard; a speaker view at /presenter) and measure as it asks")
 	fs.BoolVar(&o.Auto, "auto", false, "with --stage: advance the screens by themselves once a page is open (rehearsals, tests), and exit at the end")
-	fs.DurationVar(&o.AutoWait, "auto-wait", AutoWait, "with --auto: how long to wait for a page to open before measuring without one (0: do not wait)")
+	fs.DurationVar(&o.AutoWait, "auto-wait", o.AutoWait, "with --auto: how long to wait for a page to open before measuring without one (0: do not wait)")
 	fs.StringVar(&o.Replay, "replay", "", "with --stage: play the stage recorded in this run directory at its real pace (the forward key skips to the next slide), without servers")
-	fs.StringVar(&o.StageAddr, "stage-addr", "127.0.0.1:8300", "with --stage: where to serve the page (a loopback address; port 0 picks one)")
-	fs.DurationVar(&o.JVMWarmup, "jvm-warmup", JVMWarmup, "how long a Java server (netty, tomcat) is loaded on every endpoint after each start, before it is measured:\na JVM compiles the code that runs hot, and its first seconds are several times slower (half with --quick);\n"+
+	fs.StringVar(&o.StageAddr, "stage-addr", o.StageAddr, "with --stage: where to serve the page (a loopback address; port 0 picks one)")
+	fs.DurationVar(&o.JVMWarmup, "jvm-warmup", o.JVMWarmup, "how long a Java server (netty, tomcat) is loaded on every endpoint after each start, before it is measured:\na JVM compiles the code that runs hot, and its first seconds are several times slower (half with --quick);\n"+
 		"also how long a --target measured as it is (--load) is loaded with its requests before its first measurement")
 	fs.StringVar(&o.Bin, "bin", o.Bin, "directory holding the kit's binaries")
 	fs.Usage = func() {
@@ -170,13 +167,13 @@ Flags:
 
 // settle gives the flags not set (set: those given) their defaults that
 // depend on others, and makes the paths absolute.
-func (o *Options) settle(set map[string]bool, now time.Time) error {
+func settle(o *experiment.Options, set map[string]bool, now time.Time) error {
 	if o.Quick {
 		if !set["duration"] {
-			o.Duration = 1500 * time.Millisecond
+			o.Duration = experiment.QuickDuration
 		}
 		if !set["warmup"] {
-			o.Warmup = 300 * time.Millisecond
+			o.Warmup = experiment.QuickWarmup
 		}
 		if !set["jvm-warmup"] {
 			o.JVMWarmup /= 2
@@ -186,26 +183,35 @@ func (o *Options) settle(set map[string]bool, now time.Time) error {
 		return errors.New("run.sh: --load goes without --sweep-endpoint: the sweep loads the --target's own request (the kit's servers keep /slow)")
 	}
 	if o.Stage && !set["phases"] {
-		o.Phases = slices.Clone(stagePhases)
+		o.Phases = experiment.StagePhases()
 	}
 	if !set["trace-callers"] {
-		o.TraceCallers = 2 * o.Loops
+		o.TraceCallers = experiment.TraceCallersPerLoop * o.Loops
 	}
 	if !set["slip-block"] {
-		o.SlipBlock = 10 * o.Block
+		o.SlipBlock = experiment.SlipTimes * o.Block
 	}
 	// Paths the user gives are where the user stands (run.sh runs the
 	// orchestrator there), and are said whole; the default run directory
 	// lies beside the kit's bin directory, in results/.
 	if o.Out == "" {
-		o.Out = filepath.Join(filepath.Dir(abs(o.Bin)), "results", now.UTC().Format("20060102T150405Z"))
-		o.outDefault = true
+		o.Out = experiment.DefaultOut(o.Bin, now)
+		o.OutFresh = true
 	}
 	o.Out = abs(o.Out)
 	if o.Replay != "" {
 		o.Replay = abs(o.Replay)
 	}
 	return nil
+}
+
+// abs is p made absolute against the working directory (p as it is when
+// that cannot be read).
+func abs(p string) string {
+	if a, err := filepath.Abs(p); err == nil {
+		return a
+	}
+	return p
 }
 
 // userArgs drops --bin, which run.sh adds, from the recorded command line.
@@ -227,7 +233,7 @@ func userArgs(args []string) []string {
 var targetName = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,31}$`)
 
 // targetsFlag is --target, repeatable.
-type targetsFlag struct{ dst *[]Target }
+type targetsFlag struct{ dst *[]experiment.Target }
 
 func (f targetsFlag) String() string {
 	if f.dst == nil {
@@ -249,39 +255,39 @@ func (f targetsFlag) Set(v string) error {
 	return nil
 }
 
-func parseTarget(v string) (Target, error) {
+func parseTarget(v string) (experiment.Target, error) {
 	name, rest, ok := strings.Cut(v, "=")
 	if !ok || name == "" {
-		return Target{}, fmt.Errorf("%q: want NAME=URL[,loops=N|,workers=N][,offload=N][,pid=N][,pprof=URL]", v)
+		return experiment.Target{}, fmt.Errorf("%q: want NAME=URL[,loops=N|,workers=N][,offload=N][,pid=N][,pprof=URL]", v)
 	}
 	if !targetName.MatchString(name) {
-		return Target{}, fmt.Errorf("name %q: want lower-case letters, digits, '.', '_' or '-', at most 32", name)
+		return experiment.Target{}, fmt.Errorf("name %q: want lower-case letters, digits, '.', '_' or '-', at most 32", name)
 	}
 	parts := strings.Split(rest, ",")
-	t := Target{Name: name, URL: strings.TrimRight(parts[0], "/")}
+	t := experiment.Target{Name: name, URL: strings.TrimRight(parts[0], "/")}
 	u, err := url.Parse(t.URL)
 	if err == nil && u.User != nil {
-		return Target{}, fmt.Errorf("%s: URL %q: %w", name, u.Redacted(), client.ErrCredentials)
+		return experiment.Target{}, fmt.Errorf("%s: URL %q: %w", name, u.Redacted(), client.ErrCredentials)
 	}
 	if err == nil && strings.EqualFold(u.Scheme, "https") {
-		return Target{}, fmt.Errorf("%s: URL %q: %w", name, u.Redacted(), client.ErrHTTPS)
+		return experiment.Target{}, fmt.Errorf("%s: URL %q: %w", name, u.Redacted(), client.ErrHTTPS)
 	}
 	if err != nil || u.Scheme != "http" || u.Host == "" || u.Path != "" || u.RawQuery != "" {
-		return Target{}, fmt.Errorf("%s: URL %q: want the server's base URL, http://host:port", name, parts[0])
+		return experiment.Target{}, fmt.Errorf("%s: URL %q: want the server's base URL, http://host:port", name, parts[0])
 	}
 	for _, p := range parts[1:] {
 		k, val, ok := strings.Cut(p, "=")
 		if k == "pprof" {
 			pp, err := pprofBase(val)
 			if err != nil {
-				return Target{}, fmt.Errorf("%s: %w", name, err)
+				return experiment.Target{}, fmt.Errorf("%s: %w", name, err)
 			}
 			t.Pprof = pp
 			continue
 		}
 		n, err := strconv.Atoi(val)
 		if !ok || err != nil || n < 1 || n > 1<<22 {
-			return Target{}, fmt.Errorf("%s: %q: want loops=N, workers=N, offload=N or pid=N with N a positive whole number", name, p)
+			return experiment.Target{}, fmt.Errorf("%s: %q: want loops=N, workers=N, offload=N or pid=N with N a positive whole number", name, p)
 		}
 		switch k {
 		case "loops":
@@ -293,11 +299,11 @@ func parseTarget(v string) (Target, error) {
 		case "pid":
 			t.PID = n
 		default:
-			return Target{}, fmt.Errorf("%s: unknown fact %q: want loops, workers, offload, pid or pprof", name, k)
+			return experiment.Target{}, fmt.Errorf("%s: unknown fact %q: want loops, workers, offload, pid or pprof", name, k)
 		}
 	}
 	if t.Loops > 0 && t.Workers > 0 {
-		return Target{}, fmt.Errorf("%s: loops= and workers= both given: a server has event loops (X-Loop) or a pool of workers", name)
+		return experiment.Target{}, fmt.Errorf("%s: loops= and workers= both given: a server has event loops (X-Loop) or a pool of workers", name)
 	}
 	return t, nil
 }
