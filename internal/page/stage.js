@@ -458,7 +458,8 @@
     var ya = logRange(y0, y1, 2.5);
     chart("c2").setOption({animation: false, backgroundColor: "transparent", textStyle: big(), legend: {bottom: 0, textStyle: big()}, grid: {left: px(130), right: px(50), top: px(30), bottom: px(110)},
       xAxis: spanAxis("seconds since each server's load began", x0, x1),
-      yAxis: Object.assign(axis("log", "how long " + fastName() + " waited, ms", 80), {min: ya.min, max: ya.max, axisLabel: Object.assign(big(), {showMinLabel: false, showMaxLabel: false})}),
+      // A long request's name would run off the axis: the headline names it.
+      yAxis: Object.assign(axis("log", "how long " + (fastName().length <= 24 ? fastName() : "it") + " waited, ms", 80), {min: ya.min, max: ya.max, axisLabel: Object.assign(big(), {showMinLabel: false, showMaxLabel: false})}),
       series: series}, {replaceMerge: ["series"]});
     return true;
   }
