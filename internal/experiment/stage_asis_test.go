@@ -59,13 +59,14 @@ func TestStageAsIs(t *testing.T) {
 		Notes    string
 		YAxis    string
 		Drawn    bool
+		Next     string
 	}
 	const look = `(function () {
 		var n = window.stageState.screen, sec = document.getElementById("s" + n), c = document.getElementById("c" + n);
 		var ch = c && echarts.getInstanceByDom(c), y = ch && ch.getOption().yAxis;
 		return {Screen: n, Headline: document.getElementById("headline").textContent, Waiting: sec.classList.contains("waiting"),
 			Wait: sec.querySelector(".wait").textContent, Notes: document.getElementById("pnotes").textContent,
-			YAxis: y && y[0] ? String(y[0].name) : "", Drawn: !!window.stageDrawn[n]};
+			YAxis: y && y[0] ? String(y[0].name) : "", Drawn: !!window.stageDrawn[n], Next: document.getElementById("pnext").textContent};
 	})()`
 	key := func(k string) {
 		t.Helper()
@@ -99,6 +100,9 @@ func TestStageAsIs(t *testing.T) {
 		case 1:
 			if !got.Drawn || got.Waiting || !strings.HasPrefix(got.Headline, "4 callers of POST /login: svc ") || !strings.HasSuffix(got.Headline, " req/s") {
 				t.Errorf("screen 1: %+v", got)
+			}
+			if got.Next != "next: 2. The bystander: GET /health asked while POST /login runs" {
+				t.Errorf("the speaker view's next on screen 1: %q", got.Next)
 			}
 			if strings.Contains(got.Notes+got.Headline, "ceiling:") || !strings.Contains(got.Notes, "No ceiling is drawn") {
 				t.Errorf("screen 1 speaks of a ceiling the kit does not know: %+v", got)

@@ -63,6 +63,7 @@
   function skipOf(n) { return asIs() && S.info.skips && S.info.skips[n] ? String(S.info.skips[n]) : ""; }
   function comingOf(n) {
     if (skipOf(n)) { return "not for a service measured as it is (one line says why)"; }
+    if (asIs() && n === 1) { return "throughput of " + loadName() + " as callers grow"; }
     if (asIs() && n === 2) { return fastName() + " asked while " + loadName() + " runs"; }
     return coming[n];
   }
