@@ -96,3 +96,61 @@ func nowText(s Step, loops int) string {
 	}
 	return fmt.Sprintf("now: %s at %d callers", n, s.Conc)
 }
+
+// talkSlides is the talk a run gives: the kit's (slidesOf), or, on
+// services measured as they are (--load), asIsSlides.
+func talkSlides(o Options, steps []Step) []slide {
+	if o.Load != "" {
+		return asIsSlides(steps)
+	}
+	return slidesOf(steps)
+}
+
+// asIsSlides is the talk on services measured as they are: screen 1 their
+// sweep; screen 2 the bystander's waits while the
+// load ran at the sweep's top callers (that step, shown as screen 1
+// measured it, side by side); screens 3 to 6 a slide each that measures nothing and says
+// why (asIsScreenSkips): they need the kit's protocol.
+func asIsSlides(steps []Step) []slide {
+	one := slide{screen: 1}
+	top := map[string]int{} // each service's top step, unwatched
+	var order []string
+	for i, s := range steps {
+		if s.Phase != "sweep" {
+			continue
+		}
+		one.steps = append(one.steps, s)
+		if s.Variant != "" {
+			continue
+		}
+		j, ok := top[s.Server.Name]
+		if !ok {
+			order = append(order, s.Server.Name)
+		}
+		if !ok || s.Conc > steps[j].Conc {
+			top[s.Server.Name] = i
+		}
+	}
+	if len(one.steps) == 0 {
+		return nil
+	}
+	out := []slide{one}
+	// One slide: it shows every service's top step, the first's its focus.
+	out = append(out, slide{screen: 2, focus: &steps[top[order[0]]]})
+	for n := 3; n <= screens; n++ {
+		out = append(out, slide{screen: n})
+	}
+	return out
+}
+
+// asIsScreenSkips says, for the room, why each screen that needs the
+// kit's protocol shows nothing of a service measured as it is: one line,
+// in the room's words, naming the service's requests (load, bystander).
+func asIsScreenSkips(load, bystander string) map[int]string {
+	return map[int]string{
+		3: "Your service's own endpoints: no loop placement to show. The kit's servers report their loops' beats; a service measured as it is need not.",
+		4: "Blocking one loop at a time needs the kit's own call. Which of the 12 " + bystander + " connections stalled at each step of the sweep is in the report.",
+		5: "The fix moves the kit's own call off the loop. " + load + " is your service's own: its fix is yours to make, then measure again.",
+		6: "Slowing the call at a key needs the kit's own call: " + load + " takes the time your service gives it.",
+	}
+}

@@ -96,6 +96,13 @@ func (r *runner) runStage(ctx context.Context, stdout io.Writer, started func())
 		r.mu.Unlock()
 		return stepRow(r.dir, params, manifest, m)
 	}
+	// The steps the plan skips (a service measured as it is: the phases
+	// that need the protocol) are no slide's: recorded as skipped, why.
+	for i, m := range r.run.Measurements {
+		if why := r.plan.Skips[m.ID]; why != "" {
+			r.set(i, func(m *results.Measurement) { m.Status, m.Reason = "skipped", why })
+		}
+	}
 	st := newStageSteps(r.o, r.dir, hub, ctl, r.plan.Steps, r.run.Measurements, row)
 	r.observers = append(r.observers, st)
 	r.measure(ctx, st)

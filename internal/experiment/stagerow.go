@@ -29,6 +29,18 @@ func stageHello(o Options, steps []Step) stage.Hello {
 			h.Screens, h.SlipBlockMs = screens, s.SlipBlock.Ms()
 		}
 	}
+	if o.Load != "" {
+		// Services measured as they are: their requests' names, and why
+		// the screens that need the protocol show nothing of them.
+		h.AsIs, h.Load, h.Bystander, h.Screens = true, o.Load, o.Bystander, screens
+		for _, s := range steps {
+			if s.Server.AsIs() {
+				h.Load, h.Bystander = s.Server.Load, s.Server.Bystander // as read: "@login.targets: 3 requests"
+				break
+			}
+		}
+		h.Skips = asIsScreenSkips(o.Load, o.Bystander)
+	}
 	h.Colors, h.Pale = palette.Of(servers), map[string]string{}
 	for name, c := range h.Colors {
 		h.Pale[name] = palette.Tint(c, palette.Pale)
@@ -71,6 +83,8 @@ func stepRow(dir string, params results.RunParams, manifest results.Manifest, m 
 	switch {
 	case len(f.Sweep) == 1:
 		load(f.Sweep[0].LoadRow)
+	case len(f.AsIs) == 1 && len(f.AsIs[0].Steps) == 1: // a service measured as it is: its sweep is its own
+		load(f.AsIs[0].Steps[0].LoadRow)
 	case len(f.Offload) == 1:
 		load(f.Offload[0])
 	case len(f.Stall) == 1:

@@ -43,7 +43,7 @@ type stageSteps struct {
 // presenter's first key (--auto presses it).
 func newStageSteps(o Options, dir string, hub *stage.Hub, ctl *stageControl, steps []Step, measurements []results.Measurement,
 	row func(results.Measurement) *stage.StepRow) *stageSteps {
-	st := &stageSteps{o: o, dir: dir, hub: hub, ctl: ctl, slides: slidesOf(steps), row: row, index: map[string]int{}, reps: map[string]int{}, pos: -1}
+	st := &stageSteps{o: o, dir: dir, hub: hub, ctl: ctl, slides: talkSlides(o, steps), row: row, index: map[string]int{}, reps: map[string]int{}, pos: -1}
 	for i, m := range measurements {
 		st.index[m.ID] = i
 	}

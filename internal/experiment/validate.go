@@ -134,8 +134,8 @@ func (o *Options) validateLists() error {
 		return bad("--load goes with --bystander: what everyone else asks while the load runs, such as --bystander 'GET /health'")
 	case o.Load != "" && len(o.Targets) == 0:
 		return bad("--load measures a --target as it is: give one (--target NAME=http://127.0.0.1:PORT); the kit's own servers keep /slow and /fast")
-	case o.Load != "" && o.Stage:
-		return bad("--stage gives the talk on the protocol's endpoints: leave --load out")
+	case o.Load != "" && o.Stage && len(o.Servers) > 0:
+		return bad("--stage with --load gives the talk on your service alone: add --servers= (the kit's own servers give their talk without --load)")
 	}
 	if err := o.validateTargets(); err != nil {
 		return err

@@ -54,6 +54,30 @@
   // servers first, then as they came.
   function loopFirst(names) { return names.slice().sort(function (a, b) { return (isLoop(b) ? 1 : 0) - (isLoop(a) ? 1 : 0) || names.indexOf(a) - names.indexOf(b); }); }
   function screenCount() { return (S.info && S.info.screens) || 5; }
+  // A talk on services measured as they are (--load): the endpoints are
+  // the service's own requests, named as the user gave them (text only),
+  // and the screens that need the kit's protocol say why, one line each.
+  function asIs() { return !!(S.info && S.info.as_is); }
+  function loadName() { return asIs() ? String(S.info.load) : "/slow"; }
+  function fastName() { return asIs() ? String(S.info.bystander) : "/fast"; }
+  function skipOf(n) { return asIs() && S.info.skips && S.info.skips[n] ? String(S.info.skips[n]) : ""; }
+  function comingOf(n) {
+    if (skipOf(n)) { return "not for a service measured as it is (one line says why)"; }
+    if (asIs() && n === 1) { return "throughput of " + loadName() + " as callers grow"; }
+    if (asIs() && n === 2) { return fastName() + " asked while " + loadName() + " runs"; }
+    return coming[n];
+  }
+  // twoSteps are screen 2's steps: the kit's, or each service's top step
+  // of the sweep (its bystander probed while the load ran at its most).
+  function twoSteps() {
+    if (!asIs()) { return stepsWhere(function (s) { return s.screen === 2; }); }
+    var top = {}, names = [];
+    stepsWhere(function (s) { return s.phase === "sweep" && !s.variant; }).forEach(function (s) {
+      if (!top[s.server]) { names.push(s.server); }
+      if (!top[s.server] || s.conc > top[s.server].conc) { top[s.server] = s; }
+    });
+    return names.map(function (n) { return top[n]; });
+  }
 
   function apply(S, ev, t) {
     function stepOf(id) { return S.steps[id] || (S.steps[id] = {id: id}); }
@@ -163,12 +187,13 @@
       var top = Math.max.apply(null, (loops.length ? loops : sweep).map(function (s) { return s.conc; }));
       var at = sweep.filter(function (s) { return s.conc === top; });
       var names = loopFirst(at.map(function (s) { return s.server; }));
-      h[1] = [top + " callers: "];
+      h[1] = [top + " callers" + (asIs() ? " of " + loadName() : "") + ": "];
       names.forEach(function (n, i) {
         var s = at.filter(function (x) { return x.server === n; })[0];
         h[1].push((i ? " \u00b7 " : "") + n + " ");
         if (s.not_read) { h[1].push(b("not read", n), notReadText(s.not_read)); return; }
         h[1].push(b(fmt(rps(s)), n), " req/s");
+        if (asIs()) { return; } // its call's time is its own: no ceiling the kit knows
         var l = binds(n, s.conc, s.workers, S.info.block_ms);
         h[1].push(" of " + fmt(l.rps) + " (" + l.who + " / " + fmt(S.info.block_ms) + " ms)");
       });
@@ -176,14 +201,14 @@
     // Screen 2: each server's /slow at the highest concurrency; its /fast
     // figure as the tables give it once the step ended, else the median of
     // that step's own probes so far.
-    var two = stepsWhere(function (s) { return s.screen === 2; });
+    var two = twoSteps();
     if (two.length) {
-      h[2] = ["/fast waited "];
+      h[2] = [fastName() + " waited "];
       loopFirst(two.map(function (s) { return s.server; })).forEach(function (n, i, all) {
         var s = two.filter(function (x) { return x.server === n; })[0];
         h[2].push(b(fastOf(s) || "-", n), " on " + n + (i < all.length - 1 ? ", " : ""));
       });
-      h[2].push(" (" + two[0].conc + " callers)");
+      h[2].push(" (" + two[0].conc + " callers" + (asIs() ? " of " + loadName() : "") + ")");
     }
     // Screen 3 speaks of what happened since it opened, never of the
     // screens before it.
@@ -239,7 +264,13 @@
   // one rule, and at each step's end the findings the report gives.
   function notes(n, hs) {
     var out = [];
-    if (n === 1) {
+    if (skipOf(n)) { return skipOf(n); }
+    if (n === 1 && asIs()) {
+      stepsWhere(function (s) { return s.phase === "sweep" && !s.variant && rps(s) !== undefined; }).forEach(function (s) {
+        out.push(s.server + " at " + s.conc + (s.conc === 1 ? " caller" : " callers") + ": " + fmt(rps(s)) + " req/s of " + loadName() + ".");
+      });
+      if (out.length) { out.push("No ceiling is drawn: how many callers the service serves at once is its own; the report infers it from this sweep (the plateau times the call's own time, at 1 caller)."); }
+    } else if (n === 1) {
       stepsWhere(function (s) { return s.phase === "sweep" && rps(s) !== undefined; }).forEach(function (s) {
         var c = S.info.ceiling && S.info.ceiling[s.server], last = true;
         S.order.forEach(function (id) { var x = S.steps[id]; if (x.phase === "sweep" && x.server === s.server && rps(x) !== undefined && x.conc > s.conc) { last = false; } });
@@ -249,6 +280,11 @@
           (c && l.rps < c ? " (its " + ((S.info.ceiling_text || {})[s.server] || fmt(c)) + " is never reached: each caller has one call in flight)" : "") + ".");
       });
       if (out.length) { out.push("The pale bands are the ceilings, the lines what was measured. A loop server levels off at its loops / the call; a pool climbs with its callers."); }
+    } else if (n === 2 && asIs()) {
+      twoSteps().forEach(function (s) {
+        var f = fastOf(s);
+        if (f) { out.push(fastName() + ", asked on " + s.server + " while " + s.conc + " callers sent " + loadName() + ", waited " + f + ": what everyone else's requests waited meanwhile."); }
+      });
     } else if (n === 2) {
       stepsWhere(function (s) { return s.screen === 2; }).forEach(function (s) {
         var f = fastOf(s);
@@ -333,7 +369,7 @@
     var series = [], servers = {}, names = [], limit = {};
     S.order.forEach(function (id) {
       var s = S.steps[id];
-      if (s.phase !== "sweep" || rps(s) === undefined) { return; }
+      if (s.phase !== "sweep" || rps(s) === undefined || (asIs() && s.variant)) { return; }
       (servers[s.server] = servers[s.server] || []).push([s.conc, Math.max(1, Math.round(rps(s)))]);
       (limit[s.server] = limit[s.server] || {})[s.conc] = binds(s.server, s.conc, s.workers, S.info.block_ms);
     });
@@ -355,6 +391,7 @@
     // and 4 callers, 800 each) share one label, the first's, naming both.
     var ends = [];
     names.forEach(function (n) {
+      if (asIs()) { return; } // a service as it is: no ceiling the kit knows
       var pts = servers[n].map(function (p) { return p[0]; }).sort(function (a, b) { return a - b; });
       var x = pts[pts.length - 1], last = limit[n][x], with_ = ends.filter(function (e) { return Math.max(e.v, last.rps) <= 1.3 * Math.min(e.v, last.rps); })[0];
       var data = pts.map(function (c, i) {
@@ -408,10 +445,10 @@
   function draw2() {
     // Screen 2's steps, one a server, on one time axis: the seconds since
     // each server's load began, so the servers' points lie side by side.
-    var by = {}, x0 = Infinity, x1 = 0, y0 = Infinity, y1 = 0;
+    var by = {}, x0 = Infinity, x1 = 0, y0 = Infinity, y1 = 0, ids = twoSteps().map(function (s) { return s.id; });
     S.probes.forEach(function (p) {
       var st = S.steps[p.id];
-      if (!st || st.screen !== 2 || st.startT === undefined) { return; }
+      if (!st || ids.indexOf(p.id) < 0 || st.startT === undefined) { return; }
       var x = (p.t - st.startT) / 1000, y = Math.max(p.ms, 0.01);
       (by[p.server] = by[p.server] || []).push([x, y]);
       x0 = Math.min(x0, x); x1 = Math.max(x1, x); y0 = Math.min(y0, y); y1 = Math.max(y1, y);
@@ -422,7 +459,8 @@
     var ya = logRange(y0, y1, 2.5);
     chart("c2").setOption({animation: false, backgroundColor: "transparent", textStyle: big(), legend: {bottom: 0, textStyle: big()}, grid: {left: px(130), right: px(50), top: px(30), bottom: px(110)},
       xAxis: spanAxis("seconds since each server's load began", x0, x1),
-      yAxis: Object.assign(axis("log", "how long /fast waited, ms", 80), {min: ya.min, max: ya.max, axisLabel: Object.assign(big(), {showMinLabel: false, showMaxLabel: false})}),
+      // A long request's name would run off the axis: the headline names it.
+      yAxis: Object.assign(axis("log", "how long " + (fastName().length <= 24 ? fastName() : "it") + " waited, ms", 80), {min: ya.min, max: ya.max, axisLabel: Object.assign(big(), {showMinLabel: false, showMaxLabel: false})}),
       series: series}, {replaceMerge: ["series"]});
     return true;
   }
@@ -597,10 +635,13 @@
     if (n && S.info && typeof echarts !== "undefined") {
       // With no figure yet the headline says what the screen is about,
       // in the room's words, not its title again.
-      if (text("headline", hs[n].length ? hs[n] : coming[n].charAt(0).toUpperCase() + coming[n].slice(1) + ": measuring ...")) { fit(document.getElementById("headline")); }
+      var skip = skipOf(n), about = comingOf(n);
+      if (text("headline", skip ? "Not for a service measured as it is" : hs[n].length ? hs[n] : about.charAt(0).toUpperCase() + about.slice(1) + ": measuring ...")) { fit(document.getElementById("headline")); }
       // A screen drawn empty (screen 3 just opened) is drawn again as
       // soon as something comes, not 2 s later.
-      if ((dirty[n] && (!canvasScreens[n] || empty[n] || S.t - drawnAt >= redrawEvery)) || moved || S.done) {
+      if (skip) {
+        empty[n] = true;
+      } else if ((dirty[n] && (!canvasScreens[n] || empty[n] || S.t - drawnAt >= redrawEvery)) || moved || S.done) {
         dirty[n] = false;
         drawnAt = S.t;
         empty[n] = !draws[n]();
@@ -610,7 +651,7 @@
       // room reads what it will see, not an empty plot.
       var sec = document.getElementById("s" + n);
       sec.classList.toggle("waiting", !!empty[n]);
-      sec.querySelector(".wait").textContent = "Measuring now, live: the first figures come in a few seconds.";
+      sec.querySelector(".wait").textContent = skip || "Measuring now, live: the first figures come in a few seconds.";
     }
     if (presenter) { renderPresenter(hs); }
     lastShown = key;
@@ -623,8 +664,12 @@
     var i = L.info;
     if (!i) { return; }
     var names = loopFirst(Object.keys(i.servers_kind || {}));
-    text("coverwhat", names.map(function (n) { return n + " (" + (i.servers_kind[n] === "loop" ? fmt(i.loops) + " event loops" : fmt(i.slots) + " threads") + ")"; }).join(" beside ") +
-      ", each answering the same " + fmt(i.block_ms) + " ms call.");
+    if (i.as_is) {
+      text("coverwhat", names.join(" and ") + ", measured as " + (names.length > 1 ? "they are" : "it is") + ": " + String(i.load) + " under load, " + String(i.bystander) + " asked beside it.");
+    } else {
+      text("coverwhat", names.map(function (n) { return n + " (" + (i.servers_kind[n] === "loop" ? fmt(i.loops) + " event loops" : fmt(i.slots) + " threads") + ")"; }).join(" beside ") +
+        ", each answering the same " + fmt(i.block_ms) + " ms call.");
+    }
     text("coverhow", (talk ? "Recorded on the kit's stage: " : "Measured here, live: ") + screenCount() + " screens, each read in a glance.");
   }
   // stateText is for the speaker only: the live state (what is measured,
@@ -635,13 +680,13 @@
     return view < 0 ? live : "live: " + live + " \u00b7 looking back at screen " + S.screen + " as it ended; End returns to live";
   }
   function renderPresenter(hs) {
-    var n = S.screen, next = n + 1 <= screenCount() ? titles[n + 1] + ": " + coming[n + 1] : "the end: the report is written";
+    var n = S.screen, next = n + 1 <= screenCount() ? titles[n + 1] + ": " + comingOf(n + 1) : "the end: the report is written";
     if (n === 4 && S.info) {
       var id = shownStall(), s = S.steps[id];
       if (s && isLoop(s.server) && s.kk < S.info.loops) { next = "4. Who stalls: " + (s.kk + 1) + " of " + S.info.loops + " loops blocked"; }
     }
     if (L.done && view === -1) { next = talk ? "the end of the talk" : "done: the report is " + (L.dir ? L.dir + "/" : "") + L.report; }
-    if (!n) { next = titles[1] + ": " + coming[1]; }
+    if (!n) { next = titles[1] + ": " + comingOf(1); }
     // The clock: the time since screen 1 (a talk file: the recording's
     // time at the slide shown).
     text("pclock", L.startT >= 0 ? clock((talk ? S.t : L.t) - L.startT) : "0:00");

@@ -37,6 +37,14 @@ type Hello struct {
 	// SlipBlockMs the slip's slowed call (screen 6).
 	Screens     int     `json:"screens,omitempty"`
 	SlipBlockMs float64 `json:"slip_block_ms,omitempty"`
+	// AsIs: a talk on services measured as they are (--load): Load and
+	// Bystander are their requests' names, as the user gave them (text,
+	// never markup), and Skips says, screen by screen, why a screen that
+	// needs the kit's protocol shows nothing of them, in the room's words.
+	AsIs      bool           `json:"as_is,omitempty"`
+	Load      string         `json:"load,omitempty"`
+	Bystander string         `json:"bystander,omitempty"`
+	Skips     map[int]string `json:"skips,omitempty"`
 }
 
 // Screen: the presenter moved to screen Screen; on a screen of several

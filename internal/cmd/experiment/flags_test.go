@@ -120,7 +120,7 @@ func TestAsIsFlags(t *testing.T) {
 		{[]string{"--load", "POST /login"}, "--load goes with --bystander"},
 		{[]string{"--bystander", "GET /health"}, "--bystander goes with --load"},
 		{[]string{"--load", "POST /login", "--bystander", "GET /health", "--sweep-endpoint", "/slow"}, "--load goes without --sweep-endpoint"},
-		{[]string{"--load", "POST /login", "--bystander", "GET /health", "--stage"}, "leave --load out"},
+		{[]string{"--load", "POST /login", "--bystander", "GET /health", "--stage"}, "your service alone: add --servers="},
 		{[]string{"--load", "@" + bad, "--bystander", "GET /health"}, "bad.txt:4:"},
 		{[]string{"--load", "GET /x", "--bystander", "GET https://127.0.0.1:8090/h"}, "plain http://"},
 		{[]string{"--load", "GET http://127.0.0.1:9/x", "--bystander", "GET /h"}, "not the target"},
