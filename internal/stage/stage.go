@@ -392,25 +392,11 @@ type ReplayOptions struct {
 
 // ReplayWith is Replay as o says.
 func ReplayWith(ctx context.Context, path string, h *Hub, o ReplayOptions) (int, error) {
-	f, err := files.OpenIn(filepath.Dir(path), filepath.Base(path), MaxRecording)
+	f, sc, err := openRecording(path)
 	if err != nil {
-		return 0, fmt.Errorf("stage: --replay: %w", err)
+		return 0, err
 	}
 	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), MaxLine)
-	var head struct {
-		Schema string `json:"schema"`
-	}
-	if !sc.Scan() {
-		if err := sc.Err(); err != nil {
-			return 0, fmt.Errorf("stage: --replay: %w", err)
-		}
-		return 0, ErrNoFrames
-	}
-	if err := json.Unmarshal(sc.Bytes(), &head); err != nil || head.Schema != Schema {
-		return 0, fmt.Errorf("stage: --replay %s: its first line is not %s's: a recording made before it, or not one of the kit's (record it again with ./run.sh --stage)", path, Schema)
-	}
 	n := 0
 	var first int64
 	begin := time.Now()
@@ -425,18 +411,9 @@ func ReplayWith(ctx context.Context, path string, h *Hub, o ReplayOptions) (int,
 		if err := json.Unmarshal(sc.Bytes(), &fr); err != nil {
 			return n, fmt.Errorf("stage: --replay %s: line %d: %w", path, n+2, err)
 		}
-		opens := 0 // the highest screen a "screen" event of this frame opens
-		for _, ev := range fr.Events {
-			var k struct {
-				K      string `json:"k"`
-				Screen int    `json:"screen"`
-			}
-			if json.Unmarshal(ev, &k) != nil || !slices.Contains(Kinds, k.K) {
-				return n, fmt.Errorf("stage: --replay %s: line %d: an event of a kind this page cannot play (%.60s)", path, n+2, ev)
-			}
-			if k.K == "screen" {
-				opens = max(opens, k.Screen, 1)
-			}
+		opens, err := screenOpened(fr)
+		if err != nil {
+			return n, fmt.Errorf("stage: --replay %s: line %d: %w", path, n+2, err)
 		}
 		if o.Until != nil && o.Until(fr) {
 			break
@@ -491,6 +468,52 @@ func ReplayWith(ctx context.Context, path string, h *Hub, o ReplayOptions) (int,
 		return 0, ErrNoFrames
 	}
 	return n, nil
+}
+
+// openRecording opens a recording (confined, capped) and reads its first
+// line, which must be the schema's.
+func openRecording(path string) (*os.File, *bufio.Scanner, error) {
+	f, err := files.OpenIn(filepath.Dir(path), filepath.Base(path), MaxRecording)
+	if err != nil {
+		return nil, nil, fmt.Errorf("stage: --replay: %w", err)
+	}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), MaxLine)
+	var head struct {
+		Schema string `json:"schema"`
+	}
+	if !sc.Scan() {
+		err := sc.Err()
+		f.Close()
+		if err != nil {
+			return nil, nil, fmt.Errorf("stage: --replay: %w", err)
+		}
+		return nil, nil, ErrNoFrames
+	}
+	if err := json.Unmarshal(sc.Bytes(), &head); err != nil || head.Schema != Schema {
+		f.Close()
+		return nil, nil, fmt.Errorf("stage: --replay %s: its first line is not %s's: a recording made before it, or not one of the kit's (record it again with ./run.sh --stage)", path, Schema)
+	}
+	return f, sc, nil
+}
+
+// screenOpened is the highest screen a "screen" event of fr opens (0:
+// none), or an error for an event of a kind the page cannot play.
+func screenOpened(fr Frame) (int, error) {
+	opens := 0
+	for _, ev := range fr.Events {
+		var k struct {
+			K      string `json:"k"`
+			Screen int    `json:"screen"`
+		}
+		if json.Unmarshal(ev, &k) != nil || !slices.Contains(Kinds, k.K) {
+			return 0, fmt.Errorf("an event of a kind this page cannot play (%.60s)", ev)
+		}
+		if k.K == "screen" {
+			opens = max(opens, k.Screen, 1)
+		}
+	}
+	return opens, nil
 }
 
 // Recording reads a recording (stage.ndjson) whole, checked as Replay

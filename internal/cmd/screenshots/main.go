@@ -169,35 +169,73 @@ var projectors = []struct {
 // cover the room sees before the first key (the recording up to its first
 // slide); then the speaker view.
 func stageShots(ctx context.Context, chrome string, page []byte, out string) error {
-	serve := func(rec string) (string, int, error) {
-		hub, err := stage.NewHub("", page)
-		if err != nil {
-			return "", 0, err
-		}
-		frames, err := stage.ReplayWith(ctx, rec, hub, stage.ReplayOptions{Instant: true})
-		if err != nil {
-			return "", 0, err
-		}
-		addr, err := stage.Serve(ctx, "127.0.0.1:0", hub)
-		if err != nil {
-			return "", 0, err
-		}
-		hub.Allow(addr)
-		return addr, frames, nil
-	}
-	addr, frames, err := serve(recording)
+	addr, frames, err := serveRecording(ctx, page, recording)
 	if err != nil {
 		return err
 	}
-	// The cover: the recording's hello alone, as a stage shows before its
-	// first key.
-	all, err := stage.Recording(recording)
+	dir, err := os.MkdirTemp("", "bystander-cover")
 	if err != nil {
 		return err
+	}
+	defer os.RemoveAll(dir)
+	coverRec, err := coverRecording(recording, dir)
+	if err != nil {
+		return err
+	}
+	coverAddr, coverFrames, err := serveRecording(ctx, page, coverRec)
+	if err != nil {
+		return err
+	}
+	for _, p := range projectors {
+		bctx, done := browser(ctx, chrome, p.w, p.h)
+		err := projectorShots(bctx, out, p.suffix, coverAddr, coverFrames, addr, frames)
+		done()
+		if err != nil {
+			return err
+		}
+	}
+	// The speaker view on the first slide of screen 4, 1600x900.
+	bctx, done := browser(ctx, chrome, 1600, 900)
+	defer done()
+	if err := openStage(bctx, "http://"+addr+"/presenter", frames); err != nil {
+		return err
+	}
+	if err := chromedp.Do(bctx, chromedp.KeyEvent(kb.Home), chromedp.KeyEvent(kb.PageDown), chromedp.KeyEvent(kb.PageDown), chromedp.KeyEvent(kb.PageDown)); err != nil {
+		return err
+	}
+	time.Sleep(300 * time.Millisecond)
+	return shoot(bctx, out, "stage-presenter.png")
+}
+
+// serveRecording serves the stage's page with the recording rec replayed
+// into it at once: its address and how many frames it holds.
+func serveRecording(ctx context.Context, page []byte, rec string) (string, int, error) {
+	hub, err := stage.NewHub("", page)
+	if err != nil {
+		return "", 0, err
+	}
+	frames, err := stage.ReplayWith(ctx, rec, hub, stage.ReplayOptions{Instant: true})
+	if err != nil {
+		return "", 0, err
+	}
+	addr, err := stage.Serve(ctx, "127.0.0.1:0", hub)
+	if err != nil {
+		return "", 0, err
+	}
+	hub.Allow(addr)
+	return addr, frames, nil
+}
+
+// coverRecording writes, in dir, a recording of rec's hello alone: what a
+// stage shows before its first key.
+func coverRecording(rec, dir string) (string, error) {
+	all, err := stage.Recording(rec)
+	if err != nil {
+		return "", err
 	}
 	var first stage.Frame
 	if err := json.Unmarshal(all[0], &first); err != nil {
-		return err
+		return "", err
 	}
 	hello := first
 	hello.Events = nil
@@ -208,95 +246,79 @@ func stageShots(ctx context.Context, chrome string, page []byte, out string) err
 	}
 	line, err := json.Marshal(hello)
 	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, "stage.ndjson")
+	return path, os.WriteFile(path, append([]byte(`{"schema":"`+stage.Schema+`"}`+"\n"), append(line, '\n')...), 0o644)
+}
+
+// openStage opens url and waits until the page has its frames.
+func openStage(bctx context.Context, url string, frames int) error {
+	if err := chromedp.Do(bctx, chromedp.Navigate(url)); err != nil {
 		return err
 	}
-	dir, err := os.MkdirTemp("", "bystander-cover")
-	if err != nil {
-		return err
+	if _, err := chromedp.Run(bctx, chromedp.Poll[bool](fmt.Sprintf("window.stageFrames >= %d", frames), chromedp.WithPollingInterval(50*time.Millisecond))); err != nil {
+		return fmt.Errorf("%s: the frames did not arrive: %w", url, err)
 	}
-	defer os.RemoveAll(dir)
-	coverRec := filepath.Join(dir, "stage.ndjson")
-	if err := os.WriteFile(coverRec, append([]byte(`{"schema":"`+stage.Schema+`"}`+"\n"), append(line, '\n')...), 0o644); err != nil {
-		return err
-	}
-	coverAddr, coverFrames, err := serve(coverRec)
-	if err != nil {
-		return err
-	}
-	open := func(bctx context.Context, url string, frames int) error {
-		if err := chromedp.Do(bctx, chromedp.Navigate(url)); err != nil {
+	time.Sleep(300 * time.Millisecond) // a frame of the browser's
+	return nil
+}
+
+// projectorShots takes one projector size's shots: the cover and every
+// screen, dark and light.
+func projectorShots(bctx context.Context, out, suffix, coverAddr string, coverFrames int, addr string, frames int) error {
+	for _, theme := range []string{"dark", "light"} {
+		q := ""
+		if theme == "dark" {
+			q = "?theme=dark"
+		}
+		if err := openStage(bctx, "http://"+coverAddr+"/"+q, coverFrames); err != nil {
 			return err
 		}
-		if _, err := chromedp.Run(bctx, chromedp.Poll[bool](fmt.Sprintf("window.stageFrames >= %d", frames), chromedp.WithPollingInterval(50*time.Millisecond))); err != nil {
-			return fmt.Errorf("%s: the frames did not arrive: %w", url, err)
+		if err := shoot(bctx, out, fmt.Sprintf("stage-cover-%s%s.png", theme, suffix)); err != nil {
+			return err
 		}
+	}
+	if err := openStage(bctx, "http://"+addr+"/", frames); err != nil {
+		return err
+	}
+	for _, theme := range []string{"dark", "light"} {
+		// T switches the theme; Home goes to the first slide.
+		if err := chromedp.Do(bctx, chromedp.KeyEvent("t"), chromedp.KeyEvent(kb.Home)); err != nil {
+			return err
+		}
+		if err := slideShots(bctx, out, theme+suffix); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// slideShots walks the slides with PageDown, one shot per screen (its
+// first slide), named stage-N-TAG.png.
+func slideShots(bctx context.Context, out, tag string) error {
+	taken := map[int]bool{}
+	for range 30 {
 		time.Sleep(300 * time.Millisecond) // a frame of the browser's
-		return nil
-	}
-	for _, p := range projectors {
-		bctx, done := browser(ctx, chrome, p.w, p.h)
-		for _, theme := range []string{"dark", "light"} {
-			q := ""
-			if theme == "dark" {
-				q = "?theme=dark"
-			}
-			if err := open(bctx, "http://"+coverAddr+"/"+q, coverFrames); err != nil {
-				done()
-				return err
-			}
-			if err := shoot(bctx, out, fmt.Sprintf("stage-cover-%s%s.png", theme, p.suffix)); err != nil {
-				done()
-				return err
-			}
-		}
-		if err := open(bctx, "http://"+addr+"/", frames); err != nil {
-			done()
+		type view struct{ View, Screen int }
+		v, err := chromedp.Run(bctx, chromedp.Evaluate[view](`({View: window.stageView.view, Screen: window.stageView.screen})`))
+		if err != nil {
 			return err
 		}
-		for _, theme := range []string{"dark", "light"} {
-			// T switches the theme; Home goes to the first slide.
-			if err := chromedp.Do(bctx, chromedp.KeyEvent("t"), chromedp.KeyEvent(kb.Home)); err != nil {
-				done()
+		if !taken[v.Screen] {
+			taken[v.Screen] = true
+			if err := shoot(bctx, out, fmt.Sprintf("stage-%d-%s.png", v.Screen, tag)); err != nil {
 				return err
 			}
-			taken := map[int]bool{}
-			for range 30 {
-				time.Sleep(300 * time.Millisecond) // a frame of the browser's
-				type view struct{ View, Screen int }
-				v, err := chromedp.Run(bctx, chromedp.Evaluate[view](`({View: window.stageView.view, Screen: window.stageView.screen})`))
-				if err != nil {
-					done()
-					return err
-				}
-				if !taken[v.Screen] {
-					taken[v.Screen] = true
-					if err := shoot(bctx, out, fmt.Sprintf("stage-%d-%s%s.png", v.Screen, theme, p.suffix)); err != nil {
-						done()
-						return err
-					}
-				}
-				if v.View < 0 {
-					break
-				}
-				if err := chromedp.Do(bctx, chromedp.KeyEvent(kb.PageDown)); err != nil {
-					done()
-					return err
-				}
-			}
 		}
-		done()
+		if v.View < 0 {
+			return nil
+		}
+		if err := chromedp.Do(bctx, chromedp.KeyEvent(kb.PageDown)); err != nil {
+			return err
+		}
 	}
-	// The speaker view on the first slide of screen 4, 1600x900.
-	bctx, done := browser(ctx, chrome, 1600, 900)
-	defer done()
-	if err := open(bctx, "http://"+addr+"/presenter", frames); err != nil {
-		return err
-	}
-	if err := chromedp.Do(bctx, chromedp.KeyEvent(kb.Home), chromedp.KeyEvent(kb.PageDown), chromedp.KeyEvent(kb.PageDown), chromedp.KeyEvent(kb.PageDown)); err != nil {
-		return err
-	}
-	time.Sleep(300 * time.Millisecond)
-	return shoot(bctx, out, "stage-presenter.png")
+	return nil
 }
 
 // shoot saves what the browser of bctx shows as name.
