@@ -262,6 +262,11 @@ func TestStage(t *testing.T) {
 		if compared == 0 {
 			t.Errorf("%s: no connection's live wait to compare with the report's %d cells", row.Step.ID, len(row.Cells))
 		}
+		var said []string
+		for _, c := range row.Cells {
+			said = append(said, fmt.Sprintf("#%d %.1f%s", c.Conn, c.WaitUs/1e3, map[bool]string{true: "!", false: ""}[c.Stalled]))
+		}
+		t.Logf("%s: %d of %d live waits the report's; the cells (ms, ! stalled): %s", row.Step.ID, compared, len(row.Cells), strings.Join(said, " "))
 	}
 
 	// The recording, replayed on the same page without servers.

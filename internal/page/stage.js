@@ -304,7 +304,7 @@
         if (waits) {
           out.push("Each cell is how long the server kept that connection's /fast calls waiting, the median, by the server's own clock: the report's heatmap, the same numbers.");
           if (calm.length) { out.push("A calm one, " + fmt(median(calm), 1) + " ms: its loop was free."); }
-          if (lit.length) { out.push("A stalled one, " + fmt(median(lit), 1) + " ms of a " + block + " call: its call reaches a loop that is running the call, again and again, and waits for it to end."); }
+          if (lit.length) { out.push("A stalled one, " + fmt(median(lit), 1) + " ms of a " + block + " call: its loop runs the call again and again, so its /fast waits for the call in progress before the loop reads it, and its answer for the next one (up to two calls)."); }
           if (worst > S.info.stall_block_ms) {
             out.push("Timed from when each was due, later still: its slowest answer came " + fmt(worst) + " ms after it was due, as every answer also waits for the answers due before it, so a stalled connection falls further behind its schedule with every call.");
           }
