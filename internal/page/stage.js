@@ -302,9 +302,9 @@
           if (x.stalled) { worst = Math.max(worst, x.ms || 0); lit.push(v); } else { calm.push(v); }
         });
         if (waits) {
-          out.push("Each cell is how long the server kept that connection's /fast calls waiting, the median, by the server's own clock: the report's heatmap, the same numbers.");
+          out.push("Each cell is how long the server kept that connection's requests waiting, the median, by the server's own clock: the report's heatmap, the same numbers.");
           if (calm.length) { out.push("A calm one, " + fmt(median(calm), 1) + " ms: its loop was free."); }
-          if (lit.length) { out.push("A stalled one, " + fmt(median(lit), 1) + " ms of a " + block + " call: its loop runs the call again and again, so its /fast waits for the call in progress before the loop reads it, and its answer for the next one (up to two calls)."); }
+          if (lit.length) { out.push("A stalled one, " + fmt(median(lit), 1) + " ms of a " + block + " call: its loop runs the call again and again, so its request waits behind a call before the loop reads it and behind another before its answer goes out, about two calls (more when a call was queued ahead of it)."); }
           if (worst > S.info.stall_block_ms) {
             out.push("Timed from when each was due, later still: its slowest answer came " + fmt(worst) + " ms after it was due, as every answer also waits for the answers due before it, so a stalled connection falls further behind its schedule with every call.");
           }
@@ -526,7 +526,7 @@
     // One measure in every cell, said: the report's (the median wait by
     // the server's clock), or in a recording made before the stage sent
     // it, the slowest answer, said as such.
-    text("gridsays", waits ? "Each cell: a connection, and how long the server kept its /fast calls waiting (median ms, as the report gives it)" :
+    text("gridsays", waits ? "Each cell: a connection, and how long the server kept its requests waiting (median ms, as the report gives it)" :
       "Each cell: a connection, and how late its slowest /fast answer came (ms after due; an older recording: no median)");
     // Under the grid: where the server's detector saw each blocked loop
     // held (its own servers: loopwatch).

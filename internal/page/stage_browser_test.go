@@ -220,7 +220,7 @@ func checkSlide(t *testing.T, ctx context.Context) slideSeen {
 	    // made before the stage sent it) the slowest answer, said as such.
 	    const grid = S.grids[id] || {}, conns = Object.keys(grid), waits = conns.length > 0 && conns.every(c => grid[c].wait !== undefined);
 	    const says = document.getElementById('gridsays').textContent;
-	    if (waits ? !/waiting \(median ms, as the report gives it\)/.test(says) : !/slowest \/fast answer.*an older recording: no median/.test(says)) { out.Problems.push("the grid says " + JSON.stringify(says) + (waits ? " over median waits" : " over slowest answers")); }
+	    if (waits ? !/its requests waiting \(median ms, as the report gives it\)/.test(says) : !/slowest \/fast answer.*an older recording: no median/.test(says)) { out.Problems.push("the grid says " + JSON.stringify(says) + (waits ? " over median waits" : " over slowest answers")); }
 	    for (const c of document.querySelectorAll('#grid .cell')) {
 	      const m = /^#(\d+) \u00b7 ([\d.,]+) ms$/.exec(c.textContent), x = m && grid[m[1]];
 	      const want = x && (waits ? x.wait : x.ms).toLocaleString('en-US', {maximumFractionDigits: waits ? 1 : 0});

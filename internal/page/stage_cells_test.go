@@ -208,13 +208,13 @@ func TestStageCellsAreTheReports(t *testing.T) {
 				lit = append(lit, w)
 			}
 		}
-		if !strings.Contains(s.Caption, "waiting (median ms, as the report gives it)") {
+		if !strings.Contains(s.Caption, "its requests waiting (median ms, as the report gives it)") {
 			t.Errorf("%s: the caption says %q", s.Focus, s.Caption)
 		}
 		if !strings.Contains(s.Notes, "the median, by the server's own clock: the report's heatmap, the same numbers") {
 			t.Errorf("%s: the speaker's notes do not say what a cell is: %q", s.Focus, s.Notes)
 		}
-		if len(lit) > 0 && !strings.Contains(s.Notes, "A stalled one, ") || len(lit) > 0 && !strings.Contains(s.Notes, "ms of a 100 ms call: its loop runs the call again and again, so its /fast waits for the call in progress before the loop reads it, and its answer for the next one (up to two calls)") {
+		if len(lit) > 0 && !strings.Contains(s.Notes, "A stalled one, ") || len(lit) > 0 && !strings.Contains(s.Notes, "ms of a 100 ms call: its loop runs the call again and again, so its request waits behind a call before the loop reads it and behind another before its answer goes out, about two calls") {
 			t.Errorf("%s: the notes do not say why a stalled one is that big: %q", s.Focus, s.Notes)
 		}
 	}
