@@ -87,15 +87,6 @@ func abs(p string) string {
 	return p
 }
 
-func medianDuration(d []time.Duration) time.Duration {
-	if len(d) == 0 {
-		return 0
-	}
-	s := slices.Clone(d)
-	slices.Sort(s)
-	return s[len(s)/2]
-}
-
 // processRuns says whether pid is a process that has not ended: one that
 // exists and is not a zombie (ended, not yet reaped by its parent).
 func processRuns(pid int) bool {

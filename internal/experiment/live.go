@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"path/filepath"
 	"slices"
 	"time"
 
 	"github.com/bystander-kit/bystander/internal/culprit"
+	"github.com/bystander-kit/bystander/internal/hist"
 	"github.com/bystander-kit/bystander/internal/lag"
 	"github.com/bystander-kit/bystander/internal/live"
 	"github.com/bystander-kit/bystander/internal/stage"
@@ -73,8 +75,9 @@ func (r *runner) liveArgs(s Step, kind string, args []string) ([]string, func())
 			if json.Unmarshal(line, &v) != nil {
 				return
 			}
-			stalled, verdict := judge.add(v)
-			r.hub.AddMax(fmt.Sprintf("conn/%s/%d", s.ID, v.Conn), stage.Conn{ID: s.ID, Conn: v.Conn, Loop: v.Loop, Ms: v.Ms, Stalled: stalled}, v.Ms)
+			conn, verdict := judge.add(v)
+			// The connection as seen so far: a frame sends its newest.
+			r.hub.AddMax(fmt.Sprintf("conn/%s/%d", s.ID, v.Conn), conn, float64(judge.conns[v.Conn].due))
 			if verdict != nil {
 				r.hub.Add(*verdict)
 			}
@@ -93,28 +96,40 @@ type liveJudge struct {
 }
 
 type liveConn struct {
-	loop          int
-	waits         []time.Duration
+	loop int
+	// waits is what the server made its answered probes wait, in the
+	// prober's own histogram: its median is the figure the report gives
+	// (stall.From of the prober's ServerWait), one computation.
+	waits         *hist.H
+	worstMs       float64 // its slowest answer from due
 	due, answered int64
 }
 
+// wait is the median of what the server made c's probes wait: the
+// figure the stall rule judges and the report's heatmap shows.
+func (c *liveConn) wait() time.Duration { return c.waits.P50() }
+
 func newLiveJudge(s Step) *liveJudge { return &liveJudge{s: s, conns: map[int]*liveConn{}} }
 
-// add takes a probe; it returns whether the probe's connection stalled as
-// the rule last judged, and a verdict at most every 250 ms.
-func (j *liveJudge) add(p live.Probe) (bool, *stage.Verdict) {
+// add takes a probe; it returns the probe's connection as seen so far
+// (whether it stalled as the rule last judged), and a verdict at most
+// every 250 ms.
+func (j *liveJudge) add(p live.Probe) (stage.Conn, *stage.Verdict) {
 	c := j.conns[p.Conn]
 	if c == nil {
-		c = &liveConn{}
+		c = &liveConn{waits: hist.New()}
 		j.conns[p.Conn] = c
 		j.order = append(j.order, p.Conn)
 		slices.Sort(j.order)
 	}
 	c.loop = p.Loop
 	c.due++
+	c.worstMs = max(c.worstMs, p.Ms)
 	if !p.Failed {
 		c.answered++
-		c.waits = append(c.waits, time.Duration(p.WaitMs*1e6))
+		if p.WaitMs > 0 { // the server said (the line omits a wait it did not)
+			c.waits.Record(time.Duration(math.Round(p.WaitMs * 1e6))) // the prober's ns again: the line has them exactly
+		}
 	}
 	var out *stage.Verdict
 	if now := time.Now(); now.Sub(j.last) >= stage.Every {
@@ -122,13 +137,18 @@ func (j *liveJudge) add(p live.Probe) (bool, *stage.Verdict) {
 		var conns []stall.Conn
 		for _, id := range j.order {
 			k := j.conns[id]
-			conns = append(conns, stall.Conn{ID: id, Loop: k.loop, Due: k.due, Answered: k.answered, Wait: medianDuration(k.waits), FromServer: true})
+			conns = append(conns, stall.Conn{ID: id, Loop: k.loop, Due: k.due, Answered: k.answered, Wait: k.wait(), FromServer: true})
 		}
 		j.v = stall.Judge(conns, j.s.Block.D(), stall.Machine{})
 		out = &stage.Verdict{ID: j.s.ID, Judged: j.v.Judged, Stalled: j.v.Count, Conns: len(conns), Why: j.v.Why}
 	}
 	i := slices.Index(j.order, p.Conn)
-	return i < len(j.v.Stalled) && j.v.Stalled[i], out
+	ev := stage.Conn{ID: j.s.ID, Conn: p.Conn, Loop: c.loop, Ms: c.worstMs, Stalled: i < len(j.v.Stalled) && j.v.Stalled[i]}
+	if c.waits.Count() > 0 {
+		ms := float64(c.wait()) / 1e6
+		ev.WaitMs = &ms
+	}
+	return ev, out
 }
 
 // lagEvent gives the stage each loop's largest lag in a /lag event.

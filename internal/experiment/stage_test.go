@@ -3,8 +3,10 @@ package experiment
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -229,6 +231,44 @@ func TestStage(t *testing.T) {
 			t.Errorf("%s: the page says %+v, the report %s", row.Step.ID, v, row.StalledText())
 		}
 	}
+	// Each screen 4 cell is the report's: the median wait the server made
+	// its connection, by its own clock. Live, the stage's last word on a
+	// connection (in the recording) is the report's number, to the ns:
+	// one computation on the same probes; at the step's end the page
+	// holds the report's cells, wait and verdict.
+	type cell struct {
+		Wait    *float64
+		Stalled bool
+	}
+	grids, err := chromedp.Run(bctx, chromedp.Evaluate[map[string]map[string]cell](`Object.fromEntries(Object.entries(window.stageState.grids).map(([id, g]) =>
+	  [id, Object.fromEntries(Object.entries(g).map(([c, x]) => [c, {Wait: x.wait === undefined ? null : x.wait, Stalled: !!x.stalled}]))]))`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lastLive := liveWaits(t, filepath.Join(dir, "stage.ndjson"))
+	for _, row := range f.Stall {
+		compared := 0
+		for _, c := range row.Cells {
+			want := c.WaitUs / 1e3
+			if g := grids[row.Step.ID][fmt.Sprint(c.Conn)]; g.Wait == nil || math.Abs(*g.Wait-want) > 1e-6 || g.Stalled != c.Stalled {
+				t.Errorf("%s: connection %d: the page ends on %+v, the report on %v ms (stalled %v)", row.Step.ID, c.Conn, g, want, c.Stalled)
+			}
+			if w, ok := lastLive[row.Step.ID][c.Conn]; ok && w != nil {
+				compared++
+				if math.Abs(*w-want) > 1e-6 {
+					t.Errorf("%s: connection %d: live the stage ended on %v ms, the report says %v ms", row.Step.ID, c.Conn, *w, want)
+				}
+			}
+		}
+		if compared == 0 {
+			t.Errorf("%s: no connection's live wait to compare with the report's %d cells", row.Step.ID, len(row.Cells))
+		}
+		var said []string
+		for _, c := range row.Cells {
+			said = append(said, fmt.Sprintf("#%d %.1f%s", c.Conn, c.WaitUs/1e3, map[bool]string{true: "!", false: ""}[c.Stalled]))
+		}
+		t.Logf("%s: %d of %d live waits the report's; the cells (ms, ! stalled): %s", row.Step.ID, compared, len(row.Cells), strings.Join(said, " "))
+	}
 
 	// The recording, replayed on the same page without servers.
 	raddr := wiretest.FreeAddr(t)
@@ -283,6 +323,37 @@ func TestStage(t *testing.T) {
 	if c := <-rcode; c != 0 || !strings.Contains(rout.String(), "replayed") {
 		t.Fatalf("replay exit %d\n%s", c, rout.String())
 	}
+}
+
+// liveWaits is each stall connection's last live wait in a recording, by
+// step and connection (nil: the stage sent it without one).
+func liveWaits(t *testing.T, path string) map[string]map[int]*float64 {
+	t.Helper()
+	frames, err := stage.Recording(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]map[int]*float64{}
+	for _, b := range frames {
+		var fr stage.Frame
+		if err := json.Unmarshal(b, &fr); err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range fr.Events {
+			var ev struct {
+				K string `json:"k"`
+				stage.Conn
+			}
+			if err := json.Unmarshal(e, &ev); err != nil || ev.K != "conn" {
+				continue
+			}
+			if out[ev.ID] == nil {
+				out[ev.ID] = map[int]*float64{}
+			}
+			out[ev.ID][ev.Conn.Conn] = ev.WaitMs
+		}
+	}
+	return out
 }
 
 // TestAutoWaitsForAPage: --auto starts once a page has opened the frames,

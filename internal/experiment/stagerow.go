@@ -101,6 +101,9 @@ func stepRow(dir string, params results.RunParams, manifest results.Manifest, m 
 // give, or why it could not be judged.
 func verdictOf(id string, st findings.StallRow) *stage.Verdict {
 	v := &stage.Verdict{ID: id, Final: true, Judged: st.Judged > 0, Conns: int(st.Conns.Median())}
+	for _, c := range st.Cells { // the heatmap's cells: the page's grid ends on them
+		v.Cells = append(v.Cells, stage.Cell{Conn: c.Conn, Loop: c.Loop, WaitMs: c.WaitUs / 1e3, Stalled: c.Stalled})
+	}
 	if v.Judged {
 		v.Stalled = int(st.Stalled.Median())
 	} else if len(st.Unjudged) > 0 {

@@ -63,6 +63,15 @@ func (h *H) Merge(o *H) {
 	h.clamped += o.clamped
 }
 
+// P50 is the median as Summary gives it (its P50Us), without encoding
+// the histogram: 0 when empty.
+func (h *H) P50() time.Duration {
+	if h.h.TotalCount() == 0 {
+		return 0
+	}
+	return time.Duration(h.h.ValueAtQuantile(50)) * time.Microsecond
+}
+
 // Count is the number of values recorded.
 func (h *H) Count() int64 { return h.h.TotalCount() }
 

@@ -88,3 +88,17 @@ func TestRecordCorrected(t *testing.T) {
 		t.Errorf("a beat late by less than the interval hid nothing: count %d", h2.Count())
 	}
 }
+
+// TestP50IsSummarys: P50 is the median Summary gives, without encoding.
+func TestP50IsSummarys(t *testing.T) {
+	h := New()
+	if h.P50() != 0 {
+		t.Errorf("empty: %v", h.P50())
+	}
+	for _, d := range []time.Duration{98765432, 120000001, 450000000, 451000000, 851234567, 903123456} {
+		h.Record(d)
+	}
+	if got, want := h.P50(), time.Duration(h.Summary().P50Us*1e3); got != want || got == 451*time.Millisecond {
+		t.Errorf("P50 %v, Summary's %v", got, want)
+	}
+}

@@ -103,7 +103,7 @@
         }
         if (ev.row.rps !== undefined) { st.rps = ev.row.rps; }
         if (ev.row.fast_p50_ms !== undefined) { st.fast_p50_ms = ev.row.fast_p50_ms; st.fast_at_least = !!ev.row.fast_at_least; }
-        if (ev.row.stall) { S.verdicts[ev.id] = ev.row.stall; }
+        if (ev.row.stall) { S.verdicts[ev.id] = ev.row.stall; cellsOf(S, ev.id, ev.row.stall.cells); }
         if (ev.row.slip_before) { st.slip = {before: ev.row.slip_before, after: ev.row.slip_after, atMs: ev.row.slip_at_ms}; }
       }
       break;
@@ -115,9 +115,15 @@
       // focus shows the newest grid once its first probes are back, so the
       // audience never looks at an empty one.
       S.stallStep = ev.id;
-      // A cell keeps its connection's worst so far: one measure a cell.
+      // A cell is its connection as seen so far: the median wait the
+      // server made it (wait_ms, by the server's clock: the report's
+      // figure), and its slowest answer from due (ms: the speaker's
+      // notes; a recording made before wait_ms has only that). The
+      // step's end puts the report's own cells in (cellsOf).
       var g = (S.grids[ev.id] = S.grids[ev.id] || {}), was = g[ev.conn];
-      g[ev.conn] = {loop: ev.loop, ms: Math.max(ev.ms, was ? was.ms : 0), stalled: ev.stalled};
+      var ms = Math.max(ev.ms, was && was.ms !== undefined ? was.ms : 0);
+      if (was && was.final) { was.ms = ms; break; }
+      g[ev.conn] = {loop: ev.loop, ms: ms, wait: ev.wait_ms !== undefined ? +ev.wait_ms : undefined, stalled: ev.stalled};
       break;
     case "verdict":
       // The stall rule's verdict (internal/stall), live; a final one (the
@@ -129,6 +135,26 @@
       break;
     case "done": S.done = true; S.report = ev.report || ""; S.dir = ev.dir || ""; break;
     }
+  }
+
+  // cellsOf puts a stall step's end in its grid: each connection as the
+  // report's heatmap gives it (internal/findings), its wait and whether it
+  // stalled; its slowest answer stays from the live ones.
+  function cellsOf(S, id, cells) {
+    if (!cells || !cells.length) { return; }
+    var g = (S.grids[id] = S.grids[id] || {});
+    cells.forEach(function (c) {
+      var was = g[c.conn];
+      g[c.conn] = {loop: c.loop, ms: was ? was.ms : undefined, wait: +c.wait_ms, stalled: !!c.stalled, final: true};
+    });
+  }
+  // waitsOf says whether every cell of a grid has the median wait: then
+  // the cells show it, the report's figure; else (a recording made
+  // before the stage sent it) each its slowest answer, and the caption
+  // says which. One measure in every cell.
+  function waitsOf(conns) {
+    var ids = Object.keys(conns);
+    return ids.length > 0 && ids.every(function (c) { return conns[c].wait !== undefined; });
   }
 
   // The stall step a screen 4 slide shows: its focus, or (a recording
@@ -305,13 +331,26 @@
           (exact ? ", as many as share the " + s.kk + " blocked loop" + (s.kk > 1 ? "s" : "") + " (3 a loop)" : "") + ".");
         out.push(isLoop(s.server) ? "A connection lives on one loop and waits whenever its loop is blocked, whatever it asked for." :
           "A blocked caller holds one of " + fmt(S.info.slots) + " threads; every other connection finds one free.");
-        var worst = 0, calm = [];
-        Object.keys(S.grids[id] || {}).forEach(function (c) { var x = S.grids[id][c]; if (x.stalled) { worst = Math.max(worst, x.ms); } else { calm.push(x.ms); } });
-        if (worst > S.info.stall_block_ms) {
-          out.push("Why " + fmt(worst) + " ms for a " + fmt(S.info.stall_block_ms) + " ms call: each connection's /fast is due on a fixed schedule, and its loop runs the call again and again; every answer waits for the call in progress and for the answers due before it, so a stalled connection falls further behind its schedule with every call, " +
-            fmt(worst) + " ms by the step's end.");
+        // What a cell's number is, and why a stalled one is that big.
+        var grid = S.grids[id] || {}, waits = waitsOf(grid), block = fmt(S.info.stall_block_ms) + " ms", worst = 0, lit = [], calm = [];
+        Object.keys(grid).forEach(function (c) {
+          var x = grid[c], v = waits ? x.wait : x.ms;
+          if (x.stalled) { worst = Math.max(worst, x.ms || 0); lit.push(v); } else { calm.push(v); }
+        });
+        if (waits) {
+          out.push("Each cell is how long the server kept that connection's requests waiting, the median, by the server's own clock: the report's heatmap, the same numbers.");
+          if (calm.length) { out.push("A calm one, " + fmt(median(calm), 1) + " ms: its loop was free."); }
+          if (lit.length) { out.push("A stalled one, " + fmt(median(lit), 1) + " ms of a " + block + " call: its loop runs the call again and again, so its request waits behind a call before the loop reads it and behind another before its answer goes out, about two calls (more when a call was queued ahead of it)."); }
+          if (worst > S.info.stall_block_ms) {
+            out.push("Timed from when each was due, later still: its slowest answer came " + fmt(worst) + " ms after it was due, as every answer also waits for the answers due before it, so a stalled connection falls further behind its schedule with every call.");
+          }
+        } else {
+          if (worst > S.info.stall_block_ms) {
+            out.push("Why " + fmt(worst) + " ms for a " + block + " call: each connection's /fast is due on a fixed schedule, and its loop runs the call again and again; every answer waits for the call in progress and for the answers due before it, so a stalled connection falls further behind its schedule with every call, " +
+              fmt(worst) + " ms by the step's end.");
+          }
+          if (calm.length) { out.push("This recording's cells are each connection's slowest answer; the report gives each connection's median wait by the server's clock (a fraction of a ms when healthy)."); }
         }
-        if (calm.length) { out.push("The calm cells' few ms are their slowest answer; the report's table gives each connection's median wait by the server's clock (a fraction of a ms when healthy)."); }
       } else if (s && v && !v.judged) {
         out.push("Not judged: " + (v.why || v.not_read || "the machine was too busy") + ".");
       }
@@ -503,10 +542,10 @@
     var g = document.getElementById("grid"), loops = S.info.loops, per = S.info.stall_conns / Math.max(loops, 1);
     var id = shownStall(), conns = S.grids[id] || {};
     g.style.gridTemplateColumns = "10cqw repeat(" + per + ", 1fr)";
-    var rows = {}, loopless = id && S.steps[id] && S.info.servers_kind[S.steps[id].server] !== "loop";
+    var rows = {}, loopless = id && S.steps[id] && S.info.servers_kind[S.steps[id].server] !== "loop", waits = waitsOf(conns);
     Object.keys(conns).sort(function (a, b) { return a - b; }).forEach(function (c, i) {
       var x = conns[c], row = loopless ? Math.floor(i / per) : x.loop;
-      (rows[row] = rows[row] || []).push({conn: +c, ms: x.ms, stalled: x.stalled});
+      (rows[row] = rows[row] || []).push({conn: +c, ms: waits ? x.wait : x.ms, stalled: x.stalled});
     });
     var cells = [];
     function div(cls, text) { var d = document.createElement("div"); d.className = cls; d.textContent = text; return d; }
@@ -517,13 +556,16 @@
         var c = r[i];
         // "#3 · 679 ms": a room read "#3 679 ms" as 3,679 ms. Healthy
         // cells calm, stalled ones loud.
-        cells.push(c ? div("cell " + (c.stalled ? "lit" : "calm"), "#" + c.conn + " \u00b7 " + fmt(c.ms) + " ms") : div("cell", "-"));
+        // The wait to a tenth of a ms, as the report's heatmap rounds it.
+        cells.push(c ? div("cell " + (c.stalled ? "lit" : "calm"), "#" + c.conn + " \u00b7 " + fmt(c.ms, waits ? 1 : 0) + " ms") : div("cell", "-"));
       }
     }
     g.replaceChildren.apply(g, cells);
-    // One measure in every cell, said: the report's table gives the
-    // median wait by the server's clock instead (the speaker's notes say).
-    text("gridsays", "Each cell: a connection, and how late its slowest /fast answer came (ms after it was due)");
+    // One measure in every cell, said: the report's (the median wait by
+    // the server's clock), or in a recording made before the stage sent
+    // it, the slowest answer, said as such.
+    text("gridsays", waits ? "Each cell: a connection, and how long the server kept its requests waiting (median ms, as the report gives it)" :
+      "Each cell: a connection, and how late its slowest /fast answer came (ms after due; an older recording: no median)");
     // Under the grid: where the server's detector saw each blocked loop
     // held (its own servers: loopwatch).
     var w = document.getElementById("heldat"), server = id && S.steps[id] ? S.steps[id].server : "";

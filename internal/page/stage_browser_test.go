@@ -35,6 +35,12 @@ type slideSeen struct {
 // own.
 func replayedServer(t *testing.T) (*httptest.Server, int) {
 	t.Helper()
+	return replayedFrom(t, quickStage)
+}
+
+// replayedFrom serves the recording at path, every frame in.
+func replayedFrom(t *testing.T, path string) (*httptest.Server, int) {
+	t.Helper()
 	a := inlined(t)
 	page, err := writeStagePage(a)
 	if err != nil {
@@ -44,7 +50,7 @@ func replayedServer(t *testing.T) (*httptest.Server, int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	frames, err := stage.ReplayWith(context.Background(), quickStage, hub, stage.ReplayOptions{Instant: true})
+	frames, err := stage.ReplayWith(context.Background(), path, hub, stage.ReplayOptions{Instant: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,7 +215,17 @@ func checkSlide(t *testing.T, ctx context.Context) slideSeen {
 	    const lit = document.querySelectorAll('#grid .cell.lit').length;
 	    if (!v || !v.judged) { out.Problems.push("no judged verdict for " + id); break; }
 	    if (lit !== v.stalled) { out.Problems.push(lit + " cells lit, the verdict says " + v.stalled + " stalled"); }
-	    if (!/slowest \/fast answer/.test(document.getElementById('gridsays').textContent)) { out.Problems.push("the grid does not say what its cells measure"); }
+	    // One measure in every cell, said: the median wait by the server's
+	    // clock (the report's) when every cell has it, else (a recording
+	    // made before the stage sent it) the slowest answer, said as such.
+	    const grid = S.grids[id] || {}, conns = Object.keys(grid), waits = conns.length > 0 && conns.every(c => grid[c].wait !== undefined);
+	    const says = document.getElementById('gridsays').textContent;
+	    if (waits ? !/its requests waiting \(median ms, as the report gives it\)/.test(says) : !/slowest \/fast answer.*an older recording: no median/.test(says)) { out.Problems.push("the grid says " + JSON.stringify(says) + (waits ? " over median waits" : " over slowest answers")); }
+	    for (const c of document.querySelectorAll('#grid .cell')) {
+	      const m = /^#(\d+) \u00b7 ([\d.,]+) ms$/.exec(c.textContent), x = m && grid[m[1]];
+	      const want = x && (waits ? x.wait : x.ms).toLocaleString('en-US', {maximumFractionDigits: waits ? 1 : 0});
+	      if (m && m[2] !== want) { out.Problems.push("cell #" + m[1] + " reads " + m[2] + " ms, its connection's " + (waits ? "median wait" : "slowest answer") + " is " + want); }
+	    }
 	    if (kinds[S.steps[id].server] === 'loop' && v.stalled !== 3 * S.steps[id].kk) { out.Problems.push("k = " + S.steps[id].kk + " and " + v.stalled + " stalled: not the recording's story"); }
 	    // A cell says its connection and its wait apart: "#3 · 679 ms" (a
 	    // room read "#3 679 ms" as 3,679 ms), inside the cell.

@@ -111,13 +111,29 @@ type Probe struct {
 	Ms     float64 `json:"ms"`
 }
 
-// Conn is a stall connection's slowest probe of a frame, and whether the
-// stall rule, on what it has seen so far, says it stalled.
+// Conn is a stall connection as the stage has seen it so far: the median
+// of what the server made its probes wait (WaitMs, by the server's own
+// clock: the figure the stall rule judges and the report's heatmap
+// shows; nil when the server said none), its slowest answer from due
+// (Ms), and whether the stall rule, on what it has seen so far, says it
+// stalled. A recording made before WaitMs has Ms only: the frame's
+// slowest answer.
 type Conn struct {
-	ID      string  `json:"id"`
+	ID      string   `json:"id"`
+	Conn    int      `json:"conn"`
+	Loop    int      `json:"loop"`
+	Ms      float64  `json:"ms"`
+	WaitMs  *float64 `json:"wait_ms,omitempty"`
+	Stalled bool     `json:"stalled"`
+}
+
+// Cell is a stall connection at its step's end, as the report's heatmap
+// gives it (internal/findings): the median wait the server made it, by
+// its own clock, and whether the rule says it stalled.
+type Cell struct {
 	Conn    int     `json:"conn"`
 	Loop    int     `json:"loop"`
-	Ms      float64 `json:"ms"`
+	WaitMs  float64 `json:"wait_ms"`
 	Stalled bool    `json:"stalled"`
 }
 
@@ -135,6 +151,9 @@ type Verdict struct {
 	// kit looked at from /proc and a JVM's stacks), a line each: the
 	// threads and where, then how many of each family.
 	Seen []string `json:"seen,omitempty"`
+	// Cells are the connections at the step's end (Final), as the
+	// report's heatmap gives them.
+	Cells []Cell `json:"cells,omitempty"`
 }
 
 // Lag is one loop's largest lag in a window of the server's /lag stream.
