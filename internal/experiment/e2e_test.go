@@ -20,6 +20,7 @@ import (
 
 	"github.com/bystander-kit/bystander/internal/culprit"
 	"github.com/bystander-kit/bystander/internal/findings"
+	"github.com/bystander-kit/bystander/internal/prose"
 	"github.com/bystander-kit/bystander/internal/results"
 	"github.com/bystander-kit/bystander/internal/wiretest"
 )
@@ -242,7 +243,7 @@ func TestQuickRun(t *testing.T) {
 		}
 	}
 	var sb strings.Builder
-	f.WriteTables(&sb)
+	prose.WriteTables(&sb, f)
 	// The comparison with the published experiment states its conditions,
 	// as the publication's: the rest may state none of the defaults.
 	before, rest, _ := strings.Cut(sb.String(), "This run beside the published")

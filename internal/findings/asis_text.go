@@ -135,7 +135,7 @@ func (a AsIs) WorkersText() string {
 	if a.Workers <= 0 {
 		return "not known"
 	}
-	s := fmt.Sprintf("%.1f workers (its plateau %s at %s x the call's %s, Little's law)", a.Workers, words.PerS(a.Plateau), words.Plural(a.PlateauAt, "caller"), round(a.CallTime()))
+	s := fmt.Sprintf("%.1f workers (its plateau %s at %s x the call's %s, Little's law)", a.Workers, words.PerS(a.Plateau), words.Plural(a.PlateauAt, "caller"), words.Round(a.CallTime()))
 	if a.AtLeast {
 		s = "at least " + s + ": it served the sweep's most callers at once"
 	}
@@ -150,7 +150,7 @@ func (a AsIs) CeilingText() string {
 		}
 		return "not known"
 	}
-	return fmt.Sprintf("%s / %s = %s", words.Plural(max(1, int(math.Round(a.Workers))), "worker"), round(a.CallTime()), words.PerS(a.Ceiling))
+	return fmt.Sprintf("%s / %s = %s", words.Plural(max(1, int(math.Round(a.Workers))), "worker"), words.Round(a.CallTime()), words.PerS(a.Ceiling))
 }
 
 // rise says how the bystander's median went with the load: "from 0.32ms
@@ -159,7 +159,7 @@ func (a AsIs) rise() string {
 	var parts []string
 	for i := range a.Steps {
 		if p, ok := bystanderP50(&a.Steps[i]); ok {
-			parts = append(parts, fmt.Sprintf("%s at %s", round(time.Duration(p*1e3)), words.Plural(a.Steps[i].Step.Conc, "caller")))
+			parts = append(parts, fmt.Sprintf("%s at %s", words.Round(time.Duration(p*1e3)), words.Plural(a.Steps[i].Step.Conc, "caller")))
 		}
 	}
 	if len(parts) == 0 {
@@ -167,7 +167,7 @@ func (a AsIs) rise() string {
 	}
 	s := "its bystander's median from due: " + strings.Join(parts, ", ")
 	if u := a.unloaded(); u > 0 {
-		s += fmt.Sprintf(" (unloaded %s)", round(time.Duration(u*1e3)))
+		s += fmt.Sprintf(" (unloaded %s)", words.Round(time.Duration(u*1e3)))
 	}
 	return s
 }

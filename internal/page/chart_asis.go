@@ -10,6 +10,7 @@ import (
 
 	"github.com/bystander-kit/bystander/internal/findings"
 	"github.com/bystander-kit/bystander/internal/palette"
+	"github.com/bystander-kit/bystander/internal/prose"
 	"github.com/bystander-kit/bystander/internal/stall"
 	"github.com/bystander-kit/bystander/internal/words"
 )
@@ -61,7 +62,7 @@ func asIsSection(f *findings.Findings, a findings.AsIs, hue string) section {
 		if b := st.Bound(); b != nil {
 			bound = b.Line()
 		}
-		sec.Grid.Rows = append(sec.Grid.Rows, []string{fmt.Sprint(st.Step.Conc), findings.JoinFigure(st.Throughput), msText(st.LoadP50), fmt.Sprint(st.NotAnswered()), bound,
+		sec.Grid.Rows = append(sec.Grid.Rows, []string{fmt.Sprint(st.Step.Conc), prose.JoinFigure(st.Throughput), msText(st.LoadP50), fmt.Sprint(st.NotAnswered()), bound,
 			msText(st.Fast.P50), st.StalledText(), words.Dash(st.WhoText()), msText(st.StalledWait), msText(st.OthersWait), msText(st.Unloaded)})
 		if !st.Throughput.OK() {
 			continue
