@@ -277,7 +277,7 @@ func slipHolds(t *testing.T, f *findings.Findings, binds map[string]string) {
 			t.Errorf("%s: binds %q (want %q), before %v after %v: %s", name, r.Binds, binds[name], r.Before.PerS, r.After.PerS, r.Why)
 			continue
 		}
-		t.Logf("%s", r.Sentence())
+		t.Logf("%s", prose.SlipSentence(r))
 		spans := []time.Duration{r.At, r.Step.Duration - time.Duration(r.AfterFrom.Median())}
 		for i, h := range []findings.SlipHalf{r.Before, r.After} {
 			mb := time.Duration(h.MeasuredBlock.Median())

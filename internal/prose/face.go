@@ -277,8 +277,8 @@ func FaceOf(f *findings.Findings) Face {
 			ReturnMs: face(r.Return.P50, 1e-3), TotalP50Ms: face(r.Total.P50, 1e-3), TotalP99Ms: face(r.Total.P99, 1e-3), Samples: face(r.Total.N, 1)})
 	}
 	for _, r := range f.Slip {
-		x.Slip = append(x.Slip, FaceSlip{ID: r.Step.ID, Server: r.Step.Server.Name, Ceiling: r.CeilingText(), Before: faceSlipSide(r.Before),
-			After: faceSlipSide(r.After), Sentence: r.Sentence()})
+		x.Slip = append(x.Slip, FaceSlip{ID: r.Step.ID, Server: r.Step.Server.Name, Ceiling: SlipCeiling(r), Before: faceSlipSide(r.Before),
+			After: faceSlipSide(r.After), Sentence: SlipSentence(r)})
 	}
 	for _, a := range f.AsIs {
 		x.AsIs = append(x.AsIs, faceAsIs(a))

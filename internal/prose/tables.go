@@ -336,7 +336,7 @@ func writeSlip(w io.Writer, f *findings.Findings) {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s / %s = %s req/s\t%s\t%s\t%d of %d\n", map[bool]string{true: name}[i == 0], sd.label, h.Block,
 				ms(us(h.MeasuredBlock)), perS(h.PerS), r.Binds, h.Block, words.Thousands(h.Ceiling), pct(h.Share), fast, h.FastProbes-h.FastCensored, h.FastProbes)
 		}
-		notes = append(notes, "  "+r.Sentence())
+		notes = append(notes, "  "+SlipSentence(r))
 	}
 	tw.Flush()
 	for _, n := range notes {
