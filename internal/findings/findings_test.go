@@ -227,9 +227,9 @@ func TestStallTooBusy(t *testing.T) {
 		Conns: &results.Result{PerConn: &results.PerConn{Conns: []results.ConnStat{conn(0, 0, ms(75)), conn(1, 1, ms(14)), conn(2, 2, ms(1))}}}}
 	g := &Group{Step: step, Reps: []Rep{unclear}}
 	r := stallRow(g)
-	if r.Judged != 0 || r.Stalled.OK() || r.StalledText() != "machine too busy to judge" || r.MatchText() != "-" || len(r.Unjudged) != 1 ||
+	if r.Judged != 0 || r.Stalled.OK() || r.StalledText() != "machine too busy to judge" || r.Match || len(r.Unjudged) != 1 ||
 		!strings.Contains(r.Unjudged[0], "connection 1 (loop 1) waited 14ms") || !strings.Contains(r.Unjudged[0], "100% busy (90% by other processes)") ||
-		!strings.Contains(r.MachineText(), "shared: 90% others") {
+		!r.Shared() || r.MachineOthers.Median() != 0.9 {
 		t.Fatalf("%+v\n%s", r, r.Unjudged)
 	}
 	judged := unclear

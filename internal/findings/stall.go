@@ -317,3 +317,7 @@ func (r *StallRow) addOutside(rep Rep) {
 		r.Outside = append([]string{"the outside view found no thread held"}, r.Outside...)
 	}
 }
+
+// Shared says whether other processes used the machine enough, at the
+// median, that the row's figures were measured on a shared machine.
+func (r StallRow) Shared() bool { return r.MachineOthers.Median() >= sharedAbove }

@@ -202,7 +202,7 @@ func seenWords(vs []outside.Verdict, ks []int) string {
 		case len(v.Held) == 0:
 			part += "found no thread held"
 		case head == "":
-			part += "held " + findings.CulpritsText(v.Held)
+			part += "held " + prose.Culprits(v.Held)
 		case len(v.Groups) > 0:
 			part += "held " + strings.Join(names, ", ") + ": " + strings.Join(v.Groups, "; ")
 		default:

@@ -265,8 +265,8 @@ func FaceOf(f *findings.Findings) Face {
 	}
 	for _, r := range f.Stall {
 		s := FaceStall{ID: r.Step.ID, Server: r.Step.Server.Name, K: r.Step.K, Stalled: r.StalledText(), Expected: num(r.Expected, "%.0f"),
-			Exactly: r.MatchText(), StalledWaitMs: face(r.StalledWait, 1e-3), OthersWaitMs: face(r.OthersWait, 1e-3), Machine: r.MachineText(),
-			Detector: r.DetectorText(), Culprit: r.CulpritText(), Outside: r.Outside, Mismatch: r.Mismatch, Unjudged: r.Unjudged, BlockOff: r.BlockOff}
+			Exactly: StallMatch(r), StalledWaitMs: face(r.StalledWait, 1e-3), OthersWaitMs: face(r.OthersWait, 1e-3), Machine: StallMachine(r),
+			Detector: r.DetectorText(), Culprit: StallCulprit(r), Outside: r.Outside, Mismatch: r.Mismatch, Unjudged: r.Unjudged, BlockOff: r.BlockOff}
 		if !r.OK() {
 			s.Why = r.Why
 		}
