@@ -89,21 +89,6 @@ func (a AsIs) StalledLine() string {
 	return strings.Join(parts, ", ")
 }
 
-// ClosedText says that the service closed the load's connections, when it
-// did (its callers dialled more than twice each): "" when it kept them.
-func (st AsIsStep) ClosedText() string {
-	if !st.Dials.OK() || st.Dials.Median() <= 2*float64(st.Step.Conc) {
-		return ""
-	}
-	closed := fmt.Sprintf("the service closed the load's connections: %s dials for its %s", num(st.Dials, "%.0f"), words.Plural(st.Step.Conc, "caller"))
-	if !st.PerClose.OK() || st.PerClose.Median() < 2 {
-		return closed + ": each answer paid for a connection's setup"
-	}
-	// Tomcat closes a kept-alive connection after its 100th request
-	// (maxKeepAliveRequests): a setup that often costs little.
-	return fmt.Sprintf("%s, one closed every %s requests", closed, num(st.PerClose, "%.0f"))
-}
-
 // CPUText says whether the call ran on a CPU, with the figures, or that
 // the machine's starvation left it not told.
 func (a AsIs) CPUText() string {
@@ -172,11 +157,8 @@ func (a AsIs) rise() string {
 	return s
 }
 
-// PlateauText is its highest throughput and where: "17,189 req/s at 64
-// callers", or "not measured".
-func (a AsIs) PlateauText() string {
-	if a.Plateau <= 0 {
-		return "not measured"
-	}
-	return fmt.Sprintf("%s at %s", words.PerS(a.Plateau), words.Plural(a.PlateauAt, "caller"))
+// Closed says whether the service closed the load's connections: its
+// callers dialled more than twice each.
+func (st AsIsStep) Closed() bool {
+	return st.Dials.OK() && st.Dials.Median() > 2*float64(st.Step.Conc)
 }

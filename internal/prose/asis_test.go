@@ -33,3 +33,26 @@ func TestAsIsSaysNothingLost(t *testing.T) {
 		t.Errorf("1 caller kept its connection:\n%s", b.String())
 	}
 }
+
+// TestClosedText: a service that closes the load's connections is said
+// with how often: Tomcat closes a kept-alive connection after its 100th
+// request (maxKeepAliveRequests), and "each answer then paid for a
+// connection's setup" said it of 3 dials in 800 requests.
+func TestClosedText(t *testing.T) {
+	for _, c := range []struct {
+		conc            int
+		dials, perClose float64
+		want, not       string
+	}{
+		{1, 3, 115, "3 dials for its 1 caller, one closed every 115 requests", "each answer"},
+		{4, 3200, 1, "each answer paid for a connection's setup", "every 1 requests"},
+		{4, 8, 1000, "", ""}, // kept: twice its callers at most
+	} {
+		st := findings.AsIsStep{LoadRow: findings.LoadRow{Group: &findings.Group{}}, Dials: findings.Figure{c.dials}, PerClose: findings.Figure{c.perClose}}
+		st.Step.Conc = c.conc
+		got := AsIsClosed(st)
+		if (c.want == "") != (got == "") || (got != "") != st.Closed() || !strings.Contains(got, c.want) || c.not != "" && strings.Contains(got, c.not) {
+			t.Errorf("%d callers, %.0f dials, %.0f requests a close: %q, want %q", c.conc, c.dials, c.perClose, got, c.want)
+		}
+	}
+}

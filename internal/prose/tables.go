@@ -111,7 +111,7 @@ func writeAsIs(w io.Writer, f *findings.Findings) {
 		fmt.Fprintf(w, "\n%s as it is: the sweep loads %s at each concurrency; its bystander %s is probed every %s on one connection, and every %s on %s\n",
 			a.Server, a.Load, a.Bystander, f.Params.ProbeInterval, asIsInterval(f, a), words.Plural(asIsConns(f, a), "connection"))
 		fmt.Fprintf(w, "  the call's own time %s (the load's median at 1 caller); plateau %s; behaves as %s; ceiling %s\n",
-			callText(a), a.PlateauText(), a.WorkersText(), a.CeilingText())
+			callText(a), AsIsPlateau(a), a.WorkersText(), a.CeilingText())
 		tw := table(w, "callers", "req/s", "load p50", "not answered", "bound", "bystander p50 from due", "p95", "answered of due", "stalled", "which", "stalled wait", "others", "unloaded")
 		var said []string
 		for _, st := range a.Steps {
@@ -129,7 +129,7 @@ func writeAsIs(w io.Writer, f *findings.Findings) {
 			if n := st.NotAnswered(); n > 0 {
 				said = append(said, fmt.Sprintf("at %s: %s of the load's requests not answered 2xx or 3xx (%s): counted apart, never as answers", at, words.Thousands(float64(n)), results.ErrorsLine(st.Errors)))
 			}
-			if c := st.ClosedText(); c != "" {
+			if c := AsIsClosed(st); c != "" {
 				said = append(said, fmt.Sprintf("at %s: %s", at, c))
 			}
 			if b := st.Bound(); b != nil && b.Kind != "workers" && b.Kind != "callers" {
