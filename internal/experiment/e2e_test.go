@@ -20,6 +20,7 @@ import (
 
 	"github.com/bystander-kit/bystander/internal/culprit"
 	"github.com/bystander-kit/bystander/internal/findings"
+	"github.com/bystander-kit/bystander/internal/prose"
 	"github.com/bystander-kit/bystander/internal/results"
 	"github.com/bystander-kit/bystander/internal/wiretest"
 )
@@ -245,7 +246,7 @@ func TestQuickRun(t *testing.T) {
 		}
 	}
 	var sb strings.Builder
-	f.WriteTables(&sb)
+	prose.WriteTables(&sb, f)
 	// The comparison with the published experiment states its conditions,
 	// as the publication's: the rest may state none of the defaults.
 	before, rest, _ := strings.Cut(sb.String(), "This run beside the published")
@@ -279,7 +280,7 @@ func slipHolds(t *testing.T, f *findings.Findings, binds map[string]string) {
 			t.Errorf("%s: binds %q (want %q), before %v after %v: %s", name, r.Binds, binds[name], r.Before.PerS, r.After.PerS, r.Why)
 			continue
 		}
-		t.Logf("%s", r.Sentence())
+		t.Logf("%s", prose.SlipSentence(r))
 		spans := []time.Duration{r.At, r.Step.Duration - time.Duration(r.AfterFrom.Median())}
 		for i, h := range []findings.SlipHalf{r.Before, r.After} {
 			mb := time.Duration(h.MeasuredBlock.Median())

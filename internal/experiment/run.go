@@ -15,6 +15,7 @@ import (
 	"github.com/bystander-kit/bystander/internal/files"
 	"github.com/bystander-kit/bystander/internal/findings"
 	"github.com/bystander-kit/bystander/internal/pgrun"
+	"github.com/bystander-kit/bystander/internal/prose"
 	"github.com/bystander-kit/bystander/internal/results"
 )
 
@@ -149,10 +150,10 @@ func (r *runner) finish(ctx context.Context) error {
 
 	var sb strings.Builder
 	fd := findings.Compute(r.dir, r.run)
-	fd.WriteTables(&sb)
+	prose.WriteTables(&sb, fd)
 	fmt.Fprint(r.out, sb.String())
 	_ = files.WriteAtomic(filepath.Join(r.dir, "summary.txt"), []byte(sb.String()), 0o644)
-	_ = files.WriteAtomic(filepath.Join(r.dir, "findings.json"), fd.FaceJSON(), 0o644)
+	_ = files.WriteAtomic(filepath.Join(r.dir, "findings.json"), prose.FaceJSON(fd), 0o644)
 	fmt.Fprintf(r.out, "\nresults: %s\n", r.dir)
 	if r.run.Report != "" {
 		fmt.Fprintf(r.out, "report:  %s\n", filepath.Join(r.dir, r.run.Report))

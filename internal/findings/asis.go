@@ -429,7 +429,7 @@ func (a *AsIs) classify() {
 		return
 	case a.CallTime() < stall.Floor:
 		a.Text = fmt.Sprintf("cannot tell: its call takes %s at 1 caller, under the %s from which a wait can be told from the machine's noise: it holds nobody long enough to see whom",
-			round(a.CallTime()), stall.Floor)
+			words.Round(a.CallTime()), stall.Floor)
 		return
 	case s1.Judged == 0:
 		why := "no verdict on its 12 connections"
@@ -512,7 +512,7 @@ func asIsBound(s results.Step, lr *results.Result, c *results.ServerCost, a *AsI
 		b.Text = fmt.Sprintf("workers: the %s it behaves as; at %.0f%% of it", a.CeilingText(), 100*b.Share)
 	case l.ThroughputPerS >= nearCeiling*b.CallersCeiling:
 		b.Kind, b.Share = "callers", l.ThroughputPerS/b.CallersCeiling
-		b.Text = fmt.Sprintf("offered concurrency: %d callers / the call's %s = %.0f req/s (Little's law); at %.0f%% of it", s.Conc, round(call), b.CallersCeiling, 100*b.Share)
+		b.Text = fmt.Sprintf("offered concurrency: %d callers / the call's %s = %.0f req/s (Little's law); at %.0f%% of it", s.Conc, words.Round(call), b.CallersCeiling, 100*b.Share)
 	default:
 		b.Kind = "none"
 		lowest := b.CallersCeiling
@@ -521,7 +521,7 @@ func asIsBound(s results.Step, lr *results.Result, c *results.ServerCost, a *AsI
 		}
 		b.Share = shareOf(l.ThroughputPerS, lowest)
 		b.Text = fmt.Sprintf("no ceiling near: %.0f%% of the lowest (%.0f req/s); a request took %s on average against the call's %s at 1 caller: queueing and handing over",
-			100*b.Share, lowest, time.Duration(l.Latency.MeanUs*1e3).Round(10*time.Microsecond), round(call))
+			100*b.Share, lowest, time.Duration(l.Latency.MeanUs*1e3).Round(10*time.Microsecond), words.Round(call))
 	}
 	if b.Shared {
 		b.Notes = append(b.Notes, fmt.Sprintf("machine shared: %.0f%% used by other processes", 100*b.OtherCores/cores))

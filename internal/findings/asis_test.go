@@ -312,23 +312,19 @@ func TestAsIsRuns(t *testing.T) {
 
 // TestAsIsNothingLost: answers other than 2xx or 3xx and connections the
 // service closed are said beside the figures, the step kept: what the
-// service did under the load is what was measured.
+// service did under the load is what was measured (their lines in the
+// table: prose's TestAsIsSaysNothingLost).
 func TestAsIsNothingLost(t *testing.T) {
 	f := &Findings{Run: &results.Run{}, Params: Params{ProbeInterval: 50 * time.Millisecond}}
 	f.AsIs = asIsOf(asIsGroups(
 		asIsRep{conc: 1, p50Ms: 5, tps: 190, waits: twelve(1, 9, 1, 1), unloaded: 0.3},
 		asIsRep{conc: 4, p50Ms: 5.3, tps: 752, waits: twelve(7.4, 8.2), unloaded: 0.3, badStatus: 310, dials: 3700},
 	), f.Params)
-	var b strings.Builder
-	f.writeAsIs(&b)
-	for _, want := range []string{"at 4 callers: 310 of the load's requests not answered 2xx or 3xx (bad_status 310)", "never as answers",
-		"at 4 callers: the service closed the load's connections: 3700 dials for its 4 callers"} {
-		if !strings.Contains(b.String(), want) {
-			t.Errorf("the table does not say %q:\n%s", want, b.String())
-		}
+	if st := f.AsIs[0].Steps[1]; st.NotAnswered() != 310 || !st.Closed() || st.Dials.Median() != 3700 {
+		t.Errorf("4 callers: %d not answered, closed %v, %v dials (prose's TestAsIsSaysNothingLost: the table says both)", st.NotAnswered(), st.Closed(), st.Dials)
 	}
-	if st := f.AsIs[0].Steps[0]; st.ClosedText() != "" || st.NotAnswered() != 0 {
-		t.Errorf("1 caller, its connection kept and every request answered: %q, %d", st.ClosedText(), st.NotAnswered())
+	if st := f.AsIs[0].Steps[0]; st.Closed() || st.NotAnswered() != 0 {
+		t.Errorf("1 caller, its connection kept and every request answered: closed %v, %d", st.Closed(), st.NotAnswered())
 	}
 	if f.AsIs[0].Steps[1].Throughput.Median() != 752 {
 		t.Error("the step with failed answers lost its figures")
@@ -437,29 +433,6 @@ func TestSkips(t *testing.T) {
 	for _, ps := range d.Skips() { // made before the slip phase was
 		if ps.Asked || len(ps.Skipped) > 0 {
 			t.Errorf("a default run skipped %+v", ps)
-		}
-	}
-}
-
-// TestClosedText: a service that closes the load's connections is said
-// with how often: Tomcat closes a kept-alive connection after its 100th
-// request (maxKeepAliveRequests), and "each answer then paid for a
-// connection's setup" said it of 3 dials in 800 requests.
-func TestClosedText(t *testing.T) {
-	for _, c := range []struct {
-		conc            int
-		dials, perClose float64
-		want, not       string
-	}{
-		{1, 3, 115, "3 dials for its 1 caller, one closed every 115 requests", "each answer"},
-		{4, 3200, 1, "each answer paid for a connection's setup", "every 1 requests"},
-		{4, 8, 1000, "", ""}, // kept: twice its callers at most
-	} {
-		st := AsIsStep{LoadRow: LoadRow{Group: &Group{}}, Dials: Figure{c.dials}, PerClose: Figure{c.perClose}}
-		st.Step.Conc = c.conc
-		got := st.ClosedText()
-		if (c.want == "") != (got == "") || !strings.Contains(got, c.want) || c.not != "" && strings.Contains(got, c.not) {
-			t.Errorf("%d callers, %.0f dials, %.0f requests a close: %q, want %q", c.conc, c.dials, c.perClose, got, c.want)
 		}
 	}
 }

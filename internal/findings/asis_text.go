@@ -89,21 +89,6 @@ func (a AsIs) StalledLine() string {
 	return strings.Join(parts, ", ")
 }
 
-// ClosedText says that the service closed the load's connections, when it
-// did (its callers dialled more than twice each): "" when it kept them.
-func (st AsIsStep) ClosedText() string {
-	if !st.Dials.OK() || st.Dials.Median() <= 2*float64(st.Step.Conc) {
-		return ""
-	}
-	closed := fmt.Sprintf("the service closed the load's connections: %s dials for its %s", num(st.Dials, "%.0f"), words.Plural(st.Step.Conc, "caller"))
-	if !st.PerClose.OK() || st.PerClose.Median() < 2 {
-		return closed + ": each answer paid for a connection's setup"
-	}
-	// Tomcat closes a kept-alive connection after its 100th request
-	// (maxKeepAliveRequests): a setup that often costs little.
-	return fmt.Sprintf("%s, one closed every %s requests", closed, num(st.PerClose, "%.0f"))
-}
-
 // CPUText says whether the call ran on a CPU, with the figures, or that
 // the machine's starvation left it not told.
 func (a AsIs) CPUText() string {
@@ -135,7 +120,7 @@ func (a AsIs) WorkersText() string {
 	if a.Workers <= 0 {
 		return "not known"
 	}
-	s := fmt.Sprintf("%.1f workers (its plateau %s at %s x the call's %s, Little's law)", a.Workers, words.PerS(a.Plateau), words.Plural(a.PlateauAt, "caller"), round(a.CallTime()))
+	s := fmt.Sprintf("%.1f workers (its plateau %s at %s x the call's %s, Little's law)", a.Workers, words.PerS(a.Plateau), words.Plural(a.PlateauAt, "caller"), words.Round(a.CallTime()))
 	if a.AtLeast {
 		s = "at least " + s + ": it served the sweep's most callers at once"
 	}
@@ -150,7 +135,7 @@ func (a AsIs) CeilingText() string {
 		}
 		return "not known"
 	}
-	return fmt.Sprintf("%s / %s = %s", words.Plural(max(1, int(math.Round(a.Workers))), "worker"), round(a.CallTime()), words.PerS(a.Ceiling))
+	return fmt.Sprintf("%s / %s = %s", words.Plural(max(1, int(math.Round(a.Workers))), "worker"), words.Round(a.CallTime()), words.PerS(a.Ceiling))
 }
 
 // rise says how the bystander's median went with the load: "from 0.32ms
@@ -159,7 +144,7 @@ func (a AsIs) rise() string {
 	var parts []string
 	for i := range a.Steps {
 		if p, ok := bystanderP50(&a.Steps[i]); ok {
-			parts = append(parts, fmt.Sprintf("%s at %s", round(time.Duration(p*1e3)), words.Plural(a.Steps[i].Step.Conc, "caller")))
+			parts = append(parts, fmt.Sprintf("%s at %s", words.Round(time.Duration(p*1e3)), words.Plural(a.Steps[i].Step.Conc, "caller")))
 		}
 	}
 	if len(parts) == 0 {
@@ -167,16 +152,13 @@ func (a AsIs) rise() string {
 	}
 	s := "its bystander's median from due: " + strings.Join(parts, ", ")
 	if u := a.unloaded(); u > 0 {
-		s += fmt.Sprintf(" (unloaded %s)", round(time.Duration(u*1e3)))
+		s += fmt.Sprintf(" (unloaded %s)", words.Round(time.Duration(u*1e3)))
 	}
 	return s
 }
 
-// PlateauText is its highest throughput and where: "17,189 req/s at 64
-// callers", or "not measured".
-func (a AsIs) PlateauText() string {
-	if a.Plateau <= 0 {
-		return "not measured"
-	}
-	return fmt.Sprintf("%s at %s", words.PerS(a.Plateau), words.Plural(a.PlateauAt, "caller"))
+// Closed says whether the service closed the load's connections: its
+// callers dialled more than twice each.
+func (st AsIsStep) Closed() bool {
+	return st.Dials.OK() && st.Dials.Median() > 2*float64(st.Step.Conc)
 }

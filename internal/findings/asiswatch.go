@@ -2,7 +2,6 @@ package findings
 
 import (
 	"fmt"
-	"io"
 	"net/url"
 	"strings"
 	"time"
@@ -182,21 +181,11 @@ func (w AsIsWatch) CostText() string {
 	}
 	if w.Bystander > 0 {
 		parts = append(parts, fmt.Sprintf("its bystander's median %.2fx", w.Bystander))
-		figs = append(figs, fmt.Sprintf("%s against %s", round(time.Duration(w.Step.Fast.P50.Median()*1e3)), round(time.Duration(w.Unwatched.Fast.P50.Median()*1e3))))
+		figs = append(figs, fmt.Sprintf("%s against %s", words.Round(time.Duration(w.Step.Fast.P50.Median()*1e3)), words.Round(time.Duration(w.Unwatched.Fast.P50.Median()*1e3))))
 	}
 	s := fmt.Sprintf("what watching cost: %s (watched against unwatched at %s: %s)", strings.Join(parts, ", "), words.Plural(w.Step.Step.Conc, "caller"), strings.Join(figs, "; "))
 	if w.Service != nil && w.Service.CostNs > 0 {
 		s += fmt.Sprintf("; on the kit's side %s of CPU", culprit.FormatHeld(time.Duration(w.Service.CostNs)))
 	}
 	return s
-}
-
-// writeWatch prints the watch's lines under the server's table.
-func (a AsIs) writeWatch(w io.Writer) {
-	lines := a.Watch.Lines()
-	if !a.Watch.Watched() {
-		fmt.Fprintf(w, "  %s\n", strings.Join(lines, "\n  "))
-		return
-	}
-	fmt.Fprintf(w, "  %s:\n    %s\n", a.Watch.Heading(), strings.Join(lines, "\n    "))
 }

@@ -31,15 +31,6 @@ func (f Figure) OK() bool { return len(f) > 0 }
 // Median of the repetitions (0 for none): the kit quotes medians.
 func (f Figure) Median() float64 { return results.Median(f) }
 
-// us turns a figure in ns into us.
-func (f Figure) us() Figure {
-	out := make(Figure, len(f))
-	for i, x := range f {
-		out[i] = x / 1e3
-	}
-	return out
-}
-
 // Spread is the smallest and largest value.
 func (f Figure) Spread() (lo, hi float64) {
 	if len(f) == 0 {

@@ -2,11 +2,9 @@ package findings
 
 import (
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/bystander-kit/bystander/internal/culprit"
 	"github.com/bystander-kit/bystander/internal/lag"
 	"github.com/bystander-kit/bystander/internal/results"
 )
@@ -65,25 +63,6 @@ func TestLagOf(t *testing.T) {
 	}
 }
 
-// TestCulpritsText: records grouped by where they held, starved ones and
-// ones without a stack left out; one of unknown cause (no locked thread)
-// still says where.
-func TestCulpritsText(t *testing.T) {
-	at := []culprit.Frame{{Function: "github.com/x/internal/block.nanosleep", File: "/src/internal/block/block.go", Line: 82}}
-	rs := []culprit.Record{
-		{Loop: 0, Cause: culprit.Blocked, State: "syscall", Frames: at},
-		{Loop: 1, Cause: culprit.Starved},
-		{Loop: 2, Cause: culprit.Unknown, State: "syscall", Frames: at},
-		{Loop: 3, Cause: culprit.Blocked},
-	}
-	if got, want := CulpritsText(rs), "in syscall at block.nanosleep (block/block.go:82): loops 0, 2"; got != want {
-		t.Errorf("%q, want %q", got, want)
-	}
-	if got := CulpritsText(rs[1:2]); got != "" {
-		t.Errorf("a starved hold is named: %q", got)
-	}
-}
-
 // TestHeldInSlowNotJudged: a loop held in /slow whose holds the detector
 // could not judge (sleep and postgres modes: Go parks the loop's thread in
 // the call, and only a hold whose stack was taken is judged) was still
@@ -110,10 +89,5 @@ func TestHeldInSlowNotJudged(t *testing.T) {
 	}
 	if r, _ := lagOf(tr); !slices.Equal(r.HeldInSlow, []int{1}) {
 		t.Errorf("holds before the window counted: %v", r.HeldInSlow)
-	}
-	// Said where the loops are named: loop 1 named, loop 0 held, not judged.
-	row := StallRow{DetectorLoops: []int{0, 1}, NotJudged: []int{0}, Culprits: []culprit.Record{{Loop: 1, State: "sleep", Frames: []culprit.Frame{{Function: "example/internal/block.For", File: "/src/internal/block/block.go", Line: 80}}}}}
-	if got := row.CulpritText(); !strings.Contains(got, ": loop 1") || !strings.HasSuffix(got, "; in /slow, not judged (its thread parked by Go, no stack taken while it held): loop 0") {
-		t.Errorf("culprit text %q", got)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/bystander-kit/bystander/internal/results"
+	"github.com/bystander-kit/bystander/internal/words"
 )
 
 // nearCeiling is the share of a ceiling at which it is taken to bind.
@@ -40,7 +41,7 @@ func blockOff(asked time.Duration, measuredNs float64) string {
 	if math.Abs(r) <= blockTolerance {
 		return ""
 	}
-	return fmt.Sprintf("the server blocked %s where %s was asked (%+.0f%%)", round(time.Duration(measuredNs)), asked, 100*r)
+	return fmt.Sprintf("the server blocked %s where %s was asked (%+.0f%%)", words.Round(time.Duration(measuredNs)), asked, 100*r)
 }
 
 // Bound says what limits one measurement's throughput, decided from the
@@ -444,7 +445,7 @@ func (r LoadRow) BlockedText() string {
 		return "not said"
 	}
 	m := r.MeasuredBlock.Median()
-	s := round(time.Duration(m)).String()
+	s := words.Round(time.Duration(m)).String()
 	asked := r.Step.Block.D()
 	if blockOff(asked, m) != "" {
 		s += fmt.Sprintf(" (%+.0f%% of the %s asked)", 100*(m/float64(asked)-1), asked)

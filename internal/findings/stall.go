@@ -9,17 +9,8 @@ import (
 	"github.com/bystander-kit/bystander/internal/outside"
 	"github.com/bystander-kit/bystander/internal/results"
 	"github.com/bystander-kit/bystander/internal/stall"
+	"github.com/bystander-kit/bystander/internal/words"
 )
-
-func round(d time.Duration) time.Duration {
-	switch {
-	case d >= 10*time.Millisecond:
-		return d.Round(100 * time.Microsecond)
-	case d >= 100*time.Microsecond:
-		return d.Round(10 * time.Microsecond)
-	}
-	return d.Round(time.Microsecond)
-}
 
 // StallCell is one connection of one stall measurement, on the loop it
 // was dealt to in that measurement.
@@ -208,7 +199,7 @@ func tally(pc *results.PerConn, conns []stall.Conn, v stall.Verdict, b blockers)
 			if !cell.Stalled {
 				how = "did not stall, though its loop was blocked"
 			}
-			t.wrong = append(t.wrong, fmt.Sprintf("connection %d (loop %d) %s: the server made it wait %s", c.Conn, c.Loop, how, round(conns[i].Wait)))
+			t.wrong = append(t.wrong, fmt.Sprintf("connection %d (loop %d) %s: the server made it wait %s", c.Conn, c.Loop, how, words.Round(conns[i].Wait)))
 		}
 		if !cell.Stalled {
 			t.othersP50 = append(t.othersP50, c.Latency.P50Us)
@@ -326,3 +317,7 @@ func (r *StallRow) addOutside(rep Rep) {
 		r.Outside = append([]string{"the outside view found no thread held"}, r.Outside...)
 	}
 }
+
+// Shared says whether other processes used the machine enough, at the
+// median, that the row's figures were measured on a shared machine.
+func (r StallRow) Shared() bool { return r.MachineOthers.Median() >= sharedAbove }

@@ -2,11 +2,7 @@ package findings
 
 import (
 	"fmt"
-	"slices"
-	"strconv"
-	"strings"
 
-	"github.com/bystander-kit/bystander/internal/culprit"
 	"github.com/bystander-kit/bystander/internal/stall"
 	"github.com/bystander-kit/bystander/internal/words"
 )
@@ -26,30 +22,6 @@ func (r StallRow) StalledText() string {
 	s := num(r.Stalled, "%.0f") + fmt.Sprintf(" of %.0f", r.Conns.Median())
 	if len(r.Unjudged) > 0 {
 		s += fmt.Sprintf(" (%d of %d repetitions judged)", r.Judged, r.Judged+len(r.Unjudged))
-	}
-	return s
-}
-
-// MatchText is the "exactly those" column: yes, NO (the rows below say
-// why), or "-" for a row not judged.
-func (r StallRow) MatchText() string {
-	switch {
-	case r.Judged == 0:
-		return "-"
-	case r.Match:
-		return "yes"
-	}
-	return "NO"
-}
-
-// MachineText is the machine column: how busy it was, and by whom.
-func (r StallRow) MachineText() string {
-	if !r.MachineBusy.OK() {
-		return "not read"
-	}
-	s := fmt.Sprintf("%.0f%% busy", 100*r.MachineBusy.Median())
-	if o := r.MachineOthers.Median(); o >= sharedAbove {
-		s += fmt.Sprintf(", shared: %.0f%% others", 100*o)
 	}
 	return s
 }
@@ -80,53 +52,4 @@ func (r StallRow) DetectorText() string {
 		return loops + " (the blockers' loops)"
 	}
 	return loops + " (NOT the blockers' loops)"
-}
-
-// CulpritText says where the detector saw the blocked loops held, one
-// place a clause: "in syscall at block.nanosleep (block/block.go:82):
-// loops 0, 2"; empty when it took no stack.
-func (r StallRow) CulpritText() string {
-	text := CulpritsText(r.Culprits)
-	var unnamed []int
-	for _, l := range r.NotJudged {
-		if !slices.ContainsFunc(r.Culprits, func(c culprit.Record) bool { return c.Loop == l }) {
-			unnamed = append(unnamed, l)
-		}
-	}
-	if len(unnamed) == 0 {
-		return text
-	}
-	word := "loop "
-	if len(unnamed) > 1 {
-		word = "loops "
-	}
-	held := "in /slow, not judged (its thread parked by Go, no stack taken while it held): " + word + words.Ints(unnamed, ", ")
-	if text == "" {
-		return held
-	}
-	return text + "; " + held
-}
-
-// CulpritsText groups records by where they held: "in syscall at
-// block.nanosleep (block/block.go:82): loops 0, 2".
-func CulpritsText(rs []culprit.Record) string {
-	who := make([]string, len(rs))
-	for i, r := range rs {
-		who[i] = strconv.Itoa(r.Loop)
-		if r.Loop < 0 {
-			who[i] = r.Thread
-		}
-	}
-	var parts []string
-	for _, p := range culprit.Places(rs, who) {
-		word := "loop "
-		if len(p.Who) > 1 {
-			word = "loops "
-		}
-		if rs[0].Loop < 0 {
-			word = strings.Replace(word, "loop", "thread", 1)
-		}
-		parts = append(parts, p.Where+": "+word+strings.Join(p.Who, ", "))
-	}
-	return strings.Join(parts, "; ")
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/bystander-kit/bystander/internal/browsertest"
 	"github.com/bystander-kit/bystander/internal/compare"
 	"github.com/bystander-kit/bystander/internal/findings"
+	"github.com/bystander-kit/bystander/internal/prose"
 )
 
 // inlined is the verified echarts Asset; without it the browser tests
@@ -139,9 +140,9 @@ func TestSlipInBrowser(t *testing.T) {
 	}
 	for _, r := range f.Slip {
 		if !slices.ContainsFunc(labels, func(l string) bool {
-			return strings.Contains(l, r.Step.Server.Name) && strings.Contains(l, r.CeilingText())
+			return strings.Contains(l, r.Step.Server.Name) && strings.Contains(l, prose.SlipCeiling(r))
 		}) {
-			t.Errorf("no label says %s's ceiling %q: %q", r.Step.Server.Name, r.CeilingText(), labels)
+			t.Errorf("no label says %s's ceiling %q: %q", r.Step.Server.Name, prose.SlipCeiling(r), labels)
 		}
 	}
 	if !slices.Contains(labels, "the call: 5ms -> 50ms") || layout["slip"].Legend == "" {

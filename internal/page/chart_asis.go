@@ -10,6 +10,7 @@ import (
 
 	"github.com/bystander-kit/bystander/internal/findings"
 	"github.com/bystander-kit/bystander/internal/palette"
+	"github.com/bystander-kit/bystander/internal/prose"
 	"github.com/bystander-kit/bystander/internal/stall"
 	"github.com/bystander-kit/bystander/internal/words"
 )
@@ -33,7 +34,7 @@ func asIsSection(f *findings.Findings, a findings.AsIs, hue string) section {
 			"while its bystander %s was probed every %s on one connection (its median from due: dotted, right axis) and every 10ms on 12 more, opened and timed unloaded before the load. "+
 			"From the sweep alone: the call's own time %s (the load's median at 1 caller); its plateau %s; it behaves as %s; its ceiling %s (dashed). "+
 			"The table says which of the 12 connections stalled at each step: %s.",
-			name, a.Load, a.Bystander, f.Params.ProbeInterval, callText(a), a.PlateauText(), a.WorkersText(), a.CeilingText(), stall.RuleClient)}
+			name, a.Load, a.Bystander, f.Params.ProbeInterval, callText(a), prose.AsIsPlateau(a), a.WorkersText(), a.CeilingText(), stall.RuleClient)}
 	sec.Notes = append(sec.Notes, fmt.Sprintf("Its class: %s: %s.", a.Class, a.Text), a.CPUText()+".")
 	sec.Notes = append(sec.Notes, watchNotes(a)...)
 	sec.Grid = &grid{Head: []string{"callers", "req/s", "load p50", "not answered", "bound", "bystander p50 from due", "stalled", "which", "stalled wait", "others", "unloaded"}}
@@ -51,7 +52,7 @@ func asIsSection(f *findings.Findings, a findings.AsIs, hue string) section {
 		for _, u := range st.Unjudged {
 			sec.Notes = append(sec.Notes, fmt.Sprintf("At %s: %s.", at, u))
 		}
-		if c := st.ClosedText(); c != "" {
+		if c := prose.AsIsClosed(st); c != "" {
 			sec.Notes = append(sec.Notes, fmt.Sprintf("At %s: %s.", at, c))
 		}
 		if n := st.NotAnswered(); n > 0 {
@@ -61,7 +62,7 @@ func asIsSection(f *findings.Findings, a findings.AsIs, hue string) section {
 		if b := st.Bound(); b != nil {
 			bound = b.Line()
 		}
-		sec.Grid.Rows = append(sec.Grid.Rows, []string{fmt.Sprint(st.Step.Conc), findings.JoinFigure(st.Throughput), msText(st.LoadP50), fmt.Sprint(st.NotAnswered()), bound,
+		sec.Grid.Rows = append(sec.Grid.Rows, []string{fmt.Sprint(st.Step.Conc), prose.JoinFigure(st.Throughput), msText(st.LoadP50), fmt.Sprint(st.NotAnswered()), bound,
 			msText(st.Fast.P50), st.StalledText(), words.Dash(st.WhoText()), msText(st.StalledWait), msText(st.OthersWait), msText(st.Unloaded)})
 		if !st.Throughput.OK() {
 			continue

@@ -11,6 +11,7 @@ import (
 
 	"github.com/bystander-kit/bystander/internal/findings"
 	"github.com/bystander-kit/bystander/internal/palette"
+	"github.com/bystander-kit/bystander/internal/prose"
 )
 
 // slipStepName is the legend's name of the moment the call slows.
@@ -41,7 +42,7 @@ func slipCharts(f *findings.Findings) []section {
 		tput.Missing = missing(groups, "slip")
 		for _, r := range f.Slip {
 			if r.OK() && r.Why != "" {
-				tput.Missing = r.Sentence()
+				tput.Missing = prose.SlipSentence(r)
 			}
 		}
 		fast.Missing = tput.Missing
@@ -66,7 +67,7 @@ func slipCharts(f *findings.Findings) []section {
 func slipSections(f *findings.Findings, first findings.SlipRow) (tput, fast section) {
 	var said []string
 	for _, r := range f.Slip {
-		if s := r.Sentence(); s != "" {
+		if s := prose.SlipSentence(r); s != "" {
 			said = append(said, s)
 		}
 	}
@@ -132,7 +133,7 @@ func slipThroughput(tput *section, ok []findings.SlipRow, first findings.SlipRow
 	}
 	var steps []step
 	for _, r := range ok {
-		text := r.CeilingText()
+		text := prose.SlipCeiling(r)
 		i := -1
 		for j, s := range steps {
 			if s.text == text {

@@ -12,6 +12,7 @@ import (
 	"github.com/bystander-kit/bystander/internal/culprit"
 	"github.com/bystander-kit/bystander/internal/findings"
 	"github.com/bystander-kit/bystander/internal/outside"
+	"github.com/bystander-kit/bystander/internal/prose"
 	"github.com/bystander-kit/bystander/internal/stall"
 )
 
@@ -60,7 +61,7 @@ func stallChart(f *findings.Findings, name string, mine []findings.StallRow, sta
 		if r.Cells == nil {
 			continue
 		}
-		label := fmt.Sprintf("k=%d: stalled %s (expected %s)", r.Step.K, r.StalledText(), findings.JoinFigure(r.Expected))
+		label := fmt.Sprintf("k=%d: stalled %s (expected %s)", r.Step.K, r.StalledText(), prose.JoinFigure(r.Expected))
 		switch {
 		case r.Judged == 0:
 			label = fmt.Sprintf("k=%d: %s", r.Step.K, stall.TooBusy)
@@ -201,7 +202,7 @@ func seenWords(vs []outside.Verdict, ks []int) string {
 		case len(v.Held) == 0:
 			part += "found no thread held"
 		case head == "":
-			part += "held " + findings.CulpritsText(v.Held)
+			part += "held " + prose.Culprits(v.Held)
 		case len(v.Groups) > 0:
 			part += "held " + strings.Join(names, ", ") + ": " + strings.Join(v.Groups, "; ")
 		default:

@@ -104,3 +104,15 @@ func Decimals(v float64) string {
 func Ms(d time.Duration) string {
 	return Decimals(d.Seconds()*1e3) + " ms"
 }
+
+// Round rounds a duration for reading, to three figures or so: 0.1ms
+// from 10ms, 10us from 0.1ms, 1us below ("34.2ms", "1.01ms", "320us").
+func Round(d time.Duration) time.Duration {
+	switch {
+	case d >= 10*time.Millisecond:
+		return d.Round(100 * time.Microsecond)
+	case d >= 100*time.Microsecond:
+		return d.Round(10 * time.Microsecond)
+	}
+	return d.Round(time.Microsecond)
+}

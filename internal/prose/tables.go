@@ -1,4 +1,4 @@
-package findings
+package prose
 
 import (
 	"fmt"
@@ -9,6 +9,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/bystander-kit/bystander/internal/findings"
+
 	"github.com/bystander-kit/bystander/internal/client"
 	"github.com/bystander-kit/bystander/internal/results"
 	"github.com/bystander-kit/bystander/internal/stall"
@@ -16,7 +18,7 @@ import (
 )
 
 // num formats the median of v with the spread when there are several.
-func num(v Figure, format string) string {
+func num(v findings.Figure, format string) string {
 	if !v.OK() {
 		return "-"
 	}
@@ -29,11 +31,11 @@ func num(v Figure, format string) string {
 }
 
 // JoinFigure is a figure's median, with its spread when it has several.
-func JoinFigure(v Figure) string { return num(v, "%.0f") }
+func JoinFigure(v findings.Figure) string { return num(v, "%.0f") }
 
 // ms formats a figure in us as milliseconds.
-func ms(v Figure) string {
-	out := make(Figure, len(v))
+func ms(v findings.Figure) string {
+	out := make(findings.Figure, len(v))
 	for i, x := range v {
 		out[i] = x / 1e3
 	}
@@ -43,28 +45,28 @@ func ms(v Figure) string {
 // WriteTables prints the findings as the terminal's tables, in the form of
 // the published Netty-vs-Tomcat experiment: it formats, and computes
 // nothing the findings do not hold.
-func (f *Findings) WriteTables(w io.Writer) {
+func WriteTables(w io.Writer, f *findings.Findings) {
 	if f.Run.Partial {
 		fmt.Fprintf(w, "\nPARTIAL RUN: %s\n", f.Run.PartialReason)
 	}
 	if f.Params.Stage {
-		fmt.Fprintf(w, "\n%s.\n", OnStage)
+		fmt.Fprintf(w, "\n%s.\n", findings.OnStage)
 	}
-	f.writeSweep(w)
-	f.writeAsIs(w)
-	f.writeStall(w)
-	f.writeOffload(w)
-	f.writeTrace(w)
-	f.writeCliff(w)
-	f.writeSlip(w)
-	f.writeClasses(w)
-	f.writePublished(w)
-	f.writeCost(w)
-	f.writeNotes(w)
+	writeSweep(w, f)
+	writeAsIs(w, f)
+	writeStall(w, f)
+	writeOffload(w, f)
+	writeTrace(w, f)
+	writeCliff(w, f)
+	writeSlip(w, f)
+	writeClasses(w, f)
+	writePublished(w, f)
+	writeCost(w, f)
+	writeNotes(w, f)
 }
 
 // writeSweep prints the sweep: throughput against the ceiling, and the bystander meanwhile.
-func (f *Findings) writeSweep(w io.Writer) {
+func writeSweep(w io.Writer, f *findings.Findings) {
 	if !(len(f.Sweep) > 0) {
 		return
 	}
@@ -76,7 +78,7 @@ func (f *Findings) writeSweep(w io.Writer) {
 			fmt.Fprintf(tw, "%d\t%s\t%s\t\t\t\t\t\t\n", r.Step.Conc, r.Step.Server.Name, r.Short())
 			continue
 		}
-		var pct Figure
+		var pct findings.Figure
 		ceiling := "unknown"
 		if r.NominalCeiling > 0 {
 			ceiling = fmt.Sprintf("%.0f", r.NominalCeiling)
@@ -97,19 +99,19 @@ func (f *Findings) writeSweep(w io.Writer) {
 	tw.Flush()
 	fmt.Fprintf(w, "\n/fast bystander meanwhile (one connection, a probe due every %s over the load's measured window;\n"+
 		"\"from due\" counts the wait of probes held up behind an earlier one, \"from send\" does not)\n", p.ProbeInterval)
-	bystanderTable(w, "callers", false, f.Sweep, func(r SweepRow) (string, LoadRow) {
+	bystanderTable(w, "callers", false, f.Sweep, func(r findings.SweepRow) (string, findings.LoadRow) {
 		return fmt.Sprint(r.Step.Conc), r.LoadRow
 	})
 }
 
 // writeAsIs prints each server measured as it is: its sweep with the
 // figures inferred from it, who stalled at each step, its class.
-func (f *Findings) writeAsIs(w io.Writer) {
+func writeAsIs(w io.Writer, f *findings.Findings) {
 	for _, a := range f.AsIs {
 		fmt.Fprintf(w, "\n%s as it is: the sweep loads %s at each concurrency; its bystander %s is probed every %s on one connection, and every %s on %s\n",
-			a.Server, a.Load, a.Bystander, f.Params.ProbeInterval, f.asIsInterval(a), words.Plural(f.asIsConns(a), "connection"))
+			a.Server, a.Load, a.Bystander, f.Params.ProbeInterval, asIsInterval(f, a), words.Plural(asIsConns(f, a), "connection"))
 		fmt.Fprintf(w, "  the call's own time %s (the load's median at 1 caller); plateau %s; behaves as %s; ceiling %s\n",
-			callText(a), a.PlateauText(), a.WorkersText(), a.CeilingText())
+			callText(a), AsIsPlateau(a), a.WorkersText(), a.CeilingText())
 		tw := table(w, "callers", "req/s", "load p50", "not answered", "bound", "bystander p50 from due", "p95", "answered of due", "stalled", "which", "stalled wait", "others", "unloaded")
 		var said []string
 		for _, st := range a.Steps {
@@ -127,7 +129,7 @@ func (f *Findings) writeAsIs(w io.Writer) {
 			if n := st.NotAnswered(); n > 0 {
 				said = append(said, fmt.Sprintf("at %s: %s of the load's requests not answered 2xx or 3xx (%s): counted apart, never as answers", at, words.Thousands(float64(n)), results.ErrorsLine(st.Errors)))
 			}
-			if c := st.ClosedText(); c != "" {
+			if c := AsIsClosed(st); c != "" {
 				said = append(said, fmt.Sprintf("at %s: %s", at, c))
 			}
 			if b := st.Bound(); b != nil && b.Kind != "workers" && b.Kind != "callers" {
@@ -146,13 +148,13 @@ func (f *Findings) writeAsIs(w io.Writer) {
 			fmt.Fprintf(w, "  %s\n", l)
 		}
 		fmt.Fprintf(w, "  class: %s: %s\n  %s\n", a.Class, a.Text, a.CPUText())
-		a.writeWatch(w)
+		writeWatch(w, a)
 	}
 }
 
 // asIsConns and asIsInterval are the 12-connection prober's shape, as its
 // results say (the run's, else the kit's).
-func (f *Findings) asIsConns(a AsIs) int {
+func asIsConns(f *findings.Findings, a findings.AsIs) int {
 	for _, st := range a.Steps {
 		for _, r := range st.Group.Conns {
 			if r.PerConn != nil {
@@ -163,7 +165,7 @@ func (f *Findings) asIsConns(a AsIs) int {
 	return 12
 }
 
-func (f *Findings) asIsInterval(a AsIs) time.Duration {
+func asIsInterval(f *findings.Findings, a findings.AsIs) time.Duration {
 	for _, st := range a.Steps {
 		for _, r := range st.Group.Conns {
 			if r.PerConn != nil {
@@ -174,7 +176,7 @@ func (f *Findings) asIsInterval(a AsIs) time.Duration {
 	return f.Params.StallInterval
 }
 
-func callText(a AsIs) string {
+func callText(a findings.AsIs) string {
 	if !a.Call.OK() {
 		return "not measured"
 	}
@@ -182,7 +184,7 @@ func callText(a AsIs) string {
 }
 
 // writeStall prints which connections stalled with k loops blocked.
-func (f *Findings) writeStall(w io.Writer) {
+func writeStall(w io.Writer, f *findings.Findings) {
 	if !(len(f.Stall) > 0) {
 		return
 	}
@@ -202,7 +204,7 @@ func (f *Findings) writeStall(w io.Writer) {
 		if r.BlockOff != "" {
 			said = append(said, name+": "+r.BlockOff)
 		}
-		if c := r.CulpritText(); c != "" {
+		if c := StallCulprit(r); c != "" {
 			said = append(said, name+": held "+c)
 		}
 		for _, o := range r.Outside {
@@ -220,16 +222,16 @@ func (f *Findings) writeStall(w io.Writer) {
 			fmt.Fprintf(tw, "%d\t%s\t%s\t\t\t\t\t\t\t\t\n", r.Step.K, r.Step.Server.Name, r.Short())
 			continue
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Step.K, r.Step.Server.Name, r.StalledText(), num(r.Expected, "%.0f"), r.MatchText(),
-			ms(r.StalledWait), ms(r.OthersWait), ms(r.StalledP50), ms(r.BlockerBlock.us()), r.MachineText(), r.DetectorText())
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Step.K, r.Step.Server.Name, r.StalledText(), num(r.Expected, "%.0f"), StallMatch(r),
+			ms(r.StalledWait), ms(r.OthersWait), ms(r.StalledP50), ms(us(r.BlockerBlock)), StallMachine(r), r.DetectorText())
 	}
 	tw.Flush()
-	if slices.ContainsFunc(f.Stall, func(r StallRow) bool { return r.OK() || len(r.Unjudged) > 0 }) { // else every row skipped or failed, each with why below
+	if slices.ContainsFunc(f.Stall, func(r findings.StallRow) bool { return r.OK() || len(r.Unjudged) > 0 }) { // else every row skipped or failed, each with why below
 		fmt.Fprintf(w, "  stalled: %s (here %s of the %s call);\n"+
 			"  expected: the connections on the loops the blockers' requests were answered on (their X-Loop);\n"+
 			"  from due: a stalled connection's probes queue behind each other for as long as the run lasts;\n"+
 			"  loops blocked: the loops the server's own detector saw held in /slow, and whether exactly the blockers' loops\n",
-			stall.Rule, round(time.Duration(f.stallAbove().Median()*1e3)), p.StallBlock)
+			stall.Rule, words.Round(time.Duration(stallAbove(f).Median()*1e3)), p.StallBlock)
 	}
 	for _, l := range said {
 		fmt.Fprintf(w, "  %s\n", l)
@@ -237,7 +239,7 @@ func (f *Findings) writeStall(w io.Writer) {
 }
 
 // writeOffload prints blocking on the loop against offloaded and the pool.
-func (f *Findings) writeOffload(w io.Writer) {
+func writeOffload(w io.Writer, f *findings.Findings) {
 	if !(len(f.Offload) > 0) {
 		return
 	}
@@ -253,11 +255,11 @@ func (f *Findings) writeOffload(w io.Writer) {
 			num(r.Throughput, "%.0f"), ms(r.Fast.P50), ms(r.Fast.P95), r.Kind())
 	}
 	tw.Flush()
-	saturation(w, f.Offload, func(r LoadRow) string { return r.Step.Variant + " " + r.Step.Server.Name })
+	saturation(w, f.Offload, func(r findings.LoadRow) string { return r.Step.Variant + " " + r.Step.Server.Name })
 }
 
 // writeTrace prints the /async trace taken apart.
-func (f *Findings) writeTrace(w io.Writer) {
+func writeTrace(w io.Writer, f *findings.Findings) {
 	if !(len(f.Trace) > 0) {
 		return
 	}
@@ -276,7 +278,7 @@ func (f *Findings) writeTrace(w io.Writer) {
 }
 
 // writeCliff prints the pools' cliff.
-func (f *Findings) writeCliff(w io.Writer) {
+func writeCliff(w io.Writer, f *findings.Findings) {
 	if !(len(f.Cliff) > 0) {
 		return
 	}
@@ -286,8 +288,8 @@ func (f *Findings) writeCliff(w io.Writer) {
 		db = ", or of its database connections where they are fewer"
 	}
 	fmt.Fprintf(w, "\nThe pools' cliff: callers at shares of each pool's slots%s (a server with no pool: at the run's pool's), block %s, /fast probed every %s meanwhile\n", db, p.StallBlock, p.ProbeInterval)
-	bystanderTable(w, "callers (of slots)", true, f.Cliff, func(r LoadRow) (string, LoadRow) {
-		if DBBinds(r.Step, p.OffloadWorkers) { // the database's connections are the pool that binds
+	bystanderTable(w, "callers (of slots)", true, f.Cliff, func(r findings.LoadRow) (string, findings.LoadRow) {
+		if findings.DBBinds(r.Step, p.OffloadWorkers) { // the database's connections are the pool that binds
 			return fmt.Sprintf("%d (%s of %d database connections)", r.Step.Conc, r.Step.Variant, r.Step.Server.DBConns), r
 		}
 		if r.Step.Server.Workers == 0 { // no pool declared: at the callers of the run's pool
@@ -299,7 +301,7 @@ func (f *Findings) writeCliff(w io.Writer) {
 
 // writeSlip prints the bad afternoon: each server on both sides of the
 // step, against the ceiling that binds each side.
-func (f *Findings) writeSlip(w io.Writer) {
+func writeSlip(w io.Writer, f *findings.Findings) {
 	if len(f.Slip) == 0 {
 		return
 	}
@@ -320,7 +322,7 @@ func (f *Findings) writeSlip(w io.Writer) {
 		}
 		sides := []struct {
 			label string
-			h     SlipHalf
+			h     findings.SlipHalf
 		}{
 			{fmt.Sprintf("before (0-%s)", r.At.Round(time.Millisecond)), r.Before},
 			{fmt.Sprintf("after (%s-%s)", time.Duration(r.AfterFrom.Median()), r.Step.Duration), r.After},
@@ -332,9 +334,9 @@ func (f *Findings) writeSlip(w io.Writer) {
 				fast = ">=" + fast // censored probes count at their wait so far
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s / %s = %s req/s\t%s\t%s\t%d of %d\n", map[bool]string{true: name}[i == 0], sd.label, h.Block,
-				ms(h.MeasuredBlock.us()), perS(h.PerS), r.Binds, h.Block, words.Thousands(h.Ceiling), pct(h.Share), fast, h.FastProbes-h.FastCensored, h.FastProbes)
+				ms(us(h.MeasuredBlock)), perS(h.PerS), r.Binds, h.Block, words.Thousands(h.Ceiling), pct(h.Share), fast, h.FastProbes-h.FastCensored, h.FastProbes)
 		}
-		notes = append(notes, "  "+r.Sentence())
+		notes = append(notes, "  "+SlipSentence(r))
 	}
 	tw.Flush()
 	for _, n := range notes {
@@ -344,7 +346,7 @@ func (f *Findings) writeSlip(w io.Writer) {
 }
 
 // perS is answers per second: whole above 100, one decimal below.
-func perS(v Figure) string {
+func perS(v findings.Figure) string {
 	if v.OK() && v.Median() < 100 {
 		return num(v, "%.1f")
 	}
@@ -352,8 +354,8 @@ func perS(v Figure) string {
 }
 
 // pct is a share as a whole percentage.
-func pct(v Figure) string {
-	out := make(Figure, len(v))
+func pct(v findings.Figure) string {
+	out := make(findings.Figure, len(v))
 	for i, x := range v {
 		out[i] = 100 * x
 	}
@@ -361,11 +363,11 @@ func pct(v Figure) string {
 }
 
 // writeCost prints the cost per request and what bounds each row.
-func (f *Findings) writeCost(w io.Writer) {
+func writeCost(w io.Writer, f *findings.Findings) {
 	fmt.Fprintf(w, "\nCost per request and what bounds each row (server from /proc over the measured window)\n")
 	// The private database's CPU (--block-mode postgres) is a column of
 	// its own when the run had one.
-	db := slices.ContainsFunc(f.Cost, func(r CostRow) bool { return r.Cost.DBCores > 0 })
+	db := slices.ContainsFunc(f.Cost, func(r findings.CostRow) bool { return r.Cost.DBCores > 0 })
 	cols := []string{"measurement", "server CPU us", "ctx switches", "threads", "peak RSS", "generator CPU us"}
 	if db {
 		cols = append(cols, "database CPU us")
@@ -399,7 +401,7 @@ func (f *Findings) writeCost(w io.Writer) {
 }
 
 // writeNotes prints what was noticed and what was not measured.
-func (f *Findings) writeNotes(w io.Writer) {
+func writeNotes(w io.Writer, f *findings.Findings) {
 	if len(f.Noticed) > 0 {
 		fmt.Fprintf(w, "\nNoticed while measuring:\n  %s\n", strings.Join(f.Noticed, "\n  "))
 	}
@@ -409,12 +411,12 @@ func (f *Findings) writeNotes(w io.Writer) {
 }
 
 // writeClasses prints what each server did with a blocking call.
-func (f *Findings) writeClasses(w io.Writer) {
+func writeClasses(w io.Writer, f *findings.Findings) {
 	cs := f.Classes()
 	if len(cs) == 0 {
 		return
 	}
-	fmt.Fprintf(w, "\nWhat each server does with a blocking call, from this run's measurements\n(%s)\n", ClassesText)
+	fmt.Fprintf(w, "\nWhat each server does with a blocking call, from this run's measurements\n(%s)\n", findings.ClassesText)
 	tw := table(w, "server", "class", "what the run showed")
 	for _, c := range cs {
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", c.Server, c.Class, c.Text)
@@ -434,8 +436,8 @@ func (f *Findings) writeClasses(w io.Writer) {
 }
 
 // stallAbove is where the rule put a stall in the stall rows, us.
-func (f *Findings) stallAbove() Figure {
-	var out Figure
+func stallAbove(f *findings.Findings) findings.Figure {
+	var out findings.Figure
 	for _, r := range f.Stall {
 		out = append(out, r.Above...)
 	}
@@ -443,11 +445,11 @@ func (f *Findings) stallAbove() Figure {
 }
 
 // writePublished prints this run beside the published experiment.
-func (f *Findings) writePublished(w io.Writer) {
+func writePublished(w io.Writer, f *findings.Findings) {
 	rows := f.Published()
 	fmt.Fprintf(w, "\nThis run beside the published Netty-vs-Tomcat experiment (%s)\n", f.PublishedHeading())
 	if len(rows) == 0 {
-		fmt.Fprintf(w, "  %s\n", PublishedNone)
+		fmt.Fprintf(w, "  %s\n", findings.PublishedNone)
 		return
 	}
 	tw := table(w, "figure", "server", "this run", "of its ceiling", "published", "of its ceiling", "differs")
@@ -460,13 +462,13 @@ func (f *Findings) writePublished(w io.Writer) {
 // bystanderTable prints the /fast prober's figures for rows of a phase;
 // label gives each row's first cell and its load row; withTput adds the
 // load's throughput after the server.
-func bystanderTable[R any](w io.Writer, first string, withTput bool, rows []R, label func(R) (string, LoadRow)) {
+func bystanderTable[R any](w io.Writer, first string, withTput bool, rows []R, label func(R) (string, findings.LoadRow)) {
 	cols := []string{first, "server", "p50 from due", "p95", "p99", "p50 from send", "p95", "answered of due"}
 	if withTput {
 		cols = slices.Insert(cols, 2, "req/s")
 	}
 	tw := table(w, cols...)
-	var said []LoadRow // rows with something to say in words
+	var said []findings.LoadRow // rows with something to say in words
 	for _, row := range rows {
 		a, r := label(row)
 		b := r.Step.Server.Name
@@ -488,14 +490,14 @@ func bystanderTable[R any](w io.Writer, first string, withTput bool, rows []R, l
 			ms(r.Fast.SendP50), ms(r.Fast.SendP95), num(r.Fast.Answered, "%.0f"), num(r.Fast.Due, "%.0f"), mark)
 	}
 	tw.Flush()
-	saturation(w, said, func(r LoadRow) string {
+	saturation(w, said, func(r findings.LoadRow) string {
 		return fmt.Sprintf("%s at %d callers", r.Step.Server.Name, r.Step.Conc)
 	})
 }
 
 // saturation says in words which rows' bystander saturated, and whose
 // window did not coincide with the load's.
-func saturation(w io.Writer, rows []LoadRow, name func(LoadRow) string) {
+func saturation(w io.Writer, rows []findings.LoadRow, name func(findings.LoadRow) string) {
 	for _, r := range rows {
 		if r.Fast.Saturated {
 			fmt.Fprintf(w, "  SATURATED, %s: %s; %s\n", name(r), r.Fast.SaturatedWhy, r.Fast.CensoredText())
@@ -510,4 +512,23 @@ func table(w io.Writer, cols ...string) *tabwriter.Writer {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, strings.Join(cols, "\t"))
 	return tw
+}
+
+// writeWatch prints the watch's lines under the server's table.
+func writeWatch(w io.Writer, a findings.AsIs) {
+	lines := a.Watch.Lines()
+	if !a.Watch.Watched() {
+		fmt.Fprintf(w, "  %s\n", strings.Join(lines, "\n  "))
+		return
+	}
+	fmt.Fprintf(w, "  %s:\n    %s\n", a.Watch.Heading(), strings.Join(lines, "\n    "))
+}
+
+// us is a figure in ns as us.
+func us(v findings.Figure) findings.Figure {
+	out := make(findings.Figure, len(v))
+	for i, x := range v {
+		out[i] = x / 1e3
+	}
+	return out
 }

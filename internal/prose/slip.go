@@ -1,24 +1,25 @@
-package findings
+package prose
 
 import (
 	"fmt"
 	"time"
 
+	"github.com/bystander-kit/bystander/internal/findings"
 	"github.com/bystander-kit/bystander/internal/words"
 )
 
 // The words of a slip: its ceilings and its sentence, said from the
-// figures slip.go computes.
+// figures findings' slip.go computes.
 
-// CeilingText is the step of the ceiling that binds, in words: "4 loops:
+// SlipCeiling is the step of the ceiling that binds, in words: "4 loops:
 // 5ms -> 50ms = 800 -> 80 req/s".
-func (r SlipRow) CeilingText() string {
+func SlipCeiling(r findings.SlipRow) string {
 	return fmt.Sprintf("%s: %s -> %s = %s -> %s req/s", r.Binds, r.Before.Block, r.After.Block, words.Thousands(r.Before.Ceiling), words.Thousands(r.After.Ceiling))
 }
 
-// Sentence says the slip of one server in words, with its figures: how
-// far it fell against its ceiling, and where its after side starts.
-func (r SlipRow) Sentence() string {
+// SlipSentence says the slip of one server in words, with its figures:
+// how far it fell against its ceiling, and where its after side starts.
+func SlipSentence(r findings.SlipRow) string {
 	name := r.Step.Server.Name
 	if !r.Before.PerS.OK() || !r.After.PerS.OK() {
 		if r.Why != "" {
@@ -29,5 +30,5 @@ func (r SlipRow) Sentence() string {
 	return fmt.Sprintf("%s fell %.1fx (%s -> %s req/s, %s and %s of %s), its ceiling %.0fx; its after side starts at %s, "+
 		"once the last answer asked for %s came back (%s after the step).",
 		name, r.Fell(), perS(r.Before.PerS), perS(r.After.PerS), pct(r.Before.Share), pct(r.After.Share), r.Binds+" / the measured block",
-		r.CeilingFell(), time.Duration(r.AfterFrom.Median()), r.Before.Block, ms(r.Settling.us()))
+		r.CeilingFell(), time.Duration(r.AfterFrom.Median()), r.Before.Block, ms(us(r.Settling)))
 }

@@ -1,4 +1,4 @@
-package findings
+package prose
 
 import (
 	"os"
@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bystander-kit/bystander/internal/findings"
 	"github.com/bystander-kit/bystander/internal/results"
 )
 
@@ -18,8 +19,8 @@ func TestOutsideRow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := Compute(dir, run)
-	var row *StallRow
+	f := findings.Compute(dir, run)
+	var row *findings.StallRow
 	for i := range f.Stall {
 		if f.Stall[i].Step.ID == "stall-a" {
 			row = &f.Stall[i]
@@ -32,7 +33,7 @@ func TestOutsideRow(t *testing.T) {
 		t.Errorf("culprit %+v", c)
 	}
 	var tables strings.Builder
-	f.WriteTables(&tables)
+	WriteTables(&tables, f)
 	if got := row.DetectorText(); got != "none; from outside: 1 thread held (below)" {
 		t.Errorf("detector column %q", got)
 	}
@@ -42,7 +43,7 @@ func TestOutsideRow(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "stall/threads.json"), []byte(`{"schema":"bystander.threads/v0"}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	f = Compute(dir, run)
+	f = findings.Compute(dir, run)
 	if len(f.Unread) != 1 || f.Unread[0].Field != "threads_file" {
 		t.Errorf("unread %+v", f.Unread)
 	}
@@ -65,7 +66,7 @@ func TestOutsideNotPossible(t *testing.T) {
 			m.Server.External, m.Server.URL, m.ThreadsFile = true, c.url, ""
 		}
 		var tables strings.Builder
-		Compute(dir, run).WriteTables(&tables)
+		WriteTables(&tables, findings.Compute(dir, run))
 		if !strings.Contains(tables.String(), c.want) {
 			t.Errorf("%s: the stall table lacks %q:\n%s", c.url, c.want, tables.String())
 		}

@@ -1,4 +1,4 @@
-package findings
+package prose
 
 import (
 	"bytes"
@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/bystander-kit/bystander/internal/findings"
 )
 
 var update = flag.Bool("update", false, "rewrite the goldens (tables.golden, findings.golden.json) of the test runs")
@@ -29,20 +31,20 @@ var update = flag.Bool("update", false, "rewrite the goldens (tables.golden, fin
 var goldenRuns = []string{"run", "custom-run", "node-run", "offload-run", "quick-run", "engines-run", "slip-run", "asis-netty-run", "asis-node-run", "asis-watch-run"}
 
 // TestGoldens: the tables and the JSON face of each test run are what was
-// reviewed; go test ./internal/findings -run TestGoldens -update rewrites
+// reviewed; go test ./internal/prose -run TestGoldens -update rewrites
 // them after a reviewed change.
 func TestGoldens(t *testing.T) {
 	for _, name := range goldenRuns {
 		t.Run(name, func(t *testing.T) {
-			dir := filepath.Join("testdata", name)
-			f, err := Read(dir)
+			dir := filepath.Join("..", "findings", "testdata", name)
+			f, err := findings.Read(dir)
 			if err != nil {
 				t.Fatal(err)
 			}
 			var tables bytes.Buffer
-			f.WriteTables(&tables)
-			for file, got := range map[string][]byte{"tables.golden": tables.Bytes(), "findings.golden.json": f.FaceJSON()} {
-				path := filepath.Join(dir, file)
+			WriteTables(&tables, f)
+			for file, got := range map[string][]byte{"tables.golden": tables.Bytes(), "findings.golden.json": FaceJSON(f)} {
+				path := filepath.Join("testdata", name, file) // the run is findings', its goldens are the words'
 				if *update {
 					if err := os.WriteFile(path, got, 0o644); err != nil {
 						t.Fatal(err)
@@ -51,7 +53,7 @@ func TestGoldens(t *testing.T) {
 				}
 				want, err := os.ReadFile(path)
 				if err != nil {
-					t.Fatalf("%v (go test ./internal/findings -run TestGoldens -update writes it)", err)
+					t.Fatalf("%v (go test ./internal/prose -run TestGoldens -update writes it)", err)
 				}
 				if !bytes.Equal(got, want) {
 					t.Errorf("%s differs from what was reviewed; if the change is intended, rerun with -update and review the diff:\n%s", path, firstDiff(string(want), string(got)))

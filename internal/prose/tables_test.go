@@ -1,4 +1,4 @@
-package findings
+package prose
 
 import (
 	"encoding/json"
@@ -11,20 +11,20 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bystander-kit/bystander/internal/findings"
 	"github.com/bystander-kit/bystander/internal/results"
-	"github.com/bystander-kit/bystander/internal/words"
 )
 
 // realRun is a default run of ./run.sh kept by the report's tests.
-const realRun = "testdata/run"
+const realRun = "../findings/testdata/run"
 
 func TestTables(t *testing.T) {
-	f, err := Read(realRun)
+	f, err := findings.Read(realRun)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var sb strings.Builder
-	f.WriteTables(&sb)
+	WriteTables(&sb, f)
 	out := sb.String()
 	for _, want := range []string{
 		"/slow throughput against the ceiling (block 5ms, syscall mode", "loop-gnet", "workers", "callers",
@@ -57,7 +57,7 @@ func TestTablesOfRepeats(t *testing.T) {
 	}
 	real.Measurements = ms
 	var sb strings.Builder
-	Compute(realRun, real).WriteTables(&sb)
+	WriteTables(&sb, findings.Compute(realRun, real))
 	if !strings.Contains(sb.String(), "] ") && !strings.Contains(sb.String(), "]\n") {
 		t.Fatalf("no [min-max] spread in:\n%s", sb.String())
 	}
@@ -74,13 +74,13 @@ func TestTablesOnStage(t *testing.T) {
 		t.Fatal(err)
 	}
 	var plain, staged strings.Builder
-	Compute(realRun, run).WriteTables(&plain)
+	WriteTables(&plain, findings.Compute(realRun, run))
 	run.Params.Stage = true
-	Compute(realRun, run).WriteTables(&staged)
-	if strings.Contains(plain.String(), OnStage) {
+	WriteTables(&staged, findings.Compute(realRun, run))
+	if strings.Contains(plain.String(), findings.OnStage) {
 		t.Error("a run without the stage says it was given on stage")
 	}
-	if n := strings.Count(staged.String(), OnStage); n != 1 {
+	if n := strings.Count(staged.String(), findings.OnStage); n != 1 {
 		t.Errorf("a run given on stage says so %d times, want once:\n%s", n, staged.String())
 	}
 }
@@ -89,11 +89,11 @@ func TestTablesOnStage(t *testing.T) {
 // ones they correspond to, each with its share of its own ceiling; a run
 // on other workers and blocks matches none and says why.
 func TestPublished(t *testing.T) {
-	f, err := Read(realRun)
+	f, err := findings.Read(realRun)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := map[string]PublishedRow{}
+	got := map[string]findings.PublishedRow{}
 	for _, r := range f.Published() {
 		got[r.What+" | "+r.Server] = r
 	}
@@ -120,11 +120,11 @@ func TestPublished(t *testing.T) {
 		t.Errorf("shares and differences: %+v", r)
 	}
 	var sb strings.Builder
-	f.WriteTables(&sb)
+	WriteTables(&sb, f)
 	if !strings.Contains(sb.String(), "This run beside the published Netty-vs-Tomcat experiment") {
 		t.Error("the tables lack the published comparison")
 	}
-	c, err := Read("testdata/custom-run")
+	c, err := findings.Read("../findings/testdata/custom-run")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,8 +132,8 @@ func TestPublished(t *testing.T) {
 		t.Errorf("a run on 3 loops, 40 slots and an 8ms block matched %v", rows)
 	}
 	sb.Reset()
-	c.WriteTables(&sb)
-	if !strings.Contains(sb.String(), PublishedNone) {
+	WriteTables(&sb, c)
+	if !strings.Contains(sb.String(), findings.PublishedNone) {
 		t.Error("the tables do not say why nothing matched")
 	}
 }
@@ -150,7 +150,7 @@ func TestPublishedWithoutBaseline(t *testing.T) {
 		return m.Phase == "stall" && strings.HasSuffix(m.ID, "-k0")
 	})
 	found := false
-	for _, r := range Compute(realRun, run).Published() {
+	for _, r := range findings.Compute(realRun, run).Published() {
 		if !strings.HasPrefix(r.What, "a stalled connection's wait") {
 			continue
 		}
@@ -218,15 +218,15 @@ func TestHostileRunDir(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "run.json"), b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan *Findings, 1)
+	done := make(chan *findings.Findings, 1)
 	go func() {
-		f, err := Read(dir)
+		f, err := findings.Read(dir)
 		if err != nil {
 			t.Error(err)
 		}
 		done <- f
 	}()
-	var f *Findings
+	var f *findings.Findings
 	select {
 	case f = <-done:
 	case <-time.After(20 * time.Second):
@@ -254,52 +254,8 @@ func TestHostileRunDir(t *testing.T) {
 	if err := os.Truncate(filepath.Join(dir, "run.json"), results.MaxRunBytes+1); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Read(dir); err == nil || !strings.Contains(err.Error(), "over") {
+	if _, err := findings.Read(dir); err == nil || !strings.Contains(err.Error(), "over") {
 		t.Errorf("a run.json over the cap: %v", err)
-	}
-}
-
-// TestClaims: each claim of the story is checked on the run: a default
-// run holds them all; a run of one server states only what it measured;
-// a claim the data contradict is said not to have held, with the figure.
-func TestClaims(t *testing.T) {
-	f, err := Read(realRun)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range f.Claims {
-		if !c.Known || !c.Held || c.Figure == "" || !strings.HasSuffix(c.Sentence(), ").") {
-			t.Errorf("%s: known %v held %v: %q", c.ID, c.Known, c.Held, c.Sentence())
-		}
-	}
-	if lead := f.Lead(); !strings.HasPrefix(lead, "A 5ms blocking call is harmless on pool's 200 slots and ruinous on loop-gnet's 4 event loops") {
-		t.Errorf("lead %q", lead)
-	}
-	node, err := Read("testdata/node-run")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, id := range []string{ClaimPoolClimbs, ClaimBystanderWaits, ClaimQueueGrows, ClaimPoolNoStall, ClaimTraceTwice, ClaimCliff} {
-		if c := node.Claim(id); c.Known || c.Held || c.Sentence() != "" {
-			t.Errorf("node alone, %s: %+v", id, c)
-		}
-	}
-	if c := node.Claim(ClaimWholeLoops); !c.Held {
-		t.Errorf("node's one loop: %+v", c)
-	}
-	if lead := node.Lead(); strings.Contains(lead, "harmless") || !strings.Contains(lead, "node (1 event loop") {
-		t.Errorf("node alone, lead %q", lead)
-	}
-	// The data contradict a claim: a stalled connection off the blockers'
-	// loops.
-	f.Stall[1].Match = false
-	for _, c := range claims(f) {
-		if c.ID == ClaimWholeLoops && (c.Held || !strings.Contains(c.Sentence(), "it did not hold in this run: stalled: ")) {
-			t.Errorf("a contradicted claim: %q", c.Sentence())
-		}
-	}
-	if got := words.Percents(CliffShares); got != "64 %, 100 % and 150 %" {
-		t.Errorf("CliffSharesText %q", got)
 	}
 }
 
@@ -309,7 +265,7 @@ func TestClaims(t *testing.T) {
 // card, the tables, the published table, findings.json or the phases.
 func TestRefusedFileNamed(t *testing.T) {
 	dir := t.TempDir()
-	if err := os.CopyFS(dir, os.DirFS("testdata/quick-run")); err != nil {
+	if err := os.CopyFS(dir, os.DirFS("../findings/testdata/quick-run")); err != nil {
 		t.Fatal(err)
 	}
 	run, err := results.ReadRun(dir)
@@ -332,7 +288,7 @@ func TestRefusedFileNamed(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "run.json"), b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	f, err := Read(dir)
+	f, err := findings.Read(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -348,7 +304,7 @@ func TestRefusedFileNamed(t *testing.T) {
 		}
 	}
 	var sb strings.Builder
-	f.WriteTables(&sb)
+	WriteTables(&sb, f)
 	tables := sb.String()
 	for _, want := range []string{"64       loop-gnet  not read", "hostname", "fifo.json"} {
 		if !strings.Contains(tables, want) {
@@ -389,7 +345,7 @@ func TestRefusedFileNamed(t *testing.T) {
 	if !card {
 		t.Errorf("the card does not say loop-gnet's throughput was not read: %+v", h.Servers)
 	}
-	if js := string(f.FaceJSON()); !strings.Contains(js, `"not_read"`) || !strings.Contains(js, "hostname") {
+	if js := string(FaceJSON(f)); !strings.Contains(js, `"not_read"`) || !strings.Contains(js, "hostname") {
 		t.Errorf("findings.json does not name the refused files")
 	}
 }

@@ -1,8 +1,10 @@
-package findings
+package prose
 
 import (
 	"encoding/json"
 	"math"
+
+	"github.com/bystander-kit/bystander/internal/findings"
 
 	"github.com/bystander-kit/bystander/internal/culprit"
 )
@@ -15,27 +17,27 @@ const faceSchema = "bystander.findings/v1"
 // without the kit, and for goldens where the figures are computed. It is
 // derived from the run directory; the directory stays the record.
 type Face struct {
-	Schema   string          `json:"schema"`
-	Lead     string          `json:"lead"`
-	Headline Headline        `json:"headline"`
-	Shared   string          `json:"shared,omitempty"`
-	Claims   []Claim         `json:"claims"`
-	Servers  []ServerSummary `json:"servers"`
-	Classes  []Class         `json:"classes"`
-	Sweep    []FaceLoad      `json:"sweep"`
-	Stall    []FaceStall     `json:"stall"`
-	Offload  []FaceLoad      `json:"offload"`
-	Trace    []FaceTrace     `json:"trace"`
-	Cliff    []FaceLoad      `json:"cliff"`
-	Slip     []FaceSlip      `json:"slip,omitempty"`
+	Schema   string                   `json:"schema"`
+	Lead     string                   `json:"lead"`
+	Headline findings.Headline        `json:"headline"`
+	Shared   string                   `json:"shared,omitempty"`
+	Claims   []findings.Claim         `json:"claims"`
+	Servers  []findings.ServerSummary `json:"servers"`
+	Classes  []findings.Class         `json:"classes"`
+	Sweep    []FaceLoad               `json:"sweep"`
+	Stall    []FaceStall              `json:"stall"`
+	Offload  []FaceLoad               `json:"offload"`
+	Trace    []FaceTrace              `json:"trace"`
+	Cliff    []FaceLoad               `json:"cliff"`
+	Slip     []FaceSlip               `json:"slip,omitempty"`
 	// AsIs are the servers measured as they are (--load), with their sweep.
-	AsIs        []FaceAsIs     `json:"as_is,omitempty"`
-	Cost        []FaceCost     `json:"cost"`
-	Published   []PublishedRow `json:"published"`
-	NotMeasured []string       `json:"not_measured"`
+	AsIs        []FaceAsIs              `json:"as_is,omitempty"`
+	Cost        []FaceCost              `json:"cost"`
+	Published   []findings.PublishedRow `json:"published"`
+	NotMeasured []string                `json:"not_measured"`
 	// NotRead names each measurement whose files were not read, and why.
-	NotRead []Unread `json:"not_read"`
-	Noticed []string `json:"noticed"`
+	NotRead []findings.Unread `json:"not_read"`
+	Noticed []string          `json:"noticed"`
 }
 
 // FaceAsIs is a server measured as it is: the figures inferred from its
@@ -99,7 +101,7 @@ type FaceAsIsStep struct {
 	Why           string      `json:"why,omitempty"`
 }
 
-func faceAsIs(a AsIs) FaceAsIs {
+func faceAsIs(a findings.AsIs) FaceAsIs {
 	x := FaceAsIs{Server: a.Server, Load: a.Load, Bystander: a.Bystander, CallMs: face(a.Call, 1e-3), PlateauPerS: math.Round(a.Plateau*10) / 10, PlateauAt: a.PlateauAt,
 		Workers: math.Round(a.Workers*100) / 100, AtLeast: a.AtLeast, CeilingPerS: math.Round(a.Ceiling*10) / 10, Ceiling: a.CeilingText(), Class: a.Class, Text: a.Text,
 		Forgives: a.Forgives, CPU: a.CPUText(), CPUKnown: a.CPUKnown, CPUTold: a.CPUTold, CPUBound: a.CPUBound, Steps: []FaceAsIsStep{}}
@@ -116,7 +118,7 @@ func faceAsIs(a AsIs) FaceAsIs {
 	return x
 }
 
-func faceAsIsStep(st AsIsStep) FaceAsIsStep {
+func faceAsIsStep(st findings.AsIsStep) FaceAsIsStep {
 	s := FaceAsIsStep{ID: st.Step.ID, Callers: st.Step.Conc, ReqPerS: face(st.Throughput, 1), LoadP50Ms: face(st.LoadP50, 1e-3), NotAnswered: st.NotAnswered(),
 		Bound: st.Kind(), FastP50Ms: face(st.Fast.P50, 1e-3), FastP99Ms: face(st.Fast.P99, 1e-3), Stalled: st.StalledText(), Which: st.WhoText(),
 		StalledWaitMs: face(st.StalledWait, 1e-3), OthersWaitMs: face(st.OthersWait, 1e-3), UnloadedMs: face(st.Unloaded, 1e-3), Said: st.Said, Unjudged: st.Unjudged}
@@ -152,7 +154,7 @@ type FaceSlipSide struct {
 	FastUnanswered  int64       `json:"fast_unanswered"`
 }
 
-func faceSlipSide(h SlipHalf) FaceSlipSide {
+func faceSlipSide(h findings.SlipHalf) FaceSlipSide {
 	return FaceSlipSide{AskedMs: float64(h.Block.Microseconds()) / 1e3, CeilingPerS: math.Round(h.Ceiling*10) / 10, ReqPerS: face(h.PerS, 1),
 		MeasuredBlockMs: face(h.MeasuredBlock, 1e-6), ShareOfCeiling: face(h.Share, 1), FastP50Ms: face(h.Fast, 1e-3), FastDue: h.FastProbes, FastUnanswered: h.FastCensored}
 }
@@ -165,7 +167,7 @@ type FaceFigure struct {
 	N      int     `json:"n"`
 }
 
-func face(v Figure, scale float64) *FaceFigure {
+func face(v findings.Figure, scale float64) *FaceFigure {
 	if !v.OK() {
 		return nil
 	}
@@ -235,7 +237,7 @@ type FaceCost struct {
 	Bound          string  `json:"bound"`
 }
 
-func faceLoad(r LoadRow) FaceLoad {
+func faceLoad(r findings.LoadRow) FaceLoad {
 	l := FaceLoad{ID: r.Step.ID, Server: r.Step.Server.Name, Endpoint: r.Step.Endpoint, Variant: r.Step.Variant, Callers: r.Step.Conc,
 		ReqPerS: face(r.Throughput, 1), Blocked: r.BlockedText(), Bound: r.Kind(), FastP50Ms: face(r.Fast.P50, 1e-3), FastP99Ms: face(r.Fast.P99, 1e-3),
 		Saturated: r.Fast.SaturatedWhy}
@@ -248,8 +250,8 @@ func faceLoad(r LoadRow) FaceLoad {
 	return l
 }
 
-// Face computes the JSON face of f.
-func (f *Findings) Face() Face {
+// FaceOf computes the JSON face of f.
+func FaceOf(f *findings.Findings) Face {
 	x := Face{Schema: faceSchema, Lead: f.Lead(), Headline: f.Headline(), Shared: f.SharedText(), Classes: f.Classes(), Claims: f.Claims, Servers: f.Servers, Published: f.Published(),
 		NotMeasured: f.NotMeasured, NotRead: f.Unread, Noticed: f.Noticed}
 	for _, r := range f.Sweep {
@@ -263,8 +265,8 @@ func (f *Findings) Face() Face {
 	}
 	for _, r := range f.Stall {
 		s := FaceStall{ID: r.Step.ID, Server: r.Step.Server.Name, K: r.Step.K, Stalled: r.StalledText(), Expected: num(r.Expected, "%.0f"),
-			Exactly: r.MatchText(), StalledWaitMs: face(r.StalledWait, 1e-3), OthersWaitMs: face(r.OthersWait, 1e-3), Machine: r.MachineText(),
-			Detector: r.DetectorText(), Culprit: r.CulpritText(), Outside: r.Outside, Mismatch: r.Mismatch, Unjudged: r.Unjudged, BlockOff: r.BlockOff}
+			Exactly: StallMatch(r), StalledWaitMs: face(r.StalledWait, 1e-3), OthersWaitMs: face(r.OthersWait, 1e-3), Machine: StallMachine(r),
+			Detector: r.DetectorText(), Culprit: StallCulprit(r), Outside: r.Outside, Mismatch: r.Mismatch, Unjudged: r.Unjudged, BlockOff: r.BlockOff}
 		if !r.OK() {
 			s.Why = r.Why
 		}
@@ -275,8 +277,8 @@ func (f *Findings) Face() Face {
 			ReturnMs: face(r.Return.P50, 1e-3), TotalP50Ms: face(r.Total.P50, 1e-3), TotalP99Ms: face(r.Total.P99, 1e-3), Samples: face(r.Total.N, 1)})
 	}
 	for _, r := range f.Slip {
-		x.Slip = append(x.Slip, FaceSlip{ID: r.Step.ID, Server: r.Step.Server.Name, Ceiling: r.CeilingText(), Before: faceSlipSide(r.Before),
-			After: faceSlipSide(r.After), Sentence: r.Sentence()})
+		x.Slip = append(x.Slip, FaceSlip{ID: r.Step.ID, Server: r.Step.Server.Name, Ceiling: SlipCeiling(r), Before: faceSlipSide(r.Before),
+			After: faceSlipSide(r.After), Sentence: SlipSentence(r)})
 	}
 	for _, a := range f.AsIs {
 		x.AsIs = append(x.AsIs, faceAsIs(a))
@@ -290,7 +292,7 @@ func (f *Findings) Face() Face {
 }
 
 // FaceJSON is the face as findings.json holds it.
-func (f *Findings) FaceJSON() []byte {
-	b, _ := json.MarshalIndent(f.Face(), "", "  ")
+func FaceJSON(f *findings.Findings) []byte {
+	b, _ := json.MarshalIndent(FaceOf(f), "", "  ")
 	return append(b, '\n')
 }

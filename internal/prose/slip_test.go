@@ -1,0 +1,40 @@
+package prose
+
+import (
+	"testing"
+	"time"
+
+	"github.com/bystander-kit/bystander/internal/findings"
+	"github.com/bystander-kit/bystander/internal/results"
+)
+
+// TestSlipWords: a slip's ceilings and its sentence say its figures (the
+// figures: findings' TestSlip); a slip whose sides were not told apart
+// says why, and one with neither figures nor why says nothing.
+func TestSlipWords(t *testing.T) {
+	g := &findings.Group{Step: results.Step{ID: "slip-loop-gnet", Server: results.Server{Name: "loop-gnet", Kind: "loop", Workers: 4}}}
+	r := findings.SlipRow{Group: g, Workers: 4, Binds: "4 loops",
+		Before:    findings.SlipHalf{Block: 5 * time.Millisecond, Ceiling: 800, PerS: findings.Figure{770}, Share: findings.Figure{770.0 / 800}},
+		After:     findings.SlipHalf{Block: 50 * time.Millisecond, Ceiling: 80, PerS: findings.Figure{80}, Share: findings.Figure{1}},
+		AfterFrom: findings.Figure{float64(2200 * time.Millisecond)}, Settling: findings.Figure{float64(150 * time.Millisecond)}}
+	if got, want := SlipCeiling(r), "4 loops: 5ms -> 50ms = 800 -> 80 req/s"; got != want {
+		t.Errorf("ceiling %q, want %q", got, want)
+	}
+	want := "loop-gnet fell 9.6x (770 -> 80.0 req/s, 96% and 100% of 4 loops / the measured block), its ceiling 10x; its after side starts at 2.2s, " +
+		"once the last answer asked for 5ms came back (150.0ms after the step)."
+	if got := SlipSentence(r); got != want {
+		t.Errorf("sentence\n%q, want\n%q", got, want)
+	}
+	pool := r
+	pool.Binds, pool.Before.Ceiling, pool.After.Ceiling = "64 callers", 12800, 1280
+	if got, want := SlipCeiling(pool), "64 callers: 5ms -> 50ms = 12,800 -> 1,280 req/s"; got != want {
+		t.Errorf("ceiling %q, want %q", got, want)
+	}
+	r.After.PerS, r.Why = nil, "the requests asked for 5ms before the step were still being answered when the window ended"
+	if got, want := SlipSentence(r), "loop-gnet: the two sides not told apart: "+r.Why+"."; got != want {
+		t.Errorf("sentence %q, want %q", got, want)
+	}
+	if r.Why = ""; SlipSentence(r) != "" {
+		t.Errorf("nothing to say: %q", SlipSentence(r))
+	}
+}
