@@ -660,6 +660,8 @@
   function clock(ms) { var s = Math.max(0, Math.floor(ms / 1000)); return Math.floor(s / 60) + ":" + ("0" + s % 60).slice(-2); }
 
   function render() {
+    keyTable.forEach(function (row) { if (row.act === "screen") { row.says = "1-" + screenCount(); } });
+    text("pscreens", "1-" + screenCount());
     var hs = headlines();
     window.stageHeadlines = hs.map(plain);
     var n = S.screen, key = view + "/" + n + "/" + S.focus;
@@ -894,6 +896,7 @@
     t.replaceChildren.apply(t, keyTable.filter(function (row) { return !(row.live && talk); }).map(function (row) {
       var tr = document.createElement("tr"), a = document.createElement("td"), d = document.createElement("td");
       a.textContent = row.says;
+      if (row.act === "screen") { a.id = "pscreens"; } // "1-6": the talk's screens, once known
       d.textContent = row.does;
       tr.append(a, d);
       return tr;

@@ -372,6 +372,7 @@ func TestStagePresenter(t *testing.T) {
 	  if (notes.bottom > H) { out.push('the notes run past the window: ' + Math.round(notes.bottom) + ' px of ' + H); }
 	  const hint = document.getElementById('pkeys').textContent;
 	  for (const row of window.stageKeyTable) { if (hint.indexOf(row.says) < 0 || hint.indexOf(row.does) < 0) { out.push('the key hint leaves out ' + row.says + ': ' + row.does); } }
+	  if (hint.indexOf('1-6') < 0 || hint.indexOf('1-9') >= 0) { out.push('the key hint does not say the talk\'s screens, 1-6: ' + hint); }
 	  for (const k of ['PageDown', 'PageUp', 'Home', 'End', 'b', '.', 'p', 'r', 't', 'o', '1']) { if (!window.stageKeyTable.some(row => row.keys.indexOf(k) >= 0)) { out.push('the key table has no ' + k); } }
 	  return out;
 	})()`))
