@@ -141,7 +141,8 @@ func flagSet(o *experiment.Options) *flag.FlagSet {
 	fs.BoolVar(&o.Pin, "pin", false, "start servers and generators on disjoint CPU sets (taskset); needs 2 CPUs or more")
 	fs.BoolVar(&o.Quick, "quick", false, "short durations, for a first look")
 	fs.BoolVar(&o.Open, "open", false, "open the report when done (with --stage: open the stage page at once)")
-	fs.BoolVar(&o.Stage, "stage", false, "give the talk: serve a live page of the experiment (6 screens, driven by a clicker or the keyboard; a speaker view at /presenter) and measure as it asks")
+	fs.BoolVar(&o.Stage, "stage", false, "give the talk: serve a live page of the experiment (6 screens, driven by a clicker or the keyboard; a speaker view at /presenter) and measure as it asks;\n"+
+		"the recorded talk is written beside the run as one file, talk.html, to give anywhere offline. With --load and --servers=: the talk on your own service (docs/talk.md)")
 	fs.BoolVar(&o.Auto, "auto", false, "with --stage: advance the screens by themselves once a page is open (rehearsals, tests), and exit at the end")
 	fs.DurationVar(&o.AutoWait, "auto-wait", o.AutoWait, "with --auto: how long to wait for a page to open before measuring without one (0: do not wait)")
 	fs.StringVar(&o.Replay, "replay", "", "with --stage: play the stage recorded in this run directory at its real pace (the forward key skips to the next slide), without servers")
