@@ -29,26 +29,26 @@ func heldLoops(w *Watcher, n int, release chan struct{}, name string) (loops []*
 		}()
 	}
 	entered.Wait()
-	parkedInHoldOn(n)
+	parkedInHoldOn(loops)
 	return loops, left.Wait
 }
 
-// parkedInHoldOn waits, at most 10 s, until at least n goroutines are
-// parked in a channel receive at holdOn.
-func parkedInHoldOn(n int) {
-	buf := make([]byte, 1<<20)
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
-		if len(buf) < runtime.NumGoroutine()*1024 {
-			buf = make([]byte, runtime.NumGoroutine()*1024)
-		}
-		parked := 0
-		for _, g := range strings.Split(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
-			if strings.Contains(g, "[chan receive") && strings.Contains(g, ".holdOn(") {
-				parked++
+// parkedInHoldOn waits, at most 10 s, until each loop's goroutine is
+// parked in a channel receive at holdOn, read as the watcher reads it
+// (parse, by the goroutine's id).
+func parkedInHoldOn(loops []*Loop) {
+	var buf []byte
+	deadline := time.Now().Add(10 * time.Second)
+	for _, l := range loops {
+		for time.Now().Before(deadline) {
+			if n := runtime.NumGoroutine() * 1024; len(buf) < n {
+				buf = make([]byte, n)
 			}
-		}
-		if parked >= n {
-			return
+			state, frames, _, _ := parse(buf[:runtime.Stack(buf, true)], l.gid.Load())
+			if state == "chan receive" && len(frames) > 0 && strings.HasSuffix(frames[0].Function, ".holdOn") {
+				break
+			}
+			time.Sleep(time.Millisecond)
 		}
 	}
 }
