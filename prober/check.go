@@ -20,6 +20,11 @@ func runCheck(ctx context.Context, o options, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "prober:", err)
 		return 2
 	}
+	// A server started in the background a moment ago is waited for; one
+	// that still refuses is checked, and its checks say so.
+	_ = client.AwaitListen(ctx, t.Addr, client.StartWait, func() {
+		fmt.Fprintf(stdout, "waiting for %s to listen (up to %v: a server started a moment ago) ...\n", t.Addr, client.StartWait)
+	})
 	rep := conform.Run(ctx, t.Addr, conform.Options{Loops: o.loops, Timeout: o.timeout})
 	rep.Write(stdout)
 	if o.out != "" {

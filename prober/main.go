@@ -111,7 +111,7 @@ func mainExit(args []string, stdout, stderr io.Writer) int {
 func parseFlags(args []string, stderr io.Writer) (options, error) {
 	o := options{args: args}
 	fs := cli.Flags("prober", "Usage: prober --mode interval|perconn|trace --target URL [flags]\n       prober --mode interval|perconn --target http://HOST:PORT --bystander REQUEST [flags]\n       prober --mode check --target http://HOST:PORT [--loops N] [--out FILE]\n\n"+
-		"Measures what a bystander sees while a server is loaded; with --mode check, checks that a\nserver speaks the endpoint protocol (exit status 0 when every required check passes, 1 when one\nfails or is missing, 3 when none does but the machine was too busy to judge a timing check).")
+		"Measures what a bystander sees while a server is loaded; with --mode check, checks that a\nserver speaks the endpoint protocol (one not listening yet is waited for up to 10 s; exit status 0 when every required check passes, 1 when one\nfails or is missing, 3 when none does but the machine was too busy to judge a timing check).")
 	o.register(fs)
 	if err := cli.ParseOnly(fs, args, stderr); err != nil {
 		return o, err

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -28,14 +27,15 @@ import (
 func resolve(ctx context.Context, o *Options, w io.Writer) error {
 	for i := range o.Targets {
 		t := &o.Targets[i]
-		c, err := net.DialTimeout("tcp", t.Addr, 5*time.Second)
+		err := client.AwaitListen(ctx, t.Addr, client.StartWait, func() {
+			fmt.Fprintf(w, "waiting for %s to listen at %s (up to %v: a server started a moment ago) ...\n", t.Name, t.Addr, client.StartWait)
+		})
 		if errors.Is(err, syscall.ECONNREFUSED) {
-			return fmt.Errorf("run.sh: --target %s: nothing is listening at %s (connection refused): start the server first, or check the URL", t.Name, t.Addr)
+			return fmt.Errorf("run.sh: --target %s: nothing is listening at %s (connection refused for %v): start the server first, or check the URL", t.Name, t.Addr, client.StartWait)
 		}
 		if err != nil {
 			return fmt.Errorf("run.sh: --target %s: cannot connect to %s: %v", t.Name, t.Addr, err)
 		}
-		c.Close()
 		if t.PID > 0 {
 			// The figures of pid= are the server's cost: it must be the
 			// process that listens there, not pid 1 or a shell.

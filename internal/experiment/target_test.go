@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -307,5 +308,32 @@ func TestTargetFrozen(t *testing.T) {
 	first, second := run.Measurements[0], run.Measurements[1]
 	if first.Status != "ok" || second.Status != "failed" || !strings.Contains(second.Reason, "answered no request") {
 		t.Errorf("first %s %q, second %s %q", first.Status, first.Reason, second.Status, second.Reason)
+	}
+}
+
+// TestTargetStartingLate: a target started in the background a moment
+// before the run (the walk-throughs' `server & ./run.sh --target ...`) is
+// waited for, saying so, not refused as if nothing would ever listen.
+func TestTargetStartingLate(t *testing.T) {
+	addr := wiretest.FreeAddr(t)
+	o := opts(t, func(o *Options) {
+		quick(o)
+		o.Servers, o.Targets, o.Out, o.Bin = nil, []Target{{Name: "x", URL: "http://" + addr}}, filepath.Join(t.TempDir(), "run"), kit(t)
+	})
+	go func() {
+		time.Sleep(500 * time.Millisecond)
+		l, err := net.Listen("tcp", addr)
+		if err != nil {
+			return // the test below says what it saw
+		}
+		srv := &http.Server{Handler: http.NotFoundHandler()}
+		go srv.Serve(l)
+		t.Cleanup(func() { srv.Close() })
+	}()
+	var stdout, stderr bytes.Buffer
+	runCode(context.Background(), o, &stdout, &stderr)
+	out := stdout.String() + stderr.String()
+	if strings.Contains(out, "nothing is listening") || !strings.Contains(out, "waiting for x to listen at "+addr) {
+		t.Errorf("a target listening 0.5 s after the run started:\n%s", out)
 	}
 }

@@ -123,7 +123,8 @@ func flagSet(o *experiment.Options) *flag.FlagSet {
 	fs.Var(targetsFlag{&o.Targets}, "target", "measure a server you started, `NAME=URL[,loops=N|,workers=N][,offload=N][,pid=N][,pprof=URL]` (repeatable): URL is its base\n"+
 		"(http://127.0.0.1:8090); loops or workers are learned from X-Loop when not given; offload= is its /offload pool's\n"+
 		"workers; pid= gives its CPU and context switches from /proc, and in the stall phase the threads the blockers held,\n"+
-		"seen from outside (/proc, and a JVM's stacks with jcmd). Checked first (prober --mode check). With --load, pid= or\n"+
+		"seen from outside (/proc, and a JVM's stacks with jcmd). Checked first (prober --mode check; one not listening yet\n"+
+		"is waited for up to 10 s). With --load, pid= or\n"+
 		"pprof= (a Go service's net/http/pprof listener, http://HOST:PORT, on loopback unless --allow-remote) has the sweep's top\n"+
 		"step measured again, watched: what held its threads (Flight Recorder for a JVM, the Go execution trace, /proc for any\n"+
 		"other process), and what watching cost it")
