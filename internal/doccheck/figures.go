@@ -85,6 +85,9 @@ func Figures(text string, runs Runs) []Problem {
 				out = append(out, Problem{i + 1, err.Error()})
 				continue
 			}
+			if _, isNumber := unitless(runs, source, spec); isNumber {
+				before = unit.ReplaceAllString(before, "")
+			}
 			if !strings.HasSuffix(before, want) {
 				out = append(out, Problem{i + 1, fmt.Sprintf("says %q where %s's %s is %q", tail(before), source, spec, want)})
 			}
@@ -98,6 +101,18 @@ func tail(s string) string {
 		return "..." + string(r[len(r)-40:])
 	}
 	return s
+}
+
+// unit is what may follow a number the docs quote, before its marker.
+var unit = regexp.MustCompile(`\s?(req/s|ms|%|x|s|KB|MB)$`)
+
+// unitless says whether the figure at spec is a number (its unit is then
+// the page's).
+func unitless(runs Runs, source, spec string) (any, bool) {
+	path, _, _ := strings.Cut(spec, "|")
+	v, err := lookup(runs[source], strings.TrimSpace(path))
+	_, isNumber := v.(float64)
+	return v, err == nil && isNumber
 }
 
 // value is the figure at spec ("PATH" or "PATH | FORMAT") as the docs write it.
@@ -142,11 +157,33 @@ func number(v float64, format, path string) (string, error) {
 	return "", fmt.Errorf("%s: unknown format %q (int, 1, 2)", path, format)
 }
 
-var step = regexp.MustCompile(`^([^.\[]+)((?:\[[^\]]*\])*)$`)
+// steps splits a path at its dots outside brackets: "a.b[k=1.5].c".
+func steps(path string) []string {
+	var out []string
+	depth, from := 0, 0
+	for i, r := range path {
+		switch {
+		case r == '[':
+			depth++
+		case r == ']':
+			depth--
+		case r == '.' && depth == 0:
+			out = append(out, path[from:i])
+			from = i + 1
+		}
+	}
+	return append(out, path[from:])
+}
 
-// lookup walks path ("a.b[k=v].c[0]") through decoded JSON.
+var (
+	step     = regexp.MustCompile(`^([^\[\]]+)((?:\[[^\]]*\])*)$`)
+	selector = regexp.MustCompile(`\[([^\]]*)\]`)
+)
+
+// lookup walks path ("a.b[k=v].c[0]", "rows[what=x&server=y]") through
+// decoded JSON.
 func lookup(v any, path string) (any, error) {
-	for _, part := range strings.Split(path, ".") {
+	for _, part := range steps(path) {
 		m := step.FindStringSubmatch(part)
 		if m == nil {
 			return nil, fmt.Errorf("bad step %q", part)
@@ -158,7 +195,7 @@ func lookup(v any, path string) (any, error) {
 		if v, ok = obj[m[1]]; !ok {
 			return nil, fmt.Errorf("no %q", m[1])
 		}
-		for _, sel := range regexp.MustCompile(`\[([^\]]*)\]`).FindAllStringSubmatch(m[2], -1) {
+		for _, sel := range selector.FindAllStringSubmatch(m[2], -1) {
 			var err error
 			if v, err = pick(v, sel[1]); err != nil {
 				return nil, fmt.Errorf("%s: %v", part, err)
@@ -168,6 +205,8 @@ func lookup(v any, path string) (any, error) {
 	return v, nil
 }
 
+// pick is the list element sel names: [N], or the first whose keys hold
+// every value of [k=v&k2=v2].
 func pick(v any, sel string) (any, error) {
 	list, ok := v.([]any)
 	if !ok {
@@ -179,16 +218,27 @@ func pick(v any, sel string) (any, error) {
 		}
 		return list[n], nil
 	}
-	key, want, ok := strings.Cut(sel, "=")
-	if !ok {
-		return nil, fmt.Errorf("[%s]: want [N] or [key=value]", sel)
-	}
-	for _, e := range list {
-		if obj, ok := e.(map[string]any); ok && fmt.Sprint(obj[key]) == want {
-			return e, nil
+	conds := strings.Split(sel, "&")
+	for _, c := range conds {
+		if !strings.Contains(c, "=") {
+			return nil, fmt.Errorf("[%s]: want [N] or [key=value&key=value]", sel)
 		}
 	}
-	return nil, fmt.Errorf("no element with %s=%s", key, want)
+next:
+	for _, e := range list {
+		obj, ok := e.(map[string]any)
+		if !ok {
+			continue
+		}
+		for _, c := range conds {
+			key, want, _ := strings.Cut(c, "=")
+			if fmt.Sprint(obj[key]) != want {
+				continue next
+			}
+		}
+		return e, nil
+	}
+	return nil, fmt.Errorf("no element with %s", sel)
 }
 
 // Unmarked names each throughput or factor the page quotes outside code

@@ -138,11 +138,13 @@ func TestDoctoredFigureFails(t *testing.T) {
 func TestLookup(t *testing.T) {
 	r := loadRuns(t)
 	for spec, want := range map[string]string{
-		"headline.servers[name=netty].published_throughput": "549 req/s",
-		"servers[name=loop-gnet].nominal_ceiling_per_s":     "800",
-		"sweep[id=sweep-pool-c4].callers":                   "4",
-		"sweep[0].req_per_s.median | int":                   "747",
-		"sweep[0].req_per_s.median | 1":                     "746.8",
+		"headline.servers[name=netty].published_throughput":                 "549 req/s",
+		"servers[name=loop-gnet].nominal_ceiling_per_s":                     "800",
+		"sweep[id=sweep-pool-c4].callers":                                   "4",
+		"sweep[0].req_per_s.median | int":                                   "747",
+		"sweep[0].req_per_s.median | 1":                                     "746.8",
+		"published[what=/slow throughput, 5ms block&server=netty].this_run": "748 req/s",
+		"stall[id=stall-netty-k2].stalled":                                  "6 of 12",
 	} {
 		got, err := value(r, "run", spec)
 		if err != nil || got != want {
