@@ -7,7 +7,8 @@
 //
 //	the loops made **766 req/s**<!-- run: headline.servers[name=loop-gnet].throughput -->
 //
-// "run:" reads docs/run/findings.json, "talk-run:" docs/talk-run/findings.json.
+// "run:" reads docs/run/findings.json, "talk-run:" docs/talk-run/findings.json,
+// "shop-run:" docs/shop-run/findings.json (a service measured as it is).
 // The path is dot-separated keys, a list element chosen by [key=value] (the
 // first match) or [N]. The text before the marker (markdown emphasis
 // skipped) must end with the value: a string as it is, a number as the docs

@@ -42,7 +42,7 @@ func LoadRuns(files map[string]string) (Runs, error) {
 }
 
 var (
-	marker = regexp.MustCompile(`<!--\s*(run|talk-run|not run):\s*(.*?)\s*-->`)
+	marker = regexp.MustCompile(`<!--\s*(run|[a-z]+-run|not run):\s*(.*?)\s*-->`)
 	fence  = regexp.MustCompile("(?m)^\\s*```")
 	code   = regexp.MustCompile("`[^`\n]*`")
 	// figure is a throughput or a factor, the figures a reader compares.
@@ -150,11 +150,11 @@ func number(v float64, format, path string) (string, error) {
 		return words.Thousands(v), nil
 	case "int":
 		return words.Thousands(v), nil
-	case "1", "2":
+	case "1", "2", "3":
 		n, _ := strconv.Atoi(format)
 		return strconv.FormatFloat(v, 'f', n, 64), nil
 	}
-	return "", fmt.Errorf("%s: unknown format %q (int, 1, 2)", path, format)
+	return "", fmt.Errorf("%s: unknown format %q (int, 1, 2, 3)", path, format)
 }
 
 // steps splits a path at its dots outside brackets: "a.b[k=1.5].c".

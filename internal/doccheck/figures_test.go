@@ -21,7 +21,7 @@ var update = flag.Bool("update", false, "write the committed runs' findings.json
 var quoting = []string{"README.md", "docs/experiment.md", "docs/your-server.md"}
 
 // runs are the committed runs the docs quote, by marker source.
-var runs = map[string]string{"run": "docs/run", "talk-run": "docs/talk-run"}
+var runs = map[string]string{"run": "docs/run", "talk-run": "docs/talk-run", "shop-run": "docs/shop-run"}
 
 func loadRuns(t *testing.T) Runs {
 	t.Helper()

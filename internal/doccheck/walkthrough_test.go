@@ -1,7 +1,6 @@
 package doccheck
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -77,17 +76,24 @@ func walk(ctx context.Context, dir, shell string) (string, error) {
 	cmd.Dir = dir
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = 5 * time.Second
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	err := cmd.Run()
+	// The output goes to a file, not a pipe: the servers it started in the
+	// background hold their copy of it open after bash is done.
+	out, err := os.CreateTemp(dir, ".walkthrough-*.out")
+	if err != nil {
+		return "", err
+	}
+	defer os.Remove(out.Name())
+	defer out.Close()
+	cmd.Stdout, cmd.Stderr = out, out
+	err = cmd.Run()
 	if cmd.Process != nil {
 		endGroup(cmd.Process.Pid)
 	}
 	if ctx.Err() != nil {
 		err = fmt.Errorf("not done in %v: %w", walkLimit, err)
 	}
-	return out.String(), err
+	text, _ := os.ReadFile(out.Name())
+	return string(text), err
 }
 
 // endGroup ends the process group pgid: TERM, then KILL what is left.
