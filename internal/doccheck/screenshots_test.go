@@ -12,14 +12,14 @@ import (
 	"github.com/bystander-kit/bystander/internal/pngtext"
 )
 
-// root is the repository's root, from this package's directory.
-const root = "../.."
+// kitRoot is the repository's root, from this package's directory.
+const kitRoot = "../.."
 
 // TestScreenshots: every picture under docs/screenshots says which
 // committed run it shows, that run is there and is still the one it
 // claims, and the picture was made after that run finished.
 func TestScreenshots(t *testing.T) {
-	shots, err := filepath.Glob(filepath.Join(root, "docs", "screenshots", "*.png"))
+	shots, err := filepath.Glob(filepath.Join(kitRoot, "docs", "screenshots", "*.png"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,7 +28,7 @@ func TestScreenshots(t *testing.T) {
 	}
 	sources := map[string]int{}
 	for _, p := range shots {
-		if err := CheckShot(root, p); err != nil {
+		if err := CheckShot(kitRoot, p); err != nil {
 			t.Error(err)
 			continue
 		}
@@ -58,16 +58,16 @@ func TestScreenshots(t *testing.T) {
 // way a picture goes stale or lies, fails the check with the reason; the
 // copy as it is passes.
 func TestScreenshotsDoctored(t *testing.T) {
-	real := filepath.Join(root, "docs", "screenshots", "report-1300.png")
+	real := filepath.Join(kitRoot, "docs", "screenshots", "report-1300.png")
 	b, err := os.ReadFile(real)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, finished, err := RunIdentity(filepath.Join(root, "docs", "run"))
+	_, finished, err := RunIdentity(filepath.Join(kitRoot, "docs", "run"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	talkID, _, err := RunIdentity(filepath.Join(root, "docs", "talk-run"))
+	talkID, _, err := RunIdentity(filepath.Join(kitRoot, "docs", "talk-run"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +106,7 @@ func TestScreenshotsDoctored(t *testing.T) {
 		if err := os.WriteFile(p, tc.png, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		err := CheckShot(root, p)
+		err := CheckShot(kitRoot, p)
 		switch {
 		case tc.why == "" && err != nil:
 			t.Errorf("%s: %v", tc.name, err)
