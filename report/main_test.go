@@ -49,7 +49,7 @@ func TestCompareCommand(t *testing.T) {
 // refuses, writing nothing, where echarts cannot be inlined: a talk file
 // is opened where there may be no network, so never from a CDN.
 func TestTalkCommand(t *testing.T) {
-	const rec = "../internal/stage/testdata/quick-stage"
+	const rec = "../docs/talk-run" // a stage run: its recording
 	out := filepath.Join(t.TempDir(), "talk.html")
 	var stdout, stderr strings.Builder
 	t.Setenv("BYSTANDER_CACHE", t.TempDir()) // an empty cache

@@ -22,4 +22,6 @@
 // Unmarked names the throughputs ("N req/s") and factors ("N.Nx") a page
 // quotes with no marker after them; Walkthroughs gives the shell blocks a
 // page marks as a walk-through, which the tests run with bash as written.
+// CheckShot says whether a screenshot names its run (PNG text chunks
+// written by internal/cmd/screenshots) and was made after that run ended.
 package doccheck

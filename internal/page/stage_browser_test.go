@@ -16,8 +16,9 @@ import (
 	"github.com/bystander-kit/bystander/internal/stage"
 )
 
-// quickStage is a real recording: ./run.sh --stage --auto --quick.
-const quickStage = "../stage/testdata/quick-stage/stage.ndjson"
+// talkRecording is a real recording, the one the docs show:
+// docs/talk-run's (./run.sh --stage --auto --auto-wait=0).
+const talkRecording = "../../docs/talk-run/stage.ndjson"
 
 // The projectors the stage is tried on: a common one, the screenshots',
 // and a large one.
@@ -35,7 +36,7 @@ type slideSeen struct {
 // own.
 func replayedServer(t *testing.T) (*httptest.Server, int) {
 	t.Helper()
-	return replayedFrom(t, quickStage)
+	return replayedFrom(t, talkRecording)
 }
 
 // replayedFrom serves the recording at path, every frame in.
@@ -533,7 +534,7 @@ func TestStageLiveMoments(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	all, err := stage.Recording(quickStage)
+	all, err := stage.Recording(talkRecording)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -545,7 +546,7 @@ func TestStageLiveMoments(t *testing.T) {
 			t.Fatal(err)
 		}
 		n := 0
-		frames, err := stage.ReplayWith(context.Background(), quickStage, hub, stage.ReplayOptions{Instant: true, Until: func(stage.Frame) bool { n++; return n > cut }})
+		frames, err := stage.ReplayWith(context.Background(), talkRecording, hub, stage.ReplayOptions{Instant: true, Until: func(stage.Frame) bool { n++; return n > cut }})
 		if err != nil {
 			t.Fatal(err)
 		}

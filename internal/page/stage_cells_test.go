@@ -18,25 +18,76 @@ import (
 	"github.com/bystander-kit/bystander/internal/browsertest"
 )
 
-// withWaits is the committed recording as the stage sends it now: each
-// connection's median wait by the server's clock on its live events
-// (live), and at each stall step's end the report's cells (final), made
-// up here, different from the live ones, so that a page showing either
-// is told apart. It gives the path and the final waits by step and
+// withWaits is the committed recording with each connection's median
+// wait by the server's clock on its live events (live), and at each stall
+// step's end the report's cells (final), made up here, different from
+// the live ones and the recording's, so that a page showing either is
+// told apart. It gives the path and the final waits by step and
 // connection.
 func withWaits(t *testing.T, live, final func(conn int, stalled bool) float64) (string, map[string]map[int]float64) {
 	t.Helper()
-	f, err := os.Open(quickStage)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
 	type conn struct {
 		Loop    int
 		Stalled bool
 	}
 	last := map[string]map[int]conn{}
 	cells := map[string]map[int]float64{}
+	path := rewritten(t, func(ev map[string]any) {
+		switch ev["k"] {
+		case "conn":
+			id, c, stalled := ev["id"].(string), int(ev["conn"].(float64)), ev["stalled"].(bool)
+			if last[id] == nil {
+				last[id] = map[int]conn{}
+			}
+			last[id][c] = conn{Loop: int(ev["loop"].(float64)), Stalled: stalled}
+			ev["wait_ms"] = live(c, stalled)
+		case "step":
+			row, _ := ev["row"].(map[string]any)
+			v, _ := row["stall"].(map[string]any)
+			if v == nil {
+				return
+			}
+			id := ev["id"].(string)
+			var cs []map[string]any
+			cells[id] = map[int]float64{}
+			for c, x := range last[id] {
+				w := final(c, x.Stalled)
+				cells[id][c] = w
+				cs = append(cs, map[string]any{"conn": c, "loop": x.Loop, "wait_ms": w, "stalled": x.Stalled})
+			}
+			v["cells"] = cs
+		}
+	})
+	return path, cells
+}
+
+// withoutWaits is the committed recording as a stage made it before it
+// sent the waits (issue 51): no wait_ms on a connection's events, no
+// cells in a stall step's row.
+func withoutWaits(t *testing.T) string {
+	t.Helper()
+	return rewritten(t, func(ev map[string]any) {
+		switch ev["k"] {
+		case "conn":
+			delete(ev, "wait_ms")
+		case "step":
+			row, _ := ev["row"].(map[string]any)
+			if v, _ := row["stall"].(map[string]any); v != nil {
+				delete(v, "cells")
+			}
+		}
+	})
+}
+
+// rewritten is the committed recording with each event changed by edit,
+// in order, written to a temporary file: its path.
+func rewritten(t *testing.T, edit func(ev map[string]any)) string {
+	t.Helper()
+	f, err := os.Open(talkRecording)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
 	var out strings.Builder
 	sc := bufio.NewScanner(f)
 	sc.Buffer(nil, 1<<24)
@@ -50,31 +101,7 @@ func withWaits(t *testing.T, live, final func(conn int, stalled bool) float64) (
 			t.Fatal(err)
 		}
 		for _, e := range fr["events"].([]any) {
-			ev := e.(map[string]any)
-			switch ev["k"] {
-			case "conn":
-				id, c, stalled := ev["id"].(string), int(ev["conn"].(float64)), ev["stalled"].(bool)
-				if last[id] == nil {
-					last[id] = map[int]conn{}
-				}
-				last[id][c] = conn{Loop: int(ev["loop"].(float64)), Stalled: stalled}
-				ev["wait_ms"] = live(c, stalled)
-			case "step":
-				row, _ := ev["row"].(map[string]any)
-				v, _ := row["stall"].(map[string]any)
-				if v == nil {
-					continue
-				}
-				id := ev["id"].(string)
-				var cs []map[string]any
-				cells[id] = map[int]float64{}
-				for c, x := range last[id] {
-					w := final(c, x.Stalled)
-					cells[id][c] = w
-					cs = append(cs, map[string]any{"conn": c, "loop": x.Loop, "wait_ms": w, "stalled": x.Stalled})
-				}
-				v["cells"] = cs
-			}
+			edit(e.(map[string]any))
 		}
 		b, err := json.Marshal(fr)
 		if err != nil {
@@ -89,7 +116,7 @@ func withWaits(t *testing.T, live, final func(conn int, stalled bool) float64) (
 	if err := os.WriteFile(path, []byte(out.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return path, cells
+	return path
 }
 
 // screen4Seen is a slide of screen 4 as the room and the speaker see it.
@@ -172,9 +199,10 @@ func walkScreen4(t *testing.T, chrome, path string) []screen4Seen {
 // the stage sends it and, at the step's end, the report's own cells (the
 // numbers the report's heatmap shows, to its tenth of a ms); the caption
 // and the speaker's notes say what the number is and why a stalled one
-// is that big. A recording made before the stage sent the wait (the
-// committed one) shows each connection's slowest answer instead, and
-// says so in the caption and the notes.
+// is that big; the committed recording shows its own cells, the
+// report's. A recording made before the stage sent the wait (the
+// committed one with its waits taken out) shows each connection's slowest
+// answer instead, and says so in the caption and the notes.
 func TestStageCellsAreTheReports(t *testing.T) {
 	chrome := browsertest.Chromium(t)
 	live := func(c int, stalled bool) float64 {
@@ -190,7 +218,53 @@ func TestStageCellsAreTheReports(t *testing.T) {
 		return 0.31 + float64(c)/100
 	}
 	path, cells := withWaits(t, live, final)
-	for _, s := range walkScreen4(t, chrome, path) {
+	medians(t, walkScreen4(t, chrome, path), cells)
+
+	// The committed recording as it is: its own cells, the report's.
+	recorded := map[string]map[int]float64{}
+	rewritten(t, func(ev map[string]any) {
+		row, _ := ev["row"].(map[string]any)
+		v, _ := row["stall"].(map[string]any)
+		cs, _ := v["cells"].([]any)
+		for _, c := range cs {
+			c := c.(map[string]any)
+			id := ev["id"].(string)
+			if recorded[id] == nil {
+				recorded[id] = map[int]float64{}
+			}
+			recorded[id][int(c["conn"].(float64))] = c["wait_ms"].(float64)
+		}
+	})
+	if len(recorded) == 0 {
+		t.Fatalf("%s has no stall step with its cells: a recording made before the stage sent them", talkRecording)
+	}
+	medians(t, walkScreen4(t, chrome, talkRecording), recorded)
+
+	// A recording without waits: the slowest answer, said.
+	for _, s := range walkScreen4(t, chrome, withoutWaits(t)) {
+		for _, p := range s.Problems {
+			t.Errorf("the recording without waits, %s: %s", s.Focus, p)
+		}
+		for c, x := range s.Grid {
+			if x.Wait != nil {
+				t.Errorf("%s: connection %s has a wait the recording has not: %v", s.Focus, c, *x.Wait)
+			}
+		}
+		if !strings.Contains(s.Caption, "slowest /fast answer") || !strings.Contains(s.Caption, "an older recording: no median") {
+			t.Errorf("%s: the caption over slowest answers says %q", s.Focus, s.Caption)
+		}
+		if strings.HasSuffix(s.Focus, "-k1") && (!strings.Contains(s.Notes, "This recording's cells are each connection's slowest answer") || !strings.Contains(s.Notes, "ms for a 100 ms call")) {
+			t.Errorf("%s: the notes on a recording without waits: %q", s.Focus, s.Notes)
+		}
+	}
+}
+
+// medians checks screen 4's slides against the report's cells by step and
+// connection: each cell the report's median wait, the caption and the
+// speaker's notes saying what it is and why a stalled one is that big.
+func medians(t *testing.T, slides []screen4Seen, cells map[string]map[int]float64) {
+	t.Helper()
+	for _, s := range slides {
 		for _, p := range s.Problems {
 			t.Errorf("%s: %s", s.Focus, p)
 		}
@@ -216,23 +290,6 @@ func TestStageCellsAreTheReports(t *testing.T) {
 		}
 		if len(lit) > 0 && !strings.Contains(s.Notes, "A stalled one, ") || len(lit) > 0 && !strings.Contains(s.Notes, "ms of a 100 ms call: its loop runs the call again and again, so its request waits behind a call before the loop reads it and behind another before its answer goes out, about two calls") {
 			t.Errorf("%s: the notes do not say why a stalled one is that big: %q", s.Focus, s.Notes)
-		}
-	}
-	// The committed recording has no waits: the slowest answer, said.
-	for _, s := range walkScreen4(t, chrome, quickStage) {
-		for _, p := range s.Problems {
-			t.Errorf("the recording without waits, %s: %s", s.Focus, p)
-		}
-		for c, x := range s.Grid {
-			if x.Wait != nil {
-				t.Errorf("%s: connection %s has a wait the recording has not: %v", s.Focus, c, *x.Wait)
-			}
-		}
-		if !strings.Contains(s.Caption, "slowest /fast answer") || !strings.Contains(s.Caption, "an older recording: no median") {
-			t.Errorf("%s: the caption over slowest answers says %q", s.Focus, s.Caption)
-		}
-		if strings.HasSuffix(s.Focus, "-k1") && (!strings.Contains(s.Notes, "This recording's cells are each connection's slowest answer") || !strings.Contains(s.Notes, "ms for a 100 ms call")) {
-			t.Errorf("%s: the notes on a recording without waits: %q", s.Focus, s.Notes)
 		}
 	}
 }

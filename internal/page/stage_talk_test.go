@@ -29,7 +29,7 @@ import (
 // are said not taken.
 func TestTalkFile(t *testing.T) {
 	chrome, a := browsertest.Chromium(t), inlined(t)
-	frames, err := stage.Recording(quickStage)
+	frames, err := stage.Recording(talkRecording)
 	if err != nil {
 		t.Fatal(err)
 	}

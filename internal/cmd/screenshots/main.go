@@ -1,12 +1,15 @@
 // Command screenshots makes the pictures under docs/screenshots again, as
-// a reader of the README sees them: the report of a real run
-// (internal/cmd/screenshots/testdata/run, a default run on a quiet machine) on a page 1300 px wide, its slip
-// (internal/findings/testdata/slip-run: ./run.sh --phases=slip), and each screen
-// of the stage, replayed from a real recording
-// (internal/stage/testdata/quick-stage) and walked with a clicker's keys, on
-// 1600x900 and 1280x720 projector pages, light and dark, with the cover the
-// room sees before the first key, and the speaker view. It needs Debian's chromium and the report's echarts (fetched
-// and checked once, as the report does).
+// a reader of the README sees them, from the committed runs the docs
+// quote: the report of docs/run (./run.sh --servers=loop,pool,netty,tomcat)
+// on a page 1300 px wide, its top, who stalls and the bad afternoon (the
+// page made again from the run, as report does now); and each screen of
+// the stage, replayed from docs/talk-run's recording (./run.sh --stage
+// --auto) and walked with a clicker's keys, on 1600x900 and 1280x720
+// projector pages, light and dark, with the cover the room sees before the
+// first key, and the speaker view. Each PNG says in its tEXt chunks which
+// run it shows and when it was made (internal/doccheck checks them). It
+// needs Debian's chromium and the report's echarts (fetched and checked
+// once, as the report does).
 //
 //	go run ./internal/cmd/screenshots [--out docs/screenshots]
 //
@@ -33,14 +36,18 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 
+	"github.com/bystander-kit/bystander/internal/doccheck"
+	"github.com/bystander-kit/bystander/internal/pngtext"
 	"github.com/bystander-kit/bystander/internal/stage"
 )
 
 const (
-	reportRun = "internal/cmd/screenshots/testdata/run" // a default run on a quiet machine (report.html left out)
-	slipRun   = "internal/findings/testdata/slip-run"   // ./run.sh --phases=slip: the bad afternoon
-	recording = "internal/stage/testdata/quick-stage/stage.ndjson"
+	reportRun = "docs/run"      // the default run with Netty and Tomcat: the report's shots
+	talkRun   = "docs/talk-run" // a stage run with --auto: the stage's shots
 )
+
+// recording is talkRun's recording of what the room saw.
+var recording = filepath.Join(talkRun, "stage.ndjson")
 
 func main() {
 	out := flag.String("out", "docs/screenshots", "directory to write the PNGs to")
@@ -87,7 +94,6 @@ func run(ctx context.Context, out string) error {
 		{"go", "build", "-o", report, "./report"},
 		{report, "--fetch"},
 		{report, "--in", reportRun, "--out", filepath.Join(tmp, "report.html")},
-		{report, "--in", slipRun, "--out", filepath.Join(tmp, "slip.html")},
 		{report, "--stage-page", filepath.Join(tmp, "stage.html")},
 	} {
 		cmd := exec.CommandContext(ctx, args[0], args[1:]...)
@@ -115,22 +121,15 @@ func run(ctx context.Context, out string) error {
 	if err != nil {
 		return err
 	}
-	if err := save(out, "report-1300.png", shot); err != nil {
+	if err := save(out, "report-1300.png", reportRun, shot); err != nil {
 		return err
 	}
 	// The stall heatmap from its heading down: 3k of 12 stall with k loops blocked.
 	if err := fromHeading(bctx, "h_stall_loop_gnet", out, "report-1300-stall.png"); err != nil {
 		return err
 	}
-
 	// The bad afternoon, from its heading down: the call slows tenfold, and
 	// each server falls with the ceiling that binds it.
-	if err := chromedp.Do(bctx, chromedp.Navigate("file://"+filepath.Join(tmp, "slip.html"))); err != nil {
-		return err
-	}
-	if _, err := chromedp.Run(bctx, chromedp.Poll[bool]("window.bystanderAllDrawnMs > 0", chromedp.WithPollingInterval(50*time.Millisecond))); err != nil {
-		return fmt.Errorf("the slip's charts were not drawn: %w", err)
-	}
 	if err := fromHeading(bctx, "h_slip", out, "report-1300-slip.png"); err != nil {
 		return err
 	}
@@ -143,7 +142,7 @@ func run(ctx context.Context, out string) error {
 	return nil
 }
 
-// fromHeading takes the page from the heading id down, as name.
+// fromHeading takes the report's page from the heading id down, as name.
 func fromHeading(bctx context.Context, id, out, name string) error {
 	if _, err := chromedp.Run(bctx, chromedp.Evaluate[bool](`(document.getElementById('`+id+`').scrollIntoView({block: 'start'}), true)`)); err != nil {
 		return err
@@ -152,7 +151,7 @@ func fromHeading(bctx context.Context, id, out, name string) error {
 	if err != nil {
 		return err
 	}
-	return save(out, name, shot)
+	return save(out, name, reportRun, shot)
 }
 
 // The projectors the stage is shot on: the README's (its names carry no
@@ -321,13 +320,13 @@ func slideShots(bctx context.Context, out, tag string) error {
 	return nil
 }
 
-// shoot saves what the browser of bctx shows as name.
+// shoot saves what the stage's browser of bctx shows as name.
 func shoot(bctx context.Context, out, name string) error {
 	shot, err := chromedp.Run(bctx, chromedp.CaptureScreenshot())
 	if err != nil {
 		return err
 	}
-	return save(out, name, shot)
+	return save(out, name, talkRun, shot)
 }
 
 // paletted is img in its 256 most frequent colours, each other pixel in
@@ -379,9 +378,10 @@ func browser(ctx context.Context, chrome string, w, h int) (context.Context, fun
 	return bctx, func() { cancelB(); cancelA() }
 }
 
-// save writes a screenshot again with the best compression, so the
-// pictures the repository keeps stay small.
-func save(dir, name string, shot []byte) error {
+// save writes a screenshot of the run in source again with the best
+// compression, so the pictures the repository keeps stay small, and with
+// its provenance: which run it shows, and when it was made.
+func save(dir, name, source string, shot []byte) error {
 	img, err := png.Decode(bytes.NewReader(shot))
 	if err != nil {
 		return err
@@ -390,10 +390,18 @@ func save(dir, name string, shot []byte) error {
 	if err := (&png.Encoder{CompressionLevel: png.BestCompression}).Encode(&buf, paletted(img)); err != nil {
 		return err
 	}
-	p := filepath.Join(dir, name)
-	if err := os.WriteFile(p, buf.Bytes(), 0o644); err != nil {
+	texts, err := doccheck.Provenance(".", source, time.Now())
+	if err != nil {
 		return err
 	}
-	fmt.Printf("%s (%d KB)\n", p, buf.Len()/1024)
+	b, err := pngtext.Set(buf.Bytes(), texts...)
+	if err != nil {
+		return err
+	}
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		return err
+	}
+	fmt.Printf("%s (%d KB, %s)\n", p, len(b)/1024, source)
 	return nil
 }
