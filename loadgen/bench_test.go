@@ -18,6 +18,7 @@ import (
 // each as its own process, and compares:
 //
 //   - the generator's CPU per request on the same nginx target (one worker,
+//     one thread each: wrk -t1 against loadgen's one poller goroutine,
 //     /fast, 64 keep-alive connections, closed loop), from the child
 //     process's rusage, over 7 rounds: the medians, and the median of the
 //     per-round ratios with their range;
@@ -41,7 +42,7 @@ func BenchmarkVersusWrk(b *testing.B) {
 	dir := b.TempDir()
 	type run struct{ rps, cpuUs float64 }
 	wrkRun := func(url string, conns int) run {
-		cmd := exec.Command(wrk, "-t2", fmt.Sprintf("-c%d", conns), "-d4s", url)
+		cmd := exec.Command(wrk, "-t1", fmt.Sprintf("-c%d", conns), "-d4s", url)
 		out, err := cmd.Output()
 		if err != nil {
 			b.Fatalf("wrk: %v %s", err, out)
