@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"unicode"
 )
 
 // The docs are kept true to the code, as benchstat keeps its own: every
@@ -104,5 +105,64 @@ func TestDocsLinks(t *testing.T) {
 				t.Errorf("%s links to %s, which is not there", filepath.Base(page), target)
 			}
 		}
+	}
+}
+
+// slug is the anchor GitHub gives a heading: lower case, punctuation but
+// '-' and '_' dropped, spaces as '-'.
+func slug(heading string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(strings.TrimSpace(heading)) {
+		switch {
+		case r == ' ':
+			b.WriteRune('-')
+		case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r):
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+var heading = regexp.MustCompile("(?m)^#{1,6} (.+)$")
+
+// TestDocsAnchors: every link into a page's heading (page.md#anchor, or
+// #anchor within the page) leads to a heading that is there.
+func TestDocsAnchors(t *testing.T) {
+	pages, _ := filepath.Glob(filepath.Join(root, "docs/*.md"))
+	pages = append(pages, filepath.Join(root, "README.md"))
+	anchors := func(page string) map[string]bool {
+		text, err := os.ReadFile(page)
+		if err != nil {
+			return nil
+		}
+		set := map[string]bool{}
+		for _, m := range heading.FindAllStringSubmatch(string(text), -1) {
+			set[slug(m[1])] = true
+		}
+		return set
+	}
+	inPage := regexp.MustCompile(`\]\(([^)#\s]*)#([^)\s]+)\)`)
+	checked := 0
+	for _, page := range pages {
+		text, err := os.ReadFile(page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range inPage.FindAllStringSubmatch(string(text), -1) {
+			target := page
+			if m[1] != "" {
+				target = filepath.Join(filepath.Dir(page), m[1])
+			}
+			if !strings.HasSuffix(target, ".md") {
+				continue
+			}
+			checked++
+			if !anchors(target)[m[2]] {
+				t.Errorf("%s links to %s#%s: no such heading there", filepath.Base(page), filepath.Base(target), m[2])
+			}
+		}
+	}
+	if checked < 5 {
+		t.Errorf("%d links to headings checked: the links are not being found", checked)
 	}
 }
