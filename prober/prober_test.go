@@ -95,9 +95,12 @@ func TestIntervalCorrection(t *testing.T) {
 		t.Fatalf("due %d, completed %d, timeline %d, censored %d: want 30 probes in 1.5 s at 50 ms", p.Due, p.Completed, len(p.Timeline), p.Censored)
 	}
 	// The probe in flight when the stall began waits about 300 ms in both
-	// views; those due during the stall (5 or 6) wait only in the corrected one.
-	if slowUncorrected != 1 {
-		t.Errorf("%d probes slow from their send, want only the one in flight", slowUncorrected)
+	// views; those due during the stall (5 or 6) wait only in the corrected
+	// one. A machine that starves the prober can make another probe slow
+	// from its send too (seen in CI at 100 % busy: 2 of 8), never as many as
+	// the correction shows waiting.
+	if slowUncorrected < 1 || 2*slowUncorrected > waited {
+		t.Errorf("%d probes slow from their send, %d waited from their due time: want the one in flight, and the correction to show at least twice as many", slowUncorrected, waited)
 	}
 	// The late count is the probes sent over 1 ms after due: at least those
 	// that waited behind the stall (more if a busy machine delays others).

@@ -93,6 +93,22 @@ func culpritFrame(t *testing.T, svc *services.Service, w findings.AsIsWatch, sta
 	return h
 }
 
+// watchedLittle says, logged, when a starved machine let the watch cover
+// under half the measured window (its start took the rest: seen in CI at
+// 100 % busy, 104 ms of 1 s); the lines must then say so, and the holds
+// it saw are too few to require the culprit.
+func watchedLittle(t *testing.T, w findings.AsIsWatch) bool {
+	t.Helper()
+	if w.Short == 0 || w.Step == nil || w.Short*2 >= w.Step.Step.Duration {
+		return false
+	}
+	if !slices.ContainsFunc(w.Lines(), func(l string) bool { return strings.HasPrefix(l, "the watch covered ") }) {
+		t.Errorf("the watch covered %v of %v and its lines do not say so: %q", w.Short, w.Step.Step.Duration, w.Lines())
+	}
+	t.Logf("the watch covered %v of %v: the culprit not required", w.Short, w.Step.Step.Duration)
+	return true
+}
+
 // judged is the step at conc callers when the rule could judge it; nil
 // when the machine was too busy, or the 12 connections' prober was placed
 // too late to share the load's window (logged), failing the test for any
@@ -152,7 +168,9 @@ func TestAsIsNetty(t *testing.T) {
 	if w.Service.Source != culprit.SourceJFR || w.Service.Role != "event-loop threads" || w.Service.Pool {
 		t.Errorf("source %q role %q pool %v", w.Service.Source, w.Service.Role, w.Service.Pool)
 	}
-	if h := culpritFrame(t, svc, w, "in a socket read"); h.Held != 4 || w.Service.Serving != 4 {
+	if watchedLittle(t, w) {
+		// nothing to name in what it saw
+	} else if h := culpritFrame(t, svc, w, "in a socket read"); h.Held != 4 || w.Service.Serving != 4 {
 		t.Errorf("%s: want the 4 loops held", w.Service.Words())
 	}
 	// Nothing left behind in the JVM: no recording, no file in its
@@ -238,7 +256,9 @@ func TestAsIsTomcat(t *testing.T) {
 	}
 	// Its callers' requests go to whichever of its threads is free: over
 	// the window more threads than callers take their turn.
-	if h := culpritFrame(t, svc, w, "in a socket read"); h.Held < 1 || h.Held > w.Service.Serving {
+	if watchedLittle(t, w) {
+		// nothing to name in what it saw
+	} else if h := culpritFrame(t, svc, w, "in a socket read"); h.Held < 1 || h.Held > w.Service.Serving {
 		t.Errorf("%s: want some of its request threads held", w.Service.Words())
 	}
 	switch st := w.Step; {
@@ -307,7 +327,9 @@ func TestAsIsGnet(t *testing.T) {
 		t.Errorf("source %q role %q", w.Service.Source, w.Service.Role)
 	}
 	// The caller's loop (another too, should loadgen dial again).
-	if h := culpritFrame(t, svc, w, "in a network read"); h.Held < 1 || w.Service.Serving != 4 {
+	if watchedLittle(t, w) {
+		// nothing to name in what it saw
+	} else if h := culpritFrame(t, svc, w, "in a network read"); h.Held < 1 || w.Service.Serving != 4 {
 		t.Errorf("%s: want its loop held by the caller, of 4", w.Service.Words())
 	}
 }
