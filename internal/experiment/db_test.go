@@ -21,6 +21,7 @@ import (
 
 	"github.com/bystander-kit/bystander/internal/findings"
 	"github.com/bystander-kit/bystander/internal/pgrun"
+	"github.com/bystander-kit/bystander/internal/prose"
 	"github.com/bystander-kit/bystander/internal/results"
 	"github.com/bystander-kit/bystander/internal/serverflags"
 	"github.com/bystander-kit/bystander/internal/wiretest"
@@ -96,10 +97,10 @@ func TestPostgresMode(t *testing.T) {
 		if limit := 1.05 * findings.CeilingPerS(10, b.MeasuredBlock); r.Throughput.Median() > limit {
 			t.Errorf("%s: %.0f req/s above 10 connections / %s = %.0f", r.Step.ID, r.Throughput.Median(), b.MeasuredBlock, limit/1.05)
 		}
-		if b.Kind == "workers" && !strings.Contains(b.Text, "its 10 database connections (behind 200 slots)") {
-			t.Errorf("%s: bound by workers, not said to be the database's: %s", r.Step.ID, b.Text)
+		if b.Kind == "workers" && !strings.Contains(prose.BoundText(b), "its 10 database connections (behind 200 slots)") {
+			t.Errorf("%s: bound by workers, not said to be the database's: %s", r.Step.ID, prose.BoundText(b))
 		}
-		t.Logf("%s: %.0f req/s; %s", r.Step.ID, r.Throughput.Median(), b.Line())
+		t.Logf("%s: %.0f req/s; %s", r.Step.ID, r.Throughput.Median(), prose.BoundLine(b))
 	}
 	// The private database's CPU is read in every measured window; where
 	// a thousand requests or more went through it, it shows (/proc counts

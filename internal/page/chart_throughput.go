@@ -11,6 +11,7 @@ import (
 
 	"github.com/bystander-kit/bystander/internal/findings"
 	"github.com/bystander-kit/bystander/internal/palette"
+	"github.com/bystander-kit/bystander/internal/prose"
 	"github.com/bystander-kit/bystander/internal/words"
 )
 
@@ -82,8 +83,8 @@ func throughputChart(f *findings.Findings) section {
 	line.AddSeries(littleName, little, append(colored(palette.Neutral, opts.LineStyle{Type: "dotted", Width: 2}),
 		charts.WithLineChartOpts(opts.LineChart{ShowSymbol: opts.Bool(false)}))...)
 	for _, r := range ok {
-		if b := r.Bound(); b != nil && len(b.Notes) > 0 {
-			sec.Notes = append(sec.Notes, fmt.Sprintf("%s, %d callers: %s", r.Step.Server.Name, r.Step.Conc, strings.Join(b.Notes, "; ")))
+		if b := r.Bound(); b != nil && len(prose.BoundNotes(b)) > 0 {
+			sec.Notes = append(sec.Notes, fmt.Sprintf("%s, %d callers: %s", r.Step.Server.Name, r.Step.Conc, strings.Join(prose.BoundNotes(b), "; ")))
 		}
 	}
 	sec.Element, sec.Script = snippet(line)

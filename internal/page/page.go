@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/bystander-kit/bystander/internal/findings"
+	"github.com/bystander-kit/bystander/internal/prose"
 	"github.com/bystander-kit/bystander/internal/results"
 	"github.com/bystander-kit/bystander/internal/words"
 )
@@ -41,7 +42,7 @@ func costSection(f *findings.Findings) section {
 		row := costRow{ID: r.ID, Server: r.Server,
 			CPU: fmt.Sprintf("%.1f", c.ServerCPUUsPerRequest), CtxSw: fmt.Sprintf("%.2f", c.CtxSwitchesPerRequest),
 			Threads: fmt.Sprint(c.Threads), RSS: fmt.Sprintf("%.0f MB", float64(c.PeakRSSBytes)/(1<<20)),
-			Gen: fmt.Sprintf("%.1f", c.GeneratorCPUUsPerReq), DB: fmt.Sprintf("%.1f", c.DBCPUUsPerRequest), Bound: r.Bound.Line()}
+			Gen: fmt.Sprintf("%.1f", c.GeneratorCPUUsPerReq), DB: fmt.Sprintf("%.1f", c.DBCPUUsPerRequest), Bound: prose.BoundLine(r.Bound)}
 		sec.Table.DB = sec.Table.DB || c.DBCores > 0
 		if c.ServerNotMeasured {
 			row.CPU, row.CtxSw, row.Threads, row.RSS = "not measured (external)", "not measured (external)", "-", "-"

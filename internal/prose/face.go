@@ -123,7 +123,7 @@ func faceAsIsStep(st findings.AsIsStep) FaceAsIsStep {
 		Bound: st.Kind(), FastP50Ms: face(st.Fast.P50, 1e-3), FastP99Ms: face(st.Fast.P99, 1e-3), Stalled: st.StalledText(), Which: st.WhoText(),
 		StalledWaitMs: face(st.StalledWait, 1e-3), OthersWaitMs: face(st.OthersWait, 1e-3), UnloadedMs: face(st.Unloaded, 1e-3), Said: st.Said, Unjudged: st.Unjudged}
 	if b := st.Bound(); b != nil {
-		s.BoundText = b.Line()
+		s.BoundText = BoundLine(b)
 	}
 	if !st.OK() {
 		s.Why = st.Why
@@ -239,10 +239,10 @@ type FaceCost struct {
 
 func faceLoad(r findings.LoadRow) FaceLoad {
 	l := FaceLoad{ID: r.Step.ID, Server: r.Step.Server.Name, Endpoint: r.Step.Endpoint, Variant: r.Step.Variant, Callers: r.Step.Conc,
-		ReqPerS: face(r.Throughput, 1), Blocked: r.BlockedText(), Bound: r.Kind(), FastP50Ms: face(r.Fast.P50, 1e-3), FastP99Ms: face(r.Fast.P99, 1e-3),
+		ReqPerS: face(r.Throughput, 1), Blocked: BlockedText(r), Bound: r.Kind(), FastP50Ms: face(r.Fast.P50, 1e-3), FastP99Ms: face(r.Fast.P99, 1e-3),
 		Saturated: r.Fast.SaturatedWhy}
 	if b := r.Bound(); b != nil {
-		l.BoundText = b.Line()
+		l.BoundText = BoundLine(b)
 	}
 	if !r.OK() {
 		l.Why = r.Why
@@ -266,7 +266,7 @@ func FaceOf(f *findings.Findings) Face {
 	for _, r := range f.Stall {
 		s := FaceStall{ID: r.Step.ID, Server: r.Step.Server.Name, K: r.Step.K, Stalled: r.StalledText(), Expected: num(r.Expected, "%.0f"),
 			Exactly: StallMatch(r), StalledWaitMs: face(r.StalledWait, 1e-3), OthersWaitMs: face(r.OthersWait, 1e-3), Machine: StallMachine(r),
-			Detector: r.DetectorText(), Culprit: StallCulprit(r), Outside: r.Outside, Mismatch: r.Mismatch, Unjudged: r.Unjudged, BlockOff: r.BlockOff}
+			Detector: r.DetectorText(), Culprit: StallCulprit(r), Outside: r.Outside, Mismatch: r.Mismatch, Unjudged: r.Unjudged, BlockOff: BlockOffText(r.Step.Block.D(), r.BlockOffNs)}
 		if !r.OK() {
 			s.Why = r.Why
 		}
@@ -286,7 +286,7 @@ func FaceOf(f *findings.Findings) Face {
 	for _, c := range f.Cost {
 		x.Cost = append(x.Cost, FaceCost{ID: c.ID, Server: c.Server, Repeat: c.Repeat, ServerCPUUs: math.Round(c.Cost.ServerCPUUsPerRequest*10) / 10,
 			CtxSwitches: math.Round(c.Cost.CtxSwitchesPerRequest*100) / 100, NotMeasured: c.Cost.ServerNotMeasured,
-			GeneratorCPUUs: math.Round(c.Cost.GeneratorCPUUsPerReq*10) / 10, Bound: c.Bound.Line()})
+			GeneratorCPUUs: math.Round(c.Cost.GeneratorCPUUsPerReq*10) / 10, Bound: BoundLine(c.Bound)})
 	}
 	return x
 }

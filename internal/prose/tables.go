@@ -94,7 +94,7 @@ func writeSweep(w io.Writer, f *findings.Findings) {
 			}
 		}
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Step.Conc, r.Step.Server.Name, num(r.Throughput, "%.0f"), ceiling,
-			num(pct, "%.0f%%"), r.Kind(), num(r.BoundShare(), "%.0f%%"), little, r.BlockedText())
+			num(pct, "%.0f%%"), r.Kind(), num(r.BoundShare(), "%.0f%%"), little, BlockedText(r.LoadRow))
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "\n/fast bystander meanwhile (one connection, a probe due every %s over the load's measured window;\n"+
@@ -133,7 +133,7 @@ func writeAsIs(w io.Writer, f *findings.Findings) {
 				said = append(said, fmt.Sprintf("at %s: %s", at, c))
 			}
 			if b := st.Bound(); b != nil && b.Kind != "workers" && b.Kind != "callers" {
-				said = append(said, fmt.Sprintf("at %s: bound: %s", at, b.Line()))
+				said = append(said, fmt.Sprintf("at %s: bound: %s", at, BoundLine(b)))
 			}
 			answered := "-"
 			if st.Fast.Due.OK() {
@@ -201,8 +201,8 @@ func writeStall(w io.Writer, f *findings.Findings) {
 		for _, m := range r.Mismatch {
 			said = append(said, name+": not exactly those: "+m)
 		}
-		if r.BlockOff != "" {
-			said = append(said, name+": "+r.BlockOff)
+		if off := BlockOffText(r.Step.Block.D(), r.BlockOffNs); off != "" {
+			said = append(said, name+": "+off)
 		}
 		if c := StallCulprit(r); c != "" {
 			said = append(said, name+": held "+c)
@@ -378,7 +378,7 @@ func writeCost(w io.Writer, f *findings.Findings) {
 		if r.Repeat > 1 {
 			id += fmt.Sprintf(" (rep %d)", r.Repeat)
 		}
-		line := r.Bound.Line()
+		line := BoundLine(r.Bound)
 		if r.Bound != nil && r.Bound.Flagged {
 			line = "FLAGGED " + line
 		}
