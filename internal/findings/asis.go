@@ -274,8 +274,8 @@ func connsOffset(rep Rep) string {
 	return ""
 }
 
-// asIs is the server named name measured as it is, nil when it was not.
-func (f *Findings) asIs(name string) *AsIs {
+// AsIsOf is the server named name measured as it is, nil when it was not.
+func (f *Findings) AsIsOf(name string) *AsIs {
 	for i := range f.AsIs {
 		if f.AsIs[i].Server == name {
 			return &f.AsIs[i]

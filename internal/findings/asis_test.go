@@ -305,9 +305,6 @@ func TestAsIsRuns(t *testing.T) {
 	if b.Class != ClassLoop || !strings.HasPrefix(b.Text, "a thread the load holds") || !b.CPUBound || b.Steps[0].StalledText() != "12 of 12" {
 		t.Errorf("node: %s (%s), %s", b.Class, b.Text, b.CPUText())
 	}
-	if !strings.Contains(node.Lead(), "node as it is (a thread the load holds") {
-		t.Errorf("the lead: %s", node.Lead())
-	}
 }
 
 // TestAsIsNothingLost: answers other than 2xx or 3xx and connections the

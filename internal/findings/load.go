@@ -15,9 +15,9 @@ const nearCeiling = 0.9
 // using this share of its cores make a row CPU-bound.
 const kitSaturation = 0.9
 
-// sharedAbove is the share of the machine other processes may use before a
+// SharedAbove is the share of the machine other processes may use before a
 // row is flagged as measured on a shared machine.
-const sharedAbove = 0.1
+const SharedAbove = 0.1
 
 // littleTolerance is how far throughput x mean latency / callers may be
 // from 1 on a closed-loop row.
@@ -204,7 +204,7 @@ func (b *Bound) useOf(s results.Step, lr *results.Result, c *results.ServerCost,
 	b.MeanLatency = time.Duration(lr.Load.Latency.MeanUs * 1e3)
 	// Without the server's own CPU, the others include the server: a busy
 	// machine is not evidence of another tenant.
-	b.Shared = cores > 0 && b.OtherCores >= sharedAbove*cores && !c.ServerNotMeasured
+	b.Shared = cores > 0 && b.OtherCores >= SharedAbove*cores && !c.ServerNotMeasured
 	if l := lr.Load; lr.Mode == "closed" && s.Conc > 0 && l.Latency.Count > 0 {
 		b.Little = l.InFlight() / float64(s.Conc)
 		b.LittleOK = math.Abs(b.Little-1) <= littleTolerance

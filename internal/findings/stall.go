@@ -321,4 +321,4 @@ func (r *StallRow) addOutside(rep Rep) {
 
 // Shared says whether other processes used the machine enough, at the
 // median, that the row's figures were measured on a shared machine.
-func (r StallRow) Shared() bool { return r.MachineOthers.Median() >= sharedAbove }
+func (r StallRow) Shared() bool { return r.MachineOthers.Median() >= SharedAbove }

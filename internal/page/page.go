@@ -120,7 +120,7 @@ type kv struct{ K, V string }
 func buildPage(f *findings.Findings, a Asset) page {
 	run, fp := f.Run, f.Params
 	p := page{Title: "bystander: what one blocking call does to everyone else", Run: run, Phases: f.Phases}
-	p.Lead = f.Lead()
+	p.Lead = prose.Lead(f)
 	if h := f.Headline(); len(h.Servers)+len(h.Stalls)+len(h.Fixes) > 0 {
 		p.Headline = &h
 	}

@@ -146,4 +146,3 @@ func TestBlockOffText(t *testing.T) {
 		t.Errorf("BlockedText %q", got)
 	}
 }
-

@@ -21,7 +21,7 @@ type Face struct {
 	Lead     string                   `json:"lead"`
 	Headline findings.Headline        `json:"headline"`
 	Shared   string                   `json:"shared,omitempty"`
-	Claims   []findings.Claim         `json:"claims"`
+	Claims   []FaceClaim              `json:"claims"`
 	Servers  []findings.ServerSummary `json:"servers"`
 	Classes  []findings.Class         `json:"classes"`
 	Sweep    []FaceLoad               `json:"sweep"`
@@ -252,7 +252,7 @@ func faceLoad(r findings.LoadRow) FaceLoad {
 
 // FaceOf computes the JSON face of f.
 func FaceOf(f *findings.Findings) Face {
-	x := Face{Schema: faceSchema, Lead: f.Lead(), Headline: f.Headline(), Shared: f.SharedText(), Classes: f.Classes(), Claims: f.Claims, Servers: f.Servers, Published: f.Published(),
+	x := Face{Schema: faceSchema, Lead: Lead(f), Headline: f.Headline(), Shared: SharedText(f), Classes: f.Classes(), Claims: FaceClaims(f), Servers: f.Servers, Published: f.Published(),
 		NotMeasured: f.NotMeasured, NotRead: f.Unread, Noticed: f.Noticed}
 	for _, r := range f.Sweep {
 		x.Sweep = append(x.Sweep, faceLoad(r.LoadRow))
