@@ -137,7 +137,7 @@ func TestPostgresMode(t *testing.T) {
 	// Classified by what bound it: a pool of 10, not of its 200 slots.
 	// (On a machine too busy to judge its stalls, it is not classified, and
 	// says why.)
-	for _, c := range f.Classes() {
+	for _, c := range prose.Classes(f) {
 		switch {
 		case c.Server != "pool":
 		case c.Class == findings.ClassUnknown && strings.HasPrefix(c.Text, "not classified: ") && !strings.Contains(c.Text, "not whole loops") && !strings.Contains(c.Text, "not measured"):

@@ -23,7 +23,7 @@ type Face struct {
 	Shared   string                   `json:"shared,omitempty"`
 	Claims   []FaceClaim              `json:"claims"`
 	Servers  []findings.ServerSummary `json:"servers"`
-	Classes  []findings.Class         `json:"classes"`
+	Classes  []FaceClass              `json:"classes"`
 	Sweep    []FaceLoad               `json:"sweep"`
 	Stall    []FaceStall              `json:"stall"`
 	Offload  []FaceLoad               `json:"offload"`
@@ -252,7 +252,7 @@ func faceLoad(r findings.LoadRow) FaceLoad {
 
 // FaceOf computes the JSON face of f.
 func FaceOf(f *findings.Findings) Face {
-	x := Face{Schema: faceSchema, Lead: Lead(f), Headline: f.Headline(), Shared: SharedText(f), Classes: f.Classes(), Claims: FaceClaims(f), Servers: f.Servers, Published: f.Published(),
+	x := Face{Schema: faceSchema, Lead: Lead(f), Headline: f.Headline(), Shared: SharedText(f), Classes: Classes(f), Claims: FaceClaims(f), Servers: f.Servers, Published: f.Published(),
 		NotMeasured: f.NotMeasured, NotRead: f.Unread, Noticed: f.Noticed}
 	for _, r := range f.Sweep {
 		x.Sweep = append(x.Sweep, faceLoad(r.LoadRow))

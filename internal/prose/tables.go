@@ -412,11 +412,11 @@ func writeNotes(w io.Writer, f *findings.Findings) {
 
 // writeClasses prints what each server did with a blocking call.
 func writeClasses(w io.Writer, f *findings.Findings) {
-	cs := f.Classes()
+	cs := Classes(f)
 	if len(cs) == 0 {
 		return
 	}
-	fmt.Fprintf(w, "\nWhat each server does with a blocking call, from this run's measurements\n(%s)\n", findings.ClassesText)
+	fmt.Fprintf(w, "\nWhat each server does with a blocking call, from this run's measurements\n(%s)\n", ClassesText)
 	tw := table(w, "server", "class", "what the run showed")
 	for _, c := range cs {
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", c.Server, c.Class, c.Text)
