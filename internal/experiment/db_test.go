@@ -148,7 +148,7 @@ func TestPostgresMode(t *testing.T) {
 	}
 	// Beside the published figures (Thread.sleep), every row says the call
 	// differs.
-	rows := f.Published()
+	rows := prose.Published(f)
 	for _, r := range rows {
 		if !strings.Contains(r.Differs, "the call: a database call through 10 connections here, Thread.sleep published") {
 			t.Errorf("published %s %s: differs %q", r.What, r.Server, r.Differs)

@@ -284,7 +284,7 @@ func checkReport(t *testing.T, chrome, out string, f *findings.Findings, w, h in
 	if err != nil {
 		t.Fatal(err)
 	}
-	hl := f.Headline()
+	hl := prose.Headline(f)
 	if len(got.Tiles) != len(hl.Servers) || len(hl.Servers) == 0 {
 		t.Errorf("the card shows %d servers, the findings %d", len(got.Tiles), len(hl.Servers))
 	}

@@ -19,7 +19,7 @@ const faceSchema = "bystander.findings/v1"
 type Face struct {
 	Schema   string                   `json:"schema"`
 	Lead     string                   `json:"lead"`
-	Headline findings.Headline        `json:"headline"`
+	Headline FaceHeadline             `json:"headline"`
 	Shared   string                   `json:"shared,omitempty"`
 	Claims   []FaceClaim              `json:"claims"`
 	Servers  []findings.ServerSummary `json:"servers"`
@@ -31,10 +31,10 @@ type Face struct {
 	Cliff    []FaceLoad               `json:"cliff"`
 	Slip     []FaceSlip               `json:"slip,omitempty"`
 	// AsIs are the servers measured as they are (--load), with their sweep.
-	AsIs        []FaceAsIs              `json:"as_is,omitempty"`
-	Cost        []FaceCost              `json:"cost"`
-	Published   []findings.PublishedRow `json:"published"`
-	NotMeasured []string                `json:"not_measured"`
+	AsIs        []FaceAsIs      `json:"as_is,omitempty"`
+	Cost        []FaceCost      `json:"cost"`
+	Published   []FacePublished `json:"published"`
+	NotMeasured []string        `json:"not_measured"`
 	// NotRead names each measurement whose files were not read, and why.
 	NotRead []findings.Unread `json:"not_read"`
 	Noticed []string          `json:"noticed"`
@@ -252,7 +252,7 @@ func faceLoad(r findings.LoadRow) FaceLoad {
 
 // FaceOf computes the JSON face of f.
 func FaceOf(f *findings.Findings) Face {
-	x := Face{Schema: faceSchema, Lead: Lead(f), Headline: f.Headline(), Shared: SharedText(f), Classes: Classes(f), Claims: FaceClaims(f), Servers: f.Servers, Published: f.Published(),
+	x := Face{Schema: faceSchema, Lead: Lead(f), Headline: Headline(f), Shared: SharedText(f), Classes: Classes(f), Claims: FaceClaims(f), Servers: f.Servers, Published: Published(f),
 		NotMeasured: f.NotMeasured, NotRead: f.Unread, Noticed: f.Noticed}
 	for _, r := range f.Sweep {
 		x.Sweep = append(x.Sweep, faceLoad(r.LoadRow))

@@ -53,7 +53,7 @@ func TestHeadlineMatchesTables(t *testing.T) {
 			var sb strings.Builder
 			WriteTables(&sb, f)
 			tables := sb.String()
-			h := f.Headline()
+			h := Headline(f)
 			if f.Params.SweepEndpoint == "/slow" && len(f.Sweep) > 0 && len(h.Servers) == 0 {
 				t.Fatal("a sweep of /slow and no server in the headline")
 			}

@@ -446,10 +446,10 @@ func stallAbove(f *findings.Findings) findings.Figure {
 
 // writePublished prints this run beside the published experiment.
 func writePublished(w io.Writer, f *findings.Findings) {
-	rows := f.Published()
-	fmt.Fprintf(w, "\nThis run beside the published Netty-vs-Tomcat experiment (%s)\n", f.PublishedHeading())
+	rows := Published(f)
+	fmt.Fprintf(w, "\nThis run beside the published Netty-vs-Tomcat experiment (%s)\n", PublishedHeading(f))
 	if len(rows) == 0 {
-		fmt.Fprintf(w, "  %s\n", findings.PublishedNone)
+		fmt.Fprintf(w, "  %s\n", PublishedNone)
 		return
 	}
 	tw := table(w, "figure", "server", "this run", "of its ceiling", "published", "of its ceiling", "differs")
