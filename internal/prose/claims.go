@@ -113,7 +113,7 @@ func stallClaimFigure(c findings.Claim) string {
 	switch c.ID {
 	case findings.ClaimWholeLoops:
 		for _, r := range c.Stall {
-			figs = append(figs, fmt.Sprintf("k=%d %s %s", r.Step.K, r.Step.Server.Name, r.StalledText()))
+			figs = append(figs, fmt.Sprintf("k=%d %s %s", r.Step.K, r.Step.Server.Name, StallStalled(r)))
 		}
 		// Not measured, it was not contradicted either.
 		if c.Held || !c.Known {
@@ -122,12 +122,12 @@ func stallClaimFigure(c findings.Claim) string {
 		return "stalled: " + strings.Join(figs, ", ") + "; not all of them on the blockers' loops"
 	case findings.ClaimPoolNoStall:
 		for _, r := range c.Stall {
-			figs = append(figs, fmt.Sprintf("%s with %d callers: %s stalled", r.Step.Server.Name, r.Step.K, r.StalledText()))
+			figs = append(figs, fmt.Sprintf("%s with %d callers: %s stalled", r.Step.Server.Name, r.Step.K, StallStalled(r)))
 		}
 		return strings.Join(figs, ", ")
 	case findings.ClaimLagShows:
 		for _, r := range c.Stall {
-			figs = append(figs, fmt.Sprintf("k=%d %s: %s", r.Step.K, r.Step.Server.Name, r.DetectorText()))
+			figs = append(figs, fmt.Sprintf("k=%d %s: %s", r.Step.K, r.Step.Server.Name, StallDetector(r)))
 		}
 		return "the server's detector saw " + strings.Join(figs, ", ")
 	case findings.ClaimTraceTwice:

@@ -73,7 +73,7 @@ func classWords(c findings.Class) FaceClass {
 	if len(c.Stalls) > 0 {
 		var texts []string
 		for _, r := range c.Stalls {
-			text := r.StalledText()
+			text := StallStalled(r)
 			if text == "" {
 				text = r.Short()
 			}

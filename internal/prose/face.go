@@ -264,9 +264,9 @@ func FaceOf(f *findings.Findings) Face {
 		x.Cliff = append(x.Cliff, faceLoad(r))
 	}
 	for _, r := range f.Stall {
-		s := FaceStall{ID: r.Step.ID, Server: r.Step.Server.Name, K: r.Step.K, Stalled: r.StalledText(), Expected: num(r.Expected, "%.0f"),
+		s := FaceStall{ID: r.Step.ID, Server: r.Step.Server.Name, K: r.Step.K, Stalled: StallStalled(r), Expected: num(r.Expected, "%.0f"),
 			Exactly: StallMatch(r), StalledWaitMs: face(r.StalledWait, 1e-3), OthersWaitMs: face(r.OthersWait, 1e-3), Machine: StallMachine(r),
-			Detector: r.DetectorText(), Culprit: StallCulprit(r), Outside: r.Outside, Mismatch: r.Mismatch, Unjudged: r.Unjudged, BlockOff: BlockOffText(r.Step.Block.D(), r.BlockOffNs)}
+			Detector: StallDetector(r), Culprit: StallCulprit(r), Outside: r.Outside, Mismatch: r.Mismatch, Unjudged: r.Unjudged, BlockOff: BlockOffText(r.Step.Block.D(), r.BlockOffNs)}
 		if !r.OK() {
 			s.Why = r.Why
 		}

@@ -101,7 +101,7 @@ func Headline(f *findings.Findings) FaceHeadline {
 			s.Published = strings.Join(ks, ", ") + " of 12"
 		}
 		for _, r := range hs.Rows {
-			text := r.StalledText()
+			text := StallStalled(r)
 			if text == "" {
 				text = r.Short()
 			}

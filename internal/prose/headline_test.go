@@ -79,7 +79,7 @@ func TestHeadlineMatchesTables(t *testing.T) {
 				var want []string
 				for _, r := range f.Stall {
 					if r.Step.Server.Name == st.Name && r.Step.K > 0 {
-						want = append(want, r.StalledText())
+						want = append(want, StallStalled(r))
 					}
 				}
 				if strings.Join(st.Stalled, "|") != strings.Join(want, "|") || len(want) == 0 {

@@ -222,8 +222,8 @@ func writeStall(w io.Writer, f *findings.Findings) {
 			fmt.Fprintf(tw, "%d\t%s\t%s\t\t\t\t\t\t\t\t\n", r.Step.K, r.Step.Server.Name, r.Short())
 			continue
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Step.K, r.Step.Server.Name, r.StalledText(), num(r.Expected, "%.0f"), StallMatch(r),
-			ms(r.StalledWait), ms(r.OthersWait), ms(r.StalledP50), ms(us(r.BlockerBlock)), StallMachine(r), r.DetectorText())
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Step.K, r.Step.Server.Name, StallStalled(r), num(r.Expected, "%.0f"), StallMatch(r),
+			ms(r.StalledWait), ms(r.OthersWait), ms(r.StalledP50), ms(us(r.BlockerBlock)), StallMachine(r), StallDetector(r))
 	}
 	tw.Flush()
 	if slices.ContainsFunc(f.Stall, func(r findings.StallRow) bool { return r.OK() || len(r.Unjudged) > 0 }) { // else every row skipped or failed, each with why below
