@@ -160,8 +160,8 @@ func TestPostgresMode(t *testing.T) {
 	// The bad afternoon: the database's 10 connections bind the pool on
 	// both sides of the step, 2,000 -> 200 req/s behind its 200 slots.
 	slipHolds(t, f, map[string]string{"loop-gnet": "2 loops", "pool": "10 database connections"})
-	if s := f.Server("pool"); !s.DBBound || s.SweepWorkers != 10 || !strings.HasPrefix(s.CeilingText(), "10 database connections / 5ms") {
-		t.Errorf("the pool's summary: %+v %q", s, s.CeilingText())
+	if s := f.Server("pool"); !s.DBBound || s.SweepWorkers != 10 || !strings.HasPrefix(prose.ServerCeiling(s), "10 database connections / 5ms") {
+		t.Errorf("the pool's summary: %+v %q", s, prose.ServerCeiling(s))
 	}
 }
 

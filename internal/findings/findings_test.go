@@ -184,8 +184,8 @@ func TestCostOf(t *testing.T) {
 	}
 }
 
-// Behind fewer database connections than workers, the ceiling is theirs,
-// in the summary, its words and the pages' label.
+// Behind fewer database connections than workers, the ceiling is theirs
+// (prose's TestStepCeilingWords says it).
 func TestDatabaseCeiling(t *testing.T) {
 	pool := results.Server{Name: "pool", Kind: "pool", Workers: 200, DBConns: 10}
 	loop := results.Server{Name: "loop-gnet", Kind: "loop", Workers: 4, DBConns: 10}
@@ -193,17 +193,17 @@ func TestDatabaseCeiling(t *testing.T) {
 		step  results.Step
 		want  int
 		binds bool
-		text  string
+		perS  float64
 	}{
-		{results.Step{Server: pool, Endpoint: "/slow", Block: 5e6}, 10, true, "10 database connections / 5ms = 2,000 req/s"},
-		{results.Step{Server: loop, Endpoint: "/slow", Block: 5e6}, 4, false, "4 loops / 5ms = 800 req/s"},
-		{results.Step{Server: loop, Endpoint: "/offload", Block: 5e6}, 10, true, "10 database connections / 5ms = 2,000 req/s"},
+		{results.Step{Server: pool, Endpoint: "/slow", Block: 5e6}, 10, true, 2000},
+		{results.Step{Server: loop, Endpoint: "/slow", Block: 5e6}, 4, false, 800},
+		{results.Step{Server: loop, Endpoint: "/offload", Block: 5e6}, 10, true, 2000},
 	} {
 		if got := WorkersOf(tc.step, 200); got != tc.want || DBBinds(tc.step, 200) != tc.binds {
 			t.Errorf("%s %s: workers %d binds %v, want %d %v", tc.step.Server.Name, tc.step.Endpoint, got, DBBinds(tc.step, 200), tc.want, tc.binds)
 		}
-		if got := StepCeilingText(tc.step, 200); got != tc.text {
-			t.Errorf("%s %s: %q, want %q", tc.step.Server.Name, tc.step.Endpoint, got, tc.text)
+		if w, c := StepCeiling(tc.step, 200); w != tc.want || c != tc.perS {
+			t.Errorf("%s %s: %d workers, %.0f req/s, want %.0f", tc.step.Server.Name, tc.step.Endpoint, w, c, tc.perS)
 		}
 	}
 }

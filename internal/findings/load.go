@@ -185,14 +185,6 @@ func StepCeiling(s results.Step, offloadWorkers int) (int, float64) {
 	return w, CeilingPerS(w, s.Block.D())
 }
 
-// StepCeilingText is a step's ceiling in words, as the pages label it:
-// "4 loops / 5ms = 800 req/s", or "" when its workers are not known.
-func StepCeilingText(s results.Step, offloadWorkers int) string {
-	w, c := StepCeiling(s, offloadWorkers)
-	return ServerSummary{Kind: s.Server.Kind, Workers: s.Server.Workers, SweepWorkers: w, DBConns: s.Server.DBConns, DBBound: DBBinds(s, offloadWorkers),
-		Block: s.Block.D(), NominalCeiling: c}.CeilingText()
-}
-
 // useOf sets b's use of the machine, from the measurement's cost c on a
 // machine of cores: the kit's cores and the others', whether the machine
 // was shared, and Little's law on a closed load.

@@ -33,9 +33,9 @@ var sentencesLeft = map[string]string{
 	"tally": "stall", "StallRow.addRep": "stall",
 	// A slip's binding workers, its moment, and a repetition not read.
 	"slipBinds": "slip", "SlipRow.addRep": "slip", "Findings.SlipMoment": "slip",
-	// The servers' workers and ceilings in words, and the calculator's.
-	"ServerSummary.WorkersText": "servers", "ServerSummary.CeilingText": "servers", "ServerSummary.ceilingNoun": "servers",
-	"ServerSummary.NoCeilingText": "servers", "StepCeilingText": "servers", "Findings.Presets": "servers",
+	// The servers' ceiling workers in words, for the slip's binding
+	// workers and the calculator's presets.
+	"ServerSummary.CeilingNoun": "servers", "Findings.Presets": "servers",
 	// Why a measurement was not measured or not read, said as the run is
 	// read; a row's short reason; the bystander's saturation and window.
 	"Compute": "reading", "groups": "reading", "phaseStatus": "reading", "Unread.String": "reading", "Group.Short": "reading",

@@ -85,7 +85,7 @@ func slipBinds(s results.Step, offloadWorkers int) (int, string, bool) {
 		return s.Conc, words.Plural(s.Conc, "caller"), true
 	}
 	sum := ServerSummary{Kind: s.Server.Kind, Workers: s.Server.Workers, SweepWorkers: w, DBConns: s.Server.DBConns, DBBound: DBBinds(s, offloadWorkers)}
-	return w, sum.ceilingNoun(), false
+	return w, sum.CeilingNoun(), false
 }
 
 // SlipRowOf reads a slip group: its halves from loadgen's ticks and the

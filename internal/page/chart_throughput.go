@@ -20,7 +20,7 @@ func throughputChart(f *findings.Findings) section {
 	p := f.Params
 	var ceilings []string
 	for _, sv := range f.Servers {
-		if c := sv.CeilingText(); c != "" && slices.Contains(sv.Phases, "sweep") {
+		if c := prose.ServerCeiling(sv); c != "" && slices.Contains(sv.Phases, "sweep") {
 			ceilings = append(ceilings, sv.Name+": "+c)
 		}
 	}
@@ -69,7 +69,7 @@ func throughputChart(f *findings.Findings) section {
 		line.AddSeries(name, data, append(colored(hue[name], opts.LineStyle{Width: 3}),
 			charts.WithLabelOpts(opts.Label{Show: opts.Bool(true), Formatter: "{@[2]}", Position: labelPosition(sv.Kind)}),
 			charts.WithLineChartOpts(opts.LineChart{ShowSymbol: opts.Bool(true), SymbolSize: 8}))...)
-		if why := sv.NoCeilingText(); why != "" {
+		if why := prose.ServerNoCeiling(sv); why != "" {
 			sec.Notes = append(sec.Notes, name+": "+why)
 		}
 	}

@@ -66,7 +66,7 @@ func ClaimFigure(f *findings.Findings, c findings.Claim) string {
 	case findings.ClaimLoopsFlatten:
 		for _, r := range c.Sweep {
 			figs = append(figs, fmt.Sprintf("%s %s req/s at %d callers, %.0f%% of %s", r.Step.Server.Name, words.Thousands(r.Throughput.Median()), r.Step.Conc,
-				100*r.CeilingShare().Median(), f.Server(r.Step.Server.Name).CeilingText()))
+				100*r.CeilingShare().Median(), ServerCeiling(f.Server(r.Step.Server.Name))))
 		}
 	case findings.ClaimPoolClimbs:
 		for i, r := range c.Sweep {
@@ -151,8 +151,8 @@ func Lead(f *findings.Findings) string {
 	tail := " These are this run's measurements, with real servers on loopback; every figure says what bounds it."
 	if l, p, ok := f.StoryHeld(); ok {
 		return fmt.Sprintf("A %s blocking call is harmless on %s's %s and ruinous on %s's %s: throughput is capped at workers / block (%s against %s), "+
-			"and every connection that shares a blocked loop waits, whatever it asks for.", l.Block, p.Name, p.WorkersText(), l.Name, l.WorkersText(),
-			l.CeilingText(), p.CeilingText()) + tail
+			"and every connection that shares a blocked loop waits, whatever it asks for.", l.Block, p.Name, ServerWorkers(p), l.Name, ServerWorkers(l),
+			ServerCeiling(l), ServerCeiling(p)) + tail
 	}
 	var measured []string
 	for _, s := range f.Servers {
@@ -160,8 +160,8 @@ func Lead(f *findings.Findings) string {
 			measured = append(measured, fmt.Sprintf("%s as it is (%s)", s.Name, a.Short()))
 			continue
 		}
-		w := s.WorkersText()
-		if c := s.CeilingText(); c != "" {
+		w := ServerWorkers(s)
+		if c := ServerCeiling(s); c != "" {
 			w += ", ceiling " + c
 		}
 		measured = append(measured, fmt.Sprintf("%s (%s)", s.Name, w))

@@ -75,8 +75,8 @@ func Headline(f *findings.Findings) FaceHeadline {
 	x := FaceHeadline{Block: h.Block.String()}
 	for _, hs := range h.Servers {
 		r, sv := hs.Row, hs.Server
-		s := FaceHeadlineServer{Name: r.Step.Server.Name, Kind: r.Step.Server.Kind, Workers: sv.WorkersText(), Callers: r.Step.Conc,
-			Throughput: words.PerS(r.Throughput.Median()), Ceiling: sv.CeilingText()}
+		s := FaceHeadlineServer{Name: r.Step.Server.Name, Kind: r.Step.Server.Kind, Workers: ServerWorkers(sv), Callers: r.Step.Conc,
+			Throughput: words.PerS(r.Throughput.Median()), Ceiling: ServerCeiling(sv)}
 		if !r.Throughput.OK() {
 			// Said, not dropped: its figure at the most callers was not
 			// measured or not read (NotMeasured says why).

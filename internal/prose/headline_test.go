@@ -71,8 +71,8 @@ func TestHeadlineMatchesTables(t *testing.T) {
 						t.Errorf("%s: headline /fast %q, table %q", s.Name, s.Fast, by[2])
 					}
 				}
-				if sv := f.Server(s.Name); sv.CeilingText() != s.Ceiling {
-					t.Errorf("%s: headline ceiling %q, the servers' %q", s.Name, s.Ceiling, sv.CeilingText())
+				if sv := f.Server(s.Name); ServerCeiling(sv) != s.Ceiling {
+					t.Errorf("%s: headline ceiling %q, the servers' %q", s.Name, s.Ceiling, ServerCeiling(sv))
 				}
 			}
 			for _, st := range h.Stalls {
