@@ -31,8 +31,8 @@ var sentencesLeft = map[string]string{
 	"NotWatched": "as-is",
 	// The reasons a stall measurement or a connection was not judged.
 	"tally": "stall", "StallRow.addRep": "stall",
-	// A slip's binding workers, its moment, and a repetition not read.
-	"slipBinds": "slip", "SlipRow.addRep": "slip", "Findings.SlipMoment": "slip",
+	// A slip's binding workers, and a repetition not read.
+	"slipBinds": "slip", "SlipRow.addRep": "slip",
 	// The servers' ceiling workers in words, for the slip's binding
 	// workers and the calculator's presets.
 	"ServerSummary.CeilingNoun": "servers", "Findings.Presets": "servers",

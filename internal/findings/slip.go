@@ -300,13 +300,3 @@ func (r SlipRow) CeilingFell() float64 {
 	}
 	return r.Before.Ceiling / r.After.Ceiling
 }
-
-// SlipMoment says when the call slowed, for a caption: halfway through
-// each window, or in a run given on stage at the presenter's key (the
-// plan's moment at the latest).
-func (f *Findings) SlipMoment() string {
-	if f.Params.Stage {
-		return "at the presenter's key (each side from when it came)"
-	}
-	return "from halfway through each window"
-}

@@ -307,7 +307,7 @@ func writeSlip(w io.Writer, f *findings.Findings) {
 	}
 	first := f.Slip[0]
 	fmt.Fprintf(w, "\nThe bad afternoon: /slow at %d callers asking for %s, then %s %s (the slip); /fast probed every %s meanwhile\n",
-		first.Step.Conc, first.Before.Block, first.After.Block, f.SlipMoment(), f.Params.ProbeInterval)
+		first.Step.Conc, first.Before.Block, first.After.Block, SlipMoment(f), f.Params.ProbeInterval)
 	tw := table(w, "server", "side", "asked", "measured block", "req/s", "the ceiling that binds", "of it", "/fast p50 from due", "/fast answered")
 	var notes []string
 	for _, r := range f.Slip {
