@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/bystander-kit/bystander/internal/findings"
+	"github.com/bystander-kit/bystander/internal/prose"
 )
 
 // The changes as a reader gets them: those that matter first, each as
@@ -78,7 +79,7 @@ func (c *Comparison) Shared() []string {
 		run string
 		f   *findings.Findings
 	}{{"A", c.A}, {"B", c.B}} {
-		if s := x.f.SharedText(); s != "" {
+		if s := prose.SharedText(x.f); s != "" {
 			out = append(out, x.run+": "+s)
 		}
 	}

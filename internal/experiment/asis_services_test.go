@@ -13,6 +13,7 @@ import (
 	"github.com/bystander-kit/bystander/examples/services"
 	"github.com/bystander-kit/bystander/internal/culprit"
 	"github.com/bystander-kit/bystander/internal/findings"
+	"github.com/bystander-kit/bystander/internal/prose"
 	"github.com/bystander-kit/bystander/internal/stall"
 )
 
@@ -239,7 +240,7 @@ func TestAsIsTomcat(t *testing.T) {
 			continue
 		}
 		b := st.Bound()
-		t.Logf("at %d callers: bystander p50 %.0fus, %.1fx its %.0fus unloaded; bound %s", conc, p, p/unloaded, unloaded, b.Line())
+		t.Logf("at %d callers: bystander p50 %.0fus, %.1fx its %.0fus unloaded; bound %s", conc, p, p/unloaded, unloaded, prose.BoundLine(b))
 		// Over 2x and over 1 ms more than unloaded: a 0.2 ms wait doubled
 		// is a scheduler's hiccup on 2 cores, a held thread adds the
 		// ledger's 5 ms.

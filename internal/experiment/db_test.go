@@ -21,6 +21,7 @@ import (
 
 	"github.com/bystander-kit/bystander/internal/findings"
 	"github.com/bystander-kit/bystander/internal/pgrun"
+	"github.com/bystander-kit/bystander/internal/prose"
 	"github.com/bystander-kit/bystander/internal/results"
 	"github.com/bystander-kit/bystander/internal/serverflags"
 	"github.com/bystander-kit/bystander/internal/wiretest"
@@ -96,10 +97,10 @@ func TestPostgresMode(t *testing.T) {
 		if limit := 1.05 * findings.CeilingPerS(10, b.MeasuredBlock); r.Throughput.Median() > limit {
 			t.Errorf("%s: %.0f req/s above 10 connections / %s = %.0f", r.Step.ID, r.Throughput.Median(), b.MeasuredBlock, limit/1.05)
 		}
-		if b.Kind == "workers" && !strings.Contains(b.Text, "its 10 database connections (behind 200 slots)") {
-			t.Errorf("%s: bound by workers, not said to be the database's: %s", r.Step.ID, b.Text)
+		if b.Kind == "workers" && !strings.Contains(prose.BoundText(b), "its 10 database connections (behind 200 slots)") {
+			t.Errorf("%s: bound by workers, not said to be the database's: %s", r.Step.ID, prose.BoundText(b))
 		}
-		t.Logf("%s: %.0f req/s; %s", r.Step.ID, r.Throughput.Median(), b.Line())
+		t.Logf("%s: %.0f req/s; %s", r.Step.ID, r.Throughput.Median(), prose.BoundLine(b))
 	}
 	// The private database's CPU is read in every measured window; where
 	// a thousand requests or more went through it, it shows (/proc counts
@@ -136,7 +137,7 @@ func TestPostgresMode(t *testing.T) {
 	// Classified by what bound it: a pool of 10, not of its 200 slots.
 	// (On a machine too busy to judge its stalls, it is not classified, and
 	// says why.)
-	for _, c := range f.Classes() {
+	for _, c := range prose.Classes(f) {
 		switch {
 		case c.Server != "pool":
 		case c.Class == findings.ClassUnknown && strings.HasPrefix(c.Text, "not classified: ") && !strings.Contains(c.Text, "not whole loops") && !strings.Contains(c.Text, "not measured"):
@@ -147,7 +148,7 @@ func TestPostgresMode(t *testing.T) {
 	}
 	// Beside the published figures (Thread.sleep), every row says the call
 	// differs.
-	rows := f.Published()
+	rows := prose.Published(f)
 	for _, r := range rows {
 		if !strings.Contains(r.Differs, "the call: a database call through 10 connections here, Thread.sleep published") {
 			t.Errorf("published %s %s: differs %q", r.What, r.Server, r.Differs)
@@ -159,8 +160,8 @@ func TestPostgresMode(t *testing.T) {
 	// The bad afternoon: the database's 10 connections bind the pool on
 	// both sides of the step, 2,000 -> 200 req/s behind its 200 slots.
 	slipHolds(t, f, map[string]string{"loop-gnet": "2 loops", "pool": "10 database connections"})
-	if s := f.Server("pool"); !s.DBBound || s.SweepWorkers != 10 || !strings.HasPrefix(s.CeilingText(), "10 database connections / 5ms") {
-		t.Errorf("the pool's summary: %+v %q", s, s.CeilingText())
+	if s := f.Server("pool"); !s.DBBound || s.SweepWorkers != 10 || !strings.HasPrefix(prose.ServerCeiling(s), "10 database connections / 5ms") {
+		t.Errorf("the pool's summary: %+v %q", s, prose.ServerCeiling(s))
 	}
 }
 

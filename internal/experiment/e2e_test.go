@@ -220,7 +220,7 @@ func TestQuickRun(t *testing.T) {
 	}
 	f := findings.Compute(out, run)
 	for _, r := range f.Cost {
-		if r.Bound == nil || r.Bound.Text == "" {
+		if r.Bound == nil || r.Bound.Case == 0 {
 			t.Errorf("%s: no bound", r.ID)
 		}
 	}

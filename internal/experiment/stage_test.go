@@ -25,6 +25,7 @@ import (
 	"github.com/bystander-kit/bystander/internal/culprit"
 	"github.com/bystander-kit/bystander/internal/findings"
 	"github.com/bystander-kit/bystander/internal/outside"
+	"github.com/bystander-kit/bystander/internal/prose"
 	"github.com/bystander-kit/bystander/internal/results"
 	"github.com/bystander-kit/bystander/internal/stage"
 	"github.com/bystander-kit/bystander/internal/wiretest"
@@ -228,7 +229,7 @@ func TestStage(t *testing.T) {
 		case !ok || !v.Final:
 			t.Errorf("%s: the page holds no final verdict: %+v", row.Step.ID, v)
 		case v.Judged != (row.Judged > 0) || v.Judged && v.Stalled != int(row.Stalled.Median()):
-			t.Errorf("%s: the page says %+v, the report %s", row.Step.ID, v, row.StalledText())
+			t.Errorf("%s: the page says %+v, the report %s", row.Step.ID, v, prose.StallStalled(row))
 		}
 	}
 	// Each screen 4 cell is the report's: the median wait the server made

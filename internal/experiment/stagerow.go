@@ -6,6 +6,7 @@ import (
 	"github.com/bystander-kit/bystander/internal/culprit"
 	"github.com/bystander-kit/bystander/internal/findings"
 	"github.com/bystander-kit/bystander/internal/palette"
+	"github.com/bystander-kit/bystander/internal/prose"
 	"github.com/bystander-kit/bystander/internal/results"
 	"github.com/bystander-kit/bystander/internal/stage"
 	"github.com/bystander-kit/bystander/internal/stall"
@@ -23,7 +24,7 @@ func stageHello(o Options, steps []Step) stage.Hello {
 		servers = append(servers, palette.Server{Name: s.Server.Name, Kind: s.Server.Kind})
 		if s.Phase == "sweep" {
 			_, h.Ceiling[s.Server.Name] = findings.StepCeiling(s, o.Slots)
-			h.CeilingText[s.Server.Name] = findings.StepCeilingText(s, o.Slots)
+			h.CeilingText[s.Server.Name] = prose.StepCeiling(s, o.Slots)
 		}
 		if s.Phase == "slip" {
 			h.Screens, h.SlipBlockMs = screens, s.SlipBlock.Ms()

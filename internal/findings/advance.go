@@ -35,7 +35,7 @@ func (f *Findings) Presets() []Preset {
 		if s.SweepWorkers <= 0 {
 			continue
 		}
-		p := Preset{Server: s.Name, Workers: s.SweepWorkers, WorkersText: s.ceilingNoun(), Block: s.Block}
+		p := Preset{Server: s.Name, Workers: s.SweepWorkers, WorkersText: s.CeilingNoun(), Block: s.Block}
 		if s.MeasuredBlock > 0 {
 			p.Block = s.MeasuredBlock
 		}

@@ -274,8 +274,8 @@ func connsOffset(rep Rep) string {
 	return ""
 }
 
-// asIs is the server named name measured as it is, nil when it was not.
-func (f *Findings) asIs(name string) *AsIs {
+// AsIsOf is the server named name measured as it is, nil when it was not.
+func (f *Findings) AsIsOf(name string) *AsIs {
 	for i := range f.AsIs {
 		if f.AsIs[i].Server == name {
 			return &f.AsIs[i]
@@ -489,42 +489,29 @@ func asIsBound(s results.Step, lr *results.Result, c *results.ServerCost, a *AsI
 	}
 	l := lr.Load
 	call := a.CallTime()
-	b := &Bound{MeasuredBlock: call}
+	b := &Bound{MeasuredBlock: call, Conc: s.Conc, AsIsWorkers: max(1, int(math.Round(a.Workers)))}
 	cores := float64(c.Cores)
 	b.useOf(s, lr, c, cores)
 	b.CallersCeiling = CeilingPerS(s.Conc, call)
 	b.WorkersCeiling = a.Ceiling
 	switch {
 	case cores > 0 && b.KitCores >= kitSaturation*cores && c.GeneratorCores+c.ProberCores >= c.ServerCores && !c.ServerNotMeasured:
-		b.Kind, b.Flagged = "generator", true
-		b.Text = fmt.Sprintf("the load generator: the kit's processes use %.2f of %.0f cores, the generators %.2f against the server's %.2f; not the server's figure",
-			b.KitCores, cores, c.GeneratorCores+c.ProberCores, c.ServerCores)
+		b.Kind, b.Case, b.Flagged = "generator", BoundAsIsGenerator, true
 	case cores > 0 && c.MachineCores >= kitSaturation*cores:
-		b.Kind = "cpu"
-		b.Text = fmt.Sprintf("CPU: the machine uses %.2f of %.0f cores", c.MachineCores, cores)
-		if !c.ServerNotMeasured {
-			b.Text += fmt.Sprintf(", the server %.2f at %.1f us per request", c.ServerCores, c.ServerCPUUsPerRequest)
-		}
+		b.Kind, b.Case = "cpu", BoundAsIsCPU
 	case call <= 0:
-		b.Kind, b.Text = "none", "not known: the call's own time (the sweep at 1 caller) was not measured"
+		b.Kind, b.Case = "none", BoundAsIsNoCall
 	case b.WorkersCeiling > 0 && l.ThroughputPerS >= nearCeiling*b.WorkersCeiling && b.WorkersCeiling < b.CallersCeiling:
-		b.Kind, b.Share = "workers", l.ThroughputPerS/b.WorkersCeiling
-		b.Text = fmt.Sprintf("workers: the %s it behaves as; at %.0f%% of it", a.CeilingText(), 100*b.Share)
+		b.Kind, b.Case, b.Share = "workers", BoundAsIsWorkers, l.ThroughputPerS/b.WorkersCeiling
 	case l.ThroughputPerS >= nearCeiling*b.CallersCeiling:
-		b.Kind, b.Share = "callers", l.ThroughputPerS/b.CallersCeiling
-		b.Text = fmt.Sprintf("offered concurrency: %d callers / the call's %s = %.0f req/s (Little's law); at %.0f%% of it", s.Conc, words.Round(call), b.CallersCeiling, 100*b.Share)
+		b.Kind, b.Case, b.Share = "callers", BoundAsIsCallers, l.ThroughputPerS/b.CallersCeiling
 	default:
-		b.Kind = "none"
-		lowest := b.CallersCeiling
+		b.Kind, b.Case = "none", BoundAsIsNone
+		b.Lowest = b.CallersCeiling
 		if b.WorkersCeiling > 0 {
-			lowest = min(lowest, b.WorkersCeiling)
+			b.Lowest = min(b.Lowest, b.WorkersCeiling)
 		}
-		b.Share = shareOf(l.ThroughputPerS, lowest)
-		b.Text = fmt.Sprintf("no ceiling near: %.0f%% of the lowest (%.0f req/s); a request took %s on average against the call's %s at 1 caller: queueing and handing over",
-			100*b.Share, lowest, time.Duration(l.Latency.MeanUs*1e3).Round(10*time.Microsecond), words.Round(call))
-	}
-	if b.Shared {
-		b.Notes = append(b.Notes, fmt.Sprintf("machine shared: %.0f%% used by other processes", 100*b.OtherCores/cores))
+		b.Share = shareOf(l.ThroughputPerS, b.Lowest)
 	}
 	return b
 }

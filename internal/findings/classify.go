@@ -1,12 +1,8 @@
 package findings
 
 import (
-	"fmt"
 	"math"
 	"slices"
-	"strings"
-
-	"github.com/bystander-kit/bystander/internal/words"
 )
 
 // What a server did with a blocking call, as the run measured it, not as
@@ -22,43 +18,65 @@ const (
 	ClassUnknown  = "unknown"  // the run cannot say (not measured, too busy to judge, or not by whole loops)
 )
 
-// Class is one server's classification, with the figures that decided it.
+// Class is one server's classification, with the case that decided it
+// and its figures, which internal/prose says.
 type Class struct {
-	Server string `json:"server"`
-	Class  string `json:"class"`
-	// Text is the classification in words, with its figures.
-	Text string `json:"text"`
-	// Stalled is the stall phase by k, "0, 3, 6, 9, 12 of 12" (StallLine).
-	Stalled string `json:"stalled,omitempty"`
+	Server string
+	Class  string
+	Case   ClassCase
 	// Loops is how many loops the server's X-Loop named in the stall phase.
-	Loops int `json:"loops,omitempty"`
+	Loops int
 	// ServedAtOnce is how many callers a pool's cliff served at once at
 	// its most, as measured (its throughput times its measured block; 0: no
 	// pool found, or not measured); Configured the slots the server says it
 	// has (0: not declared). The measured figure is not a size: a pool of
 	// 200 measures about 193 when its callers spend a moment between calls.
-	ServedAtOnce int `json:"served_at_once,omitempty"`
-	Configured   int `json:"configured,omitempty"`
+	ServedAtOnce int
+	Configured   int
 	// Callers and Threads are the cliff's most callers and the server's
-	// threads then.
-	Callers int `json:"callers,omitempty"`
-	Threads int `json:"threads,omitempty"`
-	// Sweep is its /slow at the sweep's most callers and what bound it;
-	// Fast the /fast bystander's p50 from due meanwhile.
-	Sweep string `json:"sweep,omitempty"`
-	Fast  string `json:"fast,omitempty"`
-	// CPU, for a server measured as it is, says whether its call ran on a
-	// CPU (AsIs.CPUText).
-	CPU string `json:"cpu,omitempty"`
+	// threads then; CliffCallers every caller count of its cliff.
+	Callers, Threads int
+	CliffCallers     []int
+	// Kind, Workers and DBConns are the server's, as it declares them.
+	Kind             string
+	Workers, DBConns int
+	// Stalls are its stall phase's rows with blockers, in k's order;
+	// Blockers the most blockers judged; TooBusy, when no measurement
+	// could be judged, why ("" when none says).
+	Stalls   []StallRow
+	Blockers int
+	TooBusy  string
+	// Top is its sweep row at the most callers (nil: none measured).
+	Top *SweepRow
+	// AsIs is the server measured as it is, classified from its sweep.
+	AsIs *AsIs
 }
 
-// poolBelow: a server whose cliff served fewer than this share of its
-// callers at once (throughput x block) has a pool.
-const poolBelow = 0.9
+// ClassCase is the case that decided a class.
+type ClassCase int
 
-// threadsPerCaller: a server that forgave every caller holds an OS thread
+// The cases, as classify meets them.
+const (
+	ClassedAsIs           ClassCase = iota + 1 // measured as it is: its sweep decided
+	ClassedNoStall                             // the stall phase was not measured
+	ClassedTooBusy                             // no stall measurement could be judged
+	ClassedWholeLoops                          // k blocked loops stalled exactly their connections
+	ClassedNotWhole                            // it stalled, not by whole loops
+	ClassedNoCliff                             // it stalled nobody; no cliff measured
+	ClassedPoolDB                              // a pool: its database connections
+	ClassedPoolSlots                           // a pool: its slots, as declared
+	ClassedPoolUndeclared                      // a pool, its size not declared
+	ClassedThreadEach                          // forgives, an OS thread per blocked request
+	ClassedForgivesAll                         // forgives, without a thread each
+)
+
+// PoolBelow: a server whose cliff served fewer than this share of its
+// callers at once (throughput x block) has a pool.
+const PoolBelow = 0.9
+
+// ThreadsPerCaller: a server that forgave every caller holds an OS thread
 // per blocked request when its threads reach this share of the callers.
-const threadsPerCaller = 0.9
+const ThreadsPerCaller = 0.9
 
 // Classes classifies every server the run measured, in its order.
 func (f *Findings) Classes() []Class {
@@ -70,74 +88,47 @@ func (f *Findings) Classes() []Class {
 }
 
 func (f *Findings) classify(sv ServerSummary) Class {
-	c := Class{Server: sv.Name, Class: ClassUnknown}
-	for _, a := range f.AsIs {
-		if a.Server == sv.Name {
-			// Measured as it is: decided from its sweep alone.
-			c.Class, c.Text, c.ServedAtOnce = a.Class, a.Text, int(math.Round(a.Workers))
-			c.Stalled = a.StalledLine()
-			if a.Plateau > 0 {
-				c.Sweep = fmt.Sprintf("%s at %d callers (its plateau)", words.PerS(a.Plateau), a.PlateauAt)
-			}
-			c.CPU = a.CPUText()
-			return c
-		}
+	c := Class{Server: sv.Name, Class: ClassUnknown, Kind: sv.Kind, Workers: sv.Workers, DBConns: sv.DBConns}
+	if a := f.AsIsOf(sv.Name); a != nil {
+		// Measured as it is: decided from its sweep alone.
+		c.Case, c.Class, c.ServedAtOnce, c.AsIs = ClassedAsIs, a.Class, int(math.Round(a.Workers)), a
+		return c
 	}
-	f.sweepOf(&c, sv)
+	c.Top = f.topOf(sv)
 	st := f.stallsOf(sv)
-	c.Loops = st.loops
-	if st.line != "" {
-		c.Stalled = st.line
-		if sv.Kind != "loop" {
-			c.Stalled = fmt.Sprintf("%s with %d blocking callers", c.Stalled, st.blockers)
-		}
-	}
+	c.Loops, c.Stalls, c.Blockers = st.loops, st.withBlockers, st.blockers
 	switch {
 	case st.rows == nil:
-		c.Text = "not classified: the stall phase was not measured"
-		return c
+		c.Case = ClassedNoStall
 	case st.judged == 0:
-		c.Text = "not classified: " + stallTooBusy(st.rows)
-		return c
+		c.Case, c.TooBusy = ClassedTooBusy, stallTooBusy(st.rows)
 	case st.stalls && st.exact && c.Loops > 0:
-		c.Class = ClassLoop
-		c.Text = fmt.Sprintf("a loop server: k blocked loops stalled exactly the connections on them (%s; %s, from X-Loop)", c.Stalled, words.Plural(c.Loops, "loop"))
-		return c
+		c.Case, c.Class = ClassedWholeLoops, ClassLoop
 	case st.stalls:
-		c.Text = "not classified: its stalls are not whole loops (" + c.Stalled + ")"
-		return c
+		c.Case = ClassedNotWhole
+	default:
+		f.forgiven(&c, sv)
 	}
-	f.forgiven(&c, sv, st.blockers)
 	return c
 }
 
-// sweepOf fills the sweep at its most callers, and the bystander beside it.
-func (f *Findings) sweepOf(c *Class, sv ServerSummary) {
+// topOf is the server's sweep row at its most callers, nil without one.
+func (f *Findings) topOf(sv ServerSummary) *SweepRow {
 	var top *SweepRow
 	for i, r := range f.Sweep {
 		if r.Step.Server.Name == sv.Name && r.Throughput.OK() && (top == nil || r.Step.Conc > top.Step.Conc) {
 			top = &f.Sweep[i]
 		}
 	}
-	if top == nil {
-		return
-	}
-	c.Sweep = fmt.Sprintf("%s at %d callers", words.PerS(top.Throughput.Median()), top.Step.Conc)
-	if b := top.Bound(); b != nil {
-		c.Sweep += ", " + boundShort(b, top.Step.Conc)
-	}
-	if top.Fast.P50.OK() {
-		c.Fast = fastText(top.LoadRow, top.Fast.P50)
-	}
+	return top
 }
 
 // serverStalls is what the stall phase said of one server: whole loops,
 // or nobody.
 type serverStalls struct {
-	rows                    []StallRow
+	rows, withBlockers      []StallRow
 	stalls, exact           bool
 	judged, blockers, loops int
-	line                    string // "0 of 12, 3 of 12, ..."
 }
 
 func (f *Findings) stallsOf(sv ServerSummary) serverStalls {
@@ -148,7 +139,6 @@ func (f *Findings) stallsOf(sv ServerSummary) serverStalls {
 		}
 	}
 	loops := map[int]bool{}
-	hs := HeadlineStall{}
 	for _, r := range st.rows {
 		for _, cell := range r.Cells {
 			if cell.Loop >= 0 {
@@ -158,11 +148,7 @@ func (f *Findings) stallsOf(sv ServerSummary) serverStalls {
 		if r.Step.K == 0 {
 			continue
 		}
-		text := r.StalledText()
-		if text == "" {
-			text = r.Short()
-		}
-		hs.Stalled = append(hs.Stalled, text)
+		st.withBlockers = append(st.withBlockers, r)
 		if r.Judged == 0 {
 			continue
 		}
@@ -176,15 +162,12 @@ func (f *Findings) stallsOf(sv ServerSummary) serverStalls {
 		}
 	}
 	st.loops = len(loops)
-	if len(hs.Stalled) > 0 {
-		st.line = hs.Line()
-	}
 	return st
 }
 
 // forgiven classifies a server that stalled nobody: how many blocked
 // callers does it forgive, and how?
-func (f *Findings) forgiven(c *Class, sv ServerSummary, blockers int) {
+func (f *Findings) forgiven(c *Class, sv ServerSummary) {
 	var cliff []LoadRow
 	for _, r := range f.Cliff {
 		if r.Step.Server.Name == sv.Name && r.Throughput.OK() {
@@ -192,11 +175,7 @@ func (f *Findings) forgiven(c *Class, sv ServerSummary, blockers int) {
 		}
 	}
 	if len(cliff) == 0 {
-		c.Class = ClassForgives
-		c.Text = fmt.Sprintf("forgives the %d blocking callers of the stall phase (nobody stalled); how many more it forgives was not measured (no cliff)", blockers)
-		if sv.Kind == "pool" && sv.Workers > 0 {
-			c.Text += fmt.Sprintf("; it says it has %d slots", sv.Workers)
-		}
+		c.Case, c.Class = ClassedNoCliff, ClassForgives
 		return
 	}
 	busiest, at := 0.0, cliff[0]
@@ -209,36 +188,30 @@ func (f *Findings) forgiven(c *Class, sv ServerSummary, blockers int) {
 		if r.Step.Conc > at.Step.Conc {
 			at = r
 		}
+		if !slices.Contains(c.CliffCallers, r.Step.Conc) {
+			c.CliffCallers = append(c.CliffCallers, r.Step.Conc)
+		}
 	}
+	slices.Sort(c.CliffCallers)
 	c.Callers = at.Step.Conc
 	c.Threads = f.threadsOf(at.Step.ID)
 	switch {
-	case busiest < poolBelow*float64(c.Callers):
+	case busiest < PoolBelow*float64(c.Callers):
 		c.Class, c.ServedAtOnce = ClassPool, int(math.Round(busiest))
-		measured := fmt.Sprintf("its cliff served at most %d callers at once (its throughput x the measured block, over the cliff's %s callers), then queued the rest",
-			c.ServedAtOnce, cliffCallers(cliff))
 		switch {
 		case sv.DBConns > 0 && (sv.Workers == 0 || sv.DBConns < sv.Workers || sv.Kind != "pool"):
 			// Behind fewer database connections than slots, the pool that
 			// binds is the database's.
-			c.Configured = sv.DBConns
-			behind := "a goroutine per request"
-			if sv.Kind == "pool" && sv.Workers > 0 {
-				behind = fmt.Sprintf("%d slots", sv.Workers)
-			}
-			c.Text = fmt.Sprintf("a pool of %d: its %d database connections, as configured, behind %s: %s", c.Configured, sv.DBConns, behind, measured)
+			c.Case, c.Configured = ClassedPoolDB, sv.DBConns
 		case sv.Kind == "pool" && sv.Workers > 0:
-			c.Configured = sv.Workers
-			c.Text = fmt.Sprintf("a pool of %d slots, as configured: %s", c.Configured, measured)
+			c.Case, c.Configured = ClassedPoolSlots, sv.Workers
 		default:
-			c.Text = "a pool, its size not declared: " + measured
+			c.Case = ClassedPoolUndeclared
 		}
-	case c.Threads >= int(threadsPerCaller*float64(c.Callers)):
-		c.Class = ClassThreads
-		c.Text = fmt.Sprintf("forgives: one OS thread per blocked request (%d threads at %d callers; no pool up to %d callers)", c.Threads, c.Callers, c.Callers)
+	case c.Threads >= int(ThreadsPerCaller*float64(c.Callers)):
+		c.Case, c.Class = ClassedThreadEach, ClassThreads
 	default:
-		c.Class = ClassForgives
-		c.Text = fmt.Sprintf("forgives every caller measured (no pool up to %d callers), without a thread each (%d threads at %d callers)", c.Callers, c.Threads, c.Callers)
+		c.Case, c.Class = ClassedForgivesAll, ClassForgives
 	}
 }
 
@@ -254,18 +227,8 @@ func (f *Findings) threadsOf(id string) int {
 	return n
 }
 
-func cliffCallers(rows []LoadRow) string {
-	var cs []int
-	for _, r := range rows {
-		if !slices.Contains(cs, r.Step.Conc) {
-			cs = append(cs, r.Step.Conc)
-		}
-	}
-	slices.Sort(cs)
-	return words.Ints(cs, ", ")
-}
-
-// stallTooBusy says why no stall measurement could be judged.
+// stallTooBusy says why no stall measurement could be judged, as the
+// first row that says so says it ("" when none does).
 func stallTooBusy(rows []StallRow) string {
 	for _, r := range rows {
 		if len(r.Unjudged) > 0 {
@@ -275,28 +238,5 @@ func stallTooBusy(rows []StallRow) string {
 			return r.Why
 		}
 	}
-	return "no stall measurement could be judged"
+	return ""
 }
-
-// boundShort is a bound in a few words: "99% of its workers' 788",
-// "97% of its 64 callers' 12,405 (Little's law)".
-func boundShort(b *Bound, callers int) string {
-	switch b.Kind {
-	case "workers":
-		return fmt.Sprintf("%.0f%% of its workers' %s", 100*b.Share, words.Thousands(b.WorkersCeiling))
-	case "callers":
-		return fmt.Sprintf("%.0f%% of its %d callers' %s (Little's law)", 100*b.Share, callers, words.Thousands(b.CallersCeiling))
-	case "cpu":
-		return "held by the CPU"
-	case "generator":
-		return "held by the load generator"
-	}
-	return "near no ceiling"
-}
-
-// ClassesText is the classification table's heading words.
-var ClassesText = strings.Join([]string{
-	"a loop server when k blockers stalled exactly the connections on their k loops",
-	fmt.Sprintf("a pool when its cliff served at most N callers at once, under %.0f %% of them (N as measured; its size as configured, where the server declares it)", 100*poolBelow),
-	fmt.Sprintf("one OS thread per blocked request when it served every caller and held %.0f %% as many threads or more", 100*threadsPerCaller),
-}, "; ")

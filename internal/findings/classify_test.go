@@ -7,6 +7,7 @@ import (
 
 // TestClasses: on real runs, the loop servers are loops (exactly 3k of
 // 12), the pool a pool of its 200 slots, measured from its cliff.
+// (prose's TestClassWords says them.)
 func TestClasses(t *testing.T) {
 	f, err := Read(realRun)
 	if err != nil {
@@ -16,10 +17,10 @@ func TestClasses(t *testing.T) {
 	for _, c := range f.Classes() {
 		got[c.Server] = c
 	}
-	if c := got["loop-gnet"]; c.Class != ClassLoop || c.Loops != 4 || c.Stalled != "3, 6, 9, 12 of 12" {
+	if c := got["loop-gnet"]; c.Class != ClassLoop || c.Loops != 4 || c.Case != ClassedWholeLoops || !stalls3k(c.Stalls) {
 		t.Errorf("loop-gnet: %+v", c)
 	}
-	if c := got["pool"]; c.Class != ClassPool || c.ServedAtOnce != 200 || c.Configured != 200 || c.Callers != 300 || !strings.Contains(c.Text, "a pool of 200 slots, as configured: its cliff served at most 200") {
+	if c := got["pool"]; c.Class != ClassPool || c.ServedAtOnce != 200 || c.Configured != 200 || c.Callers != 300 || c.Case != ClassedPoolSlots || c.Workers != 200 {
 		t.Errorf("pool: %+v", c)
 	}
 	// Every Go server the kit starts, measured in one run
@@ -38,11 +39,11 @@ func TestClasses(t *testing.T) {
 	for _, c := range eng.Classes() {
 		seen++
 		if c.Class != want[c.Server] {
-			t.Errorf("%s: %s (%s), want %s", c.Server, c.Class, c.Text, want[c.Server])
+			t.Errorf("%s: %s (%+v), want %s", c.Server, c.Class, c, want[c.Server])
 		}
 		switch c.Class {
 		case ClassLoop:
-			if c.Stalled != "3, 6, 9, 12 of 12" || c.Loops != 4 {
+			if !stalls3k(c.Stalls) || c.Loops != 4 {
 				t.Errorf("%s: %+v", c.Server, c)
 			}
 		case ClassPool:
@@ -50,7 +51,7 @@ func TestClasses(t *testing.T) {
 				t.Errorf("%s: served at once %d, want 200", c.Server, c.ServedAtOnce)
 			}
 		case ClassThreads:
-			if c.Threads < c.Callers || !strings.HasPrefix(c.Stalled, "0 of 12") {
+			if c.Threads < c.Callers || c.Case != ClassedThreadEach || len(c.Stalls) == 0 || c.Stalls[0].Stalled.Median() != 0 {
 				t.Errorf("%s: %+v", c.Server, c)
 			}
 		}
@@ -63,9 +64,20 @@ func TestClasses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c := node.Classes()[0]; c.Class != ClassLoop || c.Loops != 1 || !strings.Contains(c.Text, "1 loop,") {
+	if c := node.Classes()[0]; c.Class != ClassLoop || c.Loops != 1 || c.Case != ClassedWholeLoops {
 		t.Errorf("node: %+v", c)
 	}
+}
+
+// stalls3k: k blocked loops of 4 stalled 3k of 12 connections, exactly
+// those on them.
+func stalls3k(rows []StallRow) bool {
+	for _, r := range rows {
+		if r.Stalled.Median() != float64(3*r.Step.K) || r.Conns.Median() != 12 || !r.Match {
+			return false
+		}
+	}
+	return len(rows) == 4
 }
 
 // TestClassBoundaries: the same pool's rows, changed where each rule
@@ -137,8 +149,7 @@ func TestClassBoundaries(t *testing.T) {
 			f.Cliff[i].Throughput = Figure{193 / r.Bound().MeasuredBlock.Seconds()}
 		}
 	}
-	if c := pool(f); c.Class != ClassPool || c.ServedAtOnce != 193 || c.Configured != 200 ||
-		!strings.Contains(c.Text, "a pool of 200 slots, as configured") || !strings.Contains(c.Text, "at most 193 callers at once") || strings.Contains(c.Text, "pool of 193") {
+	if c := pool(f); c.Class != ClassPool || c.ServedAtOnce != 193 || c.Configured != 200 || c.Case != ClassedPoolSlots {
 		t.Errorf("a pool of 200 that served 193 at once: %+v", c)
 	}
 
@@ -151,7 +162,7 @@ func TestClassBoundaries(t *testing.T) {
 	}
 	for _, sv := range f.Servers {
 		if sv.Name == "loop-gnet" {
-			if c := f.classify(sv); c.Class != ClassUnknown || !strings.Contains(c.Text, "not whole loops") {
+			if c := f.classify(sv); c.Class != ClassUnknown || c.Case != ClassedNotWhole {
 				t.Errorf("stalls not by whole loops: %+v", c)
 			}
 		}
@@ -163,7 +174,7 @@ func TestClassBoundaries(t *testing.T) {
 			f.Stall[i].Judged, f.Stall[i].Unjudged = 0, []string{"machine too busy to judge: test"}
 		}
 	}
-	if c := pool(f); c.Class != ClassUnknown || !strings.Contains(c.Text, "too busy") {
+	if c := pool(f); c.Class != ClassUnknown || c.Case != ClassedTooBusy || !strings.Contains(c.TooBusy, "too busy") {
 		t.Errorf("nothing judged: %+v", c)
 	}
 }

@@ -1,58 +1,49 @@
 package findings
 
-import (
-	"testing"
-)
+import "testing"
 
-func TestStallLine(t *testing.T) {
-	for _, c := range []struct {
-		in   []string
-		want string
-	}{
-		{[]string{"3 of 12", "6 of 12", "9 of 12", "12 of 12"}, "3, 6, 9, 12 of 12"},
-		{[]string{"3 of 12", "machine too busy to judge"}, "k=1: 3 of 12; k=2: machine too busy to judge"},
-		{[]string{"3 [2-3] of 12"}, "k=1: 3 [2-3] of 12"},
-		{[]string{"3 of 12 (1 of 3 repetitions judged)"}, "k=1: 3 of 12 (1 of 3 repetitions judged)"},
-	} {
-		if got := (HeadlineStall{Stalled: c.in}).Line(); got != c.want {
-			t.Errorf("%q: %q, want %q", c.in, got, c.want)
+// TestHeadlineRows: the headline holds each server's sweep row at its
+// most callers, loops first; a loop server's stall rows with blockers, in
+// k's order, with the publication's stalled connections where it has its
+// loops; the fix's two rows. (prose's TestHeadlineMatchesTables says them.)
+func TestHeadlineRows(t *testing.T) {
+	f, err := Read(realRun)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := f.Headline()
+	if len(h.Servers) != 2 || h.Servers[0].Server.Kind != "loop" || h.Servers[1].Server.Kind != "pool" || h.Block != f.Params.Block.D() {
+		t.Fatalf("servers %+v", h.Servers)
+	}
+	for _, s := range h.Servers {
+		if s.Row.Step.Conc != 64 || s.Row.Step.Server.Name != s.Server.Name {
+			t.Errorf("%s at %d callers", s.Server.Name, s.Row.Step.Conc)
 		}
 	}
-}
-
-// TestPublishedFor: a headline tile's published figure carries what
-// differs from the publication, all of it but a condition the publication
-// does not state: a database run's tiles said "17,189 req/s" beside a pool
-// its database bound, dropping that the published call was Thread.sleep.
-func TestPublishedFor(t *testing.T) {
-	rows := []PublishedRow{
-		{What: publishedSweep, Server: "pool", Published: "17,189 req/s",
-			Differs: "callers: 64 here, not published; the call: a database call through 10 connections here, Thread.sleep published"},
-		{What: publishedSweep, Server: "loop-gnet", Published: "549 req/s", Differs: "callers: 64 here, not published"},
-		{What: publishedOffload, Server: "loop-gnet", Published: "18,311 req/s", Differs: "callers: 64 here, 128 published"},
+	if len(h.Stalls) != 1 || len(h.Stalls[0].Rows) != 4 || !h.Stalls[0].Exact || len(h.Stalls[0].Published) != 4 {
+		t.Errorf("stalls %+v", h.Stalls)
 	}
-	for _, tc := range []struct{ what, server, want string }{
-		{publishedSweep, "pool", "17,189 req/s (the call: a database call through 10 connections here, Thread.sleep published)"},
-		{publishedSweep, "loop-gnet", "549 req/s"},
-		{publishedOffload, "loop-gnet", "18,311 req/s (callers: 64 here, 128 published)"},
-		{publishedOffload, "pool", ""},
-	} {
-		if got := publishedFor(rows, tc.what, tc.server); got != tc.want {
-			t.Errorf("%s %s: %q, want %q", tc.what, tc.server, got, tc.want)
+	for i, r := range h.Stalls[0].Rows {
+		if r.Step.K != i+1 {
+			t.Errorf("stall row %d has k=%d", i, r.Step.K)
 		}
 	}
-}
-
-// TestSayOnce: a tile's two published figures say what differs once.
-func TestSayOnce(t *testing.T) {
-	for _, tc := range [][4]string{
-		{"17,189 req/s (the call: x)", "0 ms (the call: x)", "17,189 req/s", "0 ms (the call: x)"},
-		{"549 req/s (callers: 64 here, 128 published)", "217 ms", "549 req/s (callers: 64 here, 128 published)", "217 ms"},
-		{"549 req/s (a)", "217 ms (b)", "549 req/s (a)", "217 ms (b)"},
-		{"549 req/s", "", "549 req/s", ""},
-	} {
-		if a, b := sayOnce(tc[0], tc[1]); a != tc[2] || b != tc[3] {
-			t.Errorf("sayOnce(%q, %q) = %q, %q", tc[0], tc[1], a, b)
+	for _, fx := range h.Fixes {
+		if fx.Offloaded.Step.Variant != "offloaded" || fx.Blocking.Step.Variant != "blocking" || fx.Offloaded.Step.Server.Name != fx.Blocking.Step.Server.Name {
+			t.Errorf("fix %s against %s", fx.Offloaded.Step.ID, fx.Blocking.Step.ID)
 		}
+	}
+	rows := f.Published()
+	perS := 0
+	for _, r := range rows {
+		if r.This == 0 || r.What == "" || r.Published == "" {
+			t.Errorf("published row %+v", r)
+		}
+		if r.This == ThisPerS && r.PerS > 0 {
+			perS++
+		}
+	}
+	if perS == 0 {
+		t.Errorf("no throughput set beside the publication's: %+v", rows)
 	}
 }

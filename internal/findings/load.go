@@ -3,11 +3,9 @@ package findings
 import (
 	"fmt"
 	"math"
-	"strings"
 	"time"
 
 	"github.com/bystander-kit/bystander/internal/results"
-	"github.com/bystander-kit/bystander/internal/words"
 )
 
 // nearCeiling is the share of a ceiling at which it is taken to bind.
@@ -17,9 +15,9 @@ const nearCeiling = 0.9
 // using this share of its cores make a row CPU-bound.
 const kitSaturation = 0.9
 
-// sharedAbove is the share of the machine other processes may use before a
+// SharedAbove is the share of the machine other processes may use before a
 // row is flagged as measured on a shared machine.
-const sharedAbove = 0.1
+const SharedAbove = 0.1
 
 // littleTolerance is how far throughput x mean latency / callers may be
 // from 1 on a closed-loop row.
@@ -31,27 +29,31 @@ const littleTolerance = 0.01
 // call.
 const blockTolerance = 0.10
 
-// blockOff says how far measured (ns, the server's X-Blocked-Ns) is from
-// the asked block when it is more than blockTolerance off, else "".
-func blockOff(asked time.Duration, measuredNs float64) string {
+// BlockOff is how far measured (ns, the server's X-Blocked-Ns) is from
+// the asked block, as a share (+0.12: 12 % longer), and whether that is
+// more than blockTolerance off, which a row then says.
+func BlockOff(asked time.Duration, measuredNs float64) (float64, bool) {
 	if asked <= 0 || measuredNs <= 0 {
-		return ""
+		return 0, false
 	}
 	r := measuredNs/float64(asked) - 1
-	if math.Abs(r) <= blockTolerance {
-		return ""
-	}
-	return fmt.Sprintf("the server blocked %s where %s was asked (%+.0f%%)", words.Round(time.Duration(measuredNs)), asked, 100*r)
+	return r, math.Abs(r) > blockTolerance
 }
 
 // Bound says what limits one measurement's throughput, decided from the
-// measured ceilings and the measured use of the machine.
+// measured ceilings and the measured use of the machine: its kind, the
+// rule that decided it (Case) and the figures it was decided on, which
+// internal/prose says.
 type Bound struct {
 	// Kind: workers (workers / measured block), callers (callers / measured
 	// block, Little's law), cpu (the kit's processes use the machine),
 	// generator (the load generator uses more of it than the server: not
 	// the server's figure), none (no ceiling near).
-	Kind           string
+	Kind string
+	// Case is the rule that decided Kind; Cause, for none, what likely
+	// held the measurement instead.
+	Case           BoundCase
+	Cause          NoneCause
 	NominalCeiling float64 // workers / requested block, req/s
 	WorkersCeiling float64 // workers / measured block
 	CallersCeiling float64 // callers / measured block
@@ -59,21 +61,88 @@ type Bound struct {
 	// BlockMeasured is false when the server did not say how long it
 	// blocked (no X-Blocked-Ns): the ceilings then use the requested block.
 	BlockMeasured bool
-	Share         float64 // throughput / the binding ceiling (the lowest for none)
+	// Asked is the block the step asked for; BlockedNs the servers' mean
+	// X-Blocked-Ns (0: not said); SlipBlock a slip's second call.
+	Asked, SlipBlock time.Duration
+	BlockedNs        float64
+	Share            float64 // throughput / the binding ceiling (the lowest for none)
+	// Lowest is the lowest ceiling, the callers' when LowestCallers.
+	Lowest        float64
+	LowestCallers bool
+	// Workers is what can block for the step, as WorkersCeiling counts
+	// them; NoWorkers when a --target's are not known. AsIsWorkers, for a
+	// server measured as it is, the workers it behaves as, rounded.
+	Workers     CanBlock
+	NoWorkers   bool
+	AsIsWorkers int
 	// LoopsUsed, when not 0, is how many loops had callers, fewer than the
 	// server's: WorkersCeiling counts only those.
 	LoopsUsed int
+	Conc      int // the callers
 	// Little is throughput x mean latency / callers on a closed-loop row
 	// (0 elsewhere); LittleOK when within littleTolerance of 1.
 	Little   float64
 	LittleOK bool
+	// MeanLatency is a load request's mean latency.
+	MeanLatency time.Duration
 	// KitCores is what the server, the generator and the prober used;
-	// OtherCores what the rest of the machine did, over the window.
-	KitCores, OtherCores float64
-	Shared               bool
-	Flagged              bool // generator-bound
-	Text                 string
-	Notes                []string
+	// OtherCores what the rest of the machine did, over the window; Cores
+	// the machine's, MachineCores what it used, GeneratorCores the
+	// generator's and the prober's, ServerCores the server's (its CPU per
+	// request ServerCPUUs), not measured without its pid.
+	KitCores, OtherCores        float64
+	Cores, MachineCores         float64
+	GeneratorCores, ServerCores float64
+	ServerCPUUs                 float64
+	ServerNotMeasured           bool
+	Shared                      bool
+	Flagged                     bool // generator-bound
+}
+
+// BoundCase is the rule that decided a bound.
+type BoundCase int
+
+// The rules, as BoundOf and asIsBound apply them, and a slip's window.
+const (
+	BoundCPUMachine    BoundCase = iota + 1 // the machine full, the server's own share not measured
+	BoundGenerator                          // the generators use more than the server: not its figure
+	BoundCPUKit                             // the kit's processes use the machine
+	BoundWorkers                            // near workers / measured block
+	BoundCallers                            // near callers / measured block (Little's law)
+	BoundNone                               // no ceiling near
+	BoundSlip                               // two calls in one window: no one ceiling
+	BoundAsIsGenerator                      // as it is: the generators use more than the server
+	BoundAsIsCPU                            // as it is: the machine full
+	BoundAsIsNoCall                         // as it is: the call's own time not measured
+	BoundAsIsWorkers                        // as it is: near the workers it behaves as
+	BoundAsIsCallers                        // as it is: near callers / the call's time
+	BoundAsIsNone                           // as it is: no ceiling near
+)
+
+// AsIs says whether the rule is one of a server measured as it is.
+func (c BoundCase) AsIs() bool { return c >= BoundAsIsGenerator }
+
+// NoneCause is what likely held a measurement no ceiling bounds.
+type NoneCause int
+
+// The causes, in the order they are judged.
+const (
+	CauseShared     NoneCause = iota + 1 // other processes used the machine
+	CauseTurnaround                      // the callers spent time between requests (Little's law under 1)
+	CauseOwnTime                         // a request took longer than the block: queueing, handing over
+	CauseOwnCost                         // the client's turnaround or the server's own cost
+)
+
+// CanBlock is what can block for a step: its loops, slots or offload
+// workers, or the database connections behind them when those are fewer.
+type CanBlock struct {
+	Kind    string // the server's kind
+	Offload bool   // /offload: the pool it offloads to
+	N       int    // the loops, slots or offload workers
+	DBConns int    // its database connections when they bind, else 0
+	// Dealt, for a loop server whose callers were dealt to fewer loops
+	// than it has, is how many each had.
+	Dealt []results.LoopCount
 }
 
 // WorkersOf is how many workers can make the step's blocking call at
@@ -116,23 +185,18 @@ func StepCeiling(s results.Step, offloadWorkers int) (int, float64) {
 	return w, CeilingPerS(w, s.Block.D())
 }
 
-// StepCeilingText is a step's ceiling in words, as the pages label it:
-// "4 loops / 5ms = 800 req/s", or "" when its workers are not known.
-func StepCeilingText(s results.Step, offloadWorkers int) string {
-	w, c := StepCeiling(s, offloadWorkers)
-	return ServerSummary{Kind: s.Server.Kind, Workers: s.Server.Workers, SweepWorkers: w, DBConns: s.Server.DBConns, DBBound: DBBinds(s, offloadWorkers),
-		Block: s.Block.D(), NominalCeiling: c}.CeilingText()
-}
-
 // useOf sets b's use of the machine, from the measurement's cost c on a
 // machine of cores: the kit's cores and the others', whether the machine
 // was shared, and Little's law on a closed load.
 func (b *Bound) useOf(s results.Step, lr *results.Result, c *results.ServerCost, cores float64) {
 	b.KitCores = c.ServerCores + c.GeneratorCores + c.ProberCores + c.DBCores
 	b.OtherCores = math.Max(0, c.MachineCores-b.KitCores)
+	b.Cores, b.MachineCores, b.GeneratorCores, b.ServerCores = cores, c.MachineCores, c.GeneratorCores+c.ProberCores, c.ServerCores
+	b.ServerCPUUs, b.ServerNotMeasured = c.ServerCPUUsPerRequest, c.ServerNotMeasured
+	b.MeanLatency = time.Duration(lr.Load.Latency.MeanUs * 1e3)
 	// Without the server's own CPU, the others include the server: a busy
 	// machine is not evidence of another tenant.
-	b.Shared = cores > 0 && b.OtherCores >= sharedAbove*cores && !c.ServerNotMeasured
+	b.Shared = cores > 0 && b.OtherCores >= SharedAbove*cores && !c.ServerNotMeasured
 	if l := lr.Load; lr.Mode == "closed" && s.Conc > 0 && l.Latency.Count > 0 {
 		b.Little = l.InFlight() / float64(s.Conc)
 		b.LittleOK = math.Abs(b.Little-1) <= littleTolerance
@@ -147,147 +211,82 @@ func BoundOf(s results.Step, lr *results.Result, c *results.ServerCost, offloadW
 	}
 	l := lr.Load
 	nominal := s.Block.D()
-	b := &Bound{MeasuredBlock: nominal}
+	b := &Bound{MeasuredBlock: nominal, Asked: nominal, Conc: s.Conc}
 	if l.BlockedSamples > 0 && l.MeanBlockedNs > 0 {
-		b.MeasuredBlock, b.BlockMeasured = time.Duration(l.MeanBlockedNs), true
+		b.MeasuredBlock, b.BlockMeasured, b.BlockedNs = time.Duration(l.MeanBlockedNs), true, l.MeanBlockedNs
 	}
-	workers, what := b.workersOf(s, l, offloadWorkers)
+	workers := b.workersOf(s, l, offloadWorkers)
 	b.WorkersCeiling = CeilingPerS(workers, b.MeasuredBlock)
 	b.CallersCeiling = CeilingPerS(s.Conc, b.MeasuredBlock)
-	blockWord := "measured block"
-	if !b.BlockMeasured {
-		blockWord = "requested block (the server did not say how long it blocked)"
-	}
-	ms := b.MeasuredBlock.Round(10 * time.Microsecond)
 	cores := float64(c.Cores)
 	if cores <= 0 {
 		cores = float64(lr.Env.NumCPU)
 	}
 	b.useOf(s, lr, c, cores)
-	lowest, lowName := b.WorkersCeiling, "workers"
-	if b.CallersCeiling < lowest || lowest == 0 {
-		lowest, lowName = b.CallersCeiling, "callers"
+	b.Lowest = b.WorkersCeiling
+	if b.CallersCeiling < b.Lowest || b.Lowest == 0 {
+		b.Lowest, b.LowestCallers = b.CallersCeiling, true
 	}
 	switch {
 	case c.ServerNotMeasured && cores > 0 && c.MachineCores >= kitSaturation*cores:
-		b.Kind = "cpu"
-		b.Text = fmt.Sprintf("CPU: the machine uses %.2f of %.0f cores, the generators %.2f (the server's own share is not measured: no pid=)",
-			c.MachineCores, cores, c.GeneratorCores+c.ProberCores)
+		b.Kind, b.Case = "cpu", BoundCPUMachine
 	case cores > 0 && b.KitCores >= kitSaturation*cores && c.GeneratorCores+c.ProberCores >= c.ServerCores:
-		b.Kind, b.Flagged = "generator", true
-		b.Text = fmt.Sprintf("the load generator: the kit's processes use %.2f of %.0f cores, the generators %.2f against the server's %.2f; not the server's figure",
-			b.KitCores, cores, c.GeneratorCores+c.ProberCores, c.ServerCores)
+		b.Kind, b.Case, b.Flagged = "generator", BoundGenerator, true
 	case cores > 0 && b.KitCores >= kitSaturation*cores:
-		b.Kind = "cpu"
-		b.Text = fmt.Sprintf("CPU: the kit's processes use %.2f of %.0f cores, the server %.2f at %.1f us per request", b.KitCores, cores, c.ServerCores, c.ServerCPUUsPerRequest)
-	case lowest > 0 && l.ThroughputPerS >= nearCeiling*lowest && lowName == "workers":
-		b.Kind, b.Share = "workers", l.ThroughputPerS/b.WorkersCeiling
-		b.Text = fmt.Sprintf("workers: %s / %s %s = %.0f req/s; at %.0f%% of it", what, ms, blockWord, b.WorkersCeiling, 100*b.Share)
-	case lowest > 0 && l.ThroughputPerS >= nearCeiling*lowest:
-		b.Kind, b.Share = "callers", l.ThroughputPerS/b.CallersCeiling
-		b.Text = fmt.Sprintf("offered concurrency: %d callers / %s %s = %.0f req/s (Little's law); at %.0f%% of it", s.Conc, ms, blockWord, b.CallersCeiling, 100*b.Share)
+		b.Kind, b.Case = "cpu", BoundCPUKit
+	case b.Lowest > 0 && l.ThroughputPerS >= nearCeiling*b.Lowest && !b.LowestCallers:
+		b.Kind, b.Case, b.Share = "workers", BoundWorkers, l.ThroughputPerS/b.WorkersCeiling
+	case b.Lowest > 0 && l.ThroughputPerS >= nearCeiling*b.Lowest:
+		b.Kind, b.Case, b.Share = "callers", BoundCallers, l.ThroughputPerS/b.CallersCeiling
 	default:
-		b.Kind = "none"
-		if lowest > 0 {
-			b.Share = l.ThroughputPerS / lowest
+		b.Kind, b.Case = "none", BoundNone
+		if b.Lowest > 0 {
+			b.Share = l.ThroughputPerS / b.Lowest
 		}
-		cause := b.noneCause(l, c, cores, ms)
-		b.Text = fmt.Sprintf("no ceiling near: %.0f%% of the lowest (%s, %.0f req/s); likely %s", 100*b.Share, lowName, lowest, cause)
+		b.Cause = b.noneCause()
 	}
-	b.addNotes(nominal, l, cores)
 	return b
 }
 
-// workersOf is what can block for s: its loops, slots or offload workers,
-// in number and in words; a loop server's loops no caller was dealt to
-// do not count.
-func (b *Bound) workersOf(s results.Step, l *results.Load, offloadWorkers int) (int, string) {
-	workers, what := s.Server.Workers, fmt.Sprintf("%d loops", s.Server.Workers)
-	if workers == 1 {
-		what = "1 loop"
-	}
-	if s.Server.Kind == "pool" {
-		what = fmt.Sprintf("%d slots", workers)
-	}
+// workersOf is how many can block for s, with what they are (b.Workers):
+// its loops, slots or offload workers; a loop server's loops no caller
+// was dealt to do not count.
+func (b *Bound) workersOf(s results.Step, l *results.Load, offloadWorkers int) int {
+	workers := s.Server.Workers
 	if s.Endpoint == "/offload" {
 		workers = workersAhead(s, offloadWorkers)
-		what = fmt.Sprintf("%d offload workers", workers)
 	}
+	b.Workers = CanBlock{Kind: s.Server.Kind, Offload: s.Endpoint == "/offload", N: workers}
 	if DBBinds(s, offloadWorkers) {
-		behind := what
-		if s.Server.Kind == "goroutine" {
-			behind = "a goroutine per request"
-		}
-		workers, what = s.Server.DBConns, fmt.Sprintf("its %d database connections (behind %s)", s.Server.DBConns, behind)
-		b.NominalCeiling = CeilingPerS(workers, s.Block.D())
-		return workers, what
+		b.Workers.DBConns = s.Server.DBConns
+		b.NominalCeiling = CeilingPerS(s.Server.DBConns, s.Block.D())
+		return s.Server.DBConns
 	}
-	if workers == 0 && s.Server.Kind != "goroutine" { // a goroutine server has none to know: its classification says what holds it
-		b.Notes = append(b.Notes, "workers not known (a --target without loops=, workers= or offload=): no workers ceiling")
-	}
+	// A goroutine server has none to know: its classification says what
+	// holds it.
+	b.NoWorkers = workers == 0 && s.Server.Kind != "goroutine"
 	b.NominalCeiling = CeilingPerS(workers, s.Block.D())
 	// A blocking call holds the loop it runs on: a loop no caller was dealt
 	// to adds nothing, so the loops that can block are those with callers.
 	if s.Server.Kind == "loop" && s.Endpoint != "/offload" && len(l.ConnsPerLoop) > 0 && len(l.ConnsPerLoop) < workers {
-		var spread []string
-		for _, c := range l.ConnsPerLoop {
-			spread = append(spread, fmt.Sprintf("loop %d: %d", c.Loop, c.Count))
-		}
+		b.Workers.Dealt = l.ConnsPerLoop
 		b.LoopsUsed = len(l.ConnsPerLoop)
-		workers, what = b.LoopsUsed, fmt.Sprintf("the %d of %d loops the callers were dealt to (%s)", b.LoopsUsed, s.Server.Workers, strings.Join(spread, ", "))
+		workers = b.LoopsUsed
 	}
-	return workers, what
+	return workers
 }
 
-// noneCause says what likely held a measurement that no ceiling bounds.
-func (b *Bound) noneCause(l *results.Load, c *results.ServerCost, cores float64, ms time.Duration) string {
-	mean := time.Duration(l.Latency.MeanUs * 1e3)
-	cpu := fmt.Sprintf("%.1f us CPU per request", c.ServerCPUUsPerRequest)
-	if c.ServerNotMeasured {
-		cpu = "the server's CPU not measured: no pid="
-	}
+// noneCause is what likely held a measurement that no ceiling bounds.
+func (b *Bound) noneCause() NoneCause {
 	switch {
 	case b.Shared:
-		return fmt.Sprintf("other processes using %.2f of the machine's %.0f cores", b.OtherCores, cores)
+		return CauseShared
 	case b.Little > 0 && !b.LittleOK && b.Little < 1:
-		return fmt.Sprintf("the client's turnaround: the callers spent %.0f%% of the window between requests", 100*(1-b.Little))
-	case mean > b.MeasuredBlock:
-		return fmt.Sprintf("the server's own time: a request took %s on average against the %s block, the rest queueing and handing over (%s)",
-			mean.Round(10*time.Microsecond), ms, cpu)
-	default:
-		return fmt.Sprintf("the client's turnaround or the server's own cost (%s)", cpu)
+		return CauseTurnaround
+	case b.MeanLatency > b.MeasuredBlock:
+		return CauseOwnTime
 	}
-}
-
-// addNotes adds what a reader of the bound must know beside it.
-func (b *Bound) addNotes(nominal time.Duration, l *results.Load, cores float64) {
-	if off := blockOff(nominal, l.MeanBlockedNs); b.BlockMeasured && off != "" {
-		b.Notes = append(b.Notes, off)
-	}
-	if b.Shared {
-		b.Notes = append(b.Notes, fmt.Sprintf("machine shared: %.0f%% used by other processes", 100*b.OtherCores/cores))
-	}
-	if b.Little > 0 && !b.LittleOK {
-		if b.Little < 1 {
-			b.Notes = append(b.Notes, fmt.Sprintf("Little's law off by %.1f%%: throughput x mean latency / callers = %.3f, so the callers spent that share of the window between requests",
-				100*(1-b.Little), b.Little))
-		} else {
-			b.Notes = append(b.Notes, fmt.Sprintf("Little's law off by %.1f%%: throughput x mean latency / callers = %.3f, more requests in flight than callers: the window's counts and latencies disagree",
-				100*(b.Little-1), b.Little))
-		}
-	}
-}
-
-// Line is the bound's text with its notes, for a table cell.
-func (b *Bound) Line() string {
-	if b == nil {
-		return "-"
-	}
-	s := b.Text
-	for _, n := range b.Notes {
-		s += "; " + n
-	}
-	return s
+	return CauseOwnCost
 }
 
 // Bystander is what the /fast interval prober saw during a load, over the
@@ -437,22 +436,6 @@ func (r LoadRow) BoundShare() Figure {
 	return f
 }
 
-// BlockedText is the row's measured block (the median of the servers'
-// X-Blocked-Ns), with how far it is from the asked block when more than
-// blockTolerance; "not said" when the server sent none.
-func (r LoadRow) BlockedText() string {
-	if !r.MeasuredBlock.OK() {
-		return "not said"
-	}
-	m := r.MeasuredBlock.Median()
-	s := words.Round(time.Duration(m)).String()
-	asked := r.Step.Block.D()
-	if blockOff(asked, m) != "" {
-		s += fmt.Sprintf(" (%+.0f%% of the %s asked)", 100*(m/float64(asked)-1), asked)
-	}
-	return s
-}
-
 // Kind is the first repetition's bound kind, "-" without one.
 func (r LoadRow) Kind() string {
 	if b := r.Bound(); b != nil {
@@ -565,8 +548,7 @@ func costRows(gs []*Group, p Params, asIs []AsIs) []CostRow {
 			}
 			if g.Step.Phase == "slip" {
 				// Two calls in one window: no one ceiling bounds it.
-				b = &Bound{Text: fmt.Sprintf("two calls, %s then %s: each side against its own ceiling in the slip's figures",
-					g.Step.Block.D(), g.Step.SlipBlock.D())}
+				b = &Bound{Case: BoundSlip, Asked: g.Step.Block.D(), SlipBlock: g.Step.SlipBlock.D()}
 			}
 			out = append(out, CostRow{ID: rep.M.ID, Server: rep.M.Server.Name, Repeat: rep.M.Repeat, Cost: rep.Cost, Bound: b})
 		}

@@ -1,11 +1,7 @@
 package findings
 
 import (
-	"fmt"
-	"strings"
 	"time"
-
-	"github.com/bystander-kit/bystander/internal/words"
 )
 
 // The published Netty-vs-Tomcat experiment this kit reproduces: Netty with
@@ -21,16 +17,51 @@ const (
 	PublishedMachine = "the authors' machine (its cores not stated)"
 )
 
-// PublishedRow is one published figure beside this run's.
+// PublishedRow is one published figure beside this run's: which figure
+// of the publication, and the run's figure of the same thing, which
+// internal/prose says.
 type PublishedRow struct {
-	What      string `json:"what"`       // the figure: "/slow, 5ms block, on 4 event loops"
-	Server    string `json:"server"`     // this run's server
-	This      string `json:"this_run"`   // this run's figure, "781 req/s"
-	ThisShare string `json:"this_share"` // its share of its own ceiling, "98% of 800", or ""
-	Published string `json:"published"`
-	PubShare  string `json:"published_share"`
-	Differs   string `json:"differs"` // the conditions that differ, or ""
+	What   string // the figure: "/slow, 5ms block, on 4 event loops"
+	Server string // this run's server
+	// Published is the figure as the publication states it ("549 req/s");
+	// PubPerS and PubCeiling its throughput and its own ceiling, req/s (0:
+	// not a throughput, or none); PubCallers its callers (0: not stated).
+	Published           string
+	PubPerS, PubCeiling float64
+	PubCallers          int
+	// This is which figure of the run's it is; Conc its callers (0: not a
+	// load); DBPool the run's database connections (0: Thread.sleep, as
+	// published).
+	This   ThisFigure
+	Conc   int
+	DBPool int
+	// The run's figure, by This: PerS and Ceiling (a throughput and its
+	// ceiling, 0 when not known), Fast and Saturated (a bystander's
+	// percentile, us), Stalled of Conns, Lo-Hi a range of stalled waits
+	// with Others the others' (us, when OthersKnown), Span a trace span;
+	// NotOK the measurement not measured or not read.
+	PerS, Ceiling  float64
+	Fast           float64
+	Saturated      bool
+	Stalled, Conns float64
+	Lo, Hi, Others float64
+	OthersKnown    bool
+	Span           Span
+	NotOK          *Group
 }
+
+// ThisFigure is which figure of the run's a published row holds.
+type ThisFigure int
+
+// The run's figures set beside the publication's.
+const (
+	ThisNotOK   ThisFigure = iota + 1 // not measured, or not read
+	ThisPerS                          // a throughput
+	ThisFast                          // a bystander's percentile
+	ThisStalled                       // stalled of the connections
+	ThisWaits                         // the range of stalled waits
+	ThisSpan                          // a trace span's p50 to p99
+)
 
 // published is one figure of the publication and how this run matches it.
 type published struct {
@@ -49,22 +80,22 @@ type published struct {
 
 // The rows the headline sets beside its figures.
 const (
-	publishedSweep     = "/slow throughput, 5ms block"
-	publishedSweepFast = "/fast p50 beside /slow, 5ms block"
-	publishedOffload   = "/offload throughput, 5ms block (the fix)"
+	PublishedSweep     = "/slow throughput, 5ms block"
+	PublishedSweepFast = "/fast p50 beside /slow, 5ms block"
+	PublishedOffload   = "/offload throughput, 5ms block (the fix)"
 )
 
 var publishedFigures = []published{
-	{what: publishedSweep, kind: "loop", block: 5 * time.Millisecond, value: "549 req/s", perS: 549, ceiling: 800, phase: "sweep"},
-	{what: publishedSweep, kind: "pool", block: 5 * time.Millisecond, value: "17,189 req/s", perS: 17189, ceiling: 40000, phase: "sweep"},
-	{what: publishedSweepFast, kind: "loop", block: 5 * time.Millisecond, value: "217 ms", phase: "sweep-fast"},
-	{what: publishedSweepFast, kind: "pool", block: 5 * time.Millisecond, value: "0 ms", phase: "sweep-fast"},
+	{what: PublishedSweep, kind: "loop", block: 5 * time.Millisecond, value: "549 req/s", perS: 549, ceiling: 800, phase: "sweep"},
+	{what: PublishedSweep, kind: "pool", block: 5 * time.Millisecond, value: "17,189 req/s", perS: 17189, ceiling: 40000, phase: "sweep"},
+	{what: PublishedSweepFast, kind: "loop", block: 5 * time.Millisecond, value: "217 ms", phase: "sweep-fast"},
+	{what: PublishedSweepFast, kind: "pool", block: 5 * time.Millisecond, value: "0 ms", phase: "sweep-fast"},
 	{what: "stalled with 1 of 4 loops blocked", kind: "loop", value: "3 of 12", phase: "stall", k: 1},
 	{what: "stalled with 2 of 4 loops blocked", kind: "loop", value: "6 of 12", phase: "stall", k: 2},
 	{what: "stalled with 3 of 4 loops blocked", kind: "loop", value: "9 of 12", phase: "stall", k: 3},
 	{what: "stalled with 4 of 4 loops blocked", kind: "loop", value: "12 of 12", phase: "stall", k: 4},
 	{what: "a stalled connection's wait, each request from its send", kind: "loop", value: "150-225 ms (others: 7 ms)", phase: "stall-wait"},
-	{what: publishedOffload, kind: "loop", block: 5 * time.Millisecond, callers: 128, value: "18,311 req/s", perS: 18311, phase: "offload", variant: "offloaded"},
+	{what: PublishedOffload, kind: "loop", block: 5 * time.Millisecond, callers: 128, value: "18,311 req/s", perS: 18311, phase: "offload", variant: "offloaded"},
 	{what: "/fast p50 beside /offload, 5ms block", kind: "loop", block: 5 * time.Millisecond, callers: 128, value: "0 ms", phase: "offload-fast", variant: "offloaded"},
 	{what: "/slow throughput, 100ms block", kind: "loop", block: 100 * time.Millisecond, value: "37 req/s", perS: 37, ceiling: 40, phase: "trace"},
 	{what: "/slow throughput at 128 callers, 100ms block", kind: "pool", block: 100 * time.Millisecond, callers: 128, value: "1,192 req/s", perS: 1192, ceiling: 2000, phase: "cliff", conc: 128},
@@ -76,16 +107,6 @@ var publishedFigures = []published{
 	{what: "/async in all while every loop is blocked (range)", kind: "loop", value: "252-306 ms", phase: "trace-total"},
 	{what: "/async before its handler ran, every loop blocked (range)", kind: "loop", value: "139-200 ms", phase: "trace-accepted"},
 }
-
-// PublishedHeading says what the publication measured on and where this
-// run did, for the heading of the comparison.
-func (f *Findings) PublishedHeading() string {
-	return fmt.Sprintf("the published run: Netty on %d event loops and Tomcat on %d threads, on %s; this run: %d cores, %s",
-		PublishedLoops, PublishedThreads, PublishedMachine, f.Run.Manifest.Cores, f.Run.Manifest.CPUModel)
-}
-
-// PublishedNone says why no row matched.
-const PublishedNone = "no measurement of this run matches a published one: those were made on 4 event loops and 200 threads, with 5ms and 100ms blocks"
 
 // Published sets the run's figures beside the published experiment's,
 // where the run measured the same kind of server with the same workers
@@ -133,29 +154,26 @@ func (f *Findings) matches(p published) []PublishedRow {
 	return m.out
 }
 
-// row adds the run's figure this for server (at conc callers; 0: not a
-// load), with its share of ceiling when perS and ceiling are known.
-func (m *matcher) row(server string, conc int, this string, perS, ceiling float64) {
+// row adds the run's figure r for server (at conc callers; 0: not a
+// load).
+func (m *matcher) row(server string, conc int, r PublishedRow) {
 	p := m.p
-	r := PublishedRow{What: p.what, Server: server, This: this, Published: p.value}
-	if p.ceiling > 0 {
-		r.PubShare = fmt.Sprintf("%.0f%% of %s", 100*shareOf(p.perS, p.ceiling), words.Thousands(p.ceiling))
-	}
-	if ceiling > 0 && perS > 0 {
-		r.ThisShare = fmt.Sprintf("%.0f%% of %s", 100*shareOf(perS, ceiling), words.Thousands(ceiling))
-	}
-	switch {
-	case p.callers == 0 && conc > 0:
-		r.Differs = fmt.Sprintf("callers: %d here, not published", conc)
-	case p.callers > 0 && conc > 0 && conc != p.callers:
-		r.Differs = fmt.Sprintf("callers: %d here, %d published", conc, p.callers)
-	}
-	// The publication's call was Thread.sleep: a database call brings its
-	// connections' ceiling, which the published figure never had.
-	if m.f.Params.DBPool > 0 {
-		r.Differs = strings.TrimPrefix(r.Differs+fmt.Sprintf("; the call: a database call through %d connections here, Thread.sleep published", m.f.Params.DBPool), "; ")
-	}
+	r.What, r.Server, r.Published, r.PubPerS, r.PubCeiling, r.PubCallers = p.what, server, p.value, p.perS, p.ceiling, p.callers
+	r.Conc, r.DBPool = conc, m.f.Params.DBPool
 	m.out = append(m.out, r)
+}
+
+// notOK is a row of a measurement not measured or not read.
+func notOK(g *Group) PublishedRow { return PublishedRow{This: ThisNotOK, NotOK: g} }
+
+// perS is a row of a throughput against its ceiling (0: not known).
+func perS(v, ceiling float64) PublishedRow {
+	return PublishedRow{This: ThisPerS, PerS: v, Ceiling: ceiling}
+}
+
+// fast is a row of a bystander's percentile.
+func fast(r LoadRow, v Figure) PublishedRow {
+	return PublishedRow{This: ThisFast, Fast: v.Median(), Saturated: r.Fast.Saturated}
 }
 
 // matchServer: s is the publication's kind of server, with its workers
@@ -171,13 +189,13 @@ func (m *matcher) sweep() {
 			continue
 		}
 		if !r.OK() {
-			m.row(r.Step.Server.Name, r.Step.Conc, r.Short(), 0, 0)
+			m.row(r.Step.Server.Name, r.Step.Conc, notOK(r.Group))
 			continue
 		}
 		if m.p.phase == "sweep" {
-			m.row(r.Step.Server.Name, r.Step.Conc, words.PerS(r.Throughput.Median()), r.Throughput.Median(), r.NominalCeiling)
+			m.row(r.Step.Server.Name, r.Step.Conc, perS(r.Throughput.Median(), r.NominalCeiling))
 		} else if r.Fast.P50.OK() {
-			m.row(r.Step.Server.Name, r.Step.Conc, fastText(r.LoadRow, r.Fast.P50), 0, 0)
+			m.row(r.Step.Server.Name, r.Step.Conc, fast(r.LoadRow, r.Fast.P50))
 		}
 	}
 }
@@ -190,13 +208,13 @@ func (m *matcher) stall() {
 			continue
 		}
 		if !r.OK() {
-			m.row(r.Step.Server.Name, 0, r.Short(), 0, 0)
+			m.row(r.Step.Server.Name, 0, notOK(r.Group))
 			continue
 		}
 		if !r.Stalled.OK() || r.Conns.Median() != 3*PublishedLoops {
 			continue
 		}
-		m.row(r.Step.Server.Name, 0, fmt.Sprintf("%.0f of %.0f", r.Stalled.Median(), r.Conns.Median()), 0, 0)
+		m.row(r.Step.Server.Name, 0, PublishedRow{This: ThisStalled, Stalled: r.Stalled.Median(), Conns: r.Conns.Median()})
 	}
 }
 
@@ -235,11 +253,7 @@ func (m *matcher) stallWait() {
 			continue
 		}
 		lo, hi := w.stalled.Spread()
-		text := fmt.Sprintf("%.0f-%.0f ms", lo/1e3, hi/1e3)
-		if w.known {
-			text += fmt.Sprintf(" (others: %.1f ms)", w.others/1e3)
-		}
-		m.row(name, 0, text, 0, 0)
+		m.row(name, 0, PublishedRow{This: ThisWaits, Lo: lo, Hi: hi, Others: w.others, OthersKnown: w.known})
 	}
 }
 
@@ -250,7 +264,7 @@ func (m *matcher) offload() {
 			continue
 		}
 		if !r.OK() {
-			m.row(r.Step.Server.Name, r.Step.Conc, r.Short(), 0, 0)
+			m.row(r.Step.Server.Name, r.Step.Conc, notOK(r.Group))
 			continue
 		}
 		if m.p.phase == "offload" {
@@ -258,9 +272,9 @@ func (m *matcher) offload() {
 			if b := r.Bound(); b != nil {
 				ceiling = b.NominalCeiling
 			}
-			m.row(r.Step.Server.Name, r.Step.Conc, words.PerS(r.Throughput.Median()), r.Throughput.Median(), ceiling)
+			m.row(r.Step.Server.Name, r.Step.Conc, perS(r.Throughput.Median(), ceiling))
 		} else if r.Fast.P50.OK() {
-			m.row(r.Step.Server.Name, r.Step.Conc, fastText(r, r.Fast.P50), 0, 0)
+			m.row(r.Step.Server.Name, r.Step.Conc, fast(r, r.Fast.P50))
 		}
 	}
 }
@@ -272,13 +286,13 @@ func (m *matcher) cliff() {
 			continue
 		}
 		if !r.OK() {
-			m.row(r.Step.Server.Name, r.Step.Conc, r.Short(), 0, 0)
+			m.row(r.Step.Server.Name, r.Step.Conc, notOK(r.Group))
 			continue
 		}
 		if m.p.phase == "cliff" {
-			m.row(r.Step.Server.Name, r.Step.Conc, words.PerS(r.Throughput.Median()), r.Throughput.Median(), CeilingPerS(r.Step.Server.Workers, r.Step.Block.D()))
+			m.row(r.Step.Server.Name, r.Step.Conc, perS(r.Throughput.Median(), CeilingPerS(r.Step.Server.Workers, r.Step.Block.D())))
 		} else if r.Fast.P95.OK() {
-			m.row(r.Step.Server.Name, r.Step.Conc, fastText(r, r.Fast.P95), 0, 0)
+			m.row(r.Step.Server.Name, r.Step.Conc, fast(r, r.Fast.P95))
 		}
 	}
 }
@@ -298,15 +312,15 @@ func (m *matcher) trace() {
 				}
 			}
 			if tput.OK() {
-				m.row(r.Step.Server.Name, r.Step.Conc, words.PerS(tput.Median()), tput.Median(), CeilingPerS(r.Step.Server.Workers, r.Step.Block.D()))
+				m.row(r.Step.Server.Name, r.Step.Conc, perS(tput.Median(), CeilingPerS(r.Step.Server.Workers, r.Step.Block.D())))
 			}
 		case "trace-total":
 			if r.Total.N.OK() {
-				m.row(r.Step.Server.Name, r.Step.Conc, spanText(r.Total), 0, 0)
+				m.row(r.Step.Server.Name, r.Step.Conc, PublishedRow{This: ThisSpan, Span: r.Total})
 			}
 		case "trace-accepted":
 			if r.Accepted.N.OK() {
-				m.row(r.Step.Server.Name, r.Step.Conc, spanText(r.Accepted), 0, 0)
+				m.row(r.Step.Server.Name, r.Step.Conc, PublishedRow{This: ThisSpan, Span: r.Accepted})
 			}
 		}
 	}
@@ -321,20 +335,4 @@ type stepServer struct {
 
 func serverOf(g *Group) stepServer {
 	return stepServer{kind: g.Step.Server.Kind, workers: g.Step.Server.Workers, block: g.Step.Block.D()}
-}
-
-// fastText is a bystander percentile in ms, marked as a lower bound when
-// the bystander saturated.
-func fastText(r LoadRow, v Figure) string {
-	s := fmt.Sprintf("%.1f ms", v.Median()/1e3)
-	if r.Fast.Saturated {
-		s = "at least " + s + " (saturated)"
-	}
-	return s
-}
-
-// spanText is a trace span's p50 to p99 in ms, beside the publication's
-// range.
-func spanText(s Span) string {
-	return fmt.Sprintf("%.0f-%.0f ms (p50-p99)", s.P50.Median()/1e3, s.P99.Median()/1e3)
 }

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"slices"
 	"time"
-
-	"github.com/bystander-kit/bystander/internal/words"
 )
 
 // ServerSummary is one server as the run measured it: what it is, and
@@ -32,50 +30,11 @@ type ServerSummary struct {
 	Phases          []string      `json:"phases"`
 }
 
-// WorkersText is "4 loops", "200 slots", "1 loop", or "workers unknown".
-func (s ServerSummary) WorkersText() string {
-	switch {
-	case s.Kind == "goroutine" && s.DBConns > 0:
-		return fmt.Sprintf("a goroutine per connection or request, %d database connections", s.DBConns)
-	case s.Kind == "goroutine":
-		return "a goroutine per connection or request"
-	case s.DBConns > 0 && s.Kind == "loop":
-		return fmt.Sprintf("%d event loops, %d database connections", s.Workers, s.DBConns)
-	case s.DBConns > 0:
-		return fmt.Sprintf("%d slots, %d database connections", s.Workers, s.DBConns)
-	case s.Workers == 0:
-		return "workers unknown"
-	case s.Kind == "loop" && s.Workers == 1:
-		return "1 event loop"
-	case s.Kind == "loop":
-		return fmt.Sprintf("%d event loops", s.Workers)
-	}
-	return fmt.Sprintf("%d slots", s.Workers)
-}
-
-// NoCeilingText says why a server has no ceiling drawn ("" when it has one).
-func (s ServerSummary) NoCeilingText() string {
-	switch {
-	case s.NominalCeiling > 0:
-		return ""
-	case s.Kind == "goroutine":
-		return "no pool declared (a goroutine per connection or request), so no workers ceiling: what it does with a blocking call is measured (its classification)"
-	}
-	return "workers not known (give loops= or workers= with --target), so no ceiling is drawn for it"
-}
-
-// CeilingText is the nominal ceiling in words, "4 loops / 5ms = 800 req/s",
-// or "" when the workers are not known.
-func (s ServerSummary) CeilingText() string {
-	if s.NominalCeiling == 0 {
-		return ""
-	}
-	return fmt.Sprintf("%s / %s = %s", s.ceilingNoun(), s.Block, words.PerS(s.NominalCeiling))
-}
-
-// ceilingNoun is the workers of the ceiling in words: "4 loops", "200
-// slots", "200 offload workers", "10 database connections".
-func (s ServerSummary) ceilingNoun() string {
+// CeilingNoun is the workers of the ceiling in words: "4 loops", "200
+// slots", "200 offload workers", "10 database connections" (the slip's
+// binding workers and the calculator's presets say it; prose's
+// ServerCeiling too).
+func (s ServerSummary) CeilingNoun() string {
 	noun := "slot"
 	if s.Kind == "loop" {
 		noun = "loop"

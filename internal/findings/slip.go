@@ -85,7 +85,7 @@ func slipBinds(s results.Step, offloadWorkers int) (int, string, bool) {
 		return s.Conc, words.Plural(s.Conc, "caller"), true
 	}
 	sum := ServerSummary{Kind: s.Server.Kind, Workers: s.Server.Workers, SweepWorkers: w, DBConns: s.Server.DBConns, DBBound: DBBinds(s, offloadWorkers)}
-	return w, sum.ceilingNoun(), false
+	return w, sum.CeilingNoun(), false
 }
 
 // SlipRowOf reads a slip group: its halves from loadgen's ticks and the
@@ -299,14 +299,4 @@ func (r SlipRow) CeilingFell() float64 {
 		return 0
 	}
 	return r.Before.Ceiling / r.After.Ceiling
-}
-
-// SlipMoment says when the call slowed, for a caption: halfway through
-// each window, or in a run given on stage at the presenter's key (the
-// plan's moment at the latest).
-func (f *Findings) SlipMoment() string {
-	if f.Params.Stage {
-		return "at the presenter's key (each side from when it came)"
-	}
-	return "from halfway through each window"
 }

@@ -57,9 +57,10 @@ type StallRow struct {
 	Rule     string
 	// BlockerBlock is the blockers' measured block (their X-Blocked-Ns),
 	// ns, one per repetition that has it: what the verdict is judged
-	// against; BlockOff says when it was over blockTolerance off the asked one.
+	// against; BlockOffNs is the first that was over blockTolerance off
+	// the asked one (0: none was).
 	BlockerBlock Figure
-	BlockOff     string
+	BlockOffNs   float64
 	// MachineBusy and MachineOthers are the shares of the machine busy, and
 	// busy with other processes than the kit's, over each window (/proc).
 	MachineBusy, MachineOthers Figure
@@ -168,8 +169,8 @@ func (r *StallRow) blockersOf(g *Group, rep Rep) blockers {
 	if l.BlockedSamples > 0 {
 		b.block = time.Duration(l.MeanBlockedNs)
 		r.BlockerBlock = append(r.BlockerBlock, l.MeanBlockedNs)
-		if off := blockOff(g.Step.Block.D(), l.MeanBlockedNs); off != "" && r.BlockOff == "" {
-			r.BlockOff = off
+		if _, off := BlockOff(g.Step.Block.D(), l.MeanBlockedNs); off && r.BlockOffNs == 0 {
+			r.BlockOffNs = l.MeanBlockedNs
 		}
 	}
 	return b
@@ -320,4 +321,4 @@ func (r *StallRow) addOutside(rep Rep) {
 
 // Shared says whether other processes used the machine enough, at the
 // median, that the row's figures were measured on a shared machine.
-func (r StallRow) Shared() bool { return r.MachineOthers.Median() >= sharedAbove }
+func (r StallRow) Shared() bool { return r.MachineOthers.Median() >= SharedAbove }

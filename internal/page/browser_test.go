@@ -238,15 +238,15 @@ func checkReport(t *testing.T, chrome, out string, f *findings.Findings, w, h in
 		t.Errorf("throughput x axis is %q, want log", check.XType)
 	}
 	for _, sv := range f.Servers {
-		if sv.CeilingText() == "" || !slices.Contains(sv.Phases, "sweep") {
+		if prose.ServerCeiling(sv) == "" || !slices.Contains(sv.Phases, "sweep") {
 			continue
 		}
 		found := false
 		for _, l := range check.Labels {
-			found = found || strings.Contains(l, sv.CeilingText()) && strings.Contains(l, sv.Name)
+			found = found || strings.Contains(l, prose.ServerCeiling(sv)) && strings.Contains(l, sv.Name)
 		}
 		if !found {
-			t.Errorf("no label on the chart says %s's ceiling %q: %q", sv.Name, sv.CeilingText(), check.Labels)
+			t.Errorf("no label on the chart says %s's ceiling %q: %q", sv.Name, prose.ServerCeiling(sv), check.Labels)
 		}
 	}
 	if len(check.Line) != 4 || !check.Painted {
@@ -284,7 +284,7 @@ func checkReport(t *testing.T, chrome, out string, f *findings.Findings, w, h in
 	if err != nil {
 		t.Fatal(err)
 	}
-	hl := f.Headline()
+	hl := prose.Headline(f)
 	if len(got.Tiles) != len(hl.Servers) || len(hl.Servers) == 0 {
 		t.Errorf("the card shows %d servers, the findings %d", len(got.Tiles), len(hl.Servers))
 	}

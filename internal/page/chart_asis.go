@@ -60,7 +60,7 @@ func asIsSection(f *findings.Findings, a findings.AsIs, hue string) section {
 		}
 		bound := "-"
 		if b := st.Bound(); b != nil {
-			bound = b.Line()
+			bound = prose.BoundLine(b)
 		}
 		sec.Grid.Rows = append(sec.Grid.Rows, []string{fmt.Sprint(st.Step.Conc), prose.JoinFigure(st.Throughput), msText(st.LoadP50), fmt.Sprint(st.NotAnswered()), bound,
 			msText(st.Fast.P50), st.StalledText(), words.Dash(st.WhoText()), msText(st.StalledWait), msText(st.OthersWait), msText(st.Unloaded)})

@@ -9,6 +9,7 @@ import (
 
 	"github.com/bystander-kit/bystander/internal/findings"
 	"github.com/bystander-kit/bystander/internal/palette"
+	"github.com/bystander-kit/bystander/internal/prose"
 	"github.com/bystander-kit/bystander/internal/words"
 )
 
@@ -16,10 +17,10 @@ import (
 // and /slow and the bystander of every server on one chart.
 func classesSection(f *findings.Findings) section {
 	sec := section{ID: "classes", Title: "10. What each server does with a blocking call",
-		Caption: "Each server as this run measured it, not as its documentation says: " + findings.ClassesText + ". " +
+		Caption: "Each server as this run measured it, not as its documentation says: " + prose.ClassesText + ". " +
 			"The chart sets every server's /slow throughput against callers (solid, left axis) beside the /fast bystander's p50 from due meanwhile " +
 			"(dotted, right axis), each server in its colour, each ceiling (workers / block) dashed and labelled on its line."}
-	cs := f.Classes()
+	cs := prose.Classes(f)
 	if len(cs) == 0 {
 		sec.Missing = "no server was measured"
 		return sec

@@ -78,7 +78,7 @@ func slipSections(f *findings.Findings, first findings.SlipRow) (tput, fast sect
 			"each dashed step is the ceiling that binds it, in the server's colour and named below the chart: its workers / the asked block, or its callers / the block where they are fewer "+
 			"(a closed load never has more requests in flight than callers). Each side is measured on its own against its ceiling; the after side starts once the last "+
 			"answer asked before the step has come back (the requests queued at the step drain first).",
-			first.Step.Conc, first.Before.Block, f.SlipMoment(), first.After.Block, first.TickWidth) + " In this run: " + strings.Join(said, " ")}
+			first.Step.Conc, first.Before.Block, prose.SlipMoment(f), first.After.Block, first.TickWidth) + " In this run: " + strings.Join(said, " ")}
 	fast = section{ID: "slip_fast", Title: "7c. The bad afternoon: the /fast bystander meanwhile",
 		Caption: fmt.Sprintf("The slowest /fast probe due in each %s step (a probe due every %s on one connection, timed from when it was due; the median over the repetitions), "+
 			"in each server's colour; the grey line is the step. A probe still unanswered when the window ended is drawn as an open circle at its wait so far: "+

@@ -61,7 +61,7 @@ func stallChart(f *findings.Findings, name string, mine []findings.StallRow, sta
 		if r.Cells == nil {
 			continue
 		}
-		label := fmt.Sprintf("k=%d: stalled %s (expected %s)", r.Step.K, r.StalledText(), prose.JoinFigure(r.Expected))
+		label := fmt.Sprintf("k=%d: stalled %s (expected %s)", r.Step.K, prose.StallStalled(r), prose.JoinFigure(r.Expected))
 		switch {
 		case r.Judged == 0:
 			label = fmt.Sprintf("k=%d: %s", r.Step.K, stall.TooBusy)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/bystander-kit/bystander/internal/findings"
 	"github.com/bystander-kit/bystander/internal/palette"
+	"github.com/bystander-kit/bystander/internal/prose"
 	"github.com/bystander-kit/bystander/internal/words"
 )
 
@@ -19,7 +20,7 @@ func throughputChart(f *findings.Findings) section {
 	p := f.Params
 	var ceilings []string
 	for _, sv := range f.Servers {
-		if c := sv.CeilingText(); c != "" && slices.Contains(sv.Phases, "sweep") {
+		if c := prose.ServerCeiling(sv); c != "" && slices.Contains(sv.Phases, "sweep") {
 			ceilings = append(ceilings, sv.Name+": "+c)
 		}
 	}
@@ -68,7 +69,7 @@ func throughputChart(f *findings.Findings) section {
 		line.AddSeries(name, data, append(colored(hue[name], opts.LineStyle{Width: 3}),
 			charts.WithLabelOpts(opts.Label{Show: opts.Bool(true), Formatter: "{@[2]}", Position: labelPosition(sv.Kind)}),
 			charts.WithLineChartOpts(opts.LineChart{ShowSymbol: opts.Bool(true), SymbolSize: 8}))...)
-		if why := sv.NoCeilingText(); why != "" {
+		if why := prose.ServerNoCeiling(sv); why != "" {
 			sec.Notes = append(sec.Notes, name+": "+why)
 		}
 	}
@@ -82,8 +83,8 @@ func throughputChart(f *findings.Findings) section {
 	line.AddSeries(littleName, little, append(colored(palette.Neutral, opts.LineStyle{Type: "dotted", Width: 2}),
 		charts.WithLineChartOpts(opts.LineChart{ShowSymbol: opts.Bool(false)}))...)
 	for _, r := range ok {
-		if b := r.Bound(); b != nil && len(b.Notes) > 0 {
-			sec.Notes = append(sec.Notes, fmt.Sprintf("%s, %d callers: %s", r.Step.Server.Name, r.Step.Conc, strings.Join(b.Notes, "; ")))
+		if b := r.Bound(); b != nil && len(prose.BoundNotes(b)) > 0 {
+			sec.Notes = append(sec.Notes, fmt.Sprintf("%s, %d callers: %s", r.Step.Server.Name, r.Step.Conc, strings.Join(prose.BoundNotes(b), "; ")))
 		}
 	}
 	sec.Element, sec.Script = snippet(line)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/bystander-kit/bystander/internal/findings"
 	"github.com/bystander-kit/bystander/internal/htmlsafe"
+	"github.com/bystander-kit/bystander/internal/prose"
 )
 
 // maxPoints bounds every series the page draws.
@@ -117,7 +118,7 @@ func loadGroup(r findings.LoadRow) *findings.Group { return r.Group }
 func claims(f *findings.Findings, ids ...string) string {
 	var out []string
 	for _, id := range ids {
-		if s := f.Claim(id).Sentence(); s != "" {
+		if s := prose.ClaimSentence(f, f.Claim(id)); s != "" {
 			out = append(out, s)
 		}
 	}

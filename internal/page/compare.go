@@ -11,6 +11,7 @@ import (
 
 	"github.com/bystander-kit/bystander/internal/compare"
 	"github.com/bystander-kit/bystander/internal/findings"
+	"github.com/bystander-kit/bystander/internal/prose"
 )
 
 // grid is a plain table section: a header and rows of cells.
@@ -149,7 +150,7 @@ func overlay(c *compare.Comparison, id, title, unit, caption string, v func(find
 		// either run share it: "ceiling of A loop-gnet, B loop-gnet: ...".
 		for _, name := range names {
 			sv := f.Server(name)
-			text := sv.CeilingText()
+			text := prose.ServerCeiling(sv)
 			if text == "" {
 				continue
 			}

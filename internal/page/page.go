@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/bystander-kit/bystander/internal/findings"
+	"github.com/bystander-kit/bystander/internal/prose"
 	"github.com/bystander-kit/bystander/internal/results"
 	"github.com/bystander-kit/bystander/internal/words"
 )
@@ -41,7 +42,7 @@ func costSection(f *findings.Findings) section {
 		row := costRow{ID: r.ID, Server: r.Server,
 			CPU: fmt.Sprintf("%.1f", c.ServerCPUUsPerRequest), CtxSw: fmt.Sprintf("%.2f", c.CtxSwitchesPerRequest),
 			Threads: fmt.Sprint(c.Threads), RSS: fmt.Sprintf("%.0f MB", float64(c.PeakRSSBytes)/(1<<20)),
-			Gen: fmt.Sprintf("%.1f", c.GeneratorCPUUsPerReq), DB: fmt.Sprintf("%.1f", c.DBCPUUsPerRequest), Bound: r.Bound.Line()}
+			Gen: fmt.Sprintf("%.1f", c.GeneratorCPUUsPerReq), DB: fmt.Sprintf("%.1f", c.DBCPUUsPerRequest), Bound: prose.BoundLine(r.Bound)}
 		sec.Table.DB = sec.Table.DB || c.DBCores > 0
 		if c.ServerNotMeasured {
 			row.CPU, row.CtxSw, row.Threads, row.RSS = "not measured (external)", "not measured (external)", "-", "-"
@@ -68,10 +69,10 @@ func publishedSection(f *findings.Findings) section {
 	sec := section{ID: "published", Title: "9. This run beside the published Netty-vs-Tomcat experiment",
 		Caption: "Each figure the publication gives, beside this run's measurement of the same thing: the same kind of server with the same workers " +
 			"and the same block; each throughput with its share of its own ceiling (workers / block). Where a condition differs, the row says so. " +
-			"Of the conditions: " + f.PublishedHeading() + "."}
-	rows := f.Published()
+			"Of the conditions: " + prose.PublishedHeading(f) + "."}
+	rows := prose.Published(f)
 	if len(rows) == 0 {
-		sec.Missing = findings.PublishedNone
+		sec.Missing = prose.PublishedNone
 		return sec
 	}
 	sec.Grid = &grid{Head: []string{"figure", "server", "this run", "of its ceiling", "published", "of its ceiling", "differs"}}
@@ -105,7 +106,7 @@ type page struct {
 	Charts template.HTML
 	// Headline is the result at one glance, at the top; Hue each
 	// server's colour.
-	Headline *findings.Headline
+	Headline *prose.FaceHeadline
 	Hue      map[string]string
 	// Warnings are said once, in one box, at the top.
 	Warnings []string
@@ -119,8 +120,8 @@ type kv struct{ K, V string }
 func buildPage(f *findings.Findings, a Asset) page {
 	run, fp := f.Run, f.Params
 	p := page{Title: "bystander: what one blocking call does to everyone else", Run: run, Phases: f.Phases}
-	p.Lead = f.Lead()
-	if h := f.Headline(); len(h.Servers)+len(h.Stalls)+len(h.Fixes) > 0 {
+	p.Lead = prose.Lead(f)
+	if h := prose.Headline(f); len(h.Servers)+len(h.Stalls)+len(h.Fixes) > 0 {
 		p.Headline = &h
 	}
 	p.Hue = hues(f)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/bystander-kit/bystander/internal/findings"
 	"github.com/bystander-kit/bystander/internal/palette"
+	"github.com/bystander-kit/bystander/internal/prose"
 	"github.com/bystander-kit/bystander/internal/words"
 )
 
@@ -125,7 +126,7 @@ func ceilingLabels(f *findings.Findings, names []string) []ceilingLabel {
 	var apart []ceilingLabel
 	for _, n := range names {
 		sv := f.Server(n)
-		text := sv.CeilingText()
+		text := prose.ServerCeiling(sv)
 		if text == "" {
 			continue
 		}

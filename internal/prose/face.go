@@ -19,11 +19,11 @@ const faceSchema = "bystander.findings/v1"
 type Face struct {
 	Schema   string                   `json:"schema"`
 	Lead     string                   `json:"lead"`
-	Headline findings.Headline        `json:"headline"`
+	Headline FaceHeadline             `json:"headline"`
 	Shared   string                   `json:"shared,omitempty"`
-	Claims   []findings.Claim         `json:"claims"`
+	Claims   []FaceClaim              `json:"claims"`
 	Servers  []findings.ServerSummary `json:"servers"`
-	Classes  []findings.Class         `json:"classes"`
+	Classes  []FaceClass              `json:"classes"`
 	Sweep    []FaceLoad               `json:"sweep"`
 	Stall    []FaceStall              `json:"stall"`
 	Offload  []FaceLoad               `json:"offload"`
@@ -31,10 +31,10 @@ type Face struct {
 	Cliff    []FaceLoad               `json:"cliff"`
 	Slip     []FaceSlip               `json:"slip,omitempty"`
 	// AsIs are the servers measured as they are (--load), with their sweep.
-	AsIs        []FaceAsIs              `json:"as_is,omitempty"`
-	Cost        []FaceCost              `json:"cost"`
-	Published   []findings.PublishedRow `json:"published"`
-	NotMeasured []string                `json:"not_measured"`
+	AsIs        []FaceAsIs      `json:"as_is,omitempty"`
+	Cost        []FaceCost      `json:"cost"`
+	Published   []FacePublished `json:"published"`
+	NotMeasured []string        `json:"not_measured"`
 	// NotRead names each measurement whose files were not read, and why.
 	NotRead []findings.Unread `json:"not_read"`
 	Noticed []string          `json:"noticed"`
@@ -123,7 +123,7 @@ func faceAsIsStep(st findings.AsIsStep) FaceAsIsStep {
 		Bound: st.Kind(), FastP50Ms: face(st.Fast.P50, 1e-3), FastP99Ms: face(st.Fast.P99, 1e-3), Stalled: st.StalledText(), Which: st.WhoText(),
 		StalledWaitMs: face(st.StalledWait, 1e-3), OthersWaitMs: face(st.OthersWait, 1e-3), UnloadedMs: face(st.Unloaded, 1e-3), Said: st.Said, Unjudged: st.Unjudged}
 	if b := st.Bound(); b != nil {
-		s.BoundText = b.Line()
+		s.BoundText = BoundLine(b)
 	}
 	if !st.OK() {
 		s.Why = st.Why
@@ -239,10 +239,10 @@ type FaceCost struct {
 
 func faceLoad(r findings.LoadRow) FaceLoad {
 	l := FaceLoad{ID: r.Step.ID, Server: r.Step.Server.Name, Endpoint: r.Step.Endpoint, Variant: r.Step.Variant, Callers: r.Step.Conc,
-		ReqPerS: face(r.Throughput, 1), Blocked: r.BlockedText(), Bound: r.Kind(), FastP50Ms: face(r.Fast.P50, 1e-3), FastP99Ms: face(r.Fast.P99, 1e-3),
+		ReqPerS: face(r.Throughput, 1), Blocked: BlockedText(r), Bound: r.Kind(), FastP50Ms: face(r.Fast.P50, 1e-3), FastP99Ms: face(r.Fast.P99, 1e-3),
 		Saturated: r.Fast.SaturatedWhy}
 	if b := r.Bound(); b != nil {
-		l.BoundText = b.Line()
+		l.BoundText = BoundLine(b)
 	}
 	if !r.OK() {
 		l.Why = r.Why
@@ -252,7 +252,7 @@ func faceLoad(r findings.LoadRow) FaceLoad {
 
 // FaceOf computes the JSON face of f.
 func FaceOf(f *findings.Findings) Face {
-	x := Face{Schema: faceSchema, Lead: f.Lead(), Headline: f.Headline(), Shared: f.SharedText(), Classes: f.Classes(), Claims: f.Claims, Servers: f.Servers, Published: f.Published(),
+	x := Face{Schema: faceSchema, Lead: Lead(f), Headline: Headline(f), Shared: SharedText(f), Classes: Classes(f), Claims: FaceClaims(f), Servers: f.Servers, Published: Published(f),
 		NotMeasured: f.NotMeasured, NotRead: f.Unread, Noticed: f.Noticed}
 	for _, r := range f.Sweep {
 		x.Sweep = append(x.Sweep, faceLoad(r.LoadRow))
@@ -264,9 +264,9 @@ func FaceOf(f *findings.Findings) Face {
 		x.Cliff = append(x.Cliff, faceLoad(r))
 	}
 	for _, r := range f.Stall {
-		s := FaceStall{ID: r.Step.ID, Server: r.Step.Server.Name, K: r.Step.K, Stalled: r.StalledText(), Expected: num(r.Expected, "%.0f"),
+		s := FaceStall{ID: r.Step.ID, Server: r.Step.Server.Name, K: r.Step.K, Stalled: StallStalled(r), Expected: num(r.Expected, "%.0f"),
 			Exactly: StallMatch(r), StalledWaitMs: face(r.StalledWait, 1e-3), OthersWaitMs: face(r.OthersWait, 1e-3), Machine: StallMachine(r),
-			Detector: r.DetectorText(), Culprit: StallCulprit(r), Outside: r.Outside, Mismatch: r.Mismatch, Unjudged: r.Unjudged, BlockOff: r.BlockOff}
+			Detector: StallDetector(r), Culprit: StallCulprit(r), Outside: r.Outside, Mismatch: r.Mismatch, Unjudged: r.Unjudged, BlockOff: BlockOffText(r.Step.Block.D(), r.BlockOffNs)}
 		if !r.OK() {
 			s.Why = r.Why
 		}
@@ -286,7 +286,7 @@ func FaceOf(f *findings.Findings) Face {
 	for _, c := range f.Cost {
 		x.Cost = append(x.Cost, FaceCost{ID: c.ID, Server: c.Server, Repeat: c.Repeat, ServerCPUUs: math.Round(c.Cost.ServerCPUUsPerRequest*10) / 10,
 			CtxSwitches: math.Round(c.Cost.CtxSwitchesPerRequest*100) / 100, NotMeasured: c.Cost.ServerNotMeasured,
-			GeneratorCPUUs: math.Round(c.Cost.GeneratorCPUUsPerReq*10) / 10, Bound: c.Bound.Line()})
+			GeneratorCPUUs: math.Round(c.Cost.GeneratorCPUUsPerReq*10) / 10, Bound: BoundLine(c.Bound)})
 	}
 	return x
 }

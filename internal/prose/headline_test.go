@@ -53,7 +53,7 @@ func TestHeadlineMatchesTables(t *testing.T) {
 			var sb strings.Builder
 			WriteTables(&sb, f)
 			tables := sb.String()
-			h := f.Headline()
+			h := Headline(f)
 			if f.Params.SweepEndpoint == "/slow" && len(f.Sweep) > 0 && len(h.Servers) == 0 {
 				t.Fatal("a sweep of /slow and no server in the headline")
 			}
@@ -71,15 +71,15 @@ func TestHeadlineMatchesTables(t *testing.T) {
 						t.Errorf("%s: headline /fast %q, table %q", s.Name, s.Fast, by[2])
 					}
 				}
-				if sv := f.Server(s.Name); sv.CeilingText() != s.Ceiling {
-					t.Errorf("%s: headline ceiling %q, the servers' %q", s.Name, s.Ceiling, sv.CeilingText())
+				if sv := f.Server(s.Name); ServerCeiling(sv) != s.Ceiling {
+					t.Errorf("%s: headline ceiling %q, the servers' %q", s.Name, s.Ceiling, ServerCeiling(sv))
 				}
 			}
 			for _, st := range h.Stalls {
 				var want []string
 				for _, r := range f.Stall {
 					if r.Step.Server.Name == st.Name && r.Step.K > 0 {
-						want = append(want, r.StalledText())
+						want = append(want, StallStalled(r))
 					}
 				}
 				if strings.Join(st.Stalled, "|") != strings.Join(want, "|") || len(want) == 0 {

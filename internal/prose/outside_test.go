@@ -34,7 +34,7 @@ func TestOutsideRow(t *testing.T) {
 	}
 	var tables strings.Builder
 	WriteTables(&tables, f)
-	if got := row.DetectorText(); got != "none; from outside: 1 thread held (below)" {
+	if got := StallDetector(*row); got != "none; from outside: 1 thread held (below)" {
 		t.Errorf("detector column %q", got)
 	}
 	if want := "k=1 s-loop: held in Thread.sleep at app.Handler.read (Handler.java:12): thread loop-1"; !strings.Contains(tables.String(), want) {

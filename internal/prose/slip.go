@@ -32,3 +32,13 @@ func SlipSentence(r findings.SlipRow) string {
 		name, r.Fell(), perS(r.Before.PerS), perS(r.After.PerS), pct(r.Before.Share), pct(r.After.Share), r.Binds+" / the measured block",
 		r.CeilingFell(), time.Duration(r.AfterFrom.Median()), r.Before.Block, ms(us(r.Settling)))
 }
+
+// SlipMoment says when the call slowed, for a caption: halfway through
+// each window, or in a run given on stage at the presenter's key (the
+// plan's moment at the latest).
+func SlipMoment(f *findings.Findings) string {
+	if f.Params.Stage {
+		return "at the presenter's key (each side from when it came)"
+	}
+	return "from halfway through each window"
+}

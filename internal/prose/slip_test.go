@@ -38,3 +38,16 @@ func TestSlipWords(t *testing.T) {
 		t.Errorf("nothing to say: %q", SlipSentence(r))
 	}
 }
+
+// TestSlipMoment: a run given on stage slowed the call at the presenter's
+// key, any other halfway through each window.
+func TestSlipMoment(t *testing.T) {
+	f := &findings.Findings{}
+	if got := SlipMoment(f); got != "from halfway through each window" {
+		t.Errorf("a run's moment: %q", got)
+	}
+	f.Params.Stage = true
+	if got := SlipMoment(f); got != "at the presenter's key (each side from when it came)" {
+		t.Errorf("a stage run's moment: %q", got)
+	}
+}

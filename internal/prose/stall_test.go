@@ -25,6 +25,12 @@ func TestStallTooBusySaid(t *testing.T) {
 	if !regexp.MustCompile(`\n1 +loop-gnet +machine too busy to judge +- +- +- `).MatchString(sb.String()) {
 		t.Errorf("the row does not say it was not judged:\n%s", sb.String())
 	}
+	// With a judged repetition beside it, the count is the judged one's,
+	// and says how many were judged.
+	r := findings.StallRow{Group: &findings.Group{Step: step}, Stalled: findings.Figure{1}, Conns: findings.Figure{3}, Judged: 1, Unjudged: []string{why}}
+	if got := StallStalled(r); got != "1 of 3 (1 of 2 repetitions judged)" {
+		t.Errorf("stalled %q", got)
+	}
 }
 
 // TestCulprits: records grouped by where they held, starved ones and

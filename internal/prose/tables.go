@@ -94,7 +94,7 @@ func writeSweep(w io.Writer, f *findings.Findings) {
 			}
 		}
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Step.Conc, r.Step.Server.Name, num(r.Throughput, "%.0f"), ceiling,
-			num(pct, "%.0f%%"), r.Kind(), num(r.BoundShare(), "%.0f%%"), little, r.BlockedText())
+			num(pct, "%.0f%%"), r.Kind(), num(r.BoundShare(), "%.0f%%"), little, BlockedText(r.LoadRow))
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "\n/fast bystander meanwhile (one connection, a probe due every %s over the load's measured window;\n"+
@@ -133,7 +133,7 @@ func writeAsIs(w io.Writer, f *findings.Findings) {
 				said = append(said, fmt.Sprintf("at %s: %s", at, c))
 			}
 			if b := st.Bound(); b != nil && b.Kind != "workers" && b.Kind != "callers" {
-				said = append(said, fmt.Sprintf("at %s: bound: %s", at, b.Line()))
+				said = append(said, fmt.Sprintf("at %s: bound: %s", at, BoundLine(b)))
 			}
 			answered := "-"
 			if st.Fast.Due.OK() {
@@ -201,8 +201,8 @@ func writeStall(w io.Writer, f *findings.Findings) {
 		for _, m := range r.Mismatch {
 			said = append(said, name+": not exactly those: "+m)
 		}
-		if r.BlockOff != "" {
-			said = append(said, name+": "+r.BlockOff)
+		if off := BlockOffText(r.Step.Block.D(), r.BlockOffNs); off != "" {
+			said = append(said, name+": "+off)
 		}
 		if c := StallCulprit(r); c != "" {
 			said = append(said, name+": held "+c)
@@ -222,8 +222,8 @@ func writeStall(w io.Writer, f *findings.Findings) {
 			fmt.Fprintf(tw, "%d\t%s\t%s\t\t\t\t\t\t\t\t\n", r.Step.K, r.Step.Server.Name, r.Short())
 			continue
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Step.K, r.Step.Server.Name, r.StalledText(), num(r.Expected, "%.0f"), StallMatch(r),
-			ms(r.StalledWait), ms(r.OthersWait), ms(r.StalledP50), ms(us(r.BlockerBlock)), StallMachine(r), r.DetectorText())
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Step.K, r.Step.Server.Name, StallStalled(r), num(r.Expected, "%.0f"), StallMatch(r),
+			ms(r.StalledWait), ms(r.OthersWait), ms(r.StalledP50), ms(us(r.BlockerBlock)), StallMachine(r), StallDetector(r))
 	}
 	tw.Flush()
 	if slices.ContainsFunc(f.Stall, func(r findings.StallRow) bool { return r.OK() || len(r.Unjudged) > 0 }) { // else every row skipped or failed, each with why below
@@ -307,7 +307,7 @@ func writeSlip(w io.Writer, f *findings.Findings) {
 	}
 	first := f.Slip[0]
 	fmt.Fprintf(w, "\nThe bad afternoon: /slow at %d callers asking for %s, then %s %s (the slip); /fast probed every %s meanwhile\n",
-		first.Step.Conc, first.Before.Block, first.After.Block, f.SlipMoment(), f.Params.ProbeInterval)
+		first.Step.Conc, first.Before.Block, first.After.Block, SlipMoment(f), f.Params.ProbeInterval)
 	tw := table(w, "server", "side", "asked", "measured block", "req/s", "the ceiling that binds", "of it", "/fast p50 from due", "/fast answered")
 	var notes []string
 	for _, r := range f.Slip {
@@ -378,7 +378,7 @@ func writeCost(w io.Writer, f *findings.Findings) {
 		if r.Repeat > 1 {
 			id += fmt.Sprintf(" (rep %d)", r.Repeat)
 		}
-		line := r.Bound.Line()
+		line := BoundLine(r.Bound)
 		if r.Bound != nil && r.Bound.Flagged {
 			line = "FLAGGED " + line
 		}
@@ -412,11 +412,11 @@ func writeNotes(w io.Writer, f *findings.Findings) {
 
 // writeClasses prints what each server did with a blocking call.
 func writeClasses(w io.Writer, f *findings.Findings) {
-	cs := f.Classes()
+	cs := Classes(f)
 	if len(cs) == 0 {
 		return
 	}
-	fmt.Fprintf(w, "\nWhat each server does with a blocking call, from this run's measurements\n(%s)\n", findings.ClassesText)
+	fmt.Fprintf(w, "\nWhat each server does with a blocking call, from this run's measurements\n(%s)\n", ClassesText)
 	tw := table(w, "server", "class", "what the run showed")
 	for _, c := range cs {
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", c.Server, c.Class, c.Text)
@@ -446,10 +446,10 @@ func stallAbove(f *findings.Findings) findings.Figure {
 
 // writePublished prints this run beside the published experiment.
 func writePublished(w io.Writer, f *findings.Findings) {
-	rows := f.Published()
-	fmt.Fprintf(w, "\nThis run beside the published Netty-vs-Tomcat experiment (%s)\n", f.PublishedHeading())
+	rows := Published(f)
+	fmt.Fprintf(w, "\nThis run beside the published Netty-vs-Tomcat experiment (%s)\n", PublishedHeading(f))
 	if len(rows) == 0 {
-		fmt.Fprintf(w, "  %s\n", findings.PublishedNone)
+		fmt.Fprintf(w, "  %s\n", PublishedNone)
 		return
 	}
 	tw := table(w, "figure", "server", "this run", "of its ceiling", "published", "of its ceiling", "differs")

@@ -93,8 +93,8 @@ func TestPublished(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := map[string]findings.PublishedRow{}
-	for _, r := range f.Published() {
+	got := map[string]FacePublished{}
+	for _, r := range Published(f) {
 		got[r.What+" | "+r.Server] = r
 	}
 	for key, want := range map[string][2]string{
@@ -128,12 +128,12 @@ func TestPublished(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rows := c.Published(); len(rows) != 0 {
+	if rows := Published(c); len(rows) != 0 {
 		t.Errorf("a run on 3 loops, 40 slots and an 8ms block matched %v", rows)
 	}
 	sb.Reset()
 	WriteTables(&sb, c)
-	if !strings.Contains(sb.String(), findings.PublishedNone) {
+	if !strings.Contains(sb.String(), PublishedNone) {
 		t.Error("the tables do not say why nothing matched")
 	}
 }
@@ -150,7 +150,7 @@ func TestPublishedWithoutBaseline(t *testing.T) {
 		return m.Phase == "stall" && strings.HasSuffix(m.ID, "-k0")
 	})
 	found := false
-	for _, r := range findings.Compute(realRun, run).Published() {
+	for _, r := range Published(findings.Compute(realRun, run)) {
 		if !strings.HasPrefix(r.What, "a stalled connection's wait") {
 			continue
 		}
@@ -316,13 +316,13 @@ func TestRefusedFileNamed(t *testing.T) {
 			t.Errorf("the sweep's phase says %q %q", ph.Status, ph.Problems)
 		}
 	}
-	for _, p := range f.Published() {
+	for _, p := range Published(f) {
 		if p.Server == "loop-gnet" && strings.Contains(p.This, "req/s") && strings.HasPrefix(p.This, "0 ") {
 			t.Errorf("published row %q for loop-gnet says %q", p.What, p.This)
 		}
 	}
 	var pubSweep, pubFix bool
-	for _, p := range f.Published() {
+	for _, p := range Published(f) {
 		if p.Server == "loop-gnet" && strings.Contains(p.This, "not read") {
 			if strings.HasPrefix(p.What, "/slow throughput") {
 				pubSweep = true
@@ -333,9 +333,9 @@ func TestRefusedFileNamed(t *testing.T) {
 		}
 	}
 	if !pubSweep || !pubFix {
-		t.Errorf("the published table does not say not read for loop-gnet's sweep (%v) and fix (%v): %+v", pubSweep, pubFix, f.Published())
+		t.Errorf("the published table does not say not read for loop-gnet's sweep (%v) and fix (%v): %+v", pubSweep, pubFix, Published(f))
 	}
-	h := f.Headline()
+	h := Headline(f)
 	card := false
 	for _, s := range h.Servers {
 		if s.Name == "loop-gnet" && strings.Contains(s.Throughput, "not read") {
