@@ -1,4 +1,4 @@
-package client
+package client_test
 
 import (
 	"context"
@@ -7,26 +7,17 @@ import (
 	"syscall"
 	"testing"
 	"time"
-)
 
-// freeAddr is a loopback address nothing listens on (a port just freed).
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	return addr
-}
+	"github.com/bystander-kit/bystander/internal/client"
+	"github.com/bystander-kit/bystander/internal/wiretest"
+)
 
 // A server started in the background a moment ago is waited for.
 func TestAwaitListenStarting(t *testing.T) {
-	addr := freeAddr(t)
+	addr := wiretest.FreeAddr(t)
 	said := 0
 	done := make(chan error, 1)
-	go func() { done <- AwaitListen(context.Background(), addr, StartWait, func() { said++ }) }()
+	go func() { done <- client.AwaitListen(context.Background(), addr, client.StartWait, func() { said++ }) }()
 	time.Sleep(300 * time.Millisecond)
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -43,9 +34,9 @@ func TestAwaitListenStarting(t *testing.T) {
 
 // Nothing listening: refused once the wait is over, as the dial said it.
 func TestAwaitListenNobody(t *testing.T) {
-	addr := freeAddr(t)
+	addr := wiretest.FreeAddr(t)
 	start := time.Now()
-	err := AwaitListen(context.Background(), addr, 300*time.Millisecond, func() {})
+	err := client.AwaitListen(context.Background(), addr, 300*time.Millisecond, func() {})
 	if !errors.Is(err, syscall.ECONNREFUSED) {
 		t.Fatalf("got %v, want connection refused", err)
 	}
@@ -54,7 +45,7 @@ func TestAwaitListenNobody(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if err := AwaitListen(ctx, addr, StartWait, func() {}); err == nil {
+	if err := client.AwaitListen(ctx, addr, client.StartWait, func() {}); err == nil {
 		t.Error("a cancelled wait returned no error")
 	}
 }
@@ -66,7 +57,7 @@ func TestAwaitListenListening(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	if err := AwaitListen(context.Background(), l.Addr().String(), StartWait, func() { t.Error("said waiting") }); err != nil {
+	if err := client.AwaitListen(context.Background(), l.Addr().String(), client.StartWait, func() { t.Error("said waiting") }); err != nil {
 		t.Fatal(err)
 	}
 }

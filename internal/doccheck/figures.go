@@ -4,11 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"os"
 	"regexp"
 	"strconv"
 	"strings"
 
+	"github.com/bystander-kit/bystander/internal/files"
 	"github.com/bystander-kit/bystander/internal/words"
 )
 
@@ -24,11 +24,15 @@ func (p Problem) String() string { return fmt.Sprintf("line %d: %s", p.Line, p.T
 // ("run", "talk-run").
 type Runs map[string]any
 
+// maxFindings bounds a findings.json read (docs/run's is 67 KB); a
+// longer one is cut, and fails to decode.
+const maxFindings = 8 << 20
+
 // LoadRuns reads each source's findings.json.
-func LoadRuns(files map[string]string) (Runs, error) {
+func LoadRuns(paths map[string]string) (Runs, error) {
 	runs := Runs{}
-	for source, file := range files {
-		b, err := os.ReadFile(file)
+	for source, file := range paths {
+		b, err := files.ReadCapped(file, maxFindings)
 		if err != nil {
 			return nil, fmt.Errorf("doccheck: %w", err)
 		}
@@ -80,12 +84,12 @@ func Figures(text string, runs Runs) []Problem {
 				continue
 			}
 			before := strings.TrimRight(line[:m[0]], "*_` ")
-			want, err := value(runs, source, spec)
+			want, isNumber, err := value(runs, source, spec)
 			if err != nil {
 				out = append(out, Problem{i + 1, err.Error()})
 				continue
 			}
-			if _, isNumber := unitless(runs, source, spec); isNumber {
+			if isNumber { // its unit is the page's
 				before = unit.ReplaceAllString(before, "")
 			}
 			if !strings.HasSuffix(before, want) {
@@ -106,39 +110,32 @@ func tail(s string) string {
 // unit is what may follow a number the docs quote, before its marker.
 var unit = regexp.MustCompile(`\s?(req/s|ms|%|x|s|KB|MB)$`)
 
-// unitless says whether the figure at spec is a number (its unit is then
-// the page's).
-func unitless(runs Runs, source, spec string) (any, bool) {
-	path, _, _ := strings.Cut(spec, "|")
-	v, err := lookup(runs[source], strings.TrimSpace(path))
-	_, isNumber := v.(float64)
-	return v, err == nil && isNumber
-}
-
-// value is the figure at spec ("PATH" or "PATH | FORMAT") as the docs write it.
-func value(runs Runs, source, spec string) (string, error) {
+// value is the figure at spec ("PATH" or "PATH | FORMAT") as the docs
+// write it, and whether it is a number (the page then gives its unit).
+func value(runs Runs, source, spec string) (string, bool, error) {
 	path, format, _ := strings.Cut(spec, "|")
 	path, format = strings.TrimSpace(path), strings.TrimSpace(format)
 	root, ok := runs[source]
 	if !ok {
-		return "", fmt.Errorf("no findings for %q", source)
+		return "", false, fmt.Errorf("no findings for %q", source)
 	}
 	v, err := lookup(root, path)
 	if err != nil {
-		return "", fmt.Errorf("%s: %s: %v", source, path, err)
+		return "", false, fmt.Errorf("%s: %s: %v", source, path, err)
 	}
 	switch v := v.(type) {
 	case string:
 		if format != "" {
-			return "", fmt.Errorf("%s: %s is a string: no format", source, path)
+			return "", false, fmt.Errorf("%s: %s is a string: no format", source, path)
 		}
-		return v, nil
+		return v, false, nil
 	case float64:
-		return number(v, format, path)
+		s, err := number(v, format, path)
+		return s, true, err
 	case bool:
-		return strconv.FormatBool(v), nil
+		return strconv.FormatBool(v), false, nil
 	}
-	return "", fmt.Errorf("%s: %s is not a figure (%T)", source, path, v)
+	return "", false, fmt.Errorf("%s: %s is not a figure (%T)", source, path, v)
 }
 
 func number(v float64, format, path string) (string, error) {

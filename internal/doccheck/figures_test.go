@@ -146,12 +146,12 @@ func TestLookup(t *testing.T) {
 		"published[what=/slow throughput, 5ms block&server=netty].this_run": "748 req/s",
 		"stall[id=stall-netty-k2].stalled":                                  "6 of 12",
 	} {
-		got, err := value(r, "run", spec)
+		got, _, err := value(r, "run", spec)
 		if err != nil || got != want {
 			t.Errorf("%s: got %q, %v; want %q", spec, got, err, want)
 		}
 	}
-	if _, err := value(r, "run", "sweep[0].req_per_s.median"); err == nil {
+	if _, _, err := value(r, "run", "sweep[0].req_per_s.median"); err == nil {
 		t.Error("a fraction without a format: no error")
 	}
 }
