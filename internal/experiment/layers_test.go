@@ -113,33 +113,3 @@ func (emptyImporter) Import(p string) (*types.Package, error) {
 	pkg.MarkComplete()
 	return pkg, nil
 }
-
-// TestFilesShort: no file of the package (tests aside) of 600 lines or
-// more, no function of 100 lines or more: a file read at one sitting, a
-// function on a screen or two.
-func TestFilesShort(t *testing.T) {
-	fset := token.NewFileSet()
-	paths, err := filepath.Glob("*.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range paths {
-		if strings.HasSuffix(p, "_test.go") {
-			continue
-		}
-		f, err := parser.ParseFile(fset, p, nil, parser.SkipObjectResolution)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if n := fset.File(f.Pos()).LineCount(); n >= 600 {
-			t.Errorf("%s is %d lines long", p, n)
-		}
-		for _, d := range f.Decls {
-			if fd, ok := d.(*ast.FuncDecl); ok {
-				if n := fset.Position(fd.End()).Line - fset.Position(fd.Pos()).Line + 1; n >= 100 {
-					t.Errorf("%s: %s is %d lines long", p, fd.Name.Name, n)
-				}
-			}
-		}
-	}
-}
