@@ -3,10 +3,12 @@ package experiment
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -165,6 +167,79 @@ func TestLiveLinesToFrames(t *testing.T) {
 	}
 }
 
+// liveHeard is an observer that takes the live samples, and keeps them.
+type liveHeard struct {
+	mu    sync.Mutex
+	heard []Live
+}
+
+func (*liveHeard) Observe(Event) {}
+
+func (h *liveHeard) ObserveLive(ev Live) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.heard = append(h.heard, ev)
+}
+
+// stepsHeard is an observer of the steps only.
+type stepsHeard struct{ n int }
+
+func (s *stepsHeard) Observe(Event) { s.n++ }
+
+// TestLiveOnlyWhenObserved: the runner asks a tool for its live lines
+// (--live-out) and reads the server's /lag events as they come only
+// when an observer takes live samples (the stage; the terminal does
+// not), and tells it each as its typed sample: the rate, a connection
+// with how many of its probes were due, the lag with the window's end.
+func TestLiveOnlyWhenObserved(t *testing.T) {
+	dir := t.TempDir()
+	s := Step{ID: "stall-loop-gnet-k1", Phase: "stall", Server: Server{Name: "loop-gnet"}, Block: blk(20)}
+	r := &runner{dir: dir, observers: []Observer{&stepsHeard{}}}
+	args, stop := r.liveArgs(s, "conns", []string{"--quiet"})
+	stop()
+	if strings.Join(args, " ") != "--quiet" {
+		t.Errorf("no observer takes live samples, and the prober is asked %q", args)
+	}
+	if r.lagEvent("loop-gnet") != nil {
+		t.Error("no observer takes live samples, and the /lag events are read for one")
+	}
+	heard := &liveHeard{}
+	r.observers = append(r.observers, heard)
+	args, stop = r.liveArgs(s, "conns", []string{"--quiet"})
+	path := filepath.Join(dir, "stall", "stall-loop-gnet-k1.live-conns.ndjson")
+	if strings.Join(args, " ") != "--quiet --live-out "+path {
+		t.Fatalf("the prober is asked %q, want its live lines in %s", args, path)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(`{"conn":2,"loop":1,"due_ms":10,"ms":2}`+"\n"+`{"conn":2,"loop":1,"due_ms":20,"ms":1,"failed":true}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stop()
+	end := time.Now()
+	r.lagEvent("loop-gnet")(lag.Event{TimeNs: end.UnixNano(), Loops: []lag.LoopEvent{{Loop: 1, LagMaxNs: 2e6}}})
+	want := []string{
+		fmt.Sprint(LiveConn{ID: s.ID, Conn: 2, Loop: 1, Ms: 2, Due: 1}),
+		fmt.Sprint(LiveVerdict{ID: s.ID, Judged: true, Conns: 1}),
+		fmt.Sprint(LiveConn{ID: s.ID, Conn: 2, Loop: 1, Ms: 2, Due: 2}),
+		fmt.Sprint(LiveLag{Server: "loop-gnet", Loop: 1, Ms: 2, At: time.Unix(0, end.UnixNano())}),
+	}
+	var got []string
+	for i, ev := range heard.heard {
+		if _, ok := ev.(LiveVerdict); ok && i > 1 {
+			continue // a second verdict, 250 ms on, on a starved machine
+		}
+		got = append(got, fmt.Sprint(ev))
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("the observer heard\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if n := r.observers[0].(*stepsHeard).n; n != 0 {
+		t.Errorf("the steps' observer was told %d live samples as events", n)
+	}
+}
+
 // stageFrames reads a stage recording's frames, each its events as
 // recorded.
 func stageFrames(t *testing.T, path string) [][]string {
@@ -194,5 +269,5 @@ func stageFrames(t *testing.T, path string) [][]string {
 // liveRunner is a runner whose live data goes to the stage's hub.
 func liveRunner(t *testing.T, o Options, dir string, hub *stage.Hub) *runner {
 	t.Helper()
-	return &runner{o: o, dir: dir, hub: hub}
+	return &runner{o: o, dir: dir, observers: []Observer{newStageSteps(o, dir, hub, stageKeys(hub), nil, nil, nil)}}
 }
