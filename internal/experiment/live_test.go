@@ -187,9 +187,9 @@ type stepsHeard struct{ n int }
 func (s *stepsHeard) Observe(Event) { s.n++ }
 
 // TestLiveOnlyWhenObserved: the runner asks a tool for its live lines
-// (--live-out) and reads the server's /lag events as they come only
-// when an observer takes live samples (the stage; the terminal does
-// not), and tells it each as its typed sample: the rate, a connection
+// (--live-out), tails them, and makes samples of the server's /lag
+// events as they come only when an observer takes live samples (the
+// stage; the terminal does not), and tells it each as its typed sample: the rate, a connection
 // with how many of its probes were due, the lag with the window's end.
 func TestLiveOnlyWhenObserved(t *testing.T) {
 	dir := t.TempDir()
@@ -201,7 +201,7 @@ func TestLiveOnlyWhenObserved(t *testing.T) {
 		t.Errorf("no observer takes live samples, and the prober is asked %q", args)
 	}
 	if r.lagEvent("loop-gnet") != nil {
-		t.Error("no observer takes live samples, and the /lag events are read for one")
+		t.Error("no observer takes live samples, and the /lag events are made samples")
 	}
 	heard := &liveHeard{}
 	r.observers = append(r.observers, heard)
