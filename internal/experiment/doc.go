@@ -23,6 +23,14 @@
 //     a fresh server, then load.go or stall.go) and tells its Observers the
 //     events of events.go: progress.go prints them on the terminal, the
 //     stage shows them on its page.
+//   - live.go: while a step runs, what its tools see (their --live-out
+//     lines, tailed) and its server's /lag stream (lagtap.go), told as the
+//     typed live samples of events.go (a load's rate, a probe, a stall
+//     connection so far, the stall rule's verdict, a loop's lag) to the
+//     observers that take them, the LiveObservers: the stage, which turns
+//     them into its page's events; the terminal takes none. The runner
+//     asks the tools for their lines, and reads them, only when one does,
+//     and knows nothing of the stage.
 //
 // Each file uses the names of files below it, never of one that uses its
 // own (TestFilesLayered): shape.go, helpers.go and exit.go use nobody's.

@@ -3,7 +3,6 @@ package experiment
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"math"
 	"path/filepath"
 	"slices"
@@ -13,16 +12,16 @@ import (
 	"github.com/bystander-kit/bystander/internal/hist"
 	"github.com/bystander-kit/bystander/internal/lag"
 	"github.com/bystander-kit/bystander/internal/live"
-	"github.com/bystander-kit/bystander/internal/stage"
 	"github.com/bystander-kit/bystander/internal/stall"
 )
 
-// tapLive tails a tool's --live-out file into the stage while a step
-// runs; the returned stop reads what is left and ends.
+// liveEvery is how often the stall rule judges the connections live: a
+// verdict a frame of the stage's (stage.Every, TestStageLiveObserver).
+const liveEvery = 250 * time.Millisecond
+
+// tapLive tails a tool's --live-out file while a step runs; the returned
+// stop reads what is left and ends.
 func (r *runner) tapLive(path string, fn func(line []byte)) func() {
-	if r.hub == nil {
-		return func() {}
-	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -32,10 +31,11 @@ func (r *runner) tapLive(path string, fn func(line []byte)) func() {
 	return func() { cancel(); <-done }
 }
 
-// liveArgs adds --live-out to a tool's arguments on stage, and the tail
-// that turns its lines into events.
+// liveArgs adds --live-out to a tool's arguments when an observer takes
+// the live samples (the stage), and the tail that turns its lines into
+// them.
 func (r *runner) liveArgs(s Step, kind string, args []string) ([]string, func()) {
-	if r.hub == nil {
+	if !r.wantsLive() {
 		return args, func() {}
 	}
 	path := filepath.Join(r.dir, s.Phase, s.ID+".live-"+kind+".ndjson")
@@ -58,14 +58,14 @@ func (r *runner) liveArgs(s Step, kind string, args []string) ([]string, func())
 				}
 			}
 			if v.Ms > first.Ms {
-				r.hub.Add(stage.Throughput{ID: s.ID, RPS: float64(v.Answered-first.Answered) * 1000 / float64(v.Ms-first.Ms)})
+				r.emitLive(LiveRate{ID: s.ID, RPS: float64(v.Answered-first.Answered) * 1000 / float64(v.Ms-first.Ms)})
 			}
 		})
 	case "fast":
 		return args, r.tapLive(path, func(line []byte) {
 			var v live.Probe
 			if json.Unmarshal(line, &v) == nil && !v.Failed {
-				r.hub.Add(stage.Probe{ID: s.ID, Server: s.Server.Name, Ms: v.Ms})
+				r.emitLive(LiveProbe{ID: s.ID, Server: s.Server.Name, Ms: v.Ms})
 			}
 		})
 	default: // perconn: the stall rule, live, on what each connection saw so far
@@ -76,10 +76,9 @@ func (r *runner) liveArgs(s Step, kind string, args []string) ([]string, func())
 				return
 			}
 			conn, verdict := judge.add(v)
-			// The connection as seen so far: a frame sends its newest.
-			r.hub.AddMax(fmt.Sprintf("conn/%s/%d", s.ID, v.Conn), conn, float64(judge.conns[v.Conn].due))
+			r.emitLive(conn)
 			if verdict != nil {
-				r.hub.Add(*verdict)
+				r.emitLive(*verdict)
 			}
 		})
 	}
@@ -89,13 +88,13 @@ func (r *runner) liveArgs(s Step, kind string, args []string) ([]string, func())
 // and applies the stall rule to it, as the tables will to the whole.
 type liveJudge struct {
 	s     Step
-	conns map[int]*liveConn
+	conns map[int]*connSoFar
 	order []int
 	last  time.Time
 	v     stall.Verdict
 }
 
-type liveConn struct {
+type connSoFar struct {
 	loop int
 	// waits is what the server made its answered probes wait, in the
 	// prober's own histogram: its median is the figure the report gives
@@ -107,17 +106,17 @@ type liveConn struct {
 
 // wait is the median of what the server made c's probes wait: the
 // figure the stall rule judges and the report's heatmap shows.
-func (c *liveConn) wait() time.Duration { return c.waits.P50() }
+func (c *connSoFar) wait() time.Duration { return c.waits.P50() }
 
-func newLiveJudge(s Step) *liveJudge { return &liveJudge{s: s, conns: map[int]*liveConn{}} }
+func newLiveJudge(s Step) *liveJudge { return &liveJudge{s: s, conns: map[int]*connSoFar{}} }
 
 // add takes a probe; it returns the probe's connection as seen so far
 // (whether it stalled as the rule last judged), and a verdict at most
-// every 250 ms.
-func (j *liveJudge) add(p live.Probe) (stage.Conn, *stage.Verdict) {
+// every liveEvery.
+func (j *liveJudge) add(p live.Probe) (LiveConn, *LiveVerdict) {
 	c := j.conns[p.Conn]
 	if c == nil {
-		c = &liveConn{waits: hist.New()}
+		c = &connSoFar{waits: hist.New()}
 		j.conns[p.Conn] = c
 		j.order = append(j.order, p.Conn)
 		slices.Sort(j.order)
@@ -131,8 +130,8 @@ func (j *liveJudge) add(p live.Probe) (stage.Conn, *stage.Verdict) {
 			c.waits.Record(time.Duration(math.Round(p.WaitMs * 1e6))) // the prober's ns again: the line has them exactly
 		}
 	}
-	var out *stage.Verdict
-	if now := time.Now(); now.Sub(j.last) >= stage.Every {
+	var out *LiveVerdict
+	if now := time.Now(); now.Sub(j.last) >= liveEvery {
 		j.last = now
 		var conns []stall.Conn
 		for _, id := range j.order {
@@ -140,10 +139,10 @@ func (j *liveJudge) add(p live.Probe) (stage.Conn, *stage.Verdict) {
 			conns = append(conns, stall.Conn{ID: id, Loop: k.loop, Due: k.due, Answered: k.answered, Wait: k.wait(), FromServer: true})
 		}
 		j.v = stall.Judge(conns, j.s.Block.D(), stall.Machine{})
-		out = &stage.Verdict{ID: j.s.ID, Judged: j.v.Judged, Stalled: j.v.Count, Conns: len(conns), Why: j.v.Why}
+		out = &LiveVerdict{ID: j.s.ID, Judged: j.v.Judged, Stalled: j.v.Count, Conns: len(conns), Why: j.v.Why}
 	}
 	i := slices.Index(j.order, p.Conn)
-	ev := stage.Conn{ID: j.s.ID, Conn: p.Conn, Loop: c.loop, Ms: c.worstMs, Stalled: i < len(j.v.Stalled) && j.v.Stalled[i]}
+	ev := LiveConn{ID: j.s.ID, Conn: p.Conn, Loop: c.loop, Ms: c.worstMs, Stalled: i < len(j.v.Stalled) && j.v.Stalled[i], Due: c.due}
 	if c.waits.Count() > 0 {
 		ms := float64(c.wait()) / 1e6
 		ev.WaitMs = &ms
@@ -151,13 +150,14 @@ func (j *liveJudge) add(p live.Probe) (stage.Conn, *stage.Verdict) {
 	return ev, out
 }
 
-// lagEvent gives the stage each loop's largest lag in a /lag event.
+// lagEvent tells the observers that take the live samples each loop's
+// largest lag in a /lag event; nil when none does.
 func (r *runner) lagEvent(server string) func(lag.Event) {
-	if r.hub == nil {
+	if !r.wantsLive() {
 		return nil
 	}
 	return func(ev lag.Event) {
-		at := r.hub.Ms(time.Unix(0, ev.TimeNs)) // the window's end, on the stage's clock
+		at := time.Unix(0, ev.TimeNs) // the window's end
 		for _, l := range ev.Loops {
 			where, heldMs := "", 0.0
 			// A block that began in the last second: its record grows
@@ -166,7 +166,7 @@ func (r *runner) lagEvent(server string) func(lag.Event) {
 				clean := c.Clean()
 				where, heldMs = clean.Where(), float64(clean.HeldNs)/1e6
 			}
-			r.hub.Add(stage.Lag{Server: server, Loop: l.Loop, Ms: float64(l.LagMaxNs) / 1e6, Blocked: l.BlockedNow, At: at, Where: where, HeldMs: heldMs})
+			r.emitLive(LiveLag{Server: server, Loop: l.Loop, Ms: float64(l.LagMaxNs) / 1e6, Blocked: l.BlockedNow, At: at, Where: where, HeldMs: heldMs})
 		}
 	}
 }

@@ -225,6 +225,61 @@ func TestStageObserver(t *testing.T) {
 	}
 }
 
+// TestStageLiveObserver: the stage as the observer of the live samples,
+// from scripted ones, no servers and no tools: each as the page's event
+// of its kind with its values, a stall connection's newest of a frame
+// (the most probes due) in the place of its first, a loop's lag on the
+// stage's clock; and the runner's live verdicts come at most once a
+// frame.
+func TestStageLiveObserver(t *testing.T) {
+	if liveEvery != stage.Every {
+		t.Errorf("the live verdicts come every %s, the stage's frames every %s", liveEvery, stage.Every)
+	}
+	o := opts(t, func(o *Options) { onStage(o); o.Servers, o.Loops = []string{"loop", "pool"}, 2 })
+	rec := filepath.Join(t.TempDir(), "stage.ndjson")
+	hub, err := stage.NewHub(rec, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := newStageSteps(o, t.TempDir(), hub, stageKeys(hub), nil, nil, nil)
+	var lo LiveObserver = st
+	wait := 1.25
+	at := time.Now().Add(1500 * time.Millisecond)
+	for _, ev := range []Live{
+		LiveRate{ID: "sweep-loop-gnet-c4", RPS: 1234.5},
+		LiveProbe{ID: "sweep-loop-gnet-c4", Server: "loop-gnet", Ms: 0.75},
+		LiveConn{ID: "stall-loop-gnet-k1", Conn: 3, Loop: 1, Ms: 2, Due: 1},
+		LiveVerdict{ID: "stall-loop-gnet-k1", Judged: true, Stalled: 1, Conns: 12},
+		LiveConn{ID: "stall-loop-gnet-k1", Conn: 4, Loop: 2, Ms: 40, WaitMs: &wait, Stalled: true, Due: 1},
+		LiveConn{ID: "stall-loop-gnet-k1", Conn: 3, Loop: 1, Ms: 9, WaitMs: &wait, Stalled: true, Due: 2},
+		LiveVerdict{ID: "stall-pool-k2", Why: "the machine was too busy to judge"},
+		LiveLag{Server: "loop-gnet", Loop: 1, Ms: 251.5, Blocked: true, At: at, Where: "in syscall at block.nanosleep (block/block.go:82)", HeldMs: 250},
+		LiveLag{Server: "pool", Loop: 0, Ms: 0.5, At: at},
+	} {
+		lo.ObserveLive(ev)
+	}
+	hub.Flush()
+	if err := hub.Close(); err != nil {
+		t.Fatal(err)
+	}
+	atMs := fmt.Sprint(hub.Ms(at))
+	want := []string{
+		`{"k":"state","state":"waiting: press Space"}`,
+		`{"k":"tp","id":"sweep-loop-gnet-c4","rps":1234.5}`,
+		`{"k":"probe","id":"sweep-loop-gnet-c4","server":"loop-gnet","ms":0.75}`,
+		`{"k":"conn","id":"stall-loop-gnet-k1","conn":3,"loop":1,"ms":9,"wait_ms":1.25,"stalled":true}`,
+		`{"k":"verdict","id":"stall-loop-gnet-k1","judged":true,"stalled":1,"conns":12}`,
+		`{"k":"conn","id":"stall-loop-gnet-k1","conn":4,"loop":2,"ms":40,"wait_ms":1.25,"stalled":true}`,
+		`{"k":"verdict","id":"stall-pool-k2","judged":false,"stalled":0,"conns":0,"why":"the machine was too busy to judge"}`,
+		`{"k":"lag","server":"loop-gnet","loop":1,"ms":251.5,"blocked":true,"at":` + atMs + `,"where":"in syscall at block.nanosleep (block/block.go:82)","held_ms":250}`,
+		`{"k":"lag","server":"pool","loop":0,"ms":0.5,"blocked":false,"at":` + atMs + `}`,
+	}
+	frames := stageFrames(t, rec)
+	if len(frames) != 1 || strings.Join(frames[0], "\n") != strings.Join(want, "\n") {
+		t.Errorf("the stage recorded\n%q\nwant one frame of\n%s", frames, strings.Join(want, "\n"))
+	}
+}
+
 // readStage reads a stage recording's events, frame by frame.
 func readStage(t *testing.T, path string) []stageEvent {
 	t.Helper()

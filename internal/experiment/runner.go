@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/bystander-kit/bystander/internal/results"
-	"github.com/bystander-kit/bystander/internal/stage"
 )
 
 // asIsTarget is the --target s is when it is measured as it is, else nil.
@@ -34,9 +33,9 @@ type runner struct {
 	run   *results.Run
 	out   io.Writer
 	// observers are told the run's events (events.go): the progress
-	// lines, and the stage's page on stage.
+	// lines, and the stage's page on stage (a LiveObserver: it is told
+	// the live samples too). They are all added before the first step.
 	observers []Observer
-	hub       *stage.Hub // the stage's live view, or nil
 	start     time.Time
 	// warmed are the servers measured as they are that were warmed up.
 	warmed map[string]bool
@@ -69,6 +68,28 @@ func (r *runner) record(slot int, m results.Measurement) {
 func (r *runner) emit(ev Event) {
 	for _, o := range r.observers {
 		o.Observe(ev)
+	}
+}
+
+// wantsLive: an observer takes the live samples (the tools are asked
+// for them, and read, only then).
+func (r *runner) wantsLive() bool {
+	for _, o := range r.observers {
+		if _, ok := o.(LiveObserver); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// emitLive tells every observer that takes the live samples ev; safe
+// from any goroutine (the observers are all added before the first
+// step).
+func (r *runner) emitLive(ev Live) {
+	for _, o := range r.observers {
+		if lo, ok := o.(LiveObserver); ok {
+			lo.ObserveLive(ev)
+		}
 	}
 }
 

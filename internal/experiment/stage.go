@@ -86,7 +86,6 @@ func (r *runner) runStage(ctx context.Context, stdout io.Writer, started func())
 	started()
 	hubDone := make(chan struct{})
 	go func() { hub.Run(sctx); close(hubDone) }()
-	r.hub = hub
 	hub.Add(stageHello(r.o, r.plan.Steps))
 	waitForPage(ctx, r.o, hub, stdout)
 

@@ -246,6 +246,15 @@ func TestStage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The tools' live samples all reached the page, each of its kind:
+	// loadgen's rate, the /fast probes, the stall connections and the
+	// rule's verdicts, the loops' lag.
+	kinds := recordedKinds(t, filepath.Join(dir, "stage.ndjson"))
+	for _, k := range []string{"tp", "probe", "conn", "verdict", "lag"} {
+		if kinds[k] == 0 {
+			t.Errorf("the recording holds no %q event (it holds %v)", k, kinds)
+		}
+	}
 	lastLive := liveWaits(t, filepath.Join(dir, "stage.ndjson"))
 	for _, row := range f.Stall {
 		compared := 0
@@ -324,6 +333,32 @@ func TestStage(t *testing.T) {
 	if c := <-rcode; c != 0 || !strings.Contains(rout.String(), "replayed") {
 		t.Fatalf("replay exit %d\n%s", c, rout.String())
 	}
+}
+
+// recordedKinds counts a recording's events by kind.
+func recordedKinds(t *testing.T, path string) map[string]int {
+	t.Helper()
+	frames, err := stage.Recording(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]int{}
+	for _, b := range frames {
+		var fr stage.Frame
+		if err := json.Unmarshal(b, &fr); err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range fr.Events {
+			var ev struct {
+				K string `json:"k"`
+			}
+			if err := json.Unmarshal(e, &ev); err != nil || !slices.Contains(stage.Kinds, ev.K) {
+				t.Fatalf("a recorded event of no kind the page knows: %s", e)
+			}
+			out[ev.K]++
+		}
+	}
+	return out
 }
 
 // liveWaits is each stall connection's last live wait in a recording, by

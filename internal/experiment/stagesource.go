@@ -15,7 +15,8 @@ import (
 // stageSteps is the stage seen from the runner: its step source, giving
 // the slides' steps as the presenter's keys (or --auto) ask (next, goto
 // N: the first slide of screen N, repeat: the slide shown, measured
-// again; P pauses), and an observer that shows each step on the page. On
+// again; P pauses), and an observer that shows each step on the page and,
+// as a LiveObserver, what the tools see while it runs. On
 // the slip's slide the presenter's next key slows the call (the file
 // loadgen --switch-when watches), the plan's moment at the latest.
 type stageSteps struct {
@@ -174,6 +175,25 @@ func (st *stageSteps) Observe(ev Event) {
 	case StepEnded:
 		st.hub.Add(stepEvent(ev.M.Step, "end", st.o.Slots, &ev.M, st.row))
 		st.disarmSlip()
+	}
+}
+
+// ObserveLive shows the live samples on the page, each as its event: a
+// stall connection once a frame, as its newest sample (the most probes
+// due) says it, a loop's lag at the window's end on the stage's clock.
+func (st *stageSteps) ObserveLive(ev Live) {
+	switch ev := ev.(type) {
+	case LiveRate:
+		st.hub.Add(stage.Throughput{ID: ev.ID, RPS: ev.RPS})
+	case LiveProbe:
+		st.hub.Add(stage.Probe{ID: ev.ID, Server: ev.Server, Ms: ev.Ms})
+	case LiveConn:
+		st.hub.AddMax(fmt.Sprintf("conn/%s/%d", ev.ID, ev.Conn),
+			stage.Conn{ID: ev.ID, Conn: ev.Conn, Loop: ev.Loop, Ms: ev.Ms, WaitMs: ev.WaitMs, Stalled: ev.Stalled}, float64(ev.Due))
+	case LiveVerdict:
+		st.hub.Add(stage.Verdict{ID: ev.ID, Judged: ev.Judged, Stalled: ev.Stalled, Conns: ev.Conns, Why: ev.Why})
+	case LiveLag:
+		st.hub.Add(stage.Lag{Server: ev.Server, Loop: ev.Loop, Ms: ev.Ms, Blocked: ev.Blocked, At: st.hub.Ms(ev.At), Where: ev.Where, HeldMs: ev.HeldMs})
 	}
 }
 
