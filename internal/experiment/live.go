@@ -91,7 +91,9 @@ type liveJudge struct {
 	conns map[int]*connSoFar
 	order []int
 	last  time.Time
-	v     stall.Verdict
+	// stalled is the last verdict's, by connection: a connection heard of
+	// since then is not in it.
+	stalled map[int]bool
 }
 
 type connSoFar struct {
@@ -138,11 +140,14 @@ func (j *liveJudge) add(p live.Probe) (LiveConn, *LiveVerdict) {
 			k := j.conns[id]
 			conns = append(conns, stall.Conn{ID: id, Loop: k.loop, Due: k.due, Answered: k.answered, Wait: k.wait(), FromServer: true})
 		}
-		j.v = stall.Judge(conns, j.s.Block.D(), stall.Machine{})
-		out = &LiveVerdict{ID: j.s.ID, Judged: j.v.Judged, Stalled: j.v.Count, Conns: len(conns), Why: j.v.Why}
+		v := stall.Judge(conns, j.s.Block.D(), stall.Machine{})
+		j.stalled = map[int]bool{}
+		for i, st := range v.Stalled {
+			j.stalled[conns[i].ID] = st
+		}
+		out = &LiveVerdict{ID: j.s.ID, Judged: v.Judged, Stalled: v.Count, Conns: len(conns), Why: v.Why}
 	}
-	i := slices.Index(j.order, p.Conn)
-	ev := LiveConn{ID: j.s.ID, Conn: p.Conn, Loop: c.loop, Ms: c.worstMs, Stalled: i < len(j.v.Stalled) && j.v.Stalled[i], Due: c.due}
+	ev := LiveConn{ID: j.s.ID, Conn: p.Conn, Loop: c.loop, Ms: c.worstMs, Stalled: j.stalled[p.Conn], Due: c.due}
 	if c.waits.Count() > 0 {
 		ms := float64(c.wait()) / 1e6
 		ev.WaitMs = &ms

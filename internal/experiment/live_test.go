@@ -271,3 +271,37 @@ func liveRunner(t *testing.T, o Options, dir string, hub *stage.Hub) *runner {
 	t.Helper()
 	return &runner{o: o, dir: dir, observers: []Observer{newStageSteps(o, dir, hub, stageKeys(hub), nil, nil, nil)}}
 }
+
+// TestLiveStalledByConnection: a connection first heard of after a verdict
+// (a lower number than those judged) takes no other connection's stalled
+// flag, and those judged keep their own until the next verdict. The flags
+// were the last verdict's by position in the sorted connections, so one
+// new connection shifted every flag after it by one.
+func TestLiveStalledByConnection(t *testing.T) {
+	judge := newLiveJudge(Step{ID: "stall-x-k1", Block: results.Block(100 * time.Millisecond)})
+	// Connections 3-11 on loops 0-2 (3 to a loop); loop 1's (4, 7, 10)
+	// wait the call, the others a fraction of a millisecond.
+	for range 5 {
+		for conn := 3; conn < 12; conn++ {
+			w := 0.2
+			if conn%3 == 1 {
+				w = 150
+			}
+			judge.add(live.Probe{Conn: conn, Loop: conn % 3, WaitMs: w})
+		}
+	}
+	judge.last = time.Time{} // the next probe brings a verdict
+	if _, v := judge.add(live.Probe{Conn: 5, Loop: 2, WaitMs: 0.2}); v == nil || !v.Judged || v.Stalled != 3 {
+		t.Fatalf("verdict %+v: want loop 1's 3 connections stalled", v)
+	}
+	judge.last = time.Now() // no verdict for what follows
+	if ev, v := judge.add(live.Probe{Conn: 0, Loop: 0, WaitMs: 0.2}); v != nil || ev.Stalled {
+		t.Errorf("connection 0, new since the verdict: stalled %v (verdict %+v): it was not judged", ev.Stalled, v)
+	}
+	for conn := 3; conn < 12; conn++ {
+		ev, _ := judge.add(live.Probe{Conn: conn, Loop: conn % 3, WaitMs: 0.2})
+		if want := conn%3 == 1; ev.Stalled != want {
+			t.Errorf("connection %d after connection 0 came: stalled %v, the verdict said %v", conn, ev.Stalled, want)
+		}
+	}
+}
