@@ -276,8 +276,8 @@ func slipHolds(t *testing.T, f *findings.Findings, binds map[string]string) {
 	}
 	for _, r := range f.Slip {
 		name := r.Step.Server.Name
-		if r.Binds != binds[name] || !r.Before.PerS.OK() || !r.After.PerS.OK() {
-			t.Errorf("%s: binds %q (want %q), before %v after %v: %s", name, r.Binds, binds[name], r.Before.PerS, r.After.PerS, r.Why)
+		if b := prose.Workers(r.Workers, r.Binds); b != binds[name] || !r.Before.PerS.OK() || !r.After.PerS.OK() {
+			t.Errorf("%s: binds %q (want %q), before %v after %v: %s", name, b, binds[name], r.Before.PerS, r.After.PerS, prose.SlipSentence(r))
 			continue
 		}
 		t.Logf("%s", prose.SlipSentence(r))
@@ -289,7 +289,7 @@ func slipHolds(t *testing.T, f *findings.Findings, binds map[string]string) {
 			}
 			limit := findings.CeilingPerS(r.Workers, mb) + float64(r.Workers)/spans[i].Seconds()
 			if h.PerS.Median() > limit {
-				t.Errorf("%s: side %d at %.1f req/s, above %s / %s measured (%.1f with the requests in flight at its start)", name, i, h.PerS.Median(), r.Binds, mb, limit)
+				t.Errorf("%s: side %d at %.1f req/s, above %s / %s measured (%.1f with the requests in flight at its start)", name, i, h.PerS.Median(), prose.Workers(r.Workers, r.Binds), mb, limit)
 			}
 		}
 	}

@@ -41,7 +41,7 @@ func slipCharts(f *findings.Findings) []section {
 		}
 		tput.Missing = missing(groups, "slip")
 		for _, r := range f.Slip {
-			if r.OK() && r.Why != "" {
+			if r.OK() && r.NotSplit != findings.SlipSplit {
 				tput.Missing = prose.SlipSentence(r)
 			}
 		}

@@ -334,7 +334,7 @@ func writeSlip(w io.Writer, f *findings.Findings) {
 				fast = ">=" + fast // censored probes count at their wait so far
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s / %s = %s req/s\t%s\t%s\t%d of %d\n", map[bool]string{true: name}[i == 0], sd.label, h.Block,
-				ms(us(h.MeasuredBlock)), perS(h.PerS), r.Binds, h.Block, words.Thousands(h.Ceiling), pct(h.Share), fast, h.FastProbes-h.FastCensored, h.FastProbes)
+				ms(us(h.MeasuredBlock)), perS(h.PerS), Workers(r.Workers, r.Binds), h.Block, words.Thousands(h.Ceiling), pct(h.Share), fast, h.FastProbes-h.FastCensored, h.FastProbes)
 		}
 		notes = append(notes, "  "+SlipSentence(r))
 	}
