@@ -22,11 +22,8 @@ func SlipCeiling(r findings.SlipRow) string {
 func SlipSentence(r findings.SlipRow) string {
 	name := r.Step.Server.Name
 	if !r.Before.PerS.OK() || !r.After.PerS.OK() {
-		switch r.NotSplit {
-		case findings.SlipNoSteps:
-			return name + ": the two sides not told apart: its load result has no steps (loadgen --tick) or no moment of the slip."
-		case findings.SlipNotSettled:
-			return fmt.Sprintf("%s: the two sides not told apart: the requests asked for %s before the step were still being answered when the window ended.", name, r.Before.Block)
+		if why := SlipNotSplit(r); why != "" {
+			return fmt.Sprintf("%s: the two sides not told apart: %s.", name, why)
 		}
 		return ""
 	}
@@ -34,6 +31,18 @@ func SlipSentence(r findings.SlipRow) string {
 		"once the last answer asked for %s came back (%s after the step).",
 		name, r.Fell(), perS(r.Before.PerS), perS(r.After.PerS), pct(r.Before.Share), pct(r.After.Share), Workers(r.Workers, r.Binds)+" / the measured block",
 		r.CeilingFell(), time.Duration(r.AfterFrom.Median()), r.Before.Block, ms(us(r.Settling)))
+}
+
+// SlipNotSplit says why a slip's two sides could not be told apart ("" when
+// they were).
+func SlipNotSplit(r findings.SlipRow) string {
+	switch r.NotSplit {
+	case findings.SlipNoSteps:
+		return "its load result has no steps (loadgen --tick) or no moment of the slip"
+	case findings.SlipNotSettled:
+		return fmt.Sprintf("the requests asked for %s before the step were still being answered when the window ended", r.Before.Block)
+	}
+	return ""
 }
 
 // SlipMoment says when the call slowed, for a caption: halfway through
