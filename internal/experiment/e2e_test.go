@@ -306,8 +306,8 @@ func exactOrTooBusy(t *testing.T, f *findings.Findings) {
 	for _, r := range f.Stall {
 		if r.Judged == 0 {
 			switch {
-			case len(r.Unjudged) > 0 && strings.Contains(r.Unjudged[0], "machine too busy to judge"):
-				t.Logf("%s: %s", r.Step.ID, r.Unjudged[0])
+			case len(r.Unjudged) > 0 && strings.Contains(r.Unjudged[0].Why, "machine too busy to judge"):
+				t.Logf("%s: %s", r.Step.ID, prose.StallUnjudged(r.Unjudged[0]))
 			case len(r.Unjudged) == 0 && !r.OK() && r.Why != "":
 				// Not measured (a measurement that failed on a machine this
 				// busy), and the row says so: never a figure.
@@ -322,7 +322,7 @@ func exactOrTooBusy(t *testing.T, f *findings.Findings) {
 			want = 0
 		}
 		if !r.Match || r.Stalled.Median() != float64(want) || r.Expected.Median() != float64(want) {
-			t.Errorf("%s: stalled %v, expected %v (match %v), want %d: %q", r.Step.ID, r.Stalled, r.Expected, r.Match, want, r.Mismatch)
+			t.Errorf("%s: stalled %v, expected %v (match %v), want %d: %+v", r.Step.ID, r.Stalled, r.Expected, r.Match, want, r.Mismatch)
 		}
 	}
 }
@@ -618,7 +618,7 @@ func TestStallStarvedServer(t *testing.T) {
 	starved := 0
 	for _, r := range f.Stall {
 		for _, u := range r.Unjudged {
-			if strings.Contains(u, "did not get a CPU") {
+			if strings.Contains(u.Why, "did not get a CPU") {
 				starved++
 			}
 		}

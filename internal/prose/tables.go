@@ -255,10 +255,10 @@ func writeStall(w io.Writer, f *findings.Findings) {
 	for _, r := range f.Stall {
 		name := fmt.Sprintf("k=%d %s", r.Step.K, r.Step.Server.Name)
 		for _, u := range r.Unjudged {
-			said = append(said, name+": "+u)
+			said = append(said, name+": "+StallUnjudged(u))
 		}
 		for _, m := range r.Mismatch {
-			said = append(said, name+": not exactly those: "+m)
+			said = append(said, name+": not exactly those: "+StallMismatch(m))
 		}
 		if off := BlockOffText(r.Step.Block.D(), r.BlockOffNs); off != "" {
 			said = append(said, name+": "+off)
