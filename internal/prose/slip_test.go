@@ -1,6 +1,7 @@
 package prose
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -53,5 +54,19 @@ func TestSlipMoment(t *testing.T) {
 	f.Params.Stage = true
 	if got := SlipMoment(f); got != "at the presenter's key (each side from when it came)" {
 		t.Errorf("a stage run's moment: %q", got)
+	}
+}
+
+// TestSlipNotSplitRow: a slip measured whose two sides could not be told
+// apart says why in its row of the tables.
+func TestSlipNotSplitRow(t *testing.T) {
+	g := &findings.Group{Step: results.Step{ID: "slip-pool", Phase: "slip", Conc: 64, Server: results.Server{Name: "pool", Kind: "pool", Workers: 200}},
+		Load: []*results.Result{{}}}
+	r := findings.SlipRow{Group: g, Workers: 64, Binds: findings.WorkerCallers, NotSplit: findings.SlipNotSettled,
+		Before: findings.SlipHalf{Block: 5 * time.Millisecond, PerS: findings.Figure{9000}}, After: findings.SlipHalf{Block: 50 * time.Millisecond}}
+	var sb strings.Builder
+	WriteTables(&sb, &findings.Findings{Run: &results.Run{}, Slip: []findings.SlipRow{r}})
+	if want := "pool    the two sides not told apart: the requests asked for 5ms before the step were still being answered when the window ended"; !strings.Contains(sb.String(), want) {
+		t.Errorf("the row does not say why:\n%s", sb.String())
 	}
 }
