@@ -276,8 +276,8 @@ func slipHolds(t *testing.T, f *findings.Findings, binds map[string]string) {
 	}
 	for _, r := range f.Slip {
 		name := r.Step.Server.Name
-		if r.Binds != binds[name] || !r.Before.PerS.OK() || !r.After.PerS.OK() {
-			t.Errorf("%s: binds %q (want %q), before %v after %v: %s", name, r.Binds, binds[name], r.Before.PerS, r.After.PerS, r.Why)
+		if b := prose.Workers(r.Workers, r.Binds); b != binds[name] || !r.Before.PerS.OK() || !r.After.PerS.OK() {
+			t.Errorf("%s: binds %q (want %q), before %v after %v: %s", name, b, binds[name], r.Before.PerS, r.After.PerS, prose.SlipSentence(r))
 			continue
 		}
 		t.Logf("%s", prose.SlipSentence(r))
@@ -289,7 +289,7 @@ func slipHolds(t *testing.T, f *findings.Findings, binds map[string]string) {
 			}
 			limit := findings.CeilingPerS(r.Workers, mb) + float64(r.Workers)/spans[i].Seconds()
 			if h.PerS.Median() > limit {
-				t.Errorf("%s: side %d at %.1f req/s, above %s / %s measured (%.1f with the requests in flight at its start)", name, i, h.PerS.Median(), r.Binds, mb, limit)
+				t.Errorf("%s: side %d at %.1f req/s, above %s / %s measured (%.1f with the requests in flight at its start)", name, i, h.PerS.Median(), prose.Workers(r.Workers, r.Binds), mb, limit)
 			}
 		}
 	}
@@ -306,8 +306,8 @@ func exactOrTooBusy(t *testing.T, f *findings.Findings) {
 	for _, r := range f.Stall {
 		if r.Judged == 0 {
 			switch {
-			case len(r.Unjudged) > 0 && strings.Contains(r.Unjudged[0], "machine too busy to judge"):
-				t.Logf("%s: %s", r.Step.ID, r.Unjudged[0])
+			case len(r.Unjudged) > 0 && strings.Contains(r.Unjudged[0].Why, "machine too busy to judge"):
+				t.Logf("%s: %s", r.Step.ID, prose.StallUnjudged(r.Unjudged[0]))
 			case len(r.Unjudged) == 0 && !r.OK() && r.Why != "":
 				// Not measured (a measurement that failed on a machine this
 				// busy), and the row says so: never a figure.
@@ -322,7 +322,7 @@ func exactOrTooBusy(t *testing.T, f *findings.Findings) {
 			want = 0
 		}
 		if !r.Match || r.Stalled.Median() != float64(want) || r.Expected.Median() != float64(want) {
-			t.Errorf("%s: stalled %v, expected %v (match %v), want %d: %q", r.Step.ID, r.Stalled, r.Expected, r.Match, want, r.Mismatch)
+			t.Errorf("%s: stalled %v, expected %v (match %v), want %d: %+v", r.Step.ID, r.Stalled, r.Expected, r.Match, want, r.Mismatch)
 		}
 	}
 }
@@ -618,7 +618,7 @@ func TestStallStarvedServer(t *testing.T) {
 	starved := 0
 	for _, r := range f.Stall {
 		for _, u := range r.Unjudged {
-			if strings.Contains(u, "did not get a CPU") {
+			if strings.Contains(u.Why, "did not get a CPU") {
 				starved++
 			}
 		}

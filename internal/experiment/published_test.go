@@ -173,7 +173,7 @@ func heldFromOutside(t *testing.T, f *findings.Findings) {
 			// On a machine too busy to judge the step's connections, the
 			// blockers' own calls come slowly, and the looks may find no
 			// thread held at two in three: said, never a wrong thread.
-			busy := r.Judged == 0 && len(r.Unjudged) > 0 && strings.Contains(r.Unjudged[0], "machine too busy to judge")
+			busy := r.Judged == 0 && len(r.Unjudged) > 0 && strings.Contains(r.Unjudged[0].Why, "machine too busy to judge")
 			if len(r.Culprits) > r.Step.K || len(r.Culprits) == 0 && !busy {
 				t.Errorf("k=%d tomcat: held %q, want 1 to %d threads\n%s", r.Step.K, where, r.Step.K, said)
 			} else if len(r.Culprits) == 0 {

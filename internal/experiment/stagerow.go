@@ -108,7 +108,7 @@ func verdictOf(id string, st findings.StallRow) *stage.Verdict {
 	if v.Judged {
 		v.Stalled = int(st.Stalled.Median())
 	} else if len(st.Unjudged) > 0 {
-		v.Why = st.Unjudged[0]
+		v.Why = prose.StallUnjudged(st.Unjudged[0])
 	}
 	if o := st.Seen; o != nil { // seen from outside: a few lines, for a projector
 		names := make([]string, len(o.Held))

@@ -3,8 +3,6 @@ package findings
 import (
 	"math"
 	"time"
-
-	"github.com/bystander-kit/bystander/internal/words"
 )
 
 // Preset is one server of the run as the ceiling calculator's starting
@@ -12,10 +10,10 @@ import (
 // connections that bind), the block it measured, and the share of that
 // ceiling it reached where the workers bound it (the realistic factor).
 type Preset struct {
-	Server      string
-	Workers     int
-	WorkersText string        // "4 loops", "10 database connections"
-	Block       time.Duration // measured (the asked block where it did not say)
+	Server  string
+	Workers int
+	Binds   WorkerKind    // what the workers are (prose's PresetWorkers says them)
+	Block   time.Duration // measured (the asked block where it did not say)
 	// Share is the median share of the workers' ceiling over the sweep's
 	// rows the workers bound; 0 when none did (then the run cannot say how
 	// near a real server of this kind comes to its ceiling).
@@ -35,7 +33,7 @@ func (f *Findings) Presets() []Preset {
 		if s.SweepWorkers <= 0 {
 			continue
 		}
-		p := Preset{Server: s.Name, Workers: s.SweepWorkers, WorkersText: s.CeilingNoun(), Block: s.Block}
+		p := Preset{Server: s.Name, Workers: s.SweepWorkers, Binds: s.WorkerKind(), Block: s.Block}
 		if s.MeasuredBlock > 0 {
 			p.Block = s.MeasuredBlock
 		}
@@ -60,7 +58,7 @@ func (f *Findings) Presets() []Preset {
 			continue
 		}
 		w := max(1, int(math.Round(a.Workers)))
-		out = append(out, Preset{Server: a.Server, Workers: w, WorkersText: words.Plural(w, "worker") + " it behaves as", Block: a.CallTime(), AsIs: true})
+		out = append(out, Preset{Server: a.Server, Workers: w, Block: a.CallTime(), AsIs: true})
 	}
 	return out
 }

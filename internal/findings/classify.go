@@ -42,10 +42,10 @@ type Class struct {
 	Workers, DBConns int
 	// Stalls are its stall phase's rows with blockers, in k's order;
 	// Blockers the most blockers judged; TooBusy, when no measurement
-	// could be judged, why ("" when none says).
+	// could be judged, why (its Why "" when none says).
 	Stalls   []StallRow
 	Blockers int
-	TooBusy  string
+	TooBusy  StallUnjudged
 	// Top is its sweep row at the most callers (nil: none measured).
 	Top *SweepRow
 	// AsIs is the server measured as it is, classified from its sweep.
@@ -227,16 +227,16 @@ func (f *Findings) threadsOf(id string) int {
 	return n
 }
 
-// stallTooBusy says why no stall measurement could be judged, as the
-// first row that says so says it ("" when none does).
-func stallTooBusy(rows []StallRow) string {
+// stallTooBusy is why no stall measurement could be judged, as the first
+// row that says so says it (its Why "" when none does).
+func stallTooBusy(rows []StallRow) StallUnjudged {
 	for _, r := range rows {
 		if len(r.Unjudged) > 0 {
 			return r.Unjudged[0]
 		}
 		if r.Why != "" {
-			return r.Why
+			return StallUnjudged{Why: r.Why}
 		}
 	}
-	return ""
+	return StallUnjudged{}
 }

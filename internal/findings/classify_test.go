@@ -171,10 +171,10 @@ func TestClassBoundaries(t *testing.T) {
 	f = read()
 	for i, r := range f.Stall {
 		if r.Step.Server.Name == "pool" {
-			f.Stall[i].Judged, f.Stall[i].Unjudged = 0, []string{"machine too busy to judge: test"}
+			f.Stall[i].Judged, f.Stall[i].Unjudged = 0, []StallUnjudged{{Why: "machine too busy to judge: test"}}
 		}
 	}
-	if c := pool(f); c.Class != ClassUnknown || c.Case != ClassedTooBusy || !strings.Contains(c.TooBusy, "too busy") {
+	if c := pool(f); c.Class != ClassUnknown || c.Case != ClassedTooBusy || !strings.Contains(c.TooBusy.Why, "too busy") {
 		t.Errorf("nothing judged: %+v", c)
 	}
 }

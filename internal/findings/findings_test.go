@@ -97,12 +97,12 @@ func TestStallExpected(t *testing.T) {
 	if r := stallRow(g); r.Match || r.Stalled.Median() != 2 || r.Expected.Median() != 1 {
 		t.Fatalf("%+v", r)
 	}
-	if r := stallRow(g); len(r.Mismatch) != 1 || !strings.Contains(r.Mismatch[0], "connection 0 (loop 0) stalled, though no blocker was on its loop: the server made it wait 150ms") {
-		t.Fatalf("the mismatch is not said: %q", r.Mismatch)
+	if r := stallRow(g); len(r.Mismatch) != 1 || r.Mismatch[0].NotKnown || r.Mismatch[0].Conn != 0 || r.Mismatch[0].Loop != 0 || !r.Mismatch[0].Stalled || r.Mismatch[0].Wait.Round(time.Millisecond) != 150*time.Millisecond {
+		t.Fatalf("the mismatch is not told: %+v", r.Mismatch)
 	}
 	// Without the blockers' result nothing is expected for k > 0: no match claimed.
 	g.Reps[0].Load = nil
-	if r := stallRow(g); r.Match || r.Expected.OK() || len(r.Mismatch) != 1 {
+	if r := stallRow(g); r.Match || r.Expected.OK() || len(r.Mismatch) != 1 || !r.Mismatch[0].NotKnown {
 		t.Fatalf("%+v", r)
 	}
 }
@@ -120,16 +120,16 @@ func TestStallTooBusy(t *testing.T) {
 		Conns: &results.Result{PerConn: &results.PerConn{Conns: []results.ConnStat{conn(0, 0, ms(75)), conn(1, 1, ms(14)), conn(2, 2, ms(1))}}}}
 	g := &Group{Step: step, Reps: []Rep{unclear}}
 	r := stallRow(g)
-	if r.Judged != 0 || r.Stalled.OK() || r.Match || len(r.Unjudged) != 1 ||
-		!strings.Contains(r.Unjudged[0], "connection 1 (loop 1) waited 14ms") || !strings.Contains(r.Unjudged[0], "100% busy (90% by other processes)") ||
+	if r.Judged != 0 || r.Stalled.OK() || r.Match || len(r.Unjudged) != 1 || r.Unjudged[0].Repeat != 0 ||
+		!strings.Contains(r.Unjudged[0].Why, "connection 1 (loop 1) waited 14ms") || !strings.Contains(r.Unjudged[0].Why, "100% busy (90% by other processes)") ||
 		!r.Shared() || r.MachineOthers.Median() != 0.9 {
-		t.Fatalf("%+v\n%s", r, r.Unjudged)
+		t.Fatalf("%+v\n%+v", r, r.Unjudged)
 	}
 	judged := unclear
 	judged.M.Repeat = 2
 	judged.Conns = &results.Result{PerConn: &results.PerConn{Conns: []results.ConnStat{conn(0, 0, ms(75)), conn(1, 1, ms(1)), conn(2, 2, ms(1))}}}
 	g.Reps = append(g.Reps, judged)
-	if r := stallRow(g); r.Judged != 1 || r.Stalled.Median() != 1 || r.Conns.Median() != 3 || len(r.Unjudged) != 1 || !r.Match {
+	if r := stallRow(g); r.Judged != 1 || r.Stalled.Median() != 1 || r.Conns.Median() != 3 || len(r.Unjudged) != 1 || r.Unjudged[0].Repeat != 1 || !r.Match {
 		t.Fatalf("%+v", r)
 	}
 }

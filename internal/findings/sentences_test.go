@@ -29,13 +29,6 @@ var sentencesLeft = map[string]string{
 	"AsIs.classify": "as-is", "AsIsStep.judge": "as-is", "connsOffset": "as-is", "AsIs.watchOf": "as-is",
 	"AsIsWatch.Heading": "as-is", "AsIsWatch.Lines": "as-is", "AsIsWatch.forgivenText": "as-is", "AsIsWatch.CostText": "as-is",
 	"NotWatched": "as-is",
-	// The reasons a stall measurement or a connection was not judged.
-	"tally": "stall", "StallRow.addRep": "stall",
-	// A slip's binding workers, and a repetition not read.
-	"slipBinds": "slip", "SlipRow.addRep": "slip",
-	// The servers' ceiling workers in words, for the slip's binding
-	// workers and the calculator's presets.
-	"ServerSummary.CeilingNoun": "servers", "Findings.Presets": "servers",
 	// Why a measurement was not measured or not read, said as the run is
 	// read; a row's short reason; the bystander's saturation and window.
 	"Compute": "reading", "groups": "reading", "phaseStatus": "reading", "Unread.String": "reading", "Group.Short": "reading",

@@ -1,7 +1,6 @@
 package findings
 
 import (
-	"fmt"
 	"slices"
 	"time"
 )
@@ -30,25 +29,33 @@ type ServerSummary struct {
 	Phases          []string      `json:"phases"`
 }
 
-// CeilingNoun is the workers of the ceiling in words: "4 loops", "200
-// slots", "200 offload workers", "10 database connections" (the slip's
-// binding workers and the calculator's presets say it; prose's
-// ServerCeiling too).
-func (s ServerSummary) CeilingNoun() string {
-	noun := "slot"
-	if s.Kind == "loop" {
-		noun = "loop"
-	}
+// WorkerKind is what the workers of a ceiling are: the server's loops or
+// slots, the offload pool's workers, its database connections, or (the
+// slip's) the load's callers where those are fewer.
+type WorkerKind int
+
+// The kinds of workers a ceiling can have.
+const (
+	WorkerSlots WorkerKind = iota
+	WorkerLoops
+	WorkerOffload
+	WorkerDBConns
+	WorkerCallers
+)
+
+// WorkerKind is what the sweep's workers (SweepWorkers) are, for the words
+// of its ceiling (prose's CeilingNoun): the slip's binding workers and the
+// calculator's presets say them too.
+func (s ServerSummary) WorkerKind() WorkerKind {
 	switch {
 	case s.DBBound:
-		noun = "database connection"
+		return WorkerDBConns
 	case s.SweepWorkers != s.Workers:
-		noun = "offload worker"
+		return WorkerOffload
+	case s.Kind == "loop":
+		return WorkerLoops
 	}
-	if s.SweepWorkers != 1 {
-		noun += "s"
-	}
-	return fmt.Sprintf("%d %s", s.SweepWorkers, noun)
+	return WorkerSlots
 }
 
 // MeasuredApart is how far the ceiling from the measured block must be

@@ -1,11 +1,9 @@
 package findings
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/bystander-kit/bystander/internal/results"
-	"github.com/bystander-kit/bystander/internal/words"
 )
 
 // The slip phase: /slow at the highest concurrency while the call the load
@@ -46,11 +44,10 @@ type SlipTick struct {
 // SlipRow is one server's slip.
 type SlipRow struct {
 	*Group
-	// Workers bound the ceiling on both sides; Binds says which: "4
-	// loops", "64 callers", "10 database connections".
+	// Workers bound the ceiling on both sides; Binds says which: loops,
+	// callers, database connections (prose's Workers says "4 loops").
 	Workers       int
-	Binds         string
-	CallersBind   bool
+	Binds         WorkerKind
 	At, TickWidth time.Duration
 	Before, After SlipHalf
 	// Settling is how long after the step the last answer to a request
@@ -61,10 +58,20 @@ type SlipRow struct {
 	// repetition); it ends with the window.
 	AfterFrom Figure
 	Ticks     []SlipTick
-	// Why, when not empty, is why the halves could not be told apart (a
-	// result without its steps).
-	Why string
+	// NotSplit, when not SlipSplit, is why the halves could not be told
+	// apart.
+	NotSplit SlipNotSplit
 }
+
+// SlipNotSplit is why a slip's two sides could not be told apart.
+type SlipNotSplit int
+
+// Why a slip was not split, as SlipRowOf meets it.
+const (
+	SlipSplit      SlipNotSplit = iota
+	SlipNoSteps                 // a load result without its steps (loadgen --tick) or the slip's moment
+	SlipNotSettled              // the requests asked before the step were still answered at the window's end
+)
 
 // Fell is how many times fewer answers per second the slowed call left
 // (before / after, the medians), 0 when not known.
@@ -76,16 +83,16 @@ func (r SlipRow) Fell() float64 {
 	return b / a
 }
 
-// slipBinds is the workers of a slip step's ceiling and their name: the
+// slipBinds is the workers of a slip step's ceiling and what they are: the
 // server's (as WorkersOf counts them), or the callers where those are
 // fewer or the server sets no bound of its own.
-func slipBinds(s results.Step, offloadWorkers int) (int, string, bool) {
+func slipBinds(s results.Step, offloadWorkers int) (int, WorkerKind) {
 	w := WorkersOf(s, offloadWorkers)
 	if w == 0 || s.Conc < w {
-		return s.Conc, words.Plural(s.Conc, "caller"), true
+		return s.Conc, WorkerCallers
 	}
 	sum := ServerSummary{Kind: s.Server.Kind, Workers: s.Server.Workers, SweepWorkers: w, DBConns: s.Server.DBConns, DBBound: DBBinds(s, offloadWorkers)}
-	return w, sum.CeilingNoun(), false
+	return w, sum.WorkerKind()
 }
 
 // SlipRowOf reads a slip group: its halves from loadgen's ticks and the
@@ -93,7 +100,7 @@ func slipBinds(s results.Step, offloadWorkers int) (int, string, bool) {
 func SlipRowOf(g *Group, p Params) SlipRow {
 	s := g.Step
 	r := SlipRow{Group: g, At: time.Duration(s.SlipAtNs)}
-	r.Workers, r.Binds, r.CallersBind = slipBinds(s, p.OffloadWorkers)
+	r.Workers, r.Binds = slipBinds(s, p.OffloadWorkers)
 	r.Before = SlipHalf{Block: s.Block.D()}
 	r.After = SlipHalf{Block: s.SlipBlock.D()}
 	for _, h := range []*SlipHalf{&r.Before, &r.After} {
@@ -113,7 +120,7 @@ func SlipRowOf(g *Group, p Params) SlipRow {
 			at = time.Duration(sw)
 		}
 		if width <= 0 || len(rep.Load.Load.Ticks) == 0 || at <= 0 {
-			r.Why = "its load result has no steps (loadgen --tick) or no moment of the slip"
+			r.NotSplit = SlipNoSteps
 			continue
 		}
 		if first {
@@ -162,7 +169,7 @@ func (r *SlipRow) addRep(rep Rep, at, width time.Duration) (rates, ticksFast []f
 		fast, ticksFast, ticksCensored = r.addProbe(rep.Probe, at, afterFrom, width, measured, len(l.Ticks))
 	}
 	if spans[1] <= 0 {
-		r.Why = fmt.Sprintf("the requests asked for %s before the step were still being answered when the window ended", r.Before.Block)
+		r.NotSplit = SlipNotSettled
 	}
 	for side, h := range []*SlipHalf{&r.Before, &r.After} {
 		if spans[side] <= 0 {

@@ -1,7 +1,6 @@
 package findings
 
 import (
-	"strings"
 	"testing"
 	"time"
 
@@ -62,7 +61,7 @@ func TestSlip(t *testing.T) {
 		s                        results.Server
 		binds                    string
 		ceilings                 [2]float64
-		callersBind              bool
+		kind                     WorkerKind
 		perBefore, perAfter      int64
 		wantBefore, wantAfter    float64
 		fell                     float64
@@ -70,16 +69,16 @@ func TestSlip(t *testing.T) {
 		fastBefore, fastAfter    float64 // us
 		fastCensored, fastProbes int64   // after the step
 	}{
-		{loop, "4 loops", [2]float64{800, 80}, false, 77, 8, 770, 80, 770.0 / 80,
+		{loop, "4 loops", [2]float64{800, 80}, WorkerLoops, 77, 8, 770, 80, 770.0 / 80,
 			[][3]float64{{100, 80, 0}, {500, 90, 0}, {900, 70, 0}, {2100, 400, 0}, {3000, 600, 0}, {3500, 500, 1}, {3900, 100, 1}}, 80e3, 500e3, 2, 3},
-		{pool, "64 callers", [2]float64{12800, 1280}, true, 1000, 125, 10000, 1250, 8, nil, 0, 0, 0, 0},
-		{dbPool, "10 database connections", [2]float64{2000, 200}, false, 190, 19, 1900, 190, 10, nil, 0, 0, 0, 0},
-		{goroutine, "64 callers", [2]float64{12800, 1280}, true, 1000, 125, 10000, 1250, 8, nil, 0, 0, 0, 0},
+		{pool, "64 callers", [2]float64{12800, 1280}, WorkerCallers, 1000, 125, 10000, 1250, 8, nil, 0, 0, 0, 0},
+		{dbPool, "10 database connections", [2]float64{2000, 200}, WorkerDBConns, 190, 19, 1900, 190, 10, nil, 0, 0, 0, 0},
+		{goroutine, "64 callers", [2]float64{12800, 1280}, WorkerCallers, 1000, 125, 10000, 1250, 8, nil, 0, 0, 0, 0},
 	} {
 		t.Run(tc.s.Name+"/"+tc.binds, func(t *testing.T) {
 			r := SlipRowOf(slipGroup(tc.s, 64, tc.perBefore, tc.perAfter, 2150*time.Millisecond, tc.probes), Params{OffloadWorkers: 200})
-			if r.Binds != tc.binds || r.CallersBind != tc.callersBind || r.Before.Ceiling != tc.ceilings[0] || r.After.Ceiling != tc.ceilings[1] {
-				t.Fatalf("binds %q (callers %v), ceilings %v -> %v; want %q, %v", r.Binds, r.CallersBind, r.Before.Ceiling, r.After.Ceiling, tc.binds, tc.ceilings)
+			if r.Binds != tc.kind || r.Before.Ceiling != tc.ceilings[0] || r.After.Ceiling != tc.ceilings[1] {
+				t.Fatalf("binds %d workers of kind %v, ceilings %v -> %v; want %s, %v", r.Workers, r.Binds, r.Before.Ceiling, r.After.Ceiling, tc.binds, tc.ceilings)
 			}
 			// The drain (2.0-2.2 s: settled at 2.15 s, the after side from
 			// the next tick) is on neither side.
@@ -114,14 +113,14 @@ func TestSlip(t *testing.T) {
 	// A window that ends before the answers asked before the step are in:
 	// no after side, and the row says why.
 	r := SlipRowOf(slipGroup(loop, 64, 77, 8, 5*time.Second, nil), Params{})
-	if r.After.PerS.OK() || !strings.Contains(r.Why, "still being answered when the window ended") {
-		t.Fatalf("after %v, why %q", r.After.PerS, r.Why)
+	if r.After.PerS.OK() || r.NotSplit != SlipNotSettled {
+		t.Fatalf("after %v, not split %v", r.After.PerS, r.NotSplit)
 	}
 	// A load without ticks (an older loadgen): not told apart, said.
 	g := slipGroup(loop, 64, 77, 8, 2150*time.Millisecond, nil)
 	g.Reps[0].Load.Load.Ticks = nil
-	if r := SlipRowOf(g, Params{}); r.Before.PerS.OK() || !strings.Contains(r.Why, "no steps") {
-		t.Fatalf("before %v, why %q", r.Before.PerS, r.Why)
+	if r := SlipRowOf(g, Params{}); r.Before.PerS.OK() || r.NotSplit != SlipNoSteps {
+		t.Fatalf("before %v, not split %v", r.Before.PerS, r.NotSplit)
 	}
 }
 

@@ -1,7 +1,6 @@
 package findings
 
 import (
-	"fmt"
 	"slices"
 	"time"
 
@@ -9,7 +8,6 @@ import (
 	"github.com/bystander-kit/bystander/internal/outside"
 	"github.com/bystander-kit/bystander/internal/results"
 	"github.com/bystander-kit/bystander/internal/stall"
-	"github.com/bystander-kit/bystander/internal/words"
 )
 
 // StallCell is one connection of one stall measurement, on the loop it
@@ -49,11 +47,11 @@ type StallRow struct {
 	// exactly those on the loops the blockers' requests were answered on;
 	// Mismatch says where not, connection by connection.
 	Match    bool
-	Mismatch []string
+	Mismatch []StallMismatch
 	// Judged counts the repetitions the rule could judge; Unjudged gives
-	// why each other one could not ("machine too busy to judge: ...").
+	// why each other one could not.
 	Judged   int
-	Unjudged []string
+	Unjudged []StallUnjudged
 	Rule     string
 	// BlockerBlock is the blockers' measured block (their X-Blocked-Ns),
 	// ns, one per repetition that has it: what the verdict is judged
@@ -90,6 +88,28 @@ type StallRow struct {
 	// could not read, and what it cost.
 	Seen    *outside.Verdict
 	Outside []string
+}
+
+// StallMismatch is where a judged repetition's stalled connections were
+// not exactly those on the blockers' loops: a connection that stalled
+// though no blocker was on its loop (Stalled), or did not though its loop
+// was blocked, and what the server made it wait; or (NotKnown) a
+// repetition whose blockers left no result, so which loops they held is
+// not known.
+type StallMismatch struct {
+	NotKnown   bool
+	Conn, Loop int
+	Stalled    bool
+	Wait       time.Duration
+}
+
+// StallUnjudged is why the stall rule could not judge a repetition, in
+// the rule's words ("machine too busy to judge: ..."), and which one it
+// was: Repeat, or 0 where the words need not name it (the measurement's
+// only repetition, or a server's of no kind).
+type StallUnjudged struct {
+	Repeat int
+	Why    string
 }
 
 // machineOf is what the machine did over a stall measurement's window.
@@ -181,7 +201,7 @@ func (r *StallRow) blockersOf(g *Group, rep Rep) blockers {
 type stallTally struct {
 	cells                          []StallCell
 	expected, stalled              int
-	wrong                          []string
+	wrong                          []StallMismatch
 	stalledP50, stalledSend, sWait []float64
 	othersP50, oWait               []float64
 }
@@ -196,11 +216,7 @@ func tally(pc *results.PerConn, conns []stall.Conn, v stall.Verdict, b blockers)
 			t.expected++
 		}
 		if cell.Stalled != cell.OnBlockedLoop {
-			how := "stalled, though no blocker was on its loop"
-			if !cell.Stalled {
-				how = "did not stall, though its loop was blocked"
-			}
-			t.wrong = append(t.wrong, fmt.Sprintf("connection %d (loop %d) %s: the server made it wait %s", c.Conn, c.Loop, how, words.Round(conns[i].Wait)))
+			t.wrong = append(t.wrong, StallMismatch{Conn: c.Conn, Loop: c.Loop, Stalled: cell.Stalled, Wait: conns[i].Wait})
 		}
 		if !cell.Stalled {
 			t.othersP50 = append(t.othersP50, c.Latency.P50Us)
@@ -241,18 +257,18 @@ func (r *StallRow) addRep(g *Group, rep Rep) {
 		slices.Sort(r.BlockedLoops)
 	}
 	if !v.Judged {
-		why := v.Why
+		u := StallUnjudged{Why: v.Why}
 		if g.Step.Server.Kind != "" && len(g.Reps) > 1 {
-			why = fmt.Sprintf("repetition %d: %s", rep.M.Repeat, why)
+			u.Repeat = rep.M.Repeat
 		}
-		r.Unjudged = append(r.Unjudged, why)
+		r.Unjudged = append(r.Unjudged, u)
 		return
 	}
 	r.Judged++
 	r.Above = append(r.Above, float64(v.Above)/1e3)
 	if !b.known {
 		r.Match = false
-		r.Mismatch = append(r.Mismatch, "the blockers left no result, so which loops they held is not known")
+		r.Mismatch = append(r.Mismatch, StallMismatch{NotKnown: true})
 	} else {
 		r.Expected = append(r.Expected, float64(t.expected))
 		if len(t.wrong) > 0 {

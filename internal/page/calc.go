@@ -7,6 +7,7 @@ import (
 	"math"
 
 	"github.com/bystander-kit/bystander/internal/findings"
+	"github.com/bystander-kit/bystander/internal/prose"
 	"github.com/bystander-kit/bystander/internal/words"
 )
 
@@ -46,7 +47,7 @@ func calcSection(f *findings.Findings) section {
 	}{Workers: 4, BlockMs: "5", Peak: "1000", Share: "100"}
 	for i, p := range f.Presets() {
 		cp := calcPreset{Server: p.Server, Workers: p.Workers, BlockMs: words.Decimals(float64(p.Block) / 1e6), Share: "100",
-			Words: fmt.Sprintf("%s, %s", p.WorkersText, words.Ms(p.Block))}
+			Words: fmt.Sprintf("%s, %s", prose.PresetWorkers(p), words.Ms(p.Block))}
 		cp.Title = "no row of this run was bound by its workers: the share is left at 100 %"
 		if p.AsIs {
 			cp.Title = "measured as it is: the workers it behaves as and its call's own time, from its sweep; its ceiling is its plateau's, so the share is left at 100 %"

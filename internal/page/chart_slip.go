@@ -29,8 +29,12 @@ func slipCharts(f *findings.Findings) []section {
 	if len(f.Slip) == 0 && !slices.Contains(f.Run.Params.Phases, "slip") {
 		return nil // not asked for (a run before the phase, or --phases): nothing to say
 	}
+	// The captions say what the phase asked for: the first drawn server's
+	// blocks (one measured as it is asks for none: its call is its own).
 	first := findings.SlipRow{}
-	if len(f.Slip) > 0 {
+	if len(ok) > 0 {
+		first = ok[0]
+	} else if len(f.Slip) > 0 {
 		first = f.Slip[0]
 	}
 	tput, fast := slipSections(f, first)
@@ -41,7 +45,7 @@ func slipCharts(f *findings.Findings) []section {
 		}
 		tput.Missing = missing(groups, "slip")
 		for _, r := range f.Slip {
-			if r.OK() && r.Why != "" {
+			if r.OK() && r.NotSplit != findings.SlipSplit {
 				tput.Missing = prose.SlipSentence(r)
 			}
 		}

@@ -70,10 +70,10 @@ func stallChart(f *findings.Findings, name string, mine []findings.StallRow, sta
 		}
 		xcats = append(xcats, label)
 		for _, u := range r.Unjudged {
-			sec.Notes = append(sec.Notes, fmt.Sprintf("k=%d: %s", r.Step.K, u))
+			sec.Notes = append(sec.Notes, fmt.Sprintf("k=%d: %s", r.Step.K, prose.StallUnjudged(u)))
 		}
 		for _, m := range r.Mismatch {
-			sec.Notes = append(sec.Notes, fmt.Sprintf("k=%d, not exactly those: %s", r.Step.K, m))
+			sec.Notes = append(sec.Notes, fmt.Sprintf("k=%d, not exactly those: %s", r.Step.K, prose.StallMismatch(m)))
 		}
 		if v := r.Seen; v != nil { // seen from outside: /proc, and a JVM's stacks
 			seen = append(seen, *v)

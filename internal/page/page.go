@@ -283,55 +283,27 @@ func writePage(w io.Writer, p page) error {
 // run, or skipped a server in, and why ("" for none): as the terminal says
 // it when the run begins.
 func notRunLine(asked []string, skips []findings.PhaseSkips) string {
-	var asIs, asIsServers, notAsked, nothing, clauses []string
+	var notAsked, nothing []string
+	clauses := prose.SkippedPhases(skips, "the phases at the end say why, phase by phase")
 	for _, ps := range skips {
 		switch {
-		case len(ps.Skipped) > 0 && !slices.ContainsFunc(ps.Skipped, func(s findings.Skipped) bool { return !s.AsIs }):
-			asIs = append(asIs, ps.Phase)
-			for _, s := range ps.Skipped {
-				if !slices.Contains(asIsServers, s.Server) {
-					asIsServers = append(asIsServers, s.Server)
-				}
-			}
 		case len(ps.Skipped) > 0:
-			for _, s := range ps.Skipped {
-				clauses = append(clauses, fmt.Sprintf("the %s phase skipped %s: %s", ps.Phase, s.Server, s.Why))
-			}
 		case !ps.Asked:
 			notAsked = append(notAsked, ps.Phase)
 		default:
 			nothing = append(nothing, ps.Phase)
 		}
 	}
-	if len(asIs) > 0 {
-		verb, needs, them := "skips", "it needs", "measured as it is"
-		if len(asIs) > 1 {
-			verb, needs = "skip", "each needs"
-		}
-		if len(asIsServers) > 1 {
-			them = "each measured as it is"
-		}
-		clauses = append([]string{fmt.Sprintf("%s %s %s, %s: %s the protocol (the phases at the end say why, phase by phase)",
-			phasesText(asIs), verb, words.And(asIsServers), them, needs)}, clauses...)
-	}
 	if len(notAsked) > 0 {
-		clauses = append(clauses, fmt.Sprintf("%s %s not asked for (--phases %s)", phasesText(notAsked), wasWere(notAsked), strings.Join(asked, ",")))
+		clauses = append(clauses, fmt.Sprintf("%s %s not asked for (--phases %s)", prose.PhasesText(notAsked), wasWere(notAsked), strings.Join(asked, ",")))
 	}
 	if len(nothing) > 0 {
-		clauses = append(clauses, fmt.Sprintf("%s %s asked for, but no server of this run takes part (see --servers)", phasesText(nothing), wasWere(nothing)))
+		clauses = append(clauses, fmt.Sprintf("%s %s asked for, but no server of this run takes part (see --servers)", prose.PhasesText(nothing), wasWere(nothing)))
 	}
 	if len(clauses) == 0 {
 		return ""
 	}
 	return "Not on this page: " + strings.Join(clauses, "; ") + "."
-}
-
-// phasesText is "the stall phase", or "the stall, offload and trace phases".
-func phasesText(phases []string) string {
-	if len(phases) == 1 {
-		return "the " + phases[0] + " phase"
-	}
-	return "the " + words.And(phases) + " phases"
 }
 
 func wasWere(v []string) string {

@@ -96,10 +96,10 @@ func classText(c findings.Class, stalled string) string {
 	case findings.ClassedNoStall:
 		return "not classified: the stall phase was not measured"
 	case findings.ClassedTooBusy:
-		if c.TooBusy == "" {
+		if c.TooBusy.Why == "" {
 			return "not classified: no stall measurement could be judged"
 		}
-		return "not classified: " + c.TooBusy
+		return "not classified: " + StallUnjudged(c.TooBusy)
 	case findings.ClassedWholeLoops:
 		return fmt.Sprintf("a loop server: k blocked loops stalled exactly the connections on them (%s; %s, from X-Loop)", stalled, words.Plural(c.Loops, "loop"))
 	case findings.ClassedNotWhole:

@@ -266,7 +266,7 @@ func FaceOf(f *findings.Findings) Face {
 	for _, r := range f.Stall {
 		s := FaceStall{ID: r.Step.ID, Server: r.Step.Server.Name, K: r.Step.K, Stalled: StallStalled(r), Expected: num(r.Expected, "%.0f"),
 			Exactly: StallMatch(r), StalledWaitMs: face(r.StalledWait, 1e-3), OthersWaitMs: face(r.OthersWait, 1e-3), Machine: StallMachine(r),
-			Detector: StallDetector(r), Culprit: StallCulprit(r), Outside: r.Outside, Mismatch: r.Mismatch, Unjudged: r.Unjudged, BlockOff: BlockOffText(r.Step.Block.D(), r.BlockOffNs)}
+			Detector: StallDetector(r), Culprit: StallCulprit(r), Outside: r.Outside, Mismatch: sayAll(r.Mismatch, StallMismatch), Unjudged: sayAll(r.Unjudged, StallUnjudged), BlockOff: BlockOffText(r.Step.Block.D(), r.BlockOffNs)}
 		if !r.OK() {
 			s.Why = r.Why
 		}
@@ -295,4 +295,13 @@ func FaceOf(f *findings.Findings) Face {
 func FaceJSON(f *findings.Findings) []byte {
 	b, _ := json.MarshalIndent(FaceOf(f), "", "  ")
 	return append(b, '\n')
+}
+
+// sayAll says each of xs with say (nil for none, as the face omits it).
+func sayAll[T any](xs []T, say func(T) string) []string {
+	var out []string
+	for _, x := range xs {
+		out = append(out, say(x))
+	}
+	return out
 }

@@ -32,6 +32,29 @@ func ServerWorkers(s findings.ServerSummary) string {
 	return fmt.Sprintf("%d slots", s.Workers)
 }
 
+// Workers says n workers of a kind: "4 loops", "1 slot", "200 offload
+// workers", "10 database connections", "64 callers".
+func Workers(n int, k findings.WorkerKind) string {
+	noun := map[findings.WorkerKind]string{findings.WorkerSlots: "slot", findings.WorkerLoops: "loop", findings.WorkerOffload: "offload worker",
+		findings.WorkerDBConns: "database connection", findings.WorkerCallers: "caller"}[k]
+	return words.Plural(n, noun)
+}
+
+// CeilingNoun is the workers of a server's ceiling in words: "4 loops",
+// "200 slots", "200 offload workers", "10 database connections".
+func CeilingNoun(s findings.ServerSummary) string {
+	return Workers(s.SweepWorkers, s.WorkerKind())
+}
+
+// PresetWorkers is a calculator preset's workers in words: "4 loops", or,
+// for a server measured as it is, "4 workers it behaves as".
+func PresetWorkers(p findings.Preset) string {
+	if p.AsIs {
+		return words.Plural(p.Workers, "worker") + " it behaves as"
+	}
+	return Workers(p.Workers, p.Binds)
+}
+
 // ServerNoCeiling says why a server has no ceiling drawn ("" when it has one).
 func ServerNoCeiling(s findings.ServerSummary) string {
 	switch {
@@ -49,7 +72,7 @@ func ServerCeiling(s findings.ServerSummary) string {
 	if s.NominalCeiling == 0 {
 		return ""
 	}
-	return fmt.Sprintf("%s / %s = %s", s.CeilingNoun(), s.Block, words.PerS(s.NominalCeiling))
+	return fmt.Sprintf("%s / %s = %s", CeilingNoun(s), s.Block, words.PerS(s.NominalCeiling))
 }
 
 // StepCeiling is a step's ceiling in words, as the pages label it:

@@ -88,6 +88,31 @@ func Culprits(rs []culprit.Record) string {
 	return strings.Join(parts, "; ")
 }
 
+// StallUnjudged says why the rule could not judge a repetition, naming
+// it where the row has more than one: "repetition 2: machine too busy to
+// judge: ...".
+func StallUnjudged(u findings.StallUnjudged) string {
+	if u.Repeat == 0 {
+		return u.Why
+	}
+	return fmt.Sprintf("repetition %d: %s", u.Repeat, u.Why)
+}
+
+// StallMismatch says where a judged repetition's stalled connections
+// were not exactly those on the blockers' loops: "connection 0 (loop 0)
+// stalled, though no blocker was on its loop: the server made it wait
+// 150ms".
+func StallMismatch(m findings.StallMismatch) string {
+	if m.NotKnown {
+		return "the blockers left no result, so which loops they held is not known"
+	}
+	how := "stalled, though no blocker was on its loop"
+	if !m.Stalled {
+		how = "did not stall, though its loop was blocked"
+	}
+	return fmt.Sprintf("connection %d (loop %d) %s: the server made it wait %s", m.Conn, m.Loop, how, words.Round(m.Wait))
+}
+
 // StallStalled is the stalled column: "3 of 12", or the words of a row the
 // rule could not judge, with how many repetitions it did judge.
 func StallStalled(r findings.StallRow) string {

@@ -16,7 +16,7 @@ import (
 func TestStallTooBusySaid(t *testing.T) {
 	step := results.Step{ID: "stall-loop-gnet-k1", Phase: "stall", K: 1, Server: results.Server{Name: "loop-gnet", Kind: "loop"}}
 	why := "machine too busy to judge: connection 1 (loop 1) waited 14ms"
-	f := &findings.Findings{Run: &results.Run{}, Stall: []findings.StallRow{{Group: &findings.Group{Step: step}, Unjudged: []string{why}}}}
+	f := &findings.Findings{Run: &results.Run{}, Stall: []findings.StallRow{{Group: &findings.Group{Step: step}, Unjudged: []findings.StallUnjudged{{Why: why}}}}}
 	var sb strings.Builder
 	WriteTables(&sb, f)
 	if !strings.Contains(sb.String(), "k=1 loop-gnet: "+why) {
@@ -27,9 +27,32 @@ func TestStallTooBusySaid(t *testing.T) {
 	}
 	// With a judged repetition beside it, the count is the judged one's,
 	// and says how many were judged.
-	r := findings.StallRow{Group: &findings.Group{Step: step}, Stalled: findings.Figure{1}, Conns: findings.Figure{3}, Judged: 1, Unjudged: []string{why}}
+	r := findings.StallRow{Group: &findings.Group{Step: step}, Stalled: findings.Figure{1}, Conns: findings.Figure{3}, Judged: 1, Unjudged: []findings.StallUnjudged{{Repeat: 2, Why: why}}}
 	if got := StallStalled(r); got != "1 of 3 (1 of 2 repetitions judged)" {
 		t.Errorf("stalled %q", got)
+	}
+	f.Stall[0] = r
+	sb.Reset()
+	if WriteTables(&sb, f); !strings.Contains(sb.String(), "k=1 loop-gnet: repetition 2: "+why) {
+		t.Errorf("the tables do not name the repetition not judged:\n%s", sb.String())
+	}
+}
+
+// TestStallMismatchSaid: a connection on the wrong side of its loop says
+// which way, and how long the server made it wait; a repetition whose
+// blockers left no result says which loops they held is not known.
+func TestStallMismatchSaid(t *testing.T) {
+	for _, tc := range []struct {
+		m    findings.StallMismatch
+		text string
+	}{
+		{findings.StallMismatch{Conn: 0, Loop: 0, Stalled: true, Wait: 150e6}, "connection 0 (loop 0) stalled, though no blocker was on its loop: the server made it wait 150ms"},
+		{findings.StallMismatch{Conn: 4, Loop: 1, Wait: 90e3}, "connection 4 (loop 1) did not stall, though its loop was blocked: the server made it wait 90µs"},
+		{findings.StallMismatch{NotKnown: true}, "the blockers left no result, so which loops they held is not known"},
+	} {
+		if got := StallMismatch(tc.m); got != tc.text {
+			t.Errorf("%+v: %q, want %q", tc.m, got, tc.text)
+		}
 	}
 }
 

@@ -54,15 +54,74 @@ func WriteTables(w io.Writer, f *findings.Findings) {
 	}
 	writeSweep(w, f)
 	writeAsIs(w, f)
-	writeStall(w, f)
-	writeOffload(w, f)
-	writeTrace(w, f)
-	writeCliff(w, f)
-	writeSlip(w, f)
+	// A phase every server skipped has no table (the report no section):
+	// one line says which, and why.
+	skipped := map[string]bool{}
+	var all []findings.PhaseSkips
+	for _, ps := range f.Skips() {
+		if !ps.Ran && len(ps.Skipped) > 0 {
+			skipped[ps.Phase] = true
+			all = append(all, ps)
+		}
+	}
+	if c := SkippedPhases(all, "Not measured, at the end, says why, measurement by measurement"); len(c) > 0 {
+		fmt.Fprintf(w, "\nNot in these tables: %s.\n", strings.Join(c, "; "))
+	}
+	for _, ph := range []struct {
+		name  string
+		write func(io.Writer, *findings.Findings)
+	}{{"stall", writeStall}, {"offload", writeOffload}, {"trace", writeTrace}, {"cliff", writeCliff}, {"slip", writeSlip}} {
+		if !skipped[ph.name] {
+			ph.write(w, f)
+		}
+	}
 	writeClasses(w, f)
 	writePublished(w, f)
 	writeCost(w, f)
 	writeNotes(w, f)
+}
+
+// SkippedPhases says which phases of skips skipped servers, and why: one
+// clause for the phases that skipped only servers measured as they are
+// (each needs the protocol; where says where each reason is listed), one
+// for each other server a phase skipped, with its reason.
+func SkippedPhases(skips []findings.PhaseSkips, where string) []string {
+	var asIs, asIsServers, clauses []string
+	for _, ps := range skips {
+		switch {
+		case len(ps.Skipped) > 0 && !slices.ContainsFunc(ps.Skipped, func(s findings.Skipped) bool { return !s.AsIs }):
+			asIs = append(asIs, ps.Phase)
+			for _, s := range ps.Skipped {
+				if !slices.Contains(asIsServers, s.Server) {
+					asIsServers = append(asIsServers, s.Server)
+				}
+			}
+		case len(ps.Skipped) > 0:
+			for _, s := range ps.Skipped {
+				clauses = append(clauses, fmt.Sprintf("the %s phase skipped %s: %s", ps.Phase, s.Server, s.Why))
+			}
+		}
+	}
+	if len(asIs) > 0 {
+		verb, needs, them := "skips", "it needs", "measured as it is"
+		if len(asIs) > 1 {
+			verb, needs = "skip", "each needs"
+		}
+		if len(asIsServers) > 1 {
+			them = "each measured as it is"
+		}
+		clauses = append([]string{fmt.Sprintf("%s %s %s, %s: %s the protocol (%s)",
+			PhasesText(asIs), verb, words.And(asIsServers), them, needs, where)}, clauses...)
+	}
+	return clauses
+}
+
+// PhasesText is "the stall phase", or "the stall, offload and trace phases".
+func PhasesText(phases []string) string {
+	if len(phases) == 1 {
+		return "the " + phases[0] + " phase"
+	}
+	return "the " + words.And(phases) + " phases"
 }
 
 // writeSweep prints the sweep: throughput against the ceiling, and the bystander meanwhile.
@@ -196,10 +255,10 @@ func writeStall(w io.Writer, f *findings.Findings) {
 	for _, r := range f.Stall {
 		name := fmt.Sprintf("k=%d %s", r.Step.K, r.Step.Server.Name)
 		for _, u := range r.Unjudged {
-			said = append(said, name+": "+u)
+			said = append(said, name+": "+StallUnjudged(u))
 		}
 		for _, m := range r.Mismatch {
-			said = append(said, name+": not exactly those: "+m)
+			said = append(said, name+": not exactly those: "+StallMismatch(m))
 		}
 		if off := BlockOffText(r.Step.Block.D(), r.BlockOffNs); off != "" {
 			said = append(said, name+": "+off)
@@ -305,7 +364,10 @@ func writeSlip(w io.Writer, f *findings.Findings) {
 	if len(f.Slip) == 0 {
 		return
 	}
-	first := f.Slip[0]
+	first := f.Slip[0] // the header says what the phase asked for: the first measured server's (one measured as it is asks for no block)
+	if i := slices.IndexFunc(f.Slip, func(r findings.SlipRow) bool { return r.OK() }); i >= 0 {
+		first = f.Slip[i]
+	}
 	fmt.Fprintf(w, "\nThe bad afternoon: /slow at %d callers asking for %s, then %s %s (the slip); /fast probed every %s meanwhile\n",
 		first.Step.Conc, first.Before.Block, first.After.Block, SlipMoment(f), f.Params.ProbeInterval)
 	tw := table(w, "server", "side", "asked", "measured block", "req/s", "the ceiling that binds", "of it", "/fast p50 from due", "/fast answered")
@@ -315,7 +377,7 @@ func writeSlip(w io.Writer, f *findings.Findings) {
 		if !r.OK() || !r.Before.PerS.OK() || !r.After.PerS.OK() {
 			why := r.Short()
 			if r.OK() {
-				why = "the two sides not told apart: " + r.Why
+				why = "the two sides not told apart: " + SlipNotSplit(r)
 			}
 			fmt.Fprintf(tw, "%s\t%s\t\t\t\t\t\t\t\n", name, why)
 			continue
@@ -334,7 +396,7 @@ func writeSlip(w io.Writer, f *findings.Findings) {
 				fast = ">=" + fast // censored probes count at their wait so far
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s / %s = %s req/s\t%s\t%s\t%d of %d\n", map[bool]string{true: name}[i == 0], sd.label, h.Block,
-				ms(us(h.MeasuredBlock)), perS(h.PerS), r.Binds, h.Block, words.Thousands(h.Ceiling), pct(h.Share), fast, h.FastProbes-h.FastCensored, h.FastProbes)
+				ms(us(h.MeasuredBlock)), perS(h.PerS), Workers(r.Workers, r.Binds), h.Block, words.Thousands(h.Ceiling), pct(h.Share), fast, h.FastProbes-h.FastCensored, h.FastProbes)
 		}
 		notes = append(notes, "  "+SlipSentence(r))
 	}

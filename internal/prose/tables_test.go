@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"syscall"
@@ -347,5 +348,68 @@ func TestRefusedFileNamed(t *testing.T) {
 	}
 	if js := string(FaceJSON(f)); !strings.Contains(js, `"not_read"`) || !strings.Contains(js, "hostname") {
 		t.Errorf("findings.json does not name the refused files")
+	}
+}
+
+// asIsSkipped is a server measured as it is that every phase after the
+// sweep skipped, its step as the plan gives it: no block of its own (its
+// call is its own), the slip's from the params.
+func asIsSkipped(run *results.Run, phase string) results.Measurement {
+	m := results.Measurement{Step: results.Step{ID: phase + "-shop", Phase: phase, Endpoint: "/slow", Conc: 64,
+		Server: results.Server{Name: "shop", Kind: "other", External: true, Load: "GET /accounts/42/balance", Bystander: "GET /health"}}}
+	m.Block, m.SlipBlock = run.Params.BlockOf(m.Step), run.Params.SlipBlockOf(m.Step)
+	m.Repeat, m.Status, m.Reason = 1, "skipped", "it needs the protocol's /slow?block= to slow the call mid-window"
+	return m
+}
+
+// TestTablesSkippedPhases: a phase every server skipped (a server measured
+// as it is skips each that needs the protocol) has no table, as it has no
+// section in the report: one line says which and why, and Not measured
+// lists each measurement's reason.
+func TestTablesSkippedPhases(t *testing.T) {
+	dir := filepath.Join("..", "findings", "testdata", "asis-netty-run") // its stall phase skipped shop
+	run, err := results.ReadRun(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run.Params.Phases = append(run.Params.Phases, "slip")
+	run.Params.SlipBlock = results.Block(50 * time.Millisecond)
+	run.Measurements = append(run.Measurements, asIsSkipped(run, "slip"))
+	var sb strings.Builder
+	WriteTables(&sb, findings.Compute(dir, run))
+	out := sb.String()
+	for _, not := range []string{"Stalled connections", "The bad afternoon", "skipped (see below)"} {
+		if strings.Contains(out, not) {
+			t.Errorf("a phase every server skipped has a table (%q):\n%s", not, out)
+		}
+	}
+	for _, want := range []string{
+		"\nNot in these tables: the stall and slip phases skip shop, measured as it is: each needs the protocol (Not measured, at the end, says why, measurement by measurement).\n",
+		"\nNot measured:\n  stall-shop-k0 (rep 1): skipped: ", "\n  slip-shop (rep 1): skipped: it needs the protocol's /slow?block=",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the tables lack %q:\n%s", want, out)
+		}
+	}
+}
+
+// TestTablesSlipHeader: the bad afternoon's header says what the phase
+// asked for, the params' blocks, even when its first server was measured
+// as it is (its step asks for no block: its call is its own) and skipped.
+func TestTablesSlipHeader(t *testing.T) {
+	dir := filepath.Join("..", "findings", "testdata", "slip-run")
+	run, err := results.ReadRun(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run.Measurements = append([]results.Measurement{asIsSkipped(run, "slip")}, run.Measurements...)
+	var sb strings.Builder
+	WriteTables(&sb, findings.Compute(dir, run))
+	out := sb.String()
+	if want := "\nThe bad afternoon: /slow at 64 callers asking for 5ms, then 50ms from halfway through each window"; !strings.Contains(out, want) {
+		t.Errorf("the tables lack %q:\n%s", want, out)
+	}
+	if !regexp.MustCompile(`\nshop +skipped \(see below\)`).MatchString(out) {
+		t.Errorf("a server one phase skipped, the others measured, has no row that says so:\n%s", out)
 	}
 }
