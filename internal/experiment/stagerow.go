@@ -78,7 +78,7 @@ func stepRow(dir string, params results.RunParams, manifest results.Manifest, m 
 	load := func(l findings.LoadRow) {
 		row.RPS = l.Throughput.Median()
 		if l.Fast.P50.OK() {
-			row.FastP50Ms, row.FastAtLeast = l.Fast.P50.Median()/1e3, l.Fast.Saturated || l.Fast.CensoredText() != ""
+			row.FastP50Ms, row.FastAtLeast = l.Fast.P50.Median()/1e3, l.Fast.Saturated || prose.Censored(l.Fast) != ""
 		}
 	}
 	switch {

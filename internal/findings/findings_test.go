@@ -57,9 +57,9 @@ func TestSaturated(t *testing.T) {
 		}
 	}
 	b := bystanderOf([]*results.Result{{Params: results.Params{IntervalNs: 5e7}, Probe: &results.Probe{WindowNs: 6e9, Due: 120, Completed: 45, Censored: 75}}})
-	if !b.Saturated || !strings.Contains(b.SaturatedWhy, saturatedText) || !strings.Contains(b.SaturatedWhy, "7.5 answers per second against 20.0") ||
-		!strings.Contains(b.CensoredText(), "75 of 120") {
-		t.Errorf("%q / %q", b.SaturatedWhy, b.CensoredText())
+	if !b.Saturated || b.SaturatedReps != 1 || len(b.Due) != 1 || b.AnswersPerS.Median() != 7.5 || b.DuePerS.Median() != 20 ||
+		b.Censored.Median() != 75 || b.Due.Median() != 120 {
+		t.Errorf("%+v", b)
 	}
 }
 
@@ -150,8 +150,8 @@ func TestMisalignedWindow(t *testing.T) {
 		r := rep(tc.offset)
 		g := &Group{Step: step, Reps: []Rep{r}, Load: []*results.Result{r.Load}, Probe: []*results.Result{r.Probe}}
 		row := loadRow(g, Params{OffloadWorkers: 200})
-		if (row.Fast.Misaligned != "") != tc.said {
-			t.Errorf("offset %s: %q", tc.offset, row.Fast.Misaligned)
+		if want := map[bool]time.Duration{true: tc.offset}[tc.said]; row.Fast.Misaligned != want {
+			t.Errorf("offset %s: misaligned %s, want %s", tc.offset, row.Fast.Misaligned, want)
 		}
 	}
 }

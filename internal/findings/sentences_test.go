@@ -37,9 +37,8 @@ var sentencesLeft = map[string]string{
 	// workers and the calculator's presets.
 	"ServerSummary.CeilingNoun": "servers", "Findings.Presets": "servers",
 	// Why a measurement was not measured or not read, said as the run is
-	// read; a row's short reason; the bystander's saturation and window.
+	// read; a row's short reason.
 	"Compute": "reading", "groups": "reading", "phaseStatus": "reading", "Unread.String": "reading", "Group.Short": "reading",
-	"bystanderOf": "reading", "loadRow": "reading", "Bystander.CensoredText": "reading",
 	// The figures' format the left ones use.
 	"num": "format",
 }

@@ -240,7 +240,7 @@ type FaceCost struct {
 func faceLoad(r findings.LoadRow) FaceLoad {
 	l := FaceLoad{ID: r.Step.ID, Server: r.Step.Server.Name, Endpoint: r.Step.Endpoint, Variant: r.Step.Variant, Callers: r.Step.Conc,
 		ReqPerS: face(r.Throughput, 1), Blocked: BlockedText(r), Bound: r.Kind(), FastP50Ms: face(r.Fast.P50, 1e-3), FastP99Ms: face(r.Fast.P99, 1e-3),
-		Saturated: r.Fast.SaturatedWhy}
+		Saturated: Saturated(r.Fast)}
 	if b := r.Bound(); b != nil {
 		l.BoundText = BoundLine(b)
 	}

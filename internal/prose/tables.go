@@ -483,7 +483,7 @@ func bystanderTable[R any](w io.Writer, first string, withTput bool, rows []R, l
 		if r.Fast.Saturated {
 			mark = "  SATURATED"
 		}
-		if r.Fast.Saturated || r.Fast.Misaligned != "" {
+		if r.Fast.Saturated || r.Fast.Misaligned != 0 {
 			said = append(said, r)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s of %s%s\n", a, b, ms(r.Fast.P50), ms(r.Fast.P95), ms(r.Fast.P99),
@@ -500,10 +500,10 @@ func bystanderTable[R any](w io.Writer, first string, withTput bool, rows []R, l
 func saturation(w io.Writer, rows []findings.LoadRow, name func(findings.LoadRow) string) {
 	for _, r := range rows {
 		if r.Fast.Saturated {
-			fmt.Fprintf(w, "  SATURATED, %s: %s; %s\n", name(r), r.Fast.SaturatedWhy, r.Fast.CensoredText())
+			fmt.Fprintf(w, "  SATURATED, %s: %s; %s\n", name(r), Saturated(r.Fast), Censored(r.Fast))
 		}
-		if r.Fast.Misaligned != "" {
-			fmt.Fprintf(w, "  %s: %s\n", name(r), r.Fast.Misaligned)
+		if m := Misaligned(r.Fast); m != "" {
+			fmt.Fprintf(w, "  %s: %s\n", name(r), m)
 		}
 	}
 }
