@@ -72,7 +72,7 @@ func stepRow(dir string, params results.RunParams, manifest results.Manifest, m 
 	f := findings.Compute(dir, one)
 	row := &stage.StepRow{}
 	if len(f.Unread) > 0 {
-		row.NotRead = f.Unread[0].String()
+		row.NotRead = prose.Unread(f.Unread[0])
 		return row
 	}
 	load := func(l findings.LoadRow) {

@@ -103,7 +103,7 @@ type Rep struct {
 func (g *Group) OK() bool { return len(g.Load)+len(g.Probe)+len(g.Conns)+len(g.Trace) > 0 }
 
 // Short is the table cell for a group that left no result; the reason is
-// listed in full in Findings.NotMeasured.
+// listed in full where the run is said (prose.NotMeasured).
 func (g *Group) Short() string {
 	status, _, _ := strings.Cut(g.Why, ":")
 	if status == "" {
@@ -142,17 +142,11 @@ type Findings struct {
 	// Claims the story's claims, each checked on the data.
 	Servers []ServerSummary
 	Claims  []Claim
-	// NotMeasured lists every measurement that did not succeed, with why,
-	// those not read among them.
-	NotMeasured []string
 	// Unread lists the measurements that succeeded but left a file the
 	// kit would not or could not read (outside the run directory, not a
 	// regular file, over its cap, malformed): none of that measurement's
 	// figures is used, and every place that would show them says "not read".
 	Unread []Unread
-	// Noticed lists what the orchestrator noticed about a measurement that
-	// did (a tool that started late, /proc not read), with its id.
-	Noticed []string
 }
 
 // NotRead is what a figure shows when its measurement's files were not
@@ -167,10 +161,6 @@ type Unread struct {
 	Field string `json:"field"`
 	File  string `json:"file"`
 	Why   string `json:"why"`
-}
-
-func (u Unread) String() string {
-	return fmt.Sprintf("%s (rep %d): %s: its %s %q was not read: %s", u.ID, u.Repeat, NotRead, u.Field, u.File, u.Why)
 }
 
 // Of returns the groups of a phase.
@@ -224,17 +214,6 @@ func Compute(dir string, run *results.Run) *Findings {
 	f.LagRows = lagRows(f.Groups)
 	f.Servers = serverSummaries(f)
 	f.Claims = claims(f)
-	for _, u := range f.Unread {
-		f.NotMeasured = append(f.NotMeasured, u.String())
-	}
-	for _, m := range run.Measurements {
-		if m.Status != "ok" {
-			f.NotMeasured = append(f.NotMeasured, fmt.Sprintf("%s (rep %d): %s: %s", m.ID, m.Repeat, m.Status, m.Reason))
-		}
-		for _, n := range m.Notes {
-			f.Noticed = append(f.Noticed, fmt.Sprintf("%s (rep %d): %s", m.ID, m.Repeat, n))
-		}
-	}
 	return f
 }
 

@@ -38,7 +38,7 @@ var sentencesLeft = map[string]string{
 	"ServerSummary.CeilingNoun": "servers", "Findings.Presets": "servers",
 	// Why a measurement was not measured or not read, said as the run is
 	// read; a row's short reason.
-	"Compute": "reading", "groups": "reading", "phaseStatus": "reading", "Unread.String": "reading", "Group.Short": "reading",
+	"groups": "reading", "phaseStatus": "reading", "Group.Short": "reading",
 	// The figures' format the left ones use.
 	"num": "format",
 }

@@ -55,7 +55,7 @@ func costSection(f *findings.Findings) section {
 		}
 		sec.Table.Rows = append(sec.Table.Rows, row)
 	}
-	sec.Notes = append(sec.Notes, f.Noticed...)
+	sec.Notes = append(sec.Notes, prose.Noticed(f)...)
 	if len(sec.Table.Rows) == 0 {
 		sec.Missing = "no load measurement completed"
 		sec.Table = nil
@@ -129,7 +129,7 @@ func buildPage(f *findings.Findings, a Asset) page {
 		p.Partial = run.PartialReason
 	}
 	for _, u := range f.Unread {
-		p.NotRead = append(p.NotRead, u.String())
+		p.NotRead = append(p.NotRead, prose.Unread(u))
 	}
 	rp := run.Params
 	p.Params = []kv{

@@ -253,7 +253,7 @@ func faceLoad(r findings.LoadRow) FaceLoad {
 // FaceOf computes the JSON face of f.
 func FaceOf(f *findings.Findings) Face {
 	x := Face{Schema: faceSchema, Lead: Lead(f), Headline: Headline(f), Shared: SharedText(f), Classes: Classes(f), Claims: FaceClaims(f), Servers: f.Servers, Published: Published(f),
-		NotMeasured: f.NotMeasured, NotRead: f.Unread, Noticed: f.Noticed}
+		NotMeasured: NotMeasured(f), NotRead: f.Unread, Noticed: Noticed(f)}
 	for _, r := range f.Sweep {
 		x.Sweep = append(x.Sweep, faceLoad(r.LoadRow))
 	}

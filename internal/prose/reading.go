@@ -41,3 +41,36 @@ func Misaligned(b findings.Bystander) string {
 	}
 	return fmt.Sprintf("the bystander's window began %s from the load's (one of them started late): its figures cover a slightly different stretch", b.Misaligned.Round(time.Millisecond))
 }
+
+// Unread says which file of a measurement was not read, and why.
+func Unread(u findings.Unread) string {
+	return fmt.Sprintf("%s (rep %d): %s: its %s %q was not read: %s", u.ID, u.Repeat, findings.NotRead, u.Field, u.File, u.Why)
+}
+
+// NotMeasured lists every measurement that left no figures, with why:
+// those not read first, then those that did not succeed, in the run's
+// order (nil: none).
+func NotMeasured(f *findings.Findings) []string {
+	var out []string
+	for _, u := range f.Unread {
+		out = append(out, Unread(u))
+	}
+	for _, m := range f.Run.Measurements {
+		if m.Status != "ok" {
+			out = append(out, fmt.Sprintf("%s (rep %d): %s: %s", m.ID, m.Repeat, m.Status, m.Reason))
+		}
+	}
+	return out
+}
+
+// Noticed lists what the orchestrator noticed about each measurement (a
+// tool that started late, /proc not read), with its id (nil: nothing).
+func Noticed(f *findings.Findings) []string {
+	var out []string
+	for _, m := range f.Run.Measurements {
+		for _, n := range m.Notes {
+			out = append(out, fmt.Sprintf("%s (rep %d): %s", m.ID, m.Repeat, n))
+		}
+	}
+	return out
+}

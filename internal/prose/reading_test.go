@@ -1,11 +1,13 @@
 package prose
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/bystander-kit/bystander/internal/findings"
+	"github.com/bystander-kit/bystander/internal/results"
 )
 
 // TestBystanderWords: a saturated bystander is said with its rates and
@@ -27,5 +29,31 @@ func TestBystanderWords(t *testing.T) {
 	quiet := findings.Bystander{Due: findings.Figure{120}, Censored: findings.Figure{0}}
 	if Saturated(quiet)+Censored(quiet)+Misaligned(quiet) != "" {
 		t.Errorf("a quiet bystander says %q %q %q", Saturated(quiet), Censored(quiet), Misaligned(quiet))
+	}
+}
+
+// TestRunNotes: what the orchestrator noticed and what was not measured
+// are said measurement by measurement with their id and repetition, the
+// files not read before the measurements that did not succeed; a run with
+// neither says nothing (nil: findings.json's null).
+func TestRunNotes(t *testing.T) {
+	ok := results.Measurement{Step: results.Step{ID: "sweep-pool-c4"}, Repeat: 1, Status: "ok", Notes: []string{"the prober started late; /proc not read for it"}}
+	failed := results.Measurement{Step: results.Step{ID: "stall-pool-k1"}, Repeat: 2, Status: "failed", Reason: "the server died\nexit status 2"}
+	f := &findings.Findings{Run: &results.Run{Measurements: []results.Measurement{failed, ok}},
+		Unread: []findings.Unread{{ID: "sweep-pool-c8", Repeat: 1, Field: "load_file", File: "../x.json", Why: "outside the run directory"}}}
+	if got, want := Noticed(f), []string{"sweep-pool-c4 (rep 1): the prober started late; /proc not read for it"}; !slices.Equal(got, want) {
+		t.Errorf("noticed %q, want %q", got, want)
+	}
+	want := []string{`sweep-pool-c8 (rep 1): not read: its load_file "../x.json" was not read: outside the run directory`,
+		"stall-pool-k1 (rep 2): failed: the server died\nexit status 2"}
+	if got := NotMeasured(f); !slices.Equal(got, want) {
+		t.Errorf("not measured %q, want %q", got, want)
+	}
+	if got := Unread(f.Unread[0]); got != want[0] {
+		t.Errorf("unread %q", got)
+	}
+	quiet := &findings.Findings{Run: &results.Run{Measurements: []results.Measurement{{Status: "ok"}}}}
+	if Noticed(quiet) != nil || NotMeasured(quiet) != nil {
+		t.Errorf("a quiet run says %q %q", Noticed(quiet), NotMeasured(quiet))
 	}
 }

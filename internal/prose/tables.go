@@ -402,11 +402,11 @@ func writeCost(w io.Writer, f *findings.Findings) {
 
 // writeNotes prints what was noticed and what was not measured.
 func writeNotes(w io.Writer, f *findings.Findings) {
-	if len(f.Noticed) > 0 {
-		fmt.Fprintf(w, "\nNoticed while measuring:\n  %s\n", strings.Join(f.Noticed, "\n  "))
+	if n := Noticed(f); len(n) > 0 {
+		fmt.Fprintf(w, "\nNoticed while measuring:\n  %s\n", strings.Join(n, "\n  "))
 	}
-	if len(f.NotMeasured) > 0 {
-		fmt.Fprintf(w, "\nNot measured:\n  %s\n", strings.Join(f.NotMeasured, "\n  "))
+	if n := NotMeasured(f); len(n) > 0 {
+		fmt.Fprintf(w, "\nNot measured:\n  %s\n", strings.Join(n, "\n  "))
 	}
 }
 
