@@ -36,9 +36,6 @@ var sentencesLeft = map[string]string{
 	// The servers' ceiling workers in words, for the slip's binding
 	// workers and the calculator's presets.
 	"ServerSummary.CeilingNoun": "servers", "Findings.Presets": "servers",
-	// Why a measurement was not measured or not read, said as the run is
-	// read; a row's short reason.
-	"groups": "reading", "phaseStatus": "reading", "Group.Short": "reading",
 	// The figures' format the left ones use.
 	"num": "format",
 }
@@ -79,7 +76,7 @@ func TestFiguresSayNoWords(t *testing.T) {
 			case !words && fd.Name.IsExported() && returnsString(fd) && names[name] == "" && sentencesLeft[name] == "":
 				t.Errorf("%s (%s) returns a string: a name belongs in names, with why; a sentence in internal/prose", name, fset.Position(fd.Pos()))
 			case !words && returnsString(fd) && sentencesLeft[name] != "":
-				seen[name] = true // a sentence built without fmt (Group.Short, NotWatched, ...)
+				seen[name] = true // a sentence built without fmt (NotWatched, ...)
 			}
 		}
 	}

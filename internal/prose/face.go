@@ -126,7 +126,7 @@ func faceAsIsStep(st findings.AsIsStep) FaceAsIsStep {
 		s.BoundText = BoundLine(b)
 	}
 	if !st.OK() {
-		s.Why = st.Why
+		s.Why = GroupWhy(st.Group)
 	}
 	return s
 }
@@ -245,7 +245,7 @@ func faceLoad(r findings.LoadRow) FaceLoad {
 		l.BoundText = BoundLine(b)
 	}
 	if !r.OK() {
-		l.Why = r.Why
+		l.Why = GroupWhy(r.Group)
 	}
 	return l
 }
@@ -268,7 +268,7 @@ func FaceOf(f *findings.Findings) Face {
 			Exactly: StallMatch(r), StalledWaitMs: face(r.StalledWait, 1e-3), OthersWaitMs: face(r.OthersWait, 1e-3), Machine: StallMachine(r),
 			Detector: StallDetector(r), Culprit: StallCulprit(r), Outside: r.Outside, Mismatch: r.Mismatch, Unjudged: r.Unjudged, BlockOff: BlockOffText(r.Step.Block.D(), r.BlockOffNs)}
 		if !r.OK() {
-			s.Why = r.Why
+			s.Why = GroupWhy(r.Group)
 		}
 		x.Stall = append(x.Stall, s)
 	}

@@ -3,6 +3,7 @@ package prose
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/bystander-kit/bystander/internal/findings"
@@ -71,6 +72,56 @@ func Noticed(f *findings.Findings) []string {
 		for _, n := range m.Notes {
 			out = append(out, fmt.Sprintf("%s (rep %d): %s", m.ID, m.Repeat, n))
 		}
+	}
+	return out
+}
+
+// Missed says why a repetition left no figures: its status with the first
+// line of its reason ("failed: the server died ..."), or the file not read.
+func Missed(m findings.Miss) string {
+	if u := m.Unread; u != nil {
+		return fmt.Sprintf("%s: its %s %q: %s", findings.NotRead, u.Field, u.File, u.Why)
+	}
+	return m.M.Outcome()
+}
+
+// GroupWhy says why a step's first repetition that left no figures left
+// none ("" when none says).
+func GroupWhy(g *findings.Group) string {
+	if g.Miss == nil {
+		return ""
+	}
+	return Missed(*g.Miss)
+}
+
+// Short is the table cell for a group that left no result ("failed (see
+// below)"); NotMeasured says why in full.
+func Short(g *findings.Group) string {
+	status, _, _ := strings.Cut(GroupWhy(g), ":")
+	if status == "" {
+		status = "no result"
+	}
+	return status + " (see below)"
+}
+
+// PhaseStatus says how far a phase got: "5 of 6 measurements; the others
+// below", or "not run".
+func PhaseStatus(ps findings.PhaseStatus) string {
+	switch {
+	case ps.N == 0:
+		return "not run"
+	case ps.OK == ps.N:
+		return fmt.Sprintf("%d of %d measurements", ps.OK, ps.N)
+	}
+	return fmt.Sprintf("%d of %d measurements; the others below", ps.OK, ps.N)
+}
+
+// PhaseProblems says, of each measurement of a phase that left no
+// figures, its id and why.
+func PhaseProblems(ps findings.PhaseStatus) []string {
+	var out []string
+	for _, m := range ps.Misses {
+		out = append(out, m.M.ID+": "+Missed(m))
 	}
 	return out
 }

@@ -57,3 +57,37 @@ func TestRunNotes(t *testing.T) {
 		t.Errorf("a quiet run says %q %q", Noticed(quiet), NotMeasured(quiet))
 	}
 }
+
+// TestGroupWords: a step that left no figures says its first miss in full
+// (a failure's first line, or the file not read) and in a table's cell by
+// its status; one with no miss that says why is "no result".
+func TestGroupWords(t *testing.T) {
+	failed := &findings.Group{Miss: &findings.Miss{M: results.Measurement{Status: "failed", Reason: "the server died: exit status 2\nlog follows"}}}
+	unread := &findings.Group{Miss: &findings.Miss{M: results.Measurement{Status: "ok"}, Unread: &findings.Unread{Field: "probe_file", File: "fifo.json", Why: "not a regular file"}}}
+	for _, tc := range []struct {
+		g          *findings.Group
+		why, short string
+	}{
+		{failed, "failed: the server died: exit status 2", "failed (see below)"},
+		{unread, `not read: its probe_file "fifo.json": not a regular file`, "not read (see below)"},
+		{&findings.Group{}, "", "no result (see below)"},
+	} {
+		if why, short := GroupWhy(tc.g), Short(tc.g); why != tc.why || short != tc.short {
+			t.Errorf("%+v: %q %q, want %q %q", tc.g.Miss, why, short, tc.why, tc.short)
+		}
+	}
+	ps := findings.PhaseStatus{Phase: "stall", N: 3, OK: 1, Misses: []findings.Miss{*failed.Miss, *unread.Miss}}
+	ps.Misses[0].M.ID, ps.Misses[1].M.ID = "stall-pool-k1", "stall-pool-k2"
+	want := []string{"stall-pool-k1: failed: the server died: exit status 2", `stall-pool-k2: not read: its probe_file "fifo.json": not a regular file`}
+	if st, p := PhaseStatus(ps), PhaseProblems(ps); st != "1 of 3 measurements; the others below" || !slices.Equal(p, want) {
+		t.Errorf("phase: %q %q", st, p)
+	}
+	for _, tc := range []struct {
+		ps   findings.PhaseStatus
+		want string
+	}{{findings.PhaseStatus{}, "not run"}, {findings.PhaseStatus{N: 2, OK: 2}, "2 of 2 measurements"}} {
+		if got := PhaseStatus(tc.ps); got != tc.want {
+			t.Errorf("%+v: %q, want %q", tc.ps, got, tc.want)
+		}
+	}
+}

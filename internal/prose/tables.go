@@ -75,7 +75,7 @@ func writeSweep(w io.Writer, f *findings.Findings) {
 	tw := table(w, "callers", "server", "req/s", "ceiling", "% of ceiling", "bound", "% of bound", "Little's law", "blocked")
 	for _, r := range f.Sweep {
 		if !r.OK() {
-			fmt.Fprintf(tw, "%d\t%s\t%s\t\t\t\t\t\t\n", r.Step.Conc, r.Step.Server.Name, r.Short())
+			fmt.Fprintf(tw, "%d\t%s\t%s\t\t\t\t\t\t\n", r.Step.Conc, r.Step.Server.Name, Short(r.Group))
 			continue
 		}
 		var pct findings.Figure
@@ -116,7 +116,7 @@ func writeAsIs(w io.Writer, f *findings.Findings) {
 		var said []string
 		for _, st := range a.Steps {
 			if !st.OK() {
-				fmt.Fprintf(tw, "%d\t%s\t\t\t\t\t\t\t\t\t\t\t\n", st.Step.Conc, st.Short())
+				fmt.Fprintf(tw, "%d\t%s\t\t\t\t\t\t\t\t\t\t\t\n", st.Step.Conc, Short(st.Group))
 				continue
 			}
 			at := words.Plural(st.Step.Conc, "caller")
@@ -219,7 +219,7 @@ func writeStall(w io.Writer, f *findings.Findings) {
 			}
 		}
 		if !r.Stalled.OK() && len(r.Unjudged) == 0 {
-			fmt.Fprintf(tw, "%d\t%s\t%s\t\t\t\t\t\t\t\t\n", r.Step.K, r.Step.Server.Name, r.Short())
+			fmt.Fprintf(tw, "%d\t%s\t%s\t\t\t\t\t\t\t\t\n", r.Step.K, r.Step.Server.Name, Short(r.Group))
 			continue
 		}
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Step.K, r.Step.Server.Name, StallStalled(r), num(r.Expected, "%.0f"), StallMatch(r),
@@ -248,7 +248,7 @@ func writeOffload(w io.Writer, f *findings.Findings) {
 	tw := table(w, "variant", "server", "endpoint", "req/s", "/fast p50", "/fast p95", "bound")
 	for _, r := range f.Offload {
 		if !r.OK() {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t\t\t\n", r.Step.Variant, r.Step.Server.Name, r.Step.Endpoint, r.Short())
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t\t\t\n", r.Step.Variant, r.Step.Server.Name, r.Step.Endpoint, Short(r.Group))
 			continue
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Step.Variant, r.Step.Server.Name, r.Step.Endpoint,
@@ -268,7 +268,7 @@ func writeTrace(w io.Writer, f *findings.Findings) {
 	tw := table(w, "server", "n", "accepted", "continuation late", "return", "total p50", "total p99")
 	for _, r := range f.Trace {
 		if !r.Total.N.OK() {
-			fmt.Fprintf(tw, "%s\t%s\t\t\t\t\t\n", r.Step.Server.Name, r.Short())
+			fmt.Fprintf(tw, "%s\t%s\t\t\t\t\t\n", r.Step.Server.Name, Short(r.Group))
 			continue
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Step.Server.Name, num(r.Total.N, "%.0f"), ms(r.Accepted.P50), ms(r.Lateness.P50),
@@ -313,7 +313,7 @@ func writeSlip(w io.Writer, f *findings.Findings) {
 	for _, r := range f.Slip {
 		name := r.Step.Server.Name
 		if !r.OK() || !r.Before.PerS.OK() || !r.After.PerS.OK() {
-			why := r.Short()
+			why := Short(r.Group)
 			if r.OK() {
 				why = "the two sides not told apart: " + r.Why
 			}
@@ -476,7 +476,7 @@ func bystanderTable[R any](w io.Writer, first string, withTput bool, rows []R, l
 			b += "\t" + num(r.Throughput, "%.0f")
 		}
 		if !r.OK() {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t\t\t\t\t\n", a, b, r.Short())
+			fmt.Fprintf(tw, "%s\t%s\t%s\t\t\t\t\t\n", a, b, Short(r.Group))
 			continue
 		}
 		mark := ""
