@@ -24,6 +24,7 @@ import (
 	"github.com/bystander-kit/bystander/internal/files"
 	"github.com/bystander-kit/bystander/internal/findings"
 	"github.com/bystander-kit/bystander/internal/page"
+	"github.com/bystander-kit/bystander/internal/prose"
 	"github.com/bystander-kit/bystander/internal/stage"
 )
 
@@ -105,7 +106,7 @@ func mainExit(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	for _, u := range f.Unread {
-		fmt.Fprintf(stderr, "report: %s\n", u)
+		fmt.Fprintf(stderr, "report: %s\n", prose.Unread(u))
 	}
 	b, err := page.Report(f, loadAsset(*echarts, *offline, stderr, "the page"))
 	return writeOut(*out, b, err, stdout, stderr)
@@ -168,7 +169,7 @@ func compareExit(runA, runB, out, echarts string, offline, all bool, stdout, std
 		f    *findings.Findings
 	}{{"A", c.A}, {"B", c.B}} {
 		for _, u := range side.f.Unread {
-			fmt.Fprintf(stderr, "report: %s: %s\n", side.name, u)
+			fmt.Fprintf(stderr, "report: %s: %s\n", side.name, prose.Unread(u))
 		}
 	}
 	c.Write(stdout, all)

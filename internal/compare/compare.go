@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/bystander-kit/bystander/internal/findings"
+	"github.com/bystander-kit/bystander/internal/prose"
 	"github.com/bystander-kit/bystander/internal/results"
 )
 
@@ -145,8 +146,8 @@ func rowsOf(f *findings.Findings) (map[string]measured, map[string]string) {
 			}
 		}
 		if len(kept) == 0 {
-			if strings.HasPrefix(g.Why, findings.NotRead) {
-				unread[key] = g.Why
+			if g.Miss != nil && g.Miss.Unread != nil {
+				unread[key] = prose.GroupWhy(g)
 			}
 			return
 		}

@@ -308,12 +308,12 @@ func exactOrTooBusy(t *testing.T, f *findings.Findings) {
 			switch {
 			case len(r.Unjudged) > 0 && strings.Contains(r.Unjudged[0].Why, "machine too busy to judge"):
 				t.Logf("%s: %s", r.Step.ID, prose.StallUnjudged(r.Unjudged[0]))
-			case len(r.Unjudged) == 0 && !r.OK() && r.Why != "":
+			case len(r.Unjudged) == 0 && !r.OK() && prose.GroupWhy(r.Group) != "":
 				// Not measured (a measurement that failed on a machine this
 				// busy), and the row says so: never a figure.
-				t.Logf("%s: not measured: %s", r.Step.ID, r.Why)
+				t.Logf("%s: not measured: %s", r.Step.ID, prose.GroupWhy(r.Group))
 			default:
-				t.Errorf("%s: neither judged nor said why: %+v (why %q)", r.Step.ID, r.Unjudged, r.Why)
+				t.Errorf("%s: neither judged nor said why: %+v (why %q)", r.Step.ID, r.Unjudged, prose.GroupWhy(r.Group))
 			}
 			continue
 		}

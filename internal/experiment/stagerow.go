@@ -72,13 +72,13 @@ func stepRow(dir string, params results.RunParams, manifest results.Manifest, m 
 	f := findings.Compute(dir, one)
 	row := &stage.StepRow{}
 	if len(f.Unread) > 0 {
-		row.NotRead = f.Unread[0].String()
+		row.NotRead = prose.Unread(f.Unread[0])
 		return row
 	}
 	load := func(l findings.LoadRow) {
 		row.RPS = l.Throughput.Median()
 		if l.Fast.P50.OK() {
-			row.FastP50Ms, row.FastAtLeast = l.Fast.P50.Median()/1e3, l.Fast.Saturated || l.Fast.CensoredText() != ""
+			row.FastP50Ms, row.FastAtLeast = l.Fast.P50.Median()/1e3, l.Fast.Saturated || prose.Censored(l.Fast) != ""
 		}
 	}
 	switch {

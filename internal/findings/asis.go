@@ -422,8 +422,13 @@ func (a *AsIs) classify() {
 	switch {
 	case s1 == nil || !s1.OK():
 		why := "the sweep at 1 caller was not measured"
-		if s1 != nil && s1.Why != "" {
-			why += " (" + s1.Why + ")"
+		if s1 != nil && s1.Miss != nil {
+			// As prose.GroupWhy says it, until the as-is words move there.
+			miss := s1.Miss.M.Outcome()
+			if u := s1.Miss.Unread; u != nil {
+				miss = fmt.Sprintf("%s: its %s %q: %s", NotRead, u.Field, u.File, u.Why)
+			}
+			why += " (" + miss + ")"
 		}
 		a.Text = "cannot tell: " + why
 		return

@@ -47,7 +47,7 @@ func asIsGroups(steps ...asIsRep) []*Group {
 		m := results.Measurement{Step: step, Repeat: 1, Status: "ok", Use: s.use}
 		if s.failed != "" {
 			m.Status, m.Reason = "failed", s.failed
-			g.MS, g.Why = append(g.MS, m), m.Outcome()
+			g.MS, g.Miss = append(g.MS, m), &Miss{M: m}
 			gs = append(gs, g)
 			continue
 		}

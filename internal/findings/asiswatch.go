@@ -72,7 +72,15 @@ func (a *AsIs) watchOf(g *Group, server results.Server, p Params, call, unloaded
 	w.Step = &st
 	w.Unwatched = a.step(g.Step.Conc)
 	if !st.OK() {
-		w.Why = "not watched: the watched step did not complete: " + st.Why
+		// The step's miss as prose.GroupWhy says it, until the as-is words
+		// move there.
+		miss := ""
+		if m := st.Miss; m != nil && m.Unread != nil {
+			miss = fmt.Sprintf("%s: its %s %q: %s", NotRead, m.Unread.Field, m.Unread.File, m.Unread.Why)
+		} else if m != nil {
+			miss = m.M.Outcome()
+		}
+		w.Why = "not watched: the watched step did not complete: " + miss
 		return
 	}
 	for _, rep := range g.Reps {

@@ -42,10 +42,10 @@ type Class struct {
 	Workers, DBConns int
 	// Stalls are its stall phase's rows with blockers, in k's order;
 	// Blockers the most blockers judged; TooBusy, when no measurement
-	// could be judged, why (its Why "" when none says).
+	// could be judged, the first row that says why (nil: none says).
 	Stalls   []StallRow
 	Blockers int
-	TooBusy  StallUnjudged
+	TooBusy  *StallRow
 	// Top is its sweep row at the most callers (nil: none measured).
 	Top *SweepRow
 	// AsIs is the server measured as it is, classified from its sweep.
@@ -227,16 +227,14 @@ func (f *Findings) threadsOf(id string) int {
 	return n
 }
 
-// stallTooBusy is why no stall measurement could be judged, as the first
-// row that says so says it (its Why "" when none does).
-func stallTooBusy(rows []StallRow) StallUnjudged {
-	for _, r := range rows {
-		if len(r.Unjudged) > 0 {
-			return r.Unjudged[0]
-		}
-		if r.Why != "" {
-			return StallUnjudged{Why: r.Why}
+// stallTooBusy is the first row that says why no stall measurement could
+// be judged (nil when none does): a repetition not judged, or not
+// measured.
+func stallTooBusy(rows []StallRow) *StallRow {
+	for i, r := range rows {
+		if len(r.Unjudged) > 0 || r.Miss != nil {
+			return &rows[i]
 		}
 	}
-	return StallUnjudged{}
+	return nil
 }

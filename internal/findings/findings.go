@@ -9,9 +9,7 @@ package findings
 
 import (
 	"cmp"
-	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/bystander-kit/bystander/internal/outside"
@@ -82,7 +80,25 @@ type Group struct {
 	Probe []*results.Result
 	Conns []*results.Result
 	Trace []*results.Result
-	Why   string // the first failure's status and reason
+	// Miss is the first repetition that left no figures and says why
+	// (nil: none did).
+	Miss *Miss
+}
+
+// Miss is a repetition of a step that left no figures: one that did not
+// succeed (M's Status and Reason, as run.json has them) or, with Unread,
+// one whose file was not read.
+type Miss struct {
+	M      results.Measurement
+	Unread *Unread
+}
+
+// missed keeps m as the group's first miss that says why (a measurement
+// without a status or reason says nothing).
+func (g *Group) missed(m results.Measurement, u *Unread) {
+	if g.Miss == nil && (u != nil || m.Outcome() != "") {
+		g.Miss = &Miss{M: m, Unread: u}
+	}
 }
 
 // Rep is one successful repetition of a step and the results it left (nil
@@ -102,20 +118,12 @@ type Rep struct {
 // OK reports whether any repetition left a result.
 func (g *Group) OK() bool { return len(g.Load)+len(g.Probe)+len(g.Conns)+len(g.Trace) > 0 }
 
-// Short is the table cell for a group that left no result; the reason is
-// listed in full in Findings.NotMeasured.
-func (g *Group) Short() string {
-	status, _, _ := strings.Cut(g.Why, ":")
-	if status == "" {
-		status = "no result"
-	}
-	return status + " (see below)"
-}
-
-// PhaseStatus is how far a phase got.
+// PhaseStatus is how far a phase got: of its N measurements, OK left
+// figures; Misses are the others, in the run's order.
 type PhaseStatus struct {
-	Phase, Status string
-	Problems      []string
+	Phase  string
+	N, OK  int
+	Misses []Miss
 }
 
 // Findings is everything a run's tables and report show.
@@ -142,17 +150,11 @@ type Findings struct {
 	// Claims the story's claims, each checked on the data.
 	Servers []ServerSummary
 	Claims  []Claim
-	// NotMeasured lists every measurement that did not succeed, with why,
-	// those not read among them.
-	NotMeasured []string
 	// Unread lists the measurements that succeeded but left a file the
 	// kit would not or could not read (outside the run directory, not a
 	// regular file, over its cap, malformed): none of that measurement's
 	// figures is used, and every place that would show them says "not read".
 	Unread []Unread
-	// Noticed lists what the orchestrator noticed about a measurement that
-	// did (a tool that started late, /proc not read), with its id.
-	Noticed []string
 }
 
 // NotRead is what a figure shows when its measurement's files were not
@@ -167,10 +169,6 @@ type Unread struct {
 	Field string `json:"field"`
 	File  string `json:"file"`
 	Why   string `json:"why"`
-}
-
-func (u Unread) String() string {
-	return fmt.Sprintf("%s (rep %d): %s: its %s %q was not read: %s", u.ID, u.Repeat, NotRead, u.Field, u.File, u.Why)
 }
 
 // Of returns the groups of a phase.
@@ -224,17 +222,6 @@ func Compute(dir string, run *results.Run) *Findings {
 	f.LagRows = lagRows(f.Groups)
 	f.Servers = serverSummaries(f)
 	f.Claims = claims(f)
-	for _, u := range f.Unread {
-		f.NotMeasured = append(f.NotMeasured, u.String())
-	}
-	for _, m := range run.Measurements {
-		if m.Status != "ok" {
-			f.NotMeasured = append(f.NotMeasured, fmt.Sprintf("%s (rep %d): %s: %s", m.ID, m.Repeat, m.Status, m.Reason))
-		}
-		for _, n := range m.Notes {
-			f.Noticed = append(f.Noticed, fmt.Sprintf("%s (rep %d): %s", m.ID, m.Repeat, n))
-		}
-	}
 	return f
 }
 
@@ -265,9 +252,7 @@ func groups(dir string, run *results.Run) ([]*Group, []Unread) {
 		}
 		g.MS = append(g.MS, m)
 		if m.Status != "ok" {
-			if g.Why == "" {
-				g.Why = m.Outcome()
-			}
+			g.missed(m, nil)
 			continue
 		}
 		rep := Rep{M: m}
@@ -309,9 +294,7 @@ func groups(dir string, run *results.Run) ([]*Group, []Unread) {
 		}
 		if bad != nil {
 			unread = append(unread, *bad)
-			if g.Why == "" {
-				g.Why = fmt.Sprintf("%s: its %s %q: %s", NotRead, bad.Field, bad.File, bad.Why)
-			}
+			g.missed(m, bad)
 			continue
 		}
 		for _, x := range []struct {
@@ -330,29 +313,20 @@ func groups(dir string, run *results.Run) ([]*Group, []Unread) {
 
 func phaseStatus(run *results.Run, ph string, unread []Unread) PhaseStatus {
 	st := PhaseStatus{Phase: ph}
-	n, ok := 0, 0
 	for _, m := range run.Measurements {
 		if m.Phase != ph {
 			continue
 		}
-		n++
+		st.N++
 		i := slices.IndexFunc(unread, func(u Unread) bool { return u.ID == m.ID && u.Repeat == m.Repeat })
 		switch {
 		case m.Status != "ok":
-			st.Problems = append(st.Problems, m.ID+": "+m.Outcome())
+			st.Misses = append(st.Misses, Miss{M: m})
 		case i >= 0:
-			st.Problems = append(st.Problems, fmt.Sprintf("%s: %s: its %s %q: %s", m.ID, NotRead, unread[i].Field, unread[i].File, unread[i].Why))
+			st.Misses = append(st.Misses, Miss{M: m, Unread: &unread[i]})
 		default:
-			ok++
+			st.OK++
 		}
-	}
-	switch {
-	case n == 0:
-		st.Status = "not run"
-	case ok == n:
-		st.Status = fmt.Sprintf("%d of %d measurements", ok, n)
-	default:
-		st.Status = fmt.Sprintf("%d of %d measurements; the others below", ok, n)
 	}
 	return st
 }

@@ -57,9 +57,9 @@ func TestSaturated(t *testing.T) {
 		}
 	}
 	b := bystanderOf([]*results.Result{{Params: results.Params{IntervalNs: 5e7}, Probe: &results.Probe{WindowNs: 6e9, Due: 120, Completed: 45, Censored: 75}}})
-	if !b.Saturated || !strings.Contains(b.SaturatedWhy, saturatedText) || !strings.Contains(b.SaturatedWhy, "7.5 answers per second against 20.0") ||
-		!strings.Contains(b.CensoredText(), "75 of 120") {
-		t.Errorf("%q / %q", b.SaturatedWhy, b.CensoredText())
+	if !b.Saturated || b.SaturatedReps != 1 || len(b.Due) != 1 || b.AnswersPerS.Median() != 7.5 || b.DuePerS.Median() != 20 ||
+		b.Censored.Median() != 75 || b.Due.Median() != 120 {
+		t.Errorf("%+v", b)
 	}
 }
 
@@ -150,8 +150,8 @@ func TestMisalignedWindow(t *testing.T) {
 		r := rep(tc.offset)
 		g := &Group{Step: step, Reps: []Rep{r}, Load: []*results.Result{r.Load}, Probe: []*results.Result{r.Probe}}
 		row := loadRow(g, Params{OffloadWorkers: 200})
-		if (row.Fast.Misaligned != "") != tc.said {
-			t.Errorf("offset %s: %q", tc.offset, row.Fast.Misaligned)
+		if want := map[bool]time.Duration{true: tc.offset}[tc.said]; row.Fast.Misaligned != want {
+			t.Errorf("offset %s: misaligned %s, want %s", tc.offset, row.Fast.Misaligned, want)
 		}
 	}
 }
@@ -205,5 +205,36 @@ func TestDatabaseCeiling(t *testing.T) {
 		if w, c := StepCeiling(tc.step, 200); w != tc.want || c != tc.perS {
 			t.Errorf("%s %s: %d workers, %.0f req/s, want %.0f", tc.step.Server.Name, tc.step.Endpoint, w, c, tc.perS)
 		}
+	}
+}
+
+// TestGroupMiss: a step's first repetition that left no figures and says
+// why is kept typed (a failure's measurement, or its file not read); one
+// without a status or reason says nothing and is passed over; the phase
+// counts its measurements and keeps every miss in the run's order.
+func TestGroupMiss(t *testing.T) {
+	step := results.Step{ID: "stall-pool-k1", Phase: "stall", K: 1, Server: results.Server{Name: "pool", Kind: "pool", Workers: 200}}
+	run := &results.Run{Measurements: []results.Measurement{
+		{Step: step, Repeat: 1},
+		{Step: step, Repeat: 2, Status: "ok", PerConnFile: "../outside.json"},
+		{Step: step, Repeat: 3, Status: "failed", Reason: "the server died"},
+	}}
+	gs, unread := groups(t.TempDir(), run)
+	if len(gs) != 1 || len(unread) != 1 || unread[0].Repeat != 2 || unread[0].Field != "perconn_file" || unread[0].Why == "" {
+		t.Fatalf("groups %d, unread %+v", len(gs), unread)
+	}
+	if m := gs[0].Miss; m == nil || m.M.Repeat != 2 || m.Unread == nil || m.Unread.File != "../outside.json" {
+		t.Errorf("the first miss that says why: %+v", m)
+	}
+	ps := phaseStatus(run, "stall", unread)
+	if ps.N != 3 || ps.OK != 0 || len(ps.Misses) != 3 || ps.Misses[1].Unread == nil || ps.Misses[2].M.Reason != "the server died" {
+		t.Errorf("phase %+v", ps)
+	}
+	run.Measurements = run.Measurements[2:]
+	if gs, _ := groups(t.TempDir(), run); gs[0].Miss == nil || gs[0].Miss.M.Status != "failed" || gs[0].Miss.Unread != nil {
+		t.Errorf("a failure's miss: %+v", gs[0].Miss)
+	}
+	if ps := phaseStatus(run, "sweep", nil); ps.N != 0 || len(ps.Misses) != 0 {
+		t.Errorf("a phase not run: %+v", ps)
 	}
 }

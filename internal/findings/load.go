@@ -1,7 +1,6 @@
 package findings
 
 import (
-	"fmt"
 	"math"
 	"time"
 
@@ -300,38 +299,24 @@ type Bystander struct {
 	SendP50, SendP95, SendP99       Figure
 	Due, Answered, Failed, Censored Figure
 	AnswersPerS, DuePerS            Figure
-	// Saturated when any repetition was (see Saturated); SaturatedWhy says
-	// so in words with the rates.
-	Saturated    bool
-	SaturatedWhy string
-	Timeline     []results.ProbePoint // the first repetition's, every probe
-	// Misaligned, when not empty, says that in some repetition the
-	// prober's clock started more than MaxWindowOffset from the load's.
-	Misaligned string
+	// Saturated when any repetition was (see probeSaturated), in
+	// SaturatedReps of its repetitions (one per Due).
+	Saturated     bool
+	SaturatedReps int
+	Timeline      []results.ProbePoint // the first repetition's, every probe
+	// Misaligned, when not 0, is how far from the load's the prober's
+	// clock started in the first repetition where that was more than
+	// MaxWindowOffset.
+	Misaligned time.Duration
 	WindowNs   int64
 	Interval   time.Duration
-
-	censoredAny                       bool
-	repetitions, saturatedRepetitions int
 }
-
-// saturatedText is how a saturated bystander is reported in words.
-const saturatedText = "the bystander's queue grows without bound: its latency is set by the run's length"
 
 // probeSaturated says whether a prober's answers fell behind its due probes:
 // fewer than Near of the probes due in the window were answered or failed,
 // so the probes queue behind each other for as long as the run lasts.
 func probeSaturated(p *results.Probe) bool {
 	return p != nil && p.Due > 0 && float64(p.Completed+p.Failed) < nearCeiling*float64(p.Due)
-}
-
-// CensoredText says what the censored probes mean, or "" with none.
-func (b Bystander) CensoredText() string {
-	if !b.censoredAny {
-		return ""
-	}
-	return fmt.Sprintf("%.0f of %.0f due probes were unanswered when the window ended and count at their wait so far: the percentiles from due are lower bounds",
-		b.Censored.Median(), b.Due.Median())
 }
 
 func bystanderOf(probes []*results.Result) Bystander {
@@ -344,14 +329,10 @@ func bystanderOf(probes []*results.Result) Bystander {
 		if b.Timeline == nil {
 			b.Timeline, b.WindowNs, b.Interval = p.Timeline, p.WindowNs, time.Duration(r.Params.IntervalNs)
 		}
-		b.repetitions++
 		b.Due = append(b.Due, float64(p.Due))
 		b.Answered = append(b.Answered, float64(p.Completed))
 		b.Failed = append(b.Failed, float64(p.Failed))
 		b.Censored = append(b.Censored, float64(p.Censored))
-		if p.Censored > 0 {
-			b.censoredAny = true
-		}
 		if p.WindowNs > 0 {
 			w := time.Duration(p.WindowNs).Seconds()
 			b.AnswersPerS = append(b.AnswersPerS, float64(p.Completed)/w)
@@ -359,7 +340,7 @@ func bystanderOf(probes []*results.Result) Bystander {
 		}
 		if probeSaturated(p) {
 			b.Saturated = true
-			b.saturatedRepetitions++
+			b.SaturatedReps++
 		}
 		if p.Corrected.Count > 0 {
 			b.P50 = append(b.P50, p.Corrected.P50Us)
@@ -371,10 +352,6 @@ func bystanderOf(probes []*results.Result) Bystander {
 			b.SendP95 = append(b.SendP95, p.Uncorrected.P95Us)
 			b.SendP99 = append(b.SendP99, p.Uncorrected.P99Us)
 		}
-	}
-	if b.Saturated {
-		b.SaturatedWhy = fmt.Sprintf("%s (%.1f answers per second against %.1f probes due, in %d of %d repetitions)",
-			saturatedText, b.AnswersPerS.Median(), b.DuePerS.Median(), b.saturatedRepetitions, b.repetitions)
 	}
 	return b
 }
@@ -462,9 +439,9 @@ func loadRow(g *Group, p Params) LoadRow {
 		if b := BoundOf(rep.M.Step, rep.Load, rep.Cost, p.OffloadWorkers); b != nil {
 			r.Bounds = append(r.Bounds, b)
 		}
-		if rep.Load != nil && rep.Probe != nil && r.Fast.Misaligned == "" {
+		if rep.Load != nil && rep.Probe != nil && r.Fast.Misaligned == 0 {
 			if d := time.Duration(rep.Probe.StartUnixNs - rep.Load.StartUnixNs); d > MaxWindowOffset || d < -MaxWindowOffset {
-				r.Fast.Misaligned = fmt.Sprintf("the bystander's window began %s from the load's (one of them started late): its figures cover a slightly different stretch", d.Round(time.Millisecond))
+				r.Fast.Misaligned = d
 			}
 		}
 	}

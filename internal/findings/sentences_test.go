@@ -29,10 +29,6 @@ var sentencesLeft = map[string]string{
 	"AsIs.classify": "as-is", "AsIsStep.judge": "as-is", "connsOffset": "as-is", "AsIs.watchOf": "as-is",
 	"AsIsWatch.Heading": "as-is", "AsIsWatch.Lines": "as-is", "AsIsWatch.forgivenText": "as-is", "AsIsWatch.CostText": "as-is",
 	"NotWatched": "as-is",
-	// Why a measurement was not measured or not read, said as the run is
-	// read; a row's short reason; the bystander's saturation and window.
-	"Compute": "reading", "groups": "reading", "phaseStatus": "reading", "Unread.String": "reading", "Group.Short": "reading",
-	"bystanderOf": "reading", "loadRow": "reading", "Bystander.CensoredText": "reading",
 	// The figures' format the left ones use.
 	"num": "format",
 }
@@ -73,7 +69,7 @@ func TestFiguresSayNoWords(t *testing.T) {
 			case !words && fd.Name.IsExported() && returnsString(fd) && names[name] == "" && sentencesLeft[name] == "":
 				t.Errorf("%s (%s) returns a string: a name belongs in names, with why; a sentence in internal/prose", name, fset.Position(fd.Pos()))
 			case !words && returnsString(fd) && sentencesLeft[name] != "":
-				seen[name] = true // a sentence built without fmt (Group.Short, NotWatched, ...)
+				seen[name] = true // a sentence built without fmt (NotWatched, ...)
 			}
 		}
 	}

@@ -43,7 +43,7 @@ func asIsSection(f *findings.Findings, a findings.AsIs, hue string) section {
 	for _, st := range a.Steps {
 		at := words.Plural(st.Step.Conc, "caller")
 		if !st.OK() {
-			sec.Grid.Rows = append(sec.Grid.Rows, []string{fmt.Sprint(st.Step.Conc), st.Short(), "", "", "", "", "", "", "", "", ""})
+			sec.Grid.Rows = append(sec.Grid.Rows, []string{fmt.Sprint(st.Step.Conc), prose.Short(st.Group), "", "", "", "", "", "", "", "", ""})
 			continue
 		}
 		if st.Said != "" {

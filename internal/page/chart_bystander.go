@@ -11,6 +11,7 @@ import (
 
 	"github.com/bystander-kit/bystander/internal/findings"
 	"github.com/bystander-kit/bystander/internal/palette"
+	"github.com/bystander-kit/bystander/internal/prose"
 )
 
 // saturationNotes says in words which bystanders saturated or were censored.
@@ -19,12 +20,12 @@ func saturationNotes(rows []findings.LoadRow, name func(findings.LoadRow) string
 	for _, r := range rows {
 		switch {
 		case r.Fast.Saturated:
-			notes = append(notes, fmt.Sprintf("%s: %s; %s.", name(r), r.Fast.SaturatedWhy, r.Fast.CensoredText()))
-		case r.Fast.CensoredText() != "":
-			notes = append(notes, fmt.Sprintf("%s: %s.", name(r), r.Fast.CensoredText()))
+			notes = append(notes, fmt.Sprintf("%s: %s; %s.", name(r), prose.Saturated(r.Fast), prose.Censored(r.Fast)))
+		case prose.Censored(r.Fast) != "":
+			notes = append(notes, fmt.Sprintf("%s: %s.", name(r), prose.Censored(r.Fast)))
 		}
-		if r.Fast.Misaligned != "" {
-			notes = append(notes, fmt.Sprintf("%s: %s.", name(r), r.Fast.Misaligned))
+		if m := prose.Misaligned(r.Fast); m != "" {
+			notes = append(notes, fmt.Sprintf("%s: %s.", name(r), m))
 		}
 	}
 	return notes

@@ -148,8 +148,8 @@ func sanitize(s string) string {
 // missing says why a phase has nothing to show, from its groups.
 func missing(gs []*findings.Group, phase string) string {
 	for _, g := range gs {
-		if g.Why != "" {
-			return fmt.Sprintf("the %s phase did not complete: %s", phase, g.Why)
+		if why := prose.GroupWhy(g); why != "" {
+			return fmt.Sprintf("the %s phase did not complete: %s", phase, why)
 		}
 	}
 	if len(gs) == 0 {

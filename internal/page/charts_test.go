@@ -16,7 +16,10 @@ func TestMissing(t *testing.T) {
 		want string
 	}{
 		{nil, "the stall phase was not run (see --phases and --servers)"},
-		{[]*findings.Group{{}, {Why: "the server died"}, {Why: "later"}}, "the stall phase did not complete: the server died"},
+		{[]*findings.Group{{}, {Miss: &findings.Miss{M: results.Measurement{Status: "failed", Reason: "the server died\nexit status 2"}}}, {Miss: &findings.Miss{M: results.Measurement{Status: "failed", Reason: "later"}}}},
+			"the stall phase did not complete: failed: the server died"},
+		{[]*findings.Group{{Miss: &findings.Miss{Unread: &findings.Unread{Field: "load_file", File: "x.json", Why: "over its cap"}}}},
+			`the stall phase did not complete: not read: its load_file "x.json": over its cap`},
 		{[]*findings.Group{{}}, "the stall phase left no results"},
 	} {
 		if got := missing(tc.gs, "stall"); got != tc.want {

@@ -55,7 +55,7 @@ func costSection(f *findings.Findings) section {
 		}
 		sec.Table.Rows = append(sec.Table.Rows, row)
 	}
-	sec.Notes = append(sec.Notes, f.Noticed...)
+	sec.Notes = append(sec.Notes, prose.Noticed(f)...)
 	if len(sec.Table.Rows) == 0 {
 		sec.Missing = "no load measurement completed"
 		sec.Table = nil
@@ -89,7 +89,7 @@ type page struct {
 	Run      *results.Run
 	Params   []kv
 	Env      []kv
-	Phases   []findings.PhaseStatus
+	Phases   []phaseLine
 	Sections []section
 	Echarts  template.HTML // asset.script
 	CDN      string
@@ -117,9 +117,19 @@ type page struct {
 
 type kv struct{ K, V string }
 
+// phaseLine is how far a phase got, as prose says it, with each
+// measurement of it that left no figures.
+type phaseLine struct {
+	Phase, Status string
+	Problems      []string
+}
+
 func buildPage(f *findings.Findings, a Asset) page {
 	run, fp := f.Run, f.Params
-	p := page{Title: "bystander: what one blocking call does to everyone else", Run: run, Phases: f.Phases}
+	p := page{Title: "bystander: what one blocking call does to everyone else", Run: run}
+	for _, ps := range f.Phases {
+		p.Phases = append(p.Phases, phaseLine{Phase: ps.Phase, Status: prose.PhaseStatus(ps), Problems: prose.PhaseProblems(ps)})
+	}
 	p.Lead = prose.Lead(f)
 	if h := prose.Headline(f); len(h.Servers)+len(h.Stalls)+len(h.Fixes) > 0 {
 		p.Headline = &h
@@ -129,7 +139,7 @@ func buildPage(f *findings.Findings, a Asset) page {
 		p.Partial = run.PartialReason
 	}
 	for _, u := range f.Unread {
-		p.NotRead = append(p.NotRead, u.String())
+		p.NotRead = append(p.NotRead, prose.Unread(u))
 	}
 	rp := run.Params
 	p.Params = []kv{

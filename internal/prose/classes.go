@@ -75,7 +75,7 @@ func classWords(c findings.Class) FaceClass {
 		for _, r := range c.Stalls {
 			text := StallStalled(r)
 			if text == "" {
-				text = r.Short()
+				text = Short(r.Group)
 			}
 			texts = append(texts, text)
 		}
@@ -96,10 +96,12 @@ func classText(c findings.Class, stalled string) string {
 	case findings.ClassedNoStall:
 		return "not classified: the stall phase was not measured"
 	case findings.ClassedTooBusy:
-		if c.TooBusy.Why == "" {
-			return "not classified: no stall measurement could be judged"
+		if r := c.TooBusy; r != nil && len(r.Unjudged) > 0 {
+			return "not classified: " + StallUnjudged(r.Unjudged[0])
+		} else if r != nil {
+			return "not classified: " + GroupWhy(r.Group)
 		}
-		return "not classified: " + StallUnjudged(c.TooBusy)
+		return "not classified: no stall measurement could be judged"
 	case findings.ClassedWholeLoops:
 		return fmt.Sprintf("a loop server: k blocked loops stalled exactly the connections on them (%s; %s, from X-Loop)", stalled, words.Plural(c.Loops, "loop"))
 	case findings.ClassedNotWhole:

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/bystander-kit/bystander/internal/findings"
+	"github.com/bystander-kit/bystander/internal/results"
 )
 
 // TestClassWords: each class said with its figures: the loop servers'
@@ -56,8 +57,10 @@ func TestClassWords(t *testing.T) {
 		{findings.Class{Case: findings.ClassedPoolSlots, ServedAtOnce: 193, Configured: 200, CliffCallers: []int{128, 200, 300}},
 			"a pool of 200 slots, as configured: its cliff served at most 193 callers at once (its throughput x the measured block, over the cliff's 128, 200, 300 callers), then queued the rest"},
 		{findings.Class{Case: findings.ClassedNotWhole, Kind: "loop"}, "not classified: its stalls are not whole loops ()"},
-		{findings.Class{Case: findings.ClassedTooBusy, TooBusy: findings.StallUnjudged{Why: "machine too busy to judge: test"}}, "not classified: machine too busy to judge: test"},
-		{findings.Class{Case: findings.ClassedTooBusy, TooBusy: findings.StallUnjudged{Repeat: 2, Why: "machine too busy to judge: test"}}, "not classified: repetition 2: machine too busy to judge: test"},
+		{findings.Class{Case: findings.ClassedTooBusy, TooBusy: &findings.StallRow{Unjudged: []findings.StallUnjudged{{Why: "machine too busy to judge: test"}}}}, "not classified: machine too busy to judge: test"},
+		{findings.Class{Case: findings.ClassedTooBusy, TooBusy: &findings.StallRow{Unjudged: []findings.StallUnjudged{{Repeat: 2, Why: "machine too busy to judge: test"}}}}, "not classified: repetition 2: machine too busy to judge: test"},
+		{findings.Class{Case: findings.ClassedTooBusy, TooBusy: &findings.StallRow{Group: &findings.Group{Miss: &findings.Miss{M: results.Measurement{Status: "failed", Reason: "the server died"}}}}},
+			"not classified: failed: the server died"},
 		{findings.Class{Case: findings.ClassedTooBusy}, "not classified: no stall measurement could be judged"},
 		{findings.Class{Case: findings.ClassedPoolDB, Kind: "pool", Workers: 200, DBConns: 10, Configured: 10, ServedAtOnce: 10, CliffCallers: []int{6, 10, 15}},
 			"a pool of 10: its 10 database connections, as configured, behind 200 slots: its cliff served at most 10 callers"},

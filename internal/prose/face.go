@@ -126,7 +126,7 @@ func faceAsIsStep(st findings.AsIsStep) FaceAsIsStep {
 		s.BoundText = BoundLine(b)
 	}
 	if !st.OK() {
-		s.Why = st.Why
+		s.Why = GroupWhy(st.Group)
 	}
 	return s
 }
@@ -240,12 +240,12 @@ type FaceCost struct {
 func faceLoad(r findings.LoadRow) FaceLoad {
 	l := FaceLoad{ID: r.Step.ID, Server: r.Step.Server.Name, Endpoint: r.Step.Endpoint, Variant: r.Step.Variant, Callers: r.Step.Conc,
 		ReqPerS: face(r.Throughput, 1), Blocked: BlockedText(r), Bound: r.Kind(), FastP50Ms: face(r.Fast.P50, 1e-3), FastP99Ms: face(r.Fast.P99, 1e-3),
-		Saturated: r.Fast.SaturatedWhy}
+		Saturated: Saturated(r.Fast)}
 	if b := r.Bound(); b != nil {
 		l.BoundText = BoundLine(b)
 	}
 	if !r.OK() {
-		l.Why = r.Why
+		l.Why = GroupWhy(r.Group)
 	}
 	return l
 }
@@ -253,7 +253,7 @@ func faceLoad(r findings.LoadRow) FaceLoad {
 // FaceOf computes the JSON face of f.
 func FaceOf(f *findings.Findings) Face {
 	x := Face{Schema: faceSchema, Lead: Lead(f), Headline: Headline(f), Shared: SharedText(f), Classes: Classes(f), Claims: FaceClaims(f), Servers: f.Servers, Published: Published(f),
-		NotMeasured: f.NotMeasured, NotRead: f.Unread, Noticed: f.Noticed}
+		NotMeasured: NotMeasured(f), NotRead: f.Unread, Noticed: Noticed(f)}
 	for _, r := range f.Sweep {
 		x.Sweep = append(x.Sweep, faceLoad(r.LoadRow))
 	}
@@ -268,7 +268,7 @@ func FaceOf(f *findings.Findings) Face {
 			Exactly: StallMatch(r), StalledWaitMs: face(r.StalledWait, 1e-3), OthersWaitMs: face(r.OthersWait, 1e-3), Machine: StallMachine(r),
 			Detector: StallDetector(r), Culprit: StallCulprit(r), Outside: r.Outside, Mismatch: sayAll(r.Mismatch, StallMismatch), Unjudged: sayAll(r.Unjudged, StallUnjudged), BlockOff: BlockOffText(r.Step.Block.D(), r.BlockOffNs)}
 		if !r.OK() {
-			s.Why = r.Why
+			s.Why = GroupWhy(r.Group)
 		}
 		x.Stall = append(x.Stall, s)
 	}

@@ -80,7 +80,7 @@ func Headline(f *findings.Findings) FaceHeadline {
 		if !r.Throughput.OK() {
 			// Said, not dropped: its figure at the most callers was not
 			// measured or not read (NotMeasured says why).
-			s.Throughput = r.Short()
+			s.Throughput = Short(r.Group)
 			x.Servers = append(x.Servers, s)
 			continue
 		}
@@ -103,7 +103,7 @@ func Headline(f *findings.Findings) FaceHeadline {
 		for _, r := range hs.Rows {
 			text := StallStalled(r)
 			if text == "" {
-				text = r.Short()
+				text = Short(r.Group)
 			}
 			s.Stalled = append(s.Stalled, text)
 		}
@@ -234,7 +234,7 @@ func publishedRow(r findings.PublishedRow) FacePublished {
 func thisFigure(r findings.PublishedRow) string {
 	switch r.This {
 	case findings.ThisNotOK:
-		return r.NotOK.Short()
+		return Short(r.NotOK)
 	case findings.ThisPerS:
 		return words.PerS(r.PerS)
 	case findings.ThisFast:

@@ -134,7 +134,7 @@ func writeSweep(w io.Writer, f *findings.Findings) {
 	tw := table(w, "callers", "server", "req/s", "ceiling", "% of ceiling", "bound", "% of bound", "Little's law", "blocked")
 	for _, r := range f.Sweep {
 		if !r.OK() {
-			fmt.Fprintf(tw, "%d\t%s\t%s\t\t\t\t\t\t\n", r.Step.Conc, r.Step.Server.Name, r.Short())
+			fmt.Fprintf(tw, "%d\t%s\t%s\t\t\t\t\t\t\n", r.Step.Conc, r.Step.Server.Name, Short(r.Group))
 			continue
 		}
 		var pct findings.Figure
@@ -175,7 +175,7 @@ func writeAsIs(w io.Writer, f *findings.Findings) {
 		var said []string
 		for _, st := range a.Steps {
 			if !st.OK() {
-				fmt.Fprintf(tw, "%d\t%s\t\t\t\t\t\t\t\t\t\t\t\n", st.Step.Conc, st.Short())
+				fmt.Fprintf(tw, "%d\t%s\t\t\t\t\t\t\t\t\t\t\t\n", st.Step.Conc, Short(st.Group))
 				continue
 			}
 			at := words.Plural(st.Step.Conc, "caller")
@@ -278,7 +278,7 @@ func writeStall(w io.Writer, f *findings.Findings) {
 			}
 		}
 		if !r.Stalled.OK() && len(r.Unjudged) == 0 {
-			fmt.Fprintf(tw, "%d\t%s\t%s\t\t\t\t\t\t\t\t\n", r.Step.K, r.Step.Server.Name, r.Short())
+			fmt.Fprintf(tw, "%d\t%s\t%s\t\t\t\t\t\t\t\t\n", r.Step.K, r.Step.Server.Name, Short(r.Group))
 			continue
 		}
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Step.K, r.Step.Server.Name, StallStalled(r), num(r.Expected, "%.0f"), StallMatch(r),
@@ -307,7 +307,7 @@ func writeOffload(w io.Writer, f *findings.Findings) {
 	tw := table(w, "variant", "server", "endpoint", "req/s", "/fast p50", "/fast p95", "bound")
 	for _, r := range f.Offload {
 		if !r.OK() {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t\t\t\n", r.Step.Variant, r.Step.Server.Name, r.Step.Endpoint, r.Short())
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t\t\t\n", r.Step.Variant, r.Step.Server.Name, r.Step.Endpoint, Short(r.Group))
 			continue
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Step.Variant, r.Step.Server.Name, r.Step.Endpoint,
@@ -327,7 +327,7 @@ func writeTrace(w io.Writer, f *findings.Findings) {
 	tw := table(w, "server", "n", "accepted", "continuation late", "return", "total p50", "total p99")
 	for _, r := range f.Trace {
 		if !r.Total.N.OK() {
-			fmt.Fprintf(tw, "%s\t%s\t\t\t\t\t\n", r.Step.Server.Name, r.Short())
+			fmt.Fprintf(tw, "%s\t%s\t\t\t\t\t\n", r.Step.Server.Name, Short(r.Group))
 			continue
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Step.Server.Name, num(r.Total.N, "%.0f"), ms(r.Accepted.P50), ms(r.Lateness.P50),
@@ -375,7 +375,7 @@ func writeSlip(w io.Writer, f *findings.Findings) {
 	for _, r := range f.Slip {
 		name := r.Step.Server.Name
 		if !r.OK() || !r.Before.PerS.OK() || !r.After.PerS.OK() {
-			why := r.Short()
+			why := Short(r.Group)
 			if r.OK() {
 				why = "the two sides not told apart: " + SlipNotSplit(r)
 			}
@@ -464,11 +464,11 @@ func writeCost(w io.Writer, f *findings.Findings) {
 
 // writeNotes prints what was noticed and what was not measured.
 func writeNotes(w io.Writer, f *findings.Findings) {
-	if len(f.Noticed) > 0 {
-		fmt.Fprintf(w, "\nNoticed while measuring:\n  %s\n", strings.Join(f.Noticed, "\n  "))
+	if n := Noticed(f); len(n) > 0 {
+		fmt.Fprintf(w, "\nNoticed while measuring:\n  %s\n", strings.Join(n, "\n  "))
 	}
-	if len(f.NotMeasured) > 0 {
-		fmt.Fprintf(w, "\nNot measured:\n  %s\n", strings.Join(f.NotMeasured, "\n  "))
+	if n := NotMeasured(f); len(n) > 0 {
+		fmt.Fprintf(w, "\nNot measured:\n  %s\n", strings.Join(n, "\n  "))
 	}
 }
 
@@ -538,14 +538,14 @@ func bystanderTable[R any](w io.Writer, first string, withTput bool, rows []R, l
 			b += "\t" + num(r.Throughput, "%.0f")
 		}
 		if !r.OK() {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t\t\t\t\t\n", a, b, r.Short())
+			fmt.Fprintf(tw, "%s\t%s\t%s\t\t\t\t\t\n", a, b, Short(r.Group))
 			continue
 		}
 		mark := ""
 		if r.Fast.Saturated {
 			mark = "  SATURATED"
 		}
-		if r.Fast.Saturated || r.Fast.Misaligned != "" {
+		if r.Fast.Saturated || r.Fast.Misaligned != 0 {
 			said = append(said, r)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s of %s%s\n", a, b, ms(r.Fast.P50), ms(r.Fast.P95), ms(r.Fast.P99),
@@ -562,10 +562,10 @@ func bystanderTable[R any](w io.Writer, first string, withTput bool, rows []R, l
 func saturation(w io.Writer, rows []findings.LoadRow, name func(findings.LoadRow) string) {
 	for _, r := range rows {
 		if r.Fast.Saturated {
-			fmt.Fprintf(w, "  SATURATED, %s: %s; %s\n", name(r), r.Fast.SaturatedWhy, r.Fast.CensoredText())
+			fmt.Fprintf(w, "  SATURATED, %s: %s; %s\n", name(r), Saturated(r.Fast), Censored(r.Fast))
 		}
-		if r.Fast.Misaligned != "" {
-			fmt.Fprintf(w, "  %s: %s\n", name(r), r.Fast.Misaligned)
+		if m := Misaligned(r.Fast); m != "" {
+			fmt.Fprintf(w, "  %s: %s\n", name(r), m)
 		}
 	}
 }
