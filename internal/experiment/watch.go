@@ -103,7 +103,7 @@ func (r *runner) sayWatch(m results.Measurement) {
 		r.emit(Said{"  watched: " + err.Error()})
 		return
 	}
-	lines := f.Service.Lines()
+	lines := f.Service.LinesOver(m.Duration)
 	if f.Service.WindowNs == 0 { // nothing watched: why
 		lines = f.Service.Limits
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bystander-kit/bystander/internal/culprit"
 	"github.com/bystander-kit/bystander/internal/hist"
 	"github.com/bystander-kit/bystander/internal/results"
 )
@@ -477,5 +478,29 @@ func TestAsIsProberLate(t *testing.T) {
 	if st.Judged != 1 || len(st.Unjudged) != 1 || !strings.HasPrefix(st.Unjudged[0], "repetition 2: ") ||
 		st.StalledText() != "3 of 12 (1 of 2 repetitions judged)" {
 		t.Errorf("one of two repetitions late: %d judged, %q, %q", st.Judged, st.Unjudged, st.StalledText())
+	}
+}
+
+// TestAsIsWatchedTooLittle: a watch that covered 104 ms of a 1 s window
+// (its start took the rest, seen in CI on a starved machine) and found no
+// hold says it watched too little to judge, not that none held: "none of
+// the 8 threads held past 1 ms over 104 ms" is true of what it saw, and a
+// reader takes it for "nothing held". A watch over most of its window
+// still says none held.
+func TestAsIsWatchedTooLittle(t *testing.T) {
+	watchOver := func(window time.Duration) AsIsWatch {
+		st := &AsIsStep{LoadRow: LoadRow{Group: &Group{Step: results.Step{Conc: 16, Duration: time.Second}}}}
+		w := AsIsWatch{Step: st, Service: &culprit.Service{Source: culprit.SourceProc, Role: "threads", Serving: 8, WindowNs: int64(window), ThresholdNs: int64(time.Millisecond)}}
+		if window < 9*time.Second/10 {
+			w.Short = window
+		}
+		return w
+	}
+	lines := watchOver(104 * time.Millisecond).Lines()
+	if len(lines) == 0 || lines[0] != "too little watched to judge: 104 ms of the 1.0 s window" || slices.ContainsFunc(lines, func(l string) bool { return strings.Contains(l, "held past") }) {
+		t.Errorf("104 ms of 1 s watched, no hold: %q", lines)
+	}
+	if lines := watchOver(600 * time.Millisecond).Lines(); len(lines) == 0 || !strings.HasPrefix(lines[0], "none of the 8 threads held past 1.0 ms over 600 ms") {
+		t.Errorf("600 ms of 1 s watched, no hold: %q", lines)
 	}
 }

@@ -136,7 +136,11 @@ func (w AsIsWatch) Lines() []string {
 		}
 		return w.Service.Limits
 	}
-	out := w.Service.Lines()
+	var measured time.Duration
+	if w.Step != nil {
+		measured = w.Step.Step.Duration
+	}
+	out := w.Service.LinesOver(measured)
 	if f := w.forgivenText(); f != "" {
 		out = append(out, f)
 	}
