@@ -158,7 +158,7 @@ func asIsOf(gs []*Group, p Params) []AsIs {
 	}
 	for i := range out {
 		out[i].compute()
-		out[i].watchOf(out[i].watched, out[i].server, p, out[i].CallTime(), time.Duration(out[i].unloaded()*1e3))
+		out[i].watchOf(out[i].watched, out[i].server, p, out[i].CallTime(), time.Duration(out[i].Unloaded()*1e3))
 	}
 	return out
 }
@@ -399,9 +399,9 @@ func bystanderP50(st *AsIsStep) (float64, bool) {
 	return st.Fast.P50.Median(), true
 }
 
-// unloaded is the 12 connections' wait before the load, us: the least of
+// Unloaded is the 12 connections' wait before the load, us: the least of
 // the sweep's (what the stall rule judges against).
-func (a AsIs) unloaded() float64 {
+func (a AsIs) Unloaded() float64 {
 	var least float64
 	for _, st := range a.Steps {
 		for _, u := range st.Unloaded {
@@ -470,8 +470,8 @@ func (a *AsIs) classify() {
 	}
 	a.Text = fmt.Sprintf("a pool that forgives it up to %s: none of its connections stalled up to there", words.Plural(a.Forgives, "caller"))
 	if st := a.step(a.Forgives); st != nil {
-		if p, ok := bystanderP50(st); ok && a.unloaded() > 0 {
-			a.Text += fmt.Sprintf(", its bystander's median %.1fx its wait unloaded", p/a.unloaded())
+		if p, ok := bystanderP50(st); ok && a.Unloaded() > 0 {
+			a.Text += fmt.Sprintf(", its bystander's median %.1fx its wait unloaded", p/a.Unloaded())
 		}
 	}
 	if after != "" {

@@ -151,7 +151,7 @@ func (a AsIs) rise() string {
 		return ""
 	}
 	s := "its bystander's median from due: " + strings.Join(parts, ", ")
-	if u := a.unloaded(); u > 0 {
+	if u := a.Unloaded(); u > 0 {
 		s += fmt.Sprintf(" (unloaded %s)", words.Round(time.Duration(u*1e3)))
 	}
 	return s

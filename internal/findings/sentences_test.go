@@ -26,9 +26,7 @@ var sentencesLeft = map[string]string{
 	// its watched step's.
 	"AsIsStep.StalledText": "as-is", "AsIsStep.WhoText": "as-is", "AsIs.Short": "as-is", "AsIs.StalledLine": "as-is",
 	"AsIs.CPUText": "as-is", "AsIs.WorkersText": "as-is", "AsIs.CeilingText": "as-is", "AsIs.rise": "as-is",
-	"AsIs.classify": "as-is", "AsIsStep.judge": "as-is", "connsOffset": "as-is", "AsIs.watchOf": "as-is",
-	"AsIsWatch.Heading": "as-is", "AsIsWatch.Lines": "as-is", "AsIsWatch.forgivenText": "as-is", "AsIsWatch.CostText": "as-is",
-	"NotWatched": "as-is",
+	"AsIs.classify": "as-is", "AsIsStep.judge": "as-is", "connsOffset": "as-is",
 	// The reasons a stall measurement or a connection was not judged.
 	"tally": "stall", "StallRow.addRep": "stall",
 	// A slip's binding workers, and a repetition not read.

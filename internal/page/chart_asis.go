@@ -150,14 +150,14 @@ func callText(a findings.AsIs) string {
 // watched. What a recording says is a stranger's text: the template
 // escapes it.
 func watchNotes(a findings.AsIs) []string {
-	lines := a.Watch.Lines()
+	lines := prose.AsIsWatchLines(a)
 	if !a.Watch.Watched() {
 		for i, l := range lines {
 			lines[i] = strings.TrimPrefix(strings.TrimPrefix(l, "not watched: "), "watch: ")
 		}
 		return []string{"Not watched: " + strings.Join(lines, "; ") + "."}
 	}
-	out := []string{fmt.Sprintf("%s: %s.", words.Capital(a.Watch.Heading()), lines[0])}
+	out := []string{fmt.Sprintf("%s: %s.", words.Capital(prose.AsIsWatchHeading(a.Watch)), lines[0])}
 	for _, l := range lines[1:] {
 		out = append(out, words.Capital(l)+".")
 	}

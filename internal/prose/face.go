@@ -108,10 +108,10 @@ func faceAsIs(a findings.AsIs) FaceAsIs {
 	for _, st := range a.Steps {
 		x.Steps = append(x.Steps, faceAsIsStep(st))
 	}
-	x.Watch = FaceWatch{Watched: a.Watch.Watched(), Why: a.Watch.Why, Lines: a.Watch.Lines(), Service: a.Watch.Service,
+	x.Watch = FaceWatch{Watched: a.Watch.Watched(), Why: AsIsWatchWhy(a.Watch), Lines: AsIsWatchLines(a), Service: AsIsWatchService(a),
 		ThroughputRatio: math.Round(a.Watch.Throughput*1000) / 1000, BystanderRatio: math.Round(a.Watch.Bystander*1000) / 1000}
 	if a.Watch.Step != nil {
-		x.Watch.Heading = a.Watch.Heading()
+		x.Watch.Heading = AsIsWatchHeading(a.Watch)
 		s := faceAsIsStep(*a.Watch.Step)
 		x.Watch.Step = &s
 	}

@@ -516,12 +516,12 @@ func table(w io.Writer, cols ...string) *tabwriter.Writer {
 
 // writeWatch prints the watch's lines under the server's table.
 func writeWatch(w io.Writer, a findings.AsIs) {
-	lines := a.Watch.Lines()
+	lines := AsIsWatchLines(a)
 	if !a.Watch.Watched() {
 		fmt.Fprintf(w, "  %s\n", strings.Join(lines, "\n  "))
 		return
 	}
-	fmt.Fprintf(w, "  %s:\n    %s\n", a.Watch.Heading(), strings.Join(lines, "\n    "))
+	fmt.Fprintf(w, "  %s:\n    %s\n", AsIsWatchHeading(a.Watch), strings.Join(lines, "\n    "))
 }
 
 // us is a figure in ns as us.
