@@ -22,11 +22,6 @@ var names = map[string]string{
 // shrinks: TestFiguresSayNoWords fails on a function that makes words and
 // is not listed, and on a listed one that no longer does.
 var sentencesLeft = map[string]string{
-	// A server measured as it is: its class text, columns and lines, and
-	// its watched step's.
-	"AsIsStep.StalledText": "as-is", "AsIsStep.WhoText": "as-is", "AsIs.Short": "as-is", "AsIs.StalledLine": "as-is",
-	"AsIs.CPUText": "as-is", "AsIs.WorkersText": "as-is", "AsIs.CeilingText": "as-is", "AsIs.rise": "as-is",
-	"AsIs.classify": "as-is", "AsIsStep.judge": "as-is", "connsOffset": "as-is",
 	// The reasons a stall measurement or a connection was not judged.
 	"tally": "stall", "StallRow.addRep": "stall",
 	// A slip's binding workers, and a repetition not read.
@@ -78,7 +73,7 @@ func TestFiguresSayNoWords(t *testing.T) {
 			case !words && fd.Name.IsExported() && returnsString(fd) && names[name] == "" && sentencesLeft[name] == "":
 				t.Errorf("%s (%s) returns a string: a name belongs in names, with why; a sentence in internal/prose", name, fset.Position(fd.Pos()))
 			case !words && returnsString(fd) && sentencesLeft[name] != "":
-				seen[name] = true // a sentence built without fmt (Group.Short, NotWatched, ...)
+				seen[name] = true // a sentence built without fmt (Group.Short, ...)
 			}
 		}
 	}

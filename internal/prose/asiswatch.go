@@ -109,11 +109,11 @@ func notForgiven(w findings.AsIsWatch) string {
 	}
 	st := w.Step
 	if st.Stalled.OK() {
-		return fmt.Sprintf("held, and not forgiven: %s of its connections stalled meanwhile", st.StalledText())
+		return fmt.Sprintf("held, and not forgiven: %s of its connections stalled meanwhile", AsIsStalled(*st))
 	}
-	why := st.StalledText()
+	why := AsIsStalled(*st)
 	if len(st.Unjudged) > 0 {
-		why = st.Unjudged[0]
+		why = AsIsUnjudged(*st, st.Unjudged[0])
 	}
 	return "whether the pool forgave them meanwhile is not told: " + why
 }

@@ -77,3 +77,53 @@ func TestAsIsWatchedTooLittle(t *testing.T) {
 		t.Errorf("600 ms of 1 s watched, no hold: %q", lines)
 	}
 }
+
+// TestAsIsWatchForgiven: a pool whose connections none stalled while it
+// was watched has its holds said forgiven, with its bystander's median
+// over its wait unloaded; the watch's own Service (findings') is left as
+// the file had it.
+func TestAsIsWatchForgiven(t *testing.T) {
+	st := &findings.AsIsStep{LoadRow: findings.LoadRow{Group: &findings.Group{Step: results.Step{Conc: 16, Duration: time.Second}}}, Probed: findings.Figure{12}, Stalled: findings.Figure{0}}
+	st.Fast.P50 = findings.Figure{600}
+	svc := &culprit.Service{Source: culprit.SourceJFR, Role: "request threads", Pool: true, Serving: 200, WindowNs: int64(time.Second), ThresholdNs: int64(time.Millisecond),
+		Holds: []culprit.Hold{{State: "in a socket read", Held: 16, HeldNs: int64(8 * time.Second), Calls: 1000}}}
+	a := findings.AsIs{Steps: []findings.AsIsStep{{Unloaded: findings.Figure{400}}}, Watch: findings.AsIsWatch{Step: st, Service: svc, Forgiven: true}}
+	want := "; held, and forgiven (none of its 12 connections stalled meanwhile, its bystander's median 1.5x its wait unloaded)"
+	if l := AsIsWatchLines(a); len(l) == 0 || !strings.HasSuffix(l[0], want) {
+		t.Errorf("forgiven: %q", l)
+	}
+	if svc.Forgiven != "" {
+		t.Errorf("the watch's Service changed: %q", svc.Forgiven)
+	}
+	a.Watch.Forgiven, st.Stalled = false, findings.Figure{2}
+	if l := AsIsWatchLines(a); len(l) < 2 || strings.Contains(l[0], "forgiven") || l[1] != "held, and not forgiven: 2 of 12 of its connections stalled meanwhile" {
+		t.Errorf("not forgiven: %q", l)
+	}
+}
+
+// TestAsIsUnjudgedSaid: a repetition not judged is said with why: the 12
+// connections' window began late or early (findings' Offset), or the
+// stall rule's words; "repetition N: " first when the step had several;
+// the stalled column says "machine too busy to judge" only when the
+// machine was.
+func TestAsIsUnjudgedSaid(t *testing.T) {
+	one := findings.AsIsStep{LoadRow: findings.LoadRow{Group: &findings.Group{Reps: []findings.Rep{{}}}}}
+	two := findings.AsIsStep{LoadRow: findings.LoadRow{Group: &findings.Group{Reps: []findings.Rep{{}, {}}}}}
+	for _, tc := range []struct {
+		st   findings.AsIsStep
+		u    findings.AsIsUnjudged
+		want string
+	}{
+		{one, findings.AsIsUnjudged{Repeat: 1, Offset: 400 * time.Millisecond}, "the 12 connections' window began 400ms after the load's (their prober placed them late)"},
+		{one, findings.AsIsUnjudged{Repeat: 1, Offset: -250 * time.Millisecond}, "the 12 connections' window began 250ms before the load's (the load started late)"},
+		{two, findings.AsIsUnjudged{Repeat: 2, Busy: true, Why: "machine too busy to judge: x"}, "repetition 2: machine too busy to judge: x"},
+	} {
+		if got := AsIsUnjudged(tc.st, tc.u); !strings.HasPrefix(got, tc.want) {
+			t.Errorf("%+v: %q, want %q", tc.u, got, tc.want)
+		}
+		tc.st.Unjudged = []findings.AsIsUnjudged{tc.u}
+		if got, busy := AsIsStalled(tc.st), tc.u.Busy; (got == "machine too busy to judge") != busy || (got == "not judged") == busy {
+			t.Errorf("%+v: stalled %q", tc.u, got)
+		}
+	}
+}
