@@ -143,3 +143,23 @@ func TestServiceClean(t *testing.T) {
 		t.Errorf("share over no window: %v", c.Share(h))
 	}
 }
+
+// TestLinesOverTooLittle: a watch that covered under half its measured
+// window and found no hold says it watched too little to judge; over half,
+// or with a hold, or with the window not known, it says what it saw.
+func TestLinesOverTooLittle(t *testing.T) {
+	s := Service{Source: SourceProc, Role: "threads", Serving: 8, WindowNs: int64(104 * time.Millisecond), ThresholdNs: int64(time.Millisecond)}
+	if l := s.LinesOver(time.Second); len(l) != 1 || l[0] != "too little watched to judge: 104 ms of the 1.0 s window" {
+		t.Errorf("104 ms of 1 s: %q", l)
+	}
+	if l := s.LinesOver(200 * time.Millisecond); len(l) != 1 || !strings.HasPrefix(l[0], "none of the 8 threads held past 1.0 ms over 104 ms") {
+		t.Errorf("104 ms of 200 ms: %q", l)
+	}
+	if l := s.Lines(); len(l) != 1 || !strings.HasPrefix(l[0], "none of the 8 threads held") {
+		t.Errorf("window not known: %q", l)
+	}
+	s.Holds = []Hold{{State: "in a sleep", Held: 1, HeldNs: int64(50 * time.Millisecond), Calls: 1}}
+	if l := s.LinesOver(time.Second); len(l) != 1 || !strings.HasPrefix(l[0], "1 of 8 threads held ") {
+		t.Errorf("a hold in 104 ms of 1 s: %q", l)
+	}
+}

@@ -180,12 +180,21 @@ func (s Service) holdWords(h Hold, forgiven bool) string {
 
 // Lines are every hold's sentence (a pool's forgiveness said once, with
 // the first), then the limits and the hint.
-func (s Service) Lines() []string {
+func (s Service) Lines() []string { return s.LinesOver(0) }
+
+// LinesOver are Lines of a watch of a window measured long (0: not
+// known): a watch that covered under half of it (its source's start took
+// the rest) and found no hold says it watched too little to judge, not
+// that none held, which a reader takes for "nothing held".
+func (s Service) LinesOver(measured time.Duration) []string {
 	var out []string
 	for i, h := range s.Holds {
 		out = append(out, s.holdWords(h, i == 0))
 	}
-	if len(s.Holds) == 0 {
+	switch {
+	case len(s.Holds) == 0 && s.WindowNs > 0 && 2*time.Duration(s.WindowNs) < measured:
+		out = append(out, fmt.Sprintf("too little watched to judge: %s of the %s window", FormatHeld(time.Duration(s.WindowNs)), FormatHeld(measured)))
+	case len(s.Holds) == 0:
 		out = append(out, s.none())
 	}
 	out = append(out, s.Limits...)

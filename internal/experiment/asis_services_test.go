@@ -14,7 +14,6 @@ import (
 	"github.com/bystander-kit/bystander/internal/culprit"
 	"github.com/bystander-kit/bystander/internal/findings"
 	"github.com/bystander-kit/bystander/internal/prose"
-	"github.com/bystander-kit/bystander/internal/stall"
 )
 
 // The done-when tests of measuring a service as it is: the example
@@ -51,7 +50,7 @@ func asIsRun(t *testing.T, svc *services.Service, conc ...int) findings.AsIs {
 		t.Fatalf("%d servers measured as they are", len(f.AsIs))
 	}
 	a := f.AsIs[0]
-	t.Logf("%s: %s; %s; stalled %s", svc.Kind, a.Text, a.CPUText(), a.StalledLine())
+	t.Logf("%s: %s; %s; stalled %s", svc.Kind, prose.AsIsClass(a), prose.AsIsCPU(a), prose.AsIsStalledLine(a))
 	for _, st := range a.Steps {
 		// Every step counts its stalled connections, or says why not.
 		if !st.Stalled.OK() && len(st.Unjudged) == 0 {
@@ -61,15 +60,16 @@ func asIsRun(t *testing.T, svc *services.Service, conc ...int) findings.AsIs {
 	// Its top step was measured again, watched (pid=, and gnet's pprof=),
 	// and what the watch found is said in the tables, as it comes.
 	w := a.Watch
-	t.Logf("%s: %s:\n  %s", svc.Kind, w.Heading(), strings.Join(w.Lines(), "\n  "))
+	lines := prose.AsIsWatchLines(a)
+	t.Logf("%s: %s:\n  %s", svc.Kind, prose.AsIsWatchHeading(w), strings.Join(lines, "\n  "))
 	if w.Step == nil || w.Step.Step.Conc != a.Steps[len(a.Steps)-1].Step.Conc || !w.Watched() {
-		t.Fatalf("%s: not watched at the top step: %q", svc.Kind, w.Lines())
+		t.Fatalf("%s: not watched at the top step: %q", svc.Kind, lines)
 	}
-	if !strings.Contains(stdout.String(), w.Lines()[0]) || !strings.Contains(stdout.String(), "  watched: ") {
-		t.Errorf("the tables and the progress do not say %q", w.Lines()[0])
+	if !strings.Contains(stdout.String(), lines[0]) || !strings.Contains(stdout.String(), "  watched: ") {
+		t.Errorf("the tables and the progress do not say %q", lines[0])
 	}
-	if w.Throughput <= 0 || w.Bystander <= 0 || !strings.Contains(w.CostText(), "what watching cost: throughput ") {
-		t.Errorf("what watching cost not said: %q", w.CostText())
+	if w.Throughput <= 0 || w.Bystander <= 0 || !strings.Contains(prose.AsIsWatchCost(w), "what watching cost: throughput ") {
+		t.Errorf("what watching cost not said: %q", prose.AsIsWatchCost(w))
 	}
 	return a
 }
@@ -81,7 +81,7 @@ func asIsRun(t *testing.T, svc *services.Service, conc ...int) findings.AsIs {
 func culpritFrame(t *testing.T, svc *services.Service, w findings.AsIsWatch, state string) culprit.Hold {
 	t.Helper()
 	if len(w.Service.Holds) == 0 {
-		t.Fatalf("no hold: %q", w.Lines())
+		t.Fatalf("no hold: %q", w.Service.Lines())
 	}
 	h := w.Service.Holds[0]
 	f := h.Frames[0]
@@ -96,15 +96,21 @@ func culpritFrame(t *testing.T, svc *services.Service, w findings.AsIsWatch, sta
 
 // watchedLittle says, logged, when a starved machine let the watch cover
 // under half the measured window (its start took the rest: seen in CI at
-// 100 % busy, 104 ms of 1 s); the lines must then say so, and the holds
-// it saw are too few to require the culprit.
-func watchedLittle(t *testing.T, w findings.AsIsWatch) bool {
+// 100 % busy, 104 ms of 1 s); the lines must then say so, and say it
+// watched too little to judge where it saw no hold, and the holds it saw
+// are too few to require the culprit.
+func watchedLittle(t *testing.T, a findings.AsIs) bool {
 	t.Helper()
+	w := a.Watch
 	if w.Short == 0 || w.Step == nil || w.Short*2 >= w.Step.Step.Duration {
 		return false
 	}
-	if !slices.ContainsFunc(w.Lines(), func(l string) bool { return strings.HasPrefix(l, "the watch covered ") }) {
-		t.Errorf("the watch covered %v of %v and its lines do not say so: %q", w.Short, w.Step.Step.Duration, w.Lines())
+	lines := prose.AsIsWatchLines(a)
+	if !slices.ContainsFunc(lines, func(l string) bool { return strings.HasPrefix(l, "the watch covered ") }) {
+		t.Errorf("the watch covered %v of %v and its lines do not say so: %q", w.Short, w.Step.Step.Duration, lines)
+	}
+	if len(w.Service.Holds) == 0 && !strings.HasPrefix(lines[0], "too little watched to judge: ") {
+		t.Errorf("the watch covered %v of %v, no hold, and its lines do not say it watched too little to judge: %q", w.Short, w.Step.Step.Duration, lines)
 	}
 	t.Logf("the watch covered %v of %v: the culprit not required", w.Short, w.Step.Step.Duration)
 	return true
@@ -124,10 +130,10 @@ func judged(t *testing.T, a findings.AsIs, conc int) *findings.AsIsStep {
 		if st.Stalled.OK() {
 			return st
 		}
-		if !strings.HasPrefix(st.Unjudged[0], stall.TooBusy) && !strings.HasPrefix(st.Unjudged[0], findings.ConnsOffset) {
-			t.Errorf("at %d callers not judged: %s", conc, st.Unjudged[0])
+		if u := st.Unjudged[0]; !u.Busy && u.Offset == 0 {
+			t.Errorf("at %d callers not judged: %s", conc, prose.AsIsUnjudged(*st, u))
 		}
-		t.Logf("at %d callers: %s", conc, st.Unjudged[0])
+		t.Logf("at %d callers: %s", conc, prose.AsIsUnjudged(*st, st.Unjudged[0]))
 		return nil
 	}
 	t.Fatalf("no step at %d callers", conc)
@@ -148,7 +154,7 @@ func TestAsIsNetty(t *testing.T) {
 	a := asIsRun(t, svc, 4)
 	if st := judged(t, a, 1); st != nil {
 		if a.Class != findings.ClassLoop || st.Stalled.Median() != 3 {
-			t.Errorf("class %s (%s), %s stalled at 1 caller: want the 3 of 12 on the caller's loop", a.Class, a.Text, st.StalledText())
+			t.Errorf("class %s (%s), %s stalled at 1 caller: want the 3 of 12 on the caller's loop", a.Class, prose.AsIsClass(a), prose.AsIsStalled(*st))
 		}
 	} else if a.Class != findings.ClassUnknown {
 		t.Errorf("class %s without a verdict at 1 caller", a.Class)
@@ -156,9 +162,9 @@ func TestAsIsNetty(t *testing.T) {
 	// Off the CPU, or not told where the machine kept its loop waiting for
 	// a CPU at each wake-up; never on one.
 	if a.CPUBound || !a.CPUKnown {
-		t.Errorf("the ledger call waits on a socket: %s", a.CPUText())
+		t.Errorf("the ledger call waits on a socket: %s", prose.AsIsCPU(a))
 	} else if !a.CPUTold {
-		t.Logf("its loop starved: %s", a.CPUText())
+		t.Logf("its loop starved: %s", prose.AsIsCPU(a))
 	}
 	// Watched through Flight Recorder at 4 callers, one on each loop: the
 	// 4 loops held in LedgerClient.balance's read of the ledger.
@@ -169,7 +175,7 @@ func TestAsIsNetty(t *testing.T) {
 	if w.Service.Source != culprit.SourceJFR || w.Service.Role != "event-loop threads" || w.Service.Pool {
 		t.Errorf("source %q role %q pool %v", w.Service.Source, w.Service.Role, w.Service.Pool)
 	}
-	if watchedLittle(t, w) {
+	if watchedLittle(t, a) {
 		// nothing to name in what it saw
 	} else if h := culpritFrame(t, svc, w, "in a socket read"); h.Held != 4 || w.Service.Serving != 4 {
 		t.Errorf("%s: want the 4 loops held", w.Service.Words())
@@ -206,7 +212,7 @@ func TestAsIsTomcat(t *testing.T) {
 	svc := services.Start(t, services.Tomcat, services.Options{})
 	a := asIsRun(t, svc, 4, 16)
 	if a.Class != findings.ClassPool && a.Class != findings.ClassUnknown {
-		t.Fatalf("class %s (%s), want a pool", a.Class, a.Text)
+		t.Fatalf("class %s (%s), want a pool", a.Class, prose.AsIsClass(a))
 	}
 	// It forgives up to every step judged none stalled, until one that
 	// was not judged: forgiveness is not claimed across a step the machine
@@ -219,7 +225,7 @@ func TestAsIsTomcat(t *testing.T) {
 			continue
 		}
 		if st.Stalled.Median() != 0 {
-			t.Errorf("at %d callers, %s stalled, fewer callers than its %d threads", conc, st.StalledText(), svc.Threads)
+			t.Errorf("at %d callers, %s stalled, fewer callers than its %d threads", conc, prose.AsIsStalled(*st), svc.Threads)
 		}
 		if a.Class == findings.ClassPool && chain && conc > a.Forgives {
 			t.Errorf("judged, none stalled up to %d callers, but forgives up to %d only", conc, a.Forgives)
@@ -257,18 +263,18 @@ func TestAsIsTomcat(t *testing.T) {
 	}
 	// Its callers' requests go to whichever of its threads is free: over
 	// the window more threads than callers take their turn.
-	if watchedLittle(t, w) {
+	if watchedLittle(t, a) {
 		// nothing to name in what it saw
 	} else if h := culpritFrame(t, svc, w, "in a socket read"); h.Held < 1 || h.Held > w.Service.Serving {
 		t.Errorf("%s: want some of its request threads held", w.Service.Words())
 	}
 	switch st := w.Step; {
 	case !st.Stalled.OK():
-		t.Logf("watched step not judged: %q", st.Unjudged)
+		t.Logf("watched step not judged: %s", prose.AsIsUnjudged(*st, st.Unjudged[0]))
 	case st.Stalled.Median() != 0:
-		t.Errorf("watched: %s stalled at 16 callers", st.StalledText())
-	case !strings.Contains(w.Service.Words(), "; held, and forgiven (none of its 12 connections stalled meanwhile"):
-		t.Errorf("none stalled, not said forgiven: %s", w.Service.Words())
+		t.Errorf("watched: %s stalled at 16 callers", prose.AsIsStalled(*st))
+	case !w.Forgiven || !strings.Contains(prose.AsIsWatchService(a).Words(), "; held, and forgiven (none of its 12 connections stalled meanwhile"):
+		t.Errorf("none stalled, not said forgiven: %s", prose.AsIsWatchService(a).Words())
 	}
 }
 
@@ -282,15 +288,15 @@ func TestAsIsNode(t *testing.T) {
 	a := asIsRun(t, services.Start(t, services.Node, services.Options{Iterations: 60000}), 4)
 	if st := judged(t, a, 1); st != nil {
 		if a.Class != findings.ClassLoop || st.Stalled.Median() != 12 {
-			t.Errorf("class %s (%s), %s stalled at 1 caller: want every connection behind its one loop", a.Class, a.Text, st.StalledText())
+			t.Errorf("class %s (%s), %s stalled at 1 caller: want every connection behind its one loop", a.Class, prose.AsIsClass(a), prose.AsIsStalled(*st))
 		}
 	}
 	// On a CPU, or not told where the machine kept its loop waiting for a
 	// CPU most of the window; never off it.
 	if !a.CPUKnown || a.CPUTold && !a.CPUBound {
-		t.Errorf("pbkdf2Sync on the loop: %s", a.CPUText())
+		t.Errorf("pbkdf2Sync on the loop: %s", prose.AsIsCPU(a))
 	} else if !a.CPUTold {
-		t.Logf("its loop starved: %s", a.CPUText())
+		t.Logf("its loop starved: %s", prose.AsIsCPU(a))
 	}
 	// Watched through /proc: its main thread, the loop, on a CPU, and how
 	// to get its frame; a machine that starved it (on a CPU less than a
@@ -298,17 +304,17 @@ func TestAsIsNode(t *testing.T) {
 	// leaves it unnamed, and its step is then too busy to judge.
 	w := a.Watch.Service
 	if w.Source != culprit.SourceProc || !strings.Contains(w.Hint, "--cpu-prof") {
-		t.Errorf("%q", w.Lines())
+		t.Errorf("%q", prose.AsIsWatchLines(a))
 	}
 	switch st := a.Watch.Step; {
 	case len(w.Holds) > 0:
 		if w.Holds[0].State != "on a CPU" || w.Holds[0].Threads[0] != "node (main thread)" {
-			t.Errorf("%q", w.Lines())
+			t.Errorf("%q", prose.AsIsWatchLines(a))
 		}
-	case st.Stalled.OK() || len(st.Unjudged) == 0 || !strings.HasPrefix(st.Unjudged[0], stall.TooBusy):
-		t.Errorf("its loop not named on a CPU, on a machine not too busy to judge (%s): %q", st.StalledText(), w.Lines())
+	case st.Stalled.OK() || len(st.Unjudged) == 0 || !st.Unjudged[0].Busy:
+		t.Errorf("its loop not named on a CPU, on a machine not too busy to judge (%s): %q", prose.AsIsStalled(*st), prose.AsIsWatchLines(a))
 	default:
-		t.Logf("its loop starved: %s", st.Unjudged[0])
+		t.Logf("its loop starved: %s", prose.AsIsUnjudged(*st, st.Unjudged[0]))
 	}
 }
 
@@ -321,14 +327,14 @@ func TestAsIsGnet(t *testing.T) {
 	svc := services.Start(t, services.Gnet, services.Options{})
 	a := asIsRun(t, svc, 1)
 	if st := judged(t, a, 1); st != nil && (a.Class != findings.ClassLoop || st.Stalled.Median() != 3) {
-		t.Errorf("class %s (%s), %s stalled at 1 caller: want the 3 of 12 on the caller's loop", a.Class, a.Text, st.StalledText())
+		t.Errorf("class %s (%s), %s stalled at 1 caller: want the 3 of 12 on the caller's loop", a.Class, prose.AsIsClass(a), prose.AsIsStalled(*st))
 	}
 	w := a.Watch
 	if w.Service.Source != culprit.SourceGoTrace || w.Service.Role != "event-loop goroutines" {
 		t.Errorf("source %q role %q", w.Service.Source, w.Service.Role)
 	}
 	// The caller's loop (another too, should loadgen dial again).
-	if watchedLittle(t, w) {
+	if watchedLittle(t, a) {
 		// nothing to name in what it saw
 	} else if h := culpritFrame(t, svc, w, "in a network read"); h.Held < 1 || w.Service.Serving != 4 {
 		t.Errorf("%s: want its loop held by the caller, of 4", w.Service.Words())

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/bystander-kit/bystander/internal/findings"
+	"github.com/bystander-kit/bystander/internal/prose"
 	"github.com/bystander-kit/bystander/internal/results"
 )
 
@@ -175,8 +176,8 @@ func TestTargetAsIs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if w := f.AsIs[0].Watch; w.Watched() || w.Step == nil || !w.Step.Throughput.OK() || len(w.Lines()) != 1 || !strings.HasPrefix(w.Lines()[0], limit) {
-		t.Errorf("watch %q", w.Lines())
+	if w, lines := f.AsIs[0].Watch, prose.AsIsWatchLines(f.AsIs[0]); w.Watched() || w.Step == nil || !w.Step.Throughput.OK() || len(lines) != 1 || !strings.HasPrefix(lines[0], limit) {
+		t.Errorf("watch %q", lines)
 	}
 	svc.mu.Lock()
 	defer svc.mu.Unlock()

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/bystander-kit/bystander/internal/culprit"
-	"github.com/bystander-kit/bystander/internal/findings"
+	"github.com/bystander-kit/bystander/internal/prose"
 	"github.com/bystander-kit/bystander/internal/results"
 	"github.com/bystander-kit/bystander/internal/watch"
 	"github.com/bystander-kit/bystander/internal/words"
@@ -15,7 +15,7 @@ import (
 // watchPlan says what the plan does to watch a target measured as it is,
 // or why it does not.
 func watchPlan(t Target, top int) string {
-	if why := findings.NotWatched(t.Server); why != "" {
+	if why := prose.NotWatched(t.Server); why != "" {
 		return why
 	}
 	how := fmt.Sprintf("Flight Recorder if pid %d is a JVM, else /proc", t.PID)
@@ -103,7 +103,7 @@ func (r *runner) sayWatch(m results.Measurement) {
 		r.emit(Said{"  watched: " + err.Error()})
 		return
 	}
-	lines := f.Service.Lines()
+	lines := f.Service.LinesOver(m.Duration)
 	if f.Service.WindowNs == 0 { // nothing watched: why
 		lines = f.Service.Limits
 	}

@@ -1,7 +1,6 @@
 package findings
 
 import (
-	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -9,7 +8,6 @@ import (
 
 	"github.com/bystander-kit/bystander/internal/results"
 	"github.com/bystander-kit/bystander/internal/stall"
-	"github.com/bystander-kit/bystander/internal/words"
 )
 
 // A server measured as it is (run.sh --load and --bystander) speaks no
@@ -35,7 +33,7 @@ import (
 //     on a CPU and waiting for one at 1 caller, cpuBoundShare), or cannot
 //     tell where the machine's starvation could have made either.
 
-// cpuBoundShare: at 1 caller, back to back, a call that runs on a CPU
+// CPUBoundShare: at 1 caller, back to back, a call that runs on a CPU
 // keeps the thread it runs on wanting one for as long as the load runs,
 // and one that waits (a socket, a lock, a sleep) leaves it asleep; the
 // bystanders' requests, spread over the server's threads, add a little to
@@ -56,7 +54,7 @@ import (
 // a call that only waits on a socket.) A pool that hands each call to
 // another thread spreads it over them: its busiest thread then says less
 // than the call did.
-const cpuBoundShare = 0.5
+const CPUBoundShare = 0.5
 
 // nearAll: a sweep step whose callers were served this share of them at
 // once or more (its throughput x the call's own time) queued none.
@@ -98,9 +96,10 @@ type AsIs struct {
 	CPUThread                    string
 	// Class is one of findings' classes (ClassLoop: threads the load
 	// holds; ClassPool: forgives it up to Forgives callers; ClassUnknown);
-	// Text says it with the figures that decided it.
-	Class, Text string
-	Forgives    int
+	// Case what decided it.
+	Class    string
+	Case     AsIsCase
+	Forgives int
 	// Watch is its top step watched, and what watching cost.
 	Watch AsIsWatch
 	// server and watched are its server and its watched step's group (nil:
@@ -121,12 +120,13 @@ type AsIsStep struct {
 	// too) over the connections it closed (its dials past one a caller).
 	Dials, PerClose Figure
 	// The 12-connection prober: Stalled and Conns for the repetitions the
-	// rule judged (Probed: how many connections each), Unjudged why the others were not, Said the first judged
-	// one's verdict in words; the stalled and other connections' median
-	// waits (from the send), us; Unloaded their wait before the load, us.
+	// rule judged (Probed: how many connections each), Unjudged why the
+	// others were not, Said the first judged one's verdict in the stall
+	// rule's words; the stalled and other connections' median waits (from
+	// the send), us; Unloaded their wait before the load, us.
 	Stalled, Probed         Figure
 	Judged                  int
-	Unjudged                []string
+	Unjudged                []AsIsUnjudged
 	Said                    string
 	StalledWait, OthersWait Figure
 	Unloaded                Figure
@@ -158,7 +158,7 @@ func asIsOf(gs []*Group, p Params) []AsIs {
 	}
 	for i := range out {
 		out[i].compute()
-		out[i].watchOf(out[i].watched, out[i].server, p, out[i].CallTime(), time.Duration(out[i].unloaded()*1e3))
+		out[i].watchOf(out[i].watched, out[i].server, p, out[i].CallTime(), time.Duration(out[i].Unloaded()*1e3))
 	}
 	return out
 }
@@ -223,15 +223,13 @@ func (st *AsIsStep) judge(call, unloaded time.Duration) {
 		m := machineOf(rep.M.Use)
 		m.Late = !m.Known && slices.ContainsFunc(rep.M.Notes, func(n string) bool { return strings.HasSuffix(n, ProcNotRead) })
 		v := stall.JudgeClient(conns, unloaded, call, m)
-		if why := connsOffset(rep); why != "" {
-			v = stall.Verdict{Why: why}
+		u := AsIsUnjudged{Repeat: rep.M.Repeat, Offset: connsOffset(rep)}
+		if u.Offset != 0 {
+			v = stall.Verdict{}
 		}
 		if !v.Judged {
-			why := v.Why
-			if len(st.Reps) > 1 {
-				why = fmt.Sprintf("repetition %d: %s", rep.M.Repeat, why)
-			}
-			st.Unjudged = append(st.Unjudged, why)
+			u.Busy, u.Why = v.Busy(), v.Why
+			st.Unjudged = append(st.Unjudged, u)
 			continue
 		}
 		st.Judged++
@@ -250,28 +248,36 @@ func (st *AsIsStep) judge(call, unloaded time.Duration) {
 	}
 }
 
-// ConnsOffset begins the why of a repetition not judged because its 12
-// connections' window did not lie over the load's (connsOffset).
-const ConnsOffset = "the 12 connections' window began "
+// AsIsUnjudged is a repetition whose 12 connections were not judged, and
+// why: their window did not lie over the load's (Offset), or the stall
+// rule could not judge them (Why, its words; Busy when the machine was
+// too busy to).
+type AsIsUnjudged struct {
+	// Repeat is the repetition (said when the step has more than one).
+	Repeat int
+	// Offset, when not 0, is how long after the load's (> 0) or before it
+	// (< 0) the 12 connections' window began: past MaxWindowOffset either
+	// way (connsOffset).
+	Offset time.Duration
+	Busy   bool
+	Why    string
+}
 
-// connsOffset says why a repetition's 12 connections are not judged when
-// their prober's window did not lie over the load's: its clock started
-// more than MaxWindowOffset after the load's (placed later than its
-// allowance, its window ran on past the load's end) or before it (the
-// load started late), and the probes outside the load, unloaded, would
-// lower a stalled connection's median. "" when it lay over it.
-func connsOffset(rep Rep) string {
+// connsOffset is how far a repetition's 12 connections' window began
+// from the load's when past MaxWindowOffset, 0 when it lay over it: their
+// clock started later (placed later than its allowance, their window ran
+// on past the load's end) or earlier (the load started late), and the
+// probes outside the load, unloaded, would lower a stalled connection's
+// median: they are not judged.
+func connsOffset(rep Rep) time.Duration {
 	d := time.Duration(rep.Conns.StartLateNs)
 	if rep.Load != nil && rep.Load.StartUnixNs != 0 && rep.Conns.StartUnixNs != 0 {
 		d = time.Duration(rep.Conns.StartUnixNs - rep.Load.StartUnixNs)
 	}
-	switch {
-	case d > MaxWindowOffset:
-		return fmt.Sprintf(ConnsOffset+"%s after the load's (their prober placed them late): it ran on past the load's end, unloaded, which would lower a stalled connection's median", d.Round(time.Millisecond))
-	case d < -MaxWindowOffset:
-		return fmt.Sprintf(ConnsOffset+"%s before the load's (the load started late): its start was unloaded, which would lower a stalled connection's median", (-d).Round(time.Millisecond))
+	if d > MaxWindowOffset || d < -MaxWindowOffset {
+		return d
 	}
-	return ""
+	return 0
 }
 
 // AsIsOf is the server named name measured as it is, nil when it was not.
@@ -383,25 +389,22 @@ func (a *AsIs) cpu() {
 	}
 	a.CPUKnown, a.CPUShare, a.RunqShare, a.Running, a.Cores = true, shares.Median(), runqs.Median(), running.Median(), cores.Median()
 	switch {
-	case a.CPUShare >= cpuBoundShare:
+	case a.CPUShare >= CPUBoundShare:
 		a.CPUTold, a.CPUBound = true, true
-	case a.CPUShare+a.RunqShare < cpuBoundShare*a.Running:
+	case a.CPUShare+a.RunqShare < CPUBoundShare*a.Running:
 		a.CPUTold = true
 	}
 }
 
-// bystanderP50 is the interval bystander's median from due at a step, and
-// whether it has one.
-func bystanderP50(st *AsIsStep) (float64, bool) {
-	if st == nil || !st.Fast.P50.OK() {
-		return 0, false
-	}
-	return st.Fast.P50.Median(), true
+// Closed says whether the service closed the load's connections: its
+// callers dialled more than twice each.
+func (st AsIsStep) Closed() bool {
+	return st.Dials.OK() && st.Dials.Median() > 2*float64(st.Step.Conc)
 }
 
-// unloaded is the 12 connections' wait before the load, us: the least of
+// Unloaded is the 12 connections' wait before the load, us: the least of
 // the sweep's (what the stall rule judges against).
-func (a AsIs) unloaded() float64 {
+func (a AsIs) Unloaded() float64 {
 	var least float64
 	for _, st := range a.Steps {
 		for _, u := range st.Unloaded {
@@ -413,6 +416,18 @@ func (a AsIs) unloaded() float64 {
 	return least
 }
 
+// AsIsCase is what decided the class of a server measured as it is.
+type AsIsCase int
+
+const (
+	AsIsNotMeasured AsIsCase = iota + 1 // its sweep at 1 caller not measured (that step's Why)
+	AsIsCallShort                       // its call under stall.Floor at 1 caller: it holds nobody long enough to see whom
+	AsIsNotJudged                       // at 1 caller its 12 connections not judged (that step's Unjudged)
+	AsIsOneThread                       // a thread the load holds: at 1 caller every connection stalled
+	AsIsFewThreads                      // a few threads the load holds: at 1 caller some stalled, the others did not
+	AsIsForgives                        // a pool: none stalled up to Forgives callers
+)
+
 // classify decides the class from the sweep: connections stalled at 1
 // caller say the call holds threads that serve others; none stalled up to
 // N callers, a pool that forgives it up to N.
@@ -421,68 +436,32 @@ func (a *AsIs) classify() {
 	s1 := a.step(1)
 	switch {
 	case s1 == nil || !s1.OK():
-		why := "the sweep at 1 caller was not measured"
-		if s1 != nil && s1.Miss != nil {
-			// As prose.GroupWhy says it, until the as-is words move there.
-			miss := s1.Miss.M.Outcome()
-			if u := s1.Miss.Unread; u != nil {
-				miss = fmt.Sprintf("%s: its %s %q: %s", NotRead, u.Field, u.File, u.Why)
-			}
-			why += " (" + miss + ")"
-		}
-		a.Text = "cannot tell: " + why
+		a.Case = AsIsNotMeasured
 		return
 	case a.CallTime() < stall.Floor:
-		a.Text = fmt.Sprintf("cannot tell: its call takes %s at 1 caller, under the %s from which a wait can be told from the machine's noise: it holds nobody long enough to see whom",
-			words.Round(a.CallTime()), stall.Floor)
+		a.Case = AsIsCallShort
 		return
 	case s1.Judged == 0:
-		why := "no verdict on its 12 connections"
-		if len(s1.Unjudged) > 0 {
-			why = s1.Unjudged[0]
-		}
-		a.Text = "cannot tell: at 1 caller, " + why
+		a.Case = AsIsNotJudged
 		return
-	}
-	figures := []string{"behaves as " + a.WorkersText()}
-	if r := a.rise(); r != "" {
-		figures = append(figures, r)
 	}
 	if n := s1.Stalled.Median(); n > 0 {
-		a.Class = ClassLoop
-		held := fmt.Sprintf("a few threads the load holds: at 1 caller %s of %.0f connections stalled (%s), the others did not", num(s1.Stalled, "%.0f"), s1.Probed.Median(), s1.WhoText())
+		a.Class, a.Case = ClassLoop, AsIsFewThreads
 		if n >= s1.Probed.Median() {
-			held = fmt.Sprintf("a thread the load holds: at 1 caller every one of its %.0f connections stalled behind the call", s1.Probed.Median())
+			a.Case = AsIsOneThread
 		}
-		a.Text = held + "; " + strings.Join(figures, "; ")
 		return
 	}
-	a.Class, a.Forgives = ClassPool, 1
-	var after string
+	a.Class, a.Case, a.Forgives = ClassPool, AsIsForgives, 1
 	for _, st := range a.Steps {
 		if st.Step.Conc <= 1 {
 			continue
 		}
-		if st.Judged == 0 {
-			after = fmt.Sprintf("at %s %s", words.Plural(st.Step.Conc, "caller"), st.StalledText())
-			break
-		}
-		if st.Stalled.Median() > 0 {
-			after = fmt.Sprintf("at %s %s stalled: its callers queued", words.Plural(st.Step.Conc, "caller"), st.StalledText())
+		if st.Judged == 0 || st.Stalled.Median() > 0 {
 			break
 		}
 		a.Forgives = st.Step.Conc
 	}
-	a.Text = fmt.Sprintf("a pool that forgives it up to %s: none of its connections stalled up to there", words.Plural(a.Forgives, "caller"))
-	if st := a.step(a.Forgives); st != nil {
-		if p, ok := bystanderP50(st); ok && a.unloaded() > 0 {
-			a.Text += fmt.Sprintf(", its bystander's median %.1fx its wait unloaded", p/a.unloaded())
-		}
-	}
-	if after != "" {
-		a.Text += "; " + after
-	}
-	a.Text += "; " + strings.Join(figures, "; ")
 }
 
 // asIsBound decides what bounds one step of a server measured as it is:

@@ -2,7 +2,6 @@ package findings
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +9,16 @@ import (
 	"github.com/bystander-kit/bystander/internal/hist"
 	"github.com/bystander-kit/bystander/internal/results"
 )
+
+// AsIsSaid are prose's words of a server measured as it is, set by
+// asis_said_test.go (package findings_test, which may import prose): the
+// tests below compute a sweep's figures and typed verdicts here and
+// assert, beside them, the sentences prose makes of them.
+var AsIsSaid struct {
+	Class, StalledLine, CPU, Ceiling func(AsIs) string
+	Stalled                          func(AsIsStep) string
+	Unjudged                         func(AsIsStep, AsIsUnjudged) string
+}
 
 // asIsRep is one synthetic step of a server measured as it is: its load
 // (median latency and throughput), its 12 connections' waits from the
@@ -157,15 +166,15 @@ func TestAsIsClasses(t *testing.T) {
 			}
 			a := as[0]
 			if a.Class != tc.class {
-				t.Fatalf("class %s (%s), want %s", a.Class, a.Text, tc.class)
+				t.Fatalf("class %s (%s), want %s", a.Class, AsIsSaid.Class(a), tc.class)
 			}
 			for _, w := range tc.text {
-				if !strings.Contains(a.Text, w) {
-					t.Errorf("%q lacks %q", a.Text, w)
+				if !strings.Contains(AsIsSaid.Class(a), w) {
+					t.Errorf("%q lacks %q", AsIsSaid.Class(a), w)
 				}
 			}
-			if tc.stalled != "" && a.StalledLine() != tc.stalled {
-				t.Errorf("stalled %q, want %q", a.StalledLine(), tc.stalled)
+			if tc.stalled != "" && AsIsSaid.StalledLine(a) != tc.stalled {
+				t.Errorf("stalled %q, want %q", AsIsSaid.StalledLine(a), tc.stalled)
 			}
 			if d := a.Workers - tc.workers; d > 0.05 || d < -0.05 || a.AtLeast != tc.atLeast {
 				t.Errorf("workers %.2f (at least %v), want %.2f (%v)", a.Workers, a.AtLeast, tc.workers, tc.atLeast)
@@ -173,8 +182,8 @@ func TestAsIsClasses(t *testing.T) {
 			if a.Forgives != tc.forgives {
 				t.Errorf("forgives %d, want %d", a.Forgives, tc.forgives)
 			}
-			if !strings.Contains(a.CPUText(), tc.cpu) {
-				t.Errorf("cpu %q, want %q", a.CPUText(), tc.cpu)
+			if !strings.Contains(AsIsSaid.CPU(a), tc.cpu) {
+				t.Errorf("cpu %q, want %q", AsIsSaid.CPU(a), tc.cpu)
 			}
 		})
 	}
@@ -211,7 +220,7 @@ func TestAsIsCPU(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a := asIsOf(asIsGroups(asIsRep{conc: 1, p50Ms: tc.p50Ms, tps: tc.tps, waits: twelve(0.3, 0.35), unloaded: 0.3, use: busiest("t", tc.cpu, tc.runq, 0.5)}), Params{})[0]
-			got := a.CPUText()
+			got := AsIsSaid.CPU(a)
 			if !strings.HasPrefix(got, tc.want) || a.CPUBound != tc.bound || a.CPUTold != tc.told || !a.CPUKnown {
 				t.Fatalf("%q (bound %v, told %v), want %q (%v, %v)", got, a.CPUBound, a.CPUTold, tc.want, tc.bound, tc.told)
 			}
@@ -242,14 +251,14 @@ func TestAsIsForgivesBehind(t *testing.T) {
 		asIsRep{conc: 64, p50Ms: 10.7, tps: 5436, waits: twelve(1.28, 1.57), unloaded: 0.5, fast: 1.73},
 		asIsRep{conc: 200, p50Ms: 30.9, tps: 3522, waits: twelve(1.04, 1.57, 1.3), unloaded: 0.16, fast: 24.3, sendLate: 300, use: starved},
 	), Params{})[0]
-	if a.Class != ClassPool || a.Forgives != 64 || !strings.Contains(a.Text, "forgives it up to 64 callers") || !strings.Contains(a.Text, "at 200 callers machine too busy to judge") {
-		t.Errorf("class %s, forgives %d: %s", a.Class, a.Forgives, a.Text)
+	if a.Class != ClassPool || a.Case != AsIsForgives || a.Forgives != 64 || !strings.Contains(AsIsSaid.Class(a), "forgives it up to 64 callers") || !strings.Contains(AsIsSaid.Class(a), "at 200 callers machine too busy to judge") {
+		t.Errorf("class %s, forgives %d: %s", a.Class, a.Forgives, AsIsSaid.Class(a))
 	}
-	if got := a.StalledLine(); !strings.HasSuffix(got, "0 of 12 at 64, machine too busy to judge at 200") {
+	if got := AsIsSaid.StalledLine(a); !strings.HasSuffix(got, "0 of 12 at 64, machine too busy to judge at 200") {
 		t.Errorf("stalled %q", got)
 	}
-	if st := a.step(200); len(st.Unjudged) == 0 || !strings.Contains(st.Unjudged[0], "after their due times") {
-		t.Errorf("at 200 callers: %q", st.Unjudged)
+	if st := a.step(200); len(st.Unjudged) == 0 || !st.Unjudged[0].Busy || !strings.Contains(AsIsSaid.Unjudged(*st, st.Unjudged[0]), "after their due times") {
+		t.Errorf("at 200 callers: %+v", st.Unjudged)
 	}
 }
 
@@ -267,8 +276,8 @@ func TestAsIsFigures(t *testing.T) {
 	if !near(a.CallTime().Seconds(), 0.005) || a.Plateau != 780 || a.PlateauAt != 16 {
 		t.Fatalf("call %s, plateau %.0f at %d", a.CallTime(), a.Plateau, a.PlateauAt)
 	}
-	if !near(a.Workers, 780*0.005) || !near(a.Ceiling, 800) || a.CeilingText() != "4 workers / 5ms = 800 req/s" {
-		t.Errorf("workers %.2f, ceiling %.0f: %s", a.Workers, a.Ceiling, a.CeilingText())
+	if !near(a.Workers, 780*0.005) || !near(a.Ceiling, 800) || AsIsSaid.Ceiling(a) != "4 workers / 5ms = 800 req/s" {
+		t.Errorf("workers %.2f, ceiling %.0f: %s", a.Workers, a.Ceiling, AsIsSaid.Ceiling(a))
 	}
 	if a.Steps[0].Step.Conc != 1 || a.Steps[2].Step.Conc != 16 {
 		t.Errorf("steps not in callers' order")
@@ -291,8 +300,8 @@ func TestAsIsRuns(t *testing.T) {
 		t.Fatalf("%d servers as they are, %d sweep rows of the protocol's", len(netty.AsIs), len(netty.Sweep))
 	}
 	a := netty.AsIs[0]
-	if a.Class != ClassLoop || a.Steps[0].StalledText() != "3 of 12" || a.CPUBound || !a.CPUKnown || a.Workers < 2 || a.Workers > 5 {
-		t.Errorf("netty: %s (%s), %s at 1 caller, %s, %.1f workers", a.Class, a.Text, a.Steps[0].StalledText(), a.CPUText(), a.Workers)
+	if a.Class != ClassLoop || a.Case != AsIsFewThreads || a.Steps[0].Stalled.Median() != 3 || a.Steps[0].Probed.Median() != 12 || a.CPUBound || !a.CPUKnown || a.Workers < 2 || a.Workers > 5 {
+		t.Errorf("netty: %s (%s), %s at 1 caller, %s, %.1f workers", a.Class, AsIsSaid.Class(a), AsIsSaid.Stalled(a.Steps[0]), AsIsSaid.CPU(a), a.Workers)
 	}
 	if c := netty.Classes(); len(c) != 1 || c[0].Class != ClassLoop || c[0].Case != ClassedAsIs || c[0].AsIs == nil {
 		t.Errorf("netty's class: %+v", c)
@@ -302,8 +311,8 @@ func TestAsIsRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := node.AsIs[0]
-	if b.Class != ClassLoop || !strings.HasPrefix(b.Text, "a thread the load holds") || !b.CPUBound || b.Steps[0].StalledText() != "12 of 12" {
-		t.Errorf("node: %s (%s), %s", b.Class, b.Text, b.CPUText())
+	if b.Class != ClassLoop || b.Case != AsIsOneThread || !strings.HasPrefix(AsIsSaid.Class(b), "a thread the load holds") || !b.CPUBound || AsIsSaid.Stalled(b.Steps[0]) != "12 of 12" {
+		t.Errorf("node: %s (%s), %s", b.Class, AsIsSaid.Class(b), AsIsSaid.CPU(b))
 	}
 }
 
@@ -325,26 +334,6 @@ func TestAsIsNothingLost(t *testing.T) {
 	}
 	if f.AsIs[0].Steps[1].Throughput.Median() != 752 {
 		t.Error("the step with failed answers lost its figures")
-	}
-}
-
-// TestNotWatched: a server measured as it is without pid= or pprof= is
-// not watched, said in one line, with why: another machine (only pprof=
-// reaches it), or neither given; one given either is watched.
-func TestNotWatched(t *testing.T) {
-	for _, tc := range []struct {
-		s    results.Server
-		want string
-	}{
-		{results.Server{Name: "a", Load: "GET /x", URL: "http://127.0.0.1:8080"}, "not watched: no pid= (nor pprof="},
-		{results.Server{Name: "a", Load: "GET /x", URL: "http://10.1.2.3:8080"}, "not watched: the service is on another machine"},
-		{results.Server{Name: "a", Load: "GET /x", URL: "http://10.1.2.3:8080", Pprof: "http://10.1.2.3:6060"}, ""},
-		{results.Server{Name: "a", Load: "GET /x", URL: "http://127.0.0.1:8080", PID: 42}, ""},
-		{results.Server{Name: "a", URL: "http://127.0.0.1:8080"}, ""}, // the protocol's: not measured as it is
-	} {
-		if got := NotWatched(tc.s); (tc.want == "") != (got == "") || !strings.HasPrefix(got, tc.want) || strings.Contains(got, "\n") {
-			t.Errorf("%+v: %q, want %q", tc.s, got, tc.want)
-		}
 	}
 }
 
@@ -370,7 +359,7 @@ func TestAsIsWatched(t *testing.T) {
 			continue
 		}
 		if w.Service.Source != "Flight Recorder" || w.Throughput <= 0 || w.Bystander <= 0 {
-			t.Errorf("%s: %q", a.Server, w.Lines())
+			t.Errorf("%s: %+v", a.Server, w.Service)
 		}
 		if got := w.Throughput; got != w.Step.Throughput.Median()/w.Unwatched.Throughput.Median() {
 			t.Errorf("%s: throughput ratio %v", a.Server, got)
@@ -381,13 +370,11 @@ func TestAsIsWatched(t *testing.T) {
 		}
 	}
 	shop, tshop := f.AsIs[0].Watch, f.AsIs[1].Watch
-	if shop.Service.Pool || shop.Service.Holds[0].Held != 4 || !strings.HasPrefix(shop.Lines()[0], "4 of 4 event-loop threads held ") {
-		t.Errorf("netty: %q", shop.Lines())
+	if shop.Service.Pool || shop.Service.Holds[0].Held != 4 || shop.Forgiven {
+		t.Errorf("netty: %+v", shop.Service)
 	}
-	if !tshop.Service.Pool || tshop.Service.Forgiven != "" || !slices.ContainsFunc(tshop.Lines(), func(l string) bool {
-		return strings.HasPrefix(l, "whether the pool forgave them meanwhile is not told: machine too busy to judge")
-	}) {
-		t.Errorf("tomcat: %q", tshop.Lines())
+	if !tshop.Service.Pool || tshop.Forgiven || tshop.Step.Stalled.OK() {
+		t.Errorf("tomcat: %+v, forgiven %v", tshop.Service, tshop.Forgiven)
 	}
 }
 
@@ -462,9 +449,9 @@ func TestAsIsProberLate(t *testing.T) {
 	late := asIsGroups(asIsRep{conc: 1, p50Ms: 5, tps: 190, waits: twelve(1, 9, 1, 1), unloaded: 0.3, lateMs: 400})
 	a := asIsOf(late, Params{})[0]
 	st := a.Steps[0]
-	if st.Stalled.OK() || st.Judged != 0 || len(st.Unjudged) != 1 || !strings.Contains(st.Unjudged[0], "window began 400ms after the load's") ||
-		st.StalledText() != "not judged" || a.Class != ClassUnknown {
-		t.Errorf("a prober 400 ms late: %s judged (%d), %q, %q; class %s", num(st.Stalled, "%.0f"), st.Judged, st.Unjudged, st.StalledText(), a.Class)
+	if st.Stalled.OK() || st.Judged != 0 || len(st.Unjudged) != 1 || st.Unjudged[0].Offset != 400*time.Millisecond || st.Unjudged[0].Busy ||
+		!strings.Contains(AsIsSaid.Unjudged(st, st.Unjudged[0]), "window began 400ms after the load's") || AsIsSaid.Stalled(st) != "not judged" || a.Class != ClassUnknown || a.Case != AsIsNotJudged {
+		t.Errorf("a prober 400 ms late: %v judged (%d), %+v, %q; class %s", st.Stalled, st.Judged, st.Unjudged, AsIsSaid.Stalled(st), a.Class)
 	}
 	// Two repetitions, the second's prober late: the first is judged, the
 	// second said and counted.
@@ -474,8 +461,8 @@ func TestAsIsProberLate(t *testing.T) {
 	g.Reps = append(g.Reps, rep)
 	g.Load, g.Conns, g.Probe = append(g.Load, rep.Load), append(g.Conns, rep.Conns), append(g.Probe, rep.Probe)
 	st = asIsOf([]*Group{g}, Params{})[0].Steps[0]
-	if st.Judged != 1 || len(st.Unjudged) != 1 || !strings.HasPrefix(st.Unjudged[0], "repetition 2: ") ||
-		st.StalledText() != "3 of 12 (1 of 2 repetitions judged)" {
-		t.Errorf("one of two repetitions late: %d judged, %q, %q", st.Judged, st.Unjudged, st.StalledText())
+	if st.Judged != 1 || len(st.Unjudged) != 1 || st.Unjudged[0].Repeat != 2 || !strings.HasPrefix(AsIsSaid.Unjudged(st, st.Unjudged[0]), "repetition 2: the 12 connections' window began 400ms after") ||
+		AsIsSaid.Stalled(st) != "3 of 12 (1 of 2 repetitions judged)" {
+		t.Errorf("one of two repetitions late: %d judged, %+v, %q", st.Judged, st.Unjudged, AsIsSaid.Stalled(st))
 	}
 }

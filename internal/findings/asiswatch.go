@@ -1,15 +1,12 @@
 package findings
 
 import (
-	"fmt"
 	"net/url"
-	"strings"
 	"time"
 
 	"github.com/bystander-kit/bystander/internal/client"
 	"github.com/bystander-kit/bystander/internal/culprit"
 	"github.com/bystander-kit/bystander/internal/results"
-	"github.com/bystander-kit/bystander/internal/words"
 )
 
 // A server measured as it is, given its process (pid=) or a Go service's
@@ -26,10 +23,12 @@ type AsIsWatch struct {
 	// none was measured.
 	Step *AsIsStep
 	// Service is what the watch found, the first repetition's that has a
-	// watch (nil: not watched, Why says why). For a pool whose bystanders
-	// were unharmed meanwhile, its Forgiven says how.
+	// watch (nil: not watched, Why says why).
 	Service *culprit.Service
-	Why     string
+	Why     WatchWhy
+	// Forgiven: a pool whose holds were forgiven, none of its connections
+	// stalled meanwhile (the watched step's verdict).
+	Forgiven bool
 	// Throughput and Bystander are what watching cost: the watched step's
 	// throughput and its bystander's median from due over the unwatched
 	// top step's, medians (0: not known).
@@ -41,29 +40,40 @@ type AsIsWatch struct {
 	Short time.Duration
 }
 
-// NotWatched says in one line why a server measured as it is is not
-// watched at its top step, "" when it is watched (or not measured as it
-// is).
-func NotWatched(s results.Server) string {
+// WatchWhy is why a server measured as it is was not watched at its top
+// step (0: it was, or it is not measured as it is).
+type WatchWhy int
+
+const (
+	WatchRemote     WatchWhy = iota + 1 // the service is on another machine
+	WatchNoPID                          // no pid= (nor pprof= for a Go service)
+	WatchNoStep                         // the run has no watched step
+	WatchIncomplete                     // the watched step did not complete (its Step's Why)
+	WatchNoFile                         // the watched step left no watch's file
+)
+
+// WatchWhyOf is why a server measured as it is cannot be watched at its
+// top step, 0 when it can (or is not measured as it is).
+func WatchWhyOf(s results.Server) WatchWhy {
 	if !s.AsIs() || s.Watchable() {
-		return ""
+		return 0
 	}
 	if u, err := url.Parse(s.URL); err == nil && u.Hostname() != "" && !client.IsLoopback(u.Hostname()) {
-		return "not watched: the service is on another machine: Flight Recorder and /proc read a process on this one (a Go service's pprof=URL is watched from afar)"
+		return WatchRemote
 	}
-	return "not watched: no pid= (nor pprof= for a Go service with net/http/pprof): give --target NAME=URL,pid=N to have its top step watched (Flight Recorder for a JVM, /proc for any other process)"
+	return WatchNoPID
 }
 
 // watchOf computes the watch from the watched step's group (nil when the
 // run has none), the top step unwatched taken from a's sweep.
 func (a *AsIs) watchOf(g *Group, server results.Server, p Params, call, unloaded time.Duration) {
 	w := &a.Watch
-	if why := NotWatched(server); why != "" {
+	if why := WatchWhyOf(server); why != 0 {
 		w.Why = why
 		return
 	}
 	if g == nil {
-		w.Why = "not watched: this run has no watched step (its kit did not watch yet)"
+		w.Why = WatchNoStep
 		return
 	}
 	st := asIsStep(g, p)
@@ -72,15 +82,7 @@ func (a *AsIs) watchOf(g *Group, server results.Server, p Params, call, unloaded
 	w.Step = &st
 	w.Unwatched = a.step(g.Step.Conc)
 	if !st.OK() {
-		// The step's miss as prose.GroupWhy says it, until the as-is words
-		// move there.
-		miss := ""
-		if m := st.Miss; m != nil && m.Unread != nil {
-			miss = fmt.Sprintf("%s: its %s %q: %s", NotRead, m.Unread.Field, m.Unread.File, m.Unread.Why)
-		} else if m != nil {
-			miss = m.M.Outcome()
-		}
-		w.Why = "not watched: the watched step did not complete: " + miss
+		w.Why = WatchIncomplete
 		return
 	}
 	for _, rep := range g.Reps {
@@ -95,7 +97,7 @@ func (a *AsIs) watchOf(g *Group, server results.Server, p Params, call, unloaded
 		break
 	}
 	if w.Service == nil {
-		w.Why = "not watched: the watched step left no watch's file"
+		w.Why = WatchNoFile
 		return
 	}
 	if u := w.Unwatched; u != nil && u.OK() {
@@ -106,94 +108,9 @@ func (a *AsIs) watchOf(g *Group, server results.Server, p Params, call, unloaded
 			w.Bystander = st.Fast.P50.Median() / u.Fast.P50.Median()
 		}
 	}
-	if w.Service.Pool && st.Stalled.OK() && st.Stalled.Median() == 0 {
-		f := fmt.Sprintf("none of its %.0f connections stalled meanwhile", st.Probed.Median())
-		if p, ok := bystanderP50(&st); ok && unloaded > 0 {
-			f += fmt.Sprintf(", its bystander's median %.1fx its wait unloaded", p*1e3/float64(unloaded))
-		}
-		w.Service.Forgiven = f
-	}
+	w.Forgiven = w.Service.Pool && st.Stalled.OK() && st.Stalled.Median() == 0
 }
 
 // Watched says whether the watch found anything to say (a source that
 // watched a window).
 func (w AsIsWatch) Watched() bool { return w.Service != nil && w.Service.WindowNs > 0 }
-
-// Heading says where and how it was watched: "watched at 16 callers
-// through Flight Recorder for 1.8 s".
-func (w AsIsWatch) Heading() string {
-	if w.Step == nil {
-		return "watched"
-	}
-	h := "watched at " + words.Plural(w.Step.Step.Conc, "caller")
-	if w.Watched() {
-		h += fmt.Sprintf(" through %s for %s", w.Service.Source, culprit.FormatHeld(time.Duration(w.Service.WindowNs)))
-	}
-	return h
-}
-
-// Lines say the watch: each hold's sentence (the culprit first), the
-// limits met, the hint, what watching cost; or why it was not watched.
-func (w AsIsWatch) Lines() []string {
-	switch {
-	case w.Service == nil:
-		return []string{w.Why}
-	case !w.Watched():
-		if len(w.Service.Limits) == 0 {
-			return []string{"not watched: no source could watch it"}
-		}
-		return w.Service.Limits
-	}
-	out := w.Service.Lines()
-	if f := w.forgivenText(); f != "" {
-		out = append(out, f)
-	}
-	if w.Short > 0 && w.Step != nil {
-		out = append(out, fmt.Sprintf("the watch covered %s of the %s measured: its start took the rest", culprit.FormatHeld(w.Short), culprit.FormatHeld(w.Step.Step.Duration)))
-	}
-	if c := w.CostText(); c != "" {
-		out = append(out, c)
-	}
-	return out
-}
-
-// forgivenText says, for a pool whose holds were not said forgiven, why
-// not: its connections stalled meanwhile, or were not judged ("" else).
-func (w AsIsWatch) forgivenText() string {
-	if !w.Service.Pool || w.Service.Forgiven != "" || len(w.Service.Holds) == 0 || w.Step == nil {
-		return ""
-	}
-	st := w.Step
-	if st.Stalled.OK() {
-		return fmt.Sprintf("held, and not forgiven: %s of its connections stalled meanwhile", st.StalledText())
-	}
-	why := st.StalledText()
-	if len(st.Unjudged) > 0 {
-		why = st.Unjudged[0]
-	}
-	return "whether the pool forgave them meanwhile is not told: " + why
-}
-
-// CostText is what watching cost the service, watched against unwatched
-// at the same callers: "what watching cost: throughput 0.97x, its
-// bystander's median 1.10x (1,812 against 1,868 req/s; 0.41ms against
-// 0.37ms)"; "" when not known.
-func (w AsIsWatch) CostText() string {
-	if w.Step == nil || w.Unwatched == nil || (w.Throughput == 0 && w.Bystander == 0) {
-		return ""
-	}
-	var parts, figs []string
-	if w.Throughput > 0 {
-		parts = append(parts, fmt.Sprintf("throughput %.2fx", w.Throughput))
-		figs = append(figs, fmt.Sprintf("%s against %s", words.PerS(w.Step.Throughput.Median()), words.PerS(w.Unwatched.Throughput.Median())))
-	}
-	if w.Bystander > 0 {
-		parts = append(parts, fmt.Sprintf("its bystander's median %.2fx", w.Bystander))
-		figs = append(figs, fmt.Sprintf("%s against %s", words.Round(time.Duration(w.Step.Fast.P50.Median()*1e3)), words.Round(time.Duration(w.Unwatched.Fast.P50.Median()*1e3))))
-	}
-	s := fmt.Sprintf("what watching cost: %s (watched against unwatched at %s: %s)", strings.Join(parts, ", "), words.Plural(w.Step.Step.Conc, "caller"), strings.Join(figs, "; "))
-	if w.Service != nil && w.Service.CostNs > 0 {
-		s += fmt.Sprintf("; on the kit's side %s of CPU", culprit.FormatHeld(time.Duration(w.Service.CostNs)))
-	}
-	return s
-}

@@ -34,8 +34,8 @@ func asIsSection(f *findings.Findings, a findings.AsIs, hue string) section {
 			"while its bystander %s was probed every %s on one connection (its median from due: dotted, right axis) and every 10ms on 12 more, opened and timed unloaded before the load. "+
 			"From the sweep alone: the call's own time %s (the load's median at 1 caller); its plateau %s; it behaves as %s; its ceiling %s (dashed). "+
 			"The table says which of the 12 connections stalled at each step: %s.",
-			name, a.Load, a.Bystander, f.Params.ProbeInterval, callText(a), prose.AsIsPlateau(a), a.WorkersText(), a.CeilingText(), stall.RuleClient)}
-	sec.Notes = append(sec.Notes, fmt.Sprintf("Its class: %s: %s.", a.Class, a.Text), a.CPUText()+".")
+			name, a.Load, a.Bystander, f.Params.ProbeInterval, callText(a), prose.AsIsPlateau(a), prose.AsIsWorkers(a), prose.AsIsCeiling(a), stall.RuleClient)}
+	sec.Notes = append(sec.Notes, fmt.Sprintf("Its class: %s: %s.", a.Class, prose.AsIsClass(a)), prose.AsIsCPU(a)+".")
 	sec.Notes = append(sec.Notes, watchNotes(a)...)
 	sec.Grid = &grid{Head: []string{"callers", "req/s", "load p50", "not answered", "bound", "bystander p50 from due", "stalled", "which", "stalled wait", "others", "unloaded"}}
 	var tp, under, fast []opts.LineData
@@ -50,7 +50,7 @@ func asIsSection(f *findings.Findings, a findings.AsIs, hue string) section {
 			sec.Notes = append(sec.Notes, fmt.Sprintf("At %s: %s.", at, st.Said))
 		}
 		for _, u := range st.Unjudged {
-			sec.Notes = append(sec.Notes, fmt.Sprintf("At %s: %s.", at, u))
+			sec.Notes = append(sec.Notes, fmt.Sprintf("At %s: %s.", at, prose.AsIsUnjudged(st, u)))
 		}
 		if c := prose.AsIsClosed(st); c != "" {
 			sec.Notes = append(sec.Notes, fmt.Sprintf("At %s: %s.", at, c))
@@ -63,7 +63,7 @@ func asIsSection(f *findings.Findings, a findings.AsIs, hue string) section {
 			bound = prose.BoundLine(b)
 		}
 		sec.Grid.Rows = append(sec.Grid.Rows, []string{fmt.Sprint(st.Step.Conc), prose.JoinFigure(st.Throughput), msText(st.LoadP50), fmt.Sprint(st.NotAnswered()), bound,
-			msText(st.Fast.P50), st.StalledText(), words.Dash(st.WhoText()), msText(st.StalledWait), msText(st.OthersWait), msText(st.Unloaded)})
+			msText(st.Fast.P50), prose.AsIsStalled(st), words.Dash(prose.AsIsWho(st)), msText(st.StalledWait), msText(st.OthersWait), msText(st.Unloaded)})
 		if !st.Throughput.OK() {
 			continue
 		}
@@ -72,9 +72,9 @@ func asIsSection(f *findings.Findings, a findings.AsIs, hue string) section {
 			lo = c
 		}
 		hi = max(hi, c)
-		label := st.StalledText() + " stalled"
+		label := prose.AsIsStalled(st) + " stalled"
 		if !st.Stalled.OK() {
-			label = st.StalledText()
+			label = prose.AsIsStalled(st)
 		}
 		point := []any{st.Step.Conc, round(st.Throughput.Median(), 1)}
 		if a.Ceiling > 0 && st.Throughput.Median() >= a.Ceiling/nearCeiling {
@@ -112,7 +112,7 @@ func asIsSection(f *findings.Findings, a findings.AsIs, hue string) section {
 	line.AddSeries(name, fast, append(colored(hue, opts.LineStyle{Width: 2, Type: "dotted"}),
 		charts.WithLineChartOpts(opts.LineChart{ShowSymbol: opts.Bool(true), Symbol: "triangle", SymbolSize: 9, YAxisIndex: 1}))...)
 	if a.Ceiling > 0 {
-		ceilingSeries(line, name, "ceiling: "+a.CeilingText(), hue, lo, max(hi, lo*2), a.Ceiling, false)
+		ceilingSeries(line, name, "ceiling: "+prose.AsIsCeiling(a), hue, lo, max(hi, lo*2), a.Ceiling, false)
 	}
 	for _, k := range []struct {
 		name  string
@@ -150,14 +150,14 @@ func callText(a findings.AsIs) string {
 // watched. What a recording says is a stranger's text: the template
 // escapes it.
 func watchNotes(a findings.AsIs) []string {
-	lines := a.Watch.Lines()
+	lines := prose.AsIsWatchLines(a)
 	if !a.Watch.Watched() {
 		for i, l := range lines {
 			lines[i] = strings.TrimPrefix(strings.TrimPrefix(l, "not watched: "), "watch: ")
 		}
 		return []string{"Not watched: " + strings.Join(lines, "; ") + "."}
 	}
-	out := []string{fmt.Sprintf("%s: %s.", words.Capital(a.Watch.Heading()), lines[0])}
+	out := []string{fmt.Sprintf("%s: %s.", words.Capital(prose.AsIsWatchHeading(a.Watch)), lines[0])}
 	for _, l := range lines[1:] {
 		out = append(out, words.Capital(l)+".")
 	}

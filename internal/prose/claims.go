@@ -157,7 +157,7 @@ func Lead(f *findings.Findings) string {
 	var measured []string
 	for _, s := range f.Servers {
 		if a := f.AsIsOf(s.Name); a != nil {
-			measured = append(measured, fmt.Sprintf("%s as it is (%s)", s.Name, a.Short()))
+			measured = append(measured, fmt.Sprintf("%s as it is (%s)", s.Name, AsIsShort(*a)))
 			continue
 		}
 		w := ServerWorkers(s)

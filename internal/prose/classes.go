@@ -55,7 +55,7 @@ func Classes(f *findings.Findings) []FaceClass {
 func classWords(c findings.Class) FaceClass {
 	x := FaceClass{Server: c.Server, Class: c.Class, Loops: c.Loops, ServedAtOnce: c.ServedAtOnce, Configured: c.Configured, Callers: c.Callers, Threads: c.Threads}
 	if a := c.AsIs; a != nil {
-		x.Text, x.Stalled, x.CPU = a.Text, a.StalledLine(), a.CPUText()
+		x.Text, x.Stalled, x.CPU = AsIsClass(*a), AsIsStalledLine(*a), AsIsCPU(*a)
 		if a.Plateau > 0 {
 			x.Sweep = fmt.Sprintf("%s at %d callers (its plateau)", words.PerS(a.Plateau), a.PlateauAt)
 		}

@@ -103,15 +103,15 @@ type FaceAsIsStep struct {
 
 func faceAsIs(a findings.AsIs) FaceAsIs {
 	x := FaceAsIs{Server: a.Server, Load: a.Load, Bystander: a.Bystander, CallMs: face(a.Call, 1e-3), PlateauPerS: math.Round(a.Plateau*10) / 10, PlateauAt: a.PlateauAt,
-		Workers: math.Round(a.Workers*100) / 100, AtLeast: a.AtLeast, CeilingPerS: math.Round(a.Ceiling*10) / 10, Ceiling: a.CeilingText(), Class: a.Class, Text: a.Text,
-		Forgives: a.Forgives, CPU: a.CPUText(), CPUKnown: a.CPUKnown, CPUTold: a.CPUTold, CPUBound: a.CPUBound, Steps: []FaceAsIsStep{}}
+		Workers: math.Round(a.Workers*100) / 100, AtLeast: a.AtLeast, CeilingPerS: math.Round(a.Ceiling*10) / 10, Ceiling: AsIsCeiling(a), Class: a.Class, Text: AsIsClass(a),
+		Forgives: a.Forgives, CPU: AsIsCPU(a), CPUKnown: a.CPUKnown, CPUTold: a.CPUTold, CPUBound: a.CPUBound, Steps: []FaceAsIsStep{}}
 	for _, st := range a.Steps {
 		x.Steps = append(x.Steps, faceAsIsStep(st))
 	}
-	x.Watch = FaceWatch{Watched: a.Watch.Watched(), Why: a.Watch.Why, Lines: a.Watch.Lines(), Service: a.Watch.Service,
+	x.Watch = FaceWatch{Watched: a.Watch.Watched(), Why: AsIsWatchWhy(a.Watch), Lines: AsIsWatchLines(a), Service: AsIsWatchService(a),
 		ThroughputRatio: math.Round(a.Watch.Throughput*1000) / 1000, BystanderRatio: math.Round(a.Watch.Bystander*1000) / 1000}
 	if a.Watch.Step != nil {
-		x.Watch.Heading = a.Watch.Heading()
+		x.Watch.Heading = AsIsWatchHeading(a.Watch)
 		s := faceAsIsStep(*a.Watch.Step)
 		x.Watch.Step = &s
 	}
@@ -120,8 +120,8 @@ func faceAsIs(a findings.AsIs) FaceAsIs {
 
 func faceAsIsStep(st findings.AsIsStep) FaceAsIsStep {
 	s := FaceAsIsStep{ID: st.Step.ID, Callers: st.Step.Conc, ReqPerS: face(st.Throughput, 1), LoadP50Ms: face(st.LoadP50, 1e-3), NotAnswered: st.NotAnswered(),
-		Bound: st.Kind(), FastP50Ms: face(st.Fast.P50, 1e-3), FastP99Ms: face(st.Fast.P99, 1e-3), Stalled: st.StalledText(), Which: st.WhoText(),
-		StalledWaitMs: face(st.StalledWait, 1e-3), OthersWaitMs: face(st.OthersWait, 1e-3), UnloadedMs: face(st.Unloaded, 1e-3), Said: st.Said, Unjudged: st.Unjudged}
+		Bound: st.Kind(), FastP50Ms: face(st.Fast.P50, 1e-3), FastP99Ms: face(st.Fast.P99, 1e-3), Stalled: AsIsStalled(st), Which: AsIsWho(st),
+		StalledWaitMs: face(st.StalledWait, 1e-3), OthersWaitMs: face(st.OthersWait, 1e-3), UnloadedMs: face(st.Unloaded, 1e-3), Said: st.Said, Unjudged: asIsUnjudged(st)}
 	if b := st.Bound(); b != nil {
 		s.BoundText = BoundLine(b)
 	}

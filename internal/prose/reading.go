@@ -88,7 +88,7 @@ func Missed(m findings.Miss) string {
 // GroupWhy says why a step's first repetition that left no figures left
 // none ("" when none says).
 func GroupWhy(g *findings.Group) string {
-	if g.Miss == nil {
+	if g == nil || g.Miss == nil {
 		return ""
 	}
 	return Missed(*g.Miss)

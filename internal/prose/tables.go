@@ -170,7 +170,7 @@ func writeAsIs(w io.Writer, f *findings.Findings) {
 		fmt.Fprintf(w, "\n%s as it is: the sweep loads %s at each concurrency; its bystander %s is probed every %s on one connection, and every %s on %s\n",
 			a.Server, a.Load, a.Bystander, f.Params.ProbeInterval, asIsInterval(f, a), words.Plural(asIsConns(f, a), "connection"))
 		fmt.Fprintf(w, "  the call's own time %s (the load's median at 1 caller); plateau %s; behaves as %s; ceiling %s\n",
-			callText(a), AsIsPlateau(a), a.WorkersText(), a.CeilingText())
+			callText(a), AsIsPlateau(a), AsIsWorkers(a), AsIsCeiling(a))
 		tw := table(w, "callers", "req/s", "load p50", "not answered", "bound", "bystander p50 from due", "p95", "answered of due", "stalled", "which", "stalled wait", "others", "unloaded")
 		var said []string
 		for _, st := range a.Steps {
@@ -182,7 +182,7 @@ func writeAsIs(w io.Writer, f *findings.Findings) {
 			if st.Said != "" {
 				said = append(said, fmt.Sprintf("at %s: %s", at, st.Said))
 			}
-			for _, u := range st.Unjudged {
+			for _, u := range asIsUnjudged(st) {
 				said = append(said, fmt.Sprintf("at %s: %s", at, u))
 			}
 			if n := st.NotAnswered(); n > 0 {
@@ -199,14 +199,14 @@ func writeAsIs(w io.Writer, f *findings.Findings) {
 				answered = fmt.Sprintf("%.0f of %.0f", st.Fast.Answered.Median(), st.Fast.Due.Median())
 			}
 			fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", st.Step.Conc, num(st.Throughput, "%.0f"), ms(st.LoadP50), st.NotAnswered(), st.Kind(),
-				ms(st.Fast.P50), ms(st.Fast.P95), answered, st.StalledText(), words.Dash(st.WhoText()), ms(st.StalledWait), ms(st.OthersWait), ms(st.Unloaded))
+				ms(st.Fast.P50), ms(st.Fast.P95), answered, AsIsStalled(st), words.Dash(AsIsWho(st)), ms(st.StalledWait), ms(st.OthersWait), ms(st.Unloaded))
 		}
 		tw.Flush()
 		fmt.Fprintf(w, "  stalled: %s;\n  which: the connections by number (the service says no loop); unloaded: their wait before the load\n", stall.RuleClient)
 		for _, l := range said {
 			fmt.Fprintf(w, "  %s\n", l)
 		}
-		fmt.Fprintf(w, "  class: %s: %s\n  %s\n", a.Class, a.Text, a.CPUText())
+		fmt.Fprintf(w, "  class: %s: %s\n  %s\n", a.Class, AsIsClass(a), AsIsCPU(a))
 		writeWatch(w, a)
 	}
 }
@@ -578,12 +578,12 @@ func table(w io.Writer, cols ...string) *tabwriter.Writer {
 
 // writeWatch prints the watch's lines under the server's table.
 func writeWatch(w io.Writer, a findings.AsIs) {
-	lines := a.Watch.Lines()
+	lines := AsIsWatchLines(a)
 	if !a.Watch.Watched() {
 		fmt.Fprintf(w, "  %s\n", strings.Join(lines, "\n  "))
 		return
 	}
-	fmt.Fprintf(w, "  %s:\n    %s\n", a.Watch.Heading(), strings.Join(lines, "\n    "))
+	fmt.Fprintf(w, "  %s:\n    %s\n", AsIsWatchHeading(a.Watch), strings.Join(lines, "\n    "))
 }
 
 // us is a figure in ns as us.

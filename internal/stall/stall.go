@@ -144,6 +144,10 @@ const Rule = "a connection stalled when the server made its probes wait half the
 // TooBusy starts the words of a measurement the rule could not judge.
 const TooBusy = "machine too busy to judge"
 
+// Busy says the rule did not judge because the machine was too busy (its
+// Why starts with TooBusy), not for another reason.
+func (v Verdict) Busy() bool { return !v.Judged && strings.HasPrefix(v.Why, TooBusy) }
+
 // Judge decides which connections stalled while loops were held by calls
 // of block (the blockers' measured block, else the asked one).
 func Judge(conns []Conn, block time.Duration, m Machine) Verdict {
