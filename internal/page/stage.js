@@ -385,8 +385,20 @@
   function axis(type, name, gap) { return {type: type, name: name, nameTextStyle: big(), axisLabel: big(), nameLocation: "middle", nameGap: px(gap || 48), axisLine: {onZero: false}}; }
   // logRange is a log axis that starts and ends near its data: a
   // little under the lowest point and over the highest, its ticks on
-  // powers of its base.
-  function logRange(lo, hi, pad) { return {min: lo / pad, max: hi * pad}; }
+  // powers of its base. Its ends are rounded outwards to as many decimals
+  // as its data's ends have: echarts draws a log axis's end ticks (their
+  // split lines) at its ends rounded so, and an end of 3.2 callers, for
+  // callers in whole numbers, drew a line at 3, left of the plot. An end
+  // under the data's least step (lo 1, in whole numbers) is that step.
+  function logRange(lo, hi, pad) {
+    var p = Math.pow(10, decimals(lo)), q = Math.pow(10, decimals(hi));
+    return {min: Math.max(Math.floor(lo / pad * p), 1) / p, max: Math.ceil(hi * pad * q) / q};
+  }
+  // decimals is how many decimals v has, as echarts counts them.
+  function decimals(v) {
+    for (var i = 0, e = 1; i < 15; i++, e *= 10) { if (Math.round(v * e) / e === v) { return i; } }
+    return 15;
+  }
 
   // A ceiling is drawn as a wide pale band, under the measured line
   // (thin, solid, with its points): a rate at its ceiling reads as a line
