@@ -631,14 +631,22 @@
     // Each ceiling a pale band under the measured line (band), its label
     // above it: the line lying on it never hides it.
     var marks = lines.map(function (l) { return {yAxis: l.yAxis, label: {formatter: l.name, position: "insideEndTop", distance: px(14), fontSize: px(22), fontWeight: "bold", color: hue(sl.server)}, lineStyle: band(sl.server)}; });
+    // The moment the call slowed: a line, and its label at the line's top
+    // beside it (to its right, or its left in the axis's right half), on
+    // no line: centred on the line's end it read as struck through. The
+    // label is a point's (an unseen one at the line's top, in no legend):
+    // a markLine's label has no side of a vertical line to go to.
+    var step = [];
     if (at !== undefined) {
-      marks.push({xAxis: (at - from) / 1000, label: {formatter: "the call: " + fmt(S.info.block_ms) + " \u2192 " + fmt(S.info.slip_block_ms) + " ms", position: "end", fontSize: px(22), fontWeight: "bold", color: dark ? "#f5f5f5" : "#111111"},
-        lineStyle: {type: "solid", width: px(3), color: dark ? "#f5f5f5" : "#111111"}});
+      var ink = dark ? "#f5f5f5" : "#111111", sx = (at - from) / 1000, left = sx - x0 > 0.6 * (x1 - x0);
+      marks.push({xAxis: sx, label: {show: false}, lineStyle: {type: "solid", width: px(3), color: ink}});
+      step.push({name: "the call slows", type: "line", data: [[sx, top]], symbol: "circle", symbolSize: 1, itemStyle: {color: "transparent"}, silent: true, z: 4,
+        label: {show: true, formatter: "the call: " + fmt(S.info.block_ms) + " \u2192 " + fmt(S.info.slip_block_ms) + " ms", position: left ? "left" : "right", distance: px(16), verticalAlign: "top", fontSize: px(22), fontWeight: "bold", color: ink}});
     }
-    chart("c6").setOption({animation: false, backgroundColor: "transparent", textStyle: big(), legend: {bottom: 0, textStyle: big()}, grid: {left: px(130), right: px(50), top: px(50), bottom: px(110)},
+    chart("c6").setOption({animation: false, backgroundColor: "transparent", textStyle: big(), legend: {bottom: 0, textStyle: big(), data: [sl.server]}, grid: {left: px(130), right: px(50), top: px(50), bottom: px(110)},
       xAxis: spanAxis("seconds since the load began", x0, x1), yAxis: Object.assign(axis("value", "req/s", 90), {min: 0, max: top}),
       series: [{name: sl.server, type: "line", showSymbol: false, data: data, lineStyle: {width: px(4), color: hue(sl.server)}, itemStyle: {color: hue(sl.server)}, z: 3,
-        markLine: {symbol: "none", silent: true, z: 1, data: marks}}]}, {replaceMerge: ["series"]});
+        markLine: {symbol: "none", silent: true, z: 1, data: marks}}].concat(step)}, {replaceMerge: ["series"]});
     return data.length > 0;
   }
   var draws = [null, draw1, draw2, draw3, draw4, draw5, draw6];

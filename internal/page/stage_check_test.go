@@ -23,6 +23,8 @@ import (
 //     ports aside);
 //   - a line drawn wholly outside its chart's plot (a tick, a split line,
 //     a band, a series' line);
+//   - a label a series' line is drawn on (browsertest.LabelsOnLinesJS),
+//     screen 1's points' labels aside;
 //   - a time plot (screens 2, 3 and 6) whose data fill less than 80 % of
 //     its time axis (data of one moment, a screen's first frame, fill
 //     none);
@@ -31,7 +33,8 @@ import (
 //
 // TestStageCheckCatches shows that each of these fails on a case made to
 // break it.
-const stageCheckJS = `window.stageCheck = function () {
+const stageCheckJS = browsertest.LabelsOnLinesJS + `;
+window.stageCheck = function () {
   const out = [], presenter = document.documentElement.classList.contains('presenter');
   const shown = e => {
     const r = e.getBoundingClientRect();
@@ -105,6 +108,13 @@ const stageCheckJS = `window.stageCheck = function () {
         }
       }
     }
+    // Labels clear of the series' lines (browsertest.LabelsOnLinesJS), on
+    // every chart but screen 1's: its points' labels sit beside their
+    // points, where the bands and the pool's steep line pass (not yet
+    // placed apart from them).
+    if (div.id !== 'c1') {
+      for (const p of labelsOnLines(inst)) { out.push('a label on a line of ' + div.id + ': ' + p); }
+    }
     // A time axis the data fill (screens 2 and 6: value; 3: category).
     const time = {c2: 1, c3: 1, c6: 1}[div.id];
     if (!time) { continue; }
@@ -140,8 +150,8 @@ const stageCheckJS = `window.stageCheck = function () {
 // its chart, a number without separators beside a year, a port and one
 // with them, an operator's line on the projector, a headline too long for
 // its box, screen 1's callers axis starting at 3.2 (echarts draws its
-// first split line at 3, left of the plot), a time plot whose data fill a
-// third of its axis).
+// first split line at 3, left of the plot), a label on the middle of its
+// own line, a time plot whose data fill a third of its axis).
 func TestStageCheckCatches(t *testing.T) {
 	chrome := browsertest.Chromium(t)
 	srv, frames := replayedServer(t)
@@ -180,6 +190,8 @@ func TestStageCheckCatches(t *testing.T) {
 		{"an operator's line", "home", `(() => { const d = document.createElement('div'); d.dataset.operator = ''; d.style.setProperty('display', 'block', 'important'); d.textContent = 'live: done'; document.getElementById('stage').append(d); })()`, "an operator element on the projector", 1},
 		{"a headline past its box", "home", `(() => { const h = document.getElementById('headline'); h.style.fontSize = '80px'; h.textContent = 'a headline far too long for any projector this page is shown on'; })()`, "text outside its box", 1},
 		{"a line outside the plot", "home", `echarts.getInstanceByDom(document.getElementById('c1')).setOption({xAxis: {min: 3.2}})`, "a line outside the plot of c1", 1},
+		{"a label on its line", "home pgdn", `(() => { const c = echarts.getInstanceByDom(document.getElementById('c2')), e = c.getModel().getComponent('xAxis', 0).axis.scale.getExtent();
+		  c.setOption({series: [{markLine: {symbol: 'none', data: [{xAxis: (e[0] + e[1]) / 2, label: {formatter: 'the call slows', position: 'insideMiddle'}}]}}]}); })()`, "a label on a line of c2", 1},
 		{"a time plot a third full", "home pgdn", `(() => { const c = echarts.getInstanceByDom(document.getElementById('c2')); c.setOption({xAxis: {min: 0, max: 3 * c.getModel().getComponent('xAxis', 0).axis.scale.getExtent()[1]}}); })()`, "the data fill", 1},
 	} {
 		t.Run(c.name, func(t *testing.T) {
