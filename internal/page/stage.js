@@ -629,19 +629,23 @@
     var x0 = data.length ? data[0][0] : 0, x1 = Math.max(data.length ? data[data.length - 1][0] : 0, at !== undefined ? (at - from) / 1000 : 0, x0 + 1);
     var lines = [{yAxis: c0, name: "ceiling: " + who + " / " + fmt(S.info.block_ms) + " ms = " + fmt(c0) + " req/s"}, {yAxis: c1, name: "ceiling: " + who + " / " + fmt(S.info.slip_block_ms) + " ms = " + fmt(c1) + " req/s"}];
     // Each ceiling a pale band under the measured line (band), its label
-    // above it: the line lying on it never hides it.
-    var marks = lines.map(function (l) { return {yAxis: l.yAxis, label: {formatter: l.name, position: "insideEndTop", distance: px(14), fontSize: px(22), fontWeight: "bold", color: hue(sl.server)}, lineStyle: band(sl.server)}; });
+    // above it: the line lying on it never hides it. The labels go to the
+    // end of the axis away from the step: live, just after the step, the
+    // axis ends at it (the data end there), and the step's line and the
+    // measured line falling crossed labels at the right end.
+    var late = at !== undefined && (at - from) / 1000 - x0 > 0.5 * (x1 - x0);
+    var marks = lines.map(function (l) { return {yAxis: l.yAxis, label: {formatter: l.name, position: late ? "insideStartTop" : "insideEndTop", distance: px(14), fontSize: px(22), fontWeight: "bold", color: hue(sl.server)}, lineStyle: band(sl.server)}; });
     // The moment the call slowed: a line, and its label at the line's top
-    // beside it (to its right, or its left in the axis's right half), on
+    // beside it (to its right, or its left when the step is late), on
     // no line: centred on the line's end it read as struck through. The
     // label is a point's (an unseen one at the line's top, in no legend):
     // a markLine's label has no side of a vertical line to go to.
     var step = [];
     if (at !== undefined) {
-      var ink = dark ? "#f5f5f5" : "#111111", sx = (at - from) / 1000, left = sx - x0 > 0.6 * (x1 - x0);
+      var ink = dark ? "#f5f5f5" : "#111111", sx = (at - from) / 1000;
       marks.push({xAxis: sx, label: {show: false}, lineStyle: {type: "solid", width: px(3), color: ink}});
       step.push({name: "the call slows", type: "line", data: [[sx, top]], symbol: "circle", symbolSize: 1, itemStyle: {color: "transparent"}, silent: true, z: 4,
-        label: {show: true, formatter: "the call: " + fmt(S.info.block_ms) + " \u2192 " + fmt(S.info.slip_block_ms) + " ms", position: left ? "left" : "right", distance: px(16), verticalAlign: "top", fontSize: px(22), fontWeight: "bold", color: ink}});
+        label: {show: true, formatter: "the call: " + fmt(S.info.block_ms) + " \u2192 " + fmt(S.info.slip_block_ms) + " ms", position: late ? "left" : "right", distance: px(16), verticalAlign: "top", fontSize: px(22), fontWeight: "bold", color: ink}});
     }
     chart("c6").setOption({animation: false, backgroundColor: "transparent", textStyle: big(), legend: {bottom: 0, textStyle: big(), data: [sl.server]}, grid: {left: px(130), right: px(50), top: px(50), bottom: px(110)},
       xAxis: spanAxis("seconds since the load began", x0, x1), yAxis: Object.assign(axis("value", "req/s", 90), {min: 0, max: top}),
