@@ -128,8 +128,17 @@ func talkExit(dir, out, echarts string, offline bool, stdout, stderr io.Writer) 
 		fmt.Fprintf(stderr, "report: --talk %s: %v (give a run directory made with ./run.sh --stage, or its stage.ndjson)\n", dir, err)
 		return 1
 	}
-	b, err := page.Talk(page.LoadAsset(echarts, offline, stderr), frames)
-	return writeOut(out, b, err, stdout, stderr)
+	a := page.LoadAsset(echarts, offline, stderr)
+	b, err := page.Talk(a, frames)
+	if errors.Is(err, page.ErrTalkNeedsEcharts) {
+		fmt.Fprintf(stderr, "report: --talk needs echarts inlined, never from a CDN (%s): run report --fetch where npm can reach its registry, or give --echarts FILE\n", a.Why())
+		return 1
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "report: --talk %s: %v\n", dir, err)
+		return 1
+	}
+	return writeOut(out, b, nil, stdout, stderr)
 }
 
 // loadAsset is echarts for a page, and a line saying what it costs when it

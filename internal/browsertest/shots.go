@@ -2,6 +2,7 @@ package browsertest
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"sync"
@@ -165,4 +166,80 @@ func CheckLabelsApart(t *testing.T, ctx context.Context) map[string]Labels {
 		}
 	}
 	return labels
+}
+
+// LabelsOnLinesJS defines window.labelsOnLines(inst): for the echarts
+// chart inst, each label its series show (a point's, a markLine's: texts
+// with a host element, not its axes' or legend's) that a series' line
+// (its polyline, a markLine's line, a band) is drawn across, said as
+// "LABEL on a line (COLOUR, W px)". A label is clear of a line when the
+// line's stroke (half its width either side) stays 3 px or more from the
+// label's box: a label touching a line reads as struck through, or as the
+// line's end. A label's own line counts: the step's label on its step.
+const LabelsOnLinesJS = `window.labelsOnLines = function (inst) {
+  const out = [], labels = [], lines = [], seen = new Set();
+  const apply = (m, x, y) => m ? [m[0] * x + m[2] * y + m[4], m[1] * x + m[3] * y + m[5]] : [x, y];
+  for (const el of inst.getZr().storage.getDisplayList(true)) {
+    const d = el.type === 'tspan' ? el.parent : el;
+    if (d && d.type === 'text') {
+      if (seen.has(d) || !d.__hostTarget || d.ignore || d.invisible || !d.style || !String(d.style.text || '').trim()) { continue; }
+      seen.add(d);
+      const r = d.getBoundingRect().clone(), m = d.getComputedTransform();
+      if (m) { r.applyTransform(m); }
+      labels.push({text: String(d.style.text), r: r});
+      continue;
+    }
+    if ((el.type !== 'ec-polyline' && el.type !== 'ec-line') || el.ignore || el.invisible || !el.style || !el.style.stroke || el.style.stroke === 'none') { continue; }
+    const m = el.getComputedTransform(), s = el.shape, pts = [];
+    if (el.type === 'ec-line') {
+      pts.push(apply(m, s.x1, s.y1), apply(m, s.x2, s.y2));
+    } else {
+      const p = s.points || [];
+      if (p.length && Array.isArray(p[0])) { for (const q of p) { pts.push(apply(m, q[0], q[1])); } } else { for (let i = 0; i + 1 < p.length; i += 2) { pts.push(apply(m, p[i], p[i + 1])); } }
+    }
+    lines.push({pts: pts, w: el.style.lineWidth || 1, what: String(el.style.stroke) + ', ' + (el.style.lineWidth || 1) + ' px'});
+  }
+  for (const l of labels) {
+    for (const ln of lines) {
+      const g = ln.w / 2 + 3, x0 = l.r.x - g, y0 = l.r.y - g, x1 = l.r.x + l.r.width + g, y1 = l.r.y + l.r.height + g;
+      let hit = false;
+      for (let i = 0; i + 1 < ln.pts.length && !hit; i++) {
+        const a = ln.pts[i], b = ln.pts[i + 1], n = Math.max(1, Math.ceil(Math.hypot(b[0] - a[0], b[1] - a[1])));
+        for (let k = 0; k <= n; k++) {
+          const x = a[0] + (b[0] - a[0]) * k / n, y = a[1] + (b[1] - a[1]) * k / n;
+          if (x > x0 && x < x1 && y > y0 && y < y1) { hit = true; break; }
+        }
+      }
+      if (hit) { out.push(JSON.stringify(l.text.slice(0, 40)) + ' on a line (' + ln.what + ')'); }
+    }
+  }
+  return out;
+};`
+
+// CheckLabelsClear fails for each label of the charts ids (their
+// elements' ids) that a series' line is drawn on (LabelsOnLinesJS), naming
+// it, and for an id with no chart.
+func CheckLabelsClear(t *testing.T, ctx context.Context, ids ...string) {
+	t.Helper()
+	on, err := chromedp.Run(ctx, chromedp.Evaluate[map[string][]string](LabelsOnLinesJS+`; ((ids) => {
+	  const out = {};
+	  for (const id of ids) {
+	    const el = document.getElementById(id), inst = el && echarts.getInstanceByDom(el);
+	    out[id] = inst ? labelsOnLines(inst) : ['no chart'];
+	  }
+	  return out;
+	})(`+jsonIDs(ids)+`)`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range ids {
+		if len(on[id]) > 0 {
+			t.Errorf("%s: labels on the series' lines: %q", id, on[id])
+		}
+	}
+}
+
+func jsonIDs(ids []string) string {
+	b, _ := json.Marshal(ids)
+	return string(b)
 }

@@ -126,12 +126,17 @@ func (r *runner) runStage(ctx context.Context, stdout io.Writer, started func())
 // writeTalk writes the run's recorded talk as one file beside its
 // recording (talk.html, what report --talk writes): the talk given from
 // any laptop, offline. Without echarts inlined there is none, and why is
-// said: a talk file never fetches a script.
+// said, in run.sh's words: a talk file never fetches a script.
 func writeTalk(dir string, stdout io.Writer) {
 	frames, err := stage.Recording(filepath.Join(dir, "stage.ndjson"))
 	var b []byte
 	if err == nil {
-		b, err = page.Talk(page.LoadAsset("", false, io.Discard), frames)
+		a := page.LoadAsset("", false, io.Discard)
+		b, err = page.Talk(a, frames)
+		if errors.Is(err, page.ErrTalkNeedsEcharts) {
+			fmt.Fprintf(stdout, "stage: no talk.html (the recorded talk as one file): echarts is not inlined (%s), and a talk file never loads it from a CDN; bin/report --fetch where npm can reach its registry, then bin/report --talk %s makes it\n", a.Why(), dir)
+			return
+		}
 	}
 	if err == nil {
 		err = files.WriteAtomic(filepath.Join(dir, "talk.html"), b, 0o644)

@@ -686,3 +686,35 @@ func TestJcmdRefusedOnce(t *testing.T) {
 		t.Errorf("the refusal said %d times over 3 steps: %q", said, notes)
 	}
 }
+
+// TestTalkWithoutEcharts: a stage run that cannot inline echarts writes
+// no talk.html and says so in run.sh's words: what is missing and the
+// command that makes the file later, never a report error naming a flag
+// the run.sh user did not give ("report: --talk ..."). The cache is empty
+// and npm is not on PATH, so nothing is fetched.
+func TestTalkWithoutEcharts(t *testing.T) {
+	dir := t.TempDir()
+	rec, err := os.ReadFile("../../docs/talk-run/stage.ndjson")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "stage.ndjson"), rec, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("BYSTANDER_CACHE", t.TempDir())
+	t.Setenv("PATH", t.TempDir())
+	var out strings.Builder
+	writeTalk(dir, &out)
+	said := out.String()
+	if _, err := os.Stat(filepath.Join(dir, "talk.html")); !os.IsNotExist(err) {
+		t.Errorf("a talk.html was written without echarts: %v", err)
+	}
+	for _, want := range []string{"stage: no talk.html", "echarts is not inlined", "never", "bin/report --talk " + dir} {
+		if !strings.Contains(said, want) {
+			t.Errorf("the stage said %q, want %q in it", said, want)
+		}
+	}
+	if strings.Contains(said, "report: ") || strings.Contains(said, "run report --fetch") {
+		t.Errorf("the stage said a report error: %q", said)
+	}
+}

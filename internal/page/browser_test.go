@@ -104,7 +104,8 @@ const blankChartsJS = `(() => {
 // TestSlipInBrowser: the bad afternoon of a real run (the slip phase of a
 // default run) drawn at load in a real browser: both charts painted, each
 // server's ceiling step labelled with its figures, the step's moment
-// labelled, legends where they fit, and the page logs no error.
+// labelled, clear of every line, legends where they fit, and the page logs
+// no error.
 func TestSlipInBrowser(t *testing.T) {
 	chrome, a := browsertest.Chromium(t), inlined(t)
 	const slipRun = "../findings/testdata/slip-run"
@@ -126,6 +127,9 @@ func TestSlipInBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	browsertest.CheckLegends(t, layout)
+	// The step's label beside the step, on no line: neither the step's
+	// own nor a server's.
+	browsertest.CheckLabelsClear(t, ctx, "slip", "slip_fast")
 	// Each ceiling's step is named in the legend; the step is labelled.
 	labels, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`(() => {
 	  const opt = echarts.getInstanceByDom(document.getElementById('slip')).getOption();

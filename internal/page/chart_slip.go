@@ -224,10 +224,12 @@ func slipFast(fast *section, ok []findings.SlipRow, first findings.SlipRow, hue 
 }
 
 // stepLine draws the moment the call slows: a grey vertical line from lo
-// to hi at 0, labelled at its top.
+// to hi at 0, labelled at its top, to its right: beside the line, not on
+// it (a point's label "insideEndTop", a markLine's position, was drawn
+// from the point itself, the line through its first letters).
 func stepLine(line *charts.Line, lo, hi float64, label string) {
 	line.AddSeries(slipStepName, []opts.LineData{{Value: []any{0, lo}}, {Name: "the call: " + label, Value: []any{0, hi}}},
 		append(colored(palette.Tint("#000000", 0.45), opts.LineStyle{Type: "dotted", Width: 1.5}),
 			charts.WithLineChartOpts(opts.LineChart{ShowSymbol: opts.Bool(true), Symbol: "circle", SymbolSize: 1}),
-			charts.WithLabelOpts(opts.Label{Show: opts.Bool(true), Formatter: "{b}", Position: "insideEndTop", Color: "#555555"}))...)
+			charts.WithLabelOpts(opts.Label{Show: opts.Bool(true), Formatter: "{b}", Position: "right", VerticalAlign: "top", Color: "#555555"}))...)
 }

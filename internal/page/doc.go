@@ -63,7 +63,7 @@ func Stage(a Asset) ([]byte, error) { return writeStagePage(a) }
 // Talk is a recorded talk as one self-contained page: the stage page
 // carrying the recording's frames (internal/stage.Recording), played from
 // itself, opened from disk with no network. It refuses an Asset without
-// echarts inlined.
+// echarts inlined (ErrTalkNeedsEcharts). Its errors name no program.
 func Talk(a Asset, frames [][]byte) ([]byte, error) { return writeTalkPage(a, frames) }
 
 func bytesOf(p page) ([]byte, error) {

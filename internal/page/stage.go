@@ -25,16 +25,21 @@ func writeStagePage(a Asset) ([]byte, error) {
 	return writeStage(stagePage{Echarts: a.script(), Script: template.JS(stageJS)})
 }
 
+// ErrTalkNeedsEcharts is Talk's refusal of an Asset without echarts
+// inlined. Talk's errors name no program: report --talk and a stage run of
+// run.sh each say what to do in their own terms.
+var ErrTalkNeedsEcharts = errors.New("a talk file needs echarts inlined, never loaded from a CDN")
+
 // writeTalkPage is the stage page carrying a recorded talk (its frames,
 // each a JSON line, as internal/stage reads a recording): one file that
 // opens from disk with nothing fetched, so echarts must be inlined; never
 // a CDN.
 func writeTalkPage(a Asset, frames [][]byte) ([]byte, error) {
 	if a.js == nil {
-		return nil, fmt.Errorf("report: --talk needs echarts inlined, never from a CDN (%s): run report --fetch where npm can reach its registry, or give --echarts FILE", a.note)
+		return nil, fmt.Errorf("%w (%s)", ErrTalkNeedsEcharts, a.note)
 	}
 	if len(frames) == 0 {
-		return nil, errors.New("report: --talk: the recording holds no frame")
+		return nil, errors.New("the recording holds no frame")
 	}
 	packed := base64.StdEncoding.EncodeToString(pack(bytes.Join(frames, []byte("\n"))))
 	return writeStage(stagePage{Echarts: a.script(), Script: template.JS(stageJS), Talk: packed})
@@ -43,7 +48,7 @@ func writeTalkPage(a Asset, frames [][]byte) ([]byte, error) {
 func writeStage(p stagePage) ([]byte, error) {
 	var b bytes.Buffer
 	if err := stageTpl.Execute(&b, p); err != nil {
-		return nil, fmt.Errorf("report: %w", err)
+		return nil, fmt.Errorf("the stage page: %w", err)
 	}
 	return b.Bytes(), nil
 }

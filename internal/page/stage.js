@@ -385,8 +385,20 @@
   function axis(type, name, gap) { return {type: type, name: name, nameTextStyle: big(), axisLabel: big(), nameLocation: "middle", nameGap: px(gap || 48), axisLine: {onZero: false}}; }
   // logRange is a log axis that starts and ends near its data: a
   // little under the lowest point and over the highest, its ticks on
-  // powers of its base.
-  function logRange(lo, hi, pad) { return {min: lo / pad, max: hi * pad}; }
+  // powers of its base. Its ends are rounded outwards to as many decimals
+  // as its data's ends have: echarts draws a log axis's end ticks (their
+  // split lines) at its ends rounded so, and an end of 3.2 callers, for
+  // callers in whole numbers, drew a line at 3, left of the plot. An end
+  // under the data's least step (lo 1, in whole numbers) is that step.
+  function logRange(lo, hi, pad) {
+    var p = Math.pow(10, decimals(lo)), q = Math.pow(10, decimals(hi));
+    return {min: Math.max(Math.floor(lo / pad * p), 1) / p, max: Math.ceil(hi * pad * q) / q};
+  }
+  // decimals is how many decimals v has, as echarts counts them.
+  function decimals(v) {
+    for (var i = 0, e = 1; i < 15; i++, e *= 10) { if (Math.round(v * e) / e === v) { return i; } }
+    return 15;
+  }
 
   // A ceiling is drawn as a wide pale band, under the measured line
   // (thin, solid, with its points): a rate at its ceiling reads as a line
@@ -617,16 +629,28 @@
     var x0 = data.length ? data[0][0] : 0, x1 = Math.max(data.length ? data[data.length - 1][0] : 0, at !== undefined ? (at - from) / 1000 : 0, x0 + 1);
     var lines = [{yAxis: c0, name: "ceiling: " + who + " / " + fmt(S.info.block_ms) + " ms = " + fmt(c0) + " req/s"}, {yAxis: c1, name: "ceiling: " + who + " / " + fmt(S.info.slip_block_ms) + " ms = " + fmt(c1) + " req/s"}];
     // Each ceiling a pale band under the measured line (band), its label
-    // above it: the line lying on it never hides it.
-    var marks = lines.map(function (l) { return {yAxis: l.yAxis, label: {formatter: l.name, position: "insideEndTop", distance: px(14), fontSize: px(22), fontWeight: "bold", color: hue(sl.server)}, lineStyle: band(sl.server)}; });
+    // above it: the line lying on it never hides it. The labels go to the
+    // end of the axis away from the step: live, just after the step, the
+    // axis ends at it (the data end there), and the step's line and the
+    // measured line falling crossed labels at the right end.
+    var late = at !== undefined && (at - from) / 1000 - x0 > 0.5 * (x1 - x0);
+    var marks = lines.map(function (l) { return {yAxis: l.yAxis, label: {formatter: l.name, position: late ? "insideStartTop" : "insideEndTop", distance: px(14), fontSize: px(22), fontWeight: "bold", color: hue(sl.server)}, lineStyle: band(sl.server)}; });
+    // The moment the call slowed: a line, and its label at the line's top
+    // beside it (to its right, or its left when the step is late), on
+    // no line: centred on the line's end it read as struck through. The
+    // label is a point's (an unseen one at the line's top, in no legend):
+    // a markLine's label has no side of a vertical line to go to.
+    var step = [];
     if (at !== undefined) {
-      marks.push({xAxis: (at - from) / 1000, label: {formatter: "the call: " + fmt(S.info.block_ms) + " \u2192 " + fmt(S.info.slip_block_ms) + " ms", position: "end", fontSize: px(22), fontWeight: "bold", color: dark ? "#f5f5f5" : "#111111"},
-        lineStyle: {type: "solid", width: px(3), color: dark ? "#f5f5f5" : "#111111"}});
+      var ink = dark ? "#f5f5f5" : "#111111", sx = (at - from) / 1000;
+      marks.push({xAxis: sx, label: {show: false}, lineStyle: {type: "solid", width: px(3), color: ink}});
+      step.push({name: "the call slows", type: "line", data: [[sx, top]], symbol: "circle", symbolSize: 1, itemStyle: {color: "transparent"}, silent: true, z: 4,
+        label: {show: true, formatter: "the call: " + fmt(S.info.block_ms) + " \u2192 " + fmt(S.info.slip_block_ms) + " ms", position: late ? "left" : "right", distance: px(16), verticalAlign: "top", fontSize: px(22), fontWeight: "bold", color: ink}});
     }
-    chart("c6").setOption({animation: false, backgroundColor: "transparent", textStyle: big(), legend: {bottom: 0, textStyle: big()}, grid: {left: px(130), right: px(50), top: px(50), bottom: px(110)},
+    chart("c6").setOption({animation: false, backgroundColor: "transparent", textStyle: big(), legend: {bottom: 0, textStyle: big(), data: [sl.server]}, grid: {left: px(130), right: px(50), top: px(50), bottom: px(110)},
       xAxis: spanAxis("seconds since the load began", x0, x1), yAxis: Object.assign(axis("value", "req/s", 90), {min: 0, max: top}),
       series: [{name: sl.server, type: "line", showSymbol: false, data: data, lineStyle: {width: px(4), color: hue(sl.server)}, itemStyle: {color: hue(sl.server)}, z: 3,
-        markLine: {symbol: "none", silent: true, z: 1, data: marks}}]}, {replaceMerge: ["series"]});
+        markLine: {symbol: "none", silent: true, z: 1, data: marks}}].concat(step)}, {replaceMerge: ["series"]});
     return data.length > 0;
   }
   var draws = [null, draw1, draw2, draw3, draw4, draw5, draw6];

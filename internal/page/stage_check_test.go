@@ -21,6 +21,10 @@ import (
 //     text past its canvas, anything past the stage);
 //   - a number of four digits or more without separators (years and
 //     ports aside);
+//   - a line drawn wholly outside its chart's plot (a tick, a split line,
+//     a band, a series' line);
+//   - a label a series' line is drawn on (browsertest.LabelsOnLinesJS),
+//     screen 1's points' labels aside;
 //   - a time plot (screens 2, 3 and 6) whose data fill less than 80 % of
 //     its time axis (data of one moment, a screen's first frame, fill
 //     none);
@@ -29,7 +33,8 @@ import (
 //
 // TestStageCheckCatches shows that each of these fails on a case made to
 // break it.
-const stageCheckJS = `window.stageCheck = function () {
+const stageCheckJS = browsertest.LabelsOnLinesJS + `;
+window.stageCheck = function () {
   const out = [], presenter = document.documentElement.classList.contains('presenter');
   const shown = e => {
     const r = e.getBoundingClientRect();
@@ -88,6 +93,28 @@ const stageCheckJS = `window.stageCheck = function () {
       if (r.x < -1 || r.y < -1 || r.x + r.width > W + 1 || r.y + r.height > H + 1) { out.push('text outside its chart: ' + JSON.stringify(what) + ' at ' + [r.x, r.y, r.width, r.height].map(Math.round)); }
       boxes.push({what: what, r: {left: cr.left + r.x, top: cr.top + r.y, right: cr.left + r.x + r.width, bottom: cr.top + r.y + r.height}});
     }
+    // A line drawn wholly outside the plot (an axis's tick or split line,
+    // a band, a series' line), as screen 1's callers axis once drew its
+    // first split line left of the req/s axis.
+    const gm = inst.getModel().getComponent('grid'), g = gm && gm.coordinateSystem && gm.coordinateSystem.getRect();
+    if (g) {
+      for (const el of inst.getZr().storage.getDisplayList(true)) {
+        if (!/^(line|ec-line|polyline|ec-polyline)$/.test(el.type) || el.invisible || el.ignore) { continue; }
+        const r = el.getBoundingRect().clone(), m = el.getComputedTransform(), w = (el.style && el.style.lineWidth) || 1;
+        if (m) { r.applyTransform(m); }
+        r.x += w / 2; r.y += w / 2; r.width = Math.max(0, r.width - w); r.height = Math.max(0, r.height - w); // its path, not its stroke
+        if (r.x + r.width < g.x - 1 || r.x > g.x + g.width + 1 || r.y + r.height < g.y - 1 || r.y > g.y + g.height + 1) {
+          out.push('a line outside the plot of ' + div.id + ': ' + [r.x, r.y, r.width, r.height].map(Math.round) + ', the plot ' + [g.x, g.y, g.width, g.height].map(Math.round));
+        }
+      }
+    }
+    // Labels clear of the series' lines (browsertest.LabelsOnLinesJS), on
+    // every chart but screen 1's: its points' labels sit beside their
+    // points, where the bands and the pool's steep line pass (not yet
+    // placed apart from them).
+    if (div.id !== 'c1') {
+      for (const p of labelsOnLines(inst)) { out.push('a label on a line of ' + div.id + ': ' + p); }
+    }
     // A time axis the data fill (screens 2 and 6: value; 3: category).
     const time = {c2: 1, c3: 1, c6: 1}[div.id];
     if (!time) { continue; }
@@ -122,7 +149,9 @@ const stageCheckJS = `window.stageCheck = function () {
 // of a case made to break it (two labels drawn on one spot, a label past
 // its chart, a number without separators beside a year, a port and one
 // with them, an operator's line on the projector, a headline too long for
-// its box, a time plot whose data fill a third of its axis).
+// its box, screen 1's callers axis starting at 3.2 (echarts draws its
+// first split line at 3, left of the plot), a label on the middle of its
+// own line, a time plot whose data fill a third of its axis).
 func TestStageCheckCatches(t *testing.T) {
 	chrome := browsertest.Chromium(t)
 	srv, frames := replayedServer(t)
@@ -160,6 +189,9 @@ func TestStageCheckCatches(t *testing.T) {
 		{"a number without separators", "home", `document.getElementById('where').textContent = '12345 req/s in 2026 on :8300, 12,345 and 0.12345'`, "a number without separators: 12345 ", 1},
 		{"an operator's line", "home", `(() => { const d = document.createElement('div'); d.dataset.operator = ''; d.style.setProperty('display', 'block', 'important'); d.textContent = 'live: done'; document.getElementById('stage').append(d); })()`, "an operator element on the projector", 1},
 		{"a headline past its box", "home", `(() => { const h = document.getElementById('headline'); h.style.fontSize = '80px'; h.textContent = 'a headline far too long for any projector this page is shown on'; })()`, "text outside its box", 1},
+		{"a line outside the plot", "home", `echarts.getInstanceByDom(document.getElementById('c1')).setOption({xAxis: {min: 3.2}})`, "a line outside the plot of c1", 1},
+		{"a label on its line", "home pgdn", `(() => { const c = echarts.getInstanceByDom(document.getElementById('c2')), e = c.getModel().getComponent('xAxis', 0).axis.scale.getExtent();
+		  c.setOption({series: [{markLine: {symbol: 'none', data: [{xAxis: (e[0] + e[1]) / 2, label: {formatter: 'the call slows', position: 'insideMiddle'}}]}}]}); })()`, "a label on a line of c2", 1},
 		{"a time plot a third full", "home pgdn", `(() => { const c = echarts.getInstanceByDom(document.getElementById('c2')); c.setOption({xAxis: {min: 0, max: 3 * c.getModel().getComponent('xAxis', 0).axis.scale.getExtent()[1]}}); })()`, "the data fill", 1},
 	} {
 		t.Run(c.name, func(t *testing.T) {
