@@ -59,9 +59,10 @@ const (
 
 // JFR watches JVM pid through Flight Recorder for o.Window: `jcmd PID
 // JFR.start` with the kit's settings, JFR.stop into a file, the file read
-// by JfrDigest under caps (compiled once a JDK, kept in the kit's cache). A JVM that refuses attach, whose Flight
-// Recorder is disabled, or of another user (the kit not root) gives a
-// Service with no window and the reason.
+// by JfrDigest under caps (compiled once a JDK, kept in the kit's cache).
+// A JVM that refuses attach, whose Flight Recorder is disabled, or of
+// another user (the kit not root) gives a Service with no window and the
+// reason.
 func JFR(ctx context.Context, pid int, o Options) culprit.Service {
 	o = o.withDefaults()
 	s := culprit.Service{Source: culprit.SourceJFR, ThresholdNs: int64(o.Threshold)}
