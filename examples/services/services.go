@@ -47,6 +47,7 @@ import (
 	"time"
 
 	"github.com/bystander-kit/bystander/examples/java"
+	"github.com/bystander-kit/bystander/internal/files"
 )
 
 //go:embed shop/*.java node/app.js ledger/*.go gnetshop/*.go
@@ -555,17 +556,10 @@ func prune(parent, keep string) {
 }
 
 // buildDir is where this version of the embedded directory src is built:
-// BYSTANDER_CACHE (else the user's cache directory, else the temporary
-// one)/bystander, then services/SRC-HASH (HASH: its files').
+// the kit's cache directory (files.CacheDir), then services/SRC-HASH (HASH:
+// its files').
 func buildDir(src string) (string, error) {
-	base := os.Getenv("BYSTANDER_CACHE")
-	if base == "" {
-		c, err := os.UserCacheDir()
-		if err != nil {
-			c = os.TempDir()
-		}
-		base = filepath.Join(c, "bystander")
-	}
+	base := files.CacheDir()
 	h := sha256.New()
 	err := fs.WalkDir(sources, src, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {

@@ -35,6 +35,21 @@ func WriteAtomic(path string, data []byte, perm os.FileMode) error {
 	return nil
 }
 
+// CacheDir is the kit's cache directory, where it keeps what it builds or
+// fetches once (the example services, echarts, the Flight Recorder
+// digest): BYSTANDER_CACHE, else the user's cache directory's bystander
+// (~/.cache/bystander), else the temporary directory's.
+func CacheDir() string {
+	if d := os.Getenv("BYSTANDER_CACHE"); d != "" {
+		return d
+	}
+	base, err := os.UserCacheDir()
+	if err != nil {
+		base = os.TempDir() // no HOME: a cache that lasts until reboot still saves the work
+	}
+	return filepath.Join(base, "bystander")
+}
+
 // ReadIn reads the file rel names inside dir, as a run directory names its
 // files: rel must be relative, stay inside dir once cleaned and once every
 // symlink is resolved, name a regular file (not a FIFO, a device or a

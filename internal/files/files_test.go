@@ -138,3 +138,22 @@ func TestReadRegular(t *testing.T) {
 		}
 	}
 }
+
+// TestCacheDir: BYSTANDER_CACHE, else the user's cache directory's
+// bystander, else (no home) the temporary directory's.
+func TestCacheDir(t *testing.T) {
+	t.Setenv("BYSTANDER_CACHE", "/elsewhere")
+	if d := CacheDir(); d != "/elsewhere" {
+		t.Errorf("BYSTANDER_CACHE: %s", d)
+	}
+	t.Setenv("BYSTANDER_CACHE", "")
+	t.Setenv("XDG_CACHE_HOME", "/xdg")
+	if d := CacheDir(); d != "/xdg/bystander" {
+		t.Errorf("the user's cache directory: %s", d)
+	}
+	t.Setenv("XDG_CACHE_HOME", "")
+	t.Setenv("HOME", "")
+	if d := CacheDir(); d != filepath.Join(os.TempDir(), "bystander") {
+		t.Errorf("no home: %s", d)
+	}
+}

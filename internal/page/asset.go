@@ -97,15 +97,7 @@ func pack(b []byte) []byte {
 }
 
 func cachePath() (string, error) {
-	dir := os.Getenv("BYSTANDER_CACHE")
-	if dir == "" {
-		base, err := os.UserCacheDir()
-		if err != nil {
-			base = os.TempDir() // no HOME: a cache that lasts until reboot still saves the fetch
-		}
-		dir = filepath.Join(base, "bystander")
-	}
-	return filepath.Join(dir, "echarts-"+echartsVersion+"-bystander-"+bundleSHA256[:12]+".js"), nil
+	return filepath.Join(files.CacheDir(), "echarts-"+echartsVersion+"-bystander-"+bundleSHA256[:12]+".js"), nil
 }
 
 // checkJS verifies a copy of the bundle and that it can be inlined.

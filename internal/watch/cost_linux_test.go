@@ -4,7 +4,10 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -102,4 +105,58 @@ func BenchmarkWatchCost(b *testing.B) {
 			b.Logf("%s: unwatched %v, watched %v", k, plain, watched)
 		})
 	}
+}
+
+// BenchmarkDigestCache: what compiling the digest once saves a watched
+// JVM step (docs/measurements.md): the Netty shop loaded on its blocking
+// route from 4 connections, watched for 2 s by pairs, its digest compiled
+// at the watch by java's source launcher (the kit's cache unwritable: as
+// every watch did before the cache) then run from the cached jar; each
+// way, the watch's time past its window (JFR.stop and the digest) and the
+// kit's CPU a watch, medians.
+//
+//	go test ./internal/watch -run '^$' -bench DigestCache -benchtime 6x
+func BenchmarkDigestCache(b *testing.B) {
+	s := services.Start(b, services.Netty, services.Options{})
+	unwritable := filepath.Join(b.TempDir(), "a-file")
+	if err := os.WriteFile(unwritable, nil, 0o644); err != nil {
+		b.Fatal(err)
+	}
+	cache := b.TempDir()
+	watch := func(dir string) (past, cpu time.Duration) {
+		b.Setenv("BYSTANDER_CACHE", dir)
+		began := time.Now()
+		w := JFR(context.Background(), s.PID, Options{Window: 2 * time.Second})
+		if len(w.Holds) == 0 {
+			b.Fatalf("nothing held: %q", w.Limits)
+		}
+		return time.Since(began) - time.Duration(w.WindowNs), time.Duration(w.CostNs)
+	}
+	loaded := func(f func()) { // load's own limit is a minute: one per pair
+		_, stop := load(b, s, s.Blocking, 4)
+		defer stop()
+		time.Sleep(300 * time.Millisecond) // connections made
+		f()
+	}
+	loaded(func() { watch(cache) }) // Flight Recorder's first start in the JVM, and the compile
+	var pasts, cpus [2][]time.Duration
+	for range b.N {
+		load, _ := os.ReadFile("/proc/loadavg")
+		loaded(func() {
+			for i, dir := range []string{unwritable, cache} {
+				past, cpu := watch(dir)
+				pasts[i], cpus[i] = append(pasts[i], past), append(cpus[i], cpu)
+			}
+		})
+		b.Logf("source launcher past the window %s, CPU %s; cached jar %s, %s; load %s", pasts[0][len(pasts[0])-1].Round(time.Millisecond),
+			cpus[0][len(cpus[0])-1].Round(time.Millisecond), pasts[1][len(pasts[1])-1].Round(time.Millisecond), cpus[1][len(cpus[1])-1].Round(time.Millisecond), strings.Join(strings.Fields(string(load))[:3], " "))
+	}
+	med := func(ds []time.Duration) float64 {
+		slices.Sort(ds)
+		return ds[len(ds)/2].Seconds()
+	}
+	b.ReportMetric(med(pasts[0]), "launcher-past-window-s")
+	b.ReportMetric(med(pasts[1]), "cached-past-window-s")
+	b.ReportMetric(med(cpus[0]), "launcher-cpu-s")
+	b.ReportMetric(med(cpus[1]), "cached-cpu-s")
 }

@@ -59,9 +59,10 @@ const (
 
 // JFR watches JVM pid through Flight Recorder for o.Window: `jcmd PID
 // JFR.start` with the kit's settings, JFR.stop into a file, the file read
-// by JfrDigest.java under caps. A JVM that refuses attach, whose Flight
-// Recorder is disabled, or of another user (the kit not root) gives a
-// Service with no window and the reason.
+// by JfrDigest under caps (compiled once a JDK, kept in the kit's cache).
+// A JVM that refuses attach, whose Flight Recorder is disabled, or of
+// another user (the kit not root) gives a Service with no window and the
+// reason.
 func JFR(ctx context.Context, pid int, o Options) culprit.Service {
 	o = o.withDefaults()
 	s := culprit.Service{Source: culprit.SourceJFR, ThresholdNs: int64(o.Threshold)}
@@ -80,11 +81,9 @@ func JFR(ctx context.Context, pid int, o Options) culprit.Service {
 		return s
 	}
 	defer dir.remove()
-	for name, b := range map[string][]byte{"bystander.jfc": JFC(o.Threshold), "JfrDigest.java": jfrDigest} {
-		if err := dir.write(name, b); err != nil {
-			s.Limits = append(s.Limits, err.Error())
-			return s
-		}
+	if err := dir.write("bystander.jfc", JFC(o.Threshold)); err != nil {
+		s.Limits = append(s.Limits, err.Error())
+		return s
 	}
 	name := fmt.Sprintf("bystander-%d-%d", os.Getpid(), time.Now().UnixNano())
 	// duration= ends the recording by itself should the kit end first.
@@ -122,7 +121,18 @@ func JFR(ctx context.Context, pid int, o Options) culprit.Service {
 		s.Limits = append(s.Limits, err.Error())
 		return s
 	}
-	r, cpu, err := digest(context.WithoutCancel(ctx), java, filepath.Join(dir.host, "JfrDigest.java"), rec, dir.uid, dir.gid, from, to)
+	// The digest compiled once (jfr_class.go), after the window: a compile
+	// takes a core for a second.
+	prog := compiledDigest(context.WithoutCancel(ctx), java)
+	s.CostNs += prog.cpu
+	if prog.note != "" {
+		s.Limits = append(s.Limits, prog.note)
+	}
+	if err := dir.write(prog.file, prog.data); err != nil {
+		s.Limits = append(s.Limits, err.Error())
+		return s
+	}
+	r, cpu, err := digest(context.WithoutCancel(ctx), java, prog.args(dir.host), rec, dir.uid, dir.gid, from, to)
 	s.CostNs += cpu
 	if err != nil {
 		s.Limits = append(s.Limits, err.Error())

@@ -100,14 +100,15 @@ type digestItem struct {
 	Dump   *string `json:"dump"`
 }
 
-// digest runs JfrDigest over the recording with the JDK's java (beside
-// its jfr), as uid:gid when asked (another user's JVM), reading at most
+// digest runs JfrDigest (prog: java's arguments that name it, a jar's
+// class or the source) over the recording with the JDK's java (beside its
+// jfr), as uid:gid when asked (another user's JVM), reading at most
 // maxPrint bytes, for at most jfrLimit; it returns what it read over the
 // window from..to, and the digest's CPU.
-func digest(ctx context.Context, java, src, path string, uid, gid uint32, from, to time.Time) (*recording, int64, error) {
+func digest(ctx context.Context, java string, prog []string, path string, uid, gid uint32, from, to time.Time) (*recording, int64, error) {
 	ctx, cancel := context.WithTimeout(ctx, jfrLimit)
 	defer cancel()
-	args := append([]string{"-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xmx256m", "-Xss1m", src, path}, jfrEvents...)
+	args := append(append(append([]string{"-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xmx256m", "-Xss1m"}, prog...), path), jfrEvents...)
 	cmd := exec.CommandContext(ctx, java, args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if os.Geteuid() == 0 && uid != 0 {

@@ -273,12 +273,12 @@ func TestDigestCutAtAnItemsEnd(t *testing.T) {
 	saved := maxPrint
 	defer func() { maxPrint = saved }()
 	maxPrint = int64(strings.IndexByte(string(b), '\n') + 1)
-	r, _, err := digest(context.Background(), java, "JfrDigest.java", "recording.jfr", 0, 0, time.Time{}, time.Now())
+	r, _, err := digest(context.Background(), java, []string{"JfrDigest.java"}, "recording.jfr", 0, 0, time.Time{}, time.Now())
 	if err == nil || !strings.Contains(err.Error(), "read up to") || r == nil || !r.cut {
 		t.Errorf("a digest past the cap at an item's end: %v", err)
 	}
 	maxPrint = int64(len(b))
-	if r, _, err := digest(context.Background(), java, "JfrDigest.java", "recording.jfr", 0, 0, time.Time{}, time.Now()); err != nil || r.cut || r.events != 5 {
+	if r, _, err := digest(context.Background(), java, []string{"JfrDigest.java"}, "recording.jfr", 0, 0, time.Time{}, time.Now()); err != nil || r.cut || r.events != 5 {
 		t.Errorf("a digest of the cap's size: %v", err)
 	}
 }
