@@ -9,9 +9,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 )
 
@@ -38,16 +40,62 @@ func WriteAtomic(path string, data []byte, perm os.FileMode) error {
 // CacheDir is the kit's cache directory, where it keeps what it builds or
 // fetches once (the example services, echarts, the Flight Recorder
 // digest): BYSTANDER_CACHE, else the user's cache directory's bystander
-// (~/.cache/bystander), else the temporary directory's.
+// (~/.cache/bystander), else, with no home, bystander-UID in the
+// temporary directory. That one is shared with every user, who may make
+// the name first: it is taken only as a directory of this user's alone
+// (made 0700 here, or found so: not a link, owned by this user, closed to
+// the group and others); otherwise a fresh directory of the process's own
+// is the cache (it lasts until the process ends its work, not beyond).
 func CacheDir() string {
 	if d := os.Getenv("BYSTANDER_CACHE"); d != "" {
 		return d
 	}
 	base, err := os.UserCacheDir()
-	if err != nil {
-		base = os.TempDir() // no HOME: a cache that lasts until reboot still saves the work
+	if err == nil {
+		return filepath.Join(base, "bystander")
 	}
-	return filepath.Join(base, "bystander")
+	return tempCache()
+}
+
+var (
+	tempCacheMu   sync.Mutex
+	tempCacheDirs = map[string]string{} // by the temporary directory
+)
+
+// tempCache is the cache with no home (CacheDir).
+func tempCache() string {
+	tmp := os.TempDir()
+	d := filepath.Join(tmp, fmt.Sprintf("bystander-%d", os.Getuid()))
+	if err := os.Mkdir(d, 0o700); err == nil || errors.Is(err, fs.ErrExist) {
+		if ownedAlone(d) {
+			return d
+		}
+	}
+	tempCacheMu.Lock()
+	defer tempCacheMu.Unlock()
+	if d := tempCacheDirs[tmp]; d != "" {
+		return d
+	}
+	fresh, err := os.MkdirTemp(tmp, "bystander-cache-")
+	if err != nil {
+		// The temporary directory takes nothing: a cache under /dev/null
+		// holds nothing and takes nothing either, so what would use it
+		// builds or fetches again, and never reads a stranger's.
+		return filepath.Join(os.DevNull, "bystander")
+	}
+	tempCacheDirs[tmp] = fresh
+	return fresh
+}
+
+// ownedAlone: d is a directory (not a link) of this user's, closed to
+// its group and others.
+func ownedAlone(d string) bool {
+	fi, err := os.Lstat(d)
+	if err != nil || !fi.IsDir() || fi.Mode().Perm()&0o077 != 0 {
+		return false
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && int(st.Uid) == os.Getuid()
 }
 
 // ReadIn reads the file rel names inside dir, as a run directory names its

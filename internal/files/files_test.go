@@ -1,6 +1,7 @@
 package files
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -153,7 +154,79 @@ func TestCacheDir(t *testing.T) {
 	}
 	t.Setenv("XDG_CACHE_HOME", "")
 	t.Setenv("HOME", "")
-	if d := CacheDir(); d != filepath.Join(os.TempDir(), "bystander") {
-		t.Errorf("no home: %s", d)
+	t.Setenv("TMPDIR", t.TempDir())
+	own := filepath.Join(os.TempDir(), fmt.Sprintf("bystander-%d", os.Getuid()))
+	if d := CacheDir(); d != own {
+		t.Errorf("no home: %s, want %s", d, own)
+	}
+	if fi, err := os.Lstat(own); err != nil {
+		t.Errorf("no home: the temporary cache %s was not made: %v", own, err)
+	} else if !fi.IsDir() || fi.Mode().Perm() != 0o700 {
+		t.Errorf("no home: the temporary cache %s is not a directory of the user's alone: %v", own, fi.Mode())
+	}
+}
+
+// TestCacheDirPlanted: with no home, the cache falls back to the shared
+// temporary directory, where another user may have made the name first
+// (the kit runs what it builds there): a directory open to others, a link
+// or another user's directory is never the cache; a fresh one of the
+// process's own is.
+func TestCacheDirPlanted(t *testing.T) {
+	t.Setenv("BYSTANDER_CACHE", "")
+	t.Setenv("XDG_CACHE_HOME", "")
+	t.Setenv("HOME", "")
+	for _, tc := range []struct {
+		name  string
+		plant func(t *testing.T, path string)
+	}{
+		{"open to others", func(t *testing.T, path string) {
+			if err := os.Mkdir(path, 0o777); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chmod(path, 0o777); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"a link", func(t *testing.T, path string) {
+			if err := os.Symlink(t.TempDir(), path); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"a file", func(t *testing.T, path string) {
+			if err := os.WriteFile(path, nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"another user's", func(t *testing.T, path string) {
+			if os.Getuid() != 0 {
+				t.Skip("making another user's directory needs root")
+			}
+			if err := os.Mkdir(path, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chown(path, 65534, 65534); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tmp := t.TempDir()
+			t.Setenv("TMPDIR", tmp)
+			names := []string{"bystander", fmt.Sprintf("bystander-%d", os.Getuid())} // the name before, and now
+			for _, name := range names {
+				tc.plant(t, filepath.Join(tmp, name))
+			}
+			d := CacheDir()
+			for _, name := range names {
+				planted := filepath.Join(tmp, name)
+				if d == planted || strings.HasPrefix(d, planted+string(filepath.Separator)) {
+					t.Fatalf("the cache is the planted %s", d)
+				}
+			}
+			fi, err := os.Lstat(d)
+			if err != nil || !fi.IsDir() || fi.Mode().Perm() != 0o700 || !strings.HasPrefix(d, tmp) {
+				t.Errorf("the cache %s is not a fresh directory of the user's in the temporary directory: %v", d, err)
+			}
+		})
 	}
 }
