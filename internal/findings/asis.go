@@ -416,6 +416,19 @@ func (a AsIs) Unloaded() float64 {
 	return least
 }
 
+// WaitOverUnloaded is how many times their wait unloaded the 12
+// connections not stalled at st waited at the median: one prober, one
+// clock (from the send), like for like (false when either is missing).
+// The interval bystander's median from due is another prober's on
+// another clock: it is shown beside it, never divided by this.
+func (a AsIs) WaitOverUnloaded(st AsIsStep) (float64, bool) {
+	u := a.Unloaded()
+	if !st.OthersWait.OK() || u <= 0 {
+		return 0, false
+	}
+	return st.OthersWait.Median() / u, true
+}
+
 // AsIsCase is what decided the class of a server measured as it is.
 type AsIsCase int
 

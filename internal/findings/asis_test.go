@@ -466,3 +466,28 @@ func TestAsIsProberLate(t *testing.T) {
 		t.Errorf("one of two repetitions late: %d judged, %+v, %q", st.Judged, st.Unjudged, AsIsSaid.Stalled(st))
 	}
 }
+
+// TestAsIsForgivenLikeForLike: a pool's forgiveness compares its 12
+// connections' median wait with their own wait unloaded, both from the
+// send by one prober, not the interval bystander's median from due with
+// the 12 connections' unloaded: two probers and two clocks. Here the
+// interval bystander's probes left late on a busy machine (3 ms from due)
+// while the 12 connections waited 0.3 ms, as unloaded: 1.0x, not 10x.
+func TestAsIsForgivenLikeForLike(t *testing.T) {
+	a := asIsOf(asIsGroups(
+		asIsRep{conc: 1, p50Ms: 5, tps: 190, waits: twelve(0.3), unloaded: 0.3, fast: 3},
+		asIsRep{conc: 4, p50Ms: 5, tps: 760, waits: twelve(0.6), unloaded: 0.3, fast: 3},
+	), Params{})[0]
+	if a.Class != ClassPool || a.Forgives != 4 {
+		t.Fatalf("class %s forgiving %d: %s", a.Class, a.Forgives, AsIsSaid.Class(a))
+	}
+	if r, ok := a.WaitOverUnloaded(a.Steps[0]); !ok || r != 1 {
+		t.Errorf("at 1 caller: %v (%v), want 1.0: the connections' 0.3 ms over their 0.3 ms unloaded", r, ok)
+	}
+	if r, ok := a.WaitOverUnloaded(a.Steps[1]); !ok || r != 2 {
+		t.Errorf("at 4 callers: %v (%v), want 2.0", r, ok)
+	}
+	if got := AsIsSaid.Class(a); !strings.Contains(got, "its 12 connections' median wait 2.0x their wait unloaded") || strings.Contains(got, "x its wait unloaded") {
+		t.Errorf("class text %q: want the connections' own ratio, not the interval bystander's", got)
+	}
+}

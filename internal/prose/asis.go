@@ -257,8 +257,10 @@ func AsIsClass(a findings.AsIs) string {
 			"; " + strings.Join(figures, "; ")
 	}
 	text := fmt.Sprintf("a pool that forgives it up to %s: none of its connections stalled up to there", words.Plural(a.Forgives, "caller"))
-	if st := asIsAt(a, a.Forgives); st != nil && st.Fast.P50.OK() && a.Unloaded() > 0 {
-		text += fmt.Sprintf(", its bystander's median %.1fx its wait unloaded", st.Fast.P50.Median()/a.Unloaded())
+	if st := asIsAt(a, a.Forgives); st != nil {
+		if r, ok := a.WaitOverUnloaded(*st); ok {
+			text += fmt.Sprintf(", its 12 connections' median wait %.1fx their wait unloaded", r)
+		}
 	}
 	// The first step past those it forgave: not judged, or its callers
 	// queued.

@@ -62,9 +62,8 @@ func AsIsWatchService(a findings.AsIs) *culprit.Service {
 	if w.Forgiven {
 		st := w.Step
 		s.Forgiven = fmt.Sprintf("none of its %.0f connections stalled meanwhile", st.Probed.Median())
-		unloaded := time.Duration(a.Unloaded() * 1e3)
-		if st.Fast.P50.OK() && unloaded > 0 {
-			s.Forgiven += fmt.Sprintf(", its bystander's median %.1fx its wait unloaded", st.Fast.P50.Median()*1e3/float64(unloaded))
+		if r, ok := a.WaitOverUnloaded(*st); ok {
+			s.Forgiven += fmt.Sprintf(", their median wait %.1fx their wait unloaded", r)
 		}
 	}
 	return &s

@@ -79,16 +79,18 @@ func TestAsIsWatchedTooLittle(t *testing.T) {
 }
 
 // TestAsIsWatchForgiven: a pool whose connections none stalled while it
-// was watched has its holds said forgiven, with its bystander's median
-// over its wait unloaded; the watch's own Service (findings') is left as
+// was watched has its holds said forgiven, with their median wait over
+// their wait unloaded (one prober's, from the send: not the interval
+// bystander's from due); the watch's own Service (findings') is left as
 // the file had it.
 func TestAsIsWatchForgiven(t *testing.T) {
 	st := &findings.AsIsStep{LoadRow: findings.LoadRow{Group: &findings.Group{Step: results.Step{Conc: 16, Duration: time.Second}}}, Probed: findings.Figure{12}, Stalled: findings.Figure{0}}
-	st.Fast.P50 = findings.Figure{600}
+	st.Fast.P50 = findings.Figure{6000} // another prober's, from due: not divided
+	st.OthersWait = findings.Figure{600}
 	svc := &culprit.Service{Source: culprit.SourceJFR, Role: "request threads", Pool: true, Serving: 200, WindowNs: int64(time.Second), ThresholdNs: int64(time.Millisecond),
 		Holds: []culprit.Hold{{State: "in a socket read", Held: 16, HeldNs: int64(8 * time.Second), Calls: 1000}}}
 	a := findings.AsIs{Steps: []findings.AsIsStep{{Unloaded: findings.Figure{400}}}, Watch: findings.AsIsWatch{Step: st, Service: svc, Forgiven: true}}
-	want := "; held, and forgiven (none of its 12 connections stalled meanwhile, its bystander's median 1.5x its wait unloaded)"
+	want := "; held, and forgiven (none of its 12 connections stalled meanwhile, their median wait 1.5x their wait unloaded)"
 	if l := AsIsWatchLines(a); len(l) == 0 || !strings.HasSuffix(l[0], want) {
 		t.Errorf("forgiven: %q", l)
 	}
