@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/bystander-kit/bystander/internal/words"
 )
 
 // A server measured as it is (run.sh --load: its own requests, no
@@ -71,7 +73,7 @@ func judgeClient(conns []Conn, unloaded, call time.Duration, m Machine) Verdict 
 		}
 		if answered && float64(hi) < Apart*float64(unloaded) {
 			v := Verdict{Judged: true, FromData: true, Stalled: make([]bool, len(conns))}
-			v.Said = fmt.Sprintf("none stalled: the connections waited alike (%s), within %gx of their %s unloaded", span(conns), Apart, round(unloaded))
+			v.Said = fmt.Sprintf("none stalled: the connections waited alike (%s), within %gx of their %s unloaded", span(conns), Apart, words.Round(unloaded))
 			return v
 		}
 		ref := Conn{ID: -1, Loop: -1, Due: 1, Answered: 1, Wait: unloaded}
@@ -81,12 +83,12 @@ func judgeClient(conns []Conn, unloaded, call time.Duration, m Machine) Verdict 
 			// the machine's figures would tell, and were not read.
 			return Verdict{Stalled: make([]bool, len(conns)), Why: fmt.Sprintf("%s: every connection waited alike (%s), above their %s unloaded, "+
 				"but the measurement's tools started late, so the machine's use was not read: a server starved of a CPU is not told from its threads all held",
-				TooBusy, span(conns), round(unloaded))}
+				TooBusy, span(conns), words.Round(unloaded))}
 		}
 		if last := len(conns); v.Judged && !v.Stalled[last] && v.Count == len(conns) {
 			v.Stalled = v.Stalled[:last]
 			v.Said = fmt.Sprintf("every connection waited %s or more at the median (from the send), %.0fx their %s unloaded: the threads that serve them were all held",
-				round(v.Above), float64(v.Above)/float64(max(unloaded, time.Microsecond)), round(unloaded))
+				words.Round(v.Above), float64(v.Above)/float64(max(unloaded, time.Microsecond)), words.Round(unloaded))
 			return starved(v, conns, m)
 		}
 	}
@@ -97,7 +99,7 @@ func judgeClient(conns []Conn, unloaded, call time.Duration, m Machine) Verdict 
 		}
 		own.Why += fmt.Sprintf("; unloaded %s", waitOrNone(unloaded))
 		if unloaded >= floor {
-			own.Why += fmt.Sprintf(", as long as a stall (%s or more): no reference", round(floor))
+			own.Why += fmt.Sprintf(", as long as a stall (%s or more): no reference", words.Round(floor))
 		}
 	}
 	return own
@@ -142,7 +144,7 @@ func behind(v Verdict, conns []Conn, m Machine, floor time.Duration) Verdict {
 		who = heldText(conns, late)
 	}
 	why := fmt.Sprintf("the probes of %s left %s to %s after their due times at the median, behind their schedule (a connection sends its next probe once the last is answered): "+
-		"their waits from the send leave that queue out, so none of them can be said free", who, round(lo), round(hi))
+		"their waits from the send leave that queue out, so none of them can be said free", who, words.Round(lo), words.Round(hi))
 	switch {
 	case m.Late:
 		why = TooBusy + ": " + why + "; the measurement's tools started late, so the machine's use was not read"
@@ -166,7 +168,7 @@ func starvedAll(conns []Conn, m Machine) string {
 	var why []string
 	for _, c := range conns {
 		if w, whose := m.wakeWait(c.Loop); w > 0 && hi > 0 && Starved*w >= hi {
-			why = append(why, fmt.Sprintf("%s waited %s", whose, round(w)))
+			why = append(why, fmt.Sprintf("%s waited %s", whose, words.Round(w)))
 		}
 	}
 	if len(why) == 0 {
@@ -193,7 +195,7 @@ func starved(v Verdict, conns []Conn, m Machine) Verdict {
 			continue
 		}
 		if w, whose := m.wakeWait(c.Loop); w > 0 && Starved*w >= v.Above {
-			why = append(why, fmt.Sprintf("%s waited %s", whose, round(w)))
+			why = append(why, fmt.Sprintf("%s waited %s", whose, words.Round(w)))
 		}
 	}
 	if len(why) == 0 {
@@ -203,7 +205,7 @@ func starved(v Verdict, conns []Conn, m Machine) Verdict {
 	why = slices.Compact(why)
 	v.Judged, v.Count, v.Stalled, v.Said = false, 0, make([]bool, len(conns)), ""
 	v.Why = fmt.Sprintf("%s: the server did not get a CPU: %s for one at each wake-up on average, and starvation alone makes a connection wait up to %dx that, as long as the %s the stalled connections waited",
-		TooBusy, strings.Join(why, ", "), Starved, round(v.Above))
+		TooBusy, strings.Join(why, ", "), Starved, words.Round(v.Above))
 	if s := m.String(); s != "" {
 		v.Why += "; " + s
 	}
@@ -219,12 +221,12 @@ func span(conns []Conn) string {
 	for _, c := range conns {
 		lo, hi = min(lo, c.Wait), max(hi, c.Wait)
 	}
-	return fmt.Sprintf("from %s to %s at the median", round(lo), round(hi))
+	return fmt.Sprintf("from %s to %s at the median", words.Round(lo), words.Round(hi))
 }
 
 func waitOrNone(d time.Duration) string {
 	if d <= 0 {
 		return "not measured"
 	}
-	return round(d).String()
+	return words.Round(d).String()
 }

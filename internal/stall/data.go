@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/bystander-kit/bystander/internal/words"
 )
 
 // Without the block. A user probing their own server does not know the
@@ -71,11 +73,11 @@ func judgeSplit(conns []Conn, m Machine, floor time.Duration) Verdict {
 			splits = append(splits, j)
 		}
 	}
-	span := fmt.Sprintf("from %s to %s at the median", round(lo), waitText(hi))
+	span := fmt.Sprintf("from %s to %s at the median", words.Round(lo), waitText(hi))
 	switch {
 	case len(splits) == 0 && hi < floor:
 		v.Judged = true
-		v.Said = fmt.Sprintf("none stalled: every connection waited under %s (%s; a call shorter than that is not told apart)", round(floor), span)
+		v.Said = fmt.Sprintf("none stalled: every connection waited under %s (%s; a call shorter than that is not told apart)", words.Round(floor), span)
 		return v
 	case len(splits) == 0:
 		v.Why = fmt.Sprintf("the waits do not separate (%s): no count; give --block to judge them against the call", span)
@@ -108,9 +110,9 @@ func judgeSplit(conns []Conn, m Machine, floor time.Duration) Verdict {
 	}
 	v.Judged = true
 	v.Said = fmt.Sprintf("%s waited %s or more at the median, %.0fx the others' %s at most: what held them (one call, or several back to back) held them that long at a time",
-		heldText(conns, v.Stalled), waitText(above), float64(above)/float64(max(below, time.Microsecond)), round(below))
+		heldText(conns, v.Stalled), waitText(above), float64(above)/float64(max(below, time.Microsecond)), words.Round(below))
 	if above == math.MaxInt64 {
-		v.Said = fmt.Sprintf("%s answered nothing in the window, the others waited %s at most: held by a call longer than the window", heldText(conns, v.Stalled), round(below))
+		v.Said = fmt.Sprintf("%s answered nothing in the window, the others waited %s at most: held by a call longer than the window", heldText(conns, v.Stalled), words.Round(below))
 	}
 	return v
 }
@@ -160,5 +162,5 @@ func waitText(d time.Duration) string {
 	if d == math.MaxInt64 {
 		return "no answer"
 	}
-	return round(d).String()
+	return words.Round(d).String()
 }

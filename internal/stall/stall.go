@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/bystander-kit/bystander/internal/results"
+	"github.com/bystander-kit/bystander/internal/words"
 )
 
 // Conn is one connection as the rule sees it.
@@ -105,7 +106,7 @@ func (m Machine) String() string {
 	s := fmt.Sprintf("meanwhile the machine was %.0f%% busy (%.0f%% by other processes) and %.1f of the server's threads waited for a CPU on average",
 		100*m.Busy, 100*m.Others, m.ServerRunq)
 	if m.WakeWait > 0 {
-		s += fmt.Sprintf(", %s at each wake-up", round(m.WakeWait))
+		s += fmt.Sprintf(", %s at each wake-up", words.Round(m.WakeWait))
 	}
 	return s
 }
@@ -164,11 +165,11 @@ func Judge(conns []Conn, block time.Duration, m Machine) Verdict {
 		}
 		switch {
 		case c.Answered > 0 && c.Wait >= v.Below && c.Wait < v.Above:
-			unclear = append(unclear, fmt.Sprintf("connection %d (loop %d) waited %s", c.ID, c.Loop, round(c.Wait)))
+			unclear = append(unclear, fmt.Sprintf("connection %d (loop %d) waited %s", c.ID, c.Loop, words.Round(c.Wait)))
 		case !s && Few(c):
 			// Its median is of the few probes that were answered, not of
 			// the window: the others were still waiting when it ended.
-			unclear = append(unclear, fmt.Sprintf("connection %d (loop %d) waited %s over the %d of its %d due probes answered", c.ID, c.Loop, round(c.Wait), c.Answered, c.Due))
+			unclear = append(unclear, fmt.Sprintf("connection %d (loop %d) waited %s over the %d of its %d due probes answered", c.ID, c.Loop, words.Round(c.Wait), c.Answered, c.Due))
 		}
 	}
 	// A machine that starves the server makes free connections wait as
@@ -178,7 +179,7 @@ func Judge(conns []Conn, block time.Duration, m Machine) Verdict {
 	for _, c := range conns {
 		w, whose := m.wakeWait(c.Loop)
 		if w > 0 && Starved*w >= v.Above {
-			starved = append(starved, fmt.Sprintf("%s waited %s", whose, round(w)))
+			starved = append(starved, fmt.Sprintf("%s waited %s", whose, words.Round(w)))
 		}
 	}
 	if len(starved) > 0 {
@@ -186,11 +187,11 @@ func Judge(conns []Conn, block time.Duration, m Machine) Verdict {
 		starved = slices.Compact(starved)
 		v.Judged = false
 		v.Why = fmt.Sprintf("%s: the server did not get a CPU: %s for one at each wake-up on average, and starvation alone makes a connection wait up to %dx that, as long as the %s from which one stalled (half the %s block)",
-			TooBusy, strings.Join(starved, ", "), Starved, round(v.Above), round(block))
+			TooBusy, strings.Join(starved, ", "), Starved, words.Round(v.Above), words.Round(block))
 	} else if len(unclear) > 0 {
 		v.Judged = false
 		v.Why = fmt.Sprintf("%s: %s at the median, between the %s under which a connection is free and the %s from which it stalled (a quarter and half of the %s block)",
-			TooBusy, strings.Join(unclear, ", "), round(v.Below), round(v.Above), round(block))
+			TooBusy, strings.Join(unclear, ", "), words.Round(v.Below), words.Round(v.Above), words.Round(block))
 	} else if split := splitLoops(conns, v.Stalled); split != "" {
 		// Stalls come in whole loops: the connections of one loop wait
 		// on the same thread.
@@ -233,23 +234,12 @@ func splitLoops(conns []Conn, stalled []bool) string {
 		var waits []string
 		for _, c := range conns {
 			if c.Loop == l {
-				waits = append(waits, round(c.Wait).String())
+				waits = append(waits, words.Round(c.Wait).String())
 			}
 		}
 		parts = append(parts, fmt.Sprintf("loop %d (waits %s)", l, strings.Join(waits, ", ")))
 	}
 	return strings.Join(parts, " and ")
-}
-
-// round keeps a wait's figures readable: 0.1 ms above 10 ms, 10 us above.
-func round(d time.Duration) time.Duration {
-	switch {
-	case d >= 10*time.Millisecond:
-		return d.Round(100 * time.Microsecond)
-	case d >= 100*time.Microsecond:
-		return d.Round(10 * time.Microsecond)
-	}
-	return d.Round(time.Microsecond)
 }
 
 // BaselineText names the placing requests' median for what it is:
