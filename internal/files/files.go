@@ -45,7 +45,8 @@ func WriteAtomic(path string, data []byte, perm os.FileMode) error {
 // the name first: it is taken only as a directory of this user's alone
 // (made 0700 here, or found so: not a link, owned by this user, closed to
 // the group and others); otherwise a fresh directory of the process's own
-// is the cache (it lasts until the process ends its work, not beyond).
+// is the cache (for this process's work alone; it is left in the
+// temporary directory, as any file there, for the system to clear).
 func CacheDir() string {
 	if d := os.Getenv("BYSTANDER_CACHE"); d != "" {
 		return d

@@ -389,10 +389,13 @@
   // as its data's ends have: echarts draws a log axis's end ticks (their
   // split lines) at its ends rounded so, and an end of 3.2 callers, for
   // callers in whole numbers, drew a line at 3, left of the plot. An end
-  // under the data's least step (lo 1, in whole numbers) is that step.
+  // that rounds to nothing (lo 1 in whole numbers: 0.8 to 0) takes one
+  // decimal more (0.8), so the least point stays off the axis's edge;
+  // echarts then draws its end line at 1, inside the plot.
   function logRange(lo, hi, pad) {
     var p = Math.pow(10, decimals(lo)), q = Math.pow(10, decimals(hi));
-    return {min: Math.max(Math.floor(lo / pad * p), 1) / p, max: Math.ceil(hi * pad * q) / q};
+    while (Math.floor(lo / pad * p) < 1 && p < 1e6) { p *= 10; }
+    return {min: Math.floor(lo / pad * p) / p, max: Math.ceil(hi * pad * q) / q};
   }
   // decimals is how many decimals v has, as echarts counts them.
   function decimals(v) {
@@ -474,7 +477,11 @@
     });
     // The axes start near the data: callers on powers of 2, a little
     // either side; req/s from a little under the lowest point.
-    var lo = Math.min.apply(null, S.info.conc), hi = Math.max.apply(null, S.info.conc);
+    // Its ends are the run's callers and every step's measured (a service
+    // measured as it is adds 1 caller to --conc: its call's own time).
+    var xs = S.info.conc.slice();
+    names.forEach(function (n) { servers[n].forEach(function (p) { xs.push(p[0]); }); });
+    var lo = Math.min.apply(null, xs), hi = Math.max.apply(null, xs);
     var x = logRange(lo, hi, 1.25), y = logRange(Math.min.apply(null, ys.length ? ys : [1]), Math.max.apply(null, ys.length ? ys : [10]), 1.6);
     chart("c1").setOption({animation: false, backgroundColor: "transparent", textStyle: big(), legend: {bottom: 0, textStyle: big(), data: names},
       grid: {left: px(130), right: px(40), top: px(40), bottom: px(110)},

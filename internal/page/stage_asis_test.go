@@ -60,6 +60,7 @@ func TestStageAsIsPage(t *testing.T) {
 		Fits           bool
 		Problems       []string
 		Axis           string
+		XMin           float64
 	}
 	press(t, bctx, kb.Home)
 	for n := 1; n <= 6; n++ {
@@ -73,7 +74,8 @@ func TestStageAsIsPage(t *testing.T) {
 		  const n = window.stageState.screen, sec = document.getElementById("s" + n), h = document.getElementById("headline"), c = document.getElementById("c" + n);
 		  const y = c && echarts.getInstanceByDom(c) && echarts.getInstanceByDom(c).getOption().yAxis;
 		  return {Screen: n, Headline: h.textContent, Wait: sec.querySelector(".wait").textContent, Waiting: sec.classList.contains("waiting"),
-		    Drawn: !!window.stageDrawn[n], Fits: h.scrollWidth <= h.clientWidth + 1, Problems: window.stageCheck(), Axis: y && y[0] ? String(y[0].name) : ""};
+		    Drawn: !!window.stageDrawn[n], Fits: h.scrollWidth <= h.clientWidth + 1, Problems: window.stageCheck(), Axis: y && y[0] ? String(y[0].name) : "",
+		    XMin: n === 1 ? echarts.getInstanceByDom(c).getOption().xAxis[0].min : 0};
 		})()`))
 		if err != nil {
 			t.Fatal(err)
@@ -81,6 +83,7 @@ func TestStageAsIsPage(t *testing.T) {
 		for _, p := range got.Problems {
 			t.Errorf("screen %d: %s", n, p)
 		}
+		browsertest.Shot(t, bctx, browsertest.ShotsDir(t), "body", fmt.Sprintf("stage-asis-%d", n))
 		if !got.Fits {
 			t.Errorf("screen %d: the headline %q does not fit one line", n, got.Headline)
 		}
@@ -88,6 +91,12 @@ func TestStageAsIsPage(t *testing.T) {
 		case 1:
 			if !got.Drawn || got.Headline != "16 callers of "+load+": shop 1,650 req/s" {
 				t.Errorf("screen 1: %+v", got)
+			}
+			// The sweep starts at 1 caller, under --conc's 4: the callers
+			// axis starts under it (0.8), or its point is clipped off
+			// (the axis began at --conc's 3.2) or sits on the axis line.
+			if !(got.XMin > 0 && got.XMin < 1) {
+				t.Errorf("screen 1's callers axis starts at %v: want under the sweep's 1 caller, above 0", got.XMin)
 			}
 		case 2:
 			if !got.Drawn || got.Headline != bystander+" waited 0.4 ms on shop (16 callers of "+load+")" || got.Axis != "how long it waited, ms" { // too long a name for the axis

@@ -65,6 +65,8 @@ func AsIsWatchService(a findings.AsIs) *culprit.Service {
 		if r, ok := a.WaitOverUnloaded(*st); ok {
 			s.Forgiven += fmt.Sprintf(", their median wait %.1fx their wait unloaded", r)
 		}
+	} else {
+		s.Forgiven = "" // findings' judgment, not what a file says of itself
 	}
 	return &s
 }

@@ -129,3 +129,17 @@ func TestAsIsUnjudgedSaid(t *testing.T) {
 		}
 	}
 }
+
+// TestAsIsWatchNotForgivenTwice: a watch file whose Service carries a
+// forgiveness of its own (a stranger's file may) on a pool whose
+// connections stalled is said not forgiven, never forgiven as well.
+func TestAsIsWatchNotForgivenTwice(t *testing.T) {
+	st := &findings.AsIsStep{LoadRow: findings.LoadRow{Group: &findings.Group{Step: results.Step{Conc: 16, Duration: time.Second}}}, Probed: findings.Figure{12}, Stalled: findings.Figure{2}}
+	svc := &culprit.Service{Source: culprit.SourceJFR, Role: "request threads", Pool: true, Serving: 200, WindowNs: int64(time.Second), ThresholdNs: int64(time.Millisecond),
+		Holds: []culprit.Hold{{State: "in a socket read", Held: 16, HeldNs: int64(8 * time.Second), Calls: 1000}}, Forgiven: "the file says so"}
+	a := findings.AsIs{Steps: []findings.AsIsStep{{Unloaded: findings.Figure{400}}}, Watch: findings.AsIsWatch{Step: st, Service: svc}}
+	all := strings.Join(AsIsWatchLines(a), "\n")
+	if strings.Contains(all, "held, and forgiven") || !strings.Contains(all, "held, and not forgiven") {
+		t.Errorf("stalled, yet said forgiven:\n%s", all)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/bystander-kit/bystander/internal/findings"
+	"github.com/bystander-kit/bystander/internal/words"
 )
 
 // The words of reading a run: the bystander's saturation and window,
@@ -124,4 +125,61 @@ func PhaseProblems(ps findings.PhaseStatus) []string {
 		out = append(out, m.M.ID+": "+Missed(m))
 	}
 	return out
+}
+
+// SkippedPhases says which phases of skips skipped servers, and why: one
+// clause for the phases that skipped only servers measured as they are
+// (each needs the protocol; where says where each reason is listed), one
+// for each other server a phase skipped, with its reason.
+func SkippedPhases(skips []findings.PhaseSkips, where string) []string {
+	var asIs, planned, asIsServers, clauses []string
+	for _, ps := range skips {
+		switch {
+		case len(ps.Skipped) > 0 && !slices.ContainsFunc(ps.Skipped, func(s findings.Skipped) bool { return !s.AsIs }):
+			// A phase that planned nothing for them (the cliff: no
+			// declared pool) has no reason listed where the others' are.
+			if slices.ContainsFunc(ps.Skipped, func(s findings.Skipped) bool { return s.Why != "" }) {
+				asIs = append(asIs, ps.Phase)
+			} else {
+				planned = append(planned, ps.Phase)
+			}
+			for _, s := range ps.Skipped {
+				if !slices.Contains(asIsServers, s.Server) {
+					asIsServers = append(asIsServers, s.Server)
+				}
+			}
+		case len(ps.Skipped) > 0:
+			for _, s := range ps.Skipped {
+				clauses = append(clauses, fmt.Sprintf("the %s phase skipped %s: %s", ps.Phase, s.Server, s.Why))
+			}
+		}
+	}
+	var said []string
+	them := "measured as it is"
+	if len(asIsServers) > 1 {
+		them = "each measured as it is"
+	}
+	if len(asIs) > 0 {
+		verb, needs := "skips", "it needs"
+		if len(asIs) > 1 {
+			verb, needs = "skip", "each needs"
+		}
+		said = append(said, fmt.Sprintf("%s %s %s, %s: %s the protocol (%s)", PhasesText(asIs), verb, words.And(asIsServers), them, needs, where))
+	}
+	if len(planned) > 0 {
+		why := ", for the same reason"
+		if len(asIs) == 0 {
+			why = ", " + them + ": it needs the protocol"
+		}
+		said = append(said, fmt.Sprintf("%s planned no measurement of %s%s", PhasesText(planned), words.And(asIsServers), why))
+	}
+	return append(said, clauses...)
+}
+
+// PhasesText is "the stall phase", or "the stall, offload and trace phases".
+func PhasesText(phases []string) string {
+	if len(phases) == 1 {
+		return "the " + phases[0] + " phase"
+	}
+	return "the " + words.And(phases) + " phases"
 }

@@ -81,49 +81,6 @@ func WriteTables(w io.Writer, f *findings.Findings) {
 	writeNotes(w, f)
 }
 
-// SkippedPhases says which phases of skips skipped servers, and why: one
-// clause for the phases that skipped only servers measured as they are
-// (each needs the protocol; where says where each reason is listed), one
-// for each other server a phase skipped, with its reason.
-func SkippedPhases(skips []findings.PhaseSkips, where string) []string {
-	var asIs, asIsServers, clauses []string
-	for _, ps := range skips {
-		switch {
-		case len(ps.Skipped) > 0 && !slices.ContainsFunc(ps.Skipped, func(s findings.Skipped) bool { return !s.AsIs }):
-			asIs = append(asIs, ps.Phase)
-			for _, s := range ps.Skipped {
-				if !slices.Contains(asIsServers, s.Server) {
-					asIsServers = append(asIsServers, s.Server)
-				}
-			}
-		case len(ps.Skipped) > 0:
-			for _, s := range ps.Skipped {
-				clauses = append(clauses, fmt.Sprintf("the %s phase skipped %s: %s", ps.Phase, s.Server, s.Why))
-			}
-		}
-	}
-	if len(asIs) > 0 {
-		verb, needs, them := "skips", "it needs", "measured as it is"
-		if len(asIs) > 1 {
-			verb, needs = "skip", "each needs"
-		}
-		if len(asIsServers) > 1 {
-			them = "each measured as it is"
-		}
-		clauses = append([]string{fmt.Sprintf("%s %s %s, %s: %s the protocol (%s)",
-			PhasesText(asIs), verb, words.And(asIsServers), them, needs, where)}, clauses...)
-	}
-	return clauses
-}
-
-// PhasesText is "the stall phase", or "the stall, offload and trace phases".
-func PhasesText(phases []string) string {
-	if len(phases) == 1 {
-		return "the " + phases[0] + " phase"
-	}
-	return "the " + words.And(phases) + " phases"
-}
-
 // writeSweep prints the sweep: throughput against the ceiling, and the bystander meanwhile.
 func writeSweep(w io.Writer, f *findings.Findings) {
 	if !(len(f.Sweep) > 0) {

@@ -420,3 +420,23 @@ func TestTablesSlipHeader(t *testing.T) {
 		t.Errorf("a server one phase skipped, the others measured, has no row that says so:\n%s", out)
 	}
 }
+
+// TestSkippedPhasesPlannedNone: a phase that planned nothing for servers
+// measured as they are (the cliff: no declared pool) is said apart from
+// those whose skips the list at the end explains: that list has no line
+// for it, so "says why, measurement by measurement" would not hold of it.
+func TestSkippedPhasesPlannedNone(t *testing.T) {
+	skips := []findings.PhaseSkips{
+		{Phase: "stall", Asked: true, Skipped: []findings.Skipped{{Server: "shop", Why: "it needs the protocol's /async and /slow", AsIs: true}}},
+		{Phase: "cliff", Asked: true, Skipped: []findings.Skipped{{Server: "shop", AsIs: true}}},
+	}
+	got := strings.Join(SkippedPhases(skips, "Not measured says why"), "; ")
+	want := "the stall phase skips shop, measured as it is: it needs the protocol (Not measured says why); the cliff phase planned no measurement of shop, for the same reason"
+	if got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
+	got = strings.Join(SkippedPhases(skips[1:], "Not measured says why"), "; ")
+	if want := "the cliff phase planned no measurement of shop, measured as it is: it needs the protocol"; got != want {
+		t.Errorf("the cliff alone: got %q\nwant %q", got, want)
+	}
+}
