@@ -249,13 +249,14 @@ func TestStage(t *testing.T) {
 	// The tools' live samples all reached the page, each of its kind:
 	// loadgen's rate, the /fast probes, the stall connections and the
 	// rule's verdicts, the loops' lag.
-	kinds := recordedKinds(t, filepath.Join(dir, "stage.ndjson"))
+	events := recordedEvents(t, filepath.Join(dir, "stage.ndjson"))
+	kinds := recordedKinds(t, events)
 	for _, k := range []string{"tp", "probe", "conn", "verdict", "lag"} {
 		if kinds[k] == 0 {
 			t.Errorf("the recording holds no %q event (it holds %v)", k, kinds)
 		}
 	}
-	lastLive := liveWaits(t, filepath.Join(dir, "stage.ndjson"))
+	lastLive := liveWaits(events)
 	for _, row := range f.Stall {
 		compared := 0
 		for _, c := range row.Cells {
@@ -335,59 +336,56 @@ func TestStage(t *testing.T) {
 	}
 }
 
-// recordedKinds counts a recording's events by kind.
-func recordedKinds(t *testing.T, path string) map[string]int {
+// recordedEvents are a recording's events, every frame's in order.
+func recordedEvents(t *testing.T, path string) []json.RawMessage {
 	t.Helper()
 	frames, err := stage.Recording(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := map[string]int{}
+	var out []json.RawMessage
 	for _, b := range frames {
 		var fr stage.Frame
 		if err := json.Unmarshal(b, &fr); err != nil {
 			t.Fatal(err)
 		}
-		for _, e := range fr.Events {
-			var ev struct {
-				K string `json:"k"`
-			}
-			if err := json.Unmarshal(e, &ev); err != nil || !slices.Contains(stage.Kinds, ev.K) {
-				t.Fatalf("a recorded event of no kind the page knows: %s", e)
-			}
-			out[ev.K]++
-		}
+		out = append(out, fr.Events...)
 	}
 	return out
 }
 
-// liveWaits is each stall connection's last live wait in a recording, by
-// step and connection (nil: the stage sent it without one).
-func liveWaits(t *testing.T, path string) map[string]map[int]*float64 {
+// recordedKinds counts recorded events by kind.
+func recordedKinds(t *testing.T, events []json.RawMessage) map[string]int {
 	t.Helper()
-	frames, err := stage.Recording(path)
-	if err != nil {
-		t.Fatal(err)
+	out := map[string]int{}
+	for _, e := range events {
+		var ev struct {
+			K string `json:"k"`
+		}
+		if err := json.Unmarshal(e, &ev); err != nil || !slices.Contains(stage.Kinds, ev.K) {
+			t.Fatalf("a recorded event of no kind the page knows: %s", e)
+		}
+		out[ev.K]++
 	}
+	return out
+}
+
+// liveWaits is each stall connection's last live wait among recorded
+// events, by step and connection (nil: the stage sent it without one).
+func liveWaits(events []json.RawMessage) map[string]map[int]*float64 {
 	out := map[string]map[int]*float64{}
-	for _, b := range frames {
-		var fr stage.Frame
-		if err := json.Unmarshal(b, &fr); err != nil {
-			t.Fatal(err)
+	for _, e := range events {
+		var ev struct {
+			K string `json:"k"`
+			stage.Conn
 		}
-		for _, e := range fr.Events {
-			var ev struct {
-				K string `json:"k"`
-				stage.Conn
-			}
-			if err := json.Unmarshal(e, &ev); err != nil || ev.K != "conn" {
-				continue
-			}
-			if out[ev.ID] == nil {
-				out[ev.ID] = map[int]*float64{}
-			}
-			out[ev.ID][ev.Conn.Conn] = ev.WaitMs
+		if err := json.Unmarshal(e, &ev); err != nil || ev.K != "conn" {
+			continue
 		}
+		if out[ev.ID] == nil {
+			out[ev.ID] = map[int]*float64{}
+		}
+		out[ev.ID][ev.Conn.Conn] = ev.WaitMs
 	}
 	return out
 }

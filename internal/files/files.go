@@ -92,11 +92,22 @@ func tempCache() string {
 // its group and others.
 func ownedAlone(d string) bool {
 	fi, err := os.Lstat(d)
-	if err != nil || !fi.IsDir() || fi.Mode().Perm()&0o077 != 0 {
-		return false
-	}
+	return err == nil && fi.IsDir() && NotOwn(fi, 0o077) == ""
+}
+
+// NotOwn says why fi is not the kit user's alone: another user's, or with
+// a permission bit of open (group's or others') set; "" when it is.
+func NotOwn(fi fs.FileInfo, open fs.FileMode) string {
 	st, ok := fi.Sys().(*syscall.Stat_t)
-	return ok && int(st.Uid) == os.Getuid()
+	switch {
+	case !ok:
+		return "has no owner to check"
+	case int(st.Uid) != os.Geteuid():
+		return fmt.Sprintf("belongs to uid %d, not to the kit's user (uid %d)", st.Uid, os.Geteuid())
+	case fi.Mode().Perm()&open != 0:
+		return fmt.Sprintf("is open to others (%v)", fi.Mode().Perm())
+	}
+	return ""
 }
 
 // ReadIn reads the file rel names inside dir, as a run directory names its

@@ -198,7 +198,9 @@ func TestCacheDirPlanted(t *testing.T) {
 			}
 		}},
 		{"another user's", func(t *testing.T, path string) {
-			if os.Getuid() != 0 {
+			if os.Getuid() != 0 && os.Getenv("CI") != "" {
+				t.Fatal("making another user's directory needs root: CI runs as root")
+			} else if os.Getuid() != 0 {
 				t.Skip("making another user's directory needs root")
 			}
 			if err := os.Mkdir(path, 0o700); err != nil {

@@ -29,8 +29,9 @@ func slipCharts(f *findings.Findings) []section {
 	if len(f.Slip) == 0 && !slices.Contains(f.Run.Params.Phases, "slip") {
 		return nil // not asked for (a run before the phase, or --phases): nothing to say
 	}
-	// The captions say what the phase asked for: the first drawn server's
-	// blocks (one measured as it is asks for none: its call is its own).
+	// The captions say what the phase asked for (run.json's blocks: a
+	// server measured as it is asks none) at the first drawn server's
+	// callers and steps.
 	first := findings.SlipRow{}
 	if len(ok) > 0 {
 		first = ok[0]
@@ -82,7 +83,7 @@ func slipSections(f *findings.Findings, first findings.SlipRow) (tput, fast sect
 			"each dashed step is the ceiling that binds it, in the server's colour and named below the chart: its workers / the asked block, or its callers / the block where they are fewer "+
 			"(a closed load never has more requests in flight than callers). Each side is measured on its own against its ceiling; the after side starts once the last "+
 			"answer asked before the step has come back (the requests queued at the step drain first).",
-			first.Step.Conc, first.Before.Block, prose.SlipMoment(f), first.After.Block, first.TickWidth) + " In this run: " + strings.Join(said, " ")}
+			first.Step.Conc, f.Params.Block, prose.SlipMoment(f), f.Params.SlipBlock, first.TickWidth) + " In this run: " + strings.Join(said, " ")}
 	fast = section{ID: "slip_fast", Title: "7c. The bad afternoon: the /fast bystander meanwhile",
 		Caption: fmt.Sprintf("The slowest /fast probe due in each %s step (a probe due every %s on one connection, timed from when it was due; the median over the repetitions), "+
 			"in each server's colour; the grey line is the step. A probe still unanswered when the window ended is drawn as an open circle at its wait so far: "+

@@ -89,11 +89,7 @@ func AsIsStalled(st findings.AsIsStep) string {
 	case !st.Stalled.OK():
 		return "-"
 	}
-	s := num(st.Stalled, "%.0f") + fmt.Sprintf(" of %.0f", st.Probed.Median())
-	if len(st.Unjudged) > 0 {
-		s += fmt.Sprintf(" (%d of %d repetitions judged)", st.Judged, st.Judged+len(st.Unjudged))
-	}
-	return s
+	return stalledOf(st.Stalled, st.Probed, st.Judged, len(st.Unjudged))
 }
 
 // AsIsWho names the stalled connections of the first judged repetition:

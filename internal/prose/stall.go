@@ -122,9 +122,15 @@ func StallStalled(r findings.StallRow) string {
 	case !r.Stalled.OK():
 		return ""
 	}
-	s := num(r.Stalled, "%.0f") + fmt.Sprintf(" of %.0f", r.Conns.Median())
-	if len(r.Unjudged) > 0 {
-		s += fmt.Sprintf(" (%d of %d repetitions judged)", r.Judged, r.Judged+len(r.Unjudged))
+	return stalledOf(r.Stalled, r.Conns, r.Judged, len(r.Unjudged))
+}
+
+// stalledOf is a judged stalled column: "3 of 12", with how many
+// repetitions were judged when some were not.
+func stalledOf(stalled, of findings.Figure, judged, unjudged int) string {
+	s := num(stalled, "%.0f") + fmt.Sprintf(" of %.0f", of.Median())
+	if unjudged > 0 {
+		s += fmt.Sprintf(" (%d of %d repetitions judged)", judged, judged+unjudged)
 	}
 	return s
 }

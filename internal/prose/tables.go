@@ -321,12 +321,15 @@ func writeSlip(w io.Writer, f *findings.Findings) {
 	if len(f.Slip) == 0 {
 		return
 	}
-	first := f.Slip[0] // the header says what the phase asked for: the first measured server's (one measured as it is asks for no block)
+	// The header says what the phase asked for: run.json's blocks, the one
+	// road (a server measured as it is asks none: its call is its own),
+	// at the first measured server's callers.
+	first := f.Slip[0]
 	if i := slices.IndexFunc(f.Slip, func(r findings.SlipRow) bool { return r.OK() }); i >= 0 {
 		first = f.Slip[i]
 	}
 	fmt.Fprintf(w, "\nThe bad afternoon: /slow at %d callers asking for %s, then %s %s (the slip); /fast probed every %s meanwhile\n",
-		first.Step.Conc, first.Before.Block, first.After.Block, SlipMoment(f), f.Params.ProbeInterval)
+		first.Step.Conc, f.Params.Block, f.Params.SlipBlock, SlipMoment(f), f.Params.ProbeInterval)
 	tw := table(w, "server", "side", "asked", "measured block", "req/s", "the ceiling that binds", "of it", "/fast p50 from due", "/fast answered")
 	var notes []string
 	for _, r := range f.Slip {

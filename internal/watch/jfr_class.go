@@ -175,7 +175,7 @@ func digestCache() (*os.Root, error) {
 	case !os.SameFile(seen, opened):
 		why = "was replaced as it was opened"
 	default:
-		why = notOwn(opened, 0o077)
+		why = files.NotOwn(opened, 0o077)
 	}
 	if why != "" {
 		root.Close()
@@ -193,21 +193,6 @@ func cause(err error) error {
 	return err
 }
 
-// notOwn says why fi is not the kit user's alone: another user's, or with
-// a permission bit of open (group's or others') set; "" when it is.
-func notOwn(fi fs.FileInfo, open fs.FileMode) string {
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	switch {
-	case !ok:
-		return "has no owner to check"
-	case int(st.Uid) != os.Geteuid():
-		return fmt.Sprintf("belongs to uid %d, not to the kit's user (uid %d)", st.Uid, os.Geteuid())
-	case fi.Mode().Perm()&open != 0:
-		return fmt.Sprintf("is open to others (%v)", fi.Mode().Perm())
-	}
-	return ""
-}
-
 // readDigestJar reads the cached jar name: a regular file of the kit's
 // user that no one else may write, of at most maxDigestJar bytes, a jar
 // that holds the digest's class.
@@ -219,7 +204,7 @@ func readDigestJar(root *os.Root, name string) ([]byte, error) {
 	if !seen.Mode().IsRegular() || seen.Size() > maxDigestJar {
 		return nil, fmt.Errorf("watch: %s is not a jar of the kit's", name)
 	}
-	if why := notOwn(seen, 0o022); why != "" {
+	if why := files.NotOwn(seen, 0o022); why != "" {
 		return nil, fmt.Errorf("watch: %s %s", name, why)
 	}
 	f, err := root.OpenFile(name, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)

@@ -156,8 +156,8 @@ func TestDigestCacheRefused(t *testing.T) {
 		}, want: "is a link"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			if c.root && os.Geteuid() != 0 {
-				t.Skip("needs root, to give the directory to another user")
+			if c.root {
+				needRoot(t, "to give the directory to another user")
 			}
 			cache := freshDigestCache(t)
 			dir := filepath.Join(cache, "watch")
@@ -190,9 +190,7 @@ func TestDigestCacheRefused(t *testing.T) {
 		})
 	}
 	t.Run("a stranger's jar in the kit's directory", func(t *testing.T) {
-		if os.Geteuid() != 0 {
-			t.Skip("needs root, to give the jar to another user")
-		}
+		needRoot(t, "to give the jar to another user")
 		cache := freshDigestCache(t)
 		dir := filepath.Join(cache, "watch")
 		if err := os.MkdirAll(dir, 0o700); err != nil {
