@@ -159,15 +159,7 @@ func TestDigestCacheRefused(t *testing.T) {
 			if c.root {
 				needRoot(t, "to give the directory to another user")
 			}
-			cache := freshDigestCache(t)
-			dir := filepath.Join(cache, "watch")
-			if err := os.MkdirAll(dir, 0o700); err != nil {
-				t.Fatal(err)
-			}
-			jar := filepath.Join(dir, "JfrDigest-"+digestKey(java)+".jar")
-			if err := os.WriteFile(jar, planted, 0o600); err != nil {
-				t.Fatal(err)
-			}
+			dir, jar := plantJar(t, java, planted, 0o600)
 			c.make(t, dir)
 			before := compiles()
 			p := compiledDigest(context.Background(), java)
@@ -191,15 +183,7 @@ func TestDigestCacheRefused(t *testing.T) {
 	}
 	t.Run("a stranger's jar in the kit's directory", func(t *testing.T) {
 		needRoot(t, "to give the jar to another user")
-		cache := freshDigestCache(t)
-		dir := filepath.Join(cache, "watch")
-		if err := os.MkdirAll(dir, 0o700); err != nil {
-			t.Fatal(err)
-		}
-		jar := filepath.Join(dir, "JfrDigest-"+digestKey(java)+".jar")
-		if err := os.WriteFile(jar, planted, 0o644); err != nil {
-			t.Fatal(err)
-		}
+		_, jar := plantJar(t, java, planted, 0o644)
 		if err := os.Chown(jar, 65534, 65534); err != nil {
 			t.Fatal(err)
 		}
@@ -278,4 +262,19 @@ func TestDigestCacheUnwritable(t *testing.T) {
 	if compiles() != 0 {
 		t.Errorf("javac ran %d times", compiles())
 	}
+}
+
+// plantJar writes data as the cached digest's jar for java in a fresh
+// cache, with perm; it gives the cache's watch directory and the jar.
+func plantJar(t *testing.T, java string, data []byte, perm os.FileMode) (dir, jar string) {
+	t.Helper()
+	dir = filepath.Join(freshDigestCache(t), "watch")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	jar = filepath.Join(dir, "JfrDigest-"+digestKey(java)+".jar")
+	if err := os.WriteFile(jar, data, perm); err != nil {
+		t.Fatal(err)
+	}
+	return dir, jar
 }
